@@ -1,0 +1,228 @@
+//! Newline-delimited framing with a hard size limit.
+//!
+//! MCP's stdio transport carries one JSON-RPC message per line. [`LineFramer`]
+//! owns one read buffer, finds line ends with `memchr` (each byte is scanned
+//! once, so a message arriving in many small reads costs linear time), and
+//! enforces `max_message_bytes` *while scanning*: an oversize line is reported
+//! once and then discarded as it streams in, never stored whole. Memory stays
+//! bounded by the limit plus one read chunk whatever the peer sends.
+//!
+//! The same framer serves the client's reader (child stdout) and the server's
+//! reader (process stdin).
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Default largest line, in bytes, excluding the newline: 8 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Bytes asked for per read call.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// What [`LineFramer::next_frame`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// One complete line, without its `\n` (a trailing `\r` is removed too).
+    Line(&'a [u8]),
+    /// A line longer than the limit began. Its bytes are being discarded up
+    /// to and including its newline; `at_least` is how much was seen so far.
+    TooLarge {
+        /// Bytes of the oversize line seen when it was detected.
+        at_least: usize,
+    },
+}
+
+/// Splits a byte stream into lines of at most `max` bytes.
+///
+/// Usage: call [`fill`](Self::fill) to read more, then drain
+/// [`next_frame`](Self::next_frame) until it returns `None`.
+#[derive(Debug)]
+pub struct LineFramer {
+    buf: Vec<u8>,
+    /// Start of the first unconsumed byte.
+    start: usize,
+    /// Bytes from `start` already scanned without finding a newline.
+    scanned: usize,
+    max: usize,
+    /// Inside an oversize line: drop bytes until the next newline.
+    discarding: bool,
+}
+
+impl LineFramer {
+    /// A framer that refuses lines longer than `max` bytes.
+    pub fn new(max: usize) -> Self {
+        Self {
+            buf: Vec::with_capacity(READ_CHUNK),
+            start: 0,
+            scanned: 0,
+            max,
+            discarding: false,
+        }
+    }
+
+    /// The configured limit.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Bytes currently buffered (at most the limit plus one read chunk).
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// Appends bytes as if they had been read (for tests and for callers that
+    /// already hold data).
+    pub fn push(&mut self, data: &[u8]) {
+        self.compact();
+        self.buf.extend_from_slice(data);
+    }
+
+    /// Reads once from `reader` into the buffer. Returns the number of bytes
+    /// read; `0` means end of stream.
+    ///
+    /// Cancel safety: this is cancel safe; if the future is dropped before it
+    /// completes, no data has been read.
+    pub async fn fill<R: AsyncRead + Unpin + ?Sized>(
+        &mut self,
+        reader: &mut R,
+    ) -> std::io::Result<usize> {
+        self.compact();
+        let len = self.buf.len();
+        // Grow geometrically, but never hold more than limit + one chunk.
+        let want = (len + READ_CHUNK).min(self.max.saturating_add(READ_CHUNK + 1));
+        if self.buf.capacity() < want {
+            self.buf.reserve(want - len);
+        }
+        reader.read_buf(&mut self.buf).await
+    }
+
+    /// Moves unconsumed bytes to the front of the buffer.
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        // Release a large buffer once it has emptied (after a big message).
+        if self.buf.is_empty() && self.buf.capacity() > 4 * READ_CHUNK {
+            self.buf = Vec::with_capacity(READ_CHUNK);
+        }
+    }
+
+    /// Returns the next complete line or oversize report, or `None` when more
+    /// input is needed.
+    pub fn next_frame(&mut self) -> Option<Frame<'_>> {
+        loop {
+            let pending = &self.buf[self.start..];
+            if pending.is_empty() {
+                return None;
+            }
+            let found = memchr::memchr(b'\n', &pending[self.scanned..]).map(|i| i + self.scanned);
+            if self.discarding {
+                match found {
+                    Some(nl) => {
+                        self.start += nl + 1;
+                        self.scanned = 0;
+                        self.discarding = false;
+                        continue;
+                    }
+                    None => {
+                        // Drop everything: nothing of an oversize line is kept.
+                        self.start = self.buf.len();
+                        self.scanned = 0;
+                        return None;
+                    }
+                }
+            }
+            match found {
+                Some(nl) => {
+                    let line_start = self.start;
+                    self.start += nl + 1;
+                    self.scanned = 0;
+                    if nl > self.max {
+                        // Complete but too long: the whole line was in one read.
+                        return Some(Frame::TooLarge { at_least: nl });
+                    }
+                    let mut line = &self.buf[line_start..line_start + nl];
+                    if let [rest @ .., b'\r'] = line {
+                        line = rest;
+                    }
+                    return Some(Frame::Line(line));
+                }
+                None => {
+                    let len = pending.len();
+                    if len > self.max {
+                        self.discarding = true;
+                        self.start = self.buf.len();
+                        self.scanned = 0;
+                        return Some(Frame::TooLarge { at_least: len });
+                    }
+                    self.scanned = len;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Bytes of an unterminated final line (at end of stream), if any.
+    pub fn remainder(&self) -> &[u8] {
+        if self.discarding {
+            &[]
+        } else {
+            &self.buf[self.start..]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(framer: &mut LineFramer) -> Vec<Result<Vec<u8>, usize>> {
+        let mut out = Vec::new();
+        while let Some(f) = framer.next_frame() {
+            out.push(match f {
+                Frame::Line(l) => Ok(l.to_vec()),
+                Frame::TooLarge { at_least } => Err(at_least),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_and_strips_cr() {
+        let mut f = LineFramer::new(100);
+        f.push(b"a\r\nbb\n\nccc");
+        assert_eq!(
+            lines(&mut f),
+            vec![Ok(b"a".to_vec()), Ok(b"bb".to_vec()), Ok(Vec::new())]
+        );
+        assert_eq!(f.remainder(), b"ccc");
+        f.push(b"\n");
+        assert_eq!(lines(&mut f), vec![Ok(b"ccc".to_vec())]);
+    }
+
+    #[test]
+    fn limit_is_inclusive_and_oversize_is_discarded() {
+        let mut f = LineFramer::new(4);
+        f.push(b"1234\n12345\nok\n");
+        assert_eq!(
+            lines(&mut f),
+            vec![Ok(b"1234".to_vec()), Err(5), Ok(b"ok".to_vec())]
+        );
+    }
+
+    #[test]
+    fn oversize_streaming_line_keeps_memory_bounded() {
+        let mut f = LineFramer::new(10);
+        f.push(&[b'x'; 8]);
+        assert!(lines(&mut f).is_empty());
+        f.push(&[b'x'; 8]);
+        assert_eq!(lines(&mut f), vec![Err(16)]);
+        for _ in 0..100 {
+            f.push(&[b'y'; 1000]);
+            assert!(lines(&mut f).is_empty());
+            assert_eq!(f.buffered(), 0);
+        }
+        f.push(b"yyy\nnext\n");
+        assert_eq!(lines(&mut f), vec![Ok(b"next".to_vec())]);
+    }
+}

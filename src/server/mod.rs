@@ -1,0 +1,1 @@
+//! Server side of the MCP stdio transport (see issue 4).
