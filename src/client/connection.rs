@@ -62,6 +62,8 @@ pub(crate) enum ConnectionMsg {
         id: RequestId,
         outcome: Result<Value, ErrorObject>,
     },
+    /// The owner of link `gen` terminated (queued behind its Closed event).
+    OwnerGone { gen: u64, why: String },
     /// Close the server and stop (the client is stopping).
     Shutdown,
 }
@@ -225,6 +227,11 @@ impl Actor for Connection {
                     st.send_line(line);
                 }
             }
+            ConnectionMsg::OwnerGone { gen, why } => {
+                if gen == st.gen {
+                    st.closed(&myself, CloseReason::OwnerDied(why));
+                }
+            }
             ConnectionMsg::Shutdown => {
                 st.stopping = true;
                 st.shared.down.set("the client was stopped");
@@ -258,8 +265,10 @@ impl Actor for Connection {
             .and_then(|l| l.owner())
             .is_some_and(|o| o.get_id() == cell.get_id());
         if is_current {
+            // Supervision events overtake ordinary messages: queue behind
+            // the Closed event the owner may have sent before it stopped.
             let why = why.unwrap_or_else(|| "killed".into());
-            st.closed(&myself, CloseReason::OwnerDied(why));
+            let _ = myself.cast(ConnectionMsg::OwnerGone { gen: st.gen, why });
         }
         Ok(())
     }

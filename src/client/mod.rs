@@ -321,6 +321,9 @@ impl Client {
         if let Some(h) = hard_deadline {
             deadline = deadline.min(h);
         }
+        if self.shared.status().borrow().is_final() {
+            return Err(self.down_error());
+        }
         let conn = self.connection(deadline).await.map_err(|e| match e {
             Error::Timeout { .. } => Error::Timeout {
                 method: method.into(),
@@ -344,7 +347,7 @@ impl Client {
             reply,
             progress: ptx,
         }))
-        .map_err(|_| Error::ConnectionDown(self.shared_down()))?;
+        .map_err(|_| self.down_error())?;
         let mut guard = CancelOnDrop {
             conn: Some(conn),
             id,
@@ -355,7 +358,7 @@ impl Client {
                 biased;
                 r = &mut rx => {
                     guard.conn = None;
-                    return r.unwrap_or_else(|_| Err(Error::ConnectionDown(self.shared_down())));
+                    return r.unwrap_or_else(|_| Err(self.down_error()));
                 }
                 p = async { match prx.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
                     let Some(p) = p else { continue };
@@ -376,6 +379,18 @@ impl Client {
                     return Err(Error::Cancelled { method: method.into() });
                 }
             }
+        }
+    }
+
+    /// The error for a call that found no running Connection.
+    fn down_error(&self) -> Error {
+        match &*self.shared.status().borrow() {
+            Status::GaveUp(why) => Error::GaveUp {
+                attempts: self.shared.config.max_reconnects,
+                last: why.clone(),
+            },
+            Status::Stopped => Error::Stopped,
+            _ => Error::ConnectionDown("the connection actor is not running".into()),
         }
     }
 

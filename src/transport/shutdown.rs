@@ -132,9 +132,45 @@ fn signal_group(pgid: i32, sig: nix::sys::signal::Signal) -> nix::Result<()> {
     nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), sig)
 }
 
+/// Whether any live member of the group remains. A zombie does not count:
+/// members reparented to an init that reaps slowly (or never) are dead.
 #[cfg(unix)]
 fn group_alive(pgid: i32) -> bool {
-    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_ok()
+    if nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err() {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(live) = linux_group_has_live_member(pgid) {
+        return live;
+    }
+    true
+}
+
+/// Scans /proc for a non-zombie process in group `pgid`; `None` if /proc is
+/// unreadable.
+#[cfg(target_os = "linux")]
+fn linux_group_has_live_member(pgid: i32) -> Option<bool> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state ppid pgrp ...
+        let mut rest = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+        let state = rest.next();
+        let pgrp = rest.nth(1).and_then(|p| p.parse::<i32>().ok());
+        if pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X")) {
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 /// Per-process context of the reaper task.

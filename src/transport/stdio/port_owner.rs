@@ -57,6 +57,9 @@ pub(crate) struct PortOwnerState {
     eof_wait: Duration,
     exit: Option<ExitStatus>,
     eof: bool,
+    /// A write failed (EPIPE): the process is probably exiting; its exit
+    /// status is the better reason if it comes soon.
+    write_failed: Option<CloseReason>,
     closed: bool,
 }
 
@@ -90,6 +93,7 @@ impl Actor for PortOwner {
             eof_wait: args.eof_wait,
             exit: None,
             eof: false,
+            write_failed: None,
             closed: false,
         })
     }
@@ -103,7 +107,7 @@ impl Actor for PortOwner {
         match msg {
             PortOwnerMsg::Exited(status) => {
                 st.exit = Some(status);
-                if st.eof {
+                if st.eof || st.write_failed.is_some() {
                     st.close(&myself, CloseReason::Exited(status));
                 } else {
                     myself.send_after(EXIT_DRAIN, || PortOwnerMsg::DrainElapsed);
@@ -122,8 +126,17 @@ impl Actor for PortOwner {
             PortOwnerMsg::DrainElapsed => {
                 if let Some(status) = st.exit {
                     st.close(&myself, CloseReason::Exited(status));
+                } else if let Some(reason) = st.write_failed.take() {
+                    st.close(&myself, reason);
                 }
             }
+            PortOwnerMsg::Fatal(reason @ CloseReason::WriteFailed(_)) => match st.exit {
+                Some(status) => st.close(&myself, CloseReason::Exited(status)),
+                None => {
+                    st.write_failed = Some(reason);
+                    myself.send_after(EXIT_DRAIN, || PortOwnerMsg::DrainElapsed);
+                }
+            },
             PortOwnerMsg::EofWaitElapsed => {
                 let reason = st
                     .exit
