@@ -125,3 +125,103 @@ async fn notification_bursts_lose_nothing() {
     }
     client.stop().wait().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_helpers_follow_pages_and_call_tools() {
+    let client = Client::start(common::config(&[])).await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo", "add", "sleep", "fail", "ask_roots"]);
+    let r = client
+        .call_tool("add", json!({"a": 2, "b": 3}), RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "5");
+    assert!(!r.is_error);
+    let r = client
+        .call_tool("fail", json!({}), RequestOptions::new())
+        .await
+        .unwrap();
+    assert!(r.is_error);
+    client.stop().wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_handler_serves_both_eras() {
+    use conduit_mcp::{ErrorObject, InboundRequest, StartOptions};
+    use std::sync::Arc;
+    for era in [EraPreference::Legacy, EraPreference::Modern] {
+        let handler = |req: InboundRequest| async move {
+            match req.method.as_str() {
+                "roots/list" => Ok(json!({"roots": [{"uri": "file:///srv", "name": "srv"}]})),
+                m => Err(ErrorObject::new(-32601, m.to_string())),
+            }
+        };
+        let client = Client::start_with(
+            common::config(&[]).era(era),
+            StartOptions {
+                handler: Some(Arc::new(handler)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let r = client
+            .call_tool("ask_roots", json!({}), RequestOptions::new())
+            .await
+            .unwrap();
+        assert!(r.text().contains("file:///srv"), "{era:?}: {r:?}");
+        client.stop().wait().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_handler_server_requests_get_method_not_found() {
+    let client = Client::start(common::config(&[]).era(EraPreference::Legacy))
+        .await
+        .unwrap();
+    let r = client
+        .call_tool("ask_roots", json!({}), RequestOptions::new())
+        .await
+        .unwrap();
+    assert!(r.text().contains("-32601"), "{r:?}");
+    client.stop().wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_cancel_sends_cancelled() {
+    let dir = common::tempdir("cancel");
+    let log = dir.join("in.log");
+    let client = Client::start(common::config(&["--log-file", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    let token = conduit_mcp::CancelToken::new();
+    let c = client.clone();
+    let t = token.clone();
+    let call = tokio::spawn(async move {
+        c.request_with(
+            "sleep",
+            Some(json!({"ms": 10_000})),
+            RequestOptions::new().cancel_token(t),
+        )
+        .await
+    });
+    common::eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("\"sleep\"")
+    })
+    .await
+    .unwrap();
+    token.cancel();
+    let e = call.await.unwrap().unwrap_err();
+    assert!(matches!(e, Error::Cancelled { .. }), "{e}");
+    common::eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("notifications/cancelled")
+    })
+    .await
+    .expect("cancel notification sent");
+    client.stop().wait().await;
+}

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
+mod calls;
 pub mod command;
 pub mod config;
 mod connection;
@@ -29,6 +30,7 @@ pub mod session;
 mod shared;
 mod supervisor;
 
+pub use calls::{CallToolResult, Tool};
 pub use requests::{CancelToken, Progress, RequestOptions};
 pub use supervisor::SupervisorMsg;
 
