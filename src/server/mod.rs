@@ -263,3 +263,31 @@ async fn serve_inner<H: Handler>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nop;
+    impl Handler for Nop {
+        async fn handle_request(
+            &self,
+            _: crate::jsonrpc::Request,
+            _: RequestContext,
+        ) -> Result<serde_json::Value, HandlerError> {
+            Ok(serde_json::Value::Null)
+        }
+    }
+
+    fn assert_send<T: Send + 'static>(_: T) {}
+
+    #[test]
+    fn serve_future_is_send() {
+        let server = StdioServer::over(
+            tokio::io::empty(),
+            tokio::io::sink(),
+            ServerConfig::new(crate::protocol::Implementation::new("t", "0")),
+        );
+        assert_send(server.serve(Nop));
+    }
+}

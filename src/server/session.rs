@@ -119,7 +119,7 @@ pub(crate) async fn run<H: Handler>(
         let can_read = eof_deadline.is_none() && s.backlog.len() < max && !out_full;
         tokio::select! {
             biased;
-            _ = stop.wait_for(|v| *v) => break Ok(ServeEnd::Stopped),
+            _ = stopped(&mut stop) => break Ok(ServeEnd::Stopped),
             r = &mut writer, if !writer_done => {
                 writer_done = true;
                 match r {
@@ -196,6 +196,12 @@ pub(crate) async fn run<H: Handler>(
     }
     tracing::info!("server stopped");
     end
+}
+
+/// Resolves once stop was requested. (A helper so that the watch guard,
+/// which is not `Send`, never lives in the `select!` output.)
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
