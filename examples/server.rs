@@ -97,6 +97,7 @@ impl Demo {
                     HandlerError::InvalidParams("ms must be a non-negative integer".into())
                 })?;
                 let steps = 10u64;
+                let _ = ctx.progress(0.0, Some(steps as f64), Some("started"));
                 for i in 1..=steps {
                     // Cancellation drops this future at the await: the sleep ends.
                     tokio::time::sleep(Duration::from_millis(ms / steps)).await;
