@@ -708,3 +708,52 @@ async fn a_client_that_never_reads_cannot_grow_memory_or_block_stop() {
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     writer.abort();
 }
+
+#[tokio::test]
+async fn a_stuck_notification_handler_pauses_reading_but_not_stop() {
+    let (h, mut ev) = TestHandler::new();
+    let mut c = start(config(), h);
+    for _ in 0..200 {
+        c.send(json!({ "jsonrpc": "2.0", "method": "block_forever" }))
+            .await;
+    }
+    // The handler got the first one and is stuck in it.
+    assert_eq!(
+        next_event(&mut ev).await,
+        Event::Notification("block_forever".into())
+    );
+    let t = Instant::now();
+    c.handle.stop();
+    let end = c.end().await;
+    assert_eq!(end.unwrap(), ServeEnd::Stopped);
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn modern_log_messages_follow_the_requested_level() {
+    let (h, _ev) = TestHandler::new();
+    let mut c = start(config(), h);
+    // No logLevel: nothing is sent.
+    c.request(
+        json!(1),
+        "log",
+        json!({ "level": "error", "_meta": modern_meta(json!({})) }),
+    )
+    .await;
+    assert_eq!(c.recv().await["result"]["sent"], json!(false));
+    let mut meta = modern_meta(json!({}));
+    meta["io.modelcontextprotocol/logLevel"] = json!("warning");
+    c.request(json!(2), "log", json!({ "level": "info", "_meta": meta }))
+        .await;
+    assert_eq!(c.recv().await["result"]["sent"], json!(false));
+    c.request(json!(3), "log", json!({ "level": "error", "_meta": meta }))
+        .await;
+    let note = c.recv().await;
+    assert_eq!(note["method"], json!("notifications/message"));
+    assert_eq!(note["params"]["level"], json!("error"));
+    assert_eq!(c.recv().await["result"]["sent"], json!(true));
+}

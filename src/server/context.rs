@@ -159,6 +159,30 @@ impl RequestContext {
         }
     }
 
+    /// Sends a `notifications/message` log entry for this request, if the
+    /// client wants it; returns whether it was sent.
+    ///
+    /// Modern era: only when the request's `_meta` carries
+    /// `io.modelcontextprotocol/logLevel` and `level` is at least as severe
+    /// (the specification forbids log messages otherwise). Legacy era: always
+    /// (the level set by `logging/setLevel` is the handler's business).
+    /// Levels, least severe first: debug, info, notice, warning, error,
+    /// critical, alert, emergency; an unknown level counts as debug.
+    pub fn log(&self, level: &str, data: Value) -> Result<bool, SendError> {
+        if self.era == Era::Modern {
+            let wanted = self
+                .meta
+                .as_ref()
+                .and_then(|m| m.get(crate::protocol::meta::LOG_LEVEL))
+                .and_then(Value::as_str);
+            match wanted {
+                Some(w) if severity(level) >= severity(w) => {}
+                _ => return Ok(false),
+            }
+        }
+        self.handle.notify_log(level, None, data).map(|()| true)
+    }
+
     /// Sends a notification (see [`ServerHandle::notify`]).
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), SendError> {
         self.handle.notify(method, params)
@@ -280,5 +304,19 @@ impl RequestContext {
         if let Ok(mut r) = self.recorded.lock() {
             r.requests.insert(key.to_owned(), v);
         }
+    }
+}
+
+/// RFC 5424 severity order of MCP log levels (higher is more severe).
+fn severity(level: &str) -> u8 {
+    match level {
+        "info" => 1,
+        "notice" => 2,
+        "warning" => 3,
+        "error" => 4,
+        "critical" => 5,
+        "alert" => 6,
+        "emergency" => 7,
+        _ => 0,
     }
 }

@@ -71,6 +71,9 @@ struct Session<H> {
     by_task: HashMap<tokio::task::Id, RequestId>,
     backlog: VecDeque<(Request, Dispatch)>,
     notifications: mpsc::Sender<Notification>,
+    /// A notification waiting for room in the handler's queue; reading is
+    /// paused meanwhile.
+    stalled: Option<Notification>,
 }
 
 pub(crate) async fn run<H: Handler>(
@@ -99,6 +102,7 @@ pub(crate) async fn run<H: Handler>(
         by_task: HashMap::new(),
         backlog: VecDeque::new(),
         notifications: n_tx,
+        stalled: None,
     };
     let mut stop = shared.stop.subscribe();
     shared.phase.send_replace(Phase::Ready);
@@ -108,6 +112,8 @@ pub(crate) async fn run<H: Handler>(
     );
 
     let max = shared.config.max_in_flight;
+    // A second sender, so a pending `reserve` does not borrow the session.
+    let notify_tx = s.notifications.clone();
     let mut eof_deadline: Option<Instant> = None;
     let mut writer_done = false;
     let mut notifier_done = false;
@@ -116,7 +122,8 @@ pub(crate) async fn run<H: Handler>(
             break Ok(ServeEnd::Eof);
         }
         let out_full = shared.out.is_full();
-        let can_read = eof_deadline.is_none() && s.backlog.len() < max && !out_full;
+        let can_read =
+            eof_deadline.is_none() && s.backlog.len() < max && !out_full && s.stalled.is_none();
         tokio::select! {
             biased;
             _ = stopped(&mut stop) => break Ok(ServeEnd::Stopped),
@@ -140,7 +147,7 @@ pub(crate) async fn run<H: Handler>(
                 }
             }
             item = in_rx.recv(), if can_read => match item {
-                Some(Inbound::Message(m)) => s.on_message(m).await,
+                Some(Inbound::Message(m)) => s.on_message(m),
                 Some(Inbound::Reply(line)) => {
                     shared.out.push(line);
                 }
@@ -155,6 +162,11 @@ pub(crate) async fn run<H: Handler>(
                 }
             },
             _ = shared.out.drained(), if out_full => {}
+            permit = notify_tx.reserve(), if s.stalled.is_some() => {
+                if let (Ok(permit), Some(n)) = (permit, s.stalled.take()) {
+                    permit.send(n);
+                }
+            }
             _ = sleep_until(eof_deadline) => {
                 tracing::warn!(
                     in_flight = s.in_flight.len(),
@@ -212,10 +224,10 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 impl<H: Handler> Session<H> {
-    async fn on_message(&mut self, m: Message) {
+    fn on_message(&mut self, m: Message) {
         match m {
             Message::Request(req) => self.on_request(req),
-            Message::Notification(n) => self.on_notification(n).await,
+            Message::Notification(n) => self.on_notification(n),
             Message::Response(r) => {
                 let reply = match r.outcome {
                     Outcome::Result(raw) => Ok(raw),
@@ -348,7 +360,7 @@ impl<H: Handler> Session<H> {
         }
     }
 
-    async fn on_notification(&mut self, n: Notification) {
+    fn on_notification(&mut self, n: Notification) {
         match n.method.as_str() {
             methods::CANCELLED => {
                 let id = n
@@ -368,8 +380,11 @@ impl<H: Handler> Session<H> {
             }
             _ => {}
         }
-        // Waits only if the notification handler is 64 notifications behind.
-        let _ = self.notifications.send(n).await;
+        // Never wait here (stop must stay responsive): when the handler is
+        // NOTIFICATION_CAPACITY behind, park the notification and stop reading.
+        if let Err(mpsc::error::TrySendError::Full(n)) = self.notifications.try_send(n) {
+            self.stalled = Some(n);
+        }
     }
 
     fn cancel(&mut self, id: &RequestId) {

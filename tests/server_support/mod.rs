@@ -124,6 +124,12 @@ impl Handler for TestHandler {
                 let roots = ctx.ask("roots", InputRequest::list_roots()).await?;
                 Ok(json!({ "content": [], "structuredContent": roots }))
             }
+            "log" => {
+                let sent = ctx
+                    .log(params["level"].as_str().unwrap_or("info"), json!("entry"))
+                    .unwrap();
+                Ok(json!({ "sent": sent }))
+            }
             "whoami" => Ok(json!({ "era": ctx.era().as_str(), "caps": ctx.client_capabilities() })),
             m => Err(HandlerError::MethodNotFound(m.to_owned())),
         }
@@ -135,6 +141,9 @@ impl Handler for TestHandler {
         _handle: ServerHandle,
     ) -> Result<(), HandlerError> {
         let _ = self.events.send(Event::Notification(n.method.clone()));
+        if n.method == "block_forever" {
+            std::future::pending::<()>().await;
+        }
         if n.method == "fail_me" {
             return Err(HandlerError::Internal("notification refused".into()));
         }
