@@ -17,7 +17,7 @@
 //! exited could in theory be reused within that poll interval.
 //!
 //! The task starts when the process is spawned; the owning actor holds a
-//! [`ShutdownGuard`] whose `Drop` (on stop, kill, panic or parent death alike)
+//! `ShutdownGuard` whose `Drop` (on stop, kill, panic or parent death alike)
 //! triggers the sequence, so no runtime is needed at drop time. If the runtime
 //! itself shuts down mid-sequence, the task's drop sends SIGKILL to the group.
 
