@@ -181,6 +181,10 @@ pub(crate) struct Reaper {
     pub(crate) pgid: Option<i32>,
     pub(crate) graces: Graces,
     pub(crate) name: String,
+    /// Keeps the group watchdog waiting; dropped when the sequence ends (or
+    /// with this task), which makes it SIGKILL whatever is left of the group.
+    #[cfg(target_os = "linux")]
+    pub(crate) watchdog: Option<crate::transport::stdio::WatchdogFd>,
 }
 
 impl Reaper {
@@ -242,6 +246,8 @@ impl Reaper {
             "server shut down"
         );
         fallback.armed = false;
+        #[cfg(target_os = "linux")]
+        drop(self.watchdog.take());
         let _ = report.send(Some(out));
     }
 
