@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use super::discovery::{self, DiscoverVerdict};
+use super::events::LifecycleEvent;
 use super::handler::InboundRequest;
 use super::pending::ReplySlot;
 use super::session::{ServerSession, Status};
@@ -187,6 +188,7 @@ impl Actor for Connection {
             }
             ConnectionMsg::Transport { gen, event } if gen == st.gen => match event {
                 TransportEvent::Message(m) => st.inbound(&myself, m),
+                TransportEvent::Stderr(line) => st.stderr(line),
                 TransportEvent::Closed(reason) => st.closed(&myself, reason),
             },
             ConnectionMsg::Transport { .. } => {}
@@ -237,9 +239,18 @@ impl Actor for Connection {
                 st.shared.down.set("the client was stopped");
                 st.fail_all(|| Error::Stopped);
                 if let Some(link) = st.link.take() {
+                    st.shared.emit(LifecycleEvent::Closed {
+                        name: st.shared.name.clone(),
+                        pid: link.pid(),
+                        reason: CloseReason::ClientClosed,
+                        exit: None,
+                    });
                     link.close(CloseReason::ClientClosed);
                 }
                 st.shared.set_status(Status::Stopped);
+                st.shared.emit(LifecycleEvent::Stopped {
+                    name: st.shared.name.clone(),
+                });
                 myself.stop(Some("client stopped".into()));
             }
         }
@@ -281,6 +292,12 @@ impl ConnectionState {
 
     fn adopt(&mut self, myself: &ActorRef<ConnectionMsg>, link: Box<dyn Link>) {
         let pid = link.pid();
+        if let Some(pid) = pid {
+            self.shared.emit(LifecycleEvent::Spawned {
+                name: self.shared.name.clone(),
+                pid,
+            });
+        }
         self.shared.add_shutdown(link.shutdown_handle());
         self.link = Some(link);
         self.shared.set_status(Status::Starting);
@@ -382,6 +399,10 @@ impl ConnectionState {
             version = %session.protocol_version, "server ready"
         );
         self.failures = 0;
+        self.shared.emit(LifecycleEvent::Ready {
+            name: self.shared.name.clone(),
+            session: session.clone(),
+        });
         self.phase = Phase::Ready(session.clone());
         self.shared.set_status(Status::Ready(session));
         while let Some(call) = self.queued.pop_front() {
@@ -612,10 +633,15 @@ impl ConnectionState {
     }
 
     fn closed(&mut self, myself: &ActorRef<ConnectionMsg>, reason: CloseReason) {
-        if self.link.is_none() {
+        let Some(link) = self.link.take() else {
             return;
-        }
-        self.link = None;
+        };
+        self.shared.emit(LifecycleEvent::Closed {
+            name: self.shared.name.clone(),
+            pid: link.pid(),
+            reason: reason.clone(),
+            exit: reason.exit_status(),
+        });
         let was_ready = matches!(self.phase, Phase::Ready(_));
         self.phase = Phase::Down;
         for (_, h) in self.inbound.drain() {
@@ -643,11 +669,7 @@ impl ConnectionState {
         }
         let delay = self.shared.config.backoff.delay(attempt);
         info!(server = %self.name(), reason = %reason, attempt, delay_ms = delay.as_millis() as u64, "restarting server");
-        self.shared.set_status(Status::Restarting {
-            attempt,
-            reason: reason.to_string(),
-        });
-        myself.send_after(delay, || ConnectionMsg::Reconnect);
+        self.restarting(myself, attempt, delay, reason.to_string());
     }
 
     async fn reconnect(&mut self, myself: &ActorRef<ConnectionMsg>) {
@@ -665,14 +687,37 @@ impl ConnectionState {
                     self.give_up(myself, e.to_string());
                 } else {
                     let delay = self.shared.config.backoff.delay(self.failures);
-                    self.shared.set_status(Status::Restarting {
-                        attempt: self.failures,
-                        reason: e.to_string(),
-                    });
-                    myself.send_after(delay, || ConnectionMsg::Reconnect);
+                    self.restarting(myself, self.failures, delay, e.to_string());
                 }
             }
         }
+    }
+
+    fn restarting(
+        &mut self,
+        myself: &ActorRef<ConnectionMsg>,
+        attempt: u32,
+        delay: std::time::Duration,
+        reason: String,
+    ) {
+        self.shared.emit(LifecycleEvent::Restarting {
+            name: self.shared.name.clone(),
+            attempt,
+            delay,
+        });
+        self.shared
+            .set_status(Status::Restarting { attempt, reason });
+        myself.send_after(delay, || ConnectionMsg::Reconnect);
+    }
+
+    fn stderr(&mut self, line: String) {
+        let pid = self.link.as_ref().and_then(|l| l.pid());
+        info!(target: "conduit_mcp::stderr", server = %self.name(), pid, "{line}");
+        self.shared.emit(LifecycleEvent::Stderr {
+            name: self.shared.name.clone(),
+            pid,
+            line,
+        });
     }
 
     fn give_up(&mut self, myself: &ActorRef<ConnectionMsg>, last: String) {
@@ -685,6 +730,10 @@ impl ConnectionState {
             last: last.clone(),
         });
         self.shared.set_status(Status::GaveUp(why.clone()));
+        self.shared.emit(LifecycleEvent::GaveUp {
+            name: self.shared.name.clone(),
+            reason: why.clone(),
+        });
         myself.stop(Some(why));
     }
 

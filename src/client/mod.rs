@@ -23,6 +23,7 @@ pub mod command;
 pub mod config;
 mod connection;
 mod discovery;
+pub mod events;
 pub mod handler;
 mod pending;
 mod requests;
@@ -68,6 +69,8 @@ pub struct StartOptions {
     /// Spawn the ClientSupervisor linked under this actor (embedding in a
     /// user's supervision tree).
     pub supervisor: Option<ActorCell>,
+    /// Receives every lifecycle event from the first spawn on.
+    pub events: Option<mpsc::UnboundedSender<events::LifecycleEvent>>,
 }
 
 impl std::fmt::Debug for StartOptions {
@@ -118,6 +121,9 @@ impl Client {
         let config = Arc::new(config);
         let transport: Arc<dyn Transport> = Arc::new(StdioTransport::new(config.clone()));
         let shared = Arc::new(Shared::new(config, opts.handler));
+        if let Some(tx) = opts.events {
+            shared.add_event_subscriber(tx);
+        }
         let (tx, rx) = oneshot::channel();
         let args = SupervisorArgs {
             shared: shared.clone(),
@@ -194,6 +200,16 @@ impl Client {
                     after: timeout,
                 })
             })
+    }
+
+    /// Subscribes to lifecycle events from now on (spawned, ready, closed,
+    /// restarting, gave up, stopped, stderr lines). Unbounded: nothing is
+    /// dropped under bursts. Use [`StartOptions::events`] to see the first
+    /// spawn as well.
+    pub fn events(&self) -> mpsc::UnboundedReceiver<events::LifecycleEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.shared.add_event_subscriber(tx);
+        rx
     }
 
     /// Subscribes to the server's notifications (logging messages, list

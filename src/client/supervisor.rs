@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::connection::{Connection, ConnectionArgs, ConnectionMsg};
+use super::events::LifecycleEvent;
 use super::session::Status;
 use super::shared::Shared;
 use crate::error::SpawnError;
@@ -29,6 +30,24 @@ pub enum SupervisorMsg {
 
 pub(crate) struct ClientSupervisor;
 
+/// Marks the client stopped when the tree ends in any way (including a
+/// `kill()` of the supervisor or of a user's parent actor), so waiters on
+/// the status never hang.
+struct FinalOnDrop(Arc<Shared>);
+
+impl Drop for FinalOnDrop {
+    fn drop(&mut self) {
+        if !self.0.status().borrow().is_final() {
+            self.0.down.set("the client's supervisor stopped");
+            self.0.set_status(Status::Stopped);
+            self.0.emit(LifecycleEvent::Stopped {
+                name: self.0.name.clone(),
+            });
+        }
+        self.0.connection.send_replace(None);
+    }
+}
+
 pub(crate) struct SupervisorArgs {
     pub(crate) shared: Arc<Shared>,
     pub(crate) transport: Arc<dyn Transport>,
@@ -37,6 +56,7 @@ pub(crate) struct SupervisorArgs {
 }
 
 pub(crate) struct SupervisorState {
+    _final: FinalOnDrop,
     shared: Arc<Shared>,
     transport: Arc<dyn Transport>,
     connection: Option<ActorRef<ConnectionMsg>>,
@@ -72,6 +92,7 @@ impl Actor for ClientSupervisor {
         args: SupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut st = SupervisorState {
+            _final: FinalOnDrop(args.shared.clone()),
             shared: args.shared,
             transport: args.transport,
             connection: None,
@@ -96,6 +117,9 @@ impl Actor for ClientSupervisor {
                     Some(c) if c.cast(ConnectionMsg::Shutdown).is_ok() => {}
                     _ => {
                         st.shared.set_status(Status::Stopped);
+                        st.shared.emit(LifecycleEvent::Stopped {
+                            name: st.shared.name.clone(),
+                        });
                         myself.stop(Some("client stopped".into()));
                     }
                 }
@@ -141,6 +165,10 @@ impl Actor for ClientSupervisor {
             );
             warn!(server = %st.shared.name, reason = %why, "giving up");
             st.shared.set_status(Status::GaveUp(why.clone()));
+            st.shared.emit(LifecycleEvent::GaveUp {
+                name: st.shared.name.clone(),
+                reason: why.clone(),
+            });
             myself.stop(Some(why));
             return Ok(());
         }

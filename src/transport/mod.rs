@@ -41,6 +41,8 @@ impl fmt::Display for TransportKind {
 pub enum TransportEvent {
     /// A message arrived.
     Message(Message),
+    /// A line the server wrote to stderr (only when stderr is captured).
+    Stderr(String),
     /// The link closed; no more events follow. Sent exactly once.
     Closed(CloseReason),
 }

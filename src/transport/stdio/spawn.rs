@@ -43,6 +43,7 @@ pub(crate) fn spawn_child(cfg: &ClientConfig) -> Result<Spawned, SpawnError> {
     let stderr = match &cfg.stderr {
         StderrMode::Inherit => Stdio::inherit(),
         StderrMode::Discard => Stdio::null(),
+        StderrMode::Log => Stdio::piped(),
         StderrMode::File(path) => OpenOptions::new()
             .create(true)
             .append(true)
