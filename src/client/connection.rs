@@ -114,14 +114,38 @@ pub(crate) struct ConnectionState {
     failures: u32,
     /// Server-to-client requests being handled, to abort on cancel.
     inbound: HashMap<RequestId, tokio::task::AbortHandle>,
+    /// The pending probe or initialize timeout; aborted once answered, so
+    /// no timer task outlives its purpose (they hold an actor reference).
+    handshake_timer:
+        Option<tokio::task::JoinHandle<Result<(), ractor::MessagingErr<ConnectionMsg>>>>,
     stopping: bool,
 }
 
+impl Drop for ConnectionState {
+    fn drop(&mut self) {
+        if let Some(t) = self.handshake_timer.take() {
+            t.abort();
+        }
+    }
+}
+
 impl Connection {
-    /// A sink that forwards link events of `gen` to `me`.
-    pub(crate) fn sink(me: ActorRef<ConnectionMsg>, gen: u64) -> EventSink {
-        Arc::new(move |event| {
-            let _ = me.cast(ConnectionMsg::Transport { gen, event });
+    /// A sink that forwards link events of `gen` to `me`. Stderr lines are
+    /// logged and published from the caller (the link's stderr task), so a
+    /// stderr flood never competes with responses in the mailbox.
+    pub(crate) fn sink(me: ActorRef<ConnectionMsg>, gen: u64, shared: Arc<Shared>) -> EventSink {
+        Arc::new(move |event| match event {
+            TransportEvent::Stderr { pid, line } => {
+                info!(target: "conduit_mcp::stderr", server = %shared.name, pid, "{line}");
+                shared.emit(LifecycleEvent::Stderr {
+                    name: shared.name.clone(),
+                    pid,
+                    line,
+                });
+            }
+            event => {
+                let _ = me.cast(ConnectionMsg::Transport { gen, event });
+            }
         })
     }
 }
@@ -146,12 +170,13 @@ impl Actor for Connection {
             queued: VecDeque::new(),
             failures: 0,
             inbound: HashMap::new(),
+            handshake_timer: None,
             stopping: false,
         };
         match args.first {
             Some(report) => {
                 st.gen = 1;
-                let sink = Connection::sink(myself.clone(), st.gen);
+                let sink = Connection::sink(myself.clone(), st.gen, st.shared.clone());
                 match st.transport.open(sink, myself.get_cell()).await {
                     Ok(link) => {
                         let _ = report.send(Ok(()));
@@ -188,7 +213,8 @@ impl Actor for Connection {
             }
             ConnectionMsg::Transport { gen, event } if gen == st.gen => match event {
                 TransportEvent::Message(m) => st.inbound(&myself, m),
-                TransportEvent::Stderr(line) => st.stderr(line),
+                // Delivered by the sink directly; never queued here.
+                TransportEvent::Stderr { .. } => {}
                 TransportEvent::Closed(reason) => st.closed(&myself, reason),
             },
             ConnectionMsg::Transport { .. } => {}
@@ -353,14 +379,17 @@ impl ConnectionState {
         self.send_line(line);
         if self.shared.config.era == EraPreference::Auto {
             let gen = self.gen;
-            myself.send_after(self.shared.config.probe_timeout, move || {
-                ConnectionMsg::ProbeTimeout { gen }
-            });
+            self.handshake_timer = Some(
+                myself.send_after(self.shared.config.probe_timeout, move || {
+                    ConnectionMsg::ProbeTimeout { gen }
+                }),
+            );
         } else {
             let gen = self.gen;
-            myself.send_after(self.shared.config.init_timeout, move || {
-                ConnectionMsg::InitTimeout { gen }
-            });
+            self.handshake_timer =
+                Some(myself.send_after(self.shared.config.init_timeout, move || {
+                    ConnectionMsg::InitTimeout { gen }
+                }));
         }
     }
 
@@ -380,7 +409,8 @@ impl ConnectionState {
         let init_timeout = cfg.init_timeout;
         self.send_line(line);
         let gen = self.gen;
-        myself.send_after(init_timeout, move || ConnectionMsg::InitTimeout { gen });
+        self.handshake_timer =
+            Some(myself.send_after(init_timeout, move || ConnectionMsg::InitTimeout { gen }));
     }
 
     fn modern_meta(&self, version: &str) -> Value {
@@ -399,6 +429,9 @@ impl ConnectionState {
             version = %session.protocol_version, "server ready"
         );
         self.failures = 0;
+        if let Some(t) = self.handshake_timer.take() {
+            t.abort();
+        }
         self.shared.emit(LifecycleEvent::Ready {
             name: self.shared.name.clone(),
             session: session.clone(),
@@ -636,6 +669,9 @@ impl ConnectionState {
         let Some(link) = self.link.take() else {
             return;
         };
+        if let Some(t) = self.handshake_timer.take() {
+            t.abort();
+        }
         self.shared.emit(LifecycleEvent::Closed {
             name: self.shared.name.clone(),
             pid: link.pid(),
@@ -677,7 +713,7 @@ impl ConnectionState {
             return;
         }
         self.gen += 1;
-        let sink = Connection::sink(myself.clone(), self.gen);
+        let sink = Connection::sink(myself.clone(), self.gen, self.shared.clone());
         match self.transport.open(sink, myself.get_cell()).await {
             Ok(link) => self.adopt(myself, link),
             Err(e) => {
@@ -708,16 +744,6 @@ impl ConnectionState {
         self.shared
             .set_status(Status::Restarting { attempt, reason });
         myself.send_after(delay, || ConnectionMsg::Reconnect);
-    }
-
-    fn stderr(&mut self, line: String) {
-        let pid = self.link.as_ref().and_then(|l| l.pid());
-        info!(target: "conduit_mcp::stderr", server = %self.name(), pid, "{line}");
-        self.shared.emit(LifecycleEvent::Stderr {
-            name: self.shared.name.clone(),
-            pid,
-            line,
-        });
     }
 
     fn give_up(&mut self, myself: &ActorRef<ConnectionMsg>, last: String) {

@@ -42,7 +42,12 @@ pub enum TransportEvent {
     /// A message arrived.
     Message(Message),
     /// A line the server wrote to stderr (only when stderr is captured).
-    Stderr(String),
+    Stderr {
+        /// The server's process id.
+        pid: Option<u32>,
+        /// The line, without its newline.
+        line: String,
+    },
     /// The link closed; no more events follow. Sent exactly once.
     Closed(CloseReason),
 }

@@ -73,7 +73,12 @@ impl Transport for StdioTransport {
             let (guard, shutdown_rx) = ShutdownGuard::new();
             let (report_tx, report_rx) = watch::channel(None);
             if let Some(stderr) = child.stderr.take() {
-                tokio::spawn(reader::run_stderr(stderr, sink.clone(), report_rx.clone()));
+                tokio::spawn(reader::run_stderr(
+                    stderr,
+                    sink.clone(),
+                    pid,
+                    report_rx.clone(),
+                ));
             }
             let (writer, queue) = WriterHandle::new(cfg.max_write_queue_bytes);
             let reaper = Reaper {

@@ -100,6 +100,7 @@ const MAX_STDERR_LINE: usize = 64 * 1024;
 pub(crate) async fn run_stderr<R: AsyncRead + Unpin>(
     mut input: R,
     sink: EventSink,
+    pid: u32,
     mut done: watch::Receiver<Option<crate::transport::ShutdownReport>>,
 ) {
     let mut framer = LineFramer::new(MAX_STDERR_LINE);
@@ -114,7 +115,10 @@ pub(crate) async fn run_stderr<R: AsyncRead + Unpin>(
         if !matches!(n, Ok(k) if k > 0) {
             if !framer.remainder().is_empty() {
                 let line = String::from_utf8_lossy(framer.remainder()).into_owned();
-                sink(TransportEvent::Stderr(line));
+                sink(TransportEvent::Stderr {
+                    pid: Some(pid),
+                    line,
+                });
             }
             return;
         }
@@ -125,7 +129,10 @@ pub(crate) async fn run_stderr<R: AsyncRead + Unpin>(
                     format!("[a stderr line of at least {at_least} bytes was omitted: over 64 KiB]")
                 }
             };
-            sink(TransportEvent::Stderr(line));
+            sink(TransportEvent::Stderr {
+                pid: Some(pid),
+                line,
+            });
         }
     }
 }
