@@ -83,10 +83,23 @@ impl std::fmt::Debug for StartOptions {
 }
 
 /// A handle to a running client. Clones share the same client.
+///
+/// Dropping the last handle stops the client, like [`stop`](Self::stop)
+/// without waiting: the server is shut down in the background, never leaked.
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
     supervisor: ActorRef<SupervisorMsg>,
+    _last: Arc<StopOnLastDrop>,
+}
+
+/// Stops the tree when the last [`Client`] handle goes.
+struct StopOnLastDrop(ActorRef<SupervisorMsg>);
+
+impl Drop for StopOnLastDrop {
+    fn drop(&mut self) {
+        let _ = self.0.cast(SupervisorMsg::Stop);
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -135,7 +148,11 @@ impl Client {
             None => Actor::spawn(None, ClientSupervisor, args).await,
         };
         match spawned {
-            Ok((supervisor, _)) => Ok(Client { shared, supervisor }),
+            Ok((supervisor, _)) => Ok(Client {
+                shared,
+                _last: Arc::new(StopOnLastDrop(supervisor.clone())),
+                supervisor,
+            }),
             Err(e) => match rx.await {
                 Ok(Err(spawn)) => Err(StartError::Spawn(spawn)),
                 _ => Err(StartError::Actor(e.to_string())),
