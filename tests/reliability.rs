@@ -14,20 +14,7 @@ fn figure(scenario: &str, value: String) {
     println!("RELIABILITY | {scenario} | {value}");
 }
 
-async fn final_status(client: &Client, limit: Duration) -> Status {
-    let mut rx = client.watch_status();
-    tokio::time::timeout(limit, async {
-        loop {
-            let s = rx.borrow_and_update().clone();
-            if s.is_final() {
-                return s;
-            }
-            rx.changed().await.expect("status");
-        }
-    })
-    .await
-    .expect("final status in time")
-}
+use common::final_status;
 
 /// CPU time (user + system) of this process so far.
 fn cpu_time() -> Duration {

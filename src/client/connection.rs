@@ -291,10 +291,8 @@ impl Actor for Connection {
     ) -> Result<(), ActorProcessingErr> {
         // A PortOwner normally stops after reporting Closed; if it died
         // without a word (killed, panicked), treat that as a close.
-        let (cell, why) = match evt {
-            SupervisionEvent::ActorTerminated(cell, _, why) => (cell, why),
-            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err.to_string())),
-            _ => return Ok(()),
+        let Some((cell, why)) = super::supervisor::child_exit(evt) else {
+            return Ok(());
         };
         let is_current = st
             .link

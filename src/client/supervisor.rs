@@ -19,6 +19,16 @@ use super::shared::Shared;
 use crate::error::SpawnError;
 use crate::transport::Transport;
 
+/// The child and reason of a termination or failure event; `None` for the
+/// other supervision events.
+pub(crate) fn child_exit(evt: SupervisionEvent) -> Option<(ractor::ActorCell, Option<String>)> {
+    match evt {
+        SupervisionEvent::ActorTerminated(cell, _, why) => Some((cell, why)),
+        SupervisionEvent::ActorFailed(cell, e) => Some((cell, Some(e.to_string()))),
+        _ => None,
+    }
+}
+
 /// Messages of the ClientSupervisor.
 #[derive(Debug)]
 pub enum SupervisorMsg {
@@ -139,10 +149,8 @@ impl Actor for ClientSupervisor {
         evt: SupervisionEvent,
         st: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, why) = match evt {
-            SupervisionEvent::ActorTerminated(cell, _, why) => (cell, why),
-            SupervisionEvent::ActorFailed(cell, e) => (cell, Some(e.to_string())),
-            _ => return Ok(()),
+        let Some((cell, why)) = child_exit(evt) else {
+            return Ok(());
         };
         if st.connection.as_ref().map(|c| c.get_id()) != Some(cell.get_id()) {
             return Ok(());
