@@ -182,3 +182,41 @@ async fn progress_can_extend_a_timeout_up_to_a_maximum() {
     );
     client.stop().wait().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_modern_only_server_is_found_modern_after_the_probe_timeout() {
+    // The probe times out while the server starts; the server then answers
+    // the queued server/discover (before refusing initialize): modern wins.
+    let mut cfg = common::config(&["--era", "modern", "--start-delay-ms", "500"]);
+    cfg.probe_timeout = Duration::from_millis(100);
+    let client = Client::start(cfg).await.unwrap();
+    let s = client.ready(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(s.era, Era::Modern);
+    let r = client.request("echo", Some(json!({"m": 1}))).await.unwrap();
+    assert_eq!(r["m"], 1);
+    assert_eq!(client.session().unwrap().pid, s.pid, "no restart");
+    client.stop().wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_sent_just_before_the_answer_is_delivered() {
+    let client = Client::start(common::config(&[])).await.unwrap();
+    for _ in 0..10 {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let r = client
+            .request_with(
+                "sleep",
+                Some(json!({"ms": 50})),
+                RequestOptions::new().progress(tx),
+            )
+            .await
+            .unwrap();
+        let mut last = None;
+        while let Ok(p) = rx.try_recv() {
+            last = Some((p.progress, p.total));
+        }
+        let (progress, total) = last.expect("progress seen");
+        assert_eq!(Some(progress), total, "last step missing; result {r}");
+    }
+    client.stop().wait().await;
+}

@@ -76,6 +76,8 @@ enum Waiter {
         progress: Option<mpsc::UnboundedSender<Value>>,
     },
     Probe,
+    /// A probe that timed out; its answer may still settle the era.
+    LateProbe,
     Initialize,
 }
 
@@ -89,6 +91,10 @@ enum Phase {
     /// Serving.
     Ready(Arc<ServerSession>),
 }
+
+/// Re-probes allowed per server process after `initialize` was refused by a
+/// modern server (bounds a loop with a server that keeps timing out).
+const MAX_REPROBES: u32 = 2;
 
 pub(crate) struct Connection;
 
@@ -116,6 +122,8 @@ pub(crate) struct ConnectionState {
     inbound: HashMap<RequestId, tokio::task::AbortHandle>,
     /// The pending probe or initialize timeout; aborted once answered, so
     /// no timer task outlives its purpose (they hold an actor reference).
+    /// Probes re-sent after a modern refusal of `initialize`, this link.
+    reprobes: u32,
     handshake_timer:
         Option<tokio::task::JoinHandle<Result<(), ractor::MessagingErr<ConnectionMsg>>>>,
     stopping: bool,
@@ -171,6 +179,7 @@ impl Actor for Connection {
             failures: 0,
             inbound: HashMap::new(),
             handshake_timer: None,
+            reprobes: 0,
             stopping: false,
         };
         match args.first {
@@ -222,7 +231,9 @@ impl Actor for Connection {
                 if let Phase::Probing { id, .. } = &st.phase {
                     let id = id.clone();
                     info!(server = %st.shared.name, timeout = ?st.shared.config.probe_timeout, "no answer to server/discover: legacy era");
-                    st.pending.remove(&id);
+                    // Kept pending: a modern server slow to start answers
+                    // it before `initialize` (see `late_probe_answered`).
+                    st.pending.insert(id.clone(), Waiter::LateProbe);
                     st.send_cancelled(&id, "discovery probe timed out");
                     st.initialize(&myself);
                 }
@@ -315,6 +326,7 @@ impl ConnectionState {
     }
 
     fn adopt(&mut self, myself: &ActorRef<ConnectionMsg>, link: Box<dyn Link>) {
+        self.reprobes = 0;
         let pid = link.pid();
         if let Some(pid) = pid {
             self.shared.emit(LifecycleEvent::Spawned {
@@ -531,7 +543,8 @@ impl ConnectionState {
                         Outcome::Error(e) => Err(Error::Server(e)),
                     }),
                     Some(Waiter::Probe) => self.probe_answered(myself, r.outcome),
-                    Some(Waiter::Initialize) => self.initialize_answered(r.outcome),
+                    Some(Waiter::LateProbe) => self.late_probe_answered(r.outcome),
+                    Some(Waiter::Initialize) => self.initialize_answered(myself, r.outcome),
                     None => {
                         debug!(server = %self.name(), %id, "response to an unknown or abandoned request; ignored")
                     }
@@ -569,7 +582,41 @@ impl ConnectionState {
         }
     }
 
-    fn initialize_answered(&mut self, outcome: Outcome) {
+    /// The answer to a probe that timed out. Servers answer in order, so a
+    /// DiscoverResult that arrives while `initialize` is still unanswered
+    /// means a modern server that was merely slow to start (a cold `npx` or
+    /// Python start): it settles the era as modern and the `initialize`
+    /// answer is then ignored. Once the legacy era is established, or if
+    /// the late answer is an error, it is ignored.
+    fn late_probe_answered(&mut self, outcome: Outcome) {
+        if !matches!(self.phase, Phase::Initializing) {
+            debug!(server = %self.name(), "late server/discover answer ignored: era already settled");
+            return;
+        }
+        if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, MODERN_VERSION) {
+            info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
+            session.pid = self.link.as_ref().and_then(|l| l.pid());
+            self.pending.retain(|_, w| !matches!(w, Waiter::Initialize));
+            self.ready(session);
+        }
+    }
+
+    fn initialize_answered(&mut self, myself: &ActorRef<ConnectionMsg>, outcome: Outcome) {
+        if !matches!(self.phase, Phase::Initializing) {
+            return;
+        }
+        // A modern server that refuses `initialize` with -32022 and lists
+        // modern versions is modern: probe again (now warm), never give up.
+        if let Outcome::Error(e) = &outcome {
+            if let DiscoverVerdict::Retry(v) = discovery::judge(&outcome, "") {
+                if self.reprobes < MAX_REPROBES {
+                    self.reprobes += 1;
+                    info!(server = %self.name(), error = %e, version = %v, "initialize refused by a modern server: probing again");
+                    self.probe(myself, v);
+                    return;
+                }
+            }
+        }
         match discovery::judge_initialize(&outcome) {
             Ok(mut session) => {
                 session.pid = self.link.as_ref().and_then(|l| l.pid());

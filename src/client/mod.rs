@@ -393,6 +393,13 @@ impl Client {
                 biased;
                 r = &mut rx => {
                     guard.conn = None;
+                    // Progress sent just before the answer is still queued:
+                    // deliver it before returning.
+                    if let (Some(prx), Some(tx)) = (prx.as_mut(), &opts.progress) {
+                        while let Ok(p) = prx.try_recv() {
+                            let _ = tx.send(Progress::from_params(p));
+                        }
+                    }
                     return r.unwrap_or_else(|_| Err(self.down_error()));
                 }
                 p = async { match prx.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
