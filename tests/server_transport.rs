@@ -82,6 +82,8 @@ async fn modern_discover_meta_validation_and_result_type() {
             "capabilities": { "tools": {} },
             "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "test-server", "version": "0.0.1" } },
             "instructions": "hello",
+            "ttlMs": 0,
+            "cacheScope": "private",
         })
     );
     // Unsupported version: -32022 with supported and requested.
@@ -756,4 +758,46 @@ async fn modern_log_messages_follow_the_requested_level() {
     assert_eq!(note["method"], json!("notifications/message"));
     assert_eq!(note["params"]["level"], json!("error"));
     assert_eq!(c.recv().await["result"]["sent"], json!(true));
+}
+
+#[tokio::test]
+async fn modern_cacheable_results_get_cache_hints() {
+    struct Lists;
+    impl conduit_mcp::server::Handler for Lists {
+        async fn handle_request(
+            &self,
+            req: conduit_mcp::jsonrpc::Request,
+            _ctx: conduit_mcp::server::RequestContext,
+        ) -> Result<serde_json::Value, conduit_mcp::server::HandlerError> {
+            Ok(match req.method.as_str() {
+                "tools/list" => json!({ "tools": [] }),
+                "prompts/list" => json!({ "prompts": [], "ttlMs": 5 }),
+                _ => json!({}),
+            })
+        }
+    }
+    let cfg = config().cache_hint(60_000, conduit_mcp::server::CacheScope::Public);
+    let mut c = start(cfg, Lists);
+    let meta = modern_meta(json!({}));
+    c.request(json!(1), "tools/list", json!({ "_meta": meta }))
+        .await;
+    assert_eq!(
+        c.recv().await["result"],
+        json!({ "tools": [], "resultType": "complete", "ttlMs": 60000, "cacheScope": "public" })
+    );
+    // The handler's own hint wins.
+    c.request(json!(2), "prompts/list", json!({ "_meta": meta }))
+        .await;
+    assert_eq!(c.recv().await["result"]["ttlMs"], json!(5));
+    // Not cacheable: no hints.
+    c.request(json!(3), "tools/call", json!({ "_meta": meta }))
+        .await;
+    assert_eq!(
+        c.recv().await["result"],
+        json!({ "resultType": "complete" })
+    );
+    // Legacy results are left alone.
+    c.initialize(json!({})).await;
+    c.request(json!(4), "tools/list", json!({})).await;
+    assert_eq!(c.recv().await["result"], json!({ "tools": [] }));
 }

@@ -103,7 +103,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub use config::{ServerConfig, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES};
+pub use config::{CacheScope, ServerConfig, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES};
 pub use context::{InputRequest, RequestContext};
 pub use error::{AskError, HandlerError, SendError, ServerError};
 pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};

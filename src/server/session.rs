@@ -302,9 +302,15 @@ impl<H: Handler> Session<H> {
         let era = d.era;
         tracing::debug!(%id, method = %req.method, %era, "request started");
         let id_for_map = id.clone();
+        let shape = Shape {
+            era,
+            cacheable: CACHEABLE.contains(&req.method.as_str()),
+            ttl_ms: self.shared.config.cache_ttl_ms,
+            scope: self.shared.config.cache_scope.as_str(),
+        };
         let abort = self.tasks.spawn(async move {
             let result = handler.handle_request(req, ctx).await;
-            finish(&id, era, result, &recorded)
+            finish(&id, shape, result, &recorded)
         });
         let task = abort.id();
         self.by_task.insert(task, id_for_map.clone());
@@ -432,19 +438,43 @@ fn internal(message: String) -> ErrorObject {
     ErrorObject::new(codes::INTERNAL_ERROR, message)
 }
 
+/// Modern methods whose results carry cache hints (2026-07-28 schema).
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// What the transport adds to a modern result.
+#[derive(Clone, Copy)]
+struct Shape {
+    era: Era,
+    cacheable: bool,
+    ttl_ms: u64,
+    scope: &'static str,
+}
+
 /// Turns a handler's outcome into the response line.
 fn finish(
     id: &RequestId,
-    era: Era,
+    shape: Shape,
     result: Result<Value, HandlerError>,
     recorded: &Mutex<Recorded>,
 ) -> TaskOut {
     let rid = Some(id.clone());
+    let era = shape.era;
     match result {
         Ok(mut v) => {
             if era == Era::Modern {
                 if let Some(obj) = v.as_object_mut() {
                     obj.entry("resultType").or_insert_with(|| json!("complete"));
+                    if shape.cacheable {
+                        obj.entry("ttlMs").or_insert_with(|| json!(shape.ttl_ms));
+                        obj.entry("cacheScope")
+                            .or_insert_with(|| json!(shape.scope));
+                    }
                 }
             }
             match encode::result(&rid, &v) {
