@@ -440,10 +440,7 @@ mod tests {
             Err(ParseError::Invalid { .. })
         ));
         assert!(matches!(Message::parse(b"[1]"), Err(ParseError::Batch)));
-        assert!(matches!(
-            Message::parse(b"[1"),
-            Err(ParseError::NotJson(_))
-        ));
+        assert!(matches!(Message::parse(b"[1"), Err(ParseError::NotJson(_))));
         assert!(matches!(
             Message::parse(b"\xff\xfe"),
             Err(ParseError::NotJson(_))
@@ -487,8 +484,8 @@ mod tests {
 
     #[test]
     fn encodes_one_line() {
-        let l = encode::request(&RequestId::Number(1), "a\nb", Some(&json!({"t": "x\ny"})))
-            .unwrap();
+        let l =
+            encode::request(&RequestId::Number(1), "a\nb", Some(&json!({"t": "x\ny"}))).unwrap();
         assert_eq!(l.iter().filter(|b| **b == b'\n').count(), 1);
         assert!(matches!(
             Message::parse(&l[..l.len() - 1]).unwrap(),
