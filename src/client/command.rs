@@ -1,0 +1,217 @@
+//! Pure functions that turn configuration into what is spawned: executable
+//! resolution, the batch-file rule and the child's environment.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::error::{ConfigError, SpawnError};
+use crate::secret::EnvValue;
+
+/// Variables inherited from this process's environment (POSIX).
+pub const INHERITED_ENV_POSIX: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// Variables inherited from this process's environment (Windows).
+pub const INHERITED_ENV_WINDOWS: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+
+/// The allowlist for this platform.
+pub fn inherited_env_names() -> &'static [&'static str] {
+    if cfg!(windows) {
+        INHERITED_ENV_WINDOWS
+    } else {
+        INHERITED_ENV_POSIX
+    }
+}
+
+/// Characters refused in the arguments of an allowed batch file: `cmd.exe`
+/// re-parses them (BatBadBut).
+pub const BATCH_REFUSED_CHARS: &[char] = &['"', '%', '^', '&', '|', '<', '>'];
+
+/// The `.bat`/`.cmd` rule, as a pure function tested on every platform.
+///
+/// Windows runs batch files through `cmd.exe`, which re-parses their
+/// arguments, so they are refused unless `allow`; when allowed, an argument
+/// containing any of [`BATCH_REFUSED_CHARS`] is still refused.
+pub fn check_batch_file(command: &str, args: &[String], allow: bool) -> Result<(), ConfigError> {
+    let lower = command.to_ascii_lowercase();
+    if !(lower.ends_with(".bat") || lower.ends_with(".cmd")) {
+        return Ok(());
+    }
+    if !allow {
+        return Err(ConfigError::new(
+            "allow_batch_files",
+            format!("{command:?} is a batch file, which cmd.exe runs with re-parsed arguments; set allow_batch_files to run it"),
+        ));
+    }
+    if let Some((i, c)) = args.iter().enumerate().find_map(|(i, a)| {
+        a.chars()
+            .find(|c| BATCH_REFUSED_CHARS.contains(c))
+            .map(|c| (i, c))
+    }) {
+        return Err(ConfigError::new(
+            "args",
+            format!("argument {i} contains {c:?}, which cmd.exe would re-parse for a batch file"),
+        ));
+    }
+    Ok(())
+}
+
+/// Resolves `command` to an executable: an absolute path is checked, a bare
+/// name is looked up in `path_var` (colon- or semicolon-separated).
+pub fn resolve_executable(command: &str, path_var: Option<&str>) -> Result<PathBuf, SpawnError> {
+    let p = Path::new(command);
+    if p.is_absolute() {
+        return if is_executable(p) {
+            Ok(p.to_path_buf())
+        } else {
+            Err(SpawnError::NotFound {
+                command: command.to_owned(),
+                searched_path: false,
+            })
+        };
+    }
+    let sep = if cfg!(windows) { ';' } else { ':' };
+    for dir in path_var.unwrap_or("").split(sep).filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(command);
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+        if cfg!(windows) {
+            for ext in ["exe", "cmd", "bat"] {
+                let c = candidate.with_extension(ext);
+                if is_executable(&c) {
+                    return Ok(c);
+                }
+            }
+        }
+    }
+    Err(SpawnError::NotFound {
+        command: command.to_owned(),
+        searched_path: true,
+    })
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+/// The child's whole environment: the allowlisted variables of `inherited`
+/// (minus values starting with `()`, exported shell functions), then
+/// `configured`, which wins. Secret values are exposed here and only here.
+pub fn child_env<I>(inherited: I, configured: &[(String, EnvValue)]) -> Vec<(OsString, OsString)>
+where
+    I: IntoIterator<Item = (OsString, OsString)>,
+{
+    let allow = inherited_env_names();
+    let mut out: Vec<(OsString, OsString)> = inherited
+        .into_iter()
+        .filter(|(k, v)| {
+            k.to_str().is_some_and(|k| allow.contains(&k))
+                && !v.as_encoded_bytes().starts_with(b"()")
+        })
+        .collect();
+    for (k, v) in configured {
+        out.retain(|(ek, _)| ek != k.as_str());
+        out.push((k.into(), v.expose().into()));
+    }
+    out
+}
+
+/// The value of PATH the child will see (configured PATH wins).
+pub fn effective_path(configured: &[(String, EnvValue)]) -> Option<String> {
+    configured
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.expose().to_owned())
+        .or_else(|| std::env::var("PATH").ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+
+    #[test]
+    fn batch_files_refused_unless_allowed() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_batch_file("server.exe", &args(&["%x%"]), false).is_ok());
+        assert_eq!(
+            check_batch_file("npx.CMD", &[], false).unwrap_err().key,
+            "allow_batch_files"
+        );
+        assert!(check_batch_file("run.bat", &args(&["plain", "a-b"]), true).is_ok());
+        for bad in ["\"", "%PATH%", "a^b", "a&b", "a|b", "<", ">"] {
+            assert_eq!(
+                check_batch_file("run.bat", &args(&["ok", bad]), true)
+                    .unwrap_err()
+                    .key,
+                "args",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn env_is_allowlist_plus_configured() {
+        let inherited = [
+            ("HOME", "/root"),
+            ("PATH", "/bin"),
+            ("SECRET_TOKEN", "leak"),
+            ("SHELL", "() { :; }"),
+            ("TERM", "xterm"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let configured = vec![
+            ("PATH".to_string(), EnvValue::from("/custom")),
+            ("TOKEN".to_string(), EnvValue::from(Secret::new("hidden"))),
+        ];
+        let mut env = child_env(inherited, &configured);
+        env.sort();
+        let want: Vec<(OsString, OsString)> = [
+            ("HOME", "/root"),
+            ("PATH", "/custom"),
+            ("TERM", "xterm"),
+            ("TOKEN", "hidden"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .into();
+        assert_eq!(env, want);
+    }
+
+    #[test]
+    fn resolves_in_path() {
+        let sh = resolve_executable("sh", Some("/nonexistent:/bin:/usr/bin")).unwrap();
+        assert!(sh.ends_with("sh"));
+        assert!(matches!(
+            resolve_executable("no-such-binary-xyz", Some("/bin")),
+            Err(SpawnError::NotFound {
+                searched_path: true,
+                ..
+            })
+        ));
+        assert!(resolve_executable("/no/such/abs", None).is_err());
+    }
+}

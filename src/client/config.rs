@@ -1,0 +1,398 @@
+//! [`ClientConfig`]: every option of the client, with the reference's names
+//! and defaults, validated when the client starts.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::ConfigError;
+use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
+use crate::protocol::Implementation;
+use crate::secret::EnvValue;
+
+/// Default write-queue limit: 16 MiB of unwritten messages.
+pub const DEFAULT_MAX_WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Where the server's stderr goes. It is never merged into stdout.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StderrMode {
+    /// This process's stderr (the default).
+    #[default]
+    Inherit,
+    /// `/dev/null`.
+    Discard,
+    /// Appended to a file (absolute path), opened by this process: no shell.
+    File(PathBuf),
+    /// Captured line by line: each line becomes a tracing event (target
+    /// `conduit_mcp::stderr`, level INFO, with the server's name and pid)
+    /// and a [`LifecycleEvent::Stderr`](crate::client::events::LifecycleEvent::Stderr).
+    /// A task drains the pipe continuously, so the server never blocks on it.
+    Log,
+}
+
+/// Which protocol era to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EraPreference {
+    /// Probe with `server/discover`, fall back to `initialize` (the default).
+    #[default]
+    Auto,
+    /// Modern only: `server/discover`, never `initialize`.
+    Modern,
+    /// Legacy only: `initialize`, no probe.
+    Legacy,
+}
+
+/// Restart policy: exponential backoff between attempts, and a limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    /// Delay before the first restart.
+    pub initial: Duration,
+    /// Largest delay.
+    pub max: Duration,
+    /// Growth factor per consecutive failure (at least 1.0).
+    pub factor: f64,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(30),
+            factor: 2.0,
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before restart number `attempt` (1-based).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let exp = self.factor.powi(attempt.saturating_sub(1).min(64) as i32);
+        let secs = (self.initial.as_secs_f64() * exp).min(self.max.as_secs_f64());
+        Duration::try_from_secs_f64(secs).unwrap_or(self.max)
+    }
+}
+
+/// The configuration of a [`Client`](crate::Client).
+///
+/// Stdio configuration is operator configuration: whoever chooses `command`,
+/// `args` and `env` runs code as this process's user. Never build them from
+/// model output, server responses or end-user input.
+///
+/// ```
+/// use std::time::Duration;
+/// use conduit_mcp::{ClientConfig, Secret, StderrMode};
+///
+/// let config = ClientConfig::new("npx")
+///     .args(["-y", "@modelcontextprotocol/server-everything"])
+///     .env("NODE_OPTIONS", "--max-old-space-size=256")
+///     .env("API_TOKEN", Secret::new("s3cr3t"))
+///     .stderr(StderrMode::Discard)
+///     .request_timeout(Duration::from_secs(30));
+/// assert!(config.validate().is_ok());
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClientConfig {
+    /// Name used in logs and events (defaults to the command's file name).
+    pub name: Option<String>,
+    /// The executable: a name looked up in PATH at every connection attempt,
+    /// or an absolute path. Must not contain whitespace.
+    pub command: String,
+    /// Arguments, passed literally (no shell).
+    pub args: Vec<String>,
+    /// Variables set in the child's environment, after the allowlist.
+    pub env: Vec<(String, EnvValue)>,
+    /// Working directory (absolute, existing); `None` = this process's.
+    pub cd: Option<PathBuf>,
+    /// Where stderr goes.
+    pub stderr: StderrMode,
+    /// Allow `.bat`/`.cmd` executables (Windows). See [`check_batch_file`](crate::client::command::check_batch_file).
+    pub allow_batch_files: bool,
+    /// Largest line the server may write, in bytes (default 8 MiB).
+    pub max_message_bytes: usize,
+    /// Consecutive non-JSON-RPC lines tolerated (default 10).
+    pub max_junk_lines: usize,
+    /// Time the server gets to exit after stdin is closed (default 2 s).
+    pub stdin_grace: Duration,
+    /// Time the server gets after SIGTERM before SIGKILL (default 2 s).
+    pub term_grace: Duration,
+    /// How long the `server/discover` probe waits (default 3 s).
+    pub probe_timeout: Duration,
+    /// Unwritten bytes held before the transport closes (default 16 MiB).
+    pub max_write_queue_bytes: usize,
+    /// Restart backoff.
+    pub backoff: Backoff,
+    /// Consecutive failed restarts before giving up (default 5).
+    pub max_reconnects: u32,
+    /// Put the child in its own process group and signal the whole group
+    /// (default on), so a launcher's children (npx, uvx) are ended too.
+    pub kill_process_group: bool,
+    /// Linux: the child is SIGKILLed if the thread that spawned it dies,
+    /// which covers this process being SIGKILLed (default on). See the
+    /// crate docs' caveats.
+    pub die_with_parent: bool,
+    /// Protocol era.
+    pub era: EraPreference,
+    /// Default timeout of a request (default 60 s).
+    pub request_timeout: Duration,
+    /// Timeout of the legacy `initialize` request (default 60 s), long
+    /// enough for slow cold starts such as `npx -y`.
+    pub init_timeout: Duration,
+    /// This client's name and version, sent to the server.
+    pub client_info: Implementation,
+    /// Capabilities declared to the server.
+    pub capabilities: serde_json::Value,
+}
+
+impl ClientConfig {
+    /// A configuration running `command` with default options.
+    pub fn new(command: impl Into<String>) -> Self {
+        Self {
+            name: None,
+            command: command.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cd: None,
+            stderr: StderrMode::Inherit,
+            allow_batch_files: false,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_junk_lines: 10,
+            stdin_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+            probe_timeout: Duration::from_secs(3),
+            max_write_queue_bytes: DEFAULT_MAX_WRITE_QUEUE_BYTES,
+            backoff: Backoff::default(),
+            max_reconnects: 5,
+            kill_process_group: true,
+            die_with_parent: true,
+            era: EraPreference::Auto,
+            request_timeout: Duration::from_secs(60),
+            init_timeout: Duration::from_secs(60),
+            client_info: Implementation::new("conduit-mcp", env!("CARGO_PKG_VERSION")),
+            capabilities: serde_json::json!({}),
+        }
+    }
+
+    /// Sets the name used in logs and events.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Sets one environment variable (replacing an earlier value).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<EnvValue>) -> Self {
+        let key = key.into();
+        self.env.retain(|(k, _)| *k != key);
+        self.env.push((key, value.into()));
+        self
+    }
+
+    /// Sets several environment variables (a map or a list of pairs).
+    pub fn envs<I, K, V>(mut self, vars: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<EnvValue>,
+    {
+        for (k, v) in vars {
+            self = self.env(k, v);
+        }
+        self
+    }
+
+    /// Sets the working directory.
+    pub fn cd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cd = Some(dir.into());
+        self
+    }
+
+    /// Sets where stderr goes.
+    pub fn stderr(mut self, mode: StderrMode) -> Self {
+        self.stderr = mode;
+        self
+    }
+
+    /// Sets the default request timeout.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the protocol era.
+    pub fn era(mut self, era: EraPreference) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// Sets both shutdown grace periods.
+    pub fn graces(mut self, stdin_grace: Duration, term_grace: Duration) -> Self {
+        self.stdin_grace = stdin_grace;
+        self.term_grace = term_grace;
+        self
+    }
+
+    /// Sets the restart policy.
+    pub fn restarts(mut self, backoff: Backoff, max_reconnects: u32) -> Self {
+        self.backoff = backoff;
+        self.max_reconnects = max_reconnects;
+        self
+    }
+
+    /// The name used in logs: `name`, or the command's file name.
+    pub fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            Path::new(&self.command)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| self.command.clone())
+        })
+    }
+
+    /// Checks every option; the error names the offending key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let cmd = &self.command;
+        if cmd.is_empty() {
+            return Err(ConfigError::new("command", "must not be empty"));
+        }
+        if cmd.chars().any(char::is_whitespace) {
+            return Err(ConfigError::new(
+                "command",
+                format!("{cmd:?} contains whitespace; put arguments in `args`"),
+            ));
+        }
+        if cmd.contains('\0') {
+            return Err(ConfigError::new("command", "contains a NUL byte"));
+        }
+        let path = Path::new(cmd);
+        if path.components().count() > 1 && !path.is_absolute() {
+            return Err(ConfigError::new(
+                "command",
+                format!("{cmd:?} must be a bare name looked up in PATH or an absolute path"),
+            ));
+        }
+        if let Some(i) = self.args.iter().position(|a| a.contains('\0')) {
+            return Err(ConfigError::new(
+                "args",
+                format!("argument {i} contains a NUL byte"),
+            ));
+        }
+        for (k, v) in &self.env {
+            if k.is_empty() || k.contains('=') || k.contains('\0') {
+                return Err(ConfigError::new(
+                    "env",
+                    format!("variable name {k:?} is empty or contains '=' or NUL"),
+                ));
+            }
+            if v.expose().contains('\0') {
+                return Err(ConfigError::new(
+                    "env",
+                    format!("value of {k:?} contains a NUL byte"),
+                ));
+            }
+        }
+        if let Some(cd) = &self.cd {
+            if !cd.is_absolute() {
+                return Err(ConfigError::new(
+                    "cd",
+                    format!("{} is not an absolute path", cd.display()),
+                ));
+            }
+            if !cd.is_dir() {
+                return Err(ConfigError::new(
+                    "cd",
+                    format!("{} is not an existing directory", cd.display()),
+                ));
+            }
+        }
+        if let StderrMode::File(p) = &self.stderr {
+            if !p.is_absolute() {
+                return Err(ConfigError::new(
+                    "stderr",
+                    format!("file {} is not an absolute path", p.display()),
+                ));
+            }
+        }
+        super::command::check_batch_file(cmd, &self.args, self.allow_batch_files)?;
+        if self.max_message_bytes == 0 {
+            return Err(ConfigError::new("max_message_bytes", "must be positive"));
+        }
+        if self.max_write_queue_bytes == 0 {
+            return Err(ConfigError::new(
+                "max_write_queue_bytes",
+                "must be positive",
+            ));
+        }
+        if !(self.backoff.factor.is_finite() && self.backoff.factor >= 1.0) {
+            return Err(ConfigError::new(
+                "backoff",
+                format!(
+                    "factor {} must be a finite number >= 1",
+                    self.backoff.factor
+                ),
+            ));
+        }
+        if self.backoff.initial > self.backoff.max {
+            return Err(ConfigError::new("backoff", "initial delay exceeds max"));
+        }
+        if self.request_timeout.is_zero() {
+            return Err(ConfigError::new("request_timeout", "must be positive"));
+        }
+        if !self.capabilities.is_object() {
+            return Err(ConfigError::new("capabilities", "must be a JSON object"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_with_key_names() {
+        let key = |c: ClientConfig| c.validate().unwrap_err().key;
+        assert_eq!(key(ClientConfig::new("npx -y server")), "command");
+        assert_eq!(key(ClientConfig::new("")), "command");
+        assert_eq!(key(ClientConfig::new("./rel/server")), "command");
+        assert_eq!(key(ClientConfig::new("x").cd("relative")), "cd");
+        assert_eq!(key(ClientConfig::new("x").cd("/definitely/not/here")), "cd");
+        assert_eq!(key(ClientConfig::new("x").env("A=B", "v")), "env");
+        assert_eq!(
+            key(ClientConfig::new("x").stderr(StderrMode::File("log.txt".into()))),
+            "stderr"
+        );
+        assert_eq!(key(ClientConfig::new("run.bat")), "allow_batch_files");
+        let mut c = ClientConfig::new("x");
+        c.backoff.factor = 0.5;
+        assert_eq!(key(c), "backoff");
+        assert!(ClientConfig::new("/bin/cat").cd("/").validate().is_ok());
+    }
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let b = Backoff {
+            initial: Duration::from_millis(100),
+            max: Duration::from_millis(350),
+            factor: 2.0,
+        };
+        assert_eq!(b.delay(1), Duration::from_millis(100));
+        assert_eq!(b.delay(2), Duration::from_millis(200));
+        assert_eq!(b.delay(3), Duration::from_millis(350));
+        assert_eq!(b.delay(1000), Duration::from_millis(350));
+    }
+}

@@ -1,0 +1,216 @@
+//! Judging the answers to `server/discover` and `initialize` (pure
+//! functions, so every branch of the stdio discovery rules is unit-tested).
+//!
+//! The rules (dual-era client on stdio): a DiscoverResult means modern; a
+//! recognised modern error (-32022 with `data.supported`) means modern with
+//! one of the supported versions, never a fallback; any other error means
+//! legacy. The fallback is not keyed to one error code. A timeout (handled by
+//! the Connection) also means legacy; a DiscoverResult that arrives after the
+//! probe timed out is ignored as a response to an abandoned request (the
+//! probe was cancelled with `notifications/cancelled` and `initialize` is
+//! already on its way), so the legacy verdict stands for that process.
+
+use serde_json::Value;
+
+use super::session::ServerSession;
+use crate::jsonrpc::{codes, Outcome};
+use crate::protocol::{meta, Era, Implementation, LEGACY_VERSIONS, MODERN_VERSIONS};
+
+/// What an answer to `server/discover` means.
+#[derive(Debug, PartialEq)]
+pub(crate) enum DiscoverVerdict {
+    /// A modern server; ready.
+    Modern(ServerSession),
+    /// A modern server that wants another version: probe again with it.
+    Retry(String),
+    /// A modern server with no version in common: a clear, final error.
+    Incompatible(String),
+    /// Not a modern server: use `initialize`.
+    Legacy(String),
+}
+
+/// Judges the answer to a probe that requested `requested`.
+pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
+    match outcome {
+        Outcome::Result(raw) => {
+            let Ok(v) = serde_json::from_str::<Value>(raw.get()) else {
+                return DiscoverVerdict::Legacy("discover result is not JSON".into());
+            };
+            let supported = strings(v.get("supportedVersions"));
+            if supported.is_empty() {
+                return DiscoverVerdict::Legacy("discover result has no supportedVersions".into());
+            }
+            let chosen = if supported.iter().any(|s| s == requested) {
+                requested.to_owned()
+            } else if let Some(v) = MODERN_VERSIONS
+                .iter()
+                .find(|m| supported.iter().any(|s| s == *m))
+            {
+                return DiscoverVerdict::Retry((*v).to_owned());
+            } else if supported
+                .iter()
+                .any(|s| LEGACY_VERSIONS.contains(&s.as_str()))
+            {
+                return DiscoverVerdict::Legacy(format!(
+                    "server supports only legacy versions {supported:?}"
+                ));
+            } else {
+                return DiscoverVerdict::Incompatible(format!(
+                    "server supports {supported:?}; this client supports {MODERN_VERSIONS:?} and {LEGACY_VERSIONS:?}"
+                ));
+            };
+            let server_info = v
+                .get("_meta")
+                .and_then(|m| m.get(meta::SERVER_INFO))
+                .or_else(|| v.get("serverInfo"))
+                .and_then(|s| serde_json::from_value::<Implementation>(s.clone()).ok());
+            DiscoverVerdict::Modern(ServerSession {
+                era: Era::Modern,
+                protocol_version: chosen,
+                server_info,
+                capabilities: v
+                    .get("capabilities")
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({})),
+                instructions: v
+                    .get("instructions")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                pid: None,
+            })
+        }
+        Outcome::Error(e) if e.code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
+            let supported = strings(e.data.as_ref().and_then(|d| d.get("supported")));
+            if supported.is_empty() {
+                // -32022 without the modern data shape is not recognised.
+                return DiscoverVerdict::Legacy(format!("discover refused: {e}"));
+            }
+            match MODERN_VERSIONS
+                .iter()
+                .find(|m| **m != requested && supported.iter().any(|s| s == *m))
+            {
+                Some(v) => DiscoverVerdict::Retry((*v).to_owned()),
+                None => DiscoverVerdict::Incompatible(format!(
+                    "server supports protocol versions {supported:?}, this client {MODERN_VERSIONS:?}"
+                )),
+            }
+        }
+        Outcome::Error(e) => DiscoverVerdict::Legacy(format!("discover refused: {e}")),
+    }
+}
+
+/// Judges the answer to `initialize`.
+pub(crate) fn judge_initialize(outcome: &Outcome) -> Result<ServerSession, String> {
+    match outcome {
+        Outcome::Error(e) => Err(format!("initialize refused: {e}")),
+        Outcome::Result(raw) => {
+            let v: Value = serde_json::from_str(raw.get())
+                .map_err(|e| format!("initialize result is not JSON: {e}"))?;
+            let version = v
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .ok_or("initialize result has no protocolVersion")?;
+            if !LEGACY_VERSIONS.contains(&version) {
+                return Err(format!(
+                    "server negotiated protocol version {version:?}, which this client does not support (it supports {LEGACY_VERSIONS:?})"
+                ));
+            }
+            Ok(ServerSession {
+                era: Era::Legacy,
+                protocol_version: version.to_owned(),
+                server_info: v
+                    .get("serverInfo")
+                    .and_then(|s| serde_json::from_value(s.clone()).ok()),
+                capabilities: v
+                    .get("capabilities")
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({})),
+                instructions: v
+                    .get("instructions")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                pid: None,
+            })
+        }
+    }
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::ErrorObject;
+    use crate::protocol::MODERN_VERSION;
+    use serde_json::json;
+
+    fn ok(v: Value) -> Outcome {
+        Outcome::Result(serde_json::value::to_raw_value(&v).unwrap())
+    }
+
+    #[test]
+    fn discover_result_is_modern() {
+        let r = ok(
+            json!({"supportedVersions":[MODERN_VERSION],"capabilities":{"tools":{}},
+            "_meta":{(meta::SERVER_INFO):{"name":"s","version":"1"}},"instructions":"hi"}),
+        );
+        match judge(&r, MODERN_VERSION) {
+            DiscoverVerdict::Modern(s) => {
+                assert_eq!(s.protocol_version, MODERN_VERSION);
+                assert_eq!(s.server_info, Some(Implementation::new("s", "1")));
+                assert_eq!(s.instructions.as_deref(), Some("hi"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn fallback_is_not_keyed_to_one_code() {
+        for code in [-32601, -32600, -32602, -32603, -1, 42] {
+            let e = Outcome::Error(ErrorObject::new(code, "nope"));
+            assert!(
+                matches!(judge(&e, MODERN_VERSION), DiscoverVerdict::Legacy(_)),
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn unsupported_version_never_falls_back() {
+        let e = Outcome::Error(
+            ErrorObject::new(-32022, "unsupported")
+                .with_data(json!({"supported":[MODERN_VERSION],"requested":"2099-01-01"})),
+        );
+        assert_eq!(
+            judge(&e, "2099-01-01"),
+            DiscoverVerdict::Retry(MODERN_VERSION.into())
+        );
+        let e = Outcome::Error(
+            ErrorObject::new(-32022, "unsupported")
+                .with_data(json!({"supported":["2099-01-01"],"requested":MODERN_VERSION})),
+        );
+        assert!(matches!(
+            judge(&e, MODERN_VERSION),
+            DiscoverVerdict::Incompatible(_)
+        ));
+    }
+
+    #[test]
+    fn initialize_checks_version() {
+        assert!(judge_initialize(&ok(
+            json!({"protocolVersion":"2025-06-18","capabilities":{}})
+        ))
+        .is_ok());
+        let err = judge_initialize(&ok(json!({"protocolVersion":"1999-01-01"}))).unwrap_err();
+        assert!(err.contains("1999-01-01"), "{err}");
+    }
+}

@@ -1,0 +1,71 @@
+//! Reply slots of in-flight calls.
+//!
+//! A [`ReplySlot`] answers its caller exactly once. If it is dropped without
+//! an answer (the Connection stopped, was killed or panicked, and its state
+//! was dropped), its `Drop` answers with [`Error::ConnectionDown`] naming the
+//! reason, so a caller never sees a bare channel error and never waits for
+//! its timeout.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+use crate::error::Error;
+
+/// What a call resolves to: the unparsed result, or an error.
+pub(crate) type CallResult = Result<Box<RawValue>, Error>;
+
+/// Why the Connection went down, shared with every slot so `Drop` can say.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DownReason(Arc<Mutex<Option<String>>>);
+
+impl DownReason {
+    pub(crate) fn set(&self, why: impl Into<String>) {
+        if let Ok(mut g) = self.0.lock() {
+            *g = Some(why.into());
+        }
+    }
+
+    fn get(&self) -> String {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|g| g.clone())
+            .unwrap_or_else(|| "the connection actor stopped (killed or crashed)".to_owned())
+    }
+}
+
+/// The answering side of one call.
+#[derive(Debug)]
+pub(crate) struct ReplySlot {
+    tx: Option<oneshot::Sender<CallResult>>,
+    down: DownReason,
+}
+
+impl ReplySlot {
+    pub(crate) fn new(down: DownReason) -> (Self, oneshot::Receiver<CallResult>) {
+        let (tx, rx) = oneshot::channel();
+        (Self { tx: Some(tx), down }, rx)
+    }
+
+    /// Answers the caller (ignored if the caller has gone).
+    pub(crate) fn answer(mut self, result: CallResult) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(result);
+        }
+    }
+
+    /// Whether the caller still waits.
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.tx.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+}
+
+impl Drop for ReplySlot {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Err(Error::ConnectionDown(self.down.get())));
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Per-request options: timeout, progress, cancellation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, Notify};
+
+/// One `notifications/progress` for a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Progress so far (increases with each notification).
+    pub progress: f64,
+    /// Total, if known.
+    pub total: Option<f64>,
+    /// A human-readable message, if any.
+    pub message: Option<String>,
+    /// The notification's params as sent.
+    pub raw: Value,
+}
+
+impl Progress {
+    pub(crate) fn from_params(raw: Value) -> Self {
+        Progress {
+            progress: raw.get("progress").and_then(Value::as_f64).unwrap_or(0.0),
+            total: raw.get("total").and_then(Value::as_f64),
+            message: raw
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            raw,
+        }
+    }
+}
+
+/// Cancels a request from elsewhere. Cloneable; cancelling is idempotent.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken {
+    inner: Arc<(AtomicBool, Notify)>,
+}
+
+impl CancelToken {
+    /// A new, uncancelled token.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels every request using this token.
+    pub fn cancel(&self) {
+        self.inner.0.store(true, Ordering::Release);
+        self.inner.1.notify_waiters();
+    }
+
+    /// Whether [`cancel`](Self::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.0.load(Ordering::Acquire)
+    }
+
+    /// Resolves once cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.1.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Options of one request.
+///
+/// ```
+/// use std::time::Duration;
+/// use conduit_mcp::RequestOptions;
+/// let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+/// let opts = RequestOptions::new()
+///     .timeout(Duration::from_secs(10))
+///     .progress(tx)
+///     .reset_timeout_on_progress(Duration::from_secs(300));
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RequestOptions {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) progress: Option<mpsc::UnboundedSender<Progress>>,
+    pub(crate) reset_timeout_on_progress: bool,
+    pub(crate) max_total: Option<Duration>,
+    pub(crate) cancel: Option<CancelToken>,
+}
+
+impl RequestOptions {
+    /// Defaults: the client's `request_timeout`, no progress.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the timeout (otherwise the client's `request_timeout`).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Asks for progress (`_meta.progressToken`) and sends each
+    /// notification to `tx`.
+    pub fn progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
+        self.progress = Some(tx);
+        self
+    }
+
+    /// Restarts the timeout at each progress notification, never beyond
+    /// `max_total` from the start.
+    pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
+        self.reset_timeout_on_progress = true;
+        self.max_total = Some(max_total);
+        self
+    }
+
+    /// Cancels the request when `token` is cancelled.
+    pub fn cancel_token(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}

@@ -1,0 +1,68 @@
+//! What discovery learned about the running server, and the client's status.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::protocol::{Era, Implementation};
+
+/// The result of discovery (modern) or the handshake (legacy), for the life
+/// of one server process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSession {
+    /// The protocol era.
+    pub era: Era,
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// The server's name and version, if it said.
+    pub server_info: Option<Implementation>,
+    /// The server's capabilities (a JSON object).
+    pub capabilities: Value,
+    /// Instructions for the model, if any.
+    pub instructions: Option<String>,
+    /// The server's process id.
+    pub pid: Option<u32>,
+}
+
+impl ServerSession {
+    /// The session as one JSON object (`era`, `protocolVersion`,
+    /// `serverInfo`, `capabilities`, `instructions`, `pid`).
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "era": self.era,
+            "protocolVersion": self.protocol_version,
+            "serverInfo": self.server_info,
+            "capabilities": self.capabilities,
+            "instructions": self.instructions,
+            "pid": self.pid,
+        })
+    }
+}
+
+/// Where the client is in its life.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Status {
+    /// A server is being spawned or discovered.
+    Starting,
+    /// Ready to serve calls.
+    Ready(Arc<ServerSession>),
+    /// Waiting to restart after the server closed.
+    Restarting {
+        /// Consecutive failed attempts so far.
+        attempt: u32,
+        /// Why the last server closed.
+        reason: String,
+    },
+    /// Gave up restarting; final.
+    GaveUp(String),
+    /// Stopped by the user; final.
+    Stopped,
+}
+
+impl Status {
+    /// Whether the client will never serve calls again.
+    pub fn is_final(&self) -> bool {
+        matches!(self, Status::GaveUp(_) | Status::Stopped)
+    }
+}

@@ -1,0 +1,184 @@
+//! The ClientSupervisor actor: the root of one client's tree.
+//!
+//! It spawns the Connection linked under itself and publishes its reference
+//! to the user's handles. The Connection applies the server restart policy;
+//! the supervisor applies the same policy to the Connection itself if it
+//! dies unexpectedly (a panic or `kill()`), and stops when the Connection
+//! ends for good (the client was stopped, or it gave up).
+
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::sync::oneshot;
+use tracing::{info, warn};
+
+use super::connection::{Connection, ConnectionArgs, ConnectionMsg};
+use super::events::LifecycleEvent;
+use super::session::Status;
+use super::shared::Shared;
+use crate::error::SpawnError;
+use crate::transport::Transport;
+
+/// Messages of the ClientSupervisor.
+#[derive(Debug)]
+pub enum SupervisorMsg {
+    /// Stop the client: close the server (detached) and stop the tree.
+    Stop,
+    /// Respawn the Connection (after a backoff).
+    Respawn,
+}
+
+pub(crate) struct ClientSupervisor;
+
+/// Marks the client stopped when the tree ends in any way (including a
+/// `kill()` of the supervisor or of a user's parent actor), so waiters on
+/// the status never hang.
+struct FinalOnDrop(Arc<Shared>);
+
+impl Drop for FinalOnDrop {
+    fn drop(&mut self) {
+        if !self.0.status().borrow().is_final() {
+            self.0.down.set("the client's supervisor stopped");
+            self.0.set_status(Status::Stopped);
+            self.0.emit(LifecycleEvent::Stopped {
+                name: self.0.name.clone(),
+            });
+        }
+        self.0.connection.send_replace(None);
+    }
+}
+
+pub(crate) struct SupervisorArgs {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) transport: Arc<dyn Transport>,
+    /// Receives the outcome of the first spawn.
+    pub(crate) first: Option<oneshot::Sender<Result<(), SpawnError>>>,
+}
+
+pub(crate) struct SupervisorState {
+    _final: FinalOnDrop,
+    shared: Arc<Shared>,
+    transport: Arc<dyn Transport>,
+    connection: Option<ActorRef<ConnectionMsg>>,
+    respawns: u32,
+}
+
+impl SupervisorState {
+    async fn spawn_connection(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        first: Option<oneshot::Sender<Result<(), SpawnError>>>,
+    ) -> Result<(), ActorProcessingErr> {
+        let args = ConnectionArgs {
+            shared: self.shared.clone(),
+            transport: self.transport.clone(),
+            first,
+        };
+        let (conn, _) = Actor::spawn_linked(None, Connection, args, myself.get_cell()).await?;
+        self.shared.connection.send_replace(Some(conn.clone()));
+        self.connection = Some(conn);
+        Ok(())
+    }
+}
+
+impl Actor for ClientSupervisor {
+    type Msg = SupervisorMsg;
+    type State = SupervisorState;
+    type Arguments = SupervisorArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SupervisorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let mut st = SupervisorState {
+            _final: FinalOnDrop(args.shared.clone()),
+            shared: args.shared,
+            transport: args.transport,
+            connection: None,
+            respawns: 0,
+        };
+        st.spawn_connection(&myself, args.first).await?;
+        Ok(st)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        st: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SupervisorMsg::Stop => {
+                st.shared.down.set("the client was stopped");
+                // The Connection sets the final status once its link is
+                // closed; without one, do it here.
+                match &st.connection {
+                    Some(c) if c.cast(ConnectionMsg::Shutdown).is_ok() => {}
+                    _ => {
+                        st.shared.set_status(Status::Stopped);
+                        st.shared.emit(LifecycleEvent::Stopped {
+                            name: st.shared.name.clone(),
+                        });
+                        myself.stop(Some("client stopped".into()));
+                    }
+                }
+            }
+            SupervisorMsg::Respawn => {
+                if !st.shared.status().borrow().is_final() && st.connection.is_none() {
+                    st.spawn_connection(&myself, None).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        st: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, why) = match evt {
+            SupervisionEvent::ActorTerminated(cell, _, why) => (cell, why),
+            SupervisionEvent::ActorFailed(cell, e) => (cell, Some(e.to_string())),
+            _ => return Ok(()),
+        };
+        if st.connection.as_ref().map(|c| c.get_id()) != Some(cell.get_id()) {
+            return Ok(());
+        }
+        st.connection = None;
+        st.shared.connection.send_replace(None);
+        let status = st.shared.status().borrow().clone();
+        if status.is_final() {
+            info!(server = %st.shared.name, reason = ?why, "client tree stopping");
+            myself.stop(why);
+            return Ok(());
+        }
+        st.respawns += 1;
+        let cfg = &st.shared.config;
+        if st.respawns > cfg.max_reconnects {
+            let why = format!(
+                "the connection actor died {} times; last: {}",
+                st.respawns,
+                why.unwrap_or_else(|| "killed".into())
+            );
+            warn!(server = %st.shared.name, reason = %why, "giving up");
+            st.shared.set_status(Status::GaveUp(why.clone()));
+            st.shared.emit(LifecycleEvent::GaveUp {
+                name: st.shared.name.clone(),
+                reason: why.clone(),
+            });
+            myself.stop(Some(why));
+            return Ok(());
+        }
+        let delay = cfg.backoff.delay(st.respawns);
+        warn!(server = %st.shared.name, reason = ?why, delay_ms = delay.as_millis() as u64, "connection actor died; respawning");
+        st.shared.set_status(Status::Restarting {
+            attempt: st.respawns,
+            reason: why.unwrap_or_else(|| "connection actor killed".into()),
+        });
+        myself.send_after(delay, || SupervisorMsg::Respawn);
+        Ok(())
+    }
+}

@@ -1,0 +1,235 @@
+//! Error and close-reason types.
+//!
+//! Local failures (timeouts, a closed transport, a dead actor) are never
+//! reported as if the peer had sent them: only [`Error::Server`] carries an
+//! error object that came from the server.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::jsonrpc::ErrorObject;
+
+/// How a child process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal number.
+    Signal(i32),
+}
+
+impl ExitStatus {
+    /// Converts a standard library status.
+    pub fn from_std(status: std::process::ExitStatus) -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(sig) = status.signal() {
+                return ExitStatus::Signal(sig);
+            }
+        }
+        ExitStatus::Code(status.code().unwrap_or(-1))
+    }
+
+    /// `true` for exit code 0.
+    pub fn success(&self) -> bool {
+        *self == ExitStatus::Code(0)
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitStatus::Code(c) => write!(f, "exit status {c}"),
+            #[cfg(unix)]
+            ExitStatus::Signal(s) => match nix::sys::signal::Signal::try_from(*s) {
+                Ok(sig) => write!(f, "killed by signal {s} ({})", sig.as_str()),
+                Err(_) => write!(f, "killed by signal {s}"),
+            },
+            #[cfg(not(unix))]
+            ExitStatus::Signal(s) => write!(f, "killed by signal {s}"),
+        }
+    }
+}
+
+/// Why a transport (one server process) closed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The server process exited.
+    #[error("server exited: {0}")]
+    Exited(ExitStatus),
+    /// The server closed its stdout but did not exit.
+    #[error("server closed its stdout")]
+    StdoutClosed,
+    /// The server wrote a line longer than `max_message_bytes`.
+    #[error("server wrote a message of at least {at_least} bytes, over the {limit}-byte limit")]
+    MessageTooLarge {
+        /// The configured limit.
+        limit: usize,
+        /// Bytes seen when the line was refused.
+        at_least: usize,
+    },
+    /// The server wrote more consecutive non-JSON-RPC lines than allowed.
+    #[error("server wrote {lines} consecutive lines that are not JSON-RPC (limit {limit})")]
+    JunkOutput {
+        /// Consecutive junk lines seen.
+        lines: usize,
+        /// The configured `max_junk_lines`.
+        limit: usize,
+    },
+    /// The server stopped reading stdin and the write queue filled up.
+    #[error("write queue full: {queued} bytes unwritten, limit {limit}")]
+    WriteQueueFull {
+        /// Bytes that would have been queued.
+        queued: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Writing to the server's stdin failed (for example a broken pipe).
+    #[error("writing to the server failed: {0}")]
+    WriteFailed(String),
+    /// Reading the server's stdout failed.
+    #[error("reading from the server failed: {0}")]
+    ReadFailed(String),
+    /// The client closed the transport (stop or restart).
+    #[error("closed by the client")]
+    ClientClosed,
+    /// The protocol handshake failed.
+    #[error("handshake failed: {0}")]
+    Handshake(String),
+    /// The actor owning the process stopped unexpectedly.
+    #[error("transport owner stopped: {0}")]
+    OwnerDied(String),
+}
+
+impl CloseReason {
+    /// The exit status, when the server exited.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        match self {
+            CloseReason::Exited(s) => Some(*s),
+            _ => None,
+        }
+    }
+}
+
+/// A configuration value that was refused. `key` names the option.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration `{key}`: {problem}")]
+pub struct ConfigError {
+    /// The option's name, as in [`ClientConfig`](crate::ClientConfig).
+    pub key: &'static str,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl ConfigError {
+    pub(crate) fn new(key: &'static str, problem: impl Into<String>) -> Self {
+        Self {
+            key,
+            problem: problem.into(),
+        }
+    }
+}
+
+/// Starting a server process failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// The command was not found in PATH (or the absolute path does not exist).
+    #[error("executable `{command}` not found{}", if *.searched_path { " in PATH" } else { "" })]
+    NotFound {
+        /// The configured command.
+        command: String,
+        /// Whether PATH was searched.
+        searched_path: bool,
+    },
+    /// The OS refused to start it.
+    #[error("could not start `{executable}`: {source}")]
+    Io {
+        /// The resolved executable.
+        executable: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Opening the stderr file failed.
+    #[error("could not open stderr file `{path}`: {source}")]
+    StderrFile {
+        /// The file.
+        path: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The configuration was refused at spawn (for example a batch file).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// The error of a client call.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error: {0}")]
+    Server(ErrorObject),
+    /// No answer within the call's timeout. `notifications/cancelled` was sent.
+    #[error("`{method}` timed out after {after:?}")]
+    Timeout {
+        /// The method called.
+        method: String,
+        /// The timeout that elapsed.
+        after: Duration,
+    },
+    /// The call was cancelled by the caller.
+    #[error("`{method}` was cancelled")]
+    Cancelled {
+        /// The method called.
+        method: String,
+    },
+    /// The server's transport closed while the call was in flight. Not retried.
+    #[error("connection to the server closed: {0}")]
+    Closed(CloseReason),
+    /// The Connection actor went down (stopped, killed or crashed).
+    #[error("connection went down: {0}")]
+    ConnectionDown(String),
+    /// The client gave up restarting the server.
+    #[error("client gave up after {attempts} failed attempts: {last}")]
+    GaveUp {
+        /// Consecutive failed attempts.
+        attempts: u32,
+        /// The last failure.
+        last: String,
+    },
+    /// The client was stopped.
+    #[error("client stopped")]
+    Stopped,
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The request could not be encoded, or the result not decoded.
+    #[error("`{method}`: {problem}")]
+    Codec {
+        /// The method called.
+        method: String,
+        /// What failed.
+        problem: String,
+    },
+    /// The protocol handshake failed (unsupported version, bad discovery answer).
+    #[error("handshake failed: {0}")]
+    Handshake(String),
+    /// A client-side failure that fits no other variant (an actor could not be spawned).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The server's error object, when the server answered with an error.
+    pub fn server_error(&self) -> Option<&ErrorObject> {
+        match self {
+            Error::Server(e) => Some(e),
+            _ => None,
+        }
+    }
+}

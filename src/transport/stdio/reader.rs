@@ -1,0 +1,131 @@
+//! The reader task: frames the child's stdout and forwards messages.
+//!
+//! Messages go straight to the link's sink (one hop to the Connection);
+//! everything that ends the link goes to the PortOwner, which decides the
+//! close reason. Junk lines are logged at debug level and dropped, never
+//! answered; blank lines are ignored.
+
+use tokio::io::AsyncRead;
+use tokio::sync::watch;
+use tracing::debug;
+
+use crate::error::CloseReason;
+use crate::framing::{Frame, LineFramer};
+use crate::jsonrpc::Message;
+use crate::transport::shutdown::closed;
+use crate::transport::{EventSink, TransportEvent};
+
+/// How the reader ended.
+#[derive(Debug)]
+pub(crate) enum ReaderEnd {
+    /// End of stream.
+    Eof,
+    /// A fatal condition (too large, junk limit, read error).
+    Fatal(CloseReason),
+}
+
+/// Limits of one reader.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReaderLimits {
+    pub(crate) max_message_bytes: usize,
+    pub(crate) max_junk_lines: usize,
+}
+
+/// Reads until end of stream, a fatal condition, or `shutdown`.
+pub(crate) async fn run<R: AsyncRead + Unpin>(
+    mut input: R,
+    limits: ReaderLimits,
+    sink: EventSink,
+    mut shutdown: watch::Receiver<()>,
+    server: String,
+    on_end: impl FnOnce(ReaderEnd),
+) {
+    let mut framer = LineFramer::new(limits.max_message_bytes);
+    let mut junk = 0usize;
+    let end = loop {
+        let n = tokio::select! {
+            biased;
+            _ = closed(&mut shutdown) => return,
+            n = framer.fill(&mut input) => n,
+        };
+        match n {
+            Ok(0) => break ReaderEnd::Eof,
+            Ok(_) => {}
+            Err(e) => break ReaderEnd::Fatal(CloseReason::ReadFailed(e.to_string())),
+        }
+        let mut fatal = None;
+        while let Some(frame) = framer.next_frame() {
+            match frame {
+                Frame::Line(line) if line.iter().all(u8::is_ascii_whitespace) => {}
+                Frame::Line(line) => match Message::parse(line) {
+                    Ok(msg) => {
+                        junk = 0;
+                        sink(TransportEvent::Message(msg));
+                    }
+                    Err(e) => {
+                        junk += 1;
+                        debug!(server = %server, error = %e, bytes = line.len(), consecutive = junk, "dropped a line that is not JSON-RPC");
+                        if junk > limits.max_junk_lines {
+                            fatal = Some(CloseReason::JunkOutput {
+                                lines: junk,
+                                limit: limits.max_junk_lines,
+                            });
+                            break;
+                        }
+                    }
+                },
+                Frame::TooLarge { at_least } => {
+                    fatal = Some(CloseReason::MessageTooLarge {
+                        limit: limits.max_message_bytes,
+                        at_least,
+                    });
+                    break;
+                }
+            }
+        }
+        if let Some(reason) = fatal {
+            break ReaderEnd::Fatal(reason);
+        }
+    };
+    on_end(end);
+}
+
+/// Longest stderr line forwarded; longer lines are replaced by a note.
+const MAX_STDERR_LINE: usize = 64 * 1024;
+
+/// Drains the child's stderr line by line into `sink` as
+/// [`TransportEvent::Stderr`], until end of stream or until the shutdown
+/// sequence has ended (`done`). It never stops reading earlier, so a server
+/// logging while it exits cannot block on a full pipe.
+pub(crate) async fn run_stderr<R: AsyncRead + Unpin>(
+    mut input: R,
+    sink: EventSink,
+    mut done: watch::Receiver<Option<crate::transport::ShutdownReport>>,
+) {
+    let mut framer = LineFramer::new(MAX_STDERR_LINE);
+    loop {
+        let n = tokio::select! {
+            n = framer.fill(&mut input) => n,
+            r = done.wait_for(Option::is_some) => {
+                let _ = r;
+                return;
+            }
+        };
+        if !matches!(n, Ok(k) if k > 0) {
+            if !framer.remainder().is_empty() {
+                let line = String::from_utf8_lossy(framer.remainder()).into_owned();
+                sink(TransportEvent::Stderr(line));
+            }
+            return;
+        }
+        while let Some(frame) = framer.next_frame() {
+            let line = match frame {
+                Frame::Line(l) => String::from_utf8_lossy(l).into_owned(),
+                Frame::TooLarge { at_least } => {
+                    format!("[a stderr line of at least {at_least} bytes was omitted: over 64 KiB]")
+                }
+            };
+            sink(TransportEvent::Stderr(line));
+        }
+    }
+}
