@@ -119,8 +119,9 @@
 //! # Cancel safety
 //!
 //! Dropping the [`serve`](StdioServer::serve) future is like `stop()` with
-//! no drain and no flush: request tasks are aborted (their `JoinSet` is
-//! dropped), and the reader and writer tasks end when their channels close.
+//! no drain and no flush: the request, reader, writer and notification tasks
+//! are aborted, and handles and contexts become inert (the last strong
+//! reference to the transport's state was in the future).
 
 mod config;
 mod context;
