@@ -123,6 +123,7 @@
 //! are aborted, and handles and contexts become inert (the last strong
 //! reference to the transport's state was in the future).
 
+mod actor;
 mod config;
 mod context;
 mod era;
@@ -139,6 +140,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
 pub use config::{CacheScope, ServerConfig, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES};
 pub use context::{InputRequest, RequestContext};
 pub use error::{AskError, HandlerError, SendError, ServerError};
