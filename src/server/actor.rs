@@ -1,45 +1,4 @@
-//! Serving as a ractor actor, for programs built as supervision trees.
-//!
-//! [`ServeActor`] owns a [`StdioServer`] and serves it from a task of its
-//! own. Its life follows the server's:
-//!
-//! - serving ends cleanly (EOF, [`ServerHandle::stop`]) → the actor stops
-//!   normally, with the reason `"eof"` or `"stopped"`;
-//! - serving fails ([`ServerError`]) → the actor fails with that error, so a
-//!   supervising parent receives `SupervisionEvent::ActorFailed`;
-//! - the actor is stopped (`stop()`, or its parent stops) → `post_stop`
-//!   calls [`ServerHandle::stop`] and waits for serving to end (within
-//!   [`ServerConfig::stop_drain`](super::ServerConfig::stop_drain) and
-//!   [`ServerConfig::flush_timeout`](super::ServerConfig::flush_timeout));
-//! - the actor is killed (`kill()`, a linked parent's death) → its state is
-//!   dropped, which drops the serving future: handlers are aborted and the
-//!   stdout guard, if any, is removed (ractor skips `post_stop` on kill, so
-//!   this path lives in `Drop`).
-//!
-//! Take the [`ServerHandle`] (`server.handle()`) before handing the server
-//! to the actor: the actor has no messages of its own to send.
-//!
-//! ```no_run
-//! use conduit_mcp::jsonrpc::Request;
-//! use conduit_mcp::protocol::Implementation;
-//! use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServeActor, ServeArgs, ServerConfig, StdioServer};
-//! use serde_json::Value;
-//!
-//! struct Tools;
-//! impl Handler for Tools {
-//!     async fn handle_request(&self, r: Request, _: RequestContext) -> Result<Value, HandlerError> {
-//!         Err(HandlerError::MethodNotFound(r.method))
-//!     }
-//! }
-//!
-//! # async fn run() -> Result<(), ractor::SpawnErr> {
-//! let server = StdioServer::new(ServerConfig::new(Implementation::new("tools", "1")));
-//! let handle = server.handle();
-//! let (actor, done) = ractor::Actor::spawn(None, ServeActor::new(), ServeArgs { server, handler: Tools }).await?;
-//! // ... `handle.notify(...)`; `actor.stop(None)` ends serving.
-//! let _ = done.await;
-//! # Ok(()) }
-//! ```
+//! Serving as a ractor actor: [`ServeActor`].
 
 use std::marker::PhantomData;
 
@@ -51,7 +10,49 @@ use super::handle::ServerHandle;
 use super::handler::Handler;
 use super::{ServeEnd, StdioServer};
 
-/// An actor that serves one [`StdioServer`]; see the [module docs](self).
+/// An actor that serves one [`StdioServer`], for programs built as
+/// supervision trees.
+///
+/// [`ServeActor`] owns a [`StdioServer`] and serves it from a task of its
+/// own. Its life follows the server's:
+///
+/// - serving ends cleanly (EOF, [`ServerHandle::stop`]) → the actor stops
+///   normally, with the reason `"eof"` or `"stopped"`;
+/// - serving fails ([`ServerError`]) → the actor fails with that error, so a
+///   supervising parent receives `SupervisionEvent::ActorFailed`;
+/// - the actor is stopped (`stop()`, or its parent stops) → `post_stop`
+///   calls [`ServerHandle::stop`] and waits for serving to end (within
+///   [`ServerConfig::stop_drain`](super::ServerConfig::stop_drain) and
+///   [`ServerConfig::flush_timeout`](super::ServerConfig::flush_timeout));
+/// - the actor is killed (`kill()`, a linked parent's death) → its state is
+///   dropped, which drops the serving future: handlers are aborted and the
+///   stdout guard, if any, is removed (ractor skips `post_stop` on kill, so
+///   this path lives in `Drop`).
+///
+/// Take the [`ServerHandle`] (`server.handle()`) before handing the server
+/// to the actor: the actor has no messages of its own to send.
+///
+/// ```no_run
+/// use conduit_mcp::jsonrpc::Request;
+/// use conduit_mcp::protocol::Implementation;
+/// use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServeActor, ServeArgs, ServerConfig, StdioServer};
+/// use serde_json::Value;
+///
+/// struct Tools;
+/// impl Handler for Tools {
+///     async fn handle_request(&self, r: Request, _: RequestContext) -> Result<Value, HandlerError> {
+///         Err(HandlerError::MethodNotFound(r.method))
+///     }
+/// }
+///
+/// # async fn run() -> Result<(), ractor::SpawnErr> {
+/// let server = StdioServer::new(ServerConfig::new(Implementation::new("tools", "1")));
+/// let handle = server.handle();
+/// let (actor, done) = ractor::Actor::spawn(None, ServeActor::new(), ServeArgs { server, handler: Tools }).await?;
+/// // ... `handle.notify(...)`; `actor.stop(None)` ends serving.
+/// let _ = done.await;
+/// # Ok(()) }
+/// ```
 pub struct ServeActor<H>(PhantomData<fn() -> H>);
 
 impl<H> ServeActor<H> {
