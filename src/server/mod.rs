@@ -71,6 +71,10 @@
 //!   [`ServerHandle::notify`] fails with [`SendError::QueueFull`]; nothing
 //!   blocks `stop()`.
 //!
+//! - **Supervision.** [`ServeActor`] serves a server as a ractor actor: a
+//!   clean end stops it normally, a [`ServerError`] fails it (its supervisor
+//!   sees `ActorFailed`), and stopping or killing it ends serving.
+//!
 //! # Caveats
 //!
 //! - While reading is paused (backlog full, or outbound queue full), the
