@@ -847,3 +847,66 @@ async fn dropping_the_serve_future_makes_handles_inert() {
         Err(SendError::TransportGone)
     ));
 }
+
+#[tokio::test]
+async fn modern_ask_all_requests_every_missing_input_in_one_round() {
+    let (h, _ev) = TestHandler::new();
+    let mut c = start(config(), h);
+    let meta = modern_meta(json!({ "roots": {}, "elicitation": {} }));
+    c.request(
+        json!(1),
+        "prompts/get",
+        json!({ "name": "p", "_meta": meta }),
+    )
+    .await;
+    let r = c.recv().await["result"].clone();
+    assert_eq!(r["resultType"], json!("input_required"));
+    assert_eq!(r["requestState"], json!("round-1"));
+    let keys: Vec<_> = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["name", "roots"]);
+    assert_eq!(
+        r["inputRequests"]["name"]["method"],
+        json!("elicitation/create")
+    );
+    // A partial retry asks only for what is still missing.
+    c.request(
+        json!(2),
+        "prompts/get",
+        json!({ "name": "p", "_meta": meta, "requestState": "round-1",
+        "inputResponses": { "roots": { "roots": [] } } }),
+    )
+    .await;
+    let r = c.recv().await["result"].clone();
+    let keys: Vec<_> = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["name"]);
+    // The full retry completes, and the handler saw the echoed state.
+    c.request(json!(3), "prompts/get", json!({ "name": "p", "_meta": meta, "requestState": "round-1",
+        "inputResponses": { "roots": { "roots": [] }, "name": { "action": "accept", "content": {} } } })).await;
+    let r = c.recv().await["result"].clone();
+    assert_eq!(r["resultType"], json!("complete"));
+    assert_eq!(r["state"], json!("round-1"));
+    assert_eq!(r["got"]["name"]["action"], json!("accept"));
+    // Without the elicitation capability nothing is asked: -32021.
+    c.request(
+        json!(4),
+        "prompts/get",
+        json!({ "name": "p", "_meta": modern_meta(json!({ "roots": {} })) }),
+    )
+    .await;
+    let e = c.recv().await;
+    assert_eq!(e["error"]["code"], json!(-32021));
+    assert_eq!(
+        e["error"]["data"]["requiredCapabilities"],
+        json!({ "elicitation": {} })
+    );
+}
