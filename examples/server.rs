@@ -156,6 +156,9 @@ impl Handler for Demo {
                     "role": "user", "content": { "type": "text", "text": format!("Say hello to {who}.") }
                 }]}))
             }
+            "resources/templates/list" => Ok(json!({ "resourceTemplates": [] })),
+            // Legacy logging level: accepted (this demo logs to stderr only).
+            "logging/setLevel" => Ok(json!({})),
             m => Err(HandlerError::MethodNotFound(m.to_owned())),
         }
     }

@@ -82,6 +82,8 @@ async fn modern_discover_meta_validation_and_result_type() {
             "capabilities": { "tools": {} },
             "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "test-server", "version": "0.0.1" } },
             "instructions": "hello",
+            "ttlMs": 0,
+            "cacheScope": "private",
         })
     );
     // Unsupported version: -32022 with supported and requested.
@@ -305,7 +307,7 @@ async fn stop_while_idle_takes_effect_at_once() {
     let took = t.elapsed();
     eprintln!("stop() while idle took {took:?}");
     assert_eq!(end.unwrap(), ServeEnd::Stopped);
-    assert!(took < Duration::from_millis(100), "stop took {took:?}");
+    assert!(took < Duration::from_millis(200), "stop took {took:?}");
     // The lifetime has ended.
     assert!(matches!(
         handle.notify("x", None),
@@ -756,4 +758,155 @@ async fn modern_log_messages_follow_the_requested_level() {
     assert_eq!(note["method"], json!("notifications/message"));
     assert_eq!(note["params"]["level"], json!("error"));
     assert_eq!(c.recv().await["result"]["sent"], json!(true));
+}
+
+#[tokio::test]
+async fn modern_cacheable_results_get_cache_hints() {
+    struct Lists;
+    impl conduit_mcp::server::Handler for Lists {
+        async fn handle_request(
+            &self,
+            req: conduit_mcp::jsonrpc::Request,
+            _ctx: conduit_mcp::server::RequestContext,
+        ) -> Result<serde_json::Value, conduit_mcp::server::HandlerError> {
+            Ok(match req.method.as_str() {
+                "tools/list" => json!({ "tools": [] }),
+                "prompts/list" => json!({ "prompts": [], "ttlMs": 5 }),
+                _ => json!({}),
+            })
+        }
+    }
+    let cfg = config().cache_hint(60_000, conduit_mcp::server::CacheScope::Public);
+    let mut c = start(cfg, Lists);
+    let meta = modern_meta(json!({}));
+    c.request(json!(1), "tools/list", json!({ "_meta": meta }))
+        .await;
+    assert_eq!(
+        c.recv().await["result"],
+        json!({ "tools": [], "resultType": "complete", "ttlMs": 60000, "cacheScope": "public" })
+    );
+    // The handler's own hint wins.
+    c.request(json!(2), "prompts/list", json!({ "_meta": meta }))
+        .await;
+    assert_eq!(c.recv().await["result"]["ttlMs"], json!(5));
+    // Not cacheable: no hints.
+    c.request(json!(3), "tools/call", json!({ "_meta": meta }))
+        .await;
+    assert_eq!(
+        c.recv().await["result"],
+        json!({ "resultType": "complete" })
+    );
+    // Legacy results are left alone.
+    c.initialize(json!({})).await;
+    c.request(json!(4), "tools/list", json!({})).await;
+    assert_eq!(c.recv().await["result"], json!({ "tools": [] }));
+}
+
+#[tokio::test]
+async fn read_failure_is_an_error() {
+    struct Failing;
+    impl tokio::io::AsyncRead for Failing {
+        fn poll_read(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            _: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Err(std::io::Error::other("disk on fire")))
+        }
+    }
+    let (h, _ev) = TestHandler::new();
+    let server = StdioServer::over(Failing, tokio::io::sink(), config());
+    match server.serve(h).await {
+        Err(ServerError::Read(e)) => assert_eq!(e.to_string(), "disk on fire"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_serve_future_makes_handles_inert() {
+    let (h, mut ev) = TestHandler::new();
+    let (mut client_tx, server_rx) = tokio::io::duplex(4096);
+    let (server_tx, _client_rx) = tokio::io::duplex(4096);
+    let server = StdioServer::over(server_rx, server_tx, config());
+    let handle = server.handle();
+    let serve = tokio::spawn(server.serve(h));
+    handle.wait_until_ready().await.unwrap();
+    use tokio::io::AsyncWriteExt;
+    client_tx
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"wait\",\"params\":{\"gate\":\"x\"}}\n")
+        .await
+        .unwrap();
+    assert_eq!(next_event(&mut ev).await, Event::Started(json!(2)));
+    serve.abort();
+    let _ = serve.await;
+    // The in-flight handler was dropped with the future, and the lifetime ended.
+    assert_eq!(next_event(&mut ev).await, Event::Dropped(json!(2)));
+    assert!(!handle.lifetime_token().is_alive());
+    assert!(matches!(
+        handle.notify("x", None),
+        Err(SendError::TransportGone)
+    ));
+}
+
+#[tokio::test]
+async fn modern_ask_all_requests_every_missing_input_in_one_round() {
+    let (h, _ev) = TestHandler::new();
+    let mut c = start(config(), h);
+    let meta = modern_meta(json!({ "roots": {}, "elicitation": {} }));
+    c.request(
+        json!(1),
+        "prompts/get",
+        json!({ "name": "p", "_meta": meta }),
+    )
+    .await;
+    let r = c.recv().await["result"].clone();
+    assert_eq!(r["resultType"], json!("input_required"));
+    assert_eq!(r["requestState"], json!("round-1"));
+    let keys: Vec<_> = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["name", "roots"]);
+    assert_eq!(
+        r["inputRequests"]["name"]["method"],
+        json!("elicitation/create")
+    );
+    // A partial retry asks only for what is still missing.
+    c.request(
+        json!(2),
+        "prompts/get",
+        json!({ "name": "p", "_meta": meta, "requestState": "round-1",
+        "inputResponses": { "roots": { "roots": [] } } }),
+    )
+    .await;
+    let r = c.recv().await["result"].clone();
+    let keys: Vec<_> = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["name"]);
+    // The full retry completes, and the handler saw the echoed state.
+    c.request(json!(3), "prompts/get", json!({ "name": "p", "_meta": meta, "requestState": "round-1",
+        "inputResponses": { "roots": { "roots": [] }, "name": { "action": "accept", "content": {} } } })).await;
+    let r = c.recv().await["result"].clone();
+    assert_eq!(r["resultType"], json!("complete"));
+    assert_eq!(r["state"], json!("round-1"));
+    assert_eq!(r["got"]["name"]["action"], json!("accept"));
+    // Without the elicitation capability nothing is asked: -32021.
+    c.request(
+        json!(4),
+        "prompts/get",
+        json!({ "name": "p", "_meta": modern_meta(json!({ "roots": {} })) }),
+    )
+    .await;
+    let e = c.recv().await;
+    assert_eq!(e["error"]["code"], json!(-32021));
+    assert_eq!(
+        e["error"]["data"]["requiredCapabilities"],
+        json!({ "elicitation": {} })
+    );
 }

@@ -15,6 +15,26 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// Default bound on unwritten outbound bytes: 16 MiB.
 pub const DEFAULT_MAX_OUTBOUND_BYTES: usize = 16 * 1024 * 1024;
 
+/// Who may reuse a cached modern-era result (`cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheScope {
+    /// Only within the same authorization context (`"private"`).
+    #[default]
+    Private,
+    /// Any client or intermediary (`"public"`).
+    Public,
+}
+
+impl CacheScope {
+    /// `"private"` or `"public"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Private => "private",
+            CacheScope::Public => "public",
+        }
+    }
+}
+
 /// How a [`StdioServer`](super::StdioServer) behaves.
 ///
 /// Every field has a sensible default ([`ServerConfig::new`]); the builder
@@ -52,6 +72,15 @@ pub struct ServerConfig {
     pub flush_timeout: Duration,
     /// Default timeout of a server-to-client request. Default 30 s.
     pub client_request_timeout: Duration,
+    /// Modern era: the `ttlMs` cache hint added to `server/discover` and to
+    /// the results of cacheable methods (`tools/list`, `prompts/list`,
+    /// `resources/list`, `resources/templates/list`, `resources/read`) when
+    /// the handler's result has none (the 2026-07-28 schema requires it).
+    /// Default 0: immediately stale.
+    pub cache_ttl_ms: u64,
+    /// Modern era: the `cacheScope` hint added alongside
+    /// [`cache_ttl_ms`](Self::cache_ttl_ms). Default [`CacheScope::Private`].
+    pub cache_scope: CacheScope,
     /// Unix, process stdio only: while serving, point fd 1 at stderr and
     /// write the protocol to a private duplicate of the original stdout, so
     /// a stray `println!` cannot corrupt the stream. Default off.
@@ -73,6 +102,8 @@ impl ServerConfig {
             eof_drain: Duration::from_secs(5),
             flush_timeout: Duration::from_secs(1),
             client_request_timeout: Duration::from_secs(30),
+            cache_ttl_ms: 0,
+            cache_scope: CacheScope::Private,
             stdout_guard: false,
         }
     }
@@ -128,6 +159,14 @@ impl ServerConfig {
     /// Sets [`client_request_timeout`](Self::client_request_timeout).
     pub fn client_request_timeout(mut self, d: Duration) -> Self {
         self.client_request_timeout = d;
+        self
+    }
+
+    /// Sets [`cache_ttl_ms`](Self::cache_ttl_ms) and
+    /// [`cache_scope`](Self::cache_scope).
+    pub fn cache_hint(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.cache_ttl_ms = ttl_ms;
+        self.cache_scope = scope;
         self
     }
 

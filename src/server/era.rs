@@ -196,6 +196,8 @@ fn discover(shared: &Shared) -> Value {
         "supportedVersions": MODERN_VERSIONS,
         "capabilities": c.capabilities,
         "_meta": { meta::SERVER_INFO: c.server_info },
+        "ttlMs": c.cache_ttl_ms,
+        "cacheScope": c.cache_scope.as_str(),
     });
     if let Some(i) = &c.instructions {
         result["instructions"] = json!(i);

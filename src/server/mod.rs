@@ -71,22 +71,63 @@
 //!   [`ServerHandle::notify`] fails with [`SendError::QueueFull`]; nothing
 //!   blocks `stop()`.
 //!
+//! - **Supervision.** [`ServeActor`] serves a server as a ractor actor: a
+//!   clean end stops it normally, a [`ServerError`] fails it (its supervisor
+//!   sees `ActorFailed`), and stopping or killing it ends serving.
+//!
+//! # Caveats
+//!
+//! - While reading is paused (backlog full, or outbound queue full), the
+//!   client's responses to server-to-client requests are not read either: a
+//!   handler awaiting [`RequestContext::ask`] with every slot taken by such
+//!   handlers and the backlog full waits until its request times out
+//!   ([`ServerConfig::client_request_timeout`]).
+//! - In the modern era a handler that asks for input runs once per round
+//!   (the client retries the whole request), so work before an `ask` is
+//!   repeated; keep it idempotent or carry it in the request state.
+//! - `requestState` comes back from the client unverified
+//!   ([`RequestContext::request_state`]).
+//!
+//! # Platform behaviour
+//!
+//! Everything works on every platform tokio supports, except
+//! [`ServerConfig::stdout_guard`], which needs unix (`dup`/`dup2`); on other
+//! platforms asking for it is an [`InvalidConfig`](ServerError::InvalidConfig)
+//! error.
+//!
 //! # Process stdio
 //!
 //! [`StdioServer::new`] reads fd 0 and writes fd 1 with dedicated plain
-//! threads rather than tokio's blocking pool, so neither an idle stdin nor a
-//! client that stopped reading can delay `stop()` or runtime shutdown; see
-//! the caveats in the source of `stdio.rs`: serve process stdio at most once
-//! at a time. With [`ServerConfig::stdout_guard`] (unix), fd 1 points at
-//! stderr while serving and the protocol uses a private duplicate of the
-//! original stdout, so a stray `println!` cannot corrupt the stream.
+//! threads, not tokio's `stdin()`/`stdout()`: those run each blocking read on
+//! the runtime's blocking pool, and an idle stdin read never returns, so
+//! `stop()` could not take effect and runtime shutdown would hang. On stop
+//! the reader thread is simply abandoned, blocked in `read(2)`; threads do
+//! not keep a process alive, so exiting is immediate. The writer thread
+//! absorbs a client that stopped reading, and is abandoned after
+//! [`ServerConfig::flush_timeout`].
+//!
+//! A non-blocking `AsyncFd` on fd 0 was rejected: `O_NONBLOCK` belongs to the
+//! open file description shared with the parent (it would change the
+//! parent's terminal or pipe too), and regular files have no readiness.
+//!
+//! Caveat: serve process stdio at most once at a time per process. Serving it
+//! again after a stop may lose up to one chunk (64 KiB) that the abandoned
+//! thread of the previous run reads and discards.
+//!
+//! With [`ServerConfig::stdout_guard`] (unix), fd 1 points at stderr while
+//! serving and the protocol uses a private duplicate of the original stdout,
+//! so a stray `println!` cannot corrupt the stream; fd 1 is restored when
+//! serving ends. fd 1 is process-wide: child processes spawned meanwhile
+//! write their stdout to stderr too.
 //!
 //! # Cancel safety
 //!
 //! Dropping the [`serve`](StdioServer::serve) future is like `stop()` with
-//! no drain and no flush: request tasks are aborted (their `JoinSet` is
-//! dropped), and the reader and writer tasks end when their channels close.
+//! no drain and no flush: the request, reader, writer and notification tasks
+//! are aborted, and handles and contexts become inert (the last strong
+//! reference to the transport's state was in the future).
 
+mod actor;
 mod config;
 mod context;
 mod era;
@@ -103,7 +144,8 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub use config::{ServerConfig, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES};
+pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
+pub use config::{CacheScope, ServerConfig, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES};
 pub use context::{InputRequest, RequestContext};
 pub use error::{AskError, HandlerError, SendError, ServerError};
 pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};

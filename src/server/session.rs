@@ -83,17 +83,21 @@ pub(crate) async fn run<H: Handler>(
     sink: Sink,
     out: OutReceiver,
 ) -> Result<ServeEnd, ServerError> {
-    let mut writer = tokio::spawn(writer::run(out, sink));
+    let mut writer = AbortOnDrop(tokio::spawn(writer::run(out, sink)));
     let (in_tx, mut in_rx) = mpsc::channel(INBOUND_CAPACITY);
-    let reader = tokio::spawn(read_loop(input, shared.config.max_message_bytes, in_tx));
+    let reader = AbortOnDrop(tokio::spawn(read_loop(
+        input,
+        shared.config.max_message_bytes,
+        in_tx,
+    )));
     let (n_tx, n_rx) = mpsc::channel(NOTIFICATION_CAPACITY);
     let (nerr_tx, mut nerr_rx) = oneshot::channel();
-    let notifier = tokio::spawn(notification_loop(
+    let notifier = AbortOnDrop(tokio::spawn(notification_loop(
         handler.clone(),
         ServerHandle::new(&shared),
         n_rx,
         nerr_tx,
-    ));
+    )));
     let mut s = Session {
         shared: shared.clone(),
         handler,
@@ -127,7 +131,7 @@ pub(crate) async fn run<H: Handler>(
         tokio::select! {
             biased;
             _ = stopped(&mut stop) => break Ok(ServeEnd::Stopped),
-            r = &mut writer, if !writer_done => {
+            r = &mut writer.0, if !writer_done => {
                 writer_done = true;
                 match r {
                     Ok(Ok(())) => {}
@@ -177,14 +181,14 @@ pub(crate) async fn run<H: Handler>(
         }
     };
 
-    reader.abort();
+    reader.0.abort();
     drop(in_rx);
     if matches!(end, Ok(ServeEnd::Stopped)) {
         s.drain_after_stop().await;
     }
     let aborted = s.in_flight.len() + s.backlog.len();
     s.tasks.abort_all();
-    notifier.abort();
+    notifier.0.abort();
     match &end {
         Ok(reason) => tracing::info!(?reason, aborted, "server stopping"),
         Err(e) => tracing::warn!(error = %e, aborted, "server stopping on error"),
@@ -194,7 +198,7 @@ pub(crate) async fn run<H: Handler>(
     shared.close();
     if !writer_done {
         shared.out.close();
-        match tokio::time::timeout(shared.config.flush_timeout, &mut writer).await {
+        match tokio::time::timeout(shared.config.flush_timeout, &mut writer.0).await {
             Ok(Ok(Ok(()))) => {}
             Ok(Ok(Err(e))) => tracing::warn!(error = %e, "final flush of output failed"),
             Ok(Err(_)) => {}
@@ -202,12 +206,22 @@ pub(crate) async fn run<H: Handler>(
                 tracing::warn!(
                     "final flush timed out: the client is not reading; output abandoned"
                 );
-                writer.abort();
+                writer.0.abort();
             }
         }
     }
     tracing::info!("server stopped");
     end
+}
+
+/// Aborts its task when dropped, so dropping the `serve` future leaves no
+/// reader, writer or notification task behind.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Resolves once stop was requested. (A helper so that the watch guard,
@@ -302,9 +316,15 @@ impl<H: Handler> Session<H> {
         let era = d.era;
         tracing::debug!(%id, method = %req.method, %era, "request started");
         let id_for_map = id.clone();
+        let shape = Shape {
+            era,
+            cacheable: CACHEABLE.contains(&req.method.as_str()),
+            ttl_ms: self.shared.config.cache_ttl_ms,
+            scope: self.shared.config.cache_scope.as_str(),
+        };
         let abort = self.tasks.spawn(async move {
             let result = handler.handle_request(req, ctx).await;
-            finish(&id, era, result, &recorded)
+            finish(&id, shape, result, &recorded)
         });
         let task = abort.id();
         self.by_task.insert(task, id_for_map.clone());
@@ -432,19 +452,43 @@ fn internal(message: String) -> ErrorObject {
     ErrorObject::new(codes::INTERNAL_ERROR, message)
 }
 
+/// Modern methods whose results carry cache hints (2026-07-28 schema).
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// What the transport adds to a modern result.
+#[derive(Clone, Copy)]
+struct Shape {
+    era: Era,
+    cacheable: bool,
+    ttl_ms: u64,
+    scope: &'static str,
+}
+
 /// Turns a handler's outcome into the response line.
 fn finish(
     id: &RequestId,
-    era: Era,
+    shape: Shape,
     result: Result<Value, HandlerError>,
     recorded: &Mutex<Recorded>,
 ) -> TaskOut {
     let rid = Some(id.clone());
+    let era = shape.era;
     match result {
         Ok(mut v) => {
             if era == Era::Modern {
                 if let Some(obj) = v.as_object_mut() {
                     obj.entry("resultType").or_insert_with(|| json!("complete"));
+                    if shape.cacheable {
+                        obj.entry("ttlMs").or_insert_with(|| json!(shape.ttl_ms));
+                        obj.entry("cacheScope")
+                            .or_insert_with(|| json!(shape.scope));
+                    }
                 }
             }
             match encode::result(&rid, &v) {

@@ -130,6 +130,23 @@ impl Handler for TestHandler {
                     .unwrap();
                 Ok(json!({ "sent": sent }))
             }
+            "prompts/get" => {
+                // Two inputs in one round, plus request state.
+                if ctx.request_state().is_none() {
+                    ctx.set_request_state("round-1");
+                }
+                let got = ctx
+                    .ask_all(vec![
+                        ("roots".into(), InputRequest::list_roots()),
+                        (
+                            "name".into(),
+                            InputRequest::elicit(json!({ "mode": "form", "message": "Name?",
+                                "requestedSchema": { "type": "object", "properties": {} } })),
+                        ),
+                    ])
+                    .await?;
+                Ok(json!({ "messages": [], "got": got, "state": ctx.request_state() }))
+            }
             "whoami" => Ok(json!({ "era": ctx.era().as_str(), "caps": ctx.client_capabilities() })),
             m => Err(HandlerError::MethodNotFound(m.to_owned())),
         }
