@@ -122,6 +122,8 @@ pub(crate) struct ConnectionState {
     inbound: HashMap<RequestId, tokio::task::AbortHandle>,
     /// The pending probe or initialize timeout; aborted once answered, so
     /// no timer task outlives its purpose (they hold an actor reference).
+    /// `_meta` of modern requests for the ready session.
+    meta_cache: Option<MetaCache>,
     /// Probes re-sent after a modern refusal of `initialize`, this link.
     reprobes: u32,
     handshake_timer:
@@ -180,6 +182,7 @@ impl Actor for Connection {
             inbound: HashMap::new(),
             handshake_timer: None,
             reprobes: 0,
+            meta_cache: None,
             stopping: false,
         };
         match args.first {
@@ -433,6 +436,15 @@ impl ConnectionState {
     }
 
     fn ready(&mut self, session: ServerSession) {
+        self.meta_cache = match session.era {
+            Era::Modern => match self.modern_meta(&session.protocol_version) {
+                Value::Object(map) => serde_json::value::to_raw_value(&map)
+                    .ok()
+                    .map(|raw| MetaCache { map, raw }),
+                _ => None,
+            },
+            Era::Legacy => None,
+        };
         let session = Arc::new(session);
         info!(
             server = %self.name(), pid = session.pid, era = %session.era,
@@ -478,25 +490,42 @@ impl ConnectionState {
         if !reply.is_waiting() {
             return;
         }
-        let mut extra = Map::new();
-        if session.era == Era::Modern {
-            if let Value::Object(m) = self.modern_meta(&session.protocol_version) {
-                extra = m;
+        let line = if session.era == Era::Modern {
+            match &self.meta_cache {
+                // Fast path: splice the session's pre-serialised `_meta` in.
+                Some(cache) if progress.is_none() && !has_meta(&params) => {
+                    let with = WithMeta {
+                        params: params.as_ref().and_then(Value::as_object),
+                        meta: &cache.raw,
+                    };
+                    encode::request(&id, &method, Some(&with))
+                }
+                cache => {
+                    let mut extra = cache.as_ref().map(|c| c.map.clone()).unwrap_or_default();
+                    if progress.is_some() {
+                        extra.insert("progressToken".into(), id_value(&id));
+                    }
+                    match merge_meta(&mut params, extra) {
+                        Ok(()) => encode::request(&id, &method, params.as_ref()),
+                        Err(problem) => {
+                            reply.answer(Err(Error::Codec { method, problem }));
+                            return;
+                        }
+                    }
+                }
             }
-        }
-        if progress.is_some() {
-            extra.insert(
-                "progressToken".into(),
-                serde_json::to_value(&id).unwrap_or(Value::Null),
-            );
-        }
-        if !extra.is_empty() {
-            if let Err(problem) = merge_meta(&mut params, extra) {
-                reply.answer(Err(Error::Codec { method, problem }));
-                return;
+        } else {
+            if progress.is_some() {
+                let mut extra = Map::new();
+                extra.insert("progressToken".into(), id_value(&id));
+                if let Err(problem) = merge_meta(&mut params, extra) {
+                    reply.answer(Err(Error::Codec { method, problem }));
+                    return;
+                }
             }
-        }
-        let line = match encode::request(&id, &method, params.as_ref()) {
+            encode::request(&id, &method, params.as_ref())
+        };
+        let line = match line {
             Ok(l) => l,
             Err(e) => {
                 reply.answer(Err(Error::Codec {
@@ -817,6 +846,37 @@ impl ConnectionState {
         for call in self.queued.drain(..) {
             call.reply.answer(Err(err()));
         }
+    }
+}
+
+/// Params serialised with a pre-serialised `_meta` (modern fast path).
+#[derive(serde::Serialize)]
+struct WithMeta<'a> {
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Map<String, Value>>,
+    #[serde(rename = "_meta")]
+    meta: &'a serde_json::value::RawValue,
+}
+
+/// The session's `_meta` for modern requests, built once when ready.
+struct MetaCache {
+    map: Map<String, Value>,
+    raw: Box<serde_json::value::RawValue>,
+}
+
+fn has_meta(params: &Option<Value>) -> bool {
+    match params {
+        None => false,
+        Some(Value::Object(m)) => m.contains_key("_meta"),
+        // Not an object: the merge path reports the error.
+        Some(_) => true,
+    }
+}
+
+fn id_value(id: &RequestId) -> Value {
+    match id {
+        RequestId::Number(n) => Value::from(*n),
+        RequestId::String(s) => Value::from(s.clone()),
     }
 }
 
