@@ -12,10 +12,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use conduit_mcp::{
-    Client, ClientConfig, EraPreference, Error, RequestOptions, StartError, StderrMode,
+    Client, ClientConfig, EraPreference, Error, RequestOptions, ServerSession, StartError,
+    StderrMode,
 };
 use serde_json::{json, Value};
 
@@ -306,8 +308,35 @@ fn failure(e: Error) -> Fail {
     }
 }
 
-async fn run(cli: &Cli, client: &Client) -> Result<Value, Fail> {
-    let session = client.ready(cli.timeout).await.map_err(failure)?;
+async fn start(config: ClientConfig) -> Result<Client, Fail> {
+    Client::start(config).await.map_err(|e| match e {
+        StartError::Config(c) => Fail::Usage(c.to_string()),
+        StartError::Spawn(s) => Fail::Usage(s.to_string()),
+        e => Fail::Transport(e.to_string()),
+    })
+}
+
+/// Waits for the session. Works around a library gap: with `--era auto`, a
+/// dual-era server that starts slower than the discovery probe's timeout
+/// (3 s; Python servers under load) reads the probe late, commits to the
+/// modern era, and refuses the fallback `initialize` with -32022. That
+/// server speaks the modern era, so start it again with the era pinned.
+async fn ready(cli: &Cli, client: &mut Client) -> Result<Arc<ServerSession>, Fail> {
+    match client.ready(cli.timeout).await {
+        Err(e) if cli.era == EraPreference::Auto && e.to_string().contains("(code -32022)") => {
+            tracing::info!(error = %e, "initialize refused after a slow probe; restarting in the modern era");
+            let _ = client.stop().wait().await;
+            let config = config(cli).map_err(Fail::Usage)?.era(EraPreference::Modern);
+            *client = start(config).await?;
+            client.ready(cli.timeout).await.map_err(failure)
+        }
+        r => r.map_err(failure),
+    }
+}
+
+async fn run(cli: &Cli, client: &mut Client) -> Result<Value, Fail> {
+    let session = ready(cli, client).await?;
+    let client = &*client;
     let opts = || {
         let opts = RequestOptions::new().timeout(cli.timeout);
         if !cli.progress {
@@ -365,13 +394,9 @@ async fn run(cli: &Cli, client: &Client) -> Result<Value, Fail> {
 
 async fn main_async(cli: Cli) -> Result<Value, Fail> {
     let config = config(&cli).map_err(Fail::Usage)?;
-    let client = Client::start(config).await.map_err(|e| match e {
-        StartError::Config(c) => Fail::Usage(c.to_string()),
-        StartError::Spawn(s) => Fail::Usage(s.to_string()),
-        e => Fail::Transport(e.to_string()),
-    })?;
+    let mut client = start(config).await?;
     let outcome = tokio::select! {
-        r = run(&cli, &client) => r,
+        r = run(&cli, &mut client) => r,
         _ = tokio::signal::ctrl_c() => Err(Fail::Transport("interrupted".into())),
     };
     // Never leave a process behind: wait for the whole shutdown sequence.

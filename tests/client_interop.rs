@@ -11,6 +11,9 @@
 //! `cargo test` passes on a machine without Node or Python packages.
 
 mod common;
+#[path = "interop/mcp_bin.rs"]
+mod mcp_bin;
+use mcp_bin::mcp_bin;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -89,9 +92,16 @@ fn time(exe: &Path) -> ClientConfig {
 }
 
 fn base(c: ClientConfig) -> ClientConfig {
-    c.stderr(StderrMode::Discard)
+    let mut c = c
+        .stderr(StderrMode::Discard)
         .request_timeout(Duration::from_secs(30))
-        .graces(Duration::from_secs(2), Duration::from_secs(2))
+        .graces(Duration::from_secs(2), Duration::from_secs(2));
+    // The Python servers take 1-3 s to import `mcp` on a loaded 2-core
+    // machine. A probe that times out before the server reads it meets the
+    // library gap shown by `slow_dual_era_start_beats_the_probe_timeout`
+    // (ignored), so give the probe room here.
+    c.probe_timeout = Duration::from_secs(20);
+    c
 }
 
 /// Starts the client and waits for the session; returns how long it took.
@@ -137,7 +147,10 @@ fn drain(rx: &mut mpsc::UnboundedReceiver<conduit_mcp::Progress>) -> Vec<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_is_legacy_only_and_auto_falls_back() {
-    let js = need!(everything_js(), "server-everything (and node)");
+    let js = need!(
+        everything_js(),
+        "server-everything (or node) at target/peers/node"
+    );
     // A long probe timeout: a fallback before it proves that the -32601
     // answer to server/discover, not the probe's timeout, led to legacy.
     let mut config = everything(&js);
@@ -180,7 +193,10 @@ async fn everything_is_legacy_only_and_auto_falls_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_tools_echo_and_sum() {
-    let js = need!(everything_js(), "server-everything (and node)");
+    let js = need!(
+        everything_js(),
+        "server-everything (or node) at target/peers/node"
+    );
     let (client, _) = start(everything(&js)).await;
     let tools = client.list_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -231,7 +247,10 @@ async fn everything_tools_echo_and_sum() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_long_operation_progress_and_cancel() {
-    let js = need!(everything_js(), "server-everything (and node)");
+    let js = need!(
+        everything_js(),
+        "server-everything (or node) at target/peers/node"
+    );
     let (client, _) = start(everything(&js)).await;
 
     // Progress: 5 steps over 1 s.
@@ -372,7 +391,10 @@ fn group_members(pgid: u32) -> Vec<(u32, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_through_npx_leaves_no_process_of_the_tree() {
-    let _js = need!(everything_js(), "server-everything (and node)");
+    let _js = need!(
+        everything_js(),
+        "server-everything (or node) at target/peers/node"
+    );
     if !on_path("npx") {
         eprintln!("skipped: npx not on PATH");
         return;
@@ -418,7 +440,7 @@ async fn everything_through_npx_leaves_no_process_of_the_tree() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_mcpserver_in_both_eras() {
-    let py = need!(venv_python(), "the Python mcp package (venv)");
+    let py = need!(venv_python(), "the Python mcp package at target/peers/venv");
     for (pref, want) in [
         (EraPreference::Auto, Era::Modern),
         (EraPreference::Modern, Era::Modern),
@@ -513,11 +535,35 @@ async fn python_mcpserver_in_both_eras() {
     }
 }
 
+/// Library gap (reported): with `EraPreference::Auto`, a dual-era server
+/// that reads stdin only after the probe timed out answers the queued
+/// `server/discover` (committing its connection to the modern era) and then
+/// refuses the fallback `initialize` with -32022 "connection is serving the
+/// 2026-07-28 protocol". The client treats that as a final handshake failure
+/// and gives up, instead of accepting the late DiscoverResult or re-probing.
+/// Real servers meet this on slow cold starts (Python `mcp` 2.x servers such
+/// as mcp-server-time take 1-3 s to start on a loaded machine; the default
+/// probe timeout is 3 s). Run with `--ignored` once the library handles it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "library gap: a late server/discover answer after the probe timeout ends in a handshake failure"]
+async fn slow_dual_era_start_beats_the_probe_timeout() {
+    let py = need!(venv_python(), "the Python mcp package at target/peers/venv");
+    let mut config = py_server(&py).env("CONDUIT_PY_START_DELAY_MS", "1500");
+    config.probe_timeout = Duration::from_millis(300);
+    let client = Client::start(config).await.unwrap();
+    let session = client.ready(Duration::from_secs(30)).await;
+    let era = session.as_ref().map(|s| s.era);
+    client.stop().wait().await;
+    // Either era would do: what must not happen is giving up on a server
+    // that speaks both.
+    assert!(era.is_ok(), "{session:?}");
+}
+
 // ------------------------------------------------------------ mcp-server-time
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_server_in_both_eras() {
-    let exe = need!(time_server(), "mcp-server-time (venv)");
+    let exe = need!(time_server(), "mcp-server-time at target/peers/venv");
     for (pref, want) in [
         (EraPreference::Auto, Era::Modern),
         (EraPreference::Legacy, Era::Legacy),
@@ -614,12 +660,6 @@ async fn time_server_in_both_eras() {
 }
 
 // ------------------------------------------------------- through the example
-
-fn mcp_bin() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let bin = exe.parent()?.parent()?.join("examples").join("mcp");
-    bin.is_file().then_some(bin)
-}
 
 fn mcp(args: &[&str]) -> (i32, String, String) {
     let bin = mcp_bin().expect("checked by the caller");
@@ -723,5 +763,31 @@ fn the_mcp_example_against_real_servers() {
     } else {
         eprintln!("skipped (part): mcp-server-time not installed at target/peers/venv; {INSTALL}");
     }
-    eprintln!("the mcp example: {ran} of 2 real servers exercised");
+    if let Some(py) = venv_python() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/py_server.py");
+        // A start slower than the 3 s discovery probe: the example works
+        // around the library gap (see slow_dual_era_start_beats_the_probe_timeout).
+        let t0 = Instant::now();
+        let (code, out, err) = mcp(&[
+            "--env",
+            "CONDUIT_PY_START_DELAY_MS=3000",
+            "discover",
+            "--",
+            py.to_str().unwrap(),
+            script,
+        ]);
+        assert_eq!(code, 0, "{out}\n{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["era"], "modern", "{v}");
+        eprintln!(
+            "the mcp example: slow Python server discovered in {:?}",
+            t0.elapsed()
+        );
+        ran += 1;
+    } else {
+        eprintln!(
+            "skipped (part): the Python mcp package not installed at target/peers/venv; {INSTALL}"
+        );
+    }
+    eprintln!("the mcp example: {ran} of 3 real servers exercised");
 }

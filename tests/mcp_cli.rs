@@ -1,28 +1,21 @@
 //! The `mcp` example, run as a program against the fixture server: every
 //! subcommand, every exit code, the options, and no server left behind.
 //!
-//! Cargo builds examples for `cargo test`; the binary is found beside this
-//! test's own (`target/<profile>/examples/mcp`). When it is absent (for
-//! example `cargo test --test mcp_cli` on a clean tree) each test says so and
-//! passes: run `cargo build --example mcp` first.
+//! The program is `target/<profile>/examples/mcp`, built on demand with
+//! `cargo build --example mcp` (see `interop/mcp_bin.rs`). When it cannot be
+//! built or found, each test says so and passes.
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// `target/<profile>/examples/mcp`, if it was built.
-fn mcp_bin() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let profile_dir = exe.parent()?.parent()?;
-    let bin = profile_dir
-        .join("examples")
-        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-    bin.is_file().then_some(bin)
-}
+#[path = "interop/mcp_bin.rs"]
+mod mcp_bin;
+use mcp_bin::mcp_bin;
 
 macro_rules! need_mcp {
     () => {
@@ -31,7 +24,7 @@ macro_rules! need_mcp {
             None => {
                 eprintln!(
                     "skipped: the mcp example is not built (target/<profile>/examples/mcp); \
-                     run `cargo build --example mcp` or plain `cargo test`"
+                     run `cargo build --example mcp`"
                 );
                 return;
             }

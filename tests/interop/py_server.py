@@ -3,11 +3,13 @@
 
 Tools: echo(text), add(a, b), count(steps, delay_ms) which reports progress
 once per step. `run()` serves both protocol eras over stdio: `initialize`
-(2025-11-25 and older) and `server/discover` (2026-07-28).
+(2025-11-25 and older) and `server/discover` (2026-07-28). The environment
+variable CONDUIT_PY_START_DELAY_MS delays the start (before stdin is read).
 """
 
 import asyncio
 import os
+import time
 
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -46,4 +48,6 @@ async def count(steps: int, delay_ms: int, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    # A slow start (before stdin is read), to test discovery's probe timeout.
+    time.sleep(int(os.environ.get("CONDUIT_PY_START_DELAY_MS", "0")) / 1000)
     server.run()
