@@ -20,6 +20,7 @@ use conduit_mcp::{
     StderrMode,
 };
 use serde_json::{json, Value};
+use tokio::sync::oneshot;
 
 const USAGE: &str = "\
 mcp: talk to a local MCP server over stdio (conduit-mcp example)
@@ -337,27 +338,18 @@ async fn ready(cli: &Cli, client: &mut Client) -> Result<Arc<ServerSession>, Fai
 async fn run(cli: &Cli, client: &mut Client) -> Result<Value, Fail> {
     let session = ready(cli, client).await?;
     let client = &*client;
-    let opts = || {
+    let send = |method: String, params: Option<Value>| async move {
         let opts = RequestOptions::new().timeout(cli.timeout);
         if !cli.progress {
-            return (opts, None);
+            return client
+                .request_with(&method, params, opts)
+                .await
+                .map_err(failure);
         }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<conduit_mcp::Progress>();
-        let printer = tokio::spawn(async move {
-            while let Some(p) = rx.recv().await {
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(err, "{}", p.raw);
-            }
-        });
-        (opts.progress(tx), Some(printer))
-    };
-    let send = |method: String, params: Option<Value>| async move {
-        let (o, printer) = opts();
-        let r = client.request_with(&method, params, o).await;
-        if let Some(p) = printer {
-            // The sender was dropped with the options: every line is out.
-            let _ = p.await;
-        }
+        let (params, printer) = progress_printer(client, params);
+        let r = client.request_with(&method, params, opts).await;
+        let _ = printer.0.send(());
+        let _ = printer.1.await;
         r.map_err(failure)
     };
     match &cli.command {
@@ -390,6 +382,64 @@ async fn run(cli: &Cli, client: &mut Client) -> Result<Value, Fail> {
         }
         Command::Request { method, params } => send(method.clone(), params.clone()).await,
     }
+}
+
+/// Adds a progress token to `params` and prints each progress notification
+/// carrying it as one JSON line on stderr, until told to stop.
+///
+/// Works around a library gap: with `RequestOptions::progress`, the
+/// notifications that arrive just before the answer (the last step) can be
+/// dropped. A token of our own makes the library publish them to
+/// `notifications()` in arrival order, all before the answer resolves, so
+/// draining after the answer prints every one.
+fn progress_printer(
+    client: &Client,
+    params: Option<Value>,
+) -> (
+    Option<Value>,
+    (oneshot::Sender<()>, tokio::task::JoinHandle<()>),
+) {
+    let mut notes = client.notifications();
+    let mut params = params.unwrap_or_else(|| json!({}));
+    let token = match params.as_object_mut() {
+        Some(p) => {
+            let meta = p.entry("_meta").or_insert_with(|| json!({}));
+            match meta.as_object_mut() {
+                Some(m) => m
+                    .entry("progressToken")
+                    .or_insert_with(|| json!("mcp-progress"))
+                    .clone(),
+                None => Value::Null,
+            }
+        }
+        None => Value::Null,
+    };
+    let (done_tx, mut done_rx) = oneshot::channel::<()>();
+    let print = move |n: conduit_mcp::Notification| {
+        if let Some(p) = n.params.filter(|p| {
+            n.method == "notifications/progress" && !token.is_null() && p["progressToken"] == token
+        }) {
+            let _ = writeln!(std::io::stderr().lock(), "{p}");
+        }
+    };
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                n = notes.recv() => match n {
+                    Some(n) => print(n),
+                    None => return,
+                },
+                _ = &mut done_rx => {
+                    while let Ok(n) = notes.try_recv() {
+                        print(n);
+                    }
+                    return;
+                }
+            }
+        }
+    });
+    (Some(params), (done_tx, task))
 }
 
 async fn main_async(cli: Cli) -> Result<Value, Fail> {

@@ -559,6 +559,34 @@ async fn slow_dual_era_start_beats_the_probe_timeout() {
     assert!(era.is_ok(), "{session:?}");
 }
 
+/// Library gap (reported): `RequestOptions::progress` can lose the progress
+/// notifications that arrive just before the answer. `Client::round` selects
+/// `biased` on the reply first and returns, dropping the progress channel
+/// with the last notification(s) still queued in it. Every server sends its
+/// last step right before the result, so the last step is usually missing
+/// (server-everything: 4 of 5; the fixture: 19 of 20). The `mcp` example
+/// works around it with a progress token of its own. Uses the fixture, so it
+/// needs no peer. Run with `--ignored` once the library drains the channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "library gap: the last progress notifications before the answer can be dropped"]
+async fn progress_just_before_the_answer_reaches_the_caller() {
+    let client = Client::start(common::config(&[])).await.unwrap();
+    for _ in 0..5 {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        client
+            .call_tool(
+                "sleep",
+                json!({"ms": 50}),
+                RequestOptions::new().progress(tx),
+            )
+            .await
+            .unwrap();
+        let seen = drain(&mut rx);
+        assert_eq!(seen.last(), Some(&5.0), "{seen:?}");
+    }
+    client.stop().wait().await;
+}
+
 // ------------------------------------------------------------ mcp-server-time
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -717,8 +745,7 @@ fn the_mcp_example_against_real_servers() {
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter_map(|v| v["progress"].as_f64())
             .collect();
-        assert!(progress.len() >= 2, "{err}");
-        assert!(progress.windows(2).all(|w| w[0] < w[1]), "{err}");
+        assert_eq!(progress, [1.0, 2.0, 3.0, 4.0], "{err}");
 
         let (code, out, err) = mcp(&["--stderr", "discard", "discover", "--", "node", js]);
         assert_eq!(code, 0, "{out}\n{err}");

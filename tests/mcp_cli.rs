@@ -318,9 +318,9 @@ fn a_stubborn_server_and_its_group_are_gone_before_exit() {
 #[test]
 fn progress_lines_go_to_stderr() {
     let bin = need_mcp!();
-    let out = run(&bin, &["--progress", "call", "sleep", r#"{"ms":200}"#], &[]);
+    let out = run(&bin, &["--progress", "call", "sleep", r#"{"ms":100}"#], &[]);
     assert_code(&out, 0);
-    assert_eq!(out.json()["content"][0]["text"], "slept 200");
+    assert_eq!(out.json()["content"][0]["text"], "slept 100");
     let progress: Vec<f64> = out
         .stderr
         .lines()
@@ -329,6 +329,30 @@ fn progress_lines_go_to_stderr() {
         .collect();
     assert!(progress.len() >= 2, "stderr:\n{}", out.stderr);
     assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    // Every step, the last one (sent just before the answer) included.
+    assert_eq!(progress.last(), Some(&10.0), "{progress:?}");
+    // In the legacy era too, and through `request`.
+    let out = run(
+        &bin,
+        &[
+            "--era",
+            "legacy",
+            "--progress",
+            "request",
+            "sleep",
+            r#"{"ms":100}"#,
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    assert_eq!(out.json()["slept"], 100);
+    let lines: Vec<Value> = out
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(lines.len(), 10, "{}", out.stderr);
+    assert!(lines.iter().all(|l| l["total"] == 10), "{}", out.stderr);
     // Without --progress, nothing of the kind.
     let out = run(&bin, &["call", "sleep", r#"{"ms":100}"#], &[]);
     assert_code(&out, 0);
