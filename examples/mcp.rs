@@ -481,6 +481,7 @@ fn main() -> ExitCode {
         tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

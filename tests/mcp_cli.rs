@@ -290,6 +290,40 @@ fn a_timeout_exits_3_and_leaves_no_server() {
 }
 
 #[test]
+fn timeout_bounds_the_wait_for_readiness() {
+    let bin = need_mcp!();
+    let dir = common::tempdir("cli-ready");
+    let pids = dir.join("pids");
+    // The server reads nothing for 30 s: neither discovery nor initialize
+    // can be answered within --timeout-ms.
+    for era in ["auto", "legacy", "modern"] {
+        let out = run(
+            &bin,
+            &["--era", era, "--timeout-ms", "300", "discover"],
+            &[
+                "--start-delay-ms",
+                "30000",
+                "--pid-file",
+                pids.to_str().unwrap(),
+            ],
+        );
+        assert_code(&out, 3);
+        // "timed out after 300ms", or "no answer to initialize within 300ms".
+        assert!(out.stderr.contains("300ms"), "{era}: {}", out.stderr);
+        // 300 ms, then the shutdown (stdin close, 2 s grace, SIGTERM).
+        assert!(
+            out.elapsed < Duration::from_secs(10),
+            "{era}: {:?}",
+            out.elapsed
+        );
+        let pids = common::read_pids(&pids);
+        assert_eq!(pids.len(), 1, "{pids:?}");
+        assert!(!common::alive(pids[0]), "{era}: server {pids:?} survived");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn a_stubborn_server_and_its_group_are_gone_before_exit() {
     let bin = need_mcp!();
     let dir = common::tempdir("cli-stubborn");
