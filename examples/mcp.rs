@@ -74,7 +74,7 @@ Exit codes:
   2  usage or configuration error (bad option, bad JSON, missing
      executable, bad --cd)
   3  transport failure or timeout (the server exited, closed its output,
-     or did not answer in time)
+     or did not answer in time), or interrupted by Ctrl-C
 
 Examples:
   mcp discover -- node server.js
@@ -84,6 +84,7 @@ Examples:
 ";
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+const MAX_TIMEOUT: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// How the program ends, with its exit code.
 enum Fail {
@@ -164,7 +165,8 @@ fn parse(argv: Vec<String>) -> Result<Option<Cli>, String> {
                 if ms == 0 {
                     return Err("--timeout-ms must be positive, got 0".into());
                 }
-                timeout = Duration::from_millis(ms);
+                // Deadlines are Instants: keep them representable.
+                timeout = Duration::from_millis(ms).min(MAX_TIMEOUT);
             }
             "--era" => {
                 era = match value("auto, modern or legacy")?.as_str() {

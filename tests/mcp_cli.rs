@@ -172,6 +172,21 @@ fn call_prints_the_tool_result() {
     assert_code(&out, 0);
     assert_eq!(out.json()["content"][0]["text"], "héllo");
 
+    // The largest timeout is accepted (and kept representable).
+    let out = run(
+        &bin,
+        &[
+            "--timeout-ms",
+            "18446744073709551615",
+            "call",
+            "add",
+            r#"{"a":1,"b":1}"#,
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    assert_eq!(out.json()["content"][0]["text"], "2");
+
     // A tool that reports a failure is still a successful answer.
     let out = run(&bin, &["call", "fail"], &[]);
     assert_code(&out, 0);
