@@ -176,7 +176,7 @@ impl LineFramer {
 mod tests {
     use super::*;
 
-    fn lines(framer: &mut LineFramer) -> Vec<Result<Vec<u8>, usize>> {
+    pub(super) fn lines(framer: &mut LineFramer) -> Vec<Result<Vec<u8>, usize>> {
         let mut out = Vec::new();
         while let Some(f) = framer.next_frame() {
             out.push(match f {
@@ -208,6 +208,56 @@ mod tests {
             lines(&mut f),
             vec![Ok(b"1234".to_vec()), Err(5), Ok(b"ok".to_vec())]
         );
+    }
+
+    proptest::proptest! {
+        /// Any split of a stream into chunks yields the same lines.
+        #[test]
+        fn chunk_boundaries_do_not_matter(
+            lines in proptest::collection::vec("[ -~]{0,40}", 0..20),
+            cuts in proptest::collection::vec(0usize..1000, 0..30),
+        ) {
+            let mut stream = Vec::new();
+            for l in &lines {
+                stream.extend_from_slice(l.as_bytes());
+                stream.push(b'\n');
+            }
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (stream.len() + 1)).collect();
+            cuts.push(stream.len());
+            cuts.sort_unstable();
+            let mut f = LineFramer::new(64);
+            let mut got = Vec::new();
+            let mut at = 0;
+            for c in cuts {
+                f.push(&stream[at..c]);
+                at = c;
+                got.extend(super::tests::lines(&mut f));
+            }
+            let want: Vec<Result<Vec<u8>, usize>> = lines
+                .iter()
+                .map(|l| Ok(l.trim_end_matches('\r').as_bytes().to_vec()))
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn every_single_split_of_two_messages() {
+        let stream = b"{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+        for cut in 0..=stream.len() {
+            let mut f = LineFramer::new(1024);
+            f.push(&stream[..cut]);
+            let mut got = lines(&mut f);
+            f.push(&stream[cut..]);
+            got.extend(lines(&mut f));
+            assert_eq!(got.len(), 2, "cut at {cut}");
+            for l in got {
+                assert!(
+                    crate::jsonrpc::Message::parse(&l.unwrap()).is_ok(),
+                    "cut at {cut}"
+                );
+            }
+        }
     }
 
     #[test]

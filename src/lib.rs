@@ -1,4 +1,94 @@
-//! conduit-mcp: the Model Context Protocol stdio transport on ractor.
+//! conduit-mcp: the Model Context Protocol (MCP) stdio transport on
+//! [`ractor`] and tokio.
+//!
+//! - [`Client`] runs a local MCP server as a child process and talks to it
+//!   over its stdin/stdout (newline-delimited JSON-RPC), as a supervision
+//!   tree that restarts the server, discovers its protocol era, and always
+//!   ends it.
+//! - [`server::StdioServer`] serves MCP over this process's stdin/stdout
+//!   (or any async byte streams).
+//!
+//! ```no_run
+//! use conduit_mcp::{Client, ClientConfig, RequestOptions};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::start(ClientConfig::new("uvx").arg("mcp-server-time")).await?;
+//! let now = client
+//!     .call_tool("get_current_time", json!({"timezone": "UTC"}), RequestOptions::new())
+//!     .await?;
+//! println!("{}", now.text());
+//! client.stop().wait().await; // the server is gone (and reaped) after this
+//! # Ok(()) }
+//! ```
+//!
+//! # Architecture
+//!
+//! ```text
+//! user's handles (Client, clonable)
+//!   │ request: cast Call{id, reply slot}         ▲ reply: oneshot (parsed in the caller's task)
+//!   ▼                                            │
+//! ClientSupervisor ── respawns a dead Connection (backoff, max_reconnects)
+//!  └─ Connection ──── ids, pending table, discovery, dispatch, server restarts
+//!      └─ PortOwner ─ one child process: owns its ShutdownGuard
+//!          ├─ writer task  queue → child stdin (coalesced writes, 16 MiB limit)
+//!          ├─ reader task  child stdout → framer → Message → Connection (one hop)
+//!          └─ reaper task  child.wait(); on close: stdin, SIGTERM, SIGKILL, reap
+//! ```
+//!
+//! One request: the caller's task allocates an id and casts `Call` to the
+//! Connection; the Connection serialises it (adding the modern era's
+//! `_meta`), records the reply slot and queues the line to the writer task
+//! (never waiting). The reader task frames the answer and casts it to the
+//! Connection, which hands the unparsed result to the caller's reply slot;
+//! the caller parses it. Timeouts run in the caller's task; on timeout,
+//! cancel or drop, the caller casts `Cancel` and the Connection sends
+//! `notifications/cancelled` and forgets the id, so a late answer is ignored.
+//!
+//! The seam between Connection and PortOwner is [`transport::Transport`]
+//! (open a [`transport::Link`]; send, close): a second transport plugs in
+//! there without touching the Connection.
+//!
+//! # What happens when things go wrong
+//!
+//! - **The server exits**: every in-flight call fails at once with
+//!   [`Error::Closed`] carrying the exit status; calls not yet sent wait for
+//!   the restarted server (within their own timeouts).
+//! - **The Connection dies** (panic, `kill()`): every waiting caller gets
+//!   [`Error::ConnectionDown`] at once (reply slots answer from `Drop`), the
+//!   PortOwner dies with it and its guard starts the shutdown.
+//! - **Any actor of the tree is killed**: the child's shutdown still runs,
+//!   because it lives in the `Drop` of the PortOwner's state and in a
+//!   detached task that already waits on the child.
+//!
+//! # Caveats
+//!
+//! - **Process groups and terminals.** With `kill_process_group` (default)
+//!   the server leads its own process group, so it is not in the terminal's
+//!   foreground group: Ctrl-C in a terminal reaches your program, not the
+//!   server (your program then stops the client, which ends the server). A
+//!   server that itself calls `setsid`/`setpgid` for its children leaves the
+//!   group and is out of reach of group signals.
+//! - **`die_with_parent` and threads (Linux).** `PR_SET_PDEATHSIG` fires
+//!   when the *thread* that spawned the child exits, not the process. Spawns
+//!   happen on tokio worker threads, which live as long as the runtime; a
+//!   runtime shut down while servers run ends them (by design). The signal
+//!   reaches the server (the group leader) only: its own children
+//!   (launcher grandchildren) are not covered once this process is gone.
+//!   Not available on other platforms.
+//! - **Reaping.** Exit is detected by waiting on the child (tokio's SIGCHLD
+//!   or pidfd machinery), never by polling. After the leader is reaped, the
+//!   emptiness of its group can only be polled (`/proc`, or `killpg(0)`);
+//!   in that short window a pgid whose last member just exited could be
+//!   reused by an unrelated new group.
+//! - **Runtime shutdown.** If the tokio runtime stops while a shutdown is
+//!   still escalating, the task's drop sends SIGKILL to the group at once.
+//! - **Windows.** No process groups or signals: shutdown closes stdin, waits
+//!   `stdin_grace`, then kills the process (`term_grace` is not used);
+//!   `.bat`/`.cmd` commands need `allow_batch_files` (see
+//!   [`client::command::check_batch_file`]). The allowlisted environment
+//!   differs ([`client::command::INHERITED_ENV_WINDOWS`]). Windows is not
+//!   tested in CI.
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -60,17 +60,14 @@ async fn server_dies_with_a_sigkilled_client_process() {
         pids[0]
     );
     println!("server died {server_gone:?} after the client was SIGKILLed");
-    // The grandchild is not covered by PR_SET_PDEATHSIG (it is the server's
-    // child); it is in the server's process group, which nothing signals
-    // once our process is gone. Report it rather than leak it from the test.
-    if common::alive(pids[1]) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pids[1] as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-        println!(
-            "note: grandchild {} survived the SIGKILL of the client",
-            pids[1]
-        );
-    }
+    // The grandchild (a launcher's real server, say) is ended by the group
+    // watchdog when our process dies.
+    let grandchild_gone =
+        common::eventually(Duration::from_secs(5), || !common::alive(pids[1])).await;
+    assert!(
+        grandchild_gone.is_some(),
+        "grandchild {} outlived the client",
+        pids[1]
+    );
+    println!("grandchild died {grandchild_gone:?} after the client was SIGKILLed");
 }

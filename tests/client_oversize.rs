@@ -28,18 +28,7 @@ async fn a_200_mib_line_without_newline_keeps_rss_near_the_limit() {
     let mut cfg = common::config(&["--big-line-mib", "200", "--no-newline"]);
     cfg.max_reconnects = 0;
     let client = Client::start(cfg).await.unwrap();
-    let mut rx = client.watch_status();
-    let status = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let s = rx.borrow_and_update().clone();
-            if s.is_final() {
-                return s;
-            }
-            rx.changed().await.unwrap();
-        }
-    })
-    .await
-    .unwrap();
+    let status = common::final_status(&client, Duration::from_secs(30)).await;
     match &status {
         Status::GaveUp(why) => assert!(why.contains("over the 8388608-byte limit"), "{why}"),
         other => panic!("{other:?}"),

@@ -221,3 +221,23 @@ async fn in_flight_calls_fail_when_the_connection_is_killed() {
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     let _ = client.stop().wait().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_last_handle_stops_the_server() {
+    let (client, pid) = start(&[]).await;
+    let clone = client.clone();
+    drop(client);
+    assert!(common::alive(pid), "a clone still holds the client");
+    let mut status = clone.watch_status();
+    drop(clone);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !status.borrow_and_update().is_final() {
+            status.changed().await.unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    common::eventually(Duration::from_secs(5), || !common::alive(pid))
+        .await
+        .expect("server ended after the last handle was dropped");
+}

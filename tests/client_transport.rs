@@ -11,20 +11,7 @@ use conduit_mcp::{
 };
 use serde_json::{json, Value};
 
-async fn wait_status(client: &Client, limit: Duration, f: impl Fn(&Status) -> bool) -> Status {
-    let mut rx = client.watch_status();
-    tokio::time::timeout(limit, async {
-        loop {
-            let s = rx.borrow_and_update().clone();
-            if f(&s) {
-                return s;
-            }
-            rx.changed().await.expect("status sender alive");
-        }
-    })
-    .await
-    .expect("status reached in time")
-}
+use common::wait_status;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn junk_under_the_limit_is_dropped_and_never_answered() {

@@ -22,6 +22,11 @@ pub enum StderrMode {
     Discard,
     /// Appended to a file (absolute path), opened by this process: no shell.
     File(PathBuf),
+    /// Captured line by line: each line becomes a tracing event (target
+    /// `conduit_mcp::stderr`, level INFO, with the server's name and pid)
+    /// and a [`LifecycleEvent::Stderr`](crate::client::events::LifecycleEvent::Stderr).
+    /// A task drains the pipe continuously, so the server never blocks on it.
+    Log,
 }
 
 /// Which protocol era to speak.

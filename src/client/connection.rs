@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use super::discovery::{self, DiscoverVerdict};
+use super::events::LifecycleEvent;
 use super::handler::InboundRequest;
 use super::pending::ReplySlot;
 use super::session::{ServerSession, Status};
@@ -75,6 +76,8 @@ enum Waiter {
         progress: Option<mpsc::UnboundedSender<Value>>,
     },
     Probe,
+    /// A probe that timed out; its answer may still settle the era.
+    LateProbe,
     Initialize,
 }
 
@@ -88,6 +91,10 @@ enum Phase {
     /// Serving.
     Ready(Arc<ServerSession>),
 }
+
+/// Re-probes allowed per server process after `initialize` was refused by a
+/// modern server (bounds a loop with a server that keeps timing out).
+const MAX_REPROBES: u32 = 2;
 
 pub(crate) struct Connection;
 
@@ -113,14 +120,40 @@ pub(crate) struct ConnectionState {
     failures: u32,
     /// Server-to-client requests being handled, to abort on cancel.
     inbound: HashMap<RequestId, tokio::task::AbortHandle>,
+    /// The pending probe or initialize timeout; aborted once answered, so
+    /// no timer task outlives its purpose (they hold an actor reference).
+    /// Probes re-sent after a modern refusal of `initialize`, this link.
+    reprobes: u32,
+    handshake_timer:
+        Option<tokio::task::JoinHandle<Result<(), ractor::MessagingErr<ConnectionMsg>>>>,
     stopping: bool,
 }
 
+impl Drop for ConnectionState {
+    fn drop(&mut self) {
+        if let Some(t) = self.handshake_timer.take() {
+            t.abort();
+        }
+    }
+}
+
 impl Connection {
-    /// A sink that forwards link events of `gen` to `me`.
-    pub(crate) fn sink(me: ActorRef<ConnectionMsg>, gen: u64) -> EventSink {
-        Arc::new(move |event| {
-            let _ = me.cast(ConnectionMsg::Transport { gen, event });
+    /// A sink that forwards link events of `gen` to `me`. Stderr lines are
+    /// logged and published from the caller (the link's stderr task), so a
+    /// stderr flood never competes with responses in the mailbox.
+    pub(crate) fn sink(me: ActorRef<ConnectionMsg>, gen: u64, shared: Arc<Shared>) -> EventSink {
+        Arc::new(move |event| match event {
+            TransportEvent::Stderr { pid, line } => {
+                info!(target: "conduit_mcp::stderr", server = %shared.name, pid, "{line}");
+                shared.emit(LifecycleEvent::Stderr {
+                    name: shared.name.clone(),
+                    pid,
+                    line,
+                });
+            }
+            event => {
+                let _ = me.cast(ConnectionMsg::Transport { gen, event });
+            }
         })
     }
 }
@@ -145,12 +178,14 @@ impl Actor for Connection {
             queued: VecDeque::new(),
             failures: 0,
             inbound: HashMap::new(),
+            handshake_timer: None,
+            reprobes: 0,
             stopping: false,
         };
         match args.first {
             Some(report) => {
                 st.gen = 1;
-                let sink = Connection::sink(myself.clone(), st.gen);
+                let sink = Connection::sink(myself.clone(), st.gen, st.shared.clone());
                 match st.transport.open(sink, myself.get_cell()).await {
                     Ok(link) => {
                         let _ = report.send(Ok(()));
@@ -187,6 +222,8 @@ impl Actor for Connection {
             }
             ConnectionMsg::Transport { gen, event } if gen == st.gen => match event {
                 TransportEvent::Message(m) => st.inbound(&myself, m),
+                // Delivered by the sink directly; never queued here.
+                TransportEvent::Stderr { .. } => {}
                 TransportEvent::Closed(reason) => st.closed(&myself, reason),
             },
             ConnectionMsg::Transport { .. } => {}
@@ -194,7 +231,9 @@ impl Actor for Connection {
                 if let Phase::Probing { id, .. } = &st.phase {
                     let id = id.clone();
                     info!(server = %st.shared.name, timeout = ?st.shared.config.probe_timeout, "no answer to server/discover: legacy era");
-                    st.pending.remove(&id);
+                    // Kept pending: a modern server slow to start answers
+                    // it before `initialize` (see `late_probe_answered`).
+                    st.pending.insert(id.clone(), Waiter::LateProbe);
                     st.send_cancelled(&id, "discovery probe timed out");
                     st.initialize(&myself);
                 }
@@ -237,9 +276,18 @@ impl Actor for Connection {
                 st.shared.down.set("the client was stopped");
                 st.fail_all(|| Error::Stopped);
                 if let Some(link) = st.link.take() {
+                    st.shared.emit(LifecycleEvent::Closed {
+                        name: st.shared.name.clone(),
+                        pid: link.pid(),
+                        reason: CloseReason::ClientClosed,
+                        exit: None,
+                    });
                     link.close(CloseReason::ClientClosed);
                 }
                 st.shared.set_status(Status::Stopped);
+                st.shared.emit(LifecycleEvent::Stopped {
+                    name: st.shared.name.clone(),
+                });
                 myself.stop(Some("client stopped".into()));
             }
         }
@@ -254,10 +302,8 @@ impl Actor for Connection {
     ) -> Result<(), ActorProcessingErr> {
         // A PortOwner normally stops after reporting Closed; if it died
         // without a word (killed, panicked), treat that as a close.
-        let (cell, why) = match evt {
-            SupervisionEvent::ActorTerminated(cell, _, why) => (cell, why),
-            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err.to_string())),
-            _ => return Ok(()),
+        let Some((cell, why)) = super::supervisor::child_exit(evt) else {
+            return Ok(());
         };
         let is_current = st
             .link
@@ -280,7 +326,14 @@ impl ConnectionState {
     }
 
     fn adopt(&mut self, myself: &ActorRef<ConnectionMsg>, link: Box<dyn Link>) {
+        self.reprobes = 0;
         let pid = link.pid();
+        if let Some(pid) = pid {
+            self.shared.emit(LifecycleEvent::Spawned {
+                name: self.shared.name.clone(),
+                pid,
+            });
+        }
         self.shared.add_shutdown(link.shutdown_handle());
         self.link = Some(link);
         self.shared.set_status(Status::Starting);
@@ -336,14 +389,17 @@ impl ConnectionState {
         self.send_line(line);
         if self.shared.config.era == EraPreference::Auto {
             let gen = self.gen;
-            myself.send_after(self.shared.config.probe_timeout, move || {
-                ConnectionMsg::ProbeTimeout { gen }
-            });
+            self.handshake_timer = Some(
+                myself.send_after(self.shared.config.probe_timeout, move || {
+                    ConnectionMsg::ProbeTimeout { gen }
+                }),
+            );
         } else {
             let gen = self.gen;
-            myself.send_after(self.shared.config.init_timeout, move || {
-                ConnectionMsg::InitTimeout { gen }
-            });
+            self.handshake_timer =
+                Some(myself.send_after(self.shared.config.init_timeout, move || {
+                    ConnectionMsg::InitTimeout { gen }
+                }));
         }
     }
 
@@ -363,7 +419,8 @@ impl ConnectionState {
         let init_timeout = cfg.init_timeout;
         self.send_line(line);
         let gen = self.gen;
-        myself.send_after(init_timeout, move || ConnectionMsg::InitTimeout { gen });
+        self.handshake_timer =
+            Some(myself.send_after(init_timeout, move || ConnectionMsg::InitTimeout { gen }));
     }
 
     fn modern_meta(&self, version: &str) -> Value {
@@ -382,6 +439,13 @@ impl ConnectionState {
             version = %session.protocol_version, "server ready"
         );
         self.failures = 0;
+        if let Some(t) = self.handshake_timer.take() {
+            t.abort();
+        }
+        self.shared.emit(LifecycleEvent::Ready {
+            name: self.shared.name.clone(),
+            session: session.clone(),
+        });
         self.phase = Phase::Ready(session.clone());
         self.shared.set_status(Status::Ready(session));
         while let Some(call) = self.queued.pop_front() {
@@ -479,7 +543,8 @@ impl ConnectionState {
                         Outcome::Error(e) => Err(Error::Server(e)),
                     }),
                     Some(Waiter::Probe) => self.probe_answered(myself, r.outcome),
-                    Some(Waiter::Initialize) => self.initialize_answered(r.outcome),
+                    Some(Waiter::LateProbe) => self.late_probe_answered(r.outcome),
+                    Some(Waiter::Initialize) => self.initialize_answered(myself, r.outcome),
                     None => {
                         debug!(server = %self.name(), %id, "response to an unknown or abandoned request; ignored")
                     }
@@ -517,7 +582,41 @@ impl ConnectionState {
         }
     }
 
-    fn initialize_answered(&mut self, outcome: Outcome) {
+    /// The answer to a probe that timed out. Servers answer in order, so a
+    /// DiscoverResult that arrives while `initialize` is still unanswered
+    /// means a modern server that was merely slow to start (a cold `npx` or
+    /// Python start): it settles the era as modern and the `initialize`
+    /// answer is then ignored. Once the legacy era is established, or if
+    /// the late answer is an error, it is ignored.
+    fn late_probe_answered(&mut self, outcome: Outcome) {
+        if !matches!(self.phase, Phase::Initializing) {
+            debug!(server = %self.name(), "late server/discover answer ignored: era already settled");
+            return;
+        }
+        if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, MODERN_VERSION) {
+            info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
+            session.pid = self.link.as_ref().and_then(|l| l.pid());
+            self.pending.retain(|_, w| !matches!(w, Waiter::Initialize));
+            self.ready(session);
+        }
+    }
+
+    fn initialize_answered(&mut self, myself: &ActorRef<ConnectionMsg>, outcome: Outcome) {
+        if !matches!(self.phase, Phase::Initializing) {
+            return;
+        }
+        // A modern server that refuses `initialize` with -32022 and lists
+        // modern versions is modern: probe again (now warm), never give up.
+        if let Outcome::Error(e) = &outcome {
+            if let DiscoverVerdict::Retry(v) = discovery::judge(&outcome, "") {
+                if self.reprobes < MAX_REPROBES {
+                    self.reprobes += 1;
+                    info!(server = %self.name(), error = %e, version = %v, "initialize refused by a modern server: probing again");
+                    self.probe(myself, v);
+                    return;
+                }
+            }
+        }
         match discovery::judge_initialize(&outcome) {
             Ok(mut session) => {
                 session.pid = self.link.as_ref().and_then(|l| l.pid());
@@ -612,10 +711,18 @@ impl ConnectionState {
     }
 
     fn closed(&mut self, myself: &ActorRef<ConnectionMsg>, reason: CloseReason) {
-        if self.link.is_none() {
+        let Some(link) = self.link.take() else {
             return;
+        };
+        if let Some(t) = self.handshake_timer.take() {
+            t.abort();
         }
-        self.link = None;
+        self.shared.emit(LifecycleEvent::Closed {
+            name: self.shared.name.clone(),
+            pid: link.pid(),
+            reason: reason.clone(),
+            exit: reason.exit_status(),
+        });
         let was_ready = matches!(self.phase, Phase::Ready(_));
         self.phase = Phase::Down;
         for (_, h) in self.inbound.drain() {
@@ -643,11 +750,7 @@ impl ConnectionState {
         }
         let delay = self.shared.config.backoff.delay(attempt);
         info!(server = %self.name(), reason = %reason, attempt, delay_ms = delay.as_millis() as u64, "restarting server");
-        self.shared.set_status(Status::Restarting {
-            attempt,
-            reason: reason.to_string(),
-        });
-        myself.send_after(delay, || ConnectionMsg::Reconnect);
+        self.restarting(myself, attempt, delay, reason.to_string());
     }
 
     async fn reconnect(&mut self, myself: &ActorRef<ConnectionMsg>) {
@@ -655,7 +758,7 @@ impl ConnectionState {
             return;
         }
         self.gen += 1;
-        let sink = Connection::sink(myself.clone(), self.gen);
+        let sink = Connection::sink(myself.clone(), self.gen, self.shared.clone());
         match self.transport.open(sink, myself.get_cell()).await {
             Ok(link) => self.adopt(myself, link),
             Err(e) => {
@@ -665,14 +768,27 @@ impl ConnectionState {
                     self.give_up(myself, e.to_string());
                 } else {
                     let delay = self.shared.config.backoff.delay(self.failures);
-                    self.shared.set_status(Status::Restarting {
-                        attempt: self.failures,
-                        reason: e.to_string(),
-                    });
-                    myself.send_after(delay, || ConnectionMsg::Reconnect);
+                    self.restarting(myself, self.failures, delay, e.to_string());
                 }
             }
         }
+    }
+
+    fn restarting(
+        &mut self,
+        myself: &ActorRef<ConnectionMsg>,
+        attempt: u32,
+        delay: std::time::Duration,
+        reason: String,
+    ) {
+        self.shared.emit(LifecycleEvent::Restarting {
+            name: self.shared.name.clone(),
+            attempt,
+            delay,
+        });
+        self.shared
+            .set_status(Status::Restarting { attempt, reason });
+        myself.send_after(delay, || ConnectionMsg::Reconnect);
     }
 
     fn give_up(&mut self, myself: &ActorRef<ConnectionMsg>, last: String) {
@@ -685,6 +801,10 @@ impl ConnectionState {
             last: last.clone(),
         });
         self.shared.set_status(Status::GaveUp(why.clone()));
+        self.shared.emit(LifecycleEvent::GaveUp {
+            name: self.shared.name.clone(),
+            reason: why.clone(),
+        });
         myself.stop(Some(why));
     }
 

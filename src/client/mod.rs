@@ -23,6 +23,7 @@ pub mod command;
 pub mod config;
 mod connection;
 mod discovery;
+pub mod events;
 pub mod handler;
 mod pending;
 mod requests;
@@ -68,6 +69,8 @@ pub struct StartOptions {
     /// Spawn the ClientSupervisor linked under this actor (embedding in a
     /// user's supervision tree).
     pub supervisor: Option<ActorCell>,
+    /// Receives every lifecycle event from the first spawn on.
+    pub events: Option<mpsc::UnboundedSender<events::LifecycleEvent>>,
 }
 
 impl std::fmt::Debug for StartOptions {
@@ -80,10 +83,23 @@ impl std::fmt::Debug for StartOptions {
 }
 
 /// A handle to a running client. Clones share the same client.
+///
+/// Dropping the last handle stops the client, like [`stop`](Self::stop)
+/// without waiting: the server is shut down in the background, never leaked.
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
     supervisor: ActorRef<SupervisorMsg>,
+    _last: Arc<StopOnLastDrop>,
+}
+
+/// Stops the tree when the last [`Client`] handle goes.
+struct StopOnLastDrop(ActorRef<SupervisorMsg>);
+
+impl Drop for StopOnLastDrop {
+    fn drop(&mut self) {
+        let _ = self.0.cast(SupervisorMsg::Stop);
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -118,6 +134,9 @@ impl Client {
         let config = Arc::new(config);
         let transport: Arc<dyn Transport> = Arc::new(StdioTransport::new(config.clone()));
         let shared = Arc::new(Shared::new(config, opts.handler));
+        if let Some(tx) = opts.events {
+            shared.add_event_subscriber(tx);
+        }
         let (tx, rx) = oneshot::channel();
         let args = SupervisorArgs {
             shared: shared.clone(),
@@ -129,7 +148,11 @@ impl Client {
             None => Actor::spawn(None, ClientSupervisor, args).await,
         };
         match spawned {
-            Ok((supervisor, _)) => Ok(Client { shared, supervisor }),
+            Ok((supervisor, _)) => Ok(Client {
+                shared,
+                _last: Arc::new(StopOnLastDrop(supervisor.clone())),
+                supervisor,
+            }),
             Err(e) => match rx.await {
                 Ok(Err(spawn)) => Err(StartError::Spawn(spawn)),
                 _ => Err(StartError::Actor(e.to_string())),
@@ -194,6 +217,16 @@ impl Client {
                     after: timeout,
                 })
             })
+    }
+
+    /// Subscribes to lifecycle events from now on (spawned, ready, closed,
+    /// restarting, gave up, stopped, stderr lines). Unbounded: nothing is
+    /// dropped under bursts. Use [`StartOptions::events`] to see the first
+    /// spawn as well.
+    pub fn events(&self) -> mpsc::UnboundedReceiver<events::LifecycleEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.shared.add_event_subscriber(tx);
+        rx
     }
 
     /// Subscribes to the server's notifications (logging messages, list
@@ -360,6 +393,13 @@ impl Client {
                 biased;
                 r = &mut rx => {
                     guard.conn = None;
+                    // Progress sent just before the answer is still queued:
+                    // deliver it before returning.
+                    if let (Some(prx), Some(tx)) = (prx.as_mut(), &opts.progress) {
+                        while let Ok(p) = prx.try_recv() {
+                            let _ = tx.send(Progress::from_params(p));
+                        }
+                    }
                     return r.unwrap_or_else(|_| Err(self.down_error()));
                 }
                 p = async { match prx.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {

@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::config::ClientConfig;
 use super::connection::ConnectionMsg;
+use super::events::LifecycleEvent;
 use super::handler::ClientHandler;
 use super::pending::DownReason;
 use super::session::Status;
@@ -21,6 +22,7 @@ pub(crate) struct Shared {
     pub(crate) down: DownReason,
     next_id: AtomicI64,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<Notification>>>,
+    events: Mutex<Vec<mpsc::UnboundedSender<LifecycleEvent>>>,
     status: watch::Sender<Status>,
     shutdowns: Mutex<Vec<ShutdownHandle>>,
     pub(crate) connection: watch::Sender<Option<ActorRef<ConnectionMsg>>>,
@@ -43,6 +45,7 @@ impl Shared {
             down: DownReason::default(),
             next_id: AtomicI64::new(1),
             subscribers: Mutex::new(Vec::new()),
+            events: Mutex::new(Vec::new()),
             status: watch::channel(Status::Starting).0,
             shutdowns: Mutex::new(Vec::new()),
             connection: watch::channel(None).0,
@@ -72,6 +75,19 @@ impl Shared {
                 }
                 let _ = last.send(n);
             }
+        }
+    }
+
+    pub(crate) fn add_event_subscriber(&self, tx: mpsc::UnboundedSender<LifecycleEvent>) {
+        if let Ok(mut s) = self.events.lock() {
+            s.push(tx);
+        }
+    }
+
+    /// Delivers a lifecycle event to every live subscriber.
+    pub(crate) fn emit(&self, e: LifecycleEvent) {
+        if let Ok(mut subs) = self.events.lock() {
+            subs.retain(|s| s.send(e.clone()).is_ok());
         }
     }
 

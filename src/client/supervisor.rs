@@ -13,10 +13,21 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::connection::{Connection, ConnectionArgs, ConnectionMsg};
+use super::events::LifecycleEvent;
 use super::session::Status;
 use super::shared::Shared;
 use crate::error::SpawnError;
 use crate::transport::Transport;
+
+/// The child and reason of a termination or failure event; `None` for the
+/// other supervision events.
+pub(crate) fn child_exit(evt: SupervisionEvent) -> Option<(ractor::ActorCell, Option<String>)> {
+    match evt {
+        SupervisionEvent::ActorTerminated(cell, _, why) => Some((cell, why)),
+        SupervisionEvent::ActorFailed(cell, e) => Some((cell, Some(e.to_string()))),
+        _ => None,
+    }
+}
 
 /// Messages of the ClientSupervisor.
 #[derive(Debug)]
@@ -29,6 +40,24 @@ pub enum SupervisorMsg {
 
 pub(crate) struct ClientSupervisor;
 
+/// Marks the client stopped when the tree ends in any way (including a
+/// `kill()` of the supervisor or of a user's parent actor), so waiters on
+/// the status never hang.
+struct FinalOnDrop(Arc<Shared>);
+
+impl Drop for FinalOnDrop {
+    fn drop(&mut self) {
+        if !self.0.status().borrow().is_final() {
+            self.0.down.set("the client's supervisor stopped");
+            self.0.set_status(Status::Stopped);
+            self.0.emit(LifecycleEvent::Stopped {
+                name: self.0.name.clone(),
+            });
+        }
+        self.0.connection.send_replace(None);
+    }
+}
+
 pub(crate) struct SupervisorArgs {
     pub(crate) shared: Arc<Shared>,
     pub(crate) transport: Arc<dyn Transport>,
@@ -37,6 +66,7 @@ pub(crate) struct SupervisorArgs {
 }
 
 pub(crate) struct SupervisorState {
+    _final: FinalOnDrop,
     shared: Arc<Shared>,
     transport: Arc<dyn Transport>,
     connection: Option<ActorRef<ConnectionMsg>>,
@@ -72,6 +102,7 @@ impl Actor for ClientSupervisor {
         args: SupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut st = SupervisorState {
+            _final: FinalOnDrop(args.shared.clone()),
             shared: args.shared,
             transport: args.transport,
             connection: None,
@@ -96,6 +127,9 @@ impl Actor for ClientSupervisor {
                     Some(c) if c.cast(ConnectionMsg::Shutdown).is_ok() => {}
                     _ => {
                         st.shared.set_status(Status::Stopped);
+                        st.shared.emit(LifecycleEvent::Stopped {
+                            name: st.shared.name.clone(),
+                        });
                         myself.stop(Some("client stopped".into()));
                     }
                 }
@@ -115,10 +149,8 @@ impl Actor for ClientSupervisor {
         evt: SupervisionEvent,
         st: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, why) = match evt {
-            SupervisionEvent::ActorTerminated(cell, _, why) => (cell, why),
-            SupervisionEvent::ActorFailed(cell, e) => (cell, Some(e.to_string())),
-            _ => return Ok(()),
+        let Some((cell, why)) = child_exit(evt) else {
+            return Ok(());
         };
         if st.connection.as_ref().map(|c| c.get_id()) != Some(cell.get_id()) {
             return Ok(());
@@ -141,6 +173,10 @@ impl Actor for ClientSupervisor {
             );
             warn!(server = %st.shared.name, reason = %why, "giving up");
             st.shared.set_status(Status::GaveUp(why.clone()));
+            st.shared.emit(LifecycleEvent::GaveUp {
+                name: st.shared.name.clone(),
+                reason: why.clone(),
+            });
             myself.stop(Some(why));
             return Ok(());
         }

@@ -1,1 +1,335 @@
-//! Server side of the MCP stdio transport (see issue 4).
+//! Server side of the MCP stdio transport: serve MCP over the process's own
+//! stdin/stdout, or over any caller-supplied async byte streams.
+//!
+//! # Overview
+//!
+//! ```no_run
+//! use conduit_mcp::jsonrpc::Request;
+//! use conduit_mcp::protocol::Implementation;
+//! use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
+//! use serde_json::{json, Value};
+//!
+//! struct Echo;
+//!
+//! impl Handler for Echo {
+//!     async fn handle_request(&self, req: Request, _ctx: RequestContext) -> Result<Value, HandlerError> {
+//!         match req.method.as_str() {
+//!             "tools/list" => Ok(json!({ "tools": [] })),
+//!             m => Err(HandlerError::MethodNotFound(m.to_owned())),
+//!         }
+//!     }
+//! }
+//!
+//! # async fn run() -> Result<(), conduit_mcp::server::ServerError> {
+//! let config = ServerConfig::new(Implementation::new("echo", "1.0.0"))
+//!     .capabilities(json!({ "tools": {} }));
+//! let server = StdioServer::new(config);
+//! let handle = server.handle(); // stop(), notify(), request(), ...
+//! let end = server.serve(Echo).await?;
+//! eprintln!("served until {end:?}");
+//! # Ok(()) }
+//! ```
+//!
+//! # Behaviour
+//!
+//! - **One reader, one writer.** A reader task frames input with
+//!   [`LineFramer`](crate::framing::LineFramer) (a line over
+//!   `max_message_bytes` is refused with -32600 and discarded as it streams
+//!   in, never buffered whole), one writer task writes everything, many
+//!   queued lines per write call. Responses go out in completion order.
+//! - **Concurrency.** Every request runs in its own task, up to
+//!   [`ServerConfig::max_in_flight`] at once (default 64); then requests wait
+//!   in a backlog of the same size; then the server stops reading.
+//!   Cancellations and responses are still read while requests wait.
+//! - **Cancellation.** `notifications/cancelled` aborts the request's task
+//!   (or drops it from the backlog); no response is sent for it.
+//! - **Duplicate ids.** A request whose id equals that of an in-flight or
+//!   queued request is refused with -32600 for that id (`5` and `"5"` are
+//!   different ids); the first one is unaffected.
+//! - **Malformed input.** -32700 (id null) for a line that is not JSON,
+//!   -32600 for JSON that is not a valid message (with its id when one could
+//!   be read), nothing for blank lines; never more than one reply per line.
+//! - **Dual era.** Legacy clients `initialize` (one of
+//!   [`LEGACY_VERSIONS`](crate::protocol::LEGACY_VERSIONS) is negotiated) and
+//!   may `ping`; modern clients send `server/discover` and the
+//!   `io.modelcontextprotocol/*` `_meta` keys on every request (-32602 when a
+//!   required key is missing, -32022 for an unsupported version). Before
+//!   `initialize` a request without modern `_meta` gets -32602 (only `ping`
+//!   and `initialize` are served). See [`RequestContext::ask`] for input
+//!   from the client in both eras.
+//! - **Ending.** [`serve`](StdioServer::serve) returns `Ok(`[`ServeEnd`]`)`
+//!   on end of input (after letting in-flight requests finish within
+//!   [`ServerConfig::eof_drain`]) or on [`ServerHandle::stop`] (immediately;
+//!   handlers are aborted after [`ServerConfig::stop_drain`], zero by
+//!   default). Queued output is flushed for at most
+//!   [`ServerConfig::flush_timeout`]. When `serve` returns, the lifetime
+//!   token has expired: handles and contexts kept by user code fail with
+//!   [`SendError::TransportGone`].
+//! - **Slow clients.** Output waits in a queue bounded by
+//!   [`ServerConfig::max_outbound_bytes`]. While it is full the server reads
+//!   no new messages (so answers cannot pile up) and
+//!   [`ServerHandle::notify`] fails with [`SendError::QueueFull`]; nothing
+//!   blocks `stop()`.
+//!
+//! - **Supervision.** [`ServeActor`] serves a server as a ractor actor: a
+//!   clean end stops it normally, a [`ServerError`] fails it (its supervisor
+//!   sees `ActorFailed`), and stopping or killing it ends serving.
+//!
+//! # Caveats
+//!
+//! - While reading is paused (backlog full, or outbound queue full), the
+//!   client's responses to server-to-client requests are not read either: a
+//!   handler awaiting [`RequestContext::ask`] with every slot taken by such
+//!   handlers and the backlog full waits until its request times out
+//!   ([`ServerConfig::client_request_timeout`]).
+//! - In the modern era a handler that asks for input runs once per round
+//!   (the client retries the whole request), so work before an `ask` is
+//!   repeated; keep it idempotent or carry it in the request state.
+//! - `requestState` comes back from the client unverified
+//!   ([`RequestContext::request_state`]).
+//!
+//! # Platform behaviour
+//!
+//! Everything works on every platform tokio supports, except
+//! [`ServerConfig::stdout_guard`], which needs unix (`dup`/`dup2`); on other
+//! platforms asking for it is an [`InvalidConfig`](ServerError::InvalidConfig)
+//! error.
+//!
+//! # Process stdio
+//!
+//! [`StdioServer::new`] reads fd 0 and writes fd 1 with dedicated plain
+//! threads, not tokio's `stdin()`/`stdout()`: those run each blocking read on
+//! the runtime's blocking pool, and an idle stdin read never returns, so
+//! `stop()` could not take effect and runtime shutdown would hang. On stop
+//! the reader thread is simply abandoned, blocked in `read(2)`; threads do
+//! not keep a process alive, so exiting is immediate. The writer thread
+//! absorbs a client that stopped reading, and is abandoned after
+//! [`ServerConfig::flush_timeout`].
+//!
+//! A non-blocking `AsyncFd` on fd 0 was rejected: `O_NONBLOCK` belongs to the
+//! open file description shared with the parent (it would change the
+//! parent's terminal or pipe too), and regular files have no readiness.
+//!
+//! Caveat: serve process stdio at most once at a time per process. Serving it
+//! again after a stop may lose up to one chunk (64 KiB) that the abandoned
+//! thread of the previous run reads and discards.
+//!
+//! With [`ServerConfig::stdout_guard`] (unix), fd 1 points at stderr while
+//! serving and the protocol uses a private duplicate of the original stdout,
+//! so a stray `println!` cannot corrupt the stream; fd 1 is restored when
+//! serving ends. fd 1 is process-wide: child processes spawned meanwhile
+//! write their stdout to stderr too.
+//!
+//! # Cancel safety
+//!
+//! Dropping the [`serve`](StdioServer::serve) future is like `stop()` with
+//! no drain and no flush: the request, reader, writer and notification tasks
+//! are aborted, and handles and contexts become inert (the last strong
+//! reference to the transport's state was in the future).
+
+mod actor;
+mod config;
+mod context;
+mod era;
+mod error;
+#[cfg(unix)]
+mod guard;
+mod handle;
+mod handler;
+mod session;
+mod stdio;
+mod writer;
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
+pub use config::{CacheScope, ServerConfig, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES};
+pub use context::{InputRequest, RequestContext};
+pub use error::{AskError, HandlerError, SendError, ServerError};
+pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
+pub use handler::Handler;
+
+use handle::Shared;
+use writer::{OutReceiver, Sink};
+
+/// Why serving ended cleanly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeEnd {
+    /// The input reached end of file (the client closed our stdin).
+    Eof,
+    /// [`ServerHandle::stop`] was called.
+    Stopped,
+}
+
+enum Io {
+    Process,
+    Streams {
+        reader: Box<dyn AsyncRead + Send + Unpin>,
+        writer: Box<dyn AsyncWrite + Send + Unpin>,
+    },
+}
+
+/// An MCP server transport over stdio (or caller-supplied streams).
+///
+/// Create it, take [`handle`](Self::handle)s as needed, then
+/// [`serve`](Self::serve) consumes it and runs until end of input, stop, or
+/// an unrecoverable error.
+pub struct StdioServer {
+    shared: Arc<Shared>,
+    io: Io,
+    out: OutReceiver,
+}
+
+impl std::fmt::Debug for StdioServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioServer")
+            .field("process_stdio", &matches!(self.io, Io::Process))
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StdioServer {
+    /// A server over the process's stdin and stdout.
+    pub fn new(config: ServerConfig) -> Self {
+        Self::with_io(config, Io::Process)
+    }
+
+    /// A server over caller-supplied streams (a socket, a pipe, or
+    /// `tokio::io::duplex` in tests). The server owns them and drops them
+    /// when serving ends (dropping the writer closes the client's input).
+    pub fn over<R, W>(reader: R, writer: W, config: ServerConfig) -> Self
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        Self::with_io(
+            config,
+            Io::Streams {
+                reader: Box::new(reader),
+                writer: Box::new(writer),
+            },
+        )
+    }
+
+    fn with_io(config: ServerConfig, io: Io) -> Self {
+        let (out, rx) = writer::queue(config.max_outbound_bytes);
+        Self {
+            shared: Arc::new(Shared::new(config, out)),
+            io,
+            out: rx,
+        }
+    }
+
+    /// A cloneable handle: stop, notifications, server-to-client requests,
+    /// client capabilities, readiness.
+    pub fn handle(&self) -> ServerHandle {
+        ServerHandle::new(&self.shared)
+    }
+
+    /// The transport's diagnostic name: `"stdio"`.
+    pub fn name(&self) -> &'static str {
+        "stdio"
+    }
+
+    /// Serves until end of input, [`ServerHandle::stop`], or an
+    /// unrecoverable error.
+    ///
+    /// `Ok` says why it ended cleanly; `Err` is invalid configuration, a
+    /// read or write failure, a serialisation failure, or a notification
+    /// handler failure. Request handler errors and panics are answered as
+    /// JSON-RPC errors and do not end serving.
+    ///
+    /// Must be called within a tokio runtime (it spawns tasks).
+    pub async fn serve<H: Handler>(self, handler: H) -> Result<ServeEnd, ServerError> {
+        let StdioServer { shared, io, out } = self;
+        let result = serve_inner(shared.clone(), Arc::new(handler), io, out).await;
+        // Expire the lifetime token even on early errors.
+        shared.close();
+        result
+    }
+}
+
+async fn serve_inner<H: Handler>(
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    io: Io,
+    out: OutReceiver,
+) -> Result<ServeEnd, ServerError> {
+    shared.config.validate()?;
+    if *shared.stop.borrow() {
+        tracing::info!("server stopped before it started");
+        return Ok(ServeEnd::Stopped);
+    }
+    tracing::info!(
+        server = %shared.config.server_info.name,
+        process_stdio = matches!(io, Io::Process),
+        "server starting"
+    );
+    match io {
+        Io::Streams { reader, writer } => {
+            if shared.config.stdout_guard {
+                return Err(ServerError::InvalidConfig {
+                    key: "stdout_guard",
+                    reason: "applies only to process stdio (StdioServer::new)".into(),
+                });
+            }
+            session::run(shared, handler, reader, Sink::Async(Box::pin(writer)), out).await
+        }
+        Io::Process => {
+            #[cfg(unix)]
+            let (_guard, output): (
+                Option<guard::StdoutGuard>,
+                Box<dyn std::io::Write + Send>,
+            ) = if shared.config.stdout_guard {
+                let (g, file) = guard::StdoutGuard::install().map_err(ServerError::StdoutGuard)?;
+                (Some(g), Box::new(file))
+            } else {
+                (None, Box::new(std::io::stdout()))
+            };
+            #[cfg(not(unix))]
+            let output: Box<dyn std::io::Write + Send> = if shared.config.stdout_guard {
+                return Err(ServerError::InvalidConfig {
+                    key: "stdout_guard",
+                    reason: "is supported on unix only".into(),
+                });
+            } else {
+                Box::new(std::io::stdout())
+            };
+            let sink = stdio::ThreadSink::spawn(output).map_err(ServerError::Write)?;
+            let reader = stdio::ThreadReader::stdin().map_err(ServerError::Read)?;
+            // `_guard` lives until serving ends, then restores fd 1.
+            session::run(shared, handler, Box::new(reader), Sink::Thread(sink), out).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nop;
+    impl Handler for Nop {
+        async fn handle_request(
+            &self,
+            _: crate::jsonrpc::Request,
+            _: RequestContext,
+        ) -> Result<serde_json::Value, HandlerError> {
+            Ok(serde_json::Value::Null)
+        }
+    }
+
+    fn assert_send<T: Send + 'static>(_: T) {}
+
+    #[test]
+    fn serve_future_is_send() {
+        let server = StdioServer::over(
+            tokio::io::empty(),
+            tokio::io::sink(),
+            ServerConfig::new(crate::protocol::Implementation::new("t", "0")),
+        );
+        assert_send(server.serve(Nop));
+    }
+}

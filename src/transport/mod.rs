@@ -41,6 +41,13 @@ impl fmt::Display for TransportKind {
 pub enum TransportEvent {
     /// A message arrived.
     Message(Message),
+    /// A line the server wrote to stderr (only when stderr is captured).
+    Stderr {
+        /// The server's process id.
+        pid: Option<u32>,
+        /// The line, without its newline.
+        line: String,
+    },
     /// The link closed; no more events follow. Sent exactly once.
     Closed(CloseReason),
 }

@@ -17,7 +17,7 @@
 //! exited could in theory be reused within that poll interval.
 //!
 //! The task starts when the process is spawned; the owning actor holds a
-//! [`ShutdownGuard`] whose `Drop` (on stop, kill, panic or parent death alike)
+//! `ShutdownGuard` whose `Drop` (on stop, kill, panic or parent death alike)
 //! triggers the sequence, so no runtime is needed at drop time. If the runtime
 //! itself shuts down mid-sequence, the task's drop sends SIGKILL to the group.
 
@@ -181,6 +181,10 @@ pub(crate) struct Reaper {
     pub(crate) pgid: Option<i32>,
     pub(crate) graces: Graces,
     pub(crate) name: String,
+    /// Keeps the group watchdog waiting; dropped when the sequence ends (or
+    /// with this task), which makes it SIGKILL whatever is left of the group.
+    #[cfg(target_os = "linux")]
+    pub(crate) watchdog: Option<crate::transport::stdio::WatchdogFd>,
 }
 
 impl Reaper {
@@ -242,6 +246,8 @@ impl Reaper {
             "server shut down"
         );
         fallback.armed = false;
+        #[cfg(target_os = "linux")]
+        drop(self.watchdog.take());
         let _ = report.send(Some(out));
     }
 

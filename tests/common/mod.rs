@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use conduit_mcp::{Backoff, ClientConfig, StderrMode};
+use conduit_mcp::{Backoff, Client, ClientConfig, Status, StderrMode};
 
 /// The fixture server built by cargo for the tests.
 pub fn fixture() -> &'static str {
@@ -99,4 +99,25 @@ pub fn trace() {
         )
         .with_test_writer()
         .try_init();
+}
+
+/// Waits (up to `limit`) until the client's status satisfies `f`.
+pub async fn wait_status(client: &Client, limit: Duration, f: impl Fn(&Status) -> bool) -> Status {
+    let mut rx = client.watch_status();
+    tokio::time::timeout(limit, async {
+        loop {
+            let s = rx.borrow_and_update().clone();
+            if f(&s) {
+                return s;
+            }
+            rx.changed().await.expect("status sender alive");
+        }
+    })
+    .await
+    .expect("status reached in time")
+}
+
+/// Waits for a final status (gave up or stopped).
+pub async fn final_status(client: &Client, limit: Duration) -> Status {
+    wait_status(client, limit, Status::is_final).await
 }

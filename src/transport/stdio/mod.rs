@@ -25,11 +25,16 @@ use crate::transport::{EventSink, Link, OpenFuture, Transport, TransportKind};
 mod port_owner;
 mod reader;
 mod spawn;
+#[cfg(target_os = "linux")]
+mod watchdog;
 mod writer;
 
 use port_owner::{PortOwner, PortOwnerArgs, PortOwnerMsg};
 use reader::{ReaderEnd, ReaderLimits};
 use writer::WriterHandle;
+
+#[cfg(target_os = "linux")]
+pub(crate) use watchdog::WatchdogFd;
 
 /// Runs the configured command as a child process, one per [`Link`].
 #[derive(Debug, Clone)]
@@ -54,7 +59,8 @@ impl Transport for StdioTransport {
         Box::pin(async move {
             let cfg = &*self.config;
             let name = cfg.display_name();
-            let mut child = spawn::spawn_child(cfg)?;
+            let spawned = spawn::spawn_child(cfg)?;
+            let mut child = spawned.child;
             let pid = child.id().unwrap_or(0);
             let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
                 // Invariant: both were configured as pipes.
@@ -66,6 +72,14 @@ impl Transport for StdioTransport {
             info!(server = %name, pid, command = %cfg.command, "server process spawned");
             let (guard, shutdown_rx) = ShutdownGuard::new();
             let (report_tx, report_rx) = watch::channel(None);
+            if let Some(stderr) = child.stderr.take() {
+                tokio::spawn(reader::run_stderr(
+                    stderr,
+                    sink.clone(),
+                    pid,
+                    report_rx.clone(),
+                ));
+            }
             let (writer, queue) = WriterHandle::new(cfg.max_write_queue_bytes);
             let reaper = Reaper {
                 child,
@@ -76,6 +90,8 @@ impl Transport for StdioTransport {
                     term: cfg.term_grace,
                 },
                 name: name.clone(),
+                #[cfg(target_os = "linux")]
+                watchdog: spawned.watchdog,
             };
             let args = PortOwnerArgs {
                 guard,

@@ -89,3 +89,50 @@ pub(crate) async fn run<R: AsyncRead + Unpin>(
     };
     on_end(end);
 }
+
+/// Longest stderr line forwarded; longer lines are replaced by a note.
+const MAX_STDERR_LINE: usize = 64 * 1024;
+
+/// Drains the child's stderr line by line into `sink` as
+/// [`TransportEvent::Stderr`], until end of stream or until the shutdown
+/// sequence has ended (`done`). It never stops reading earlier, so a server
+/// logging while it exits cannot block on a full pipe.
+pub(crate) async fn run_stderr<R: AsyncRead + Unpin>(
+    mut input: R,
+    sink: EventSink,
+    pid: u32,
+    mut done: watch::Receiver<Option<crate::transport::ShutdownReport>>,
+) {
+    let mut framer = LineFramer::new(MAX_STDERR_LINE);
+    loop {
+        let n = tokio::select! {
+            n = framer.fill(&mut input) => n,
+            r = done.wait_for(Option::is_some) => {
+                let _ = r;
+                return;
+            }
+        };
+        if !matches!(n, Ok(k) if k > 0) {
+            if !framer.remainder().is_empty() {
+                let line = String::from_utf8_lossy(framer.remainder()).into_owned();
+                sink(TransportEvent::Stderr {
+                    pid: Some(pid),
+                    line,
+                });
+            }
+            return;
+        }
+        while let Some(frame) = framer.next_frame() {
+            let line = match frame {
+                Frame::Line(l) => String::from_utf8_lossy(l).into_owned(),
+                Frame::TooLarge { at_least } => {
+                    format!("[a stderr line of at least {at_least} bytes was omitted: over 64 KiB]")
+                }
+            };
+            sink(TransportEvent::Stderr {
+                pid: Some(pid),
+                line,
+            });
+        }
+    }
+}

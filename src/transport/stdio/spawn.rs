@@ -18,7 +18,15 @@ use crate::error::SpawnError;
 /// `PR_SET_PDEATHSIG = SIGKILL`, which fires when the *thread* that forked it
 /// exits; this is called from a tokio worker thread, which lives as long as
 /// the runtime.
-pub(crate) fn spawn_child(cfg: &ClientConfig) -> Result<Child, SpawnError> {
+/// A spawned child and, on Linux with `die_with_parent` and
+/// `kill_process_group`, the write end that keeps its group watchdog waiting.
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    #[cfg(target_os = "linux")]
+    pub(crate) watchdog: Option<super::watchdog::WatchdogFd>,
+}
+
+pub(crate) fn spawn_child(cfg: &ClientConfig) -> Result<Spawned, SpawnError> {
     let exe = resolve_executable(&cfg.command, effective_path(&cfg.env).as_deref())?;
     check_batch_file(&exe.to_string_lossy(), &cfg.args, cfg.allow_batch_files)?;
     let mut cmd = Command::new(&exe);
@@ -35,6 +43,7 @@ pub(crate) fn spawn_child(cfg: &ClientConfig) -> Result<Child, SpawnError> {
     let stderr = match &cfg.stderr {
         StderrMode::Inherit => Stdio::inherit(),
         StderrMode::Discard => Stdio::null(),
+        StderrMode::Log => Stdio::piped(),
         StderrMode::File(path) => OpenOptions::new()
             .create(true)
             .append(true)
@@ -50,8 +59,21 @@ pub(crate) fn spawn_child(cfg: &ClientConfig) -> Result<Child, SpawnError> {
     if cfg.kill_process_group {
         cmd.process_group(0);
     }
+    let io_err = |source| SpawnError::Io {
+        executable: exe.display().to_string(),
+        source,
+    };
+    #[cfg(target_os = "linux")]
+    let mut watchdog = None;
     #[cfg(target_os = "linux")]
     if cfg.die_with_parent {
+        let group_rd = if cfg.kill_process_group {
+            let (rd, rd_owned, wr) = super::watchdog::pipe().map_err(io_err)?;
+            watchdog = Some((rd_owned, wr));
+            Some(rd)
+        } else {
+            None
+        };
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs in the forked child before exec and only
         // calls async-signal-safe functions (prctl, getppid).
@@ -64,12 +86,18 @@ pub(crate) fn spawn_child(cfg: &ClientConfig) -> Result<Child, SpawnError> {
                 if libc::getppid() != parent {
                     return Err(std::io::Error::other("parent exited during spawn"));
                 }
+                if let Some(rd) = group_rd {
+                    super::watchdog::fork_watchdog(rd)?;
+                }
                 Ok(())
             });
         }
     }
-    cmd.spawn().map_err(|source| SpawnError::Io {
-        executable: exe.display().to_string(),
-        source,
+    let child = cmd.spawn().map_err(io_err)?;
+    Ok(Spawned {
+        child,
+        // Our copy of the read end is closed here; the watchdog has its own.
+        #[cfg(target_os = "linux")]
+        watchdog: watchdog.map(|(_rd, wr)| wr),
     })
 }

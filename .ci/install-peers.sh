@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs the pinned interop peers under target/peers/ for tests/server_interop.rs:
+#   target/peers/venv/  Python virtualenv with the `mcp` package (stdio client)
+#   target/peers/node/  Node packages: the official TypeScript SDK, and the
+#                       "everything" reference server (for the client half)
+# Each part is skipped, with a note, when its toolchain (python3, npm) is
+# missing; the interop tests then skip themselves. Safe to run repeatedly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MCP_PY_VERSION="2.3.0"
+MCP_TS_SDK_VERSION="1.32.2"
+MCP_EVERYTHING_VERSION="2026.8.31"
+
+PEERS="target/peers"
+mkdir -p "$PEERS"
+
+if command -v python3 >/dev/null 2>&1; then
+    if [ ! -x "$PEERS/venv/bin/python" ] \
+        || ! "$PEERS/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_PY_VERSION')" 2>/dev/null; then
+        echo "install-peers: Python mcp==$MCP_PY_VERSION into $PEERS/venv"
+        python3 -m venv "$PEERS/venv"
+        "$PEERS/venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_PY_VERSION"
+    else
+        echo "install-peers: Python mcp==$MCP_PY_VERSION already installed"
+    fi
+else
+    echo "install-peers: python3 not found: Python interop tests will be skipped"
+fi
+
+if command -v npm >/dev/null 2>&1; then
+    want="$MCP_TS_SDK_VERSION $MCP_EVERYTHING_VERSION"
+    have="$(cat "$PEERS/node/.versions" 2>/dev/null || true)"
+    if [ "$have" != "$want" ]; then
+        echo "install-peers: @modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION, server-everything@$MCP_EVERYTHING_VERSION into $PEERS/node"
+        mkdir -p "$PEERS/node"
+        npm install --no-package-lock --no-audit --no-fund --silent --prefix "$PEERS/node" \
+            "@modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION" \
+            "@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION"
+        echo "$want" > "$PEERS/node/.versions"
+    else
+        echo "install-peers: Node packages already installed"
+    fi
+else
+    echo "install-peers: npm not found: Node interop tests will be skipped"
+fi

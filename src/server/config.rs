@@ -1,0 +1,207 @@
+//! Server configuration: identity, capabilities and the limits that keep a
+//! misbehaving client from exhausting memory or wedging the loop.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
+use crate::protocol::Implementation;
+
+use super::error::ServerError;
+
+/// Default bound on concurrently running request handlers.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+/// Default bound on unwritten outbound bytes: 16 MiB.
+pub const DEFAULT_MAX_OUTBOUND_BYTES: usize = 16 * 1024 * 1024;
+
+/// Who may reuse a cached modern-era result (`cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheScope {
+    /// Only within the same authorization context (`"private"`).
+    #[default]
+    Private,
+    /// Any client or intermediary (`"public"`).
+    Public,
+}
+
+impl CacheScope {
+    /// `"private"` or `"public"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Private => "private",
+            CacheScope::Public => "public",
+        }
+    }
+}
+
+/// How a [`StdioServer`](super::StdioServer) behaves.
+///
+/// Every field has a sensible default ([`ServerConfig::new`]); the builder
+/// methods change one at a time. [`validate`](Self::validate) runs when
+/// serving starts and names the offending field.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Name and version reported in `initialize` / `server/discover`.
+    pub server_info: Implementation,
+    /// The server's capabilities object (`{"tools": {}, ...}`), sent as is.
+    pub capabilities: Value,
+    /// Optional instructions for the client's model.
+    pub instructions: Option<String>,
+    /// Largest inbound line in bytes (excluding the newline). Longer lines
+    /// are refused with -32600 and discarded without being buffered whole.
+    pub max_message_bytes: usize,
+    /// Largest number of request handlers running at once. Further requests
+    /// wait in a backlog of the same size; when that is full too, the server
+    /// stops reading (back-pressure on the client's writes).
+    pub max_in_flight: usize,
+    /// Bound on serialised-but-unwritten outbound bytes. Past it the server
+    /// stops reading requests (their answers could not be written) and
+    /// [`ServerHandle::notify`](super::ServerHandle::notify) fails with
+    /// [`SendError::QueueFull`](super::SendError::QueueFull).
+    pub max_outbound_bytes: usize,
+    /// After [`stop`](super::ServerHandle::stop): how long in-flight handlers
+    /// may run to completion (their contexts see cancellation at once).
+    /// Zero, the default, aborts them immediately.
+    pub stop_drain: Duration,
+    /// After end of input: how long in-flight and queued requests may run to
+    /// completion so their answers are written. Default 5 s.
+    pub eof_drain: Duration,
+    /// When serving ends: how long queued output may take to be written
+    /// before it is abandoned (a client that stopped reading). Default 1 s.
+    pub flush_timeout: Duration,
+    /// Default timeout of a server-to-client request. Default 30 s.
+    pub client_request_timeout: Duration,
+    /// Modern era: the `ttlMs` cache hint added to `server/discover` and to
+    /// the results of cacheable methods (`tools/list`, `prompts/list`,
+    /// `resources/list`, `resources/templates/list`, `resources/read`) when
+    /// the handler's result has none (the 2026-07-28 schema requires it).
+    /// Default 0: immediately stale.
+    pub cache_ttl_ms: u64,
+    /// Modern era: the `cacheScope` hint added alongside
+    /// [`cache_ttl_ms`](Self::cache_ttl_ms). Default [`CacheScope::Private`].
+    pub cache_scope: CacheScope,
+    /// Unix, process stdio only: while serving, point fd 1 at stderr and
+    /// write the protocol to a private duplicate of the original stdout, so
+    /// a stray `println!` cannot corrupt the stream. Default off.
+    pub stdout_guard: bool,
+}
+
+impl ServerConfig {
+    /// A configuration with the given identity, no capabilities and the
+    /// default limits.
+    pub fn new(server_info: Implementation) -> Self {
+        Self {
+            server_info,
+            capabilities: Value::Object(Default::default()),
+            instructions: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_outbound_bytes: DEFAULT_MAX_OUTBOUND_BYTES,
+            stop_drain: Duration::ZERO,
+            eof_drain: Duration::from_secs(5),
+            flush_timeout: Duration::from_secs(1),
+            client_request_timeout: Duration::from_secs(30),
+            cache_ttl_ms: 0,
+            cache_scope: CacheScope::Private,
+            stdout_guard: false,
+        }
+    }
+
+    /// Sets [`capabilities`](Self::capabilities).
+    pub fn capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Sets [`instructions`](Self::instructions).
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets [`max_message_bytes`](Self::max_message_bytes).
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_in_flight`](Self::max_in_flight).
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n;
+        self
+    }
+
+    /// Sets [`max_outbound_bytes`](Self::max_outbound_bytes).
+    pub fn max_outbound_bytes(mut self, bytes: usize) -> Self {
+        self.max_outbound_bytes = bytes;
+        self
+    }
+
+    /// Sets [`stop_drain`](Self::stop_drain).
+    pub fn stop_drain(mut self, d: Duration) -> Self {
+        self.stop_drain = d;
+        self
+    }
+
+    /// Sets [`eof_drain`](Self::eof_drain).
+    pub fn eof_drain(mut self, d: Duration) -> Self {
+        self.eof_drain = d;
+        self
+    }
+
+    /// Sets [`flush_timeout`](Self::flush_timeout).
+    pub fn flush_timeout(mut self, d: Duration) -> Self {
+        self.flush_timeout = d;
+        self
+    }
+
+    /// Sets [`client_request_timeout`](Self::client_request_timeout).
+    pub fn client_request_timeout(mut self, d: Duration) -> Self {
+        self.client_request_timeout = d;
+        self
+    }
+
+    /// Sets [`cache_ttl_ms`](Self::cache_ttl_ms) and
+    /// [`cache_scope`](Self::cache_scope).
+    pub fn cache_hint(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.cache_ttl_ms = ttl_ms;
+        self.cache_scope = scope;
+        self
+    }
+
+    /// Sets [`stdout_guard`](Self::stdout_guard).
+    pub fn stdout_guard(mut self, on: bool) -> Self {
+        self.stdout_guard = on;
+        self
+    }
+
+    /// Checks the configuration; the error names the offending field.
+    pub fn validate(&self) -> Result<(), ServerError> {
+        let bad = |key: &'static str, reason: &str| {
+            Err(ServerError::InvalidConfig {
+                key,
+                reason: reason.to_owned(),
+            })
+        };
+        if self.server_info.name.trim().is_empty() {
+            return bad("server_info", "name must not be empty");
+        }
+        if !self.capabilities.is_object() {
+            return bad("capabilities", "must be a JSON object");
+        }
+        if self.max_message_bytes == 0 {
+            return bad("max_message_bytes", "must be at least 1");
+        }
+        if self.max_in_flight == 0 {
+            return bad("max_in_flight", "must be at least 1");
+        }
+        if self.max_outbound_bytes < 1024 {
+            return bad("max_outbound_bytes", "must be at least 1024");
+        }
+        if self.client_request_timeout.is_zero() {
+            return bad("client_request_timeout", "must be positive");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,322 @@
+//! What a request handler knows about its request, and how it talks back.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::jsonrpc::RequestId;
+use crate::protocol::{methods, Era};
+
+use super::error::{AskError, SendError};
+use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
+
+/// Something the server needs from the client: the `{method, params}` of a
+/// `roots/list`, `sampling/createMessage` or `elicitation/create` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// The method.
+    pub method: String,
+    /// The parameters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+}
+
+impl InputRequest {
+    /// `roots/list`.
+    pub fn list_roots() -> Self {
+        Self {
+            method: methods::ROOTS_LIST.to_owned(),
+            params: None,
+        }
+    }
+
+    /// `sampling/createMessage` with these parameters.
+    pub fn create_message(params: Value) -> Self {
+        Self {
+            method: methods::SAMPLING_CREATE_MESSAGE.to_owned(),
+            params: Some(params),
+        }
+    }
+
+    /// `elicitation/create` with these parameters.
+    pub fn elicit(params: Value) -> Self {
+        Self {
+            method: methods::ELICITATION_CREATE.to_owned(),
+            params: Some(params),
+        }
+    }
+}
+
+/// Input requests and state recorded by a modern-era handler.
+#[derive(Debug, Default)]
+pub(crate) struct Recorded {
+    pub(crate) requests: Map<String, Value>,
+    pub(crate) state: Option<String>,
+}
+
+/// Methods that may answer with an input-required result (modern era).
+const MULTI_ROUND_TRIP: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// The context of one request, passed to
+/// [`Handler::handle_request`](super::Handler::handle_request).
+///
+/// Cloneable; a clone kept after the request ended still works for
+/// notifications until the transport is gone, then every operation fails
+/// with [`SendError::TransportGone`] (it never panics).
+///
+/// # Asking the client for input, in both eras
+///
+/// [`ask`](Self::ask) is the one call a handler makes for roots, sampling or
+/// elicitation:
+/// - **Legacy**: it sends the server-to-client request and awaits the answer.
+/// - **Modern**: the server never sends requests. If this request's
+///   `inputResponses` already holds the answer under `key` (the client's
+///   retry), `ask` returns it. Otherwise it records the input request and
+///   returns [`AskError::InputRequired`]; the handler returns it with `?`
+///   and the server answers `{"resultType": "input_required",
+///   "inputRequests": {key: ...}, "requestState"?}`. The client retries the
+///   request with `inputResponses`, and the handler runs again from the
+///   start, this time getting the answer.
+///
+/// So the same handler code works in both eras, provided it is idempotent
+/// up to its `ask` calls (in the modern era it runs once per round).
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) era: Era,
+    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) client_capabilities: Option<Value>,
+    pub(crate) input_responses: Option<Map<String, Value>>,
+    pub(crate) request_state: Option<String>,
+    pub(crate) handle: ServerHandle,
+    pub(crate) cancel: watch::Receiver<bool>,
+    pub(crate) recorded: Arc<Mutex<Recorded>>,
+}
+
+impl RequestContext {
+    /// The request's id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The request's method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The era of this request: modern if it carried the modern `_meta`,
+    /// legacy if it came in a session opened by `initialize`.
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// The request's `params._meta`, if any.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.meta.as_ref()
+    }
+
+    /// The request's `_meta.progressToken`, if the client asked for progress.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.meta.as_ref().and_then(|m| m.get("progressToken"))
+    }
+
+    /// The client's capabilities for this request: from its `_meta`
+    /// (modern) or the session's `initialize` (legacy).
+    pub fn client_capabilities(&self) -> Option<&Value> {
+        self.client_capabilities.as_ref()
+    }
+
+    /// Whether the client declared `capability` (`"roots"`, `"sampling"`,
+    /// `"elicitation"`, ...).
+    pub fn client_supports(&self, capability: &str) -> bool {
+        has_capability(self.client_capabilities.as_ref(), capability)
+    }
+
+    /// A handle to the server (for notifications beyond progress).
+    pub fn handle(&self) -> &ServerHandle {
+        &self.handle
+    }
+
+    /// The transport's lifetime token.
+    pub fn lifetime_token(&self) -> LifetimeToken {
+        self.handle.lifetime_token()
+    }
+
+    /// Sends `notifications/progress` for this request. Does nothing (and
+    /// succeeds) when the client gave no progress token.
+    pub fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), SendError> {
+        match self.progress_token() {
+            Some(token) => self.handle.notify_progress(token, progress, total, message),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends a `notifications/message` log entry for this request, if the
+    /// client wants it; returns whether it was sent.
+    ///
+    /// Modern era: only when the request's `_meta` carries
+    /// `io.modelcontextprotocol/logLevel` and `level` is at least as severe
+    /// (the specification forbids log messages otherwise). Legacy era: always
+    /// (the level set by `logging/setLevel` is the handler's business).
+    /// Levels, least severe first: debug, info, notice, warning, error,
+    /// critical, alert, emergency; an unknown level counts as debug.
+    pub fn log(&self, level: &str, data: Value) -> Result<bool, SendError> {
+        if self.era == Era::Modern {
+            let wanted = self
+                .meta
+                .as_ref()
+                .and_then(|m| m.get(crate::protocol::meta::LOG_LEVEL))
+                .and_then(Value::as_str);
+            match wanted {
+                Some(w) if severity(level) >= severity(w) => {}
+                _ => return Ok(false),
+            }
+        }
+        self.handle.notify_log(level, None, data).map(|()| true)
+    }
+
+    /// Sends a notification (see [`ServerHandle::notify`]).
+    pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), SendError> {
+        self.handle.notify(method, params)
+    }
+
+    /// Whether the request was cancelled (stop with a drain period). A
+    /// request cancelled by `notifications/cancelled` is aborted outright:
+    /// its future is dropped at its next `.await`.
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancel.borrow()
+    }
+
+    /// Resolves when the request is cancelled (see
+    /// [`is_cancelled`](Self::is_cancelled)). Cancel safe.
+    pub async fn cancelled(&self) {
+        let mut rx = self.cancel.clone();
+        if rx.wait_for(|c| *c).await.is_err() {
+            // The session is gone without cancelling: never resolve.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Modern era: the `requestState` the client echoed back on a retry.
+    ///
+    /// **Attacker-controlled**: the client can send anything. Verify it
+    /// (e.g. sign it with a server secret) before trusting its content.
+    pub fn request_state(&self) -> Option<&str> {
+        self.request_state.as_deref()
+    }
+
+    /// Modern era: sets the `requestState` sent with an input-required
+    /// result (the client echoes it on the retry).
+    pub fn set_request_state(&self, state: impl Into<String>) {
+        if let Ok(mut r) = self.recorded.lock() {
+            r.state = Some(state.into());
+        }
+    }
+
+    /// Modern era: the retry's `inputResponses[key]`, if present.
+    pub fn input_response(&self, key: &str) -> Option<&Value> {
+        self.input_responses.as_ref().and_then(|m| m.get(key))
+    }
+
+    /// Asks the client for input (roots, sampling, elicitation) in a way
+    /// that works in both eras; see the [type documentation](Self).
+    ///
+    /// Fails with [`AskError::MissingCapability`] if the client did not
+    /// declare the capability (the server must not ask for it), and in the
+    /// modern era with [`AskError::NotAllowed`] outside `tools/call`,
+    /// `prompts/get` and `resources/read`. Every `AskError` converts into a
+    /// [`HandlerError`](super::HandlerError) with `?`.
+    pub async fn ask(&self, key: &str, request: InputRequest) -> Result<Value, AskError> {
+        self.check(&request)?;
+        match self.era {
+            Era::Legacy => Ok(self.handle.request(&request.method, request.params).await?),
+            Era::Modern => {
+                if let Some(v) = self.input_response(key) {
+                    return Ok(v.clone());
+                }
+                self.record(key, &request);
+                Err(AskError::InputRequired {
+                    key: key.to_owned(),
+                })
+            }
+        }
+    }
+
+    /// [`ask`](Self::ask) for several inputs at once. In the modern era all
+    /// missing ones are requested in a single input-required round.
+    pub async fn ask_all(
+        &self,
+        requests: Vec<(String, InputRequest)>,
+    ) -> Result<Map<String, Value>, AskError> {
+        for (_, r) in &requests {
+            self.check(r)?;
+        }
+        let mut out = Map::new();
+        let mut missing = None;
+        for (key, req) in requests {
+            match self.era {
+                Era::Legacy => {
+                    let v = self.handle.request(&req.method, req.params).await?;
+                    out.insert(key, v);
+                }
+                Era::Modern => match self.input_response(&key) {
+                    Some(v) => {
+                        out.insert(key, v.clone());
+                    }
+                    None => {
+                        self.record(&key, &req);
+                        missing.get_or_insert(key);
+                    }
+                },
+            }
+        }
+        match missing {
+            Some(key) => Err(AskError::InputRequired { key }),
+            None => Ok(out),
+        }
+    }
+
+    fn check(&self, request: &InputRequest) -> Result<(), AskError> {
+        if let Some(cap) = capability_for(&request.method) {
+            if !self.client_supports(cap) {
+                return Err(AskError::MissingCapability {
+                    capability: cap,
+                    era: self.era,
+                });
+            }
+        }
+        if self.era == Era::Modern && !MULTI_ROUND_TRIP.contains(&self.method.as_str()) {
+            return Err(AskError::NotAllowed(self.method.clone()));
+        }
+        Ok(())
+    }
+
+    fn record(&self, key: &str, request: &InputRequest) {
+        let v = serde_json::to_value(request).unwrap_or(Value::Null);
+        if let Ok(mut r) = self.recorded.lock() {
+            r.requests.insert(key.to_owned(), v);
+        }
+    }
+}
+
+/// RFC 5424 severity order of MCP log levels (higher is more severe).
+fn severity(level: &str) -> u8 {
+    match level {
+        "info" => 1,
+        "notice" => 2,
+        "warning" => 3,
+        "error" => 4,
+        "critical" => 5,
+        "alert" => 6,
+        "emergency" => 7,
+        _ => 0,
+    }
+}

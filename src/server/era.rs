@@ -1,0 +1,206 @@
+//! Dual-era routing: which era a request belongs to, `_meta` validation,
+//! and the transport's own answers (`initialize`, `server/discover`, `ping`).
+
+use serde_json::{json, Map, Value};
+
+use crate::jsonrpc::{codes, ErrorObject, Request};
+use crate::protocol::{
+    meta, methods, Era, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS,
+};
+
+use super::handle::Shared;
+
+/// What to do with a request.
+pub(crate) enum Route {
+    /// Answered by the transport.
+    Answer(Result<Value, ErrorObject>),
+    /// For the user's handler.
+    Dispatch(Dispatch),
+}
+
+/// A request's era and what it carried, for its context.
+pub(crate) struct Dispatch {
+    pub(crate) era: Era,
+    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) client_capabilities: Option<Value>,
+    pub(crate) input_responses: Option<Map<String, Value>>,
+    pub(crate) request_state: Option<String>,
+}
+
+fn meta_of(req: &Request) -> Option<Map<String, Value>> {
+    req.params.as_ref()?.get("_meta")?.as_object().cloned()
+}
+
+fn invalid_params(msg: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(codes::INVALID_PARAMS, msg)
+}
+
+/// Validates the modern `_meta`; returns the client capabilities.
+fn check_modern(m: &Map<String, Value>) -> Result<Value, ErrorObject> {
+    let version = match m.get(meta::PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v,
+        Some(_) => {
+            return Err(invalid_params(format!(
+                "_meta {} must be a string",
+                meta::PROTOCOL_VERSION
+            )))
+        }
+        None => {
+            return Err(invalid_params(format!(
+                "missing required _meta key {}",
+                meta::PROTOCOL_VERSION
+            )))
+        }
+    };
+    let caps = match m.get(meta::CLIENT_CAPABILITIES) {
+        Some(c @ Value::Object(_)) => c.clone(),
+        Some(_) => {
+            return Err(invalid_params(format!(
+                "_meta {} must be an object",
+                meta::CLIENT_CAPABILITIES
+            )))
+        }
+        None => {
+            return Err(invalid_params(format!(
+                "missing required _meta key {}",
+                meta::CLIENT_CAPABILITIES
+            )))
+        }
+    };
+    if !MODERN_VERSIONS.contains(&version.as_str()) {
+        return Err(ErrorObject::new(
+            codes::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(json!({ "supported": MODERN_VERSIONS, "requested": version })));
+    }
+    Ok(caps)
+}
+
+fn is_modern(m: Option<&Map<String, Value>>) -> bool {
+    m.is_some_and(|m| {
+        m.contains_key(meta::PROTOCOL_VERSION) || m.contains_key(meta::CLIENT_CAPABILITIES)
+    })
+}
+
+/// Decides how to serve `req`, updating the session state it reveals.
+pub(crate) fn route(shared: &Shared, req: &Request) -> Route {
+    let meta = meta_of(req);
+    match req.method.as_str() {
+        methods::INITIALIZE => Route::Answer(initialize(shared, req)),
+        methods::DISCOVER => {
+            let m = meta.unwrap_or_default();
+            Route::Answer(check_modern(&m).map(|caps| {
+                record_modern(shared, caps, &m);
+                discover(shared)
+            }))
+        }
+        methods::PING if !is_modern(meta.as_ref()) => Route::Answer(Ok(json!({}))),
+        _ => {
+            if is_modern(meta.as_ref()) {
+                let m = meta.unwrap_or_default();
+                let caps = match check_modern(&m) {
+                    Ok(c) => c,
+                    Err(e) => return Route::Answer(Err(e)),
+                };
+                record_modern(shared, caps.clone(), &m);
+                let params = req.params.as_ref();
+                Route::Dispatch(Dispatch {
+                    era: Era::Modern,
+                    client_capabilities: Some(caps),
+                    input_responses: params
+                        .and_then(|p| p.get("inputResponses"))
+                        .and_then(Value::as_object)
+                        .cloned(),
+                    request_state: params
+                        .and_then(|p| p.get("requestState"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    meta: Some(m),
+                })
+            } else {
+                let st = shared.session();
+                if st.legacy_version.is_none() {
+                    return Route::Answer(Err(invalid_params(format!(
+                        "no session: send initialize first (legacy), or include _meta {} and {} (modern)",
+                        meta::PROTOCOL_VERSION,
+                        meta::CLIENT_CAPABILITIES
+                    ))));
+                }
+                Route::Dispatch(Dispatch {
+                    era: Era::Legacy,
+                    client_capabilities: st.legacy_capabilities.clone(),
+                    input_responses: None,
+                    request_state: None,
+                    meta,
+                })
+            }
+        }
+    }
+}
+
+fn record_modern(shared: &Shared, caps: Value, m: &Map<String, Value>) {
+    let mut st = shared.session();
+    st.latest_capabilities = Some(caps);
+    if let Some(info) = m.get(meta::CLIENT_INFO) {
+        st.client_info = Some(info.clone());
+    }
+    st.era = Some(Era::Modern);
+}
+
+fn initialize(shared: &Shared, req: &Request) -> Result<Value, ErrorObject> {
+    let params = req.params.as_ref().and_then(Value::as_object);
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid_params("initialize: missing protocolVersion"))?;
+    let caps = params
+        .and_then(|p| p.get("capabilities"))
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if !caps.is_object() {
+        return Err(invalid_params("initialize: capabilities must be an object"));
+    }
+    // Echo a version we speak, else offer our newest (the client decides).
+    let version = if LEGACY_VERSIONS.contains(&requested) {
+        requested
+    } else {
+        LATEST_LEGACY_VERSION
+    };
+    {
+        let mut st = shared.session();
+        st.legacy_version = Some(version.to_owned());
+        st.legacy_capabilities = Some(caps.clone());
+        st.latest_capabilities = Some(caps);
+        st.client_info = params.and_then(|p| p.get("clientInfo")).cloned();
+        st.era = Some(Era::Legacy);
+        st.initialized = false;
+    }
+    tracing::info!(version, requested, "legacy session initialized");
+    let c = &shared.config;
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": c.capabilities,
+        "serverInfo": c.server_info,
+    });
+    if let Some(i) = &c.instructions {
+        result["instructions"] = json!(i);
+    }
+    Ok(result)
+}
+
+fn discover(shared: &Shared) -> Value {
+    let c = &shared.config;
+    let mut result = json!({
+        "resultType": "complete",
+        "supportedVersions": MODERN_VERSIONS,
+        "capabilities": c.capabilities,
+        "_meta": { meta::SERVER_INFO: c.server_info },
+        "ttlMs": c.cache_ttl_ms,
+        "cacheScope": c.cache_scope.as_str(),
+    });
+    if let Some(i) = &c.instructions {
+        result["instructions"] = json!(i);
+    }
+    result
+}

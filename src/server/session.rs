@@ -1,0 +1,620 @@
+//! The session loop: one reader, concurrent request tasks, one writer.
+//!
+//! ```text
+//!  reader task ──Inbound──▶ session loop ──lines──▶ writer task ──▶ output
+//!  (framing, parse)          │   ▲                    ▲
+//!                    spawn   ▼   │ completion         │ notifications,
+//!                     request tasks (JoinSet)         │ s→c requests
+//!                                              ServerHandle / contexts
+//! ```
+//!
+//! The loop never awaits a handler or a write: it only routes. Requests
+//! beyond `max_in_flight` wait in a backlog of the same size; when the
+//! backlog is full, or the outbound queue is over its byte limit, the loop
+//! stops taking inbound messages, so the reader task stops reading
+//! (back-pressure reaches the client's writes).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::io::AsyncRead;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::{AbortHandle, JoinError, JoinSet};
+use tokio::time::Instant;
+
+use crate::framing::{Frame, LineFramer};
+use crate::jsonrpc::{
+    codes, encode, ErrorObject, Message, Notification, Outcome, ParseError, Request, RequestId,
+};
+use crate::protocol::{methods, Era};
+
+use super::context::{Recorded, RequestContext};
+use super::era::{route, Dispatch, Route};
+use super::error::{HandlerError, ServerError};
+use super::handle::{Phase, ServerHandle, Shared};
+use super::handler::Handler;
+use super::writer::{self, OutReceiver, Sink};
+use super::ServeEnd;
+
+/// Parsed input, from the reader task to the loop.
+enum Inbound {
+    Message(Message),
+    /// A ready-made error reply to a malformed or oversize line.
+    Reply(Vec<u8>),
+    Eof,
+    Failed(std::io::Error),
+}
+
+/// Parsed messages the reader may run ahead of the loop.
+const INBOUND_CAPACITY: usize = 16;
+/// Notifications queued for the notification handler.
+const NOTIFICATION_CAPACITY: usize = 64;
+
+/// What a request task produces.
+enum TaskOut {
+    Line(Vec<u8>),
+    SerializeFailed(serde_json::Error),
+}
+
+struct InFlight {
+    task: tokio::task::Id,
+    abort: AbortHandle,
+    cancel: watch::Sender<bool>,
+}
+
+struct Session<H> {
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    tasks: JoinSet<TaskOut>,
+    in_flight: HashMap<RequestId, InFlight>,
+    by_task: HashMap<tokio::task::Id, RequestId>,
+    backlog: VecDeque<(Request, Dispatch)>,
+    notifications: mpsc::Sender<Notification>,
+    /// A notification waiting for room in the handler's queue; reading is
+    /// paused meanwhile.
+    stalled: Option<Notification>,
+}
+
+pub(crate) async fn run<H: Handler>(
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    input: Box<dyn AsyncRead + Send + Unpin>,
+    sink: Sink,
+    out: OutReceiver,
+) -> Result<ServeEnd, ServerError> {
+    let mut writer = AbortOnDrop(tokio::spawn(writer::run(out, sink)));
+    let (in_tx, mut in_rx) = mpsc::channel(INBOUND_CAPACITY);
+    let reader = AbortOnDrop(tokio::spawn(read_loop(
+        input,
+        shared.config.max_message_bytes,
+        in_tx,
+    )));
+    let (n_tx, n_rx) = mpsc::channel(NOTIFICATION_CAPACITY);
+    let (nerr_tx, mut nerr_rx) = oneshot::channel();
+    let notifier = AbortOnDrop(tokio::spawn(notification_loop(
+        handler.clone(),
+        ServerHandle::new(&shared),
+        n_rx,
+        nerr_tx,
+    )));
+    let mut s = Session {
+        shared: shared.clone(),
+        handler,
+        tasks: JoinSet::new(),
+        in_flight: HashMap::new(),
+        by_task: HashMap::new(),
+        backlog: VecDeque::new(),
+        notifications: n_tx,
+        stalled: None,
+    };
+    let mut stop = shared.stop.subscribe();
+    shared.phase.send_replace(Phase::Ready);
+    tracing::info!(
+        max_in_flight = shared.config.max_in_flight,
+        "server ready: reading input"
+    );
+
+    let max = shared.config.max_in_flight;
+    // A second sender, so a pending `reserve` does not borrow the session.
+    let notify_tx = s.notifications.clone();
+    let mut eof_deadline: Option<Instant> = None;
+    let mut writer_done = false;
+    let mut notifier_done = false;
+    let end: Result<ServeEnd, ServerError> = loop {
+        if eof_deadline.is_some() && s.tasks.is_empty() && s.backlog.is_empty() {
+            break Ok(ServeEnd::Eof);
+        }
+        let out_full = shared.out.is_full();
+        let can_read =
+            eof_deadline.is_none() && s.backlog.len() < max && !out_full && s.stalled.is_none();
+        tokio::select! {
+            biased;
+            _ = stopped(&mut stop) => break Ok(ServeEnd::Stopped),
+            r = &mut writer.0, if !writer_done => {
+                writer_done = true;
+                match r {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => break Err(ServerError::Write(e)),
+                    Err(e) => break Err(ServerError::Write(std::io::Error::other(e.to_string()))),
+                }
+            }
+            r = &mut nerr_rx, if !notifier_done => {
+                notifier_done = true;
+                if let Ok(e) = r {
+                    break Err(e);
+                }
+            }
+            Some(done) = s.tasks.join_next_with_id() => {
+                if let Err(e) = s.complete(done) {
+                    break Err(e);
+                }
+            }
+            item = in_rx.recv(), if can_read => match item {
+                Some(Inbound::Message(m)) => s.on_message(m),
+                Some(Inbound::Reply(line)) => {
+                    shared.out.push(line);
+                }
+                Some(Inbound::Failed(e)) => break Err(ServerError::Read(e)),
+                Some(Inbound::Eof) | None => {
+                    tracing::info!(
+                        in_flight = s.in_flight.len(),
+                        queued = s.backlog.len(),
+                        "end of input: finishing in-flight requests"
+                    );
+                    eof_deadline = Some(Instant::now() + shared.config.eof_drain);
+                }
+            },
+            _ = shared.out.drained(), if out_full => {}
+            permit = notify_tx.reserve(), if s.stalled.is_some() => {
+                if let (Ok(permit), Some(n)) = (permit, s.stalled.take()) {
+                    permit.send(n);
+                }
+            }
+            _ = sleep_until(eof_deadline) => {
+                tracing::warn!(
+                    in_flight = s.in_flight.len(),
+                    "end of input: drain period over, aborting remaining requests"
+                );
+                break Ok(ServeEnd::Eof);
+            }
+        }
+    };
+
+    reader.0.abort();
+    drop(in_rx);
+    if matches!(end, Ok(ServeEnd::Stopped)) {
+        s.drain_after_stop().await;
+    }
+    let aborted = s.in_flight.len() + s.backlog.len();
+    s.tasks.abort_all();
+    notifier.0.abort();
+    match &end {
+        Ok(reason) => tracing::info!(?reason, aborted, "server stopping"),
+        Err(e) => tracing::warn!(error = %e, aborted, "server stopping on error"),
+    }
+    // Handles and contexts become inert before the final flush, so nothing
+    // is queued behind the close marker.
+    shared.close();
+    if !writer_done {
+        shared.out.close();
+        match tokio::time::timeout(shared.config.flush_timeout, &mut writer.0).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "final flush of output failed"),
+            Ok(Err(_)) => {}
+            Err(_) => {
+                tracing::warn!(
+                    "final flush timed out: the client is not reading; output abandoned"
+                );
+                writer.0.abort();
+            }
+        }
+    }
+    tracing::info!("server stopped");
+    end
+}
+
+/// Aborts its task when dropped, so dropping the `serve` future leaves no
+/// reader, writer or notification task behind.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Resolves once stop was requested. (A helper so that the watch guard,
+/// which is not `Send`, never lives in the `select!` output.)
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl<H: Handler> Session<H> {
+    fn on_message(&mut self, m: Message) {
+        match m {
+            Message::Request(req) => self.on_request(req),
+            Message::Notification(n) => self.on_notification(n),
+            Message::Response(r) => {
+                let reply = match r.outcome {
+                    Outcome::Result(raw) => Ok(raw),
+                    Outcome::Error(e) => Err(e),
+                };
+                match r.id {
+                    Some(id) => {
+                        if !self.shared.resolve(&id, reply) {
+                            tracing::debug!(%id, "response to no pending request: dropped");
+                        }
+                    }
+                    None => tracing::debug!("response with null id: dropped"),
+                }
+            }
+        }
+    }
+
+    fn is_active(&self, id: &RequestId) -> bool {
+        self.in_flight.contains_key(id) || self.backlog.iter().any(|(r, _)| &r.id == id)
+    }
+
+    fn on_request(&mut self, req: Request) {
+        if self.is_active(&req.id) {
+            tracing::debug!(id = %req.id, "duplicate in-flight request id refused");
+            let e = ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!(
+                    "duplicate request id {}: a request with this id is in flight",
+                    req.id
+                ),
+            );
+            self.shared.out.push(encode::error(&Some(req.id), &e));
+            return;
+        }
+        match route(&self.shared, &req) {
+            Route::Answer(a) => {
+                let id = Some(req.id);
+                let line = match a {
+                    Ok(v) => encode::result(&id, &v)
+                        .unwrap_or_else(|e| encode::error(&id, &internal(e.to_string()))),
+                    Err(e) => encode::error(&id, &e),
+                };
+                self.shared.out.push(line);
+            }
+            Route::Dispatch(d) => {
+                if self.in_flight.len() < self.shared.config.max_in_flight {
+                    self.spawn(req, d);
+                } else {
+                    self.backlog.push_back((req, d));
+                }
+            }
+        }
+    }
+
+    fn spawn(&mut self, req: Request, d: Dispatch) {
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let recorded = Arc::new(Mutex::new(Recorded::default()));
+        let ctx = RequestContext {
+            id: req.id.clone(),
+            method: req.method.clone(),
+            era: d.era,
+            meta: d.meta,
+            client_capabilities: d.client_capabilities,
+            input_responses: d.input_responses,
+            request_state: d.request_state,
+            handle: ServerHandle::new(&self.shared),
+            cancel: cancel_rx,
+            recorded: recorded.clone(),
+        };
+        let handler = self.handler.clone();
+        let id = req.id.clone();
+        let era = d.era;
+        tracing::debug!(%id, method = %req.method, %era, "request started");
+        let id_for_map = id.clone();
+        let shape = Shape {
+            era,
+            cacheable: CACHEABLE.contains(&req.method.as_str()),
+            ttl_ms: self.shared.config.cache_ttl_ms,
+            scope: self.shared.config.cache_scope.as_str(),
+        };
+        let abort = self.tasks.spawn(async move {
+            let result = handler.handle_request(req, ctx).await;
+            finish(&id, shape, result, &recorded)
+        });
+        let task = abort.id();
+        self.by_task.insert(task, id_for_map.clone());
+        self.in_flight.insert(
+            id_for_map,
+            InFlight {
+                task,
+                abort,
+                cancel: cancel_tx,
+            },
+        );
+    }
+
+    /// A request task ended: send its answer unless it was cancelled.
+    fn complete(
+        &mut self,
+        done: Result<(tokio::task::Id, TaskOut), JoinError>,
+    ) -> Result<(), ServerError> {
+        let (task, out) = match done {
+            Ok((task, out)) => (task, Ok(out)),
+            Err(e) => (e.id(), Err(e)),
+        };
+        // Unknown task: it was cancelled, and its answer is suppressed.
+        let Some(id) = self.by_task.remove(&task) else {
+            return Ok(());
+        };
+        self.in_flight.remove(&id);
+        match out {
+            Ok(TaskOut::Line(line)) => {
+                tracing::debug!(%id, "request completed");
+                self.shared.out.push(line);
+            }
+            Ok(TaskOut::SerializeFailed(source)) => {
+                return Err(ServerError::Serialize { id, source })
+            }
+            Err(e) if e.is_panic() => {
+                tracing::warn!(%id, "request handler panicked: answering -32603");
+                let e = internal("internal error: the request handler panicked".to_owned());
+                self.shared.out.push(encode::error(&Some(id), &e));
+            }
+            Err(_) => {}
+        }
+        self.start_backlog();
+        Ok(())
+    }
+
+    fn start_backlog(&mut self) {
+        while self.in_flight.len() < self.shared.config.max_in_flight {
+            match self.backlog.pop_front() {
+                Some((req, d)) => self.spawn(req, d),
+                None => break,
+            }
+        }
+    }
+
+    fn on_notification(&mut self, n: Notification) {
+        match n.method.as_str() {
+            methods::CANCELLED => {
+                let id = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+                match id {
+                    Some(id) => self.cancel(&id),
+                    None => tracing::debug!("notifications/cancelled without a valid requestId"),
+                }
+                return;
+            }
+            methods::INITIALIZED => {
+                self.shared.session().initialized = true;
+                tracing::info!("client sent notifications/initialized");
+            }
+            _ => {}
+        }
+        // Never wait here (stop must stay responsive): when the handler is
+        // NOTIFICATION_CAPACITY behind, park the notification and stop reading.
+        if let Err(mpsc::error::TrySendError::Full(n)) = self.notifications.try_send(n) {
+            self.stalled = Some(n);
+        }
+    }
+
+    fn cancel(&mut self, id: &RequestId) {
+        if let Some(f) = self.in_flight.remove(id) {
+            f.cancel.send_replace(true);
+            f.abort.abort();
+            self.by_task.remove(&f.task);
+            tracing::debug!(%id, "request cancelled by the client");
+            self.start_backlog();
+        } else if let Some(pos) = self.backlog.iter().position(|(r, _)| &r.id == id) {
+            self.backlog.remove(pos);
+            tracing::debug!(%id, "queued request cancelled by the client");
+        } else {
+            tracing::debug!(%id, "cancellation of an unknown or finished request ignored");
+        }
+    }
+
+    /// After stop: signal cancellation, let handlers finish within
+    /// `stop_drain`, answering those that do. Queued requests are dropped.
+    async fn drain_after_stop(&mut self) {
+        self.backlog.clear();
+        if self.tasks.is_empty() {
+            return;
+        }
+        for f in self.in_flight.values() {
+            f.cancel.send_replace(true);
+        }
+        let drain = self.shared.config.stop_drain;
+        if drain.is_zero() {
+            return;
+        }
+        let deadline = Instant::now() + drain;
+        while !self.tasks.is_empty() {
+            match tokio::time::timeout_at(deadline, self.tasks.join_next_with_id()).await {
+                Ok(Some(done)) => {
+                    let _ = self.complete(done);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+}
+
+fn internal(message: String) -> ErrorObject {
+    ErrorObject::new(codes::INTERNAL_ERROR, message)
+}
+
+/// Modern methods whose results carry cache hints (2026-07-28 schema).
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// What the transport adds to a modern result.
+#[derive(Clone, Copy)]
+struct Shape {
+    era: Era,
+    cacheable: bool,
+    ttl_ms: u64,
+    scope: &'static str,
+}
+
+/// Turns a handler's outcome into the response line.
+fn finish(
+    id: &RequestId,
+    shape: Shape,
+    result: Result<Value, HandlerError>,
+    recorded: &Mutex<Recorded>,
+) -> TaskOut {
+    let rid = Some(id.clone());
+    let era = shape.era;
+    match result {
+        Ok(mut v) => {
+            if era == Era::Modern {
+                if let Some(obj) = v.as_object_mut() {
+                    obj.entry("resultType").or_insert_with(|| json!("complete"));
+                    if shape.cacheable {
+                        obj.entry("ttlMs").or_insert_with(|| json!(shape.ttl_ms));
+                        obj.entry("cacheScope")
+                            .or_insert_with(|| json!(shape.scope));
+                    }
+                }
+            }
+            match encode::result(&rid, &v) {
+                Ok(line) => TaskOut::Line(line),
+                Err(e) => TaskOut::SerializeFailed(e),
+            }
+        }
+        Err(HandlerError::InputRequired) if era == Era::Modern => {
+            let rec = recorded
+                .lock()
+                .map(|r| (r.requests.clone(), r.state.clone()));
+            let (requests, state) = rec.unwrap_or_default();
+            if requests.is_empty() && state.is_none() {
+                let e = internal("handler required input but recorded no input request".into());
+                return TaskOut::Line(encode::error(&rid, &e));
+            }
+            let mut v = json!({ "resultType": "input_required" });
+            if !requests.is_empty() {
+                v["inputRequests"] = Value::Object(requests);
+            }
+            if let Some(s) = state {
+                v["requestState"] = json!(s);
+            }
+            match encode::result(&rid, &v) {
+                Ok(line) => TaskOut::Line(line),
+                Err(e) => TaskOut::SerializeFailed(e),
+            }
+        }
+        Err(e) => TaskOut::Line(encode::error(&rid, &e.to_error_object())),
+    }
+}
+
+/// The reader task: frames and parses input; never answers by itself.
+async fn read_loop(
+    mut input: Box<dyn AsyncRead + Send + Unpin>,
+    max: usize,
+    tx: mpsc::Sender<Inbound>,
+) {
+    let mut framer = LineFramer::new(max);
+    loop {
+        loop {
+            let item = match framer.next_frame() {
+                None => break,
+                Some(Frame::Line(line)) => classify(line),
+                Some(Frame::TooLarge { at_least }) => {
+                    tracing::warn!(at_least, max, "inbound line over max_message_bytes refused");
+                    let e = ErrorObject::new(
+                        codes::INVALID_REQUEST,
+                        format!("message exceeds max_message_bytes ({max} bytes)"),
+                    );
+                    Some(Inbound::Reply(encode::error(&None, &e)))
+                }
+            };
+            if let Some(item) = item {
+                if tx.send(item).await.is_err() {
+                    return;
+                }
+            }
+        }
+        match framer.fill(&mut input).await {
+            Ok(0) => {
+                tracing::info!("end of input (EOF)");
+                let last = classify(framer.remainder());
+                if let Some(item) = last {
+                    let _ = tx.send(item).await;
+                }
+                let _ = tx.send(Inbound::Eof).await;
+                return;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let _ = tx.send(Inbound::Failed(e)).await;
+                return;
+            }
+        }
+    }
+}
+
+/// One line to a message or an error reply; blank lines are ignored.
+fn classify(line: &[u8]) -> Option<Inbound> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(match Message::parse(line) {
+        Ok(m) => Inbound::Message(m),
+        Err(ParseError::NotJson(_)) => Inbound::Reply(encode::error(
+            &None,
+            &ErrorObject::new(codes::PARSE_ERROR, "Parse error: the line is not JSON"),
+        )),
+        Err(ParseError::Batch) => Inbound::Reply(encode::error(
+            &None,
+            &ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "JSON-RPC batch arrays are not supported",
+            ),
+        )),
+        Err(ParseError::Invalid { reason, id }) => Inbound::Reply(encode::error(
+            &id,
+            &ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid Request: {reason}")),
+        )),
+    })
+}
+
+/// Delivers notifications to the handler, one at a time, in order.
+async fn notification_loop<H: Handler>(
+    handler: Arc<H>,
+    handle: ServerHandle,
+    mut rx: mpsc::Receiver<Notification>,
+    failed: oneshot::Sender<ServerError>,
+) {
+    while let Some(n) = rx.recv().await {
+        let method = n.method.clone();
+        let (h, hd) = (handler.clone(), handle.clone());
+        // Its own task, so a panic is caught and reported like an error.
+        let outcome = tokio::spawn(async move { h.handle_notification(n, hd).await })
+            .await
+            .unwrap_or_else(|e| {
+                Err(HandlerError::Internal(format!(
+                    "notification handler panicked: {e}"
+                )))
+            });
+        if let Err(source) = outcome {
+            tracing::warn!(%method, error = %source, "notification handler failed");
+            let _ = failed.send(ServerError::NotificationHandler { method, source });
+            return;
+        }
+    }
+}

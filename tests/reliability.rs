@@ -1,0 +1,312 @@
+//! Hostile servers (DESIGN.md section 6), each with a printed figure:
+//! `RELIABILITY | scenario | figure`. Run with `--nocapture` to see them.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use conduit_mcp::{
+    Client, CloseReason, EraPreference, Error, ExitStatus, RequestOptions, Status, StderrMode,
+};
+use serde_json::json;
+
+fn figure(scenario: &str, value: String) {
+    println!("RELIABILITY | {scenario} | {value}");
+}
+
+use common::final_status;
+
+/// CPU time (user + system) of this process so far.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let f: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 1000 / 100)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stderr_flood_of_64_mib_while_answering() {
+    let dir = common::tempdir("flood");
+    for (label, mode) in [
+        ("discard", StderrMode::Discard),
+        ("file", StderrMode::File(dir.join("err.log"))),
+        ("log", StderrMode::Log),
+    ] {
+        let client = Client::start(common::config(&["--stderr-flood-mib", "64"]).stderr(mode))
+            .await
+            .unwrap();
+        let mut events = client.events();
+        let t = Instant::now();
+        for i in 0..200 {
+            let r = client
+                .request("echo", Some(json!({ "i": i })))
+                .await
+                .unwrap();
+            assert_eq!(r["i"], i);
+        }
+        let took = t.elapsed();
+        client.stop().wait().await;
+        drop(events.try_recv());
+        figure(
+            &format!("64 MiB stderr flood, stderr={label}"),
+            format!("200/200 requests answered in {took:.2?} during the flood"),
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lines_of_8_mib_minus_one_exact_and_plus_one() {
+    let limit = conduit_mcp::framing::DEFAULT_MAX_MESSAGE_BYTES;
+    for (delta, ok) in [(-1i64, true), (0, true), (1, false)] {
+        let n = (limit as i64 + delta) as usize;
+        let mut cfg = common::config(&["--line-bytes", &n.to_string()]);
+        cfg.max_reconnects = 0;
+        let client = Client::start(cfg).await.unwrap();
+        if ok {
+            let r = client
+                .request("echo", Some(json!({"ok": 1})))
+                .await
+                .unwrap();
+            assert_eq!(r["ok"], 1);
+        } else {
+            let s = final_status(&client, Duration::from_secs(20)).await;
+            assert!(
+                format!("{s:?}").contains("over the 8388608-byte limit"),
+                "{s:?}"
+            );
+        }
+        client.stop().wait().await;
+        figure(
+            &format!("line of 8 MiB {delta:+} bytes"),
+            if ok {
+                "accepted".into()
+            } else {
+                "closed: message too large".into()
+            },
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_that_stops_reading_while_10000_requests_are_sent() {
+    let mut cfg = common::config(&["--stop-reading-after", "2"]);
+    cfg.era = EraPreference::Legacy;
+    let client = Client::start(cfg).await.unwrap();
+    client.ready(Duration::from_secs(10)).await.unwrap();
+    let pad = "p".repeat(2048);
+    let t = Instant::now();
+    let calls: Vec<_> = (0..10_000)
+        .map(|i| {
+            let c = client.clone();
+            let p = json!({ "i": i, "pad": pad });
+            tokio::spawn(async move {
+                c.request_with(
+                    "echo",
+                    Some(p),
+                    RequestOptions::new().timeout(Duration::from_secs(30)),
+                )
+                .await
+            })
+        })
+        .collect();
+    let spawned = t.elapsed();
+    let mut queue_full = 0;
+    let mut other = 0;
+    let mut rx = client.watch_status();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !matches!(&*rx.borrow_and_update(), Status::Restarting { .. }) {
+            rx.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("closed with write queue full");
+    client.stop().wait().await;
+    for c in calls {
+        match c.await.unwrap() {
+            Err(Error::Closed(CloseReason::WriteQueueFull { .. })) => queue_full += 1,
+            Err(_) => other += 1,
+            Ok(_) => panic!("a request to a server that stopped reading succeeded"),
+        }
+    }
+    assert!(queue_full > 0);
+    assert_eq!(queue_full + other, 10_000);
+    figure(
+        "server stops reading, 10,000 requests of 2 KiB",
+        format!(
+            "all 10,000 calls issued in {spawned:.2?} without blocking; {queue_full} failed with write-queue-full, {other} with client-stopped; 0 hung"
+        ),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_that_reads_very_slowly() {
+    let client = Client::start(common::config(&["--slow-read-ms", "5"]))
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let calls: Vec<_> = (0..100)
+        .map(|i| {
+            let c = client.clone();
+            tokio::spawn(async move { c.request("echo", Some(json!({ "i": i }))).await })
+        })
+        .collect();
+    for (i, c) in calls.into_iter().enumerate() {
+        assert_eq!(c.await.unwrap().unwrap()["i"], i);
+    }
+    let took = t.elapsed();
+    client.stop().wait().await;
+    figure(
+        "server reading one line per 5 ms",
+        format!("100/100 answered in {took:.2?}"),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_with_1000_requests_in_flight() {
+    let dir = common::tempdir("crash1000");
+    let log = dir.join("in.log");
+    let client = Client::start(common::config(&["--log-file", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    client.ready(Duration::from_secs(10)).await.unwrap();
+    let calls: Vec<_> = (0..1000)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move { c.request("sleep", Some(json!({"ms": 60_000}))).await })
+        })
+        .collect();
+    common::eventually(Duration::from_secs(20), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("\"sleep\"")
+            .count()
+            == 1000
+    })
+    .await
+    .expect("1000 calls in flight");
+    let t = Instant::now();
+    let _ = client
+        .request_with(
+            "fixture/exit",
+            Some(json!({"code": 42})),
+            RequestOptions::new().timeout(Duration::from_secs(5)),
+        )
+        .await;
+    let mut with_exit = 0;
+    for c in calls {
+        if let Err(Error::Closed(CloseReason::Exited(ExitStatus::Code(42)))) = c.await.unwrap() {
+            with_exit += 1;
+        }
+    }
+    let took = t.elapsed();
+    assert_eq!(with_exit, 1000);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let r = client
+        .request("echo", Some(json!({"after": 1})))
+        .await
+        .unwrap();
+    assert_eq!(r["after"], 1);
+    client.stop().wait().await;
+    figure(
+        "crash with 1,000 requests in flight",
+        format!("1000/1000 failed with `exit status 42` within {took:.2?}; 0 hung; restarted server answered"),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_loop_and_vanished_executable_respect_backoff_with_low_cpu() {
+    // A server that exits at once on every start.
+    let cfg = common::config(&["--exit-immediately", "1"]);
+    let (backoff, max) = (cfg.backoff, cfg.max_reconnects);
+    let cpu0 = cpu_time();
+    let t = Instant::now();
+    let client = Client::start(cfg).await.unwrap();
+    let s = final_status(&client, Duration::from_secs(30)).await;
+    let took = t.elapsed();
+    let cpu = cpu_time() - cpu0;
+    client.stop().wait().await;
+    assert!(matches!(s, Status::GaveUp(_)), "{s:?}");
+    let min: Duration = (1..=max).map(|a| backoff.delay(a)).sum();
+    assert!(took >= min);
+    figure(
+        "server exits at once on every start",
+        format!("gave up after {} attempts in {took:.2?} (backoff floor {min:.2?}), client CPU {cpu:.2?}", max + 1),
+    );
+
+    // The executable disappears while the client runs.
+    let dir = common::tempdir("vanish");
+    let exe = dir.join("server-copy");
+    std::fs::copy(common::fixture(), &exe).unwrap();
+    let mut cfg = common::config(&[]);
+    cfg.command = exe.to_string_lossy().into_owned();
+    let client = Client::start(cfg).await.unwrap();
+    client.ready(Duration::from_secs(10)).await.unwrap();
+    std::fs::remove_file(&exe).unwrap();
+    let cpu0 = cpu_time();
+    let t = Instant::now();
+    let _ = client
+        .request("fixture/exit", Some(json!({"code": 1})))
+        .await;
+    let s = final_status(&client, Duration::from_secs(30)).await;
+    let took = t.elapsed();
+    let cpu = cpu_time() - cpu0;
+    match &s {
+        Status::GaveUp(why) => assert!(why.contains("not found"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(took >= min, "{took:?}");
+    client.stop().wait().await;
+    figure(
+        "executable missing at restart",
+        format!("gave up ({s:?}) after {took:.2?}, client CPU {cpu:.2?}"),
+    );
+}
+
+const INHERIT_ROLE: &str = "CONDUIT_TEST_ROLE_INHERIT_FLOOD";
+
+/// stderr=inherit: the flood goes to this process's stderr, so the test
+/// re-runs itself with stderr pointed at /dev/null (keeping CI logs small).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stderr_flood_of_64_mib_inherited() {
+    if std::env::var(INHERIT_ROLE).is_ok() {
+        let client = Client::start(
+            common::config(&["--stderr-flood-mib", "64"]).stderr(StderrMode::Inherit),
+        )
+        .await
+        .unwrap();
+        let t = Instant::now();
+        for i in 0..200 {
+            assert_eq!(
+                client
+                    .request("echo", Some(json!({ "i": i })))
+                    .await
+                    .unwrap()["i"],
+                i
+            );
+        }
+        println!("INHERIT-OK {:.2?}", t.elapsed());
+        client.stop().wait().await;
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "stderr_flood_of_64_mib_inherited", "--nocapture"])
+        .env(INHERIT_ROLE, "1")
+        .stderr(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let took = text
+        .lines()
+        .find_map(|l| l.strip_prefix("INHERIT-OK "))
+        .expect("child reported");
+    figure(
+        "64 MiB stderr flood, stderr=inherit",
+        format!("200/200 requests answered in {took} during the flood"),
+    );
+}
