@@ -12,15 +12,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use conduit_mcp::{
-    Client, ClientConfig, EraPreference, Error, RequestOptions, ServerSession, StartError,
-    StderrMode,
+    Client, ClientConfig, EraPreference, Error, Progress, RequestOptions, StartError, StderrMode,
 };
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
+use tokio::sync::mpsc;
 
 const USAGE: &str = "\
 mcp: talk to a local MCP server over stdio (conduit-mcp example)
@@ -319,39 +317,25 @@ async fn start(config: ClientConfig) -> Result<Client, Fail> {
     })
 }
 
-/// Waits for the session. Works around a library gap: with `--era auto`, a
-/// dual-era server that starts slower than the discovery probe's timeout
-/// (3 s; Python servers under load) reads the probe late, commits to the
-/// modern era, and refuses the fallback `initialize` with -32022. That
-/// server speaks the modern era, so start it again with the era pinned.
-async fn ready(cli: &Cli, client: &mut Client) -> Result<Arc<ServerSession>, Fail> {
-    match client.ready(cli.timeout).await {
-        Err(e) if cli.era == EraPreference::Auto && e.to_string().contains("(code -32022)") => {
-            tracing::info!(error = %e, "initialize refused after a slow probe; restarting in the modern era");
-            let _ = client.stop().wait().await;
-            let config = config(cli).map_err(Fail::Usage)?.era(EraPreference::Modern);
-            *client = start(config).await?;
-            client.ready(cli.timeout).await.map_err(failure)
-        }
-        r => r.map_err(failure),
-    }
-}
-
-async fn run(cli: &Cli, client: &mut Client) -> Result<Value, Fail> {
-    let session = ready(cli, client).await?;
-    let client = &*client;
+async fn run(cli: &Cli, client: &Client) -> Result<Value, Fail> {
+    let session = client.ready(cli.timeout).await.map_err(failure)?;
     let send = |method: String, params: Option<Value>| async move {
-        let opts = RequestOptions::new().timeout(cli.timeout);
-        if !cli.progress {
-            return client
-                .request_with(&method, params, opts)
-                .await
-                .map_err(failure);
+        let mut opts = RequestOptions::new().timeout(cli.timeout);
+        let mut printer = None;
+        if cli.progress {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Progress>();
+            opts = opts.progress(tx);
+            printer = Some(tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    let _ = writeln!(std::io::stderr().lock(), "{}", p.raw);
+                }
+            }));
         }
-        let (params, printer) = progress_printer(client, params);
         let r = client.request_with(&method, params, opts).await;
-        let _ = printer.0.send(());
-        let _ = printer.1.await;
+        if let Some(p) = printer {
+            // The sender went with the options: every line is out.
+            let _ = p.await;
+        }
         r.map_err(failure)
     };
     match &cli.command {
@@ -386,69 +370,11 @@ async fn run(cli: &Cli, client: &mut Client) -> Result<Value, Fail> {
     }
 }
 
-/// Adds a progress token to `params` and prints each progress notification
-/// carrying it as one JSON line on stderr, until told to stop.
-///
-/// Works around a library gap: with `RequestOptions::progress`, the
-/// notifications that arrive just before the answer (the last step) can be
-/// dropped. A token of our own makes the library publish them to
-/// `notifications()` in arrival order, all before the answer resolves, so
-/// draining after the answer prints every one.
-fn progress_printer(
-    client: &Client,
-    params: Option<Value>,
-) -> (
-    Option<Value>,
-    (oneshot::Sender<()>, tokio::task::JoinHandle<()>),
-) {
-    let mut notes = client.notifications();
-    let mut params = params.unwrap_or_else(|| json!({}));
-    let token = match params.as_object_mut() {
-        Some(p) => {
-            let meta = p.entry("_meta").or_insert_with(|| json!({}));
-            match meta.as_object_mut() {
-                Some(m) => m
-                    .entry("progressToken")
-                    .or_insert_with(|| json!("mcp-progress"))
-                    .clone(),
-                None => Value::Null,
-            }
-        }
-        None => Value::Null,
-    };
-    let (done_tx, mut done_rx) = oneshot::channel::<()>();
-    let print = move |n: conduit_mcp::Notification| {
-        if let Some(p) = n.params.filter(|p| {
-            n.method == "notifications/progress" && !token.is_null() && p["progressToken"] == token
-        }) {
-            let _ = writeln!(std::io::stderr().lock(), "{p}");
-        }
-    };
-    let task = tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                biased;
-                n = notes.recv() => match n {
-                    Some(n) => print(n),
-                    None => return,
-                },
-                _ = &mut done_rx => {
-                    while let Ok(n) = notes.try_recv() {
-                        print(n);
-                    }
-                    return;
-                }
-            }
-        }
-    });
-    (Some(params), (done_tx, task))
-}
-
 async fn main_async(cli: Cli) -> Result<Value, Fail> {
     let config = config(&cli).map_err(Fail::Usage)?;
-    let mut client = start(config).await?;
+    let client = start(config).await?;
     let outcome = tokio::select! {
-        r = run(&cli, &mut client) => r,
+        r = run(&cli, &client) => r,
         _ = tokio::signal::ctrl_c() => Err(Fail::Transport("interrupted".into())),
     };
     // Never leave a process behind: wait for the whole shutdown sequence.
