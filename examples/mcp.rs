@@ -343,6 +343,7 @@ async fn run(cli: &Cli, client: &Client) -> Result<Value, Fail> {
         Command::Tools => {
             let mut tools = Vec::new();
             let mut cursor: Option<String> = None;
+            let mut seen = std::collections::HashSet::new();
             loop {
                 let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
                 let mut page = send("tools/list".into(), params).await?;
@@ -350,7 +351,7 @@ async fn run(cli: &Cli, client: &Client) -> Result<Value, Fail> {
                     tools.append(items);
                 }
                 match page.get("nextCursor").and_then(Value::as_str) {
-                    Some(next) if !next.is_empty() && cursor.as_deref() != Some(next) => {
+                    Some(next) if !next.is_empty() && seen.insert(next.to_owned()) => {
                         cursor = Some(next.to_owned())
                     }
                     Some(next) if !next.is_empty() => {
