@@ -25,7 +25,7 @@ if command -v npm >/dev/null 2>&1; then
     if [ "$have" != "$MCP_EVERYTHING_VERSION" ]; then
         echo "install-client-peers: @modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION into $PEERS/node"
         mkdir -p "$PEERS/node"
-        npm install --no-package-lock --no-audit --no-fund --silent --prefix "$PEERS/node" \
+        npm install --no-package-lock --save-exact --no-audit --no-fund --silent --prefix "$PEERS/node" \
             "@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION"
     else
         echo "install-client-peers: server-everything $MCP_EVERYTHING_VERSION already installed"
