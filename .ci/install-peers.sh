@@ -34,7 +34,7 @@ if command -v npm >/dev/null 2>&1; then
     if [ "$have" != "$want" ]; then
         echo "install-peers: @modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION, server-everything@$MCP_EVERYTHING_VERSION into $PEERS/node"
         mkdir -p "$PEERS/node"
-        npm install --no-package-lock --no-audit --no-fund --silent --prefix "$PEERS/node" \
+        npm install --no-package-lock --save-exact --no-audit --no-fund --silent --prefix "$PEERS/node" \
             "@modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION" \
             "@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION"
         echo "$want" > "$PEERS/node/.versions"

@@ -823,18 +823,9 @@ impl ConnectionState {
     fn give_up(&mut self, myself: &ActorRef<ConnectionMsg>, last: String) {
         let attempts = self.failures;
         warn!(server = %self.name(), attempts, last = %last, "giving up on the server");
-        let why = format!("gave up after {attempts} failed attempts: {last}");
-        self.shared.down.set(why.clone());
-        self.fail_all(|| Error::GaveUp {
-            attempts,
-            last: last.clone(),
-        });
-        self.shared.set_status(Status::GaveUp(why.clone()));
-        self.shared.emit(LifecycleEvent::GaveUp {
-            name: self.shared.name.clone(),
-            reason: why.clone(),
-        });
-        myself.stop(Some(why));
+        let err = self.shared.give_up(attempts, &last);
+        self.fail_all(|| err.clone());
+        myself.stop(Some(err.to_string()));
     }
 
     fn fail_all(&mut self, err: impl Fn() -> Error) {

@@ -193,16 +193,11 @@ impl Client {
         let mut rx = self.shared.status();
         let wait = async {
             loop {
-                match &*rx.borrow_and_update() {
-                    Status::Ready(s) => return Ok(s.clone()),
-                    Status::GaveUp(why) => {
-                        return Err(Error::GaveUp {
-                            attempts: self.shared.config.max_reconnects,
-                            last: why.clone(),
-                        })
-                    }
-                    Status::Stopped => return Err(Error::Stopped),
-                    _ => {}
+                if let Status::Ready(s) = &*rx.borrow_and_update() {
+                    return Ok(s.clone());
+                }
+                if let Some(e) = self.shared.final_error() {
+                    return Err(e);
                 }
                 if rx.changed().await.is_err() {
                     return Err(Error::Stopped);
@@ -426,14 +421,9 @@ impl Client {
 
     /// The error for a call that found no running Connection.
     fn down_error(&self) -> Error {
-        match &*self.shared.status().borrow() {
-            Status::GaveUp(why) => Error::GaveUp {
-                attempts: self.shared.config.max_reconnects,
-                last: why.clone(),
-            },
-            Status::Stopped => Error::Stopped,
-            _ => Error::ConnectionDown("the connection actor is not running".into()),
-        }
+        self.shared
+            .final_error()
+            .unwrap_or_else(|| Error::ConnectionDown("the connection actor is not running".into()))
     }
 
     fn shared_down(&self) -> String {
@@ -453,15 +443,9 @@ impl Client {
             if let Some(c) = rx.borrow_and_update().clone() {
                 return Ok(c);
             }
-            match &*status.borrow_and_update() {
-                Status::Stopped => return Err(Error::Stopped),
-                Status::GaveUp(why) => {
-                    return Err(Error::GaveUp {
-                        attempts: self.shared.config.max_reconnects,
-                        last: why.clone(),
-                    })
-                }
-                _ => {}
+            status.borrow_and_update();
+            if let Some(e) = self.shared.final_error() {
+                return Err(e);
             }
             tokio::select! {
                 _ = rx.changed() => {}

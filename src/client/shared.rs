@@ -12,6 +12,7 @@ use super::events::LifecycleEvent;
 use super::handler::ClientHandler;
 use super::pending::DownReason;
 use super::session::Status;
+use crate::error::Error;
 use crate::jsonrpc::{Notification, RequestId};
 use crate::transport::ShutdownHandle;
 
@@ -25,6 +26,8 @@ pub(crate) struct Shared {
     events: Mutex<Vec<mpsc::UnboundedSender<LifecycleEvent>>>,
     status: watch::Sender<Status>,
     shutdowns: Mutex<Vec<ShutdownHandle>>,
+    /// The error calls get once the client gave up.
+    gave_up: Mutex<Option<Error>>,
     pub(crate) connection: watch::Sender<Option<ActorRef<ConnectionMsg>>>,
 }
 
@@ -48,6 +51,7 @@ impl Shared {
             events: Mutex::new(Vec::new()),
             status: watch::channel(Status::Starting).0,
             shutdowns: Mutex::new(Vec::new()),
+            gave_up: Mutex::new(None),
             connection: watch::channel(None).0,
         }
     }
@@ -88,6 +92,41 @@ impl Shared {
     pub(crate) fn emit(&self, e: LifecycleEvent) {
         if let Ok(mut subs) = self.events.lock() {
             subs.retain(|s| s.send(e.clone()).is_ok());
+        }
+    }
+
+    /// Records the final give-up: status, the error later calls get, and
+    /// the event. `last` is the last failure, `attempts` how many in a row.
+    pub(crate) fn give_up(&self, attempts: u32, last: &str) -> Error {
+        let err = Error::GaveUp {
+            attempts,
+            last: last.to_owned(),
+        };
+        let why = err.to_string();
+        self.down.set(why.clone());
+        if let Ok(mut g) = self.gave_up.lock() {
+            *g = Some(err.clone());
+        }
+        self.set_status(Status::GaveUp(why.clone()));
+        self.emit(LifecycleEvent::GaveUp {
+            name: self.name.clone(),
+            reason: why,
+        });
+        err
+    }
+
+    /// The error for calls on a client that gave up or was stopped.
+    pub(crate) fn final_error(&self) -> Option<Error> {
+        match &*self.status.borrow() {
+            Status::Stopped => Some(Error::Stopped),
+            Status::GaveUp(why) => Some(
+                self.gave_up
+                    .lock()
+                    .ok()
+                    .and_then(|g| g.clone())
+                    .unwrap_or_else(|| Error::ConnectionDown(why.clone())),
+            ),
+            _ => None,
         }
     }
 

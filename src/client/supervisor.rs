@@ -166,18 +166,13 @@ impl Actor for ClientSupervisor {
         st.respawns += 1;
         let cfg = &st.shared.config;
         if st.respawns > cfg.max_reconnects {
-            let why = format!(
-                "the connection actor died {} times; last: {}",
-                st.respawns,
+            let last = format!(
+                "the connection actor died: {}",
                 why.unwrap_or_else(|| "killed".into())
             );
-            warn!(server = %st.shared.name, reason = %why, "giving up");
-            st.shared.set_status(Status::GaveUp(why.clone()));
-            st.shared.emit(LifecycleEvent::GaveUp {
-                name: st.shared.name.clone(),
-                reason: why.clone(),
-            });
-            myself.stop(Some(why));
+            warn!(server = %st.shared.name, reason = %last, "giving up");
+            let err = st.shared.give_up(st.respawns, &last);
+            myself.stop(Some(err.to_string()));
             return Ok(());
         }
         let delay = cfg.backoff.delay(st.respawns);
