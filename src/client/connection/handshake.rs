@@ -1,0 +1,194 @@
+//! Discovery and the handshake: the `server/discover` probe, the legacy
+//! `initialize`, and how their answers (and a late probe answer) settle the
+//! era. The judgement itself is in [`discovery`](super::super::discovery).
+
+use std::sync::Arc;
+
+use ractor::ActorRef;
+use serde_json::{json, Value};
+use tracing::{debug, info, warn};
+
+use super::outbound::MetaCache;
+use super::{ConnectionMsg, ConnectionState, Phase, Waiter, MAX_REPROBES};
+use crate::client::config::EraPreference;
+use crate::client::discovery::{self, DiscoverVerdict};
+use crate::client::events::LifecycleEvent;
+use crate::client::session::{ServerSession, Status};
+use crate::error::CloseReason;
+use crate::jsonrpc::{encode, Outcome};
+use crate::protocol::{meta, methods, Era, LATEST_LEGACY_VERSION, MODERN_VERSION};
+
+impl ConnectionState {
+    pub(super) fn probe(&mut self, myself: &ActorRef<ConnectionMsg>, version: String) {
+        let id = self.next_id();
+        let params = json!({ "_meta": self.modern_meta(&version) });
+        let Ok(line) = encode::request(&id, methods::DISCOVER, Some(&params)) else {
+            return;
+        };
+        self.pending.insert(id.clone(), Waiter::Probe);
+        self.phase = Phase::Probing {
+            id,
+            version: version.clone(),
+        };
+        debug!(server = %self.name(), version = %version, "probing with server/discover");
+        self.send_line(line);
+        if self.shared.config.era == EraPreference::Auto {
+            let gen = self.gen;
+            self.handshake_timer = Some(
+                myself.send_after(self.shared.config.probe_timeout, move || {
+                    ConnectionMsg::ProbeTimeout { gen }
+                }),
+            );
+        } else {
+            let gen = self.gen;
+            self.handshake_timer =
+                Some(myself.send_after(self.shared.config.init_timeout, move || {
+                    ConnectionMsg::InitTimeout { gen }
+                }));
+        }
+    }
+
+    pub(super) fn initialize(&mut self, myself: &ActorRef<ConnectionMsg>) {
+        let id = self.next_id();
+        let cfg = &self.shared.config;
+        let params = json!({
+            "protocolVersion": LATEST_LEGACY_VERSION,
+            "capabilities": cfg.capabilities,
+            "clientInfo": cfg.client_info,
+        });
+        let Ok(line) = encode::request(&id, methods::INITIALIZE, Some(&params)) else {
+            return;
+        };
+        self.pending.insert(id.clone(), Waiter::Initialize);
+        self.phase = Phase::Initializing;
+        let init_timeout = cfg.init_timeout;
+        self.send_line(line);
+        let gen = self.gen;
+        self.handshake_timer =
+            Some(myself.send_after(init_timeout, move || ConnectionMsg::InitTimeout { gen }));
+    }
+
+    pub(super) fn modern_meta(&self, version: &str) -> Value {
+        let cfg = &self.shared.config;
+        json!({
+            meta::PROTOCOL_VERSION: version,
+            meta::CLIENT_CAPABILITIES: cfg.capabilities,
+            meta::CLIENT_INFO: cfg.client_info,
+        })
+    }
+
+    pub(super) fn ready(&mut self, session: ServerSession) {
+        self.meta_cache = match session.era {
+            Era::Modern => match self.modern_meta(&session.protocol_version) {
+                Value::Object(map) => serde_json::value::to_raw_value(&map)
+                    .ok()
+                    .map(|raw| MetaCache { map, raw }),
+                _ => None,
+            },
+            Era::Legacy => None,
+        };
+        let session = Arc::new(session);
+        info!(
+            server = %self.name(), pid = session.pid, era = %session.era,
+            version = %session.protocol_version, "server ready"
+        );
+        self.failures = 0;
+        if let Some(t) = self.handshake_timer.take() {
+            t.abort();
+        }
+        self.shared.emit(LifecycleEvent::Ready {
+            name: self.shared.name.clone(),
+            session: session.clone(),
+        });
+        self.phase = Phase::Ready(session.clone());
+        self.shared.set_status(Status::Ready(session));
+        while let Some(call) = self.queued.pop_front() {
+            self.send_call(call);
+        }
+    }
+
+    pub(super) fn probe_answered(&mut self, myself: &ActorRef<ConnectionMsg>, outcome: Outcome) {
+        let Phase::Probing { version, .. } = &self.phase else {
+            return;
+        };
+        let requested = version.clone();
+        let pid = self.link.as_ref().and_then(|l| l.pid());
+        let pinned = self.shared.config.era == EraPreference::Modern;
+        match discovery::judge(&outcome, &requested) {
+            DiscoverVerdict::Modern(mut session) => {
+                session.pid = pid;
+                self.ready(session);
+            }
+            DiscoverVerdict::Retry(v) => {
+                info!(server = %self.name(), version = %v, "server asked for another modern version");
+                self.probe(myself, v)
+            }
+            DiscoverVerdict::Incompatible(why) => self.handshake_failed(why),
+            DiscoverVerdict::Legacy(why) if pinned => {
+                self.handshake_failed(format!("era pinned to modern, but {why}"))
+            }
+            DiscoverVerdict::Legacy(why) => {
+                info!(server = %self.name(), reason = %why, "legacy era");
+                self.initialize(myself)
+            }
+        }
+    }
+
+    /// The answer to a probe that timed out. Servers answer in order, so a
+    /// DiscoverResult that arrives while `initialize` is still unanswered
+    /// means a modern server that was merely slow to start (a cold `npx` or
+    /// Python start): it settles the era as modern and the `initialize`
+    /// answer is then ignored. Once the legacy era is established, or if
+    /// the late answer is an error, it is ignored.
+    pub(super) fn late_probe_answered(&mut self, outcome: Outcome) {
+        if !matches!(self.phase, Phase::Initializing) {
+            debug!(server = %self.name(), "late server/discover answer ignored: era already settled");
+            return;
+        }
+        if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, MODERN_VERSION) {
+            info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
+            session.pid = self.link.as_ref().and_then(|l| l.pid());
+            self.pending.retain(|_, w| !matches!(w, Waiter::Initialize));
+            self.ready(session);
+        }
+    }
+
+    pub(super) fn initialize_answered(
+        &mut self,
+        myself: &ActorRef<ConnectionMsg>,
+        outcome: Outcome,
+    ) {
+        if !matches!(self.phase, Phase::Initializing) {
+            return;
+        }
+        // A modern server that refuses `initialize` with -32022 and lists
+        // modern versions is modern: probe again (now warm), never give up.
+        if let Outcome::Error(e) = &outcome {
+            if let DiscoverVerdict::Retry(v) = discovery::judge(&outcome, "") {
+                if self.reprobes < MAX_REPROBES {
+                    self.reprobes += 1;
+                    info!(server = %self.name(), error = %e, version = %v, "initialize refused by a modern server: probing again");
+                    self.probe(myself, v);
+                    return;
+                }
+            }
+        }
+        match discovery::judge_initialize(&outcome) {
+            Ok(mut session) => {
+                session.pid = self.link.as_ref().and_then(|l| l.pid());
+                self.send_notification(methods::INITIALIZED, None::<&Value>);
+                self.ready(session);
+            }
+            Err(why) => self.handshake_failed(why),
+        }
+    }
+
+    /// A handshake failure is final: restarting would meet the same server.
+    pub(super) fn handshake_failed(&mut self, why: String) {
+        warn!(server = %self.name(), reason = %why, "handshake failed; giving up");
+        self.failures = self.shared.config.max_reconnects;
+        if let Some(link) = &self.link {
+            link.close(CloseReason::Handshake(why));
+        }
+    }
+}
