@@ -288,11 +288,22 @@ fn probe(exe: &Path, peer: &str, clients: usize, agg: Duration) {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 let after = vm_rss_kib();
                 let (n, el) = aggregate(all.iter().map(Conduit::ping_fn), agg).await;
+                // stop() every client first (timing each call), then wait.
+                let mut calls = Vec::new();
+                let mut waits = Vec::new();
                 for c in all {
-                    let _ = c.close().await;
+                    let (call, wait, stamp) = c.stop_timed();
+                    calls.push(us(call));
+                    waits.push((wait, stamp));
+                }
+                for (w, stamp) in waits {
+                    let _ = w.wait().await;
+                    if let Some(p) = stamp {
+                        let _ = std::fs::remove_file(p);
+                    }
                 }
                 let _ = warm.close().await;
-                (before, after, n, el)
+                (before, after, n, el, calls)
             }
             _ => {
                 let warm = Rmcp::start(exe).await.expect("warm-up client");
@@ -310,15 +321,17 @@ fn probe(exe: &Path, peer: &str, clients: usize, agg: Duration) {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 let after = vm_rss_kib();
                 let (n, el) = aggregate(all.iter().map(Rmcp::ping_fn), agg).await;
+                let mut calls = Vec::new();
                 for c in all {
-                    let _ = c.close().await;
+                    calls.push(us(c.close().await.call));
                 }
                 let _ = warm.close().await;
-                (before, after, n, el)
+                (before, after, n, el, calls)
             }
         }
     });
-    let (before, after, n, el) = out;
+    let (before, after, n, el, mut calls) = out;
+    calls.sort_by(|a, b| a.total_cmp(b));
     println!(
         "{}",
         serde_json::json!({
@@ -326,6 +339,7 @@ fn probe(exe: &Path, peer: &str, clients: usize, agg: Duration) {
             "rss_after_kib": after,
             "requests": n,
             "secs": el.as_secs_f64(),
+            "close_call_p50_us": percentile(&calls, 0.5),
         })
     );
 }
@@ -403,6 +417,7 @@ fn run_probe(exe: &Path, peer: &str, plan: &Plan, r: &mut Results) -> Result<(),
     r.add(peer, "rss_100_idle", added_kib / 1024.0);
     r.add(peer, "rss_per_conn", added_kib / plan.clients as f64);
     r.add(peer, "agg_rps_100", f("requests") / f("secs"));
+    r.add(peer, "close_call_100", f("close_call_p50_us"));
     Ok(())
 }
 
@@ -442,6 +457,11 @@ const ROWS: &[Row] = &[
     Row {
         metric: "close_call",
         label: "close call returns",
+        unit: "us",
+    },
+    Row {
+        metric: "close_call_100",
+        label: "close call, p50 of 100 clients",
         unit: "us",
     },
     Row {
@@ -634,6 +654,79 @@ fn json_lines(r: &Results) -> String {
     s
 }
 
+/// `--diag-spawn N`: spawn-to-ready of conduit with its default config and
+/// with single options changed, against rmcp, interleaved N times; prints
+/// min / median / p90 (min is the least disturbed by other load).
+fn diag_spawn(exe: &Path, n: usize) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let variants: &[(&str, &[&str])] = &[
+        ("conduit default", &[]),
+        (
+            "conduit die_with_parent=false",
+            &["BENCH_DIAG_NO_PDEATHSIG"],
+        ),
+        ("conduit era=legacy", &["BENCH_DIAG_LEGACY"]),
+        ("rmcp", &[]),
+    ];
+    let all = [
+        "BENCH_DIAG_NO_PDEATHSIG",
+        "BENCH_DIAG_NO_PGROUP",
+        "BENCH_DIAG_LEGACY",
+    ];
+    // Optional touched ballast: fork() copies the page tables of it.
+    let ballast_mib: usize = std::env::var("BENCH_DIAG_BALLAST_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let ballast = vec![1u8; ballast_mib << 20];
+    println!("parent VmRSS {} KiB", vm_rss_kib());
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+    for _ in 0..n {
+        for (i, (name, env)) in variants.iter().enumerate() {
+            for k in all {
+                std::env::remove_var(k);
+            }
+            for k in env.iter() {
+                std::env::set_var(k, "1");
+            }
+            let t = Instant::now();
+            let res = rt.block_on(async {
+                if name.starts_with("rmcp") {
+                    let c = Rmcp::start(exe).await?;
+                    let el = t.elapsed();
+                    c.close().await;
+                    Ok::<_, String>(el)
+                } else {
+                    let c = Conduit::start(exe, None).await?;
+                    let el = t.elapsed();
+                    c.close().await;
+                    Ok(el)
+                }
+            });
+            match res {
+                Ok(el) => times[i].push(us(el)),
+                Err(e) => eprintln!("{name}: {e}"),
+            }
+        }
+    }
+    for k in all {
+        std::env::remove_var(k);
+    }
+    drop(ballast);
+    for ((name, _), mut t) in variants.iter().zip(times) {
+        t.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{name:<32} min {:>7.0} us  median {:>7.0} us  p90 {:>7.0} us",
+            percentile(&t, 0.0),
+            percentile(&t, 0.5),
+            percentile(&t, 0.9)
+        );
+    }
+}
+
 fn arg_value(args: &[String], key: &str) -> Option<String> {
     args.iter()
         .position(|a| a == key)
@@ -664,7 +757,11 @@ fn main() {
         return;
     }
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: bench [--quick] [--json] [--rounds N]");
+        println!("usage: bench [--quick] [--json] [--rounds N] [--pings N] [--tput-ms N] [--bigs N] [--only floor,conduit,rmcp,server,probe] [--samples]");
+        return;
+    }
+    if let Some(n) = arg_value(&args, "--diag-spawn").and_then(|v| v.parse().ok()) {
+        diag_spawn(&exe, n);
         return;
     }
     let json = args.iter().any(|a| a == "--json");
@@ -673,8 +770,19 @@ fn main() {
     } else {
         Plan::full()
     };
-    if let Some(n) = arg_value(&args, "--rounds").and_then(|v| v.parse().ok()) {
+    let num = |k: &str| arg_value(&args, k).and_then(|v| v.parse::<usize>().ok());
+    if let Some(n) = num("--rounds") {
         plan.rounds = n;
+    }
+    if let Some(n) = num("--pings") {
+        plan.pings = n;
+        plan.warmup = plan.warmup.min(n);
+    }
+    if let Some(n) = num("--tput-ms") {
+        plan.tput = Duration::from_millis(n as u64);
+    }
+    if let Some(n) = num("--bigs") {
+        plan.bigs = n;
     }
     let only: Option<String> = arg_value(&args, "--only");
     let started = Instant::now();
@@ -728,6 +836,12 @@ fn main() {
         }
     }
     drop(rt);
+    if args.iter().any(|a| a == "--samples") {
+        for ((peer, metric), v) in &r.samples {
+            let v: Vec<String> = v.iter().map(|x| format!("{x:.1}")).collect();
+            eprintln!("{peer:>8} {metric:<16} {}", v.join(" "));
+        }
+    }
     let t = table(&r, &plan, started.elapsed());
     if json {
         print!("{}", json_lines(&r));

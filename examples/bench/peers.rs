@@ -215,6 +215,15 @@ pub fn conduit_config(exe: &Path, args: Vec<String>) -> ClientConfig {
         .stderr(StderrMode::Inherit);
     // An 8 MiB text plus its envelope is just over the default limit.
     cfg.max_message_bytes = 16 * 1024 * 1024;
+    if std::env::var_os("BENCH_DIAG_NO_PDEATHSIG").is_some() {
+        cfg.die_with_parent = false;
+    }
+    if std::env::var_os("BENCH_DIAG_NO_PGROUP").is_some() {
+        cfg.kill_process_group = false;
+    }
+    if std::env::var_os("BENCH_DIAG_LEGACY").is_some() {
+        cfg.era = conduit_mcp::EraPreference::Legacy;
+    }
     cfg
 }
 
@@ -297,6 +306,13 @@ impl Conduit {
             .and_then(|c| c.get("text"))
             .and_then(|t| t.as_str())
             .map_or(0, str::len))
+    }
+
+    /// `stop()` alone: how long the call took, and the wait handle.
+    pub fn stop_timed(self) -> (Duration, conduit_mcp::ClientShutdown, Option<PathBuf>) {
+        let t0 = Instant::now();
+        let shutdown = self.client.stop();
+        (t0.elapsed(), shutdown, self.stamp)
     }
 
     /// `stop()`, then `wait()` for the reaped child.
