@@ -160,6 +160,15 @@ fn run_floor(exe: &Path, plan: &Plan, r: &mut Results) -> std::io::Result<()> {
 }
 
 async fn run_conduit(exe: &Path, plan: &Plan, r: &mut Results) -> Result<(), String> {
+    // Diagnostic: the same spawn with die_with_parent off (no pre_exec, so
+    // std can use posix_spawn instead of fork).
+    let stamp = peers::stamp_path("conduit-nodeath");
+    let mut cfg = peers::conduit_config(exe, peers::floor_args(&stamp));
+    cfg.die_with_parent = false;
+    let t = Instant::now();
+    let c = Conduit::start_cfg(cfg, Some(stamp)).await?;
+    r.add("conduit", "spawn_ready_nodeath", us(t.elapsed()));
+    c.close().await;
     let t = Instant::now();
     let c = Conduit::start(exe, None).await?;
     r.add("conduit", "spawn_ready", us(t.elapsed()));
@@ -455,6 +464,11 @@ const ROWS: &[Row] = &[
         unit: "us",
     },
     Row {
+        metric: "spawn_ready_nodeath",
+        label: "spawn to ready, die_with_parent off",
+        unit: "us",
+    },
+    Row {
         metric: "close_call",
         label: "close call returns",
         unit: "us",
@@ -627,7 +641,11 @@ fn table(r: &Results, plan: &Plan, elapsed: Duration) -> String {
             t.unit
         );
     }
-    s += &format!("\ntotal time {:.1} s\n", elapsed.as_secs_f64());
+    s += &format!(
+        "\ntotal time {:.1} s; bench process VmRSS at the end {} MiB\n",
+        elapsed.as_secs_f64(),
+        vm_rss_kib() / 1024
+    );
     s
 }
 

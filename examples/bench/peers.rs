@@ -237,9 +237,13 @@ impl Conduit {
             }
             Some(mode) => (vec!["--child".into(), mode.into()], None),
         };
-        let client = Client::start(conduit_config(exe, args))
-            .await
-            .map_err(|e| e.to_string())?;
+        Self::start_cfg(conduit_config(exe, args), stamp).await
+    }
+
+    /// Starts a client with `cfg` (its exit stamp at `stamp`) and waits for
+    /// ready.
+    pub async fn start_cfg(cfg: ClientConfig, stamp: Option<PathBuf>) -> Result<Conduit, String> {
+        let client = Client::start(cfg).await.map_err(|e| e.to_string())?;
         client
             .ready(Duration::from_secs(10))
             .await
