@@ -47,7 +47,7 @@ struct Plan {
 impl Plan {
     fn full() -> Self {
         Plan {
-            rounds: 9,
+            rounds: 11,
             pings: 3000,
             warmup: 300,
             window: 64,

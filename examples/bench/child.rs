@@ -141,6 +141,12 @@ pub fn floor(stamp: Option<String>) -> ! {
         }
     }
     let _ = out.flush();
+    // Free what the child holds first (its exit would otherwise unmap it
+    // after the stamp); the stamp marks the start of `_exit`.
+    drop(out);
+    drop(input);
+    drop(big);
+    drop(line);
     if let Some(f) = stamp_file.as_mut() {
         let now = mono_ns();
         let _ = f.write_all(now.to_string().as_bytes());
