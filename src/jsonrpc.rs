@@ -175,13 +175,34 @@ pub enum ParseError {
 /// The wire shape of any message, all fields optional, for classification.
 #[derive(Deserialize)]
 struct Envelope {
-    jsonrpc: Option<String>,
+    jsonrpc: Option<Version2>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     method: Option<String>,
     params: Option<Value>,
     result: Option<Box<RawValue>>,
     error: Option<Value>,
+}
+
+/// Whether `jsonrpc` was the string "2.0", read without allocating (a
+/// `String` here cost one allocation per message). Anything but a string is
+/// a type error, as it was for `Option<String>`.
+struct Version2(bool);
+
+impl<'de> Deserialize<'de> for Version2 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Version2;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Version2, E> {
+                Ok(Version2(v == "2.0"))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 /// Distinguishes `"id": null` (Some(Null)) from a missing id (None).
@@ -243,7 +264,7 @@ impl Message {
             },
         };
         let valid_id = id.clone().flatten();
-        if env.jsonrpc.as_deref() != Some("2.0") {
+        if !env.jsonrpc.is_some_and(|v| v.0) {
             return Err(ParseError::Invalid {
                 reason: "jsonrpc must be \"2.0\"",
                 id: valid_id,

@@ -351,7 +351,7 @@ impl Client {
         if let Some(h) = hard_deadline {
             deadline = deadline.min(h);
         }
-        if self.shared.status().borrow().is_final() {
+        if self.shared.is_final() {
             return Err(self.down_error());
         }
         let conn = self.connection(deadline).await.map_err(|e| match e {
@@ -437,6 +437,10 @@ impl Client {
     /// The current Connection, waiting (until `deadline`) while the
     /// supervisor respawns it.
     async fn connection(&self, deadline: Instant) -> Result<ActorRef<ConnectionMsg>, Error> {
+        // Fast path: a Connection is running (no watch subscriptions).
+        if let Some(c) = self.shared.connection.borrow().clone() {
+            return Ok(c);
+        }
         let mut rx = self.shared.connection.subscribe();
         let mut status = self.shared.status();
         loop {

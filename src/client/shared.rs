@@ -146,6 +146,12 @@ impl Shared {
         self.status.subscribe()
     }
 
+    /// Whether the status is final (stopped or gave up), read without
+    /// subscribing (a subscription per request costs contended atomics).
+    pub(crate) fn is_final(&self) -> bool {
+        self.status.borrow().is_final()
+    }
+
     pub(crate) fn add_shutdown(&self, h: ShutdownHandle) {
         if let Ok(mut v) = self.shutdowns.lock() {
             v.retain(|h| h.try_report().is_none());
