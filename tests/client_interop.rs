@@ -11,9 +11,9 @@
 //! `cargo test` passes on a machine without Node or Python packages.
 
 mod common;
-#[path = "interop/mcp_bin.rs"]
-mod mcp_bin;
-use mcp_bin::mcp_bin;
+#[path = "interop/example_bin.rs"]
+mod example_bin;
+use example_bin::mcp_bin;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

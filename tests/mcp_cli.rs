@@ -2,7 +2,7 @@
 //! subcommand, every exit code, the options, and no server left behind.
 //!
 //! The program is `target/<profile>/examples/mcp`, built on demand with
-//! `cargo build --example mcp` (see `interop/mcp_bin.rs`). When it cannot be
+//! `cargo build --example mcp` (see `interop/example_bin.rs`). When it cannot be
 //! built or found, each test says so and passes.
 
 mod common;
@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-#[path = "interop/mcp_bin.rs"]
-mod mcp_bin;
-use mcp_bin::mcp_bin;
+#[path = "interop/example_bin.rs"]
+mod example_bin;
+use example_bin::mcp_bin;
 
 macro_rules! need_mcp {
     () => {

@@ -33,19 +33,12 @@ fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
+#[path = "interop/example_bin.rs"]
+mod example_bin;
+
+/// `examples/server.rs`, built on demand (see `interop/example_bin.rs`).
 fn example_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|profile| profile.join("examples").join("server"))
-        .expect("target layout");
-    assert!(
-        path.exists(),
-        "{} not found: run `cargo build --example server` (cargo test --all-targets builds it)",
-        path.display()
-    );
-    path
+    example_bin::example_bin("server").expect("the server example could not be built")
 }
 
 struct Run {

@@ -172,7 +172,7 @@ impl Client {
 
     /// The current status.
     pub fn status(&self) -> Status {
-        self.shared.status().borrow().clone()
+        self.shared.status_now()
     }
 
     /// A receiver that sees every status change.
@@ -182,7 +182,7 @@ impl Client {
 
     /// The discovered session, when a server is ready.
     pub fn session(&self) -> Option<Arc<ServerSession>> {
-        match &*self.shared.status().borrow() {
+        match self.shared.status_now() {
             Status::Ready(s) => Some(s.clone()),
             _ => None,
         }
@@ -277,7 +277,12 @@ impl Client {
         let mut params = params;
         for _ in 0..MAX_INPUT_ROUNDS {
             let raw = self.round(method, params.clone(), &opts, start).await?;
-            if !MULTI_ROUND_METHODS.contains(&method) || !raw.get().contains("input_required") {
+            // Only modern servers answer `input_required`: skip the scan of
+            // (possibly large) legacy results.
+            if !MULTI_ROUND_METHODS.contains(&method)
+                || self.shared.era() != Some(crate::protocol::Era::Modern)
+                || !raw.get().contains("input_required")
+            {
                 return Ok(raw);
             }
             let v: Value = serde_json::from_str(raw.get()).map_err(|e| Error::Codec {

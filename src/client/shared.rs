@@ -152,6 +152,19 @@ impl Shared {
         self.status.borrow().is_final()
     }
 
+    /// The era of the ready session, read without subscribing.
+    pub(crate) fn era(&self) -> Option<crate::protocol::Era> {
+        match &*self.status.borrow() {
+            Status::Ready(s) => Some(s.era),
+            _ => None,
+        }
+    }
+
+    /// The current status, read without subscribing.
+    pub(crate) fn status_now(&self) -> Status {
+        self.status.borrow().clone()
+    }
+
     pub(crate) fn add_shutdown(&self, h: ShutdownHandle) {
         if let Ok(mut v) = self.shutdowns.lock() {
             v.retain(|h| h.try_report().is_none());
