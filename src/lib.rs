@@ -74,8 +74,15 @@
 //!   happen on tokio worker threads, which live as long as the runtime; a
 //!   runtime shut down while servers run ends them (by design). The signal
 //!   reaches the server (the group leader) only: its own children
-//!   (launcher grandchildren) are not covered once this process is gone.
-//!   Not available on other platforms.
+//!   (launcher grandchildren) are not covered once this process is gone,
+//!   unless `group_watchdog` is on: then a watchdog forked per server
+//!   SIGKILLs the group when this process dies. The watchdog is a
+//!   copy-on-write image of this process, so in a large process it costs
+//!   memory as pages are written; it is off by default. Either option needs
+//!   a `pre_exec` hook, which makes std spawn with `fork` instead of
+//!   `posix_spawn`: spawning costs more in a process with a large address
+//!   space (about 1 ms more per spawn in the benchmark). Not available on
+//!   other platforms.
 //! - **Reaping.** Exit is detected by waiting on the child (tokio's SIGCHLD
 //!   or pidfd machinery), never by polling. After the leader is reaped, the
 //!   emptiness of its group can only be polled (`/proc`, or `killpg(0)`);

@@ -18,15 +18,15 @@ async fn server_dies_with_a_sigkilled_client_process() {
     if let Ok(pidfile) = std::env::var(ROLE) {
         // Child role: run a client whose server ignores EOF and SIGTERM and
         // has a grandchild, then wait to be killed.
-        let client = Client::start(common::config(&[
+        let mut cfg = common::config(&[
             "--ignore-eof",
             "--ignore-term",
             "--grandchild",
             "--pid-file",
             &pidfile,
-        ]))
-        .await
-        .unwrap();
+        ]);
+        cfg.group_watchdog = true;
+        let client = Client::start(cfg).await.unwrap();
         client.ready(Duration::from_secs(10)).await.unwrap();
         println!("READY");
         std::future::pending::<()>().await;
@@ -61,7 +61,7 @@ async fn server_dies_with_a_sigkilled_client_process() {
     );
     println!("server died {server_gone:?} after the client was SIGKILLed");
     // The grandchild (a launcher's real server, say) is ended by the group
-    // watchdog when our process dies.
+    // watchdog (`group_watchdog`) when our process dies.
     let grandchild_gone =
         common::eventually(Duration::from_secs(5), || !common::alive(pids[1])).await;
     assert!(

@@ -130,6 +130,13 @@ pub struct ClientConfig {
     /// which covers this process being SIGKILLed (default on). See the
     /// crate docs' caveats.
     pub die_with_parent: bool,
+    /// Linux, with `die_with_parent` and `kill_process_group`: also end the
+    /// server's whole process group (a launcher's children) if this process
+    /// is SIGKILLed (default off). A small watchdog process is forked per
+    /// server; it is a copy-on-write image of this process, so pages this
+    /// process writes afterwards are duplicated while the server runs: cheap
+    /// for a small client, costly for a large one. See the crate docs.
+    pub group_watchdog: bool,
     /// Protocol era.
     pub era: EraPreference,
     /// Default timeout of a request (default 60 s).
@@ -164,6 +171,7 @@ impl ClientConfig {
             max_reconnects: 5,
             kill_process_group: true,
             die_with_parent: true,
+            group_watchdog: false,
             era: EraPreference::Auto,
             request_timeout: Duration::from_secs(60),
             init_timeout: Duration::from_secs(60),

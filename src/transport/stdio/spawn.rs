@@ -18,8 +18,9 @@ use crate::error::SpawnError;
 /// `PR_SET_PDEATHSIG = SIGKILL`, which fires when the *thread* that forked it
 /// exits; this is called from a tokio worker thread, which lives as long as
 /// the runtime.
-/// A spawned child and, on Linux with `die_with_parent` and
-/// `kill_process_group`, the write end that keeps its group watchdog waiting.
+/// A spawned child and, on Linux with `die_with_parent`,
+/// `kill_process_group` and `group_watchdog`, the write end that keeps its
+/// group watchdog waiting.
 pub(crate) struct Spawned {
     pub(crate) child: Child,
     #[cfg(target_os = "linux")]
@@ -67,7 +68,7 @@ pub(crate) fn spawn_child(cfg: &ClientConfig) -> Result<Spawned, SpawnError> {
     let mut watchdog = None;
     #[cfg(target_os = "linux")]
     if cfg.die_with_parent {
-        let group_rd = if cfg.kill_process_group {
+        let group_rd = if cfg.kill_process_group && cfg.group_watchdog {
             let (rd, rd_owned, wr) = super::watchdog::pipe().map_err(io_err)?;
             watchdog = Some((rd_owned, wr));
             Some(rd)
