@@ -59,25 +59,11 @@ pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
                     "server supports {supported:?}; this client supports {MODERN_VERSIONS:?} and {LEGACY_VERSIONS:?}"
                 ));
             };
-            let server_info = v
+            let info = v
                 .get("_meta")
                 .and_then(|m| m.get(meta::SERVER_INFO))
-                .or_else(|| v.get("serverInfo"))
-                .and_then(|s| serde_json::from_value::<Implementation>(s.clone()).ok());
-            DiscoverVerdict::Modern(ServerSession {
-                era: Era::Modern,
-                protocol_version: chosen,
-                server_info,
-                capabilities: v
-                    .get("capabilities")
-                    .cloned()
-                    .unwrap_or_else(|| serde_json::json!({})),
-                instructions: v
-                    .get("instructions")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                pid: None,
-            })
+                .or_else(|| v.get("serverInfo"));
+            DiscoverVerdict::Modern(session(&v, Era::Modern, chosen, info))
         }
         Outcome::Error(e) if e.code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
             let supported = strings(e.data.as_ref().and_then(|d| d.get("supported")));
@@ -115,23 +101,31 @@ pub(crate) fn judge_initialize(outcome: &Outcome) -> Result<ServerSession, Strin
                     "server negotiated protocol version {version:?}, which this client does not support (it supports {LEGACY_VERSIONS:?})"
                 ));
             }
-            Ok(ServerSession {
-                era: Era::Legacy,
-                protocol_version: version.to_owned(),
-                server_info: v
-                    .get("serverInfo")
-                    .and_then(|s| serde_json::from_value(s.clone()).ok()),
-                capabilities: v
-                    .get("capabilities")
-                    .cloned()
-                    .unwrap_or_else(|| serde_json::json!({})),
-                instructions: v
-                    .get("instructions")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                pid: None,
-            })
+            Ok(session(
+                &v,
+                Era::Legacy,
+                version.to_owned(),
+                v.get("serverInfo"),
+            ))
         }
+    }
+}
+
+/// A session from a DiscoverResult or InitializeResult `v`.
+fn session(v: &Value, era: Era, protocol_version: String, info: Option<&Value>) -> ServerSession {
+    ServerSession {
+        era,
+        protocol_version,
+        server_info: info.and_then(|s| serde_json::from_value::<Implementation>(s.clone()).ok()),
+        capabilities: v
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({})),
+        instructions: v
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        pid: None,
     }
 }
 
