@@ -100,6 +100,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod client;
+mod deadline;
 pub mod error;
 pub mod framing;
 pub mod jsonrpc;

@@ -225,3 +225,21 @@ async fn explicit_cancel_sends_cancelled() {
     .expect("cancel notification sent");
     client.stop().wait().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_timeout_means_no_timeout() {
+    let client = Client::start(common::config(&[])).await.unwrap();
+    let r = client
+        .request_with(
+            "echo",
+            Some(json!({"x": 1})),
+            RequestOptions::new()
+                .timeout(Duration::MAX)
+                .reset_timeout_on_progress(Duration::MAX),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["x"], 1);
+    assert!(client.ready(Duration::MAX).await.is_ok());
+    client.stop().wait().await;
+}

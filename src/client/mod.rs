@@ -18,6 +18,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
+use crate::deadline::After;
+
 mod calls;
 pub mod command;
 pub mod config;
@@ -351,8 +353,8 @@ impl Client {
         start: Instant,
     ) -> Result<Box<RawValue>, Error> {
         let timeout = opts.timeout.unwrap_or(self.shared.config.request_timeout);
-        let hard_deadline = opts.max_total.map(|m| start + m);
-        let mut deadline = start + timeout;
+        let hard_deadline = opts.max_total.map(|m| start.after(m));
+        let mut deadline = start.after(timeout);
         if let Some(h) = hard_deadline {
             deadline = deadline.min(h);
         }
@@ -405,7 +407,7 @@ impl Client {
                 p = async { match prx.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
                     let Some(p) = p else { continue };
                     if opts.reset_timeout_on_progress {
-                        deadline = Instant::now() + timeout;
+                        deadline = Instant::now().after(timeout);
                         if let Some(h) = hard_deadline { deadline = deadline.min(h); }
                     }
                     if let Some(tx) = &opts.progress {
@@ -414,7 +416,7 @@ impl Client {
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     guard.reason = "timeout";
-                    return Err(Error::Timeout { method: method.into(), after: deadline - start });
+                    return Err(Error::Timeout { method: method.into(), after: deadline.saturating_duration_since(start) });
                 }
                 _ = async { match &opts.cancel { Some(c) => c.cancelled().await, None => std::future::pending().await } } => {
                     guard.reason = "cancelled by the caller";

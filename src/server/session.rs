@@ -23,6 +23,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinError, JoinSet};
 use tokio::time::Instant;
 
+use crate::deadline::After;
+
 use crate::framing::{Frame, LineFramer};
 use crate::jsonrpc::{
     codes, encode, ErrorObject, Message, Notification, Outcome, ParseError, Request, RequestId,
@@ -162,7 +164,7 @@ pub(crate) async fn run<H: Handler>(
                         queued = s.backlog.len(),
                         "end of input: finishing in-flight requests"
                     );
-                    eof_deadline = Some(Instant::now() + shared.config.eof_drain);
+                    eof_deadline = Some(Instant::now().after(shared.config.eof_drain));
                 }
             },
             _ = shared.out.drained(), if out_full => {}
@@ -436,7 +438,7 @@ impl<H: Handler> Session<H> {
         if drain.is_zero() {
             return;
         }
-        let deadline = Instant::now() + drain;
+        let deadline = Instant::now().after(drain);
         while !self.tasks.is_empty() {
             match tokio::time::timeout_at(deadline, self.tasks.join_next_with_id()).await {
                 Ok(Some(done)) => {

@@ -23,6 +23,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::deadline::After;
+
 use tokio::process::Child;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -226,13 +228,13 @@ impl Reaper {
             group_survivors: false,
         };
         debug!(server = %self.name, pid = self.pid, "shutdown: stdin closed");
-        let deadline = start + self.graces.stdin;
+        let deadline = start.after(self.graces.stdin);
         if !self.wait_gone(&mut out, deadline).await {
             self.signal(&mut out, Signal::Term);
-            let deadline = Instant::now() + self.graces.term;
+            let deadline = Instant::now().after(self.graces.term);
             if !self.wait_gone(&mut out, deadline).await {
                 self.signal(&mut out, Signal::Kill);
-                let deadline = Instant::now() + Duration::from_secs(1);
+                let deadline = Instant::now().after(Duration::from_secs(1));
                 if !self.wait_gone(&mut out, deadline).await {
                     out.group_survivors = true;
                     warn!(server = %self.name, pid = self.pid, "process group still has members after SIGKILL");
