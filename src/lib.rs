@@ -26,24 +26,29 @@
 //!
 //! ```text
 //! user's handles (Client, clonable)
-//!   │ request: cast Call{id, reply slot}         ▲ reply: oneshot (parsed in the caller's task)
+//!   │ request: cast Call{id, reply slot}         ▲ reply: oneshot from the reader task (parsed by the caller)
 //!   ▼                                            │
 //! ClientSupervisor ── respawns a dead Connection (backoff, max_reconnects)
 //!  └─ Connection ──── ids, pending table, discovery, dispatch, server restarts
 //!      └─ PortOwner ─ one child process: owns its ShutdownGuard
 //!          ├─ writer task  queue → child stdin (coalesced writes, 16 MiB limit)
-//!          ├─ reader task  child stdout → framer → Message → Connection (one hop)
+//!          ├─ reader task  child stdout → framer → Message → caller's reply slot
+//!          │               (responses, progress) or Connection (the rest)
 //!          └─ reaper task  child.wait(); on close: stdin, SIGTERM, SIGKILL, reap
 //! ```
 //!
 //! One request: the caller's task allocates an id and casts `Call` to the
 //! Connection; the Connection serialises it (adding the modern era's
-//! `_meta`), records the reply slot and queues the line to the writer task
-//! (never waiting). The reader task frames the answer and casts it to the
-//! Connection, which hands the unparsed result to the caller's reply slot;
-//! the caller parses it. Timeouts run in the caller's task; on timeout,
-//! cancel or drop, the caller casts `Cancel` and the Connection sends
-//! `notifications/cancelled` and forgets the id, so a late answer is ignored.
+//! `_meta`), records the reply slot in its pending table and queues the line
+//! to the writer task (never waiting). The reader task frames the answer and
+//! its sink looks the id up in the pending table and hands the unparsed
+//! result straight to the caller's reply slot (progress notifications too):
+//! no hop through the Connection's mailbox on the way back; anything else
+//! (discovery answers, notifications, server requests) goes to the
+//! Connection. The caller parses the result. Timeouts run in the caller's
+//! task; on timeout, cancel or drop, the caller casts `Cancel` and the
+//! Connection sends `notifications/cancelled` and forgets the id, so a late
+//! answer is ignored.
 //!
 //! The seam between Connection and PortOwner is [`transport::Transport`]
 //! (open a [`transport::Link`]; send, close): a second transport plugs in

@@ -148,7 +148,9 @@ impl ConnectionState {
         if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, MODERN_VERSION) {
             info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
             session.pid = self.link.as_ref().and_then(|l| l.pid());
-            self.pending.retain(|_, w| !matches!(w, Waiter::Initialize));
+            self.pending
+                .lock()
+                .retain(|_, w| !matches!(w, Waiter::Initialize));
             self.ready(session);
         }
     }

@@ -3,7 +3,7 @@
 //! user's handler.
 
 use ractor::ActorRef;
-use serde_json::{json, Value};
+use serde_json::json;
 use tracing::debug;
 
 use super::{ConnectionMsg, ConnectionState, Phase, Waiter};
@@ -21,6 +21,7 @@ impl ConnectionState {
                     return;
                 };
                 match self.pending.remove(&id) {
+                    // Normally answered by the sink already; kept for safety.
                     Some(Waiter::Caller { reply, .. }) => reply.answer(match r.outcome {
                         Outcome::Result(raw) => Ok(raw),
                         Outcome::Error(e) => Err(Error::Server(e)),
@@ -41,19 +42,11 @@ impl ConnectionState {
     pub(super) fn notification(&mut self, n: Notification) {
         match n.method.as_str() {
             methods::PROGRESS => {
-                let token = n
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("progressToken"))
-                    .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok());
-                if let Some(Waiter::Caller {
-                    progress: Some(tx), ..
-                }) = token.as_ref().and_then(|t| self.pending.get(t))
-                {
-                    let _ = tx.send(n.params.unwrap_or(Value::Null));
-                    return;
+                // Progress for a waiting caller is delivered by the sink;
+                // what reaches here has no caller.
+                if let Some(n) = self.pending.progress(n) {
+                    self.shared.publish(n);
                 }
-                self.shared.publish(n);
             }
             methods::CANCELLED => {
                 let id = n

@@ -7,7 +7,7 @@
 //! the caller's side) and sent once discovery completes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::Value;
@@ -20,7 +20,10 @@ use super::session::{ServerSession, Status};
 use super::shared::Shared;
 use crate::client::config::EraPreference;
 use crate::error::{CloseReason, Error};
-use crate::jsonrpc::{codes, encode, ErrorObject, RequestId};
+use crate::jsonrpc::{
+    codes, encode, ErrorObject, Message, Notification, Outcome, RequestId, Response,
+};
+use crate::protocol::methods;
 use crate::protocol::MODERN_VERSION;
 use crate::transport::{EventSink, Link, Transport, TransportEvent};
 
@@ -67,7 +70,8 @@ pub(crate) enum ConnectionMsg {
     Shutdown,
 }
 
-enum Waiter {
+/// Who waits for the answer of a request id.
+pub(crate) enum Waiter {
     Caller {
         method: String,
         reply: ReplySlot,
@@ -94,6 +98,73 @@ enum Phase {
 /// modern server (bounds a loop with a server that keeps timing out).
 const MAX_REPROBES: u32 = 2;
 
+/// The pending-call table. The Connection owns it (inserts, cancels, fails
+/// everything on close); the link's sink, running in the reader task,
+/// answers callers from it directly so a response or a progress
+/// notification costs no hop through the Connection's mailbox. The lock is
+/// never held across an await or while answering.
+#[derive(Clone, Default)]
+pub(crate) struct Pending(Arc<Mutex<HashMap<RequestId, Waiter>>>);
+
+impl Pending {
+    fn lock(&self) -> MutexGuard<'_, HashMap<RequestId, Waiter>> {
+        // A panic while holding it cannot leave the map inconsistent.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn insert(&self, id: RequestId, w: Waiter) {
+        self.lock().insert(id, w);
+    }
+
+    fn remove(&self, id: &RequestId) -> Option<Waiter> {
+        self.lock().remove(id)
+    }
+
+    fn take_all(&self) -> Vec<Waiter> {
+        self.lock().drain().map(|(_, w)| w).collect()
+    }
+
+    /// Answers a caller's response here; returns the response back when
+    /// it is not a caller's (a probe, `initialize`, or an unknown id).
+    fn answer(&self, r: Response) -> Option<Response> {
+        let Some(id) = &r.id else { return Some(r) };
+        let reply = {
+            let mut g = self.lock();
+            if !matches!(g.get(id), Some(Waiter::Caller { .. })) {
+                return Some(r);
+            }
+            match g.remove(id) {
+                Some(Waiter::Caller { reply, .. }) => reply,
+                _ => return Some(r),
+            }
+        };
+        reply.answer(match r.outcome {
+            Outcome::Result(raw) => Ok(raw),
+            Outcome::Error(e) => Err(Error::Server(e)),
+        });
+        None
+    }
+
+    /// Delivers a progress notification to its caller; returns it back when
+    /// no caller asked for that token.
+    fn progress(&self, n: Notification) -> Option<Notification> {
+        let token = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("progressToken"))
+            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok());
+        let Some(token) = token else { return Some(n) };
+        let tx = match self.lock().get(&token) {
+            Some(Waiter::Caller {
+                progress: Some(tx), ..
+            }) => tx.clone(),
+            _ => return Some(n),
+        };
+        let _ = tx.send(n.params.unwrap_or(Value::Null));
+        None
+    }
+}
+
 mod handshake;
 mod inbound;
 mod outbound;
@@ -115,7 +186,7 @@ pub(crate) struct ConnectionState {
     link: Option<Box<dyn Link>>,
     gen: u64,
     phase: Phase,
-    pending: HashMap<RequestId, Waiter>,
+    pending: Pending,
     /// Calls waiting for a ready server, in arrival order.
     queued: VecDeque<Call>,
     /// Consecutive attempts that did not reach ready.
@@ -145,8 +216,29 @@ impl Connection {
     /// A sink that forwards link events of `gen` to `me`. Stderr lines are
     /// logged and published from the caller (the link's stderr task), so a
     /// stderr flood never competes with responses in the mailbox.
-    pub(crate) fn sink(me: ActorRef<ConnectionMsg>, gen: u64, shared: Arc<Shared>) -> EventSink {
+    pub(crate) fn sink(
+        me: ActorRef<ConnectionMsg>,
+        gen: u64,
+        shared: Arc<Shared>,
+        pending: Pending,
+    ) -> EventSink {
         Arc::new(move |event| match event {
+            TransportEvent::Message(Message::Response(r)) => {
+                if let Some(r) = pending.answer(r) {
+                    let _ = me.cast(ConnectionMsg::Transport {
+                        gen,
+                        event: TransportEvent::Message(Message::Response(r)),
+                    });
+                }
+            }
+            TransportEvent::Message(Message::Notification(n)) if n.method == methods::PROGRESS => {
+                if let Some(n) = pending.progress(n) {
+                    let _ = me.cast(ConnectionMsg::Transport {
+                        gen,
+                        event: TransportEvent::Message(Message::Notification(n)),
+                    });
+                }
+            }
             TransportEvent::Stderr { pid, line } => {
                 info!(target: "conduit_mcp::stderr", server = %shared.name, pid, "{line}");
                 shared.emit(LifecycleEvent::Stderr {
@@ -178,7 +270,7 @@ impl Actor for Connection {
             link: None,
             gen: 0,
             phase: Phase::Down,
-            pending: HashMap::new(),
+            pending: Pending::default(),
             queued: VecDeque::new(),
             failures: 0,
             inbound: HashMap::new(),
@@ -190,7 +282,12 @@ impl Actor for Connection {
         match args.first {
             Some(report) => {
                 st.gen = 1;
-                let sink = Connection::sink(myself.clone(), st.gen, st.shared.clone());
+                let sink = Connection::sink(
+                    myself.clone(),
+                    st.gen,
+                    st.shared.clone(),
+                    st.pending.clone(),
+                );
                 match st.transport.open(sink, myself.get_cell()).await {
                     Ok(link) => {
                         let _ = report.send(Ok(()));
@@ -375,7 +472,7 @@ impl ConnectionState {
         }
         // In-flight calls fail at once with the reason; queued ones wait for
         // the next server.
-        for (_, w) in self.pending.drain() {
+        for w in self.pending.take_all() {
             if let Waiter::Caller { reply, .. } = w {
                 reply.answer(Err(Error::Closed(reason.clone())));
             }
@@ -403,7 +500,12 @@ impl ConnectionState {
             return;
         }
         self.gen += 1;
-        let sink = Connection::sink(myself.clone(), self.gen, self.shared.clone());
+        let sink = Connection::sink(
+            myself.clone(),
+            self.gen,
+            self.shared.clone(),
+            self.pending.clone(),
+        );
         match self.transport.open(sink, myself.get_cell()).await {
             Ok(link) => self.adopt(myself, link),
             Err(e) => {
@@ -445,7 +547,7 @@ impl ConnectionState {
     }
 
     fn fail_all(&mut self, err: impl Fn() -> Error) {
-        for (_, w) in self.pending.drain() {
+        for w in self.pending.take_all() {
             if let Waiter::Caller { reply, .. } = w {
                 reply.answer(Err(err()));
             }

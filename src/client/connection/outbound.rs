@@ -122,7 +122,11 @@ impl ConnectionState {
             self.queued.remove(pos);
             return;
         }
-        if let Some(Waiter::Caller { method, .. }) = self.pending.get(&id) {
+        let method = match self.pending.lock().get(&id) {
+            Some(Waiter::Caller { method, .. }) => Some(method.clone()),
+            _ => None,
+        };
+        if let Some(method) = method {
             debug!(server = %self.name(), %id, method = %method, reason = %reason, "cancelling request");
             self.pending.remove(&id);
             self.send_cancelled(&id, &reason);
