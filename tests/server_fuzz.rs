@@ -9,11 +9,10 @@ use std::time::{Duration, Instant};
 
 use conduit_mcp::jsonrpc::Request;
 use conduit_mcp::protocol::Implementation;
-use conduit_mcp::server::{
-    Handler, HandlerError, RequestContext, ServeEnd, ServerConfig, StdioServer,
-};
+use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServeEnd, ServerConfig};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+mod server_support;
 
 const LINES: usize = 100_000;
 
@@ -107,30 +106,14 @@ async fn one_hundred_thousand_generated_lines() {
     let input: Vec<Vec<u8>> = (0..LINES).map(|i| line(&mut rng, i)).collect();
     let hwm_before = vm_hwm_kib();
     let t = Instant::now();
-    let (mut client_tx, server_rx) = tokio::io::duplex(1 << 16);
-    let (server_tx, client_rx) = tokio::io::duplex(1 << 16);
     let config = ServerConfig::new(Implementation::new("fuzz", "0")).max_message_bytes(4096);
-    let serve = tokio::spawn(StdioServer::over(server_rx, server_tx, config).serve(Echo));
-    let reader = tokio::spawn(async move {
-        let mut out = Vec::new();
-        let mut lines = BufReader::new(client_rx).lines();
-        while let Some(l) = lines.next_line().await.unwrap() {
-            out.push(l);
-        }
-        out
-    });
-    for mut l in input {
-        l.push(b'\n');
-        client_tx.write_all(&l).await.unwrap();
-    }
-    drop(client_tx);
-    let end = tokio::time::timeout(Duration::from_secs(120), serve)
-        .await
-        .expect("no hang")
-        .expect("no panic")
-        .expect("serve ok");
+    let (replies, end) = tokio::time::timeout(
+        Duration::from_secs(120),
+        server_support::serve_lines(config, Echo, input),
+    )
+    .await
+    .expect("no hang");
     assert_eq!(end, ServeEnd::Eof);
-    let replies = reader.await.unwrap();
     let took = t.elapsed();
     assert!(
         replies.len() <= LINES,

@@ -3,12 +3,11 @@
 
 use conduit_mcp::jsonrpc::Request;
 use conduit_mcp::protocol::Implementation;
-use conduit_mcp::server::{
-    Handler, HandlerError, RequestContext, ServeEnd, ServerConfig, StdioServer,
-};
+use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServeEnd, ServerConfig};
 use proptest::prelude::*;
+
+mod server_support;
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 struct Echo;
 
@@ -28,27 +27,8 @@ fn run(lines: Vec<Vec<u8>>) -> (Vec<String>, ServeEnd) {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async move {
-        let (mut client_tx, server_rx) = tokio::io::duplex(1 << 16);
-        let (server_tx, client_rx) = tokio::io::duplex(1 << 16);
-        let config = ServerConfig::new(Implementation::new("prop", "0")).max_message_bytes(256);
-        let serve = tokio::spawn(StdioServer::over(server_rx, server_tx, config).serve(Echo));
-        let reader = tokio::spawn(async move {
-            let mut out = Vec::new();
-            let mut lines = BufReader::new(client_rx).lines();
-            while let Some(l) = lines.next_line().await.unwrap() {
-                out.push(l);
-            }
-            out
-        });
-        for mut l in lines {
-            l.push(b'\n');
-            client_tx.write_all(&l).await.unwrap();
-        }
-        drop(client_tx);
-        let end = serve.await.expect("serve panicked").expect("serve failed");
-        (reader.await.unwrap(), end)
-    })
+    let config = ServerConfig::new(Implementation::new("prop", "0")).max_message_bytes(256);
+    rt.block_on(server_support::serve_lines(config, Echo, lines))
 }
 
 fn json_value() -> impl Strategy<Value = Value> {

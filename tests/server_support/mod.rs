@@ -299,3 +299,31 @@ pub async fn next_event(rx: &mut mpsc::UnboundedReceiver<Event>) -> Event {
         }
     }
 }
+
+/// Feeds `lines` (a newline is added to each) to a server over duplex
+/// streams, then end of input; returns every output line and how serving
+/// ended. Panics if `serve` panicked or failed.
+pub async fn serve_lines<H: Handler>(
+    config: ServerConfig,
+    handler: H,
+    lines: Vec<Vec<u8>>,
+) -> (Vec<String>, ServeEnd) {
+    let (mut client_tx, server_rx) = tokio::io::duplex(1 << 16);
+    let (server_tx, client_rx) = tokio::io::duplex(1 << 16);
+    let serve = tokio::spawn(StdioServer::over(server_rx, server_tx, config).serve(handler));
+    let reader = tokio::spawn(async move {
+        let mut out = Vec::new();
+        let mut lines = BufReader::new(client_rx).lines();
+        while let Some(l) = lines.next_line().await.expect("read output") {
+            out.push(l);
+        }
+        out
+    });
+    for mut l in lines {
+        l.push(b'\n');
+        client_tx.write_all(&l).await.expect("write input");
+    }
+    drop(client_tx);
+    let end = serve.await.expect("serve panicked").expect("serve failed");
+    (reader.await.expect("reader"), end)
+}
