@@ -354,10 +354,12 @@ impl Client {
     ) -> Result<Box<RawValue>, Error> {
         let timeout = opts.timeout.unwrap_or(self.shared.config.request_timeout);
         let hard_deadline = opts.max_total.map(|m| start.after(m));
-        let mut deadline = start.after(timeout);
-        if let Some(h) = hard_deadline {
-            deadline = deadline.min(h);
-        }
+        // The timeout runs from `from`, never past the hard deadline.
+        let deadline_from = |from: Instant| {
+            let d = from.after(timeout);
+            hard_deadline.map_or(d, |h| d.min(h))
+        };
+        let mut deadline = deadline_from(start);
         if self.shared.is_final() {
             return Err(self.down_error());
         }
@@ -407,8 +409,7 @@ impl Client {
                 p = async { match prx.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
                     let Some(p) = p else { continue };
                     if opts.reset_timeout_on_progress {
-                        deadline = Instant::now().after(timeout);
-                        if let Some(h) = hard_deadline { deadline = deadline.min(h); }
+                        deadline = deadline_from(Instant::now());
                     }
                     if let Some(tx) = &opts.progress {
                         let _ = tx.send(Progress::from_params(p));
@@ -431,14 +432,6 @@ impl Client {
         self.shared
             .final_error()
             .unwrap_or_else(|| Error::ConnectionDown("the connection actor is not running".into()))
-    }
-
-    fn shared_down(&self) -> String {
-        match &*self.shared.status().borrow() {
-            Status::GaveUp(why) => why.clone(),
-            Status::Stopped => "the client was stopped".into(),
-            _ => "the connection actor is not running".into(),
-        }
     }
 
     /// The current Connection, waiting (until `deadline`) while the
@@ -475,12 +468,12 @@ impl Client {
             .connection
             .borrow()
             .clone()
-            .ok_or_else(|| Error::ConnectionDown(self.shared_down()))?;
+            .ok_or_else(|| Error::ConnectionDown(self.down_error().to_string()))?;
         conn.cast(ConnectionMsg::Notify {
             method: method.to_owned(),
             params,
         })
-        .map_err(|_| Error::ConnectionDown(self.shared_down()))
+        .map_err(|_| Error::ConnectionDown(self.down_error().to_string()))
     }
 
     /// Stops the client and returns at once. The server's shutdown (stdin

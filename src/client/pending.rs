@@ -16,6 +16,15 @@ use crate::error::Error;
 /// What a call resolves to: the unparsed result, or an error.
 pub(crate) type CallResult = Result<Box<RawValue>, Error>;
 
+/// A response's outcome as the caller sees it: only a peer's error object
+/// becomes [`Error::Server`].
+pub(crate) fn call_result(outcome: crate::jsonrpc::Outcome) -> CallResult {
+    match outcome {
+        crate::jsonrpc::Outcome::Result(raw) => Ok(raw),
+        crate::jsonrpc::Outcome::Error(e) => Err(Error::Server(e)),
+    }
+}
+
 /// Why the Connection went down, shared with every slot so `Drop` can say.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DownReason(Arc<Mutex<Option<String>>>);

@@ -8,8 +8,8 @@ use tracing::debug;
 
 use super::{ConnectionMsg, ConnectionState, Phase, Waiter};
 use crate::client::handler::InboundRequest;
-use crate::error::Error;
-use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Outcome, RequestId};
+use crate::client::pending::call_result;
+use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, RequestId};
 use crate::protocol::{methods, Era};
 
 impl ConnectionState {
@@ -22,10 +22,7 @@ impl ConnectionState {
                 };
                 match self.pending.remove(&id) {
                     // Normally answered by the sink already; kept for safety.
-                    Some(Waiter::Caller { reply, .. }) => reply.answer(match r.outcome {
-                        Outcome::Result(raw) => Ok(raw),
-                        Outcome::Error(e) => Err(Error::Server(e)),
-                    }),
+                    Some(Waiter::Caller { reply, .. }) => reply.answer(call_result(r.outcome)),
                     Some(Waiter::Probe) => self.probe_answered(myself, r.outcome),
                     Some(Waiter::LateProbe) => self.late_probe_answered(r.outcome),
                     Some(Waiter::Initialize) => self.initialize_answered(myself, r.outcome),

@@ -15,14 +15,12 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use super::events::LifecycleEvent;
-use super::pending::ReplySlot;
+use super::pending::{call_result, ReplySlot};
 use super::session::{ServerSession, Status};
 use super::shared::Shared;
 use crate::client::config::EraPreference;
 use crate::error::{CloseReason, Error};
-use crate::jsonrpc::{
-    codes, encode, ErrorObject, Message, Notification, Outcome, RequestId, Response,
-};
+use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, RequestId, Response};
 use crate::protocol::methods;
 use crate::protocol::MODERN_VERSION;
 use crate::transport::{EventSink, Link, Transport, TransportEvent};
@@ -138,10 +136,7 @@ impl Pending {
                 _ => return Some(r),
             }
         };
-        reply.answer(match r.outcome {
-            Outcome::Result(raw) => Ok(raw),
-            Outcome::Error(e) => Err(Error::Server(e)),
-        });
+        reply.answer(call_result(r.outcome));
         None
     }
 
