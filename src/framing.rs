@@ -10,6 +10,8 @@
 //! The same framer serves the client's reader (child stdout) and the server's
 //! reader (process stdin).
 
+use std::borrow::Cow;
+
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Default largest line, in bytes, excluding the newline: 8 MiB.
@@ -29,6 +31,32 @@ pub enum Frame<'a> {
         /// Bytes of the oversize line seen when it was detected.
         at_least: usize,
     },
+}
+
+/// What [`LineFramer::next_frame_owned`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FrameBuf<'a> {
+    /// One complete line, without its `\n` (a trailing `\r` is removed too):
+    /// borrowed from the framer when short, owned when long.
+    Line(Cow<'a, [u8]>),
+    /// As [`Frame::TooLarge`].
+    TooLarge {
+        /// Bytes of the oversize line seen when it was detected.
+        at_least: usize,
+    },
+}
+
+/// A located frame, as positions in the buffer.
+enum Found {
+    Line { start: usize, len: usize },
+    TooLarge(usize),
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    match line {
+        [rest @ .., b'\r'] => rest,
+        _ => line,
+    }
 }
 
 /// Splits a byte stream into lines of at most `max` bytes.
@@ -110,6 +138,47 @@ impl LineFramer {
     /// Returns the next complete line or oversize report, or `None` when more
     /// input is needed.
     pub fn next_frame(&mut self) -> Option<Frame<'_>> {
+        Some(match self.locate()? {
+            Found::Line { start, len } => Frame::Line(trim_cr(&self.buf[start..start + len])),
+            Found::TooLarge(at_least) => Frame::TooLarge { at_least },
+        })
+    }
+
+    /// Like [`next_frame`](Self::next_frame), but a line of at least
+    /// `own_from` bytes is handed over owned. When it starts the buffer (as
+    /// a line that took several reads always does) the buffer itself is
+    /// handed over and the few bytes after the line move to a new one, so
+    /// a large message is never copied.
+    pub fn next_frame_owned(&mut self, own_from: usize) -> Option<FrameBuf<'_>> {
+        Some(match self.locate()? {
+            Found::Line { start, len } if len >= own_from => {
+                let line = if start == 0 {
+                    let tail = &self.buf[len + 1..];
+                    let mut rest = Vec::with_capacity(READ_CHUNK.max(tail.len()));
+                    rest.extend_from_slice(tail);
+                    self.start = 0;
+                    let mut line = std::mem::replace(&mut self.buf, rest);
+                    line.truncate(len);
+                    line
+                } else {
+                    self.buf[start..start + len].to_vec()
+                };
+                let mut line = line;
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                FrameBuf::Line(Cow::Owned(line))
+            }
+            Found::Line { start, len } => {
+                FrameBuf::Line(Cow::Borrowed(trim_cr(&self.buf[start..start + len])))
+            }
+            Found::TooLarge(at_least) => FrameBuf::TooLarge { at_least },
+        })
+    }
+
+    /// Finds the next line (as `buf[start..start + len]`, before its `\n`)
+    /// or oversize report and consumes it.
+    fn locate(&mut self) -> Option<Found> {
         loop {
             let pending = &self.buf[self.start..];
             if pending.is_empty() {
@@ -139,13 +208,12 @@ impl LineFramer {
                     self.scanned = 0;
                     if nl > self.max {
                         // Complete but too long: the whole line was in one read.
-                        return Some(Frame::TooLarge { at_least: nl });
+                        return Some(Found::TooLarge(nl));
                     }
-                    let mut line = &self.buf[line_start..line_start + nl];
-                    if let [rest @ .., b'\r'] = line {
-                        line = rest;
-                    }
-                    return Some(Frame::Line(line));
+                    return Some(Found::Line {
+                        start: line_start,
+                        len: nl,
+                    });
                 }
                 None => {
                     let len = pending.len();
@@ -153,7 +221,7 @@ impl LineFramer {
                         self.discarding = true;
                         self.start = self.buf.len();
                         self.scanned = 0;
-                        return Some(Frame::TooLarge { at_least: len });
+                        return Some(Found::TooLarge(len));
                     }
                     self.scanned = len;
                     return None;
@@ -185,6 +253,51 @@ mod tests {
             });
         }
         out
+    }
+
+    /// As [`lines`], through `next_frame_owned(own_from)`.
+    fn lines_owned(framer: &mut LineFramer, own_from: usize) -> Vec<Result<Vec<u8>, usize>> {
+        let mut out = Vec::new();
+        while let Some(f) = framer.next_frame_owned(own_from) {
+            out.push(match f {
+                FrameBuf::Line(l) => {
+                    assert_eq!(matches!(l, Cow::Owned(_)), l.len() >= own_from);
+                    Ok(l.into_owned())
+                }
+                FrameBuf::TooLarge { at_least } => Err(at_least),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn long_lines_are_handed_over_with_the_buffer() {
+        let mut f = LineFramer::new(1 << 20);
+        let long = vec![b'x'; 200_000];
+        f.push(&long[..100_000]);
+        assert!(lines_owned(&mut f, 1000).is_empty());
+        f.push(&long[100_000..]);
+        f.push(b"\r\nshort\npartial");
+        let ptr_before = f.buf.as_ptr();
+        let got = f.next_frame_owned(1000);
+        match got {
+            Some(FrameBuf::Line(Cow::Owned(v))) => {
+                assert_eq!(v, long);
+                // The very buffer the bytes were read into: no copy.
+                assert_eq!(v.as_ptr(), ptr_before);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(lines_owned(&mut f, 1000), vec![Ok(b"short".to_vec())]);
+        assert_eq!(f.remainder(), b"partial");
+        // A long line after a short one in the same read is copied out.
+        f.push(b"\nab\n");
+        f.push(&long);
+        f.push(b"\n");
+        assert_eq!(
+            lines_owned(&mut f, 1000),
+            vec![Ok(b"partial".to_vec()), Ok(b"ab".to_vec()), Ok(long.clone())]
+        );
     }
 
     #[test]
@@ -226,13 +339,18 @@ mod tests {
             cuts.push(stream.len());
             cuts.sort_unstable();
             let mut f = LineFramer::new(64);
+            let mut owned = LineFramer::new(64);
             let mut got = Vec::new();
+            let mut got_owned = Vec::new();
             let mut at = 0;
             for c in cuts {
                 f.push(&stream[at..c]);
+                owned.push(&stream[at..c]);
                 at = c;
                 got.extend(super::tests::lines(&mut f));
+                got_owned.extend(lines_owned(&mut owned, 5));
             }
+            proptest::prop_assert_eq!(&got, &got_owned);
             let want: Vec<Result<Vec<u8>, usize>> = lines
                 .iter()
                 .map(|l| Ok(l.trim_end_matches('\r').as_bytes().to_vec()))

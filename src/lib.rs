@@ -121,7 +121,7 @@ pub use client::{
     CancelToken, Client, ClientShutdown, Progress, RequestOptions, StartError, StartOptions,
 };
 pub use error::{CloseReason, ConfigError, Error, ExitStatus, SpawnError};
-pub use jsonrpc::{ErrorObject, Notification, RequestId};
+pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};
 pub use protocol::{Era, Implementation};
 pub use secret::{EnvValue, Secret};
 pub use transport::{ShutdownHandle, ShutdownReport};

@@ -33,7 +33,7 @@ pub(crate) enum DiscoverVerdict {
 pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
     match outcome {
         Outcome::Result(raw) => {
-            let Ok(v) = serde_json::from_str::<Value>(raw.get()) else {
+            let Ok(v) = raw.parse::<Value>() else {
                 return DiscoverVerdict::Legacy("discover result is not JSON".into());
             };
             let supported = strings(v.get("supportedVersions"));
@@ -90,7 +90,8 @@ pub(crate) fn judge_initialize(outcome: &Outcome) -> Result<ServerSession, Strin
     match outcome {
         Outcome::Error(e) => Err(format!("initialize refused: {e}")),
         Outcome::Result(raw) => {
-            let v: Value = serde_json::from_str(raw.get())
+            let v: Value = raw
+                .parse()
                 .map_err(|e| format!("initialize result is not JSON: {e}"))?;
             let version = v
                 .get("protocolVersion")
@@ -148,7 +149,7 @@ mod tests {
     use serde_json::json;
 
     fn ok(v: Value) -> Outcome {
-        Outcome::Result(serde_json::value::to_raw_value(&v).unwrap())
+        Outcome::Result(crate::jsonrpc::RawJson::from_value(&v).unwrap())
     }
 
     #[test]

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorRef};
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
@@ -45,7 +44,7 @@ use self::session::{ServerSession, Status};
 use self::shared::Shared;
 use self::supervisor::{ClientSupervisor, SupervisorArgs};
 use crate::error::{ConfigError, Error, SpawnError};
-use crate::jsonrpc::{Notification, RequestId};
+use crate::jsonrpc::{Notification, RawJson, RequestId};
 use crate::transport::{ShutdownReport, StdioTransport, Transport};
 
 /// Why [`Client::start`] failed.
@@ -250,7 +249,7 @@ impl Client {
         opts: RequestOptions,
     ) -> Result<T, Error> {
         let raw = self.request_raw(method, params, opts).await?;
-        serde_json::from_str(raw.get()).map_err(|e| Error::Codec {
+        raw.parse().map_err(|e| Error::Codec {
             method: method.to_owned(),
             problem: format!("could not decode the result: {e}"),
         })
@@ -266,15 +265,17 @@ impl Client {
         self.request_as(method, params, opts).await
     }
 
-    /// Sends a request and returns its result unparsed. In the modern era an
-    /// `input_required` result is fulfilled by the handler and the request
-    /// retried (new id, `inputResponses`, `requestState` echoed).
+    /// Sends a request and returns its result as the bytes the server sent,
+    /// not yet decoded (see [`RawJson`]: [`RawJson::parse`] decodes and
+    /// validates them). In the modern era an `input_required` result is
+    /// fulfilled by the handler and the request retried (new id,
+    /// `inputResponses`, `requestState` echoed).
     pub async fn request_raw(
         &self,
         method: &str,
         params: Option<Value>,
         opts: RequestOptions,
-    ) -> Result<Box<RawValue>, Error> {
+    ) -> Result<RawJson, Error> {
         let start = Instant::now();
         let mut params = params;
         for _ in 0..MAX_INPUT_ROUNDS {
@@ -283,11 +284,11 @@ impl Client {
             // (possibly large) legacy results.
             if !MULTI_ROUND_METHODS.contains(&method)
                 || self.shared.era() != Some(crate::protocol::Era::Modern)
-                || !raw.get().contains("input_required")
+                || memchr::memmem::find(raw.as_bytes(), b"input_required").is_none()
             {
                 return Ok(raw);
             }
-            let v: Value = serde_json::from_str(raw.get()).map_err(|e| Error::Codec {
+            let v: Value = raw.parse().map_err(|e| Error::Codec {
                 method: method.into(),
                 problem: e.to_string(),
             })?;
@@ -351,7 +352,7 @@ impl Client {
         params: Option<Value>,
         opts: &RequestOptions,
         start: Instant,
-    ) -> Result<Box<RawValue>, Error> {
+    ) -> Result<RawJson, Error> {
         let timeout = opts.timeout.unwrap_or(self.shared.config.request_timeout);
         let hard_deadline = opts.max_total.map(|m| start.after(m));
         // The timeout runs from `from`, never past the hard deadline.

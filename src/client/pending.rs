@@ -8,13 +8,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use crate::error::Error;
 
 /// What a call resolves to: the unparsed result, or an error.
-pub(crate) type CallResult = Result<Box<RawValue>, Error>;
+pub(crate) type CallResult = Result<crate::jsonrpc::RawJson, Error>;
 
 /// A response's outcome as the caller sees it: only a peer's error object
 /// becomes [`Error::Server`].

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
 
@@ -45,7 +44,7 @@ pub(crate) enum Phase {
     Ended,
 }
 
-type Reply = Result<Box<RawValue>, ErrorObject>;
+type Reply = Result<crate::jsonrpc::RawJson, ErrorObject>;
 
 /// State shared between the session and every handle and context.
 pub(crate) struct Shared {
@@ -373,9 +372,7 @@ impl ServerHandle {
             // The Arc is dropped here: awaiting must not extend the lifetime.
         };
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(Ok(raw))) => {
-                serde_json::from_str(raw.get()).map_err(|e| SendError::BadResult(e.to_string()))
-            }
+            Ok(Ok(Ok(raw))) => raw.parse().map_err(|e| SendError::BadResult(e.to_string())),
             Ok(Ok(Err(e))) => Err(SendError::Client(e)),
             Ok(Err(_)) => Err(SendError::TransportGone),
             Err(_) => {

@@ -22,6 +22,7 @@ use crate::error::{CloseReason, SpawnError};
 use crate::transport::shutdown::{Graces, Reaper, ShutdownGuard, ShutdownHandle};
 use crate::transport::{EventSink, Link, OpenFuture, Transport, TransportKind};
 
+mod pipe;
 mod port_owner;
 mod reader;
 mod spawn;
@@ -132,12 +133,14 @@ impl Transport for StdioTransport {
                 max_message_bytes: cfg.max_message_bytes,
                 max_junk_lines: cfg.max_junk_lines,
             };
+            let grow_pipe = pipe::grower(&stdout, name.clone(), pid);
             tokio::spawn(reader::run(
                 stdout,
                 limits,
                 sink,
                 shutdown_rx,
                 name,
+                grow_pipe,
                 move |end| {
                     let _ = o.cast(match end {
                         ReaderEnd::Eof => PortOwnerMsg::Eof,

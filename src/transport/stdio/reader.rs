@@ -10,7 +10,9 @@ use tokio::sync::watch;
 use tracing::debug;
 
 use crate::error::CloseReason;
-use crate::framing::{Frame, LineFramer};
+use std::borrow::Cow;
+
+use crate::framing::{Frame, FrameBuf, LineFramer};
 use crate::jsonrpc::Message;
 use crate::transport::shutdown::closed;
 use crate::transport::{EventSink, TransportEvent};
@@ -31,16 +33,31 @@ pub(crate) struct ReaderLimits {
     pub(crate) max_junk_lines: usize,
 }
 
-/// Reads until end of stream, a fatal condition, or `shutdown`.
+/// Lines at least this long are handed to the parser owned, so a large
+/// result reaches its caller without being copied.
+const OWN_FROM: usize = 64 * 1024;
+
+fn parse(line: Cow<'_, [u8]>) -> Result<Message, crate::jsonrpc::ParseError> {
+    match line {
+        Cow::Borrowed(l) => Message::parse(l),
+        Cow::Owned(l) => Message::parse_owned(l),
+    }
+}
+
+/// Reads until end of stream, a fatal condition, or `shutdown`. The first
+/// time a partial line reaches [`GROW_AT`](super::pipe::GROW_AT) bytes,
+/// `on_long_line` runs (it grows the pipe).
 pub(crate) async fn run<R: AsyncRead + Unpin>(
     mut input: R,
     limits: ReaderLimits,
     sink: EventSink,
     mut shutdown: watch::Receiver<()>,
     server: String,
+    on_long_line: impl FnOnce(),
     on_end: impl FnOnce(ReaderEnd),
 ) {
     let mut framer = LineFramer::new(limits.max_message_bytes);
+    let mut on_long_line = Some(on_long_line);
     let mut junk = 0usize;
     let end = loop {
         let n = tokio::select! {
@@ -53,28 +70,36 @@ pub(crate) async fn run<R: AsyncRead + Unpin>(
             Ok(_) => {}
             Err(e) => break ReaderEnd::Fatal(CloseReason::ReadFailed(e.to_string())),
         }
+        if framer.buffered() >= super::pipe::GROW_AT {
+            if let Some(f) = on_long_line.take() {
+                f();
+            }
+        }
         let mut fatal = None;
-        while let Some(frame) = framer.next_frame() {
+        while let Some(frame) = framer.next_frame_owned(OWN_FROM) {
             match frame {
-                Frame::Line(line) if line.iter().all(u8::is_ascii_whitespace) => {}
-                Frame::Line(line) => match Message::parse(line) {
-                    Ok(msg) => {
-                        junk = 0;
-                        sink(TransportEvent::Message(msg));
-                    }
-                    Err(e) => {
-                        junk += 1;
-                        debug!(server = %server, error = %e, bytes = line.len(), consecutive = junk, "dropped a line that is not JSON-RPC");
-                        if junk > limits.max_junk_lines {
-                            fatal = Some(CloseReason::JunkOutput {
-                                lines: junk,
-                                limit: limits.max_junk_lines,
-                            });
-                            break;
+                FrameBuf::Line(line) if line.iter().all(u8::is_ascii_whitespace) => {}
+                FrameBuf::Line(line) => {
+                    let bytes = line.len();
+                    match parse(line) {
+                        Ok(msg) => {
+                            junk = 0;
+                            sink(TransportEvent::Message(msg));
+                        }
+                        Err(e) => {
+                            junk += 1;
+                            debug!(server = %server, error = %e, bytes, consecutive = junk, "dropped a line that is not JSON-RPC");
+                            if junk > limits.max_junk_lines {
+                                fatal = Some(CloseReason::JunkOutput {
+                                    lines: junk,
+                                    limit: limits.max_junk_lines,
+                                });
+                                break;
+                            }
                         }
                     }
-                },
-                Frame::TooLarge { at_least } => {
+                }
+                FrameBuf::TooLarge { at_least } => {
                     fatal = Some(CloseReason::MessageTooLarge {
                         limit: limits.max_message_bytes,
                         at_least,

@@ -6,15 +6,20 @@
 //! answer (the server answers -32700/-32600) or drop and count (the client
 //! never answers junk).
 //!
-//! A response's `result` is kept as unparsed JSON text ([`RawValue`]) so the
-//! actor that routes it does not pay for parsing a large result: the caller's
-//! task parses it.
+//! A response's `result` is kept as the bytes the peer sent ([`RawJson`]),
+//! delimited by a structural scan but not parsed, so routing it costs a
+//! fraction of a parse and the caller's task decodes it once, into its type.
 
 use std::fmt;
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
+
+mod raw;
+mod scan;
+
+pub use raw::RawJson;
 
 /// JSON-RPC error codes used by MCP.
 pub mod codes {
@@ -125,8 +130,8 @@ pub struct Notification {
 /// A response's outcome.
 #[derive(Debug)]
 pub enum Outcome {
-    /// `result`, unparsed.
-    Result(Box<RawValue>),
+    /// `result`, not yet decoded.
+    Result(RawJson),
     /// `error`.
     Error(ErrorObject),
 }
@@ -172,21 +177,19 @@ pub enum ParseError {
     },
 }
 
-/// The wire shape of any message, all fields optional, for classification.
-#[derive(Deserialize)]
+/// The envelope of any message, all members optional, for classification.
+/// `result` stays a byte range: see [`scan`].
 struct Envelope {
     jsonrpc: Option<Version2>,
-    #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     method: Option<String>,
     params: Option<Value>,
-    result: Option<Box<RawValue>>,
+    result: Option<Range<usize>>,
     error: Option<Value>,
 }
 
-/// Whether `jsonrpc` was the string "2.0", read without allocating (a
-/// `String` here cost one allocation per message). Anything but a string is
-/// a type error, as it was for `Option<String>`.
+/// Whether `jsonrpc` was the string "2.0", read without allocating. Anything
+/// but a string is a type error.
 struct Version2(bool);
 
 impl<'de> Deserialize<'de> for Version2 {
@@ -205,11 +208,6 @@ impl<'de> Deserialize<'de> for Version2 {
     }
 }
 
-/// Distinguishes `"id": null` (Some(Null)) from a missing id (None).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
-
 fn id_of(v: &Value) -> Option<RequestId> {
     match v {
         Value::Number(n) => n.as_i64().map(RequestId::Number),
@@ -220,36 +218,71 @@ fn id_of(v: &Value) -> Option<RequestId> {
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// A classified line whose response result is still a range of the line.
+enum Parsed {
+    Done(Message),
+    Result {
+        id: Option<RequestId>,
+        range: Range<usize>,
+    },
+}
+
 impl Message {
-    /// Classifies one line. A leading UTF-8 byte-order mark is ignored.
+    /// Classifies one line (without its newline). Never panics.
+    ///
+    /// A response's `result` is not validated here, only delimited: decoding
+    /// it ([`RawJson::parse`]) reports malformed JSON inside it. Everything
+    /// else in the line is fully checked.
     pub fn parse(line: &[u8]) -> Result<Message, ParseError> {
-        let line = line.strip_prefix(BOM).unwrap_or(line);
-        let first = line.iter().find(|b| !b.is_ascii_whitespace());
-        if first == Some(&b'[') {
-            // Still check it is JSON so "[" junk is reported as junk.
-            return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-                Ok(_) => Err(ParseError::Batch),
-                Err(e) => Err(ParseError::NotJson(e.to_string())),
-            };
-        }
-        let env: Envelope = match serde_json::from_slice(line) {
-            Ok(env) => env,
-            Err(e) if e.is_data() => {
-                // Valid JSON of the wrong shape (a number, a string, wrong field types).
-                let id = serde_json::from_slice::<Value>(line)
-                    .ok()
-                    .and_then(|v| v.get("id").and_then(id_of));
+        Ok(match Self::parse_in(line)? {
+            Parsed::Done(m) => m,
+            Parsed::Result { id, range } => Message::Response(Response {
+                id,
+                outcome: Outcome::Result(RawJson::from_vec(
+                    line.get(range).unwrap_or_default().to_vec(),
+                )),
+            }),
+        })
+    }
+
+    /// Like [`parse`](Self::parse), but a response's result keeps `line`
+    /// itself instead of copying its bytes out: for large lines.
+    pub fn parse_owned(line: Vec<u8>) -> Result<Message, ParseError> {
+        Ok(match Self::parse_in(&line)? {
+            Parsed::Done(m) => m,
+            Parsed::Result { id, range } => Message::Response(Response {
+                id,
+                outcome: Outcome::Result(RawJson::in_line(line, range)),
+            }),
+        })
+    }
+
+    fn parse_in(line: &[u8]) -> Result<Parsed, ParseError> {
+        let bom = if line.starts_with(BOM) { BOM.len() } else { 0 };
+        let body = line.get(bom..).unwrap_or_default();
+        let members = match scan::scan_object(body) {
+            Ok(m) => m,
+            Err(scan::ScanError::NotObject) => return Err(not_an_object(body)),
+            Err(scan::ScanError::Duplicate(_)) => {
                 return Err(ParseError::Invalid {
-                    reason: "not an object of the JSON-RPC shape",
-                    id,
-                });
+                    reason: "a member appears twice",
+                    id: None,
+                })
             }
             Err(e) => return Err(ParseError::NotJson(e.to_string())),
         };
-        Self::classify(env)
+        let env = Envelope::decode(body, members)?;
+        let parsed = Self::classify(body, env)?;
+        Ok(match parsed {
+            Parsed::Result { id, range } => Parsed::Result {
+                id,
+                range: range.start + bom..range.end + bom,
+            },
+            done => done,
+        })
     }
 
-    fn classify(env: Envelope) -> Result<Message, ParseError> {
+    fn classify(body: &[u8], env: Envelope) -> Result<Parsed, ParseError> {
         let id = match &env.id {
             None => None,
             Some(Value::Null) => Some(None),
@@ -278,6 +311,13 @@ impl Message {
                 });
             }
         }
+        if env.method.is_some() {
+            // Not a response, so its result was never going to be decoded:
+            // check it here so malformed JSON is still reported as such.
+            if let Some(r) = &env.result {
+                check_json(body.get(r.clone()).unwrap_or_default())?;
+            }
+        }
         match (env.method, id) {
             (Some(method), None) => {
                 if env.result.is_some() || env.error.is_some() {
@@ -286,10 +326,10 @@ impl Message {
                         id: None,
                     });
                 }
-                Ok(Message::Notification(Notification {
+                Ok(Parsed::Done(Message::Notification(Notification {
                     method,
                     params: env.params,
-                }))
+                })))
             }
             (Some(method), Some(Some(id))) => {
                 if env.result.is_some() || env.error.is_some() {
@@ -298,37 +338,33 @@ impl Message {
                         id: Some(id),
                     });
                 }
-                Ok(Message::Request(Request {
+                Ok(Parsed::Done(Message::Request(Request {
                     id,
                     method,
                     params: env.params,
-                }))
+                })))
             }
             (Some(_), Some(None)) => Err(ParseError::Invalid {
                 reason: "a request id cannot be null",
                 id: None,
             }),
-            (None, Some(id)) => {
-                let outcome = match (env.result, env.error) {
-                    (Some(r), None) => Outcome::Result(r),
-                    (None, Some(e)) => match serde_json::from_value::<ErrorObject>(e) {
-                        Ok(e) => Outcome::Error(e),
-                        Err(_) => {
-                            return Err(ParseError::Invalid {
-                                reason: "error must have an integer code and a message",
-                                id,
-                            })
-                        }
-                    },
-                    _ => {
-                        return Err(ParseError::Invalid {
-                            reason: "a response needs exactly one of result and error",
-                            id,
-                        })
-                    }
-                };
-                Ok(Message::Response(Response { id, outcome }))
-            }
+            (None, Some(id)) => match (env.result, env.error) {
+                (Some(range), None) => Ok(Parsed::Result { id, range }),
+                (None, Some(e)) => match serde_json::from_value::<ErrorObject>(e) {
+                    Ok(e) => Ok(Parsed::Done(Message::Response(Response {
+                        id,
+                        outcome: Outcome::Error(e),
+                    }))),
+                    Err(_) => Err(ParseError::Invalid {
+                        reason: "error must have an integer code and a message",
+                        id,
+                    }),
+                },
+                _ => Err(ParseError::Invalid {
+                    reason: "a response needs exactly one of result and error",
+                    id,
+                }),
+            },
             (None, None) => Err(ParseError::Invalid {
                 reason: "neither a request, a notification nor a response",
                 id: None,
@@ -337,103 +373,68 @@ impl Message {
     }
 }
 
-/// Serialisation of outbound messages straight into a line buffer.
-///
-/// Every function appends exactly one line (JSON followed by `\n`). serde_json
-/// escapes control characters, so the JSON never contains a raw newline.
-pub mod encode {
-    use super::*;
-
-    #[derive(Serialize)]
-    struct Req<'a, P: Serialize + ?Sized> {
-        jsonrpc: &'static str,
-        id: &'a RequestId,
-        method: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        params: Option<&'a P>,
-    }
-
-    #[derive(Serialize)]
-    struct Notif<'a, P: Serialize + ?Sized> {
-        jsonrpc: &'static str,
-        method: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        params: Option<&'a P>,
-    }
-
-    #[derive(Serialize)]
-    struct Res<'a, R: Serialize + ?Sized> {
-        jsonrpc: &'static str,
-        id: &'a Option<RequestId>,
-        result: &'a R,
-    }
-
-    #[derive(Serialize)]
-    struct Err<'a> {
-        jsonrpc: &'static str,
-        id: &'a Option<RequestId>,
-        error: &'a ErrorObject,
-    }
-
-    fn line<T: Serialize>(msg: &T) -> Result<Vec<u8>, serde_json::Error> {
-        let mut out = Vec::with_capacity(128);
-        serde_json::to_writer(&mut out, msg)?;
-        out.push(b'\n');
-        Ok(out)
-    }
-
-    /// A request line.
-    pub fn request<P: Serialize + ?Sized>(
-        id: &RequestId,
-        method: &str,
-        params: Option<&P>,
-    ) -> Result<Vec<u8>, serde_json::Error> {
-        line(&Req {
-            jsonrpc: "2.0",
-            id,
-            method,
-            params,
-        })
-    }
-
-    /// A notification line.
-    pub fn notification<P: Serialize + ?Sized>(
-        method: &str,
-        params: Option<&P>,
-    ) -> Result<Vec<u8>, serde_json::Error> {
-        line(&Notif {
-            jsonrpc: "2.0",
-            method,
-            params,
-        })
-    }
-
-    /// A success response line.
-    pub fn result<R: Serialize + ?Sized>(
-        id: &Option<RequestId>,
-        result: &R,
-    ) -> Result<Vec<u8>, serde_json::Error> {
-        line(&Res {
-            jsonrpc: "2.0",
-            id,
-            result,
-        })
-    }
-
-    /// An error response line. Cannot fail: an [`ErrorObject`] always
-    /// serialises (its `data` is already a `Value`).
-    pub fn error(id: &Option<RequestId>, error: &ErrorObject) -> Vec<u8> {
-        line(&Err {
-            jsonrpc: "2.0",
-            id,
-            error,
-        })
-        .unwrap_or_else(|_| {
-            // Unreachable in practice; keep the stream valid regardless.
-            b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"internal error\"}}\n".to_vec()
+impl Envelope {
+    /// Parses every member but `result` from its range. A syntax error is
+    /// [`ParseError::NotJson`]; a value of the wrong type is
+    /// [`ParseError::Invalid`] (with the id, when it could be read).
+    fn decode(body: &[u8], m: scan::Members) -> Result<Self, ParseError> {
+        let id_value = match &m.id {
+            Some(r) => Some(member::<Value>(body, r, None)?),
+            None => None,
+        };
+        let id = id_value.as_ref().and_then(id_of);
+        Ok(Envelope {
+            jsonrpc: m
+                .jsonrpc
+                .map(|r| member(body, &r, id.clone()))
+                .transpose()?,
+            method: m.method.map(|r| member(body, &r, id.clone())).transpose()?,
+            params: m.params.map(|r| member(body, &r, id.clone())).transpose()?,
+            error: m.error.map(|r| member(body, &r, id.clone())).transpose()?,
+            id: id_value,
+            result: m.result,
         })
     }
 }
+
+/// One member's value, decoded.
+fn member<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    range: &Range<usize>,
+    id: Option<RequestId>,
+) -> Result<T, ParseError> {
+    serde_json::from_slice(body.get(range.clone()).unwrap_or_default()).map_err(|e| {
+        if e.is_data() {
+            ParseError::Invalid {
+                reason: "not an object of the JSON-RPC shape",
+                id,
+            }
+        } else {
+            ParseError::NotJson(e.to_string())
+        }
+    })
+}
+
+fn check_json(bytes: &[u8]) -> Result<(), ParseError> {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+        .map(drop)
+        .map_err(|e| ParseError::NotJson(e.to_string()))
+}
+
+/// A line that is not an object: a batch, another JSON value, or junk.
+fn not_an_object(body: &[u8]) -> ParseError {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    match (first, check_json(body)) {
+        (_, Err(e)) => e,
+        (Some(b'['), Ok(())) => ParseError::Batch,
+        (_, Ok(())) => ParseError::Invalid {
+            reason: "not an object of the JSON-RPC shape",
+            id: None,
+        },
+    }
+}
+
+pub mod encode;
 
 #[cfg(test)]
 mod tests {
@@ -487,7 +488,7 @@ mod tests {
             Message::Response(Response {
                 id: Some(RequestId::Number(1)),
                 outcome: Outcome::Result(r),
-            }) => assert_eq!(r.get(), r#"{"a":1}"#),
+            }) => assert_eq!(r.as_bytes(), br#"{"a":1}"#),
             other => panic!("{other:?}"),
         }
         let m = Message::parse(

@@ -1,0 +1,98 @@
+//! Serialisation of outbound messages straight into a line buffer.
+//!
+//! Every function appends exactly one line (JSON followed by `\n`). serde_json
+//! escapes control characters, so the JSON never contains a raw newline.
+
+use serde::Serialize;
+
+use super::{ErrorObject, RequestId};
+
+#[derive(Serialize)]
+struct Req<'a, P: Serialize + ?Sized> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+}
+
+#[derive(Serialize)]
+struct Notif<'a, P: Serialize + ?Sized> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+}
+
+#[derive(Serialize)]
+struct Res<'a, R: Serialize + ?Sized> {
+    jsonrpc: &'static str,
+    id: &'a Option<RequestId>,
+    result: &'a R,
+}
+
+#[derive(Serialize)]
+struct Err<'a> {
+    jsonrpc: &'static str,
+    id: &'a Option<RequestId>,
+    error: &'a ErrorObject,
+}
+
+fn line<T: Serialize>(msg: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(128);
+    serde_json::to_writer(&mut out, msg)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// A request line.
+pub fn request<P: Serialize + ?Sized>(
+    id: &RequestId,
+    method: &str,
+    params: Option<&P>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    line(&Req {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
+/// A notification line.
+pub fn notification<P: Serialize + ?Sized>(
+    method: &str,
+    params: Option<&P>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    line(&Notif {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+}
+
+/// A success response line.
+pub fn result<R: Serialize + ?Sized>(
+    id: &Option<RequestId>,
+    result: &R,
+) -> Result<Vec<u8>, serde_json::Error> {
+    line(&Res {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+}
+
+/// An error response line. Cannot fail: an [`ErrorObject`] always
+/// serialises (its `data` is already a `Value`).
+pub fn error(id: &Option<RequestId>, error: &ErrorObject) -> Vec<u8> {
+    line(&Err {
+        jsonrpc: "2.0",
+        id,
+        error,
+    })
+    .unwrap_or_else(|_| {
+        // Unreachable in practice; keep the stream valid regardless.
+        b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"internal error\"}}\n".to_vec()
+    })
+}

@@ -1,0 +1,118 @@
+//! [`RawJson`]: a response's `result` as the peer sent it, not yet decoded.
+
+use std::fmt;
+use std::ops::Range;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+/// A JSON value kept as the bytes the peer sent, decoded only by the code
+/// that knows its type.
+///
+/// Routing a response never parses its result: only the shape of the
+/// envelope around it is checked (see [`Message::parse`](super::Message::parse)).
+/// So the bytes are *not validated* until you decode them:
+/// [`parse`](Self::parse) and [`to_raw_value`](Self::to_raw_value) report
+/// malformed JSON as an error. A large result is handed over without
+/// copying: it may keep the line it arrived in (a few bytes more than the
+/// value itself).
+#[derive(Clone, PartialEq, Eq)]
+pub struct RawJson {
+    buf: Vec<u8>,
+    range: Range<usize>,
+}
+
+impl RawJson {
+    /// Wraps bytes, unchecked.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        let range = 0..bytes.len();
+        Self { buf: bytes, range }
+    }
+
+    /// Serialises `value`.
+    pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::to_vec(value).map(Self::from_vec)
+    }
+
+    /// `line[range]`; the range must lie within the line (checked by the
+    /// caller, the envelope scan).
+    pub(super) fn in_line(line: Vec<u8>, range: Range<usize>) -> Self {
+        let range = if line.get(range.clone()).is_some() {
+            range
+        } else {
+            0..0
+        };
+        Self { buf: line, range }
+    }
+
+    /// The JSON text's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        // In bounds: every constructor checks the range.
+        self.buf.get(self.range.clone()).unwrap_or_default()
+    }
+
+    /// Length of the JSON text in bytes.
+    pub fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    /// Whether there are no bytes at all (never the case for a parsed
+    /// message: a member always has a value).
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
+    }
+
+    /// Decodes the value into `T`, validating it.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(self.as_bytes())
+    }
+
+    /// Validates the value and copies it into a serde_json [`RawValue`].
+    pub fn to_raw_value(&self) -> Result<Box<RawValue>, serde_json::Error> {
+        serde_json::from_slice(self.as_bytes())
+    }
+}
+
+impl fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Results can be megabytes: show the start and the size.
+        const SHOWN: usize = 256;
+        let b = self.as_bytes();
+        let head = String::from_utf8_lossy(b.get(..SHOWN).unwrap_or(b));
+        if b.len() > SHOWN {
+            write!(f, "RawJson({head}... {} bytes)", b.len())
+        } else {
+            write!(f, "RawJson({head})")
+        }
+    }
+}
+
+impl fmt::Display for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_and_reports_bad_json() {
+        let r = RawJson::from_vec(br#"{"a":[1,2]}"#.to_vec());
+        assert_eq!(r.parse::<serde_json::Value>().unwrap()["a"][1], 2);
+        assert_eq!(r.to_raw_value().unwrap().get(), r#"{"a":[1,2]}"#);
+        let bad = RawJson::in_line(b"xx{\"a\":]yy".to_vec(), 2..8);
+        assert_eq!(bad.as_bytes(), b"{\"a\":]");
+        assert!(bad.parse::<serde_json::Value>().is_err());
+        assert!(RawJson::in_line(b"ab".to_vec(), 1..9).is_empty());
+    }
+
+    #[test]
+    fn debug_of_a_large_value_is_short() {
+        let r = RawJson::from_vec(vec![b'1'; 100_000]);
+        let d = format!("{r:?}");
+        assert!(d.len() < 400 && d.ends_with("100000 bytes)"), "{d}");
+    }
+}
