@@ -296,7 +296,11 @@ mod tests {
         f.push(b"\n");
         assert_eq!(
             lines_owned(&mut f, 1000),
-            vec![Ok(b"partial".to_vec()), Ok(b"ab".to_vec()), Ok(long.clone())]
+            vec![
+                Ok(b"partial".to_vec()),
+                Ok(b"ab".to_vec()),
+                Ok(long.clone())
+            ]
         );
     }
 

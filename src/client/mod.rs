@@ -37,7 +37,7 @@ pub use requests::{CancelToken, Progress, RequestOptions};
 pub use supervisor::SupervisorMsg;
 
 use self::config::ClientConfig;
-use self::connection::{Call, ConnectionMsg};
+use self::connection::{Call, ConnectionMsg, Direct};
 use self::handler::{ClientHandler, InboundRequest};
 use self::pending::ReplySlot;
 use self::session::{ServerSession, Status};
@@ -380,16 +380,32 @@ impl Client {
         } else {
             (None, None)
         };
-        conn.cast(ConnectionMsg::Call(Call {
+        let call = Call {
             id: id.clone(),
             method: method.to_owned(),
             params,
             reply,
             progress: ptx,
-        }))
-        .map_err(|_| self.down_error())?;
+        };
+        // While a server is ready the call skips the Connection's mailbox.
+        let mut sent_direct = None;
+        let call = match self.shared.direct() {
+            Some(direct) => match direct.send(call) {
+                Ok(()) => {
+                    sent_direct = Some(direct);
+                    None
+                }
+                Err(call) => Some(call),
+            },
+            None => Some(call),
+        };
+        if let Some(call) = call {
+            conn.cast(ConnectionMsg::Call(call))
+                .map_err(|_| self.down_error())?;
+        }
         let mut guard = CancelOnDrop {
             conn: Some(conn),
+            direct: sent_direct,
             id,
             reason: "the caller dropped the request",
         };
@@ -494,8 +510,13 @@ impl Client {
 }
 
 /// Sends `notifications/cancelled` if a request is abandoned.
+///
+/// A request sent directly is cancelled directly too, so the cancellation
+/// is queued before any request the caller makes next (as when both went
+/// through the Connection).
 struct CancelOnDrop {
     conn: Option<ActorRef<ConnectionMsg>>,
+    direct: Option<Arc<Direct>>,
     id: RequestId,
     reason: &'static str,
 }
@@ -503,6 +524,11 @@ struct CancelOnDrop {
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
+            if let Some(direct) = self.direct.take() {
+                if direct.cancel(&self.id, self.reason) {
+                    return;
+                }
+            }
             let _ = conn.cast(ConnectionMsg::Cancel {
                 id: self.id.clone(),
                 reason: self.reason.to_owned(),

@@ -7,7 +7,7 @@ use ractor::ActorRef;
 use tokio::sync::{mpsc, watch};
 
 use super::config::ClientConfig;
-use super::connection::ConnectionMsg;
+use super::connection::{ConnectionMsg, Direct};
 use super::events::LifecycleEvent;
 use super::handler::ClientHandler;
 use super::pending::DownReason;
@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     /// The error calls get once the client gave up.
     gave_up: Mutex<Option<Error>>,
     pub(crate) connection: watch::Sender<Option<ActorRef<ConnectionMsg>>>,
+    /// The ready link's direct request path, if a server is ready.
+    direct: Mutex<Option<Arc<Direct>>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -53,6 +55,19 @@ impl Shared {
             shutdowns: Mutex::new(Vec::new()),
             gave_up: Mutex::new(None),
             connection: watch::channel(None).0,
+            direct: Mutex::new(None),
+        }
+    }
+
+    /// The direct request path, while a server is ready.
+    pub(crate) fn direct(&self) -> Option<Arc<Direct>> {
+        self.direct.lock().ok().and_then(|d| d.clone())
+    }
+
+    /// Publishes (or, with `None`, withdraws) the direct request path.
+    pub(crate) fn set_direct(&self, direct: Option<Arc<Direct>>) {
+        if let Ok(mut d) = self.direct.lock() {
+            *d = direct;
         }
     }
 

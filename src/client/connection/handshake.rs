@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
 use super::outbound::MetaCache;
-use super::{ConnectionMsg, ConnectionState, Phase, Waiter, MAX_REPROBES};
+use super::{ConnectionMsg, ConnectionState, Direct, Phase, Waiter, MAX_REPROBES};
 use crate::client::config::EraPreference;
 use crate::client::discovery::{self, DiscoverVerdict};
 use crate::client::events::LifecycleEvent;
@@ -82,7 +82,7 @@ impl ConnectionState {
             Era::Modern => match self.modern_meta(&session.protocol_version) {
                 Value::Object(map) => serde_json::value::to_raw_value(&map)
                     .ok()
-                    .map(|raw| MetaCache { map, raw }),
+                    .map(|raw| Arc::new(MetaCache { map, raw })),
                 _ => None,
             },
             Era::Legacy => None,
@@ -101,6 +101,17 @@ impl ConnectionState {
             session: session.clone(),
         });
         self.phase = Phase::Ready(session.clone());
+        if let Some(link) = &self.link {
+            self.pending.accept(self.gen);
+            self.shared.set_direct(Some(Arc::new(Direct {
+                server: self.shared.name.clone(),
+                gen: self.gen,
+                era: session.era,
+                meta: self.meta_cache.clone(),
+                link: link.clone(),
+                pending: self.pending.clone(),
+            })));
+        }
         self.shared.set_status(Status::Ready(session));
         while let Some(call) = self.queued.pop_front() {
             self.send_call(call);
@@ -148,9 +159,7 @@ impl ConnectionState {
         if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, MODERN_VERSION) {
             info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
             session.pid = self.link.as_ref().and_then(|l| l.pid());
-            self.pending
-                .lock()
-                .retain(|_, w| !matches!(w, Waiter::Initialize));
+            self.pending.forget_initialize();
             self.ready(session);
         }
     }

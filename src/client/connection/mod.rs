@@ -7,7 +7,7 @@
 //! the caller's side) and sent once discovery completes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::Value;
@@ -15,12 +15,12 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use super::events::LifecycleEvent;
-use super::pending::{call_result, ReplySlot};
+use super::pending::ReplySlot;
 use super::session::{ServerSession, Status};
 use super::shared::Shared;
 use crate::client::config::EraPreference;
 use crate::error::{CloseReason, Error};
-use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, RequestId, Response};
+use crate::jsonrpc::{codes, encode, ErrorObject, Message, RequestId};
 use crate::protocol::methods;
 use crate::protocol::MODERN_VERSION;
 use crate::transport::{EventSink, Link, Transport, TransportEvent};
@@ -96,73 +96,14 @@ enum Phase {
 /// modern server (bounds a loop with a server that keeps timing out).
 const MAX_REPROBES: u32 = 2;
 
-/// The pending-call table. The Connection owns it (inserts, cancels, fails
-/// everything on close); the link's sink, running in the reader task,
-/// answers callers from it directly so a response or a progress
-/// notification costs no hop through the Connection's mailbox. The lock is
-/// never held across an await or while answering.
-#[derive(Clone, Default)]
-pub(crate) struct Pending(Arc<Mutex<HashMap<RequestId, Waiter>>>);
-
-impl Pending {
-    fn lock(&self) -> MutexGuard<'_, HashMap<RequestId, Waiter>> {
-        // A panic while holding it cannot leave the map inconsistent.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn insert(&self, id: RequestId, w: Waiter) {
-        self.lock().insert(id, w);
-    }
-
-    fn remove(&self, id: &RequestId) -> Option<Waiter> {
-        self.lock().remove(id)
-    }
-
-    fn take_all(&self) -> Vec<Waiter> {
-        self.lock().drain().map(|(_, w)| w).collect()
-    }
-
-    /// Answers a caller's response here; returns the response back when
-    /// it is not a caller's (a probe, `initialize`, or an unknown id).
-    fn answer(&self, r: Response) -> Option<Response> {
-        let Some(id) = &r.id else { return Some(r) };
-        let reply = {
-            let mut g = self.lock();
-            if !matches!(g.get(id), Some(Waiter::Caller { .. })) {
-                return Some(r);
-            }
-            match g.remove(id) {
-                Some(Waiter::Caller { reply, .. }) => reply,
-                _ => return Some(r),
-            }
-        };
-        reply.answer(call_result(r.outcome));
-        None
-    }
-
-    /// Delivers a progress notification to its caller; returns it back when
-    /// no caller asked for that token.
-    fn progress(&self, n: Notification) -> Option<Notification> {
-        let token = n
-            .params
-            .as_ref()
-            .and_then(|p| p.get("progressToken"))
-            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok());
-        let Some(token) = token else { return Some(n) };
-        let tx = match self.lock().get(&token) {
-            Some(Waiter::Caller {
-                progress: Some(tx), ..
-            }) => tx.clone(),
-            _ => return Some(n),
-        };
-        let _ = tx.send(n.params.unwrap_or(Value::Null));
-        None
-    }
-}
-
+mod direct;
 mod handshake;
 mod inbound;
 mod outbound;
+mod table;
+
+pub(crate) use direct::Direct;
+pub(crate) use table::Pending;
 
 pub(crate) struct Connection;
 
@@ -178,7 +119,7 @@ pub(crate) struct ConnectionArgs {
 pub(crate) struct ConnectionState {
     shared: Arc<Shared>,
     transport: Arc<dyn Transport>,
-    link: Option<Box<dyn Link>>,
+    link: Option<Arc<dyn Link>>,
     gen: u64,
     phase: Phase,
     pending: Pending,
@@ -191,7 +132,7 @@ pub(crate) struct ConnectionState {
     /// The pending probe or initialize timeout; aborted once answered, so
     /// no timer task outlives its purpose (they hold an actor reference).
     /// `_meta` of modern requests for the ready session.
-    meta_cache: Option<outbound::MetaCache>,
+    meta_cache: Option<Arc<outbound::MetaCache>>,
     /// Probes re-sent after a modern refusal of `initialize`, this link.
     reprobes: u32,
     handshake_timer:
@@ -204,6 +145,9 @@ impl Drop for ConnectionState {
         if let Some(t) = self.handshake_timer.take() {
             t.abort();
         }
+        // Killed or stopped: no caller may register with a dead Connection.
+        self.shared.set_direct(None);
+        drop(self.pending.take_all());
     }
 }
 
@@ -286,7 +230,7 @@ impl Actor for Connection {
                 match st.transport.open(sink, myself.get_cell()).await {
                     Ok(link) => {
                         let _ = report.send(Ok(()));
-                        st.adopt(&myself, link);
+                        st.adopt(&myself, Arc::from(link));
                     }
                     Err(e) => {
                         let msg = e.to_string();
@@ -422,7 +366,7 @@ impl ConnectionState {
         &self.shared.name
     }
 
-    fn adopt(&mut self, myself: &ActorRef<ConnectionMsg>, link: Box<dyn Link>) {
+    fn adopt(&mut self, myself: &ActorRef<ConnectionMsg>, link: Arc<dyn Link>) {
         self.reprobes = 0;
         let pid = link.pid();
         if let Some(pid) = pid {
@@ -467,7 +411,7 @@ impl ConnectionState {
         }
         // In-flight calls fail at once with the reason; queued ones wait for
         // the next server.
-        for w in self.pending.take_all() {
+        for w in self.take_pending() {
             if let Waiter::Caller { reply, .. } = w {
                 reply.answer(Err(Error::Closed(reason.clone())));
             }
@@ -502,7 +446,7 @@ impl ConnectionState {
             self.pending.clone(),
         );
         match self.transport.open(sink, myself.get_cell()).await {
-            Ok(link) => self.adopt(myself, link),
+            Ok(link) => self.adopt(myself, Arc::from(link)),
             Err(e) => {
                 self.failures += 1;
                 warn!(server = %self.name(), error = %e, attempt = self.failures, "could not start server");
@@ -541,8 +485,14 @@ impl ConnectionState {
         myself.stop(Some(err.to_string()));
     }
 
+    /// Withdraws the direct path, then takes every waiter.
+    fn take_pending(&self) -> Vec<Waiter> {
+        self.shared.set_direct(None);
+        self.pending.take_all()
+    }
+
     fn fail_all(&mut self, err: impl Fn() -> Error) {
-        for w in self.pending.take_all() {
+        for w in self.take_pending() {
             if let Waiter::Caller { reply, .. } = w {
                 reply.answer(Err(err()));
             }

@@ -3,7 +3,7 @@
 //! without waiting.
 
 use serde_json::{json, Map, Value};
-use tracing::{debug, warn};
+use tracing::warn;
 
 use super::{Call, ConnectionState, Phase, Waiter};
 use crate::error::Error;
@@ -53,55 +53,24 @@ impl ConnectionState {
         let Call {
             id,
             method,
-            mut params,
+            params,
             reply,
             progress,
         } = call;
         if !reply.is_waiting() {
             return;
         }
-        let line = if session.era == Era::Modern {
-            match &self.meta_cache {
-                // Fast path: splice the session's pre-serialised `_meta` in.
-                Some(cache) if progress.is_none() && !has_meta(&params) => {
-                    let with = WithMeta {
-                        params: params.as_ref().and_then(Value::as_object),
-                        meta: &cache.raw,
-                    };
-                    encode::request(&id, &method, Some(&with))
-                }
-                cache => {
-                    let mut extra = cache.as_ref().map(|c| c.map.clone()).unwrap_or_default();
-                    if progress.is_some() {
-                        extra.insert("progressToken".into(), id_value(&id));
-                    }
-                    match merge_meta(&mut params, extra) {
-                        Ok(()) => encode::request(&id, &method, params.as_ref()),
-                        Err(problem) => {
-                            reply.answer(Err(Error::Codec { method, problem }));
-                            return;
-                        }
-                    }
-                }
-            }
-        } else {
-            if progress.is_some() {
-                let mut extra = Map::new();
-                extra.insert("progressToken".into(), id_value(&id));
-                if let Err(problem) = merge_meta(&mut params, extra) {
-                    reply.answer(Err(Error::Codec { method, problem }));
-                    return;
-                }
-            }
-            encode::request(&id, &method, params.as_ref())
-        };
-        let line = match line {
+        let line = match encode_call(
+            session.era,
+            self.meta_cache.as_deref(),
+            &id,
+            &method,
+            &params,
+            progress.is_some(),
+        ) {
             Ok(l) => l,
-            Err(e) => {
-                reply.answer(Err(Error::Codec {
-                    method,
-                    problem: e.to_string(),
-                }));
+            Err(problem) => {
+                reply.answer(Err(Error::Codec { method, problem }));
                 return;
             }
         };
@@ -122,16 +91,45 @@ impl ConnectionState {
             self.queued.remove(pos);
             return;
         }
-        let method = match self.pending.lock().get(&id) {
-            Some(Waiter::Caller { method, .. }) => Some(method.clone()),
-            _ => None,
-        };
-        if let Some(method) = method {
-            debug!(server = %self.name(), %id, method = %method, reason = %reason, "cancelling request");
-            self.pending.remove(&id);
-            self.send_cancelled(&id, &reason);
+        if let Some(link) = &self.link {
+            super::direct::cancel_waiting(&self.pending, link.as_ref(), self.name(), &id, &reason);
         }
     }
+}
+
+/// Serialises a call's request line for `era`: in the modern era with the
+/// session's `_meta` (spliced in pre-serialised when nothing needs merging),
+/// with a `progressToken` (the request id) when progress is wanted. The
+/// caller's params are not changed (merging works on a copy), so a call
+/// that could not be sent directly can still be sent by the Connection.
+pub(super) fn encode_call(
+    era: Era,
+    meta: Option<&MetaCache>,
+    id: &RequestId,
+    method: &str,
+    params: &Option<Value>,
+    progress: bool,
+) -> Result<Vec<u8>, String> {
+    let mut extra = match (era, meta) {
+        (Era::Modern, Some(cache)) if !progress && !has_meta(params) => {
+            let with = WithMeta {
+                params: params.as_ref().and_then(Value::as_object),
+                meta: &cache.raw,
+            };
+            return encode::request(id, method, Some(&with)).map_err(|e| e.to_string());
+        }
+        (Era::Modern, cache) => cache.map(|c| c.map.clone()).unwrap_or_default(),
+        (Era::Legacy, _) => Map::new(),
+    };
+    if progress {
+        extra.insert("progressToken".into(), id_value(id));
+    }
+    if extra.is_empty() {
+        return encode::request(id, method, params.as_ref()).map_err(|e| e.to_string());
+    }
+    let mut params = params.clone();
+    merge_meta(&mut params, extra)?;
+    encode::request(id, method, params.as_ref()).map_err(|e| e.to_string())
 }
 
 /// Params serialised with a pre-serialised `_meta` (modern fast path).

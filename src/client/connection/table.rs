@@ -1,0 +1,126 @@
+//! The pending-call table.
+//!
+//! The Connection owns it (inserts, cancels, fails everything on close);
+//! the link's sink, running in the reader task, answers callers from it
+//! directly so a response or a progress notification costs no hop through
+//! the Connection's mailbox; and while a server is ready, callers insert
+//! their own entries ([`Direct`](super::Direct)) so a request costs no hop
+//! either. The lock is never held across an await or while answering.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+
+use super::Waiter;
+use crate::client::pending::call_result;
+use crate::jsonrpc::{Notification, RequestId, Response};
+
+#[derive(Default)]
+struct Table {
+    waiters: HashMap<RequestId, Waiter>,
+    /// The link generation whose callers may insert directly; `None`
+    /// between a close (every waiter failed) and the next ready server.
+    accepting: Option<u64>,
+}
+
+/// The pending-call table, shared by the Connection, the link's sink and
+/// direct callers.
+#[derive(Clone, Default)]
+pub(crate) struct Pending(Arc<Mutex<Table>>);
+
+impl Pending {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        // A panic while holding it cannot leave the map inconsistent.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Inserts for the Connection (which orders this against closes itself).
+    pub(super) fn insert(&self, id: RequestId, w: Waiter) {
+        self.lock().waiters.insert(id, w);
+    }
+
+    /// Inserts for a direct caller of link `gen`: refused (the waiter is
+    /// given back) once that link has closed, so no entry can be added
+    /// after its waiters were failed.
+    pub(super) fn insert_direct(&self, gen: u64, id: RequestId, w: Waiter) -> Result<(), Waiter> {
+        let mut t = self.lock();
+        if t.accepting != Some(gen) {
+            return Err(w);
+        }
+        t.waiters.insert(id, w);
+        Ok(())
+    }
+
+    /// Lets direct callers of link `gen` insert.
+    pub(super) fn accept(&self, gen: u64) {
+        self.lock().accepting = Some(gen);
+    }
+
+    /// Drops the `initialize` waiter (the era was settled without it).
+    pub(super) fn forget_initialize(&self) {
+        self.lock()
+            .waiters
+            .retain(|_, w| !matches!(w, Waiter::Initialize));
+    }
+
+    /// Removes a caller's waiter; returns its method.
+    pub(super) fn remove_caller(&self, id: &RequestId) -> Option<String> {
+        let mut t = self.lock();
+        if !matches!(t.waiters.get(id), Some(Waiter::Caller { .. })) {
+            return None;
+        }
+        match t.waiters.remove(id) {
+            Some(Waiter::Caller { method, .. }) => Some(method),
+            _ => None,
+        }
+    }
+
+    pub(super) fn remove(&self, id: &RequestId) -> Option<Waiter> {
+        self.lock().waiters.remove(id)
+    }
+
+    /// Stops direct inserts and takes every waiter, atomically.
+    pub(super) fn take_all(&self) -> Vec<Waiter> {
+        let mut t = self.lock();
+        t.accepting = None;
+        t.waiters.drain().map(|(_, w)| w).collect()
+    }
+
+    /// Answers a caller's response here; returns the response back when
+    /// it is not a caller's (a probe, `initialize`, or an unknown id).
+    pub(super) fn answer(&self, r: Response) -> Option<Response> {
+        let Some(id) = &r.id else { return Some(r) };
+        let reply = {
+            let mut t = self.lock();
+            if !matches!(t.waiters.get(id), Some(Waiter::Caller { .. })) {
+                return Some(r);
+            }
+            match t.waiters.remove(id) {
+                Some(Waiter::Caller { reply, .. }) => reply,
+                _ => return Some(r),
+            }
+        };
+        reply.answer(call_result(r.outcome));
+        None
+    }
+
+    /// Delivers a progress notification to its caller; returns it back when
+    /// no caller asked for that token.
+    pub(super) fn progress(&self, n: Notification) -> Option<Notification> {
+        let token = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("progressToken"))
+            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok());
+        let Some(token) = token else { return Some(n) };
+        let tx = match self.lock().waiters.get(&token) {
+            Some(Waiter::Caller {
+                progress: Some(tx), ..
+            }) => tx.clone(),
+            _ => return Some(n),
+        };
+        let _ = tx.send(n.params.unwrap_or(Value::Null));
+        None
+    }
+}
