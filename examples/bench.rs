@@ -182,8 +182,8 @@ async fn ping_series(ping: PingFn, warmup: usize, n: usize) -> Result<Vec<f64>, 
 }
 
 async fn run_conduit(exe: &Path, plan: &Plan, r: &mut Results) -> Result<(), String> {
-    // Diagnostic: the same spawn with die_with_parent off (no pre_exec, so
-    // std can use posix_spawn instead of fork).
+    // Diagnostic: the same spawn with die_with_parent off (no
+    // PR_SET_PDEATHSIG setup in the child).
     let stamp = peers::stamp_path("conduit-nodeath");
     let mut cfg = peers::conduit_config(exe, peers::floor_args(&stamp));
     cfg.die_with_parent = false;
@@ -727,7 +727,8 @@ fn diag_spawn(exe: &Path, n: usize) {
         "BENCH_DIAG_NO_PGROUP",
         "BENCH_DIAG_LEGACY",
     ];
-    // Optional touched ballast: fork() copies the page tables of it.
+    // Optional touched ballast: a fork() would copy its page tables; a
+    // posix_spawn-like clone(CLONE_VM | CLONE_VFORK) does not.
     let ballast_mib: usize = std::env::var("BENCH_DIAG_BALLAST_MIB")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -82,14 +82,23 @@
 //!   (launcher grandchildren) are not covered once this process is gone,
 //!   unless `group_watchdog` is on: then a watchdog forked per server
 //!   SIGKILLs the group when this process dies. The watchdog is a
-//!   copy-on-write image of this process, so in a large process it costs
-//!   memory as pages are written; it is off by default. Either option needs
-//!   a `pre_exec` hook, which makes std spawn with `fork` instead of
-//!   `posix_spawn`: spawning costs more in a process with a large address
-//!   space (about 1 ms more per spawn in the benchmark). Not available on
-//!   other platforms.
-//! - **Reaping.** Exit is detected by waiting on the child (tokio's SIGCHLD
-//!   or pidfd machinery), never by polling. After the leader is reaped, the
+//!   copy-on-write image of this process (a `fork`), so in a large process
+//!   it costs memory as pages are written, and the spawn costs more; it is
+//!   off by default. Not available on other platforms.
+//! - **Spawning (Linux).** The server is started like `posix_spawn` does
+//!   (`clone` with `CLONE_VM | CLONE_VFORK`), with the `die_with_parent`
+//!   setup done in the child before `exec`: no `fork`, so the cost of a
+//!   spawn does not grow with the size of this process. The server starts
+//!   with an empty signal mask and SIGPIPE at its default action, like a
+//!   child of `std::process::Command`; it is run with `execve`, so a script
+//!   without a `#!` line is not run by `/bin/sh`. Other platforms use
+//!   `tokio::process`.
+//! - **Reaping.** Exit is detected by waiting on the child, never by
+//!   polling: a pidfd on Linux 5.3+ (a thread per server blocked in
+//!   `waitid` on older kernels), tokio's machinery elsewhere. The child is
+//!   reaped by pid, so code in the same process that reaps every child
+//!   (`waitpid(-1)`, SIGCHLD ignored) breaks exit reporting, as it does
+//!   for `tokio::process`. After the leader is reaped, the
 //!   emptiness of its group can only be polled (`/proc`, or `killpg(0)`);
 //!   in that short window a pgid whose last member just exited could be
 //!   reused by an unrelated new group.

@@ -9,7 +9,7 @@
 //! 4. SIGKILL to the group, reap the leader, then wait briefly for the group
 //!    to empty.
 //!
-//! The sequence runs in the task that owns the [`tokio::process::Child`] and
+//! The sequence runs in the task that owns the child process and
 //! already waits on it, so the leader is signalled only before it is reaped
 //! (its pid cannot have been reused) and exit is detected by `wait`, never by
 //! polling. Emptiness of the group after the leader is reaped can only be
@@ -25,11 +25,11 @@ use std::time::{Duration, Instant};
 
 use crate::deadline::After;
 
-use tokio::process::Child;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use crate::error::ExitStatus;
+use crate::transport::stdio::Child;
 
 /// Held by the owner of a process; dropping it starts the shutdown.
 #[derive(Debug)]
@@ -124,7 +124,7 @@ impl Drop for KillOnDrop {
                 #[cfg(unix)]
                 let _ = signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
             }
-            // The leader itself is killed by tokio's kill_on_drop.
+            // The leader itself is killed by the drop of its `Child`.
         }
     }
 }

@@ -24,6 +24,8 @@ use crate::transport::{EventSink, Link, OpenFuture, Transport, TransportKind};
 
 mod pipe;
 mod port_owner;
+#[cfg(target_os = "linux")]
+mod process;
 mod reader;
 mod spawn;
 #[cfg(target_os = "linux")]
@@ -36,6 +38,15 @@ use writer::WriterHandle;
 
 #[cfg(target_os = "linux")]
 pub(crate) use watchdog::WatchdogFd;
+
+/// The child process of a link: launched without `fork` on Linux (see the
+/// `process` module), by `tokio::process` elsewhere. Both have the same
+/// surface here: `id`, `wait`, the `stdin`/`stdout`/`stderr` fields, and
+/// SIGKILL on drop.
+#[cfg(target_os = "linux")]
+pub(crate) use process::Child;
+#[cfg(not(target_os = "linux"))]
+pub(crate) use tokio::process::Child;
 
 /// Runs the configured command as a child process, one per [`Link`].
 #[derive(Debug, Clone)]

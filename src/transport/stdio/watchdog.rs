@@ -12,31 +12,40 @@
 //! returns and the watchdog sends SIGKILL to the server's group, then exits.
 //! It uses only async-signal-safe calls (`close`, `setpgid`, `read`,
 //! `killpg`, `_exit`), as required after `fork` in a multi-threaded process.
+//!
+//! The server's child runs in this process's memory until it calls `execve`
+//! (see the `process` module), so the watchdog is forked with a raw `clone`
+//! system call rather than glibc's `fork`: the wrapper's atfork handlers and
+//! lock resets would write to memory this process is using. The watchdog is
+//! still a copy-on-write image of this process (see `group_watchdog`).
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
+
+use libc::{c_int, c_long};
 
 /// The write end kept by this process; dropping it releases the watchdog.
 #[derive(Debug)]
 pub(crate) struct WatchdogFd(#[allow(dead_code)] OwnedFd);
 
-/// A pipe for one watchdog: the read end for the child, the write end kept.
-pub(crate) fn pipe() -> std::io::Result<(RawFd, OwnedFd, WatchdogFd)> {
+/// A pipe for one watchdog: the read end for the child (close it once the
+/// child is spawned), the write end kept.
+pub(crate) fn pipe() -> std::io::Result<(OwnedFd, WatchdogFd)> {
     let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    Ok((rd.as_raw_fd(), rd, WatchdogFd(wr)))
+    Ok((rd, WatchdogFd(wr)))
 }
 
-/// Runs in the forked child before `exec` (after the process group is
-/// set): forks the watchdog. Returns to let the child exec.
+/// Runs in the server's child before `execve` (after the process
+/// group is set): forks the watchdog. Returns errno if the fork failed.
 ///
 /// # Safety
-/// Must be called only between `fork` and `exec`; `rd` must be the read end
-/// from [`pipe`].
-pub(crate) unsafe fn fork_watchdog(rd: RawFd) -> std::io::Result<()> {
-    // SAFETY (whole block): only async-signal-safe libc calls follow.
+/// Must be called only in the child, before `execve`; `rd` must be the read
+/// end from [`pipe`].
+pub(crate) unsafe fn fork_watchdog(rd: RawFd) -> Result<(), c_int> {
+    // SAFETY (whole block): only async-signal-safe system calls follow.
     unsafe {
         let pgid = libc::getpgrp();
-        match libc::fork() {
-            -1 => Err(std::io::Error::last_os_error()),
+        match raw_fork() {
+            -1 => Err(*libc::__errno_location()),
             0 => {
                 // The watchdog: keep only `rd`.
                 close_all_but(rd);
@@ -55,6 +64,36 @@ pub(crate) unsafe fn fork_watchdog(rd: RawFd) -> std::io::Result<()> {
                 libc::_exit(0)
             }
             _ => Ok(()),
+        }
+    }
+}
+
+/// `fork` as a bare system call: `clone` with only `SIGCHLD` and no new
+/// stack, so the child continues on a copy of the current one. The first
+/// two arguments are swapped on s390x.
+unsafe fn raw_fork() -> c_long {
+    let sigchld = c_long::from(libc::SIGCHLD);
+    // SAFETY: a plain fork; the caller makes only async-signal-safe calls
+    // in the new process.
+    unsafe {
+        if cfg!(target_arch = "s390x") {
+            libc::syscall(
+                libc::SYS_clone,
+                0 as c_long,
+                sigchld,
+                0 as c_long,
+                0 as c_long,
+                0 as c_long,
+            )
+        } else {
+            libc::syscall(
+                libc::SYS_clone,
+                sigchld,
+                0 as c_long,
+                0 as c_long,
+                0 as c_long,
+                0 as c_long,
+            )
         }
     }
 }
