@@ -59,10 +59,14 @@ pub(crate) async fn run<R: AsyncRead + Unpin>(
     let mut framer = LineFramer::new(limits.max_message_bytes);
     let mut on_long_line = Some(on_long_line);
     let mut junk = 0usize;
+    // One wait for the whole loop: a fresh one per read would register and
+    // unregister a waiter (two lock round trips) for every message.
+    let stop = closed(&mut shutdown);
+    tokio::pin!(stop);
     let end = loop {
         let n = tokio::select! {
             biased;
-            _ = closed(&mut shutdown) => return,
+            _ = &mut stop => return,
             n = framer.fill(&mut input) => n,
         };
         match n {

@@ -75,10 +75,13 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
     on_error: impl FnOnce(CloseReason),
 ) {
     let mut batch: Vec<u8> = Vec::new();
+    // One wait for the whole loop (see the reader).
+    let stop = closed(&mut shutdown);
+    tokio::pin!(stop);
     loop {
         let first = tokio::select! {
             biased;
-            _ = closed(&mut shutdown) => break,
+            _ = &mut stop => break,
             m = queue.rx.recv() => match m {
                 Some(m) => m,
                 None => break,
@@ -104,7 +107,7 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
         };
         let res = tokio::select! {
             biased;
-            _ = closed(&mut shutdown) => break,
+            _ = &mut stop => break,
             r = async { out.write_all(buf).await?; out.flush().await } => r,
         };
         queue.queued.fetch_sub(total, Ordering::AcqRel);
