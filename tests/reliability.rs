@@ -310,3 +310,62 @@ async fn stderr_flood_of_64_mib_inherited() {
         format!("200/200 requests answered in {took} during the flood"),
     );
 }
+
+/// Calls race the server's exits: it dies after every 40 answers while 8
+/// tasks keep calling. A call sent straight to a link that is closing must
+/// still resolve (answered, or failed with the exit), never wait for its
+/// timeout, and calls made while no server runs wait for the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_racing_repeated_server_exits_all_resolve() {
+    let client = Client::start(common::config(&["--exit-after", "40", "--exit-code", "7"]))
+        .await
+        .unwrap();
+    client.ready(Duration::from_secs(10)).await.unwrap();
+    let t = Instant::now();
+    let tasks: Vec<_> = (0..8)
+        .map(|task| {
+            let c = client.clone();
+            tokio::spawn(async move {
+                let (mut ok, mut exited) = (0u32, 0u32);
+                for i in 0..150 {
+                    let r = c
+                        .request_with(
+                            "echo",
+                            Some(json!({ "task": task, "i": i })),
+                            RequestOptions::new().timeout(Duration::from_secs(15)),
+                        )
+                        .await;
+                    match r {
+                        Ok(v) => {
+                            assert_eq!(
+                                (v["task"].as_i64(), v["i"].as_i64()),
+                                (Some(task), Some(i))
+                            );
+                            ok += 1;
+                        }
+                        Err(Error::Closed(CloseReason::Exited(ExitStatus::Code(7)))) => exited += 1,
+                        Err(e) => panic!("call {task}/{i} ended with {e}"),
+                    }
+                }
+                (ok, exited)
+            })
+        })
+        .collect();
+    let (mut ok, mut exited) = (0, 0);
+    for t in tasks {
+        let (o, e) = t.await.unwrap();
+        ok += o;
+        exited += e;
+    }
+    let took = t.elapsed();
+    assert_eq!(ok + exited, 1200);
+    // Each server answers 40 (fewer calls, counting the handshake) and the
+    // calls in flight at its exit fail: most calls are still answered.
+    assert!(ok >= 600 && exited > 0, "{ok} answered, {exited} failed");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    client.stop().wait().await;
+    figure(
+        "calls racing repeated server exits",
+        format!("1200/1200 resolved in {took:.2?}: {ok} answered, {exited} failed with exit status 7, 0 timed out"),
+    );
+}

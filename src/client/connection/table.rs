@@ -124,3 +124,42 @@ impl Pending {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::pending::{DownReason, ReplySlot};
+
+    fn caller() -> (
+        Waiter,
+        tokio::sync::oneshot::Receiver<crate::client::pending::CallResult>,
+    ) {
+        let (reply, rx) = ReplySlot::new(DownReason::default());
+        let w = Waiter::Caller {
+            method: "m".into(),
+            reply,
+            progress: None,
+        };
+        (w, rx)
+    }
+
+    #[test]
+    fn direct_inserts_only_while_their_link_accepts() {
+        let p = Pending::default();
+        let (w, _rx) = caller();
+        // Nothing accepted yet (no ready server).
+        let w = p.insert_direct(1, RequestId::Number(1), w).unwrap_err();
+        p.accept(1);
+        assert!(p.insert_direct(1, RequestId::Number(1), w).is_ok());
+        // The close takes every waiter and refuses later inserts: a caller
+        // holding a stale path cannot strand its call.
+        assert_eq!(p.take_all().len(), 1);
+        let (w, _rx) = caller();
+        let w = p.insert_direct(1, RequestId::Number(2), w).unwrap_err();
+        // The next server accepts its own generation only.
+        p.accept(2);
+        let w = p.insert_direct(1, RequestId::Number(2), w).unwrap_err();
+        assert!(p.insert_direct(2, RequestId::Number(2), w).is_ok());
+        assert_eq!(p.remove_caller(&RequestId::Number(2)).as_deref(), Some("m"));
+    }
+}

@@ -180,7 +180,12 @@ struct StdioLink {
 impl Link for StdioLink {
     fn send(&self, line: Vec<u8>) -> Result<(), CloseReason> {
         self.writer.send(line).inspect_err(|reason| {
-            let _ = self.owner.cast(PortOwnerMsg::Close(reason.clone()));
+            // A full queue is a new reason to close. A stopped writer is
+            // not: it stopped on a write error it reported itself (the
+            // owner then prefers the exit status) or on the shutdown.
+            if matches!(reason, CloseReason::WriteQueueFull { .. }) {
+                let _ = self.owner.cast(PortOwnerMsg::Close(reason.clone()));
+            }
         })
     }
 
