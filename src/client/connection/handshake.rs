@@ -1,6 +1,6 @@
 //! Discovery and the handshake: the `server/discover` probe, the legacy
 //! `initialize`, and how their answers (and a late probe answer) settle the
-//! era. The judgement itself is in [`discovery`](super::super::discovery).
+//! era. The judgement itself is in [`discovery`].
 
 use std::sync::Arc;
 

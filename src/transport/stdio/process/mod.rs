@@ -40,26 +40,20 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use libc::{c_char, c_int, c_void, pid_t};
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
+use libc::{c_char, pid_t};
 use tokio::net::unix::pipe;
-use tokio::sync::watch;
-use tracing::{debug, warn};
+use tracing::debug;
 
-/// Size of the stack the cloned child runs on until `execve`. The child
-/// only makes a few system calls; glibc uses about as much.
-const CHILD_STACK_BYTES: usize = 64 * 1024;
+mod clone;
+mod exit;
 
-/// Stack of the helper threads (fallback exit watcher, reaper of dropped
-/// children); they only block in `waitid`.
-const HELPER_STACK_BYTES: usize = 64 * 1024;
+use clone::{clone_vfork, ChildSpec};
+use exit::{kill_and_reap, reap, wait_blocking, Exited};
 
 /// Where the child's stderr goes. stdin and stdout are always pipes.
 #[derive(Debug)]
@@ -114,36 +108,6 @@ pub(crate) struct Child {
     pub(crate) stdout: Option<pipe::Receiver>,
     /// The child's stderr, with [`Stderr::Piped`], if not taken.
     pub(crate) stderr: Option<pipe::Receiver>,
-}
-
-/// How the exit of the child becomes known.
-#[derive(Debug)]
-enum Exited {
-    /// A pidfd: readable once the child has exited.
-    PidFd(AsyncFd<OwnedFd>),
-    /// Without `pidfd_open`: set by a thread blocked in `waitid(WNOWAIT)`.
-    Thread(watch::Receiver<bool>),
-}
-
-/// Everything the cloned child reads, prepared before `clone`; the child
-/// sees it through the shared memory.
-struct ChildSpec {
-    path: *const c_char,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
-    /// Null: do not change directory.
-    cwd: *const c_char,
-    /// The descriptor to install as 0, 1 and 2; -1 leaves it inherited.
-    /// All are above 2 (see [`above_stdio`]).
-    stdio: [c_int; 3],
-    process_group: bool,
-    /// With `die_with_parent`: the pid `getppid` must return once
-    /// `PR_SET_PDEATHSIG` is set.
-    parent: Option<pid_t>,
-    watchdog: Option<RawFd>,
-    last_signal: c_int,
-    /// errno of the step that failed; 0 if none did.
-    error: AtomicI32,
 }
 
 /// Spawns `cmd` with piped stdin and stdout.
@@ -237,136 +201,6 @@ pub(crate) fn spawn(cmd: Command<'_>) -> io::Result<Child> {
     Ok(child)
 }
 
-/// Runs [`child_main`] in a `CLONE_VM | CLONE_VFORK` child, returning its
-/// pid once it has called `execve` or exited.
-fn clone_vfork(spec: &ChildSpec) -> io::Result<pid_t> {
-    let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK_BYTES + 16);
-    // Stacks grow down on every Linux target Rust supports; the ABI wants
-    // the top 16-byte aligned.
-    let top = stack.as_mut_ptr().wrapping_add(CHILD_STACK_BYTES + 16);
-    let top = top.wrapping_sub(top as usize % 16);
-    // SAFETY: sigset_t is plain data; sigfillset initialises it.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut saved: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `all` and `saved` are valid sigsets. Blocking every signal
-    // in this thread, which the child inherits, keeps this process's
-    // handlers from running on the child's stack (and so in our memory)
-    // before the child has reset them; glibc's posix_spawn does the same.
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut saved);
-    }
-    // SAFETY: `top` is the aligned end of a live allocation of
-    // CHILD_STACK_BYTES that nothing else uses; `spec` and everything it
-    // points to outlive the call, since this thread is suspended until the
-    // child calls execve (its memory is replaced) or exits; `child_main`
-    // never returns and only makes async-signal-safe calls.
-    let pid = unsafe {
-        libc::clone(
-            child_main,
-            top.cast::<c_void>(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            ptr::from_ref(spec).cast_mut().cast::<c_void>(),
-        )
-    };
-    let clone_error = io::Error::last_os_error();
-    // SAFETY: `saved` holds the mask read above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &saved, ptr::null_mut()) };
-    drop(stack);
-    if pid < 0 {
-        return Err(clone_error);
-    }
-    Ok(pid)
-}
-
-/// The cloned child: prepares and calls `execve`; on failure stores errno
-/// and exits with 127. Never returns.
-extern "C" fn child_main(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the `ChildSpec` passed by `clone_vfork`, alive and
-    // unmodified while the parent thread is suspended.
-    let spec = unsafe { &*arg.cast::<ChildSpec>() };
-    // SAFETY: this is the child of a `CLONE_VM | CLONE_VFORK` clone.
-    let errno = unsafe { exec_child(spec) };
-    spec.error.store(errno, Ordering::Relaxed);
-    // SAFETY: _exit ends this process only and touches no shared state.
-    unsafe { libc::_exit(127) }
-}
-
-/// Sets the child up and calls `execve`; returns errno of the step that
-/// failed.
-///
-/// # Safety
-/// Only in the child of a `CLONE_VM | CLONE_VFORK` clone, with every signal
-/// blocked.
-unsafe fn exec_child(spec: &ChildSpec) -> c_int {
-    // SAFETY (whole block): only async-signal-safe calls follow, on the
-    // pointers and descriptors prepared in `spawn`.
-    unsafe {
-        // A handler of this process must not run here (before exec it would
-        // run in our memory), and ignored signals survive exec: reset every
-        // handler, and SIGPIPE, which the Rust runtime ignores, as std does.
-        // The handler table is this child's own (no CLONE_SIGHAND).
-        let mut dfl: libc::sigaction = std::mem::zeroed();
-        dfl.sa_sigaction = libc::SIG_DFL;
-        let mut old: libc::sigaction = std::mem::zeroed();
-        for sig in 1..=spec.last_signal {
-            // Fails only for the signals glibc reserves for itself.
-            if libc::sigaction(sig, ptr::null(), &mut old) != 0 {
-                continue;
-            }
-            if sig == libc::SIGPIPE
-                || (old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN)
-            {
-                libc::sigaction(sig, &dfl, ptr::null_mut());
-            }
-        }
-        if spec.process_group && libc::setpgid(0, 0) != 0 {
-            return errno();
-        }
-        if let Some(parent) = spec.parent {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return errno();
-            }
-            // The parent may have died before prctl took effect.
-            if libc::getppid() != parent {
-                return libc::ESRCH;
-            }
-        }
-        if !spec.cwd.is_null() && libc::chdir(spec.cwd) != 0 {
-            return errno();
-        }
-        // Every handler is reset, so unblocking is safe from here on; the
-        // child starts with an empty mask, as with std.
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, ptr::null_mut());
-        // Before the dup2s, which could overwrite its descriptor if this
-        // process runs with a standard descriptor closed.
-        if let Some(rd) = spec.watchdog {
-            if let Err(e) = super::watchdog::fork_watchdog(rd) {
-                return e;
-            }
-        }
-        // The sources are above 2, so no dup2 overwrites a later source,
-        // and each new 0/1/2 is inheritable (dup2 clears FD_CLOEXEC).
-        for (target, &source) in (0..).zip(&spec.stdio) {
-            if source >= 0 && libc::dup2(source, target) < 0 {
-                return errno();
-            }
-        }
-        libc::execve(spec.path, spec.argv, spec.envp);
-        errno()
-    }
-}
-
-/// The calling thread's errno.
-fn errno() -> c_int {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
-}
-
 impl Child {
     /// The process id; `None` once reaped.
     pub(crate) fn id(&self) -> Option<u32> {
@@ -420,101 +254,6 @@ impl Drop for Child {
     }
 }
 
-impl Exited {
-    /// Starts watching for the exit of child `pid`.
-    fn watch(pid: pid_t) -> io::Result<Exited> {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new
-        // descriptor (close-on-exec) or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd >= 0 {
-            let fd = RawFd::try_from(fd).map_err(io::Error::other)?;
-            // SAFETY: `fd` was just returned by the kernel and nothing
-            // else owns it.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            // SAFETY: the AsyncFd owns `fd`, which stays open until the
-            // AsyncFd is dropped; an OwnedFd's as_raw_fd never changes.
-            let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
-                .map_err(|e| e.into_parts().1)?;
-            return Ok(Exited::PidFd(fd));
-        }
-        let err = io::Error::last_os_error();
-        if !matches!(err.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
-            return Err(err);
-        }
-        Self::thread(pid)
-    }
-
-    /// The fallback without pidfds: a thread that waits for the exit
-    /// without reaping (`WNOWAIT`), so the pid stays ours until
-    /// [`Child::wait`] reaps it.
-    fn thread(pid: pid_t) -> io::Result<Exited> {
-        let (tx, rx) = watch::channel(false);
-        std::thread::Builder::new()
-            .name("conduit-mcp-wait".into())
-            .stack_size(HELPER_STACK_BYTES)
-            .spawn(move || {
-                let _ = wait_blocking(pid, libc::WNOWAIT);
-                let _ = tx.send(true);
-            })?;
-        Ok(Exited::Thread(rx))
-    }
-}
-
-/// Reaps `pid` if it has exited.
-fn reap(pid: pid_t) -> io::Result<Option<ExitStatus>> {
-    let mut status = 0;
-    loop {
-        // SAFETY: waitpid writes only to `status`.
-        match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
-            0 => return Ok(None),
-            -1 => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-            _ => return Ok(Some(ExitStatus::from_raw(status))),
-        }
-    }
-}
-
-/// Blocks until `pid` has exited; reaps it unless `flags` has `WNOWAIT`.
-fn wait_blocking(pid: pid_t, flags: c_int) -> io::Result<()> {
-    let id = libc::id_t::try_from(pid).map_err(io::Error::other)?;
-    loop {
-        // SAFETY: siginfo_t is plain data, written by waitid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid writes only to `info`.
-        if unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | flags) } == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// SIGKILLs the unreaped child `pid` and reaps it, on a thread if it has
-/// not died yet (this may run during the runtime's shutdown).
-fn kill_and_reap(pid: pid_t) {
-    // SAFETY: kill only sends a signal; `pid` is our unreaped child, so it
-    // names no other process.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    if !matches!(reap(pid), Ok(None)) {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("conduit-mcp-reap".into())
-        .stack_size(HELPER_STACK_BYTES)
-        .spawn(move || {
-            let _ = wait_blocking(pid, 0);
-        });
-    if let Err(e) = spawned {
-        warn!(pid, error = %e, "could not start a thread to reap a killed server; it stays a zombie until this process exits");
-    }
-}
-
 /// A `pipe2(O_CLOEXEC)`: (read end, write end).
 fn pipe2() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
@@ -559,6 +298,7 @@ fn null_terminated<'a>(strings: impl IntoIterator<Item = &'a CString>) -> Vec<*c
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::ExitStatusExt;
 
     fn sh(script: &str) -> Command<'static> {
         Command {

@@ -1,0 +1,165 @@
+//! The `CLONE_VM | CLONE_VFORK` child: everything between `clone` and
+//! `execve`, which runs in this process's memory and so makes only raw
+//! async-signal-safe calls on data prepared beforehand.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use libc::{c_char, c_int, c_void, pid_t};
+
+/// Size of the stack the cloned child runs on until `execve`. The child
+/// only makes a few system calls; glibc uses about as much.
+const CHILD_STACK_BYTES: usize = 64 * 1024;
+
+/// Everything the cloned child reads, prepared before `clone`; the child
+/// sees it through the shared memory.
+pub(super) struct ChildSpec {
+    pub(super) path: *const c_char,
+    pub(super) argv: *const *const c_char,
+    pub(super) envp: *const *const c_char,
+    /// Null: do not change directory.
+    pub(super) cwd: *const c_char,
+    /// The descriptor to install as 0, 1 and 2; -1 leaves it inherited.
+    /// All are above 2 (see [`above_stdio`](super::above_stdio)).
+    pub(super) stdio: [c_int; 3],
+    pub(super) process_group: bool,
+    /// With `die_with_parent`: the pid `getppid` must return once
+    /// `PR_SET_PDEATHSIG` is set.
+    pub(super) parent: Option<pid_t>,
+    pub(super) watchdog: Option<RawFd>,
+    pub(super) last_signal: c_int,
+    /// errno of the step that failed; 0 if none did.
+    pub(super) error: AtomicI32,
+}
+
+/// Runs [`child_main`] in a `CLONE_VM | CLONE_VFORK` child, returning its
+/// pid once it has called `execve` or exited.
+pub(super) fn clone_vfork(spec: &ChildSpec) -> io::Result<pid_t> {
+    let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK_BYTES + 16);
+    // Stacks grow down on every Linux target Rust supports; the ABI wants
+    // the top 16-byte aligned.
+    let top = stack.as_mut_ptr().wrapping_add(CHILD_STACK_BYTES + 16);
+    let top = top.wrapping_sub(top as usize % 16);
+    // SAFETY: sigset_t is plain data; sigfillset initialises it.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut saved: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `all` and `saved` are valid sigsets. Blocking every signal
+    // in this thread, which the child inherits, keeps this process's
+    // handlers from running on the child's stack (and so in our memory)
+    // before the child has reset them; glibc's posix_spawn does the same.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut saved);
+    }
+    // SAFETY: `top` is the aligned end of a live allocation of
+    // CHILD_STACK_BYTES that nothing else uses; `spec` and everything it
+    // points to outlive the call, since this thread is suspended until the
+    // child calls execve (its memory is replaced) or exits; `child_main`
+    // never returns and only makes async-signal-safe calls.
+    let pid = unsafe {
+        libc::clone(
+            child_main,
+            top.cast::<c_void>(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            ptr::from_ref(spec).cast_mut().cast::<c_void>(),
+        )
+    };
+    let clone_error = io::Error::last_os_error();
+    // SAFETY: `saved` holds the mask read above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &saved, ptr::null_mut()) };
+    drop(stack);
+    if pid < 0 {
+        return Err(clone_error);
+    }
+    Ok(pid)
+}
+
+/// The cloned child: prepares and calls `execve`; on failure stores errno
+/// and exits with 127. Never returns.
+extern "C" fn child_main(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `ChildSpec` passed by `clone_vfork`, alive and
+    // unmodified while the parent thread is suspended.
+    let spec = unsafe { &*arg.cast::<ChildSpec>() };
+    // SAFETY: this is the child of a `CLONE_VM | CLONE_VFORK` clone.
+    let errno = unsafe { exec_child(spec) };
+    spec.error.store(errno, Ordering::Relaxed);
+    // SAFETY: _exit ends this process only and touches no shared state.
+    unsafe { libc::_exit(127) }
+}
+
+/// Sets the child up and calls `execve`; returns errno of the step that
+/// failed.
+///
+/// # Safety
+/// Only in the child of a `CLONE_VM | CLONE_VFORK` clone, with every signal
+/// blocked.
+unsafe fn exec_child(spec: &ChildSpec) -> c_int {
+    // SAFETY (whole block): only async-signal-safe calls follow, on the
+    // pointers and descriptors prepared in `spawn`.
+    unsafe {
+        // A handler of this process must not run here (before exec it would
+        // run in our memory), and ignored signals survive exec: reset every
+        // handler, and SIGPIPE, which the Rust runtime ignores, as std does.
+        // The handler table is this child's own (no CLONE_SIGHAND).
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        let mut old: libc::sigaction = std::mem::zeroed();
+        for sig in 1..=spec.last_signal {
+            // Fails only for the signals glibc reserves for itself.
+            if libc::sigaction(sig, ptr::null(), &mut old) != 0 {
+                continue;
+            }
+            if sig == libc::SIGPIPE
+                || (old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN)
+            {
+                libc::sigaction(sig, &dfl, ptr::null_mut());
+            }
+        }
+        if spec.process_group && libc::setpgid(0, 0) != 0 {
+            return errno();
+        }
+        if let Some(parent) = spec.parent {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return errno();
+            }
+            // The parent may have died before prctl took effect.
+            if libc::getppid() != parent {
+                return libc::ESRCH;
+            }
+        }
+        if !spec.cwd.is_null() && libc::chdir(spec.cwd) != 0 {
+            return errno();
+        }
+        // Every handler is reset, so unblocking is safe from here on; the
+        // child starts with an empty mask, as with std.
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, ptr::null_mut());
+        // Before the dup2s, which could overwrite its descriptor if this
+        // process runs with a standard descriptor closed.
+        if let Some(rd) = spec.watchdog {
+            if let Err(e) = super::super::watchdog::fork_watchdog(rd) {
+                return e;
+            }
+        }
+        // The sources are above 2, so no dup2 overwrites a later source,
+        // and each new 0/1/2 is inheritable (dup2 clears FD_CLOEXEC).
+        for (target, &source) in (0..).zip(&spec.stdio) {
+            if source >= 0 && libc::dup2(source, target) < 0 {
+                return errno();
+            }
+        }
+        libc::execve(spec.path, spec.argv, spec.envp);
+        errno()
+    }
+}
+
+/// The calling thread's errno.
+fn errno() -> c_int {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}

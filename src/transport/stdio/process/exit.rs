@@ -1,0 +1,120 @@
+//! Knowing when the child has exited, and reaping it.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use libc::{c_int, pid_t};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::sync::watch;
+use tracing::warn;
+
+/// Stack of the helper threads (fallback exit watcher, reaper of dropped
+/// children); they only block in `waitid`.
+const HELPER_STACK_BYTES: usize = 64 * 1024;
+
+/// How the exit of the child becomes known.
+#[derive(Debug)]
+pub(super) enum Exited {
+    /// A pidfd: readable once the child has exited.
+    PidFd(AsyncFd<OwnedFd>),
+    /// Without `pidfd_open`: set by a thread blocked in `waitid(WNOWAIT)`.
+    Thread(watch::Receiver<bool>),
+}
+
+impl Exited {
+    /// Starts watching for the exit of child `pid`.
+    pub(super) fn watch(pid: pid_t) -> io::Result<Exited> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new
+        // descriptor (close-on-exec) or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd >= 0 {
+            let fd = RawFd::try_from(fd).map_err(io::Error::other)?;
+            // SAFETY: `fd` was just returned by the kernel and nothing
+            // else owns it.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // SAFETY: the AsyncFd owns `fd`, which stays open until the
+            // AsyncFd is dropped; an OwnedFd's as_raw_fd never changes.
+            let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+                .map_err(|e| e.into_parts().1)?;
+            return Ok(Exited::PidFd(fd));
+        }
+        let err = io::Error::last_os_error();
+        if !matches!(err.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+            return Err(err);
+        }
+        Self::thread(pid)
+    }
+
+    /// The fallback without pidfds: a thread that waits for the exit
+    /// without reaping (`WNOWAIT`), so the pid stays ours until
+    /// [`Child::wait`](super::Child::wait) reaps it.
+    pub(super) fn thread(pid: pid_t) -> io::Result<Exited> {
+        let (tx, rx) = watch::channel(false);
+        std::thread::Builder::new()
+            .name("conduit-mcp-wait".into())
+            .stack_size(HELPER_STACK_BYTES)
+            .spawn(move || {
+                let _ = wait_blocking(pid, libc::WNOWAIT);
+                let _ = tx.send(true);
+            })?;
+        Ok(Exited::Thread(rx))
+    }
+}
+
+/// Reaps `pid` if it has exited.
+pub(super) fn reap(pid: pid_t) -> io::Result<Option<ExitStatus>> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid writes only to `status`.
+        match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+            0 => return Ok(None),
+            -1 => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            _ => return Ok(Some(ExitStatus::from_raw(status))),
+        }
+    }
+}
+
+/// Blocks until `pid` has exited; reaps it unless `flags` has `WNOWAIT`.
+pub(super) fn wait_blocking(pid: pid_t, flags: c_int) -> io::Result<()> {
+    let id = libc::id_t::try_from(pid).map_err(io::Error::other)?;
+    loop {
+        // SAFETY: siginfo_t is plain data, written by waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid writes only to `info`.
+        if unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | flags) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// SIGKILLs the unreaped child `pid` and reaps it, on a thread if it has
+/// not died yet (this may run during the runtime's shutdown).
+pub(super) fn kill_and_reap(pid: pid_t) {
+    // SAFETY: kill only sends a signal; `pid` is our unreaped child, so it
+    // names no other process.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    if !matches!(reap(pid), Ok(None)) {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("conduit-mcp-reap".into())
+        .stack_size(HELPER_STACK_BYTES)
+        .spawn(move || {
+            let _ = wait_blocking(pid, 0);
+        });
+    if let Err(e) = spawned {
+        warn!(pid, error = %e, "could not start a thread to reap a killed server; it stays a zombie until this process exits");
+    }
+}
