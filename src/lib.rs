@@ -26,7 +26,8 @@
 //!
 //! ```text
 //! user's handles (Client, clonable)
-//!   │ request: cast Call{id, reply slot}         ▲ reply: oneshot from the reader task (parsed by the caller)
+//!   │ request: direct to the writer while ready   ▲ reply: oneshot from the reader task (decoded by the caller)
+//!   │ (else cast Call to the Connection)          │
 //!   ▼                                            │
 //! ClientSupervisor ── respawns a dead Connection (backoff, max_reconnects)
 //!  └─ Connection ──── ids, pending table, discovery, dispatch, server restarts
@@ -37,17 +38,26 @@
 //!          └─ reaper task  child.wait(); on close: stdin, SIGTERM, SIGKILL, reap
 //! ```
 //!
-//! One request: the caller's task allocates an id and casts `Call` to the
-//! Connection; the Connection serialises it (adding the modern era's
-//! `_meta`), records the reply slot in its pending table and queues the line
-//! to the writer task (never waiting). The reader task frames the answer and
-//! its sink looks the id up in the pending table and hands the unparsed
-//! result straight to the caller's reply slot (progress notifications too):
-//! no hop through the Connection's mailbox on the way back; anything else
-//! (discovery answers, notifications, server requests) goes to the
-//! Connection. The caller parses the result. Timeouts run in the caller's
-//! task; on timeout, cancel or drop, the caller casts `Cancel` and the
-//! Connection sends `notifications/cancelled` and forgets the id, so a late
+//! One request: the caller's task allocates an id. While a server is ready
+//! the Connection publishes a direct path (the link, the era's pre-serialised
+//! `_meta`, the pending table): the caller serialises its request, records
+//! its reply slot in the pending table and queues the line to the writer
+//! task itself, never waiting and with no hop through the Connection's
+//! mailbox. The table accepts such entries only while that server's link is
+//! open (a close fails every entry and refuses new ones under the same
+//! lock), so a request racing a crash is sent by the Connection instead,
+//! never stranded. Before the server is ready (or after a refusal) the
+//! caller casts `Call` to the Connection, which queues it until ready.
+//!
+//! The reader task frames the answer and delimits the envelope with a
+//! structural scan (the `result` is not parsed there); its sink looks the id
+//! up in the pending table and hands the result's bytes ([`RawJson`]) to
+//! the caller's reply slot (progress notifications too); a long line is
+//! handed over without being copied. Anything else (discovery answers,
+//! notifications, server requests) goes to the Connection. The caller
+//! decodes the result once, into its type. Timeouts run in the caller's
+//! task; on timeout, cancel or drop, the caller forgets the id and queues
+//! `notifications/cancelled` the same way it sent the request, so a late
 //! answer is ignored.
 //!
 //! The seam between Connection and PortOwner is [`transport::Transport`]
@@ -102,6 +112,16 @@
 //!   emptiness of its group can only be polled (`/proc`, or `killpg(0)`);
 //!   in that short window a pgid whose last member just exited could be
 //!   reused by an unrelated new group.
+//! - **Pipe size (Linux).** When a message longer than 256 KiB starts to
+//!   arrive, the server's stdout pipe is grown to 1 MiB (`F_SETPIPE_SZ`), so
+//!   a large result costs 8 times fewer reads and wake-ups. The kernel
+//!   charges pipe buffers to the user (`/proc/sys/fs/pipe-user-pages-soft`);
+//!   over that quota the pipe simply keeps its size. Idle clients never grow
+//!   their pipes.
+//! - **Results are decoded by the caller.** Routing a response checks the
+//!   envelope but not the inside of `result`: malformed JSON there is
+//!   reported to the one caller that decodes it ([`Error::Codec`]), not
+//!   dropped as junk.
 //! - **Runtime shutdown.** If the tokio runtime stops while a shutdown is
 //!   still escalating, the task's drop sends SIGKILL to the group at once.
 //! - **Windows.** No process groups or signals: shutdown closes stdin, waits

@@ -505,6 +505,37 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_result_reaches_its_caller_as_a_decode_error() {
+        // Delimited but not validated while routing: the caller that
+        // decodes it gets the error (instead of a timeout).
+        let m = Message::parse(br#"{"jsonrpc":"2.0","id":3,"result":{"a":tru}}"#).unwrap();
+        match m {
+            Message::Response(Response {
+                id: Some(RequestId::Number(3)),
+                outcome: Outcome::Result(r),
+            }) => assert!(r.parse::<Value>().is_err()),
+            other => panic!("{other:?}"),
+        }
+        // Not a response: it is checked, and reported as what it is.
+        assert!(matches!(
+            Message::parse(br#"{"jsonrpc":"2.0","id":3,"method":"x","result":[}"#),
+            Err(ParseError::NotJson(_))
+        ));
+        // The owned path hands over the same bytes.
+        let line = br#"{"result":{"big":"\\\"}"},"id":"q","jsonrpc":"2.0"}"#.to_vec();
+        match Message::parse_owned(line).unwrap() {
+            Message::Response(Response {
+                id: Some(RequestId::String(q)),
+                outcome: Outcome::Result(r),
+            }) => {
+                assert_eq!(q, "q");
+                assert_eq!(r.parse::<Value>().unwrap()["big"], "\\\"}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn encodes_one_line() {
         let l =
             encode::request(&RequestId::Number(1), "a\nb", Some(&json!({"t": "x\ny"}))).unwrap();
