@@ -21,6 +21,8 @@
 
 #[path = "bench/child.rs"]
 mod child;
+#[path = "bench/diag.rs"]
+mod diag;
 #[path = "bench/peers.rs"]
 mod peers;
 
@@ -705,80 +707,6 @@ fn json_lines(r: &Results) -> String {
     s
 }
 
-/// `--diag-spawn N`: spawn-to-ready of conduit with its default config and
-/// with single options changed, against rmcp, interleaved N times; prints
-/// min / median / p90 (min is the least disturbed by other load).
-fn diag_spawn(exe: &Path, n: usize) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let variants: &[(&str, &[&str])] = &[
-        ("conduit default", &[]),
-        (
-            "conduit die_with_parent=false",
-            &["BENCH_DIAG_NO_PDEATHSIG"],
-        ),
-        ("conduit era=legacy", &["BENCH_DIAG_LEGACY"]),
-        ("rmcp", &[]),
-    ];
-    let all = [
-        "BENCH_DIAG_NO_PDEATHSIG",
-        "BENCH_DIAG_NO_PGROUP",
-        "BENCH_DIAG_LEGACY",
-    ];
-    // Optional touched ballast: a fork() would copy its page tables; a
-    // posix_spawn-like clone(CLONE_VM | CLONE_VFORK) does not.
-    let ballast_mib: usize = std::env::var("BENCH_DIAG_BALLAST_MIB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let ballast = vec![1u8; ballast_mib << 20];
-    println!("parent VmRSS {} KiB", vm_rss_kib());
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
-    for _ in 0..n {
-        for (i, (name, env)) in variants.iter().enumerate() {
-            for k in all {
-                std::env::remove_var(k);
-            }
-            for k in env.iter() {
-                std::env::set_var(k, "1");
-            }
-            let t = Instant::now();
-            let res = rt.block_on(async {
-                if name.starts_with("rmcp") {
-                    let c = Rmcp::start(exe).await?;
-                    let el = t.elapsed();
-                    c.close().await;
-                    Ok::<_, String>(el)
-                } else {
-                    let c = Conduit::start(exe, None).await?;
-                    let el = t.elapsed();
-                    c.close().await;
-                    Ok(el)
-                }
-            });
-            match res {
-                Ok(el) => times[i].push(us(el)),
-                Err(e) => eprintln!("{name}: {e}"),
-            }
-        }
-    }
-    for k in all {
-        std::env::remove_var(k);
-    }
-    drop(ballast);
-    for ((name, _), mut t) in variants.iter().zip(times) {
-        t.sort_by(|a, b| a.total_cmp(b));
-        println!(
-            "{name:<32} min {:>7.0} us  median {:>7.0} us  p90 {:>7.0} us",
-            percentile(&t, 0.0),
-            percentile(&t, 0.5),
-            percentile(&t, 0.9)
-        );
-    }
-}
-
 fn arg_value(args: &[String], key: &str) -> Option<String> {
     args.iter()
         .position(|a| a == key)
@@ -809,11 +737,15 @@ fn main() {
         return;
     }
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: bench [--quick] [--json] [--rounds N] [--pings N] [--tput-ms N] [--bigs N] [--only floor,conduit,rmcp,server,probe] [--samples]");
+        println!("usage: bench [--quick] [--json] [--rounds N] [--pings N] [--tput-ms N] [--bigs N] [--only floor,conduit,rmcp,server,probe] [--samples]\n       bench --diag-spawn N       spawn-to-ready variants, N interleaved rounds\n       bench --diag-ping N [--no-pin]  ping p50 of floor and conduit (multi-thread and current-thread runtimes), pinned to one CPU unless --no-pin");
         return;
     }
     if let Some(n) = arg_value(&args, "--diag-spawn").and_then(|v| v.parse().ok()) {
-        diag_spawn(&exe, n);
+        diag::spawn(&exe, n);
+        return;
+    }
+    if let Some(n) = arg_value(&args, "--diag-ping").and_then(|v| v.parse().ok()) {
+        diag::ping(&exe, n, !args.iter().any(|a| a == "--no-pin"));
         return;
     }
     let json = args.iter().any(|a| a == "--json");
