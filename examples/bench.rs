@@ -737,7 +737,7 @@ fn main() {
         return;
     }
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: bench [--quick] [--json] [--rounds N] [--pings N] [--tput-ms N] [--bigs N] [--only floor,conduit,rmcp,server,probe] [--samples]\n       bench --diag-spawn N       spawn-to-ready variants, N interleaved rounds\n       bench --diag-ping N [--no-pin]  ping p50 of floor and conduit (multi-thread and current-thread runtimes), pinned to one CPU unless --no-pin");
+        println!("usage: bench [--quick] [--json] [--rounds N] [--pings N] [--tput-ms N] [--bigs N] [--only floor,conduit,rmcp,server,probe] [--samples]\n       bench --diag-spawn N       spawn-to-ready variants, N interleaved rounds\n       bench --diag-ping N [--no-pin]  ping p50 of floor, conduit (multi-thread and current-thread runtimes) and rmcp, pinned to one CPU unless --no-pin");
         return;
     }
     if let Some(n) = arg_value(&args, "--diag-spawn").and_then(|v| v.parse().ok()) {

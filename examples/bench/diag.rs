@@ -82,8 +82,9 @@ pub fn spawn(exe: &Path, n: usize) {
     }
 }
 
-/// `--diag-ping N`: ping p50 of the floor and of conduit on a multi-thread
-/// and a current-thread runtime, N interleaved rounds of 5,000 pings.
+/// `--diag-ping N`: ping p50 of the floor, of conduit on a multi-thread and
+/// a current-thread runtime, and of rmcp, N interleaved rounds of 5,000
+/// pings.
 ///
 /// With `pin` (the default) this process, and so every child, runs on CPU 0
 /// only. Unpinned, a round trip on this kind of virtual machine is bimodal:
@@ -104,7 +105,7 @@ pub fn ping(exe: &Path, rounds: usize, pin: bool) {
         .enable_all()
         .build()
         .expect("runtime");
-    let mut p50s: [Vec<f64>; 3] = Default::default();
+    let mut p50s: [Vec<f64>; 4] = Default::default();
     for _ in 0..rounds {
         match floor_pings(exe, WARMUP, PINGS) {
             Ok(mut lat) => p50s[0].push(p50(&mut lat)),
@@ -122,11 +123,22 @@ pub fn ping(exe: &Path, rounds: usize, pin: bool) {
                 Err(e) => eprintln!("conduit: {e}"),
             }
         }
+        let r = mt.block_on(async {
+            let c = Rmcp::start(exe).await?;
+            let lat = ping_series(c.ping_fn(), WARMUP, PINGS).await;
+            c.close().await;
+            lat
+        });
+        match r {
+            Ok(mut lat) => p50s[3].push(p50(&mut lat)),
+            Err(e) => eprintln!("rmcp: {e}"),
+        }
     }
     let names = [
         "floor",
         "conduit, multi-thread runtime",
         "conduit, current-thread runtime",
+        "rmcp, multi-thread runtime",
     ];
     let floor = p50(&mut p50s[0].clone());
     println!(
