@@ -111,6 +111,10 @@ pub(crate) async fn run<H: Handler>(
         stalled: None,
     };
     let mut stop = shared.stop.subscribe();
+    // One wait for the whole loop: a fresh one per message would register
+    // and unregister a waiter under a lock every time.
+    let stop_requested = stopped(&mut stop);
+    tokio::pin!(stop_requested);
     shared.phase.send_replace(Phase::Ready);
     tracing::info!(
         max_in_flight = shared.config.max_in_flight,
@@ -132,7 +136,7 @@ pub(crate) async fn run<H: Handler>(
             eof_deadline.is_none() && s.backlog.len() < max && !out_full && s.stalled.is_none();
         tokio::select! {
             biased;
-            _ = stopped(&mut stop) => break Ok(ServeEnd::Stopped),
+            _ = &mut stop_requested => break Ok(ServeEnd::Stopped),
             r = &mut writer.0, if !writer_done => {
                 writer_done = true;
                 match r {
