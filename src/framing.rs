@@ -149,6 +149,19 @@ impl LineFramer {
     /// a line that took several reads always does) the buffer itself is
     /// handed over and the few bytes after the line move to a new one, so
     /// a large message is never copied.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use conduit_mcp::framing::{FrameBuf, LineFramer};
+    ///
+    /// let mut framer = LineFramer::new(1024);
+    /// framer.push(b"short\nsomewhat longer\n");
+    /// let first = framer.next_frame_owned(10);
+    /// assert_eq!(first, Some(FrameBuf::Line(Cow::Borrowed(&b"short"[..]))));
+    /// let second = framer.next_frame_owned(10);
+    /// assert!(matches!(second, Some(FrameBuf::Line(Cow::Owned(l))) if l == b"somewhat longer"));
+    /// assert_eq!(framer.next_frame_owned(10), None);
+    /// ```
     pub fn next_frame_owned(&mut self, own_from: usize) -> Option<FrameBuf<'_>> {
         Some(match self.locate()? {
             Found::Line { start, len } if len >= own_from => {

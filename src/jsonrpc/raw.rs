@@ -17,6 +17,23 @@ use serde_json::value::RawValue;
 /// malformed JSON as an error. A large result is handed over without
 /// copying: it may keep the line it arrived in (a few bytes more than the
 /// value itself).
+///
+/// ```
+/// use conduit_mcp::RawJson;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize)]
+/// struct Sum {
+///     total: i64,
+/// }
+///
+/// // What `Client::request_raw` returns: the result's bytes, undecoded.
+/// let raw = RawJson::from_vec(br#"{"total": 42}"#.to_vec());
+/// assert_eq!(raw.parse::<Sum>()?.total, 42);
+/// // Malformed JSON is reported when decoded, not before.
+/// assert!(RawJson::from_vec(b"{".to_vec()).parse::<Sum>().is_err());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct RawJson {
     buf: Vec<u8>,
