@@ -12,11 +12,11 @@
 
 use std::sync::Arc;
 
-use super::outbound::{encode_call, MetaCache};
-use super::{Call, Pending, Waiter};
 use serde_json::json;
 use tracing::debug;
 
+use super::outbound::{encode_call, MetaCache};
+use super::{Call, Pending, Waiter};
 use crate::error::Error;
 use crate::jsonrpc::{encode, RequestId};
 use crate::protocol::{methods, Era};
