@@ -243,3 +243,42 @@ async fn a_huge_timeout_means_no_timeout() {
     assert!(client.ready(Duration::MAX).await.is_ok());
     client.stop().wait().await;
 }
+
+/// Large results take the zero-copy path (the line handed over in its read
+/// buffer, the stdout pipe grown): each arrives intact, with escapes and
+/// non-ASCII text, while small calls run alongside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_results_arrive_intact_alongside_small_ones() {
+    let mut cfg = common::config(&[]);
+    cfg.max_message_bytes = 16 * 1024 * 1024;
+    let client = Client::start(cfg).await.unwrap();
+    client.ready(Duration::from_secs(10)).await.unwrap();
+    let small = {
+        let c = client.clone();
+        tokio::spawn(async move {
+            for i in 0..200 {
+                let r = c.request("echo", Some(json!({ "i": i }))).await.unwrap();
+                assert_eq!(r["i"], i);
+            }
+        })
+    };
+    for (k, size) in [70_000usize, 300_000, 1_000_000, 3_000_000, 64_000]
+        .into_iter()
+        .enumerate()
+    {
+        let unit = "é\"\\\n\u{1F600}x";
+        let text: String = unit.repeat(size / unit.len() + 1);
+        let r = client
+            .request("echo", Some(json!({ "k": k, "text": text })))
+            .await
+            .unwrap();
+        assert_eq!(r["k"], k);
+        assert_eq!(
+            r["text"].as_str(),
+            Some(text.as_str()),
+            "result {k} differs"
+        );
+    }
+    small.await.unwrap();
+    client.stop().wait().await;
+}
