@@ -241,6 +241,12 @@ async fn restart_loop_and_vanished_executable_respect_backoff_with_low_cpu() {
     // The executable disappears while the client runs.
     let dir = common::tempdir("vanish");
     let exe = dir.join("server-copy");
+    // A link, not a copy: a copy's write descriptor can be inherited by a
+    // child another test is spawning at that instant, and exec of a file
+    // open for writing fails with ETXTBSY.
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(common::fixture(), &exe).unwrap();
+    #[cfg(not(unix))]
     std::fs::copy(common::fixture(), &exe).unwrap();
     let mut cfg = common::config(&[]);
     cfg.command = exe.to_string_lossy().into_owned();
