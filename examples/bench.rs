@@ -134,15 +134,7 @@ fn run_floor(exe: &Path, plan: &Plan, r: &mut Results) -> std::io::Result<()> {
     let t = Instant::now();
     let mut f = Floor::start(exe)?;
     r.add("floor", "spawn_ready", us(t.elapsed()));
-    for _ in 0..plan.warmup {
-        f.ping()?;
-    }
-    let mut lat = Vec::with_capacity(plan.pings);
-    for _ in 0..plan.pings {
-        let t = Instant::now();
-        f.ping()?;
-        lat.push(us(t.elapsed()));
-    }
+    let lat = floor_ping_series(&mut f, plan.warmup, plan.pings)?;
     add_pings(r, "floor", lat);
     let (n, el) = f.throughput(plan.window, plan.tput)?;
     r.add("floor", "rps_64", n as f64 / el.as_secs_f64());
@@ -159,6 +151,20 @@ fn run_floor(exe: &Path, plan: &Plan, r: &mut Results) -> std::io::Result<()> {
     );
     add_close(r, "floor", f.close());
     Ok(())
+}
+
+/// `warmup` then `n` sequential floor pings; latencies in us.
+fn floor_ping_series(f: &mut Floor, warmup: usize, n: usize) -> std::io::Result<Vec<f64>> {
+    for _ in 0..warmup {
+        f.ping()?;
+    }
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f.ping()?;
+        lat.push(us(t.elapsed()));
+    }
+    Ok(lat)
 }
 
 /// `warmup` then `n` sequential pings in a spawned task; latencies in us.

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::peers::{Conduit, Floor, Rmcp};
-use super::{percentile, ping_series, us, vm_rss_kib};
+use super::{floor_ping_series, percentile, ping_series, us, vm_rss_kib};
 
 /// `--diag-spawn N`: spawn-to-ready of conduit with its default config and
 /// with single options changed, against rmcp, interleaved N times; prints
@@ -153,17 +153,9 @@ pub fn ping(exe: &Path, rounds: usize, pin: bool) {
 
 fn floor_pings(exe: &Path, warmup: usize, n: usize) -> std::io::Result<Vec<f64>> {
     let mut f = Floor::start(exe)?;
-    for _ in 0..warmup {
-        f.ping()?;
-    }
-    let mut lat = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        f.ping()?;
-        lat.push(us(t.elapsed()));
-    }
+    let lat = floor_ping_series(&mut f, warmup, n);
     let _ = f.close();
-    Ok(lat)
+    lat
 }
 
 fn p50(v: &mut [f64]) -> f64 {

@@ -146,8 +146,7 @@ impl Drop for ConnectionState {
             t.abort();
         }
         // Killed or stopped: no caller may register with a dead Connection.
-        self.shared.set_direct(None);
-        drop(self.pending.take_all());
+        drop(self.take_pending());
     }
 }
 

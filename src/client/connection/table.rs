@@ -64,14 +64,20 @@ impl Pending {
             .retain(|_, w| !matches!(w, Waiter::Initialize));
     }
 
-    /// Removes a caller's waiter; returns its method.
-    pub(super) fn remove_caller(&self, id: &RequestId) -> Option<String> {
+    /// Removes the waiter of `id` if it is a caller's (probes and
+    /// `initialize` stay for the Connection).
+    fn take_caller(&self, id: &RequestId) -> Option<Waiter> {
         let mut t = self.lock();
         if !matches!(t.waiters.get(id), Some(Waiter::Caller { .. })) {
             return None;
         }
-        match t.waiters.remove(id) {
-            Some(Waiter::Caller { method, .. }) => Some(method),
+        t.waiters.remove(id)
+    }
+
+    /// Removes a caller's waiter; returns its method.
+    pub(super) fn remove_caller(&self, id: &RequestId) -> Option<String> {
+        match self.take_caller(id)? {
+            Waiter::Caller { method, .. } => Some(method),
             _ => None,
         }
     }
@@ -91,18 +97,13 @@ impl Pending {
     /// it is not a caller's (a probe, `initialize`, or an unknown id).
     pub(super) fn answer(&self, r: Response) -> Option<Response> {
         let Some(id) = &r.id else { return Some(r) };
-        let reply = {
-            let mut t = self.lock();
-            if !matches!(t.waiters.get(id), Some(Waiter::Caller { .. })) {
-                return Some(r);
+        match self.take_caller(id) {
+            Some(Waiter::Caller { reply, .. }) => {
+                reply.answer(call_result(r.outcome));
+                None
             }
-            match t.waiters.remove(id) {
-                Some(Waiter::Caller { reply, .. }) => reply,
-                _ => return Some(r),
-            }
-        };
-        reply.answer(call_result(r.outcome));
-        None
+            _ => Some(r),
+        }
     }
 
     /// Delivers a progress notification to its caller; returns it back when
