@@ -78,13 +78,17 @@ pub enum CloseReason {
         /// The configured `max_junk_lines`.
         limit: usize,
     },
-    /// The server stopped reading stdin and the write queue filled up.
-    #[error("write queue full: {queued} bytes unwritten, limit {limit}")]
-    WriteQueueFull {
-        /// Bytes that would have been queued.
+    /// The server accepted no byte of its stdin for `write_stall_timeout`
+    /// while callers waited for room in the write queue: it stopped
+    /// reading.
+    #[error(
+        "server stopped reading: no byte accepted for {stalled_for:?} with {queued} bytes queued"
+    )]
+    WriteStalled {
+        /// How long no byte was accepted.
+        stalled_for: Duration,
+        /// Bytes queued and not yet written.
         queued: usize,
-        /// The limit.
-        limit: usize,
     },
     /// Writing to the server's stdin failed (for example a broken pipe).
     #[error("writing to the server failed: {0}")]
@@ -144,6 +148,13 @@ pub enum SpawnError {
         /// Whether PATH was searched.
         searched_path: bool,
     },
+    /// The path exists but cannot be run: a directory, or a file without
+    /// execute permission.
+    #[error("`{path}` exists but is not an executable file")]
+    NotExecutable {
+        /// The path found.
+        path: String,
+    },
     /// The OS refused to start it.
     #[error("could not start `{executable}`: {source}")]
     Io {
@@ -181,6 +192,27 @@ pub enum Error {
         method: String,
         /// The timeout that elapsed.
         after: Duration,
+    },
+    /// The request's line is longer than the whole write queue
+    /// (`max_write_queue_bytes`): it failed alone, the server was not
+    /// disturbed.
+    #[error("`{method}`: the request is {bytes} bytes, over the {limit}-byte write queue")]
+    RequestTooLarge {
+        /// The method called.
+        method: String,
+        /// The serialised request's length.
+        bytes: usize,
+        /// `max_write_queue_bytes`.
+        limit: usize,
+    },
+    /// A notification found no room in the write queue (the server is not
+    /// keeping up); it was not sent.
+    #[error("write queue full: {queued} bytes unwritten, limit {limit}")]
+    WriteQueueFull {
+        /// Bytes queued and not yet written.
+        queued: usize,
+        /// `max_write_queue_bytes`.
+        limit: usize,
     },
     /// The call was cancelled by the caller.
     #[error("`{method}` was cancelled")]

@@ -115,10 +115,14 @@ impl LineFramer {
     ) -> std::io::Result<usize> {
         self.compact();
         let len = self.buf.len();
-        // Grow geometrically, but never hold more than limit + one chunk.
-        let want = (len + READ_CHUNK).min(self.max.saturating_add(READ_CHUNK + 1));
+        // Grow geometrically (linear total cost), but with exact
+        // reservations: `reserve` may double past the cap, which would let
+        // the capacity reach twice the limit.
+        let cap = self.max.saturating_add(READ_CHUNK + 1);
+        let want = (len + READ_CHUNK).min(cap);
         if self.buf.capacity() < want {
-            self.buf.reserve(want - len);
+            let target = self.buf.capacity().saturating_mul(2).max(want).min(cap);
+            self.buf.reserve_exact(target - len);
         }
         reader.read_buf(&mut self.buf).await
     }
@@ -266,6 +270,22 @@ mod tests {
             });
         }
         out
+    }
+
+    #[tokio::test]
+    async fn the_buffer_never_grows_past_the_limit_and_one_chunk() {
+        // A long line arriving in small reads: every fill may grow the
+        // buffer, and no growth may overshoot the cap (limit + chunk + 1).
+        let max = 1_000_000;
+        let mut framer = LineFramer::new(max);
+        let mut input: &[u8] = &vec![b'x'; 3 * max];
+        let mut peak = 0;
+        while framer.fill(&mut input).await.unwrap() > 0 {
+            peak = peak.max(framer.buf.capacity());
+            while framer.next_frame().is_some() {}
+        }
+        assert!(peak <= max + READ_CHUNK + 1, "capacity {peak}");
+        assert!(peak >= max, "the buffer did grow to the limit: {peak}");
     }
 
     /// As [`lines`], through `next_frame_owned(own_from)`.

@@ -26,43 +26,55 @@
 //!
 //! ```text
 //! user's handles (Client, clonable)
-//!   │ request: direct to the writer while ready   ▲ reply: oneshot from the reader task (decoded by the caller)
-//!   │ (else cast Call to the Connection)          │
+//!   │ request: straight to the writer's queue    ▲ reply: oneshot from the reader task (decoded by the caller)
+//!   │ (waits for a ready server, and for room)   │
 //!   ▼                                            │
 //! ClientSupervisor ── respawns a dead Connection (backoff, max_reconnects)
-//!  └─ Connection ──── ids, pending table, discovery, dispatch, server restarts
+//!  └─ Connection ──── discovery, the server's requests, server restarts
 //!      └─ PortOwner ─ one child process: owns its ShutdownGuard
-//!          ├─ writer task  queue → child stdin (coalesced writes, 16 MiB limit)
+//!          ├─ writer task  queue → child stdin (coalesced writes, 16 MiB of room)
 //!          ├─ reader task  child stdout → framer → Message → caller's reply slot
-//!          │               (responses, progress) or Connection (the rest)
-//!          └─ reaper task  child.wait(); on close: stdin, SIGTERM, SIGKILL, reap
+//!          │               (responses, progress), subscribers (notifications)
+//!          │               or Connection (the rest, within a byte budget)
+//!          └─ child task   exit seen without reaping; on close: stdin, SIGTERM,
+//!                          SIGKILL, then the reap (see the `child` module)
 //! ```
+//!
+//! Module map: `child` spawns and ends processes (all `unsafe` and every
+//! signal live there, and it imports nothing from the rest); `transport`
+//! turns one child into a link (reader, writer, PortOwner); `client` is the
+//! actor tree and the user's handle; `server` serves MCP over stdio;
+//! [`jsonrpc`] and [`framing`] are the wire format shared by both halves.
 //!
 //! One request: the caller's task allocates an id. While a server is ready
 //! the Connection publishes a direct path (the link, the era's pre-serialised
-//! `_meta`, the pending table): the caller serialises its request, records
-//! its reply slot in the pending table and queues the line to the writer
-//! task itself, never waiting and with no hop through the Connection's
-//! mailbox. The table accepts such entries only while that server's link is
-//! open (a close fails every entry and refuses new ones under the same
-//! lock), so a request racing a crash is sent by the Connection instead,
-//! never stranded. Before the server is ready (or after a refusal) the
-//! caller casts `Call` to the Connection, which queues it until ready.
+//! `_meta`, the pending table): the caller serialises its request, waits for
+//! room in the write queue if the server is behind (within its timeout),
+//! records its reply slot in the pending table and queues the line itself,
+//! with no hop through the Connection's mailbox. The table accepts such
+//! entries only while that server's link is open (a close fails every entry
+//! and refuses new ones under the same lock), so a request racing a crash is
+//! never stranded: it waits for the next ready server, as does a request
+//! made while no server is ready.
 //!
 //! The reader task frames the answer and delimits the envelope with a
 //! structural scan (the `result` is not parsed there); its sink looks the id
 //! up in the pending table and hands the result's bytes ([`RawJson`]) to
 //! the caller's reply slot (progress notifications too); a long line is
-//! handed over without being copied. Anything else (discovery answers,
-//! notifications, server requests) goes to the Connection. The caller
-//! decodes the result once, into its type. Timeouts run in the caller's
-//! task; on timeout, cancel or drop, the caller forgets the id and queues
-//! `notifications/cancelled` the same way it sent the request, so a late
-//! answer is ignored.
+//! handed over without being copied. Notifications go to their subscribers
+//! from the same task; only discovery answers, cancellations and the
+//! server's requests go to the Connection. The caller decodes the result
+//! once, into its type. Timeouts run in the caller's task; on timeout,
+//! cancel or drop, the caller forgets the id and queues
+//! `notifications/cancelled`, so a late answer is ignored.
 //!
-//! The seam between Connection and PortOwner is [`transport::Transport`]
-//! (open a [`transport::Link`]; send, close): a second transport plugs in
-//! there without touching the Connection.
+//! A shutdown: [`Client::stop`] makes the status final at once (in shared
+//! state, not through a mailbox), fails the calls in flight, and starts the
+//! running server's escalation directly; the supervisor then stops the
+//! actors. However the tree ends (stop, drop of the last handle, a `kill()`
+//! of any actor, a panic), the server's shutdown runs, because it is
+//! started by the drop of a guard in the PortOwner's state and runs in a
+//! task of its own.
 //!
 //! # What happens when things go wrong
 //!
@@ -75,6 +87,15 @@
 //! - **Any actor of the tree is killed**: the child's shutdown still runs,
 //!   because it lives in the `Drop` of the PortOwner's state and in a
 //!   detached task that already waits on the child.
+//! - **The server stops reading**: callers wait for room in the write queue
+//!   (within their timeouts); once no byte has been accepted for
+//!   `write_stall_timeout` while someone waits, the server is closed as
+//!   not reading ([`CloseReason::WriteStalled`]) and restarted. One request
+//!   larger than the whole queue fails alone ([`Error::RequestTooLarge`]).
+//! - **The server floods**: notifications nobody reads are dropped (and
+//!   counted per subscriber); messages for the Connection beyond its budget
+//!   make the reader wait, so the server blocks on its own stdout; a
+//!   [`Client::stop`] takes effect at once whatever is queued.
 //!
 //! # Caveats
 //!
@@ -84,13 +105,15 @@
 //!   server (your program then stops the client, which ends the server). A
 //!   server that itself calls `setsid`/`setpgid` for its children leaves the
 //!   group and is out of reach of group signals.
-//! - **`die_with_parent` and threads (Linux).** `PR_SET_PDEATHSIG` fires
-//!   when the *thread* that spawned the child exits, not the process. Spawns
-//!   happen on tokio worker threads, which live as long as the runtime; a
-//!   runtime shut down while servers run ends them (by design). The signal
-//!   reaches the server (the group leader) only: its own children
-//!   (launcher grandchildren) are not covered once this process is gone,
-//!   unless `group_watchdog` is on: then a watchdog forked per server
+//! - **`die_with_parent` (Linux).** `PR_SET_PDEATHSIG` fires when the
+//!   *thread* that spawned the child exits, not the process. Every server
+//!   is therefore spawned from one dedicated thread that lives as long as
+//!   the process: the server dies with this process (even by SIGKILL) and
+//!   never because a tokio worker was retired or the thread that called
+//!   `Client::start` ended. The signal reaches the server (the group
+//!   leader) only: its own children (launcher grandchildren) are not
+//!   covered once this process is gone, unless `group_watchdog` is on: then
+//!   a watchdog forked per server, itself a member of the server's group,
 //!   SIGKILLs the group when this process dies. The watchdog is a
 //!   copy-on-write image of this process (a `fork`), so in a large process
 //!   it costs memory as pages are written, and the spawn costs more; it is
@@ -98,20 +121,30 @@
 //! - **Spawning (Linux).** The server is started like `posix_spawn` does
 //!   (`clone` with `CLONE_VM | CLONE_VFORK`), with the `die_with_parent`
 //!   setup done in the child before `exec`: no `fork`, so the cost of a
-//!   spawn does not grow with the size of this process. The server starts
-//!   with an empty signal mask and SIGPIPE at its default action, like a
-//!   child of `std::process::Command`; it is run with `execve`, so a script
-//!   without a `#!` line is not run by `/bin/sh`. Other platforms use
-//!   `tokio::process`.
+//!   spawn does not grow with the size of this process. Every descriptor
+//!   above 2 is closed in the child (`close_range`), so the server inherits
+//!   nothing of this process, with or without `FD_CLOEXEC`. The server
+//!   starts with an empty signal mask and SIGPIPE at its default action,
+//!   like a child of `std::process::Command`; it is run with `execve`, so a
+//!   script without a `#!` line is not run by `/bin/sh`. Other platforms
+//!   use `tokio::process`.
 //! - **Reaping.** Exit is detected by waiting on the child, never by
 //!   polling: a pidfd on Linux 5.3+ (a thread per server blocked in
-//!   `waitid` on older kernels), tokio's machinery elsewhere. The child is
-//!   reaped by pid, so code in the same process that reaps every child
-//!   (`waitpid(-1)`, SIGCHLD ignored) breaks exit reporting, as it does
-//!   for `tokio::process`. After the leader is reaped, the
-//!   emptiness of its group can only be polled (`/proc`, or `killpg(0)`);
-//!   in that short window a pgid whose last member just exited could be
-//!   reused by an unrelated new group.
+//!   `waitid` on older kernels), tokio's machinery elsewhere. On Linux the
+//!   exited leader is left a zombie until its shutdown has ended, so its pid
+//!   and process-group id cannot be reused while a signal may still be sent
+//!   to them. The child is reaped by pid, so code in the same process that
+//!   reaps every child (`waitpid(-1)`, SIGCHLD ignored) breaks exit
+//!   reporting, as it does for `tokio::process`.
+//! - **Bounded memory.** What a server can make the client hold is bounded
+//!   in bytes: a line by `max_message_bytes`, unread notifications by
+//!   `max_queued_notification_bytes` per subscriber (then dropped and
+//!   counted), messages for the Connection by a 16 MiB budget (then the
+//!   reader stops reading: back-pressure on the server's stdout), the
+//!   server's own requests by `max_inbound_requests`. Two queues are yours:
+//!   the [`events`](Client::events) channel and a request's
+//!   [`progress`](RequestOptions::progress) channel are unbounded, so read
+//!   them (with `StderrMode::Log`, each stderr line is an event).
 //! - **Pipe size (Linux).** When a message longer than 256 KiB starts to
 //!   arrive, the server's stdout pipe is grown to 1 MiB (`F_SETPIPE_SZ`), so
 //!   a large result costs 8 times fewer reads and wake-ups. The kernel
@@ -128,11 +161,14 @@
 //!   `stdin_grace`, then kills the process (`term_grace` is not used);
 //!   `.bat`/`.cmd` commands need `allow_batch_files` (see
 //!   [`client::command::check_batch_file`]). The allowlisted environment
-//!   differs ([`client::command::INHERITED_ENV_WINDOWS`]). Windows is not
-//!   tested in CI.
+//!   differs ([`client::command::INHERITED_ENV_WINDOWS`]). On platforms
+//!   other than Linux, tokio reaps the leader as it exits, so a group signal
+//!   of the escalation after that could in theory reach a group that reused
+//!   the number. Windows is not tested in CI.
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod child;
 pub mod client;
 mod deadline;
 pub mod error;
@@ -141,16 +177,17 @@ pub mod jsonrpc;
 pub mod protocol;
 pub mod secret;
 pub mod server;
-pub mod transport;
+mod transport;
 
+pub use child::{ShutdownHandle, ShutdownReport};
 pub use client::config::{Backoff, ClientConfig, EraPreference, StderrMode};
 pub use client::handler::{ClientHandler, InboundRequest};
 pub use client::session::{ServerSession, Status};
 pub use client::{
-    CancelToken, Client, ClientShutdown, Progress, RequestOptions, StartError, StartOptions,
+    CancelToken, Client, ClientShutdown, Notifications, Progress, RequestOptions, StartError,
+    StartOptions,
 };
 pub use error::{CloseReason, ConfigError, Error, ExitStatus, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};
 pub use protocol::{Era, Implementation};
 pub use secret::{EnvValue, Secret};
-pub use transport::{ShutdownHandle, ShutdownReport};

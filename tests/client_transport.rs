@@ -93,12 +93,12 @@ async fn line_at_the_limit_passes_and_one_over_closes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_that_never_reads_fills_the_write_queue() {
+async fn server_that_never_reads_is_closed_once_callers_wait_for_room() {
     common::trace();
     // Reads the handshake (initialize, initialized), then never again.
     let mut cfg = common::config(&["--stop-reading-after", "2", "--ignore-term"]);
     cfg.max_write_queue_bytes = 1024 * 1024;
-    cfg.max_reconnects = 0;
+    cfg.write_stall_timeout = Duration::from_millis(500);
     cfg.era = conduit_mcp::EraPreference::Legacy;
     let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
@@ -117,27 +117,36 @@ async fn server_that_never_reads_fills_the_write_queue() {
             .await
         }));
     }
-    // The pipe fills, then the 1 MiB queue; the limit closes the transport
-    // and the server is restarted. No caller ever blocked.
+    // The pipe fills, then the 1 MiB queue; later callers wait for room.
+    // No byte is accepted for the stall time while they wait: the server is
+    // closed as not reading, and restarted (it had been ready).
     let s = wait_status(&client, Duration::from_secs(10), |s| {
         matches!(s, Status::Restarting { .. })
     })
     .await;
-    assert!(format!("{s:?}").contains("write queue full"), "{s:?}");
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(format!("{s:?}").contains("stopped reading"), "{s:?}");
+    let closed_after = t.elapsed();
+    assert!(
+        closed_after >= Duration::from_millis(500),
+        "{closed_after:?}"
+    );
+    assert!(closed_after < Duration::from_secs(5), "{closed_after:?}");
     client.stop().wait().await;
-    let mut queue_full = 0;
+    let (mut stalled, mut stopped) = (0, 0);
     for c in calls {
         match c.await.unwrap() {
-            Err(Error::Closed(CloseReason::WriteQueueFull { limit, .. })) => {
-                assert_eq!(limit, 1024 * 1024);
-                queue_full += 1;
+            Err(Error::Closed(CloseReason::WriteStalled { stalled_for, .. })) => {
+                assert!(stalled_for >= Duration::from_millis(500));
+                stalled += 1;
             }
-            Err(_) => {}
-            Ok(v) => panic!("a call to a server that stopped reading succeeded: {v}"),
+            Err(Error::Stopped) => stopped += 1,
+            other => panic!("unexpected outcome: {other:?}"),
         }
     }
-    assert!(queue_full > 0);
+    // Sent (in the pipe or the queue): failed with the reason; still
+    // waiting for room when the client stopped: failed with that. None hung.
+    assert!(stalled > 0, "stalled {stalled}, stopped {stopped}");
+    assert_eq!(stalled + stopped, 40);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -95,6 +95,7 @@ async fn lines_of_8_mib_minus_one_exact_and_plus_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_that_stops_reading_while_10000_requests_are_sent() {
     let mut cfg = common::config(&["--stop-reading-after", "2"]);
+    cfg.write_stall_timeout = Duration::from_secs(1);
     cfg.era = EraPreference::Legacy;
     let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
@@ -128,7 +129,7 @@ async fn server_that_stops_reading_while_10000_requests_are_sent() {
     client.stop().wait().await;
     for c in calls {
         match c.await.unwrap() {
-            Err(Error::Closed(CloseReason::WriteQueueFull { .. })) => queue_full += 1,
+            Err(Error::Closed(CloseReason::WriteStalled { .. })) => queue_full += 1,
             Err(_) => other += 1,
             Ok(_) => panic!("a request to a server that stopped reading succeeded"),
         }

@@ -117,8 +117,27 @@ pub struct ClientConfig {
     pub term_grace: Duration,
     /// How long the `server/discover` probe waits (default 3 s).
     pub probe_timeout: Duration,
-    /// Unwritten bytes held before the transport closes (default 16 MiB).
+    /// Bytes of requests queued for the server and not yet written
+    /// (default 16 MiB, at most 4 GiB - 1). A caller whose request finds
+    /// no room waits (within its timeout) until the server reads; a single
+    /// request longer than this fails alone with
+    /// [`Error::RequestTooLarge`](crate::Error::RequestTooLarge).
     pub max_write_queue_bytes: usize,
+    /// A server that accepts no byte of its stdin for this long while
+    /// callers wait for room in the write queue is closed as not reading
+    /// ([`CloseReason::WriteStalled`](crate::CloseReason::WriteStalled));
+    /// default 10 s. A server that reads slowly, or that stops reading while
+    /// nobody waits, is left alone.
+    pub write_stall_timeout: Duration,
+    /// Server-to-client requests handled at once (default 16). Past it, the
+    /// server's request is answered at once with error -32000; a request
+    /// reusing the id of one still being handled gets -32600.
+    pub max_inbound_requests: usize,
+    /// Bytes of notifications (as held in memory once parsed) that one
+    /// [`Notifications`](crate::Notifications) subscriber may leave unread
+    /// (default 16 MiB). Past it, notifications for that subscriber are
+    /// dropped and counted ([`Notifications::dropped`](crate::Notifications::dropped)).
+    pub max_queued_notification_bytes: usize,
     /// Restart backoff.
     pub backoff: Backoff,
     /// Consecutive failed restarts before giving up (default 5).
@@ -126,9 +145,9 @@ pub struct ClientConfig {
     /// Put the child in its own process group and signal the whole group
     /// (default on), so a launcher's children (npx, uvx) are ended too.
     pub kill_process_group: bool,
-    /// Linux: the child is SIGKILLed if the thread that spawned it dies,
-    /// which covers this process being SIGKILLed (default on). See the
-    /// crate docs' caveats.
+    /// Linux: the child is SIGKILLed when this process dies, even by
+    /// SIGKILL (default on; `PR_SET_PDEATHSIG`, set from a spawning thread
+    /// that lives as long as the process). See the crate docs' caveats.
     pub die_with_parent: bool,
     /// Linux, with `die_with_parent` and `kill_process_group`: also end the
     /// server's whole process group (a launcher's children) if this process
@@ -167,6 +186,9 @@ impl ClientConfig {
             term_grace: Duration::from_secs(2),
             probe_timeout: Duration::from_secs(3),
             max_write_queue_bytes: DEFAULT_MAX_WRITE_QUEUE_BYTES,
+            write_stall_timeout: Duration::from_secs(10),
+            max_inbound_requests: 16,
+            max_queued_notification_bytes: 16 * 1024 * 1024,
             backoff: Backoff::default(),
             max_reconnects: 5,
             kill_process_group: true,
@@ -261,6 +283,38 @@ impl ClientConfig {
         self
     }
 
+    /// What the stdio transport needs: the child's spec and the limits.
+    pub(crate) fn stdio_options(&self) -> crate::transport::stdio::StdioOptions {
+        use crate::child::{Graces, Spec, Stderr};
+        crate::transport::stdio::StdioOptions {
+            spec: Spec {
+                name: self.display_name(),
+                command: self.command.clone(),
+                args: self.args.clone(),
+                env: self.env.clone(),
+                cwd: self.cd.clone(),
+                stderr: match &self.stderr {
+                    StderrMode::Inherit => Stderr::Inherit,
+                    StderrMode::Discard => Stderr::Null,
+                    StderrMode::Log => Stderr::Piped,
+                    StderrMode::File(p) => Stderr::File(p.clone()),
+                },
+                allow_batch_files: self.allow_batch_files,
+                process_group: cfg!(unix) && self.kill_process_group,
+                die_with_parent: self.die_with_parent,
+                group_watchdog: self.group_watchdog,
+                graces: Graces {
+                    stdin: self.stdin_grace,
+                    term: self.term_grace,
+                },
+            },
+            max_message_bytes: self.max_message_bytes,
+            max_junk_lines: self.max_junk_lines,
+            max_write_queue_bytes: self.max_write_queue_bytes,
+            write_stall_timeout: self.write_stall_timeout,
+        }
+    }
+
     /// The name used in logs: `name`, or the command's file name.
     pub fn display_name(&self) -> String {
         self.name.clone().unwrap_or_else(|| {
@@ -335,15 +389,27 @@ impl ClientConfig {
                 ));
             }
         }
-        super::command::check_batch_file(cmd, &self.args, self.allow_batch_files)?;
+        crate::child::command::check_batch_file(cmd, &self.args, self.allow_batch_files)?;
         if self.max_message_bytes == 0 {
             return Err(ConfigError::new("max_message_bytes", "must be positive"));
         }
-        if self.max_write_queue_bytes == 0 {
+        if self.max_write_queue_bytes == 0
+            || self.max_write_queue_bytes > crate::transport::queue::MAX_LIMIT
+        {
             return Err(ConfigError::new(
                 "max_write_queue_bytes",
-                "must be positive",
+                format!(
+                    "{} must be between 1 and {}",
+                    self.max_write_queue_bytes,
+                    crate::transport::queue::MAX_LIMIT
+                ),
             ));
+        }
+        if self.write_stall_timeout.is_zero() {
+            return Err(ConfigError::new("write_stall_timeout", "must be positive"));
+        }
+        if self.max_inbound_requests == 0 {
+            return Err(ConfigError::new("max_inbound_requests", "must be positive"));
         }
         if !(self.backoff.factor.is_finite() && self.backoff.factor >= 1.0) {
             return Err(ConfigError::new(

@@ -20,32 +20,41 @@ use tokio::time::Instant;
 use crate::deadline::After;
 
 mod calls;
-pub mod command;
 pub mod config;
 mod connection;
 mod discovery;
 pub mod events;
 pub mod handler;
+mod notifications;
 mod pending;
 mod requests;
 pub mod session;
 mod shared;
 mod supervisor;
 
+/// Pure functions that turn configuration into what is spawned: executable
+/// resolution, the batch-file rule and the child's environment.
+pub mod command {
+    pub use crate::child::command::*;
+}
+
 pub use calls::{CallToolResult, Tool};
+pub use notifications::Notifications;
 pub use requests::{CancelToken, Progress, RequestOptions};
 pub use supervisor::SupervisorMsg;
 
 use self::config::ClientConfig;
-use self::connection::{Call, ConnectionMsg, Direct};
+use self::connection::{Direct, Refused, Waiter};
 use self::handler::{ClientHandler, InboundRequest};
 use self::pending::ReplySlot;
 use self::session::{ServerSession, Status};
 use self::shared::Shared;
 use self::supervisor::{ClientSupervisor, SupervisorArgs};
+use crate::child::ShutdownReport;
 use crate::error::{ConfigError, Error, SpawnError};
-use crate::jsonrpc::{Notification, RawJson, RequestId};
-use crate::transport::{ShutdownReport, StdioTransport, Transport};
+use crate::jsonrpc::{encode, RawJson, RequestId};
+use crate::transport::queue::QueueError;
+use crate::transport::{StdioTransport, Transport};
 
 /// Why [`Client::start`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -95,10 +104,12 @@ pub struct Client {
 }
 
 /// Stops the tree when the last [`Client`] handle goes.
-struct StopOnLastDrop(ActorRef<SupervisorMsg>);
+struct StopOnLastDrop(ActorRef<SupervisorMsg>, Arc<Shared>);
 
 impl Drop for StopOnLastDrop {
     fn drop(&mut self) {
+        // Final at once, whatever state the tree is in (see `stop`).
+        self.1.stop_now("the last client handle was dropped");
         let _ = self.0.cast(SupervisorMsg::Stop);
     }
 }
@@ -133,7 +144,7 @@ impl Client {
     ) -> Result<Client, StartError> {
         config.validate()?;
         let config = Arc::new(config);
-        let transport: Arc<dyn Transport> = Arc::new(StdioTransport::new(config.clone()));
+        let transport: Arc<dyn Transport> = Arc::new(StdioTransport::new(config.stdio_options()));
         let shared = Arc::new(Shared::new(config, opts.handler));
         if let Some(tx) = opts.events {
             shared.add_event_subscriber(tx);
@@ -150,8 +161,8 @@ impl Client {
         };
         match spawned {
             Ok((supervisor, _)) => Ok(Client {
+                _last: Arc::new(StopOnLastDrop(supervisor.clone(), shared.clone())),
                 shared,
-                _last: Arc::new(StopOnLastDrop(supervisor.clone())),
                 supervisor,
             }),
             Err(e) => match rx.await {
@@ -226,9 +237,13 @@ impl Client {
     }
 
     /// Subscribes to the server's notifications (logging messages, list
-    /// changes, resource updates, progress without a waiting caller). The
-    /// queue is unbounded: a burst is never dropped, so keep reading.
-    pub fn notifications(&self) -> mpsc::UnboundedReceiver<Notification> {
+    /// changes, resource updates, progress without a waiting caller) from
+    /// now on. Bounded in bytes: a subscriber that leaves more than
+    /// [`max_queued_notification_bytes`](ClientConfig::max_queued_notification_bytes)
+    /// unread loses the next ones (counted in [`Notifications::dropped`] and
+    /// logged); the server is never slowed down by it. With no subscriber,
+    /// notifications are dropped at once.
+    pub fn notifications(&self) -> Notifications {
         self.shared.subscribe()
     }
 
@@ -361,16 +376,13 @@ impl Client {
             hard_deadline.map_or(d, |h| d.min(h))
         };
         let mut deadline = deadline_from(start);
-        if self.shared.is_final() {
-            return Err(self.down_error());
+        let timed_out = |deadline: Instant| Error::Timeout {
+            method: method.into(),
+            after: deadline.saturating_duration_since(start),
+        };
+        if let Some(e) = self.shared.final_error() {
+            return Err(e);
         }
-        let conn = self.connection(deadline).await.map_err(|e| match e {
-            Error::Timeout { .. } => Error::Timeout {
-                method: method.into(),
-                after: timeout,
-            },
-            e => e,
-        })?;
         let id = self.shared.next_id();
         let (reply, mut rx) = ReplySlot::new(self.shared.down.clone());
         let wants_progress = opts.progress.is_some() || opts.reset_timeout_on_progress;
@@ -380,32 +392,21 @@ impl Client {
         } else {
             (None, None)
         };
-        let call = Call {
-            id: id.clone(),
+        let mut waiter = Some(Waiter::Caller {
             method: method.to_owned(),
-            params,
             reply,
             progress: ptx,
+        });
+        // Waiting for a ready server and for room in its write queue counts
+        // against the timeout; so does a cancellation.
+        let sent = tokio::select! {
+            biased;
+            r = self.send(&id, method, &params, wants_progress, &mut waiter) => r?,
+            _ = tokio::time::sleep_until(deadline) => return Err(timed_out(deadline)),
+            _ = cancelled(&opts.cancel) => return Err(Error::Cancelled { method: method.into() }),
         };
-        // While a server is ready the call skips the Connection's mailbox.
-        let mut sent_direct = None;
-        let call = match self.shared.direct() {
-            Some(direct) => match direct.send(call) {
-                Ok(()) => {
-                    sent_direct = Some(direct);
-                    None
-                }
-                Err(call) => Some(call),
-            },
-            None => Some(call),
-        };
-        if let Some(call) = call {
-            conn.cast(ConnectionMsg::Call(call))
-                .map_err(|_| self.down_error())?;
-        }
         let mut guard = CancelOnDrop {
-            conn: Some(conn),
-            direct: sent_direct,
+            direct: Some(sent),
             id,
             reason: "the caller dropped the request",
         };
@@ -413,7 +414,7 @@ impl Client {
             tokio::select! {
                 biased;
                 r = &mut rx => {
-                    guard.conn = None;
+                    guard.direct = None;
                     // Progress sent just before the answer is still queued:
                     // deliver it before returning.
                     if let (Some(prx), Some(tx)) = (prx.as_mut(), &opts.progress) {
@@ -434,9 +435,9 @@ impl Client {
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     guard.reason = "timeout";
-                    return Err(Error::Timeout { method: method.into(), after: deadline.saturating_duration_since(start) });
+                    return Err(timed_out(deadline));
                 }
-                _ = async { match &opts.cancel { Some(c) => c.cancelled().await, None => std::future::pending().await } } => {
+                _ = cancelled(&opts.cancel) => {
                     guard.reason = "cancelled by the caller";
                     return Err(Error::Cancelled { method: method.into() });
                 }
@@ -444,59 +445,89 @@ impl Client {
         }
     }
 
-    /// The error for a call that found no running Connection.
-    fn down_error(&self) -> Error {
-        self.shared
-            .final_error()
-            .unwrap_or_else(|| Error::ConnectionDown("the connection actor is not running".into()))
-    }
-
-    /// The current Connection, waiting (until `deadline`) while the
-    /// supervisor respawns it.
-    async fn connection(&self, deadline: Instant) -> Result<ActorRef<ConnectionMsg>, Error> {
-        // Fast path: a Connection is running (no watch subscriptions).
-        if let Some(c) = self.shared.connection.borrow().clone() {
-            return Ok(c);
-        }
-        let mut rx = self.shared.connection.subscribe();
-        let mut status = self.shared.status();
-        loop {
-            if let Some(c) = rx.borrow_and_update().clone() {
-                return Ok(c);
+    /// Sends a call on the ready server's direct path, waiting (without
+    /// spinning: on the path's watch) while no server is ready or the path
+    /// at hand went stale. Returns the path it was sent on.
+    ///
+    /// Cancel safety: cancel safe; nothing is sent or registered until it
+    /// returns `Ok`.
+    async fn send(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: &Option<Value>,
+        progress: bool,
+        waiter: &mut Option<Waiter>,
+    ) -> Result<Arc<Direct>, Error> {
+        // Fast path: a server is ready (no watch subscription).
+        if let Some(direct) = self.shared.direct() {
+            match direct.send(id, method, params, progress, waiter).await {
+                Ok(()) => return Ok(direct),
+                Err(Refused::Failed(e)) => return Err(e),
+                Err(Refused::Stale) => {}
             }
-            status.borrow_and_update();
+        }
+        let mut watch = self.shared.watch_direct();
+        loop {
+            let current = watch.borrow_and_update().clone();
             if let Some(e) = self.shared.final_error() {
                 return Err(e);
             }
-            tokio::select! {
-                _ = rx.changed() => {}
-                _ = status.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Err(Error::Timeout { method: String::new(), after: Duration::ZERO })
+            if let Some(direct) = current {
+                match direct.send(id, method, params, progress, waiter).await {
+                    Ok(()) => return Ok(direct),
+                    Err(Refused::Failed(e)) => return Err(e),
+                    // Closed meanwhile: its withdrawal wakes us below.
+                    Err(Refused::Stale) => {}
                 }
+            }
+            if watch.changed().await.is_err() {
+                return Err(self.down_error());
             }
         }
     }
 
-    /// Sends a notification to the server (dropped if no server is ready).
-    pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
-        let conn = self
-            .shared
-            .connection
-            .borrow()
-            .clone()
-            .ok_or_else(|| Error::ConnectionDown(self.down_error().to_string()))?;
-        conn.cast(ConnectionMsg::Notify {
-            method: method.to_owned(),
-            params,
-        })
-        .map_err(|_| Error::ConnectionDown(self.down_error().to_string()))
+    /// The error for a call that found the client down.
+    fn down_error(&self) -> Error {
+        self.shared
+            .final_error()
+            .unwrap_or_else(|| Error::ConnectionDown(self.shared.down.get()))
     }
 
-    /// Stops the client and returns at once. The server's shutdown (stdin
-    /// close, SIGTERM, SIGKILL, reap) runs detached; await the returned
-    /// handle to wait for its end (for example before the program exits).
+    /// Sends a notification to the server without waiting. It is dropped
+    /// (and `Ok` returned) when no server is ready; it fails with
+    /// [`Error::WriteQueueFull`] when the server is not keeping up with
+    /// what it is sent.
+    pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+        if let Some(e) = self.shared.final_error() {
+            return Err(e);
+        }
+        let Some(direct) = self.shared.direct() else {
+            return Ok(());
+        };
+        let line = encode::notification(method, params.as_ref()).map_err(|e| Error::Codec {
+            method: method.to_owned(),
+            problem: e.to_string(),
+        })?;
+        match direct.queue().try_send(line) {
+            Ok(()) | Err(QueueError::Closed) => Ok(()),
+            Err(QueueError::Full { queued, limit }) => Err(Error::WriteQueueFull { queued, limit }),
+            Err(QueueError::TooLarge { bytes, limit }) => Err(Error::RequestTooLarge {
+                method: method.to_owned(),
+                bytes,
+                limit,
+            }),
+        }
+    }
+
+    /// Stops the client and returns at once. The stop is final at once:
+    /// calls in flight fail with [`Error::Stopped`], later calls too, and no
+    /// server is spawned again, whatever state the actors are in. The
+    /// server's shutdown (stdin close, SIGTERM, SIGKILL, reap) runs
+    /// detached; await the returned handle to wait for its end (for
+    /// example before the program exits).
     pub fn stop(&self) -> ClientShutdown {
+        self.shared.stop_now("the client was stopped");
         let _ = self.supervisor.cast(SupervisorMsg::Stop);
         ClientShutdown {
             shared: self.shared.clone(),
@@ -509,13 +540,17 @@ impl Client {
     }
 }
 
-/// Sends `notifications/cancelled` if a request is abandoned.
-///
-/// A request sent directly is cancelled directly too, so the cancellation
-/// is queued before any request the caller makes next (as when both went
-/// through the Connection).
+/// Resolves when `cancel` is cancelled; never without one.
+async fn cancelled(cancel: &Option<CancelToken>) {
+    match cancel {
+        Some(c) => c.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends `notifications/cancelled` if a request is abandoned (timeout,
+/// cancel, or the future dropped) while its answer is still awaited.
 struct CancelOnDrop {
-    conn: Option<ActorRef<ConnectionMsg>>,
     direct: Option<Arc<Direct>>,
     id: RequestId,
     reason: &'static str,
@@ -523,16 +558,10 @@ struct CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            if let Some(direct) = self.direct.take() {
-                if direct.cancel(&self.id, self.reason) {
-                    return;
-                }
-            }
-            let _ = conn.cast(ConnectionMsg::Cancel {
-                id: self.id.clone(),
-                reason: self.reason.to_owned(),
-            });
+        if let Some(direct) = self.direct.take() {
+            // `false`: answered or failed by a close meanwhile; nothing to
+            // cancel.
+            direct.cancel(&self.id, self.reason);
         }
     }
 }
@@ -546,27 +575,14 @@ pub struct ClientShutdown {
 
 impl ClientShutdown {
     /// Waits until every server process this client started is shut down
-    /// and reaped. Returns their reports, oldest first (the last one is the
-    /// server that was running when the client stopped).
+    /// and reaped (including a spawn that was under way when the client
+    /// stopped). Returns one report per process, oldest first (the last
+    /// one is the server that was running when the client stopped); a
+    /// client that restarted its server more than 256 times returns the
+    /// 256 most recent.
     ///
     /// Cancel safety: cancel safe; the shutdown goes on regardless.
     pub async fn wait(self) -> Vec<ShutdownReport> {
-        // The Connection reports Stopped after closing its last link, so by
-        // then every link it opened has registered its shutdown handle.
-        let mut status = self.shared.status();
-        while !status.borrow_and_update().is_final() {
-            if status.changed().await.is_err() {
-                break;
-            }
-        }
-        let mut out: Vec<ShutdownReport> = Vec::new();
-        for h in self.shared.shutdowns() {
-            if let Some(r) = h.wait().await {
-                if !out.iter().any(|o| o.pid == r.pid) {
-                    out.push(r);
-                }
-            }
-        }
-        out
+        self.shared.wait_processes().await
     }
 }

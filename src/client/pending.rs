@@ -35,7 +35,7 @@ impl DownReason {
         }
     }
 
-    fn get(&self) -> String {
+    pub(crate) fn get(&self) -> String {
         self.0
             .lock()
             .ok()
@@ -62,11 +62,6 @@ impl ReplySlot {
         if let Some(tx) = self.tx.take() {
             let _ = tx.send(result);
         }
-    }
-
-    /// Whether the caller still waits.
-    pub(crate) fn is_waiting(&self) -> bool {
-        self.tx.as_ref().is_some_and(|tx| !tx.is_closed())
     }
 }
 

@@ -1,36 +1,80 @@
 //! State shared by the user's handles and the actors of one client.
+//!
+//! What must hold whatever state the actor tree is in lives here, not in an
+//! actor: the status (a stop is final the moment it is asked for, see
+//! [`Shared::stop_now`]), the pending calls, the direct request path, the
+//! current link (so a stop can close it without any mailbox), the shutdown
+//! handle of every process started, and the event and notification
+//! subscribers.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use ractor::ActorRef;
 use tokio::sync::{mpsc, watch};
 
 use super::config::ClientConfig;
-use super::connection::{ConnectionMsg, Direct};
+use super::connection::{Direct, Pending};
 use super::events::LifecycleEvent;
 use super::handler::ClientHandler;
+use super::notifications::{Hub, Notifications};
 use super::pending::DownReason;
 use super::session::Status;
-use crate::error::Error;
+use crate::child::{ShutdownHandle, ShutdownReport};
+use crate::error::{CloseReason, Error};
 use crate::jsonrpc::{Notification, RequestId};
-use crate::transport::ShutdownHandle;
+use crate::transport::Link;
+
+/// Reports of finished shutdowns kept for [`ClientShutdown::wait`](crate::ClientShutdown::wait).
+pub(crate) const MAX_REPORTS: usize = 256;
+
+/// Locks a mutex whose every critical section leaves the data consistent,
+/// so a panic elsewhere cannot have corrupted it.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The link of the running server process.
+pub(crate) struct CurrentLink {
+    pub(crate) gen: u64,
+    pub(crate) link: Arc<dyn Link>,
+}
+
+/// Event subscribers, and whether a final event was sent.
+#[derive(Default)]
+struct Events {
+    subscribers: Vec<mpsc::UnboundedSender<LifecycleEvent>>,
+    ended: bool,
+}
+
+/// Every process the client started.
+#[derive(Default)]
+struct Processes {
+    /// Shutdowns not yet known to have ended.
+    running: Vec<ShutdownHandle>,
+    /// Reports of ended shutdowns, oldest first, at most [`MAX_REPORTS`].
+    ended: VecDeque<ShutdownReport>,
+}
 
 pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) config: Arc<ClientConfig>,
     pub(crate) handler: Option<Arc<dyn ClientHandler>>,
     pub(crate) down: DownReason,
+    /// Calls waiting for their answer, for the life of the client.
+    pub(crate) pending: Pending,
+    notifications: Hub,
     next_id: AtomicI64,
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<Notification>>>,
-    events: Mutex<Vec<mpsc::UnboundedSender<LifecycleEvent>>>,
+    events: Mutex<Events>,
     status: watch::Sender<Status>,
-    shutdowns: Mutex<Vec<ShutdownHandle>>,
     /// The error calls get once the client gave up.
     gave_up: Mutex<Option<Error>>,
-    pub(crate) connection: watch::Sender<Option<ActorRef<ConnectionMsg>>>,
     /// The ready link's direct request path, if a server is ready.
-    direct: Mutex<Option<Arc<Direct>>>,
+    direct: watch::Sender<Option<Arc<Direct>>>,
+    link: Mutex<Option<CurrentLink>>,
+    processes: Mutex<Processes>,
+    /// Spawns under way (see [`Shared::begin_spawn`]).
+    spawning: watch::Sender<usize>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -41,33 +85,33 @@ impl std::fmt::Debug for Shared {
     }
 }
 
+/// Held while a spawn is under way; see [`Shared::begin_spawn`].
+pub(crate) struct SpawnTicket(Arc<Shared>);
+
+impl Drop for SpawnTicket {
+    fn drop(&mut self) {
+        self.0.spawning.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
 impl Shared {
     pub(crate) fn new(config: Arc<ClientConfig>, handler: Option<Arc<dyn ClientHandler>>) -> Self {
+        let name = config.display_name();
         Self {
-            name: config.display_name(),
+            notifications: Hub::new(config.max_queued_notification_bytes, name.clone()),
+            name,
             config,
             handler,
             down: DownReason::default(),
+            pending: Pending::default(),
             next_id: AtomicI64::new(1),
-            subscribers: Mutex::new(Vec::new()),
-            events: Mutex::new(Vec::new()),
+            events: Mutex::new(Events::default()),
             status: watch::channel(Status::Starting).0,
-            shutdowns: Mutex::new(Vec::new()),
             gave_up: Mutex::new(None),
-            connection: watch::channel(None).0,
-            direct: Mutex::new(None),
-        }
-    }
-
-    /// The direct request path, while a server is ready.
-    pub(crate) fn direct(&self) -> Option<Arc<Direct>> {
-        self.direct.lock().ok().and_then(|d| d.clone())
-    }
-
-    /// Publishes (or, with `None`, withdraws) the direct request path.
-    pub(crate) fn set_direct(&self, direct: Option<Arc<Direct>>) {
-        if let Ok(mut d) = self.direct.lock() {
-            *d = direct;
+            direct: watch::channel(None).0,
+            link: Mutex::new(None),
+            processes: Mutex::new(Processes::default()),
+            spawning: watch::channel(0).0,
         }
     }
 
@@ -75,39 +119,91 @@ impl Shared {
         RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    pub(crate) fn subscribe(&self) -> mpsc::UnboundedReceiver<Notification> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        if let Ok(mut s) = self.subscribers.lock() {
-            s.push(tx);
-        }
-        rx
+    // ---- the direct path and the current link ----
+
+    /// The direct request path, while a server is ready.
+    pub(crate) fn direct(&self) -> Option<Arc<Direct>> {
+        self.direct.borrow().clone()
     }
 
-    /// Delivers a server notification to every live subscriber. Unbounded
-    /// queues: a burst is never dropped.
-    pub(crate) fn publish(&self, n: Notification) {
-        if let Ok(mut subs) = self.subscribers.lock() {
-            subs.retain(|s| !s.is_closed());
-            if let Some((last, rest)) = subs.split_last() {
-                for s in rest {
-                    let _ = s.send(n.clone());
-                }
-                let _ = last.send(n);
+    /// A receiver that wakes when the direct path changes (or the client
+    /// ends).
+    pub(crate) fn watch_direct(&self) -> watch::Receiver<Option<Arc<Direct>>> {
+        self.direct.subscribe()
+    }
+
+    /// Publishes the direct path of a ready server, unless the client has
+    /// ended meanwhile.
+    pub(crate) fn publish_direct(&self, direct: Arc<Direct>) {
+        self.direct.send_if_modified(|d| {
+            if self.is_final() {
+                return false;
             }
-        }
+            *d = Some(direct);
+            true
+        });
     }
 
-    pub(crate) fn add_event_subscriber(&self, tx: mpsc::UnboundedSender<LifecycleEvent>) {
-        if let Ok(mut s) = self.events.lock() {
-            s.push(tx);
-        }
+    /// Withdraws the direct path and fails every pending call with `err`.
+    pub(crate) fn fail_pending(&self, err: impl Fn() -> Error) {
+        self.direct.send_replace(None);
+        super::connection::fail_waiters(self.pending.take_all(), err);
     }
 
-    /// Delivers a lifecycle event to every live subscriber.
-    pub(crate) fn emit(&self, e: LifecycleEvent) {
-        if let Ok(mut subs) = self.events.lock() {
-            subs.retain(|s| s.send(e.clone()).is_ok());
+    /// Makes `link` (of generation `gen`) the current one. Returns it back
+    /// when the client has ended meanwhile: close it then.
+    pub(crate) fn set_link(&self, gen: u64, link: Arc<dyn Link>) -> Result<(), Arc<dyn Link>> {
+        let mut cur = lock(&self.link);
+        if self.is_final() {
+            return Err(link);
         }
+        *cur = Some(CurrentLink { gen, link });
+        Ok(())
+    }
+
+    /// Takes the current link if it is of generation `gen`: whoever takes
+    /// it reports its close, exactly once.
+    pub(crate) fn take_link(&self, gen: u64) -> Option<Arc<dyn Link>> {
+        let mut cur = lock(&self.link);
+        if cur.as_ref().is_some_and(|c| c.gen == gen) {
+            return cur.take().map(|c| c.link);
+        }
+        None
+    }
+
+    /// The current link, if any.
+    pub(crate) fn link(&self) -> Option<Arc<dyn Link>> {
+        lock(&self.link).as_ref().map(|c| c.link.clone())
+    }
+
+    // ---- stopping and giving up ----
+
+    /// Stops the client now, whatever state its actors are in: the status
+    /// becomes final (no call is sent and no server spawned from here on),
+    /// every pending call fails with [`Error::Stopped`], and the running
+    /// server's shutdown starts. The actors are stopped by the supervisor.
+    /// Returns `false` if the client had already ended.
+    pub(crate) fn stop_now(&self, why: &str) -> bool {
+        if !self.set_final(Status::Stopped) {
+            return false;
+        }
+        self.down.set(why);
+        self.fail_pending(|| Error::Stopped);
+        let current = lock(&self.link).take();
+        if let Some(CurrentLink { link, .. }) = current {
+            self.emit(LifecycleEvent::Closed {
+                name: self.name.clone(),
+                pid: link.pid(),
+                reason: CloseReason::ClientClosed,
+                exit: None,
+            });
+            link.close(CloseReason::ClientClosed);
+        }
+        tracing::info!(server = %self.name, reason = why, "client stopped");
+        self.emit(LifecycleEvent::Stopped {
+            name: self.name.clone(),
+        });
+        true
     }
 
     /// Records the final give-up: status, the error later calls get, and
@@ -118,16 +214,28 @@ impl Shared {
             last: last.to_owned(),
         };
         let why = err.to_string();
-        self.down.set(why.clone());
-        if let Ok(mut g) = self.gave_up.lock() {
-            *g = Some(err.clone());
+        *lock(&self.gave_up) = Some(err.clone());
+        if self.set_final(Status::GaveUp(why.clone())) {
+            self.down.set(why.clone());
+            self.fail_pending(|| err.clone());
+            self.emit(LifecycleEvent::GaveUp {
+                name: self.name.clone(),
+                reason: why,
+            });
         }
-        self.set_status(Status::GaveUp(why.clone()));
-        self.emit(LifecycleEvent::GaveUp {
-            name: self.name.clone(),
-            reason: why,
-        });
         err
+    }
+
+    /// Sets a final status unless one is set already; `true` if this call
+    /// set it.
+    fn set_final(&self, status: Status) -> bool {
+        self.status.send_if_modified(|s| {
+            if s.is_final() {
+                return false;
+            }
+            *s = status;
+            true
+        })
     }
 
     /// The error for calls on a client that gave up or was stopped.
@@ -135,18 +243,18 @@ impl Shared {
         match &*self.status.borrow() {
             Status::Stopped => Some(Error::Stopped),
             Status::GaveUp(why) => Some(
-                self.gave_up
-                    .lock()
-                    .ok()
-                    .and_then(|g| g.clone())
+                lock(&self.gave_up)
+                    .clone()
                     .unwrap_or_else(|| Error::ConnectionDown(why.clone())),
             ),
             _ => None,
         }
     }
 
+    // ---- status ----
+
+    /// Sets a non-final status (a final status is never overwritten).
     pub(crate) fn set_status(&self, status: Status) {
-        // A final status is never overwritten.
         self.status.send_if_modified(|s| {
             if s.is_final() {
                 false
@@ -180,14 +288,86 @@ impl Shared {
         self.status.borrow().clone()
     }
 
-    pub(crate) fn add_shutdown(&self, h: ShutdownHandle) {
-        if let Ok(mut v) = self.shutdowns.lock() {
-            v.retain(|h| h.try_report().is_none());
-            v.push(h);
-        }
+    // ---- processes ----
+
+    /// Announces a spawn; `None` once the client has ended (then nothing
+    /// may be spawned). Hold the ticket until the spawned process's
+    /// shutdown handle is [registered](Self::register_process) or the
+    /// spawn failed.
+    pub(crate) fn begin_spawn(self: &Arc<Self>) -> Option<SpawnTicket> {
+        self.spawning.send_modify(|n| *n += 1);
+        let ticket = SpawnTicket(self.clone());
+        // Checked after counting: a stop either sees this spawn counted or
+        // this check sees the stop.
+        (!self.is_final()).then_some(ticket)
     }
 
-    pub(crate) fn shutdowns(&self) -> Vec<ShutdownHandle> {
-        self.shutdowns.lock().map(|v| v.clone()).unwrap_or_default()
+    /// Records a process the client started.
+    pub(crate) fn register_process(&self, h: ShutdownHandle) {
+        let mut p = lock(&self.processes);
+        let Processes { running, ended } = &mut *p;
+        running.retain(|h| match h.try_report() {
+            Some(r) => {
+                ended.push_back(r);
+                false
+            }
+            None => true,
+        });
+        while ended.len() > MAX_REPORTS {
+            ended.pop_front();
+        }
+        running.push(h);
+    }
+
+    /// Waits until the client has ended, no spawn is under way, and every
+    /// process it started is shut down; returns their reports, oldest
+    /// first (at most the [`MAX_REPORTS`] most recent).
+    pub(crate) async fn wait_processes(&self) -> Vec<ShutdownReport> {
+        let mut status = self.status();
+        while !status.borrow_and_update().is_final() {
+            if status.changed().await.is_err() {
+                break;
+            }
+        }
+        let mut spawning = self.spawning.subscribe();
+        let _ = spawning.wait_for(|n| *n == 0).await;
+        let (mut out, running) = {
+            let p = lock(&self.processes);
+            (Vec::from_iter(p.ended.iter().cloned()), p.running.clone())
+        };
+        for h in running {
+            if let Some(r) = h.wait().await {
+                out.push(r);
+            }
+        }
+        let skip = out.len().saturating_sub(MAX_REPORTS);
+        out.drain(..skip);
+        out
+    }
+
+    // ---- subscribers ----
+
+    pub(crate) fn subscribe(&self) -> Notifications {
+        self.notifications.subscribe()
+    }
+
+    /// Delivers a server notification to every subscriber with room.
+    pub(crate) fn publish(&self, n: Notification) {
+        self.notifications.publish(n);
+    }
+
+    pub(crate) fn add_event_subscriber(&self, tx: mpsc::UnboundedSender<LifecycleEvent>) {
+        lock(&self.events).subscribers.push(tx);
+    }
+
+    /// Delivers a lifecycle event to every live subscriber. Nothing is
+    /// delivered after a final event ([`LifecycleEvent::is_final`]).
+    pub(crate) fn emit(&self, e: LifecycleEvent) {
+        let mut events = lock(&self.events);
+        if events.ended {
+            return;
+        }
+        events.ended = e.is_final();
+        events.subscribers.retain(|s| s.send(e.clone()).is_ok());
     }
 }

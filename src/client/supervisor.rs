@@ -13,7 +13,6 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::connection::{Connection, ConnectionArgs, ConnectionMsg};
-use super::events::LifecycleEvent;
 use super::session::Status;
 use super::shared::Shared;
 use crate::error::SpawnError;
@@ -42,19 +41,12 @@ pub(crate) struct ClientSupervisor;
 
 /// Marks the client stopped when the tree ends in any way (including a
 /// `kill()` of the supervisor or of a user's parent actor), so waiters on
-/// the status never hang.
+/// the status never hang and the server goes.
 struct FinalOnDrop(Arc<Shared>);
 
 impl Drop for FinalOnDrop {
     fn drop(&mut self) {
-        if !self.0.status().borrow().is_final() {
-            self.0.down.set("the client's supervisor stopped");
-            self.0.set_status(Status::Stopped);
-            self.0.emit(LifecycleEvent::Stopped {
-                name: self.0.name.clone(),
-            });
-        }
-        self.0.connection.send_replace(None);
+        self.0.stop_now("the client's supervisor stopped");
     }
 }
 
@@ -85,7 +77,6 @@ impl SupervisorState {
             first,
         };
         let (conn, _) = Actor::spawn_linked(None, Connection, args, myself.get_cell()).await?;
-        self.shared.connection.send_replace(Some(conn.clone()));
         self.connection = Some(conn);
         Ok(())
     }
@@ -120,22 +111,13 @@ impl Actor for ClientSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SupervisorMsg::Stop => {
-                st.shared.down.set("the client was stopped");
-                // The Connection sets the final status once its link is
-                // closed; without one, do it here.
-                match &st.connection {
-                    Some(c) if c.cast(ConnectionMsg::Shutdown).is_ok() => {}
-                    _ => {
-                        st.shared.set_status(Status::Stopped);
-                        st.shared.emit(LifecycleEvent::Stopped {
-                            name: st.shared.name.clone(),
-                        });
-                        myself.stop(Some("client stopped".into()));
-                    }
-                }
+                // The handle made the stop final already (`stop_now`); the
+                // tree goes now, its Connection killed with it.
+                st.shared.stop_now("the client was stopped");
+                myself.stop(Some("client stopped".into()));
             }
             SupervisorMsg::Respawn => {
-                if !st.shared.status().borrow().is_final() && st.connection.is_none() {
+                if !st.shared.is_final() && st.connection.is_none() {
                     st.spawn_connection(&myself, None).await?;
                 }
             }
@@ -156,9 +138,7 @@ impl Actor for ClientSupervisor {
             return Ok(());
         }
         st.connection = None;
-        st.shared.connection.send_replace(None);
-        let status = st.shared.status().borrow().clone();
-        if status.is_final() {
+        if st.shared.is_final() {
             info!(server = %st.shared.name, reason = ?why, "client tree stopping");
             myself.stop(why);
             return Ok(());

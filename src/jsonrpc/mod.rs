@@ -16,6 +16,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub(crate) mod footprint;
 mod raw;
 mod scan;
 

@@ -34,7 +34,7 @@ use serde_json::value::RawValue;
 /// assert!(RawJson::from_vec(b"{".to_vec()).parse::<Sum>().is_err());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct RawJson {
     buf: Vec<u8>,
     range: Range<usize>,
@@ -74,6 +74,12 @@ impl RawJson {
         self.range.len()
     }
 
+    /// Bytes held in memory: the whole buffer, which may be the line the
+    /// value arrived in.
+    pub(crate) fn held(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// Whether there are no bytes at all (never the case for a parsed
     /// message: a member always has a value).
     pub fn is_empty(&self) -> bool {
@@ -88,6 +94,22 @@ impl RawJson {
     /// Validates the value and copies it into a serde_json [`RawValue`].
     pub fn to_raw_value(&self) -> Result<Box<RawValue>, serde_json::Error> {
         serde_json::from_slice(self.as_bytes())
+    }
+}
+
+/// Equal when the JSON texts are the same bytes, wherever they are kept
+/// (a value handed over in the line it arrived in equals a copy of it).
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for RawJson {}
+
+impl std::hash::Hash for RawJson {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
     }
 }
 
@@ -124,6 +146,15 @@ mod tests {
         assert_eq!(bad.as_bytes(), b"{\"a\":]");
         assert!(bad.parse::<serde_json::Value>().is_err());
         assert!(RawJson::in_line(b"ab".to_vec(), 1..9).is_empty());
+    }
+
+    #[test]
+    fn equality_compares_the_json_bytes_not_the_buffer() {
+        let copied = RawJson::from_vec(br#"{"a":1}"#.to_vec());
+        let in_line = RawJson::in_line(br#"{"id":1,"result":{"a":1}}"#.to_vec(), 17..24);
+        assert_eq!(in_line.as_bytes(), br#"{"a":1}"#);
+        assert_eq!(copied, in_line);
+        assert_ne!(copied, RawJson::from_vec(br#"{"a":2}"#.to_vec()));
     }
 
     #[test]

@@ -1,46 +1,42 @@
-//! The transport seam between the [`Connection`](crate::client) and whatever
+//! The seam between the client's [`Connection`](crate::client) and what
 //! carries its messages.
 //!
-//! A [`Transport`] opens [`Link`]s: one link per server process (or
-//! connection). The Connection only sees this trait, so a second transport
-//! can be added without touching it. [`StdioTransport`] is the one shipped.
+//! A [`Transport`] opens [`Link`]s: one link per server process. The
+//! Connection only sees these traits; [`StdioTransport`] is the one
+//! implementation. Internal: nothing public accepts a transport.
 
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use ractor::ActorCell;
 
+use crate::child::ShutdownHandle;
 use crate::error::{CloseReason, SpawnError};
 use crate::jsonrpc::Message;
 
-pub mod shutdown;
-pub mod stdio;
+pub(crate) mod queue;
+pub(crate) mod stdio;
 
-pub use shutdown::{ShutdownHandle, ShutdownReport};
-pub use stdio::StdioTransport;
-
-/// The kind of a transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransportKind {
-    /// A child process over its stdin/stdout.
-    Stdio,
-}
-
-impl fmt::Display for TransportKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TransportKind::Stdio => f.write_str("stdio"),
-        }
-    }
-}
+pub(crate) use queue::WriteQueue;
+pub(crate) use stdio::StdioTransport;
 
 /// What a link reports to its owner.
 #[derive(Debug)]
-pub enum TransportEvent {
+pub(crate) enum TransportEvent {
+    /// The server process was started. Delivered once, first, from within
+    /// [`Transport::open`], before any other event of the link.
+    Spawned {
+        /// The server's process id.
+        pid: u32,
+        /// Resolves when the process is shut down.
+        shutdown: ShutdownHandle,
+    },
     /// A message arrived.
-    Message(Message),
+    Message {
+        /// The message.
+        message: Message,
+    },
     /// A line the server wrote to stderr (only when stderr is captured).
     Stderr {
         /// The server's process id.
@@ -52,38 +48,44 @@ pub enum TransportEvent {
     Closed(CloseReason),
 }
 
-/// Where a link delivers its events. Called from the link's own tasks; it must
-/// not block (casting to an actor is the intended use).
-pub type EventSink = Arc<dyn Fn(TransportEvent) + Send + Sync>;
+/// What a sink did with an event.
+pub(crate) enum Delivery {
+    /// Delivered.
+    Done,
+    /// The sink is full: the reader awaits this (back-pressure on the
+    /// server's stdout), which delivers the event.
+    Wait(Pin<Box<dyn Future<Output = ()> + Send>>),
+}
+
+/// Where a link delivers its events. Called from the link's own tasks; it
+/// must not block (it returns [`Delivery::Wait`] instead).
+pub(crate) type EventSink = Arc<dyn Fn(TransportEvent) -> Delivery + Send + Sync>;
 
 /// A future returned by [`Transport::open`].
-pub type OpenFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Box<dyn Link>, SpawnError>> + Send + 'a>>;
+pub(crate) type OpenFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Arc<dyn Link>, SpawnError>> + Send + 'a>>;
 
 /// Opens links. Implemented by [`StdioTransport`].
-pub trait Transport: Send + Sync + 'static {
-    /// The kind of this transport.
-    fn kind(&self) -> TransportKind;
-
+pub(crate) trait Transport: Send + Sync + 'static {
     /// Opens a link whose events go to `sink`. Actors the link needs are
     /// spawned linked under `supervisor`, so they die with it.
+    ///
+    /// Cancel safety: cancel safe; a process started by a dropped call is
+    /// shut down.
     fn open(&self, sink: EventSink, supervisor: ActorCell) -> OpenFuture<'_>;
 }
 
 /// One open connection to a server.
-pub trait Link: Send + Sync {
-    /// Queues one serialised line. Never waits. An error means the link is
-    /// closing with that reason (a `Closed` event follows).
-    fn send(&self, line: Vec<u8>) -> Result<(), CloseReason>;
+pub(crate) trait Link: Send + Sync {
+    /// The queue of lines to the server (bounded in bytes).
+    fn queue(&self) -> &WriteQueue;
 
-    /// Starts closing the link. Returns at once; the shutdown runs detached.
+    /// Starts closing the link: the shutdown starts at once, and the link
+    /// reports `Closed` (with this reason, unless another came first).
     fn close(&self, reason: CloseReason);
 
     /// The server's process id, if it is a process.
     fn pid(&self) -> Option<u32>;
-
-    /// A handle that resolves when the server is fully shut down.
-    fn shutdown_handle(&self) -> ShutdownHandle;
 
     /// The actor that owns the link, if any (for supervision events).
     fn owner(&self) -> Option<ActorCell>;

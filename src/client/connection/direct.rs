@@ -1,30 +1,39 @@
-//! The direct request path: while a server is ready, a caller serialises
-//! its request, registers its waiter and queues the line itself, with no
-//! hop through the Connection's mailbox.
+//! The request path: while a server is ready, a caller serialises its
+//! request, waits for room in the write queue, registers its waiter and
+//! queues the line itself, with no hop through the Connection's mailbox.
 //!
 //! The Connection publishes a [`Direct`] when a server becomes ready and
 //! withdraws it when the link closes, the client stops, or the Connection
 //! itself goes away. A caller holding a stale `Direct` cannot strand its
 //! request: the waiter is inserted only while the pending table still
 //! accepts that link's generation (checked under the table's lock, which
-//! the close also takes to fail every waiter), and otherwise the call goes
-//! to the Connection as before.
+//! the close also takes to fail every waiter); otherwise the caller waits
+//! for the next ready server (within its own deadline) and tries again.
 
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use tracing::debug;
 
 use super::outbound::{encode_call, MetaCache};
-use super::{Call, Pending, Waiter};
+use super::{Pending, Waiter};
 use crate::error::Error;
 use crate::jsonrpc::{encode, RequestId};
 use crate::protocol::{methods, Era};
+use crate::transport::queue::QueueError;
 use crate::transport::Link;
 
+/// Why [`Direct::send`] did not send.
+pub(crate) enum Refused {
+    /// The link has closed meanwhile: wait for the next server.
+    Stale,
+    /// The call cannot be sent at all.
+    Failed(Error),
+}
+
 /// Forgets the waiter of caller `id` and sends `notifications/cancelled` on
-/// `link`; `false` if no caller waits under `id`. Shared by direct callers
-/// and the Connection.
+/// `link`; `false` if no caller waits under `id`. Shared by callers and the
+/// Connection.
 pub(super) fn cancel_waiting(
     pending: &Pending,
     link: &dyn Link,
@@ -38,8 +47,9 @@ pub(super) fn cancel_waiting(
     debug!(server, %id, method = %method, reason, "cancelling request");
     let params = json!({ "requestId": id, "reason": reason });
     if let Ok(line) = encode::notification(methods::CANCELLED, Some(&params)) {
-        // A failed send means the link is closing anyway.
-        let _ = link.send(line);
+        // A control line: it must not wait behind the requests it cancels.
+        // A failure means the link is closing anyway.
+        let _ = link.queue().send_control(line);
     }
     true
 }
@@ -55,70 +65,63 @@ pub(crate) struct Direct {
 }
 
 impl Direct {
-    /// Sends `call` on the link. Gives it back, untouched, when the link has
-    /// closed in the meantime: send it through the Connection then.
-    pub(crate) fn send(&self, call: Call) -> Result<(), Call> {
-        if !call.reply.is_waiting() {
-            return Ok(());
-        }
-        let line = match encode_call(
-            self.era,
-            self.meta.as_deref(),
-            &call.id,
-            &call.method,
-            &call.params,
-            call.progress.is_some(),
-        ) {
-            Ok(line) => line,
-            Err(problem) => {
-                call.reply.answer(Err(Error::Codec {
-                    method: call.method,
+    /// Sends a call: waits for room for its line, registers `waiter` (taken
+    /// from the option) and queues the line. On [`Refused::Stale`] the
+    /// waiter is put back.
+    ///
+    /// Cancel safety: cancel safe. Dropped while waiting for room, nothing
+    /// was registered or queued.
+    pub(crate) async fn send(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: &Option<Value>,
+        progress: bool,
+        waiter: &mut Option<Waiter>,
+    ) -> Result<(), Refused> {
+        let line = encode_call(self.era, self.meta.as_deref(), id, method, params, progress)
+            .map_err(|problem| {
+                Refused::Failed(Error::Codec {
+                    method: method.to_owned(),
                     problem,
-                }));
-                return Ok(());
+                })
+            })?;
+        let room = match self.link.queue().reserve(line.len()).await {
+            Ok(room) => room,
+            Err(QueueError::TooLarge { bytes, limit }) => {
+                return Err(Refused::Failed(Error::RequestTooLarge {
+                    method: method.to_owned(),
+                    bytes,
+                    limit,
+                }))
             }
+            Err(_) => return Err(Refused::Stale),
         };
-        let Call {
-            id,
-            method,
-            params,
-            reply,
-            progress,
-        } = call;
-        let waiter = Waiter::Caller {
-            method,
-            reply,
-            progress,
+        // Invariant: the caller passes its waiter until it is registered.
+        let Some(w) = waiter.take() else {
+            return Err(Refused::Failed(Error::Internal(
+                "a call was sent twice".into(),
+            )));
         };
-        if let Err(w) = self.pending.insert_direct(self.gen, id.clone(), waiter) {
-            let Waiter::Caller {
-                method,
-                reply,
-                progress,
-            } = w
-            else {
-                // Invariant: insert_direct gives back the waiter it was given.
-                return Ok(());
-            };
-            return Err(Call {
-                id,
-                method,
-                params,
-                reply,
-                progress,
-            });
+        if let Err(w) = self.pending.insert_direct(self.gen, id.clone(), w) {
+            *waiter = Some(w);
+            return Err(Refused::Stale);
         }
-        // A failed send means the link is closing: its close fails this
-        // waiter with the reason, as for a call sent by the Connection.
-        let _ = self.link.send(line);
+        // A failure means the link is closing: its close fails this waiter
+        // with the reason, as for any call in flight.
+        let _ = room.send(line);
         Ok(())
     }
 
     /// Cancels a call still waiting on this link: forgets its waiter and
     /// sends `notifications/cancelled`. Returns `false` when no caller
-    /// waits under `id` here (answered, failed by a close, or queued in the
-    /// Connection: ask the Connection then).
+    /// waits under `id` here (answered, or failed by a close).
     pub(crate) fn cancel(&self, id: &RequestId, reason: &str) -> bool {
         cancel_waiting(&self.pending, self.link.as_ref(), &self.server, id, reason)
+    }
+
+    /// The link's write queue (for notifications).
+    pub(crate) fn queue(&self) -> &crate::transport::WriteQueue {
+        self.link.queue()
     }
 }

@@ -25,13 +25,13 @@ impl ConnectionState {
         let Ok(line) = encode::request(&id, methods::DISCOVER, Some(&params)) else {
             return;
         };
-        self.pending.insert(id.clone(), Waiter::Probe);
+        self.shared.pending.insert(id.clone(), Waiter::Probe);
         self.phase = Phase::Probing {
             id,
             version: version.clone(),
         };
         debug!(server = %self.name(), version = %version, "probing with server/discover");
-        self.send_line(line);
+        self.send_control(line);
         if self.shared.config.era == EraPreference::Auto {
             let gen = self.gen;
             self.handshake_timer = Some(
@@ -59,10 +59,10 @@ impl ConnectionState {
         let Ok(line) = encode::request(&id, methods::INITIALIZE, Some(&params)) else {
             return;
         };
-        self.pending.insert(id.clone(), Waiter::Initialize);
+        self.shared.pending.insert(id.clone(), Waiter::Initialize);
         self.phase = Phase::Initializing;
         let init_timeout = cfg.init_timeout;
-        self.send_line(line);
+        self.send_control(line);
         let gen = self.gen;
         self.handshake_timer =
             Some(myself.send_after(init_timeout, move || ConnectionMsg::InitTimeout { gen }));
@@ -101,21 +101,18 @@ impl ConnectionState {
             session: session.clone(),
         });
         self.phase = Phase::Ready(session.clone());
-        if let Some(link) = &self.link {
-            self.pending.accept(self.gen);
-            self.shared.set_direct(Some(Arc::new(Direct {
+        if let Some(link) = self.shared.link() {
+            self.shared.pending.accept(self.gen);
+            self.shared.publish_direct(Arc::new(Direct {
                 server: self.shared.name.clone(),
                 gen: self.gen,
                 era: session.era,
                 meta: self.meta_cache.clone(),
-                link: link.clone(),
-                pending: self.pending.clone(),
-            })));
+                link,
+                pending: self.shared.pending.clone(),
+            }));
         }
         self.shared.set_status(Status::Ready(session));
-        while let Some(call) = self.queued.pop_front() {
-            self.send_call(call);
-        }
     }
 
     pub(super) fn probe_answered(&mut self, myself: &ActorRef<ConnectionMsg>, outcome: Outcome) {
@@ -123,7 +120,7 @@ impl ConnectionState {
             return;
         };
         let requested = version.clone();
-        let pid = self.link.as_ref().and_then(|l| l.pid());
+        let pid = self.shared.link().and_then(|l| l.pid());
         let pinned = self.shared.config.era == EraPreference::Modern;
         match discovery::judge(&outcome, &requested) {
             DiscoverVerdict::Modern(mut session) => {
@@ -158,8 +155,8 @@ impl ConnectionState {
         }
         if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, MODERN_VERSION) {
             info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
-            session.pid = self.link.as_ref().and_then(|l| l.pid());
-            self.pending.forget_initialize();
+            session.pid = self.shared.link().and_then(|l| l.pid());
+            self.shared.pending.forget_initialize();
             self.ready(session);
         }
     }
@@ -186,7 +183,7 @@ impl ConnectionState {
         }
         match discovery::judge_initialize(&outcome) {
             Ok(mut session) => {
-                session.pid = self.link.as_ref().and_then(|l| l.pid());
+                session.pid = self.shared.link().and_then(|l| l.pid());
                 self.send_notification(methods::INITIALIZED, None::<&Value>);
                 self.ready(session);
             }
@@ -195,11 +192,25 @@ impl ConnectionState {
     }
 
     /// A handshake failure is final: restarting would meet the same server.
+    /// The client gives up once the link has closed.
     pub(super) fn handshake_failed(&mut self, why: String) {
         warn!(server = %self.name(), reason = %why, "handshake failed; giving up");
-        self.failures = self.shared.config.max_reconnects;
-        if let Some(link) = &self.link {
+        self.give_up_after_close = Some(format!("handshake failed: {why}"));
+        if let Some(link) = self.shared.link() {
             link.close(CloseReason::Handshake(why));
+        }
+    }
+
+    /// No answer to `server/discover` within the probe timeout: legacy.
+    pub(super) fn probe_timed_out(&mut self, myself: &ActorRef<ConnectionMsg>) {
+        if let Phase::Probing { id, .. } = &self.phase {
+            let id = id.clone();
+            info!(server = %self.name(), timeout = ?self.shared.config.probe_timeout, "no answer to server/discover: legacy era");
+            // Kept pending: a modern server slow to start answers it
+            // before `initialize` (see `late_probe_answered`).
+            self.shared.pending.insert(id.clone(), Waiter::LateProbe);
+            self.send_cancelled(&id, "discovery probe timed out");
+            self.initialize(myself);
         }
     }
 }

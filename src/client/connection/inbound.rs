@@ -1,16 +1,27 @@
-//! Inbound dispatch: responses to their callers, progress to its request,
-//! notifications to subscribers, and server-to-client requests to the
-//! user's handler.
+//! Inbound dispatch in the Connection: answers to the probe and
+//! `initialize`, cancellations of the server's requests, and the server's
+//! requests themselves, handed to the user's handler.
+//!
+//! Responses to callers, progress and notifications never come here: the
+//! link's sink delivers them directly (see [`Connection::sink`](super::Connection::sink)).
+//! Server requests are bounded: at most `max_inbound_requests` are handled
+//! at once; past that, or for an id already being handled, the server gets
+//! an error at once, so nothing is dropped silently and no handler is lost
+//! track of.
 
 use ractor::ActorRef;
 use serde_json::json;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::{ConnectionMsg, ConnectionState, Phase, Waiter};
 use crate::client::handler::InboundRequest;
 use crate::client::pending::call_result;
-use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, RequestId};
+use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request, RequestId};
 use crate::protocol::{methods, Era};
+
+/// The code of the answer to a server request past the bound (JSON-RPC's
+/// range for implementation-defined errors).
+pub(crate) const BUSY: i64 = -32000;
 
 impl ConnectionState {
     pub(super) fn inbound(&mut self, myself: &ActorRef<ConnectionMsg>, msg: Message) {
@@ -20,7 +31,7 @@ impl ConnectionState {
                     debug!(server = %self.name(), "server sent an error without an id; ignored");
                     return;
                 };
-                match self.pending.remove(&id) {
+                match self.shared.pending.remove(&id) {
                     // Normally answered by the sink already; kept for safety.
                     Some(Waiter::Caller { reply, .. }) => reply.answer(call_result(r.outcome)),
                     Some(Waiter::Probe) => self.probe_answered(myself, r.outcome),
@@ -36,73 +47,106 @@ impl ConnectionState {
         }
     }
 
-    pub(super) fn notification(&mut self, n: Notification) {
-        match n.method.as_str() {
-            methods::PROGRESS => {
-                // Progress for a waiting caller is delivered by the sink;
-                // what reaches here has no caller.
-                if let Some(n) = self.pending.progress(n) {
-                    self.shared.publish(n);
-                }
-            }
-            methods::CANCELLED => {
-                let id = n
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok());
-                if let Some(h) = id.and_then(|id| self.inbound.remove(&id)) {
-                    h.abort();
-                }
-            }
-            _ => self.shared.publish(n),
+    fn notification(&mut self, n: Notification) {
+        if n.method != methods::CANCELLED {
+            // Published by the sink; only cancellations come here.
+            self.shared.publish(n);
+            return;
+        }
+        let id = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok());
+        if let Some((_, h)) = id.and_then(|id| self.inbound.remove(&id)) {
+            h.abort();
         }
     }
 
-    pub(super) fn server_request(
-        &mut self,
-        myself: &ActorRef<ConnectionMsg>,
-        req: crate::jsonrpc::Request,
-    ) {
-        let id = req.id.clone();
+    fn server_request(&mut self, myself: &ActorRef<ConnectionMsg>, req: Request) {
         let era = match &self.phase {
             Phase::Ready(s) => Some(s.era),
             _ => None,
         };
-        match (&self.shared.handler, req.method.as_str()) {
-            (Some(handler), _) if era != Some(Era::Modern) => {
-                let handler = handler.clone();
-                let me = myself.clone();
-                let gen = self.gen;
-                let rid = id.clone();
-                let task = tokio::spawn(async move {
-                    let outcome = handler
-                        .handle(InboundRequest {
-                            method: req.method,
-                            params: req.params,
-                        })
-                        .await;
-                    let _ = me.cast(ConnectionMsg::Respond {
-                        gen,
-                        id: rid,
-                        outcome,
-                    });
-                });
-                self.inbound.insert(id, task.abort_handle());
-            }
+        let handler = match (&self.shared.handler, req.method.as_str()) {
+            (Some(handler), _) if era != Some(Era::Modern) => handler.clone(),
             (None, methods::PING) => {
-                if let Ok(line) = encode::result(&Some(id), &json!({})) {
-                    self.send_line(line);
+                if let Ok(line) = encode::result(&Some(req.id), &json!({})) {
+                    self.send_control(line);
                 }
+                return;
             }
             (_, method) => {
                 let e = ErrorObject::new(
                     codes::METHOD_NOT_FOUND,
                     format!("method not found: {method}"),
                 );
-                let line = encode::error(&Some(id), &e);
-                self.send_line(line);
+                self.send_control(encode::error(&Some(req.id), &e));
+                return;
             }
+        };
+        let limit = self.shared.config.max_inbound_requests;
+        let refusal = if self.inbound.contains_key(&req.id) {
+            Some(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!(
+                    "duplicate request id {}: a request with this id is still being handled",
+                    req.id
+                ),
+            ))
+        } else if self.inbound.len() >= limit {
+            Some(ErrorObject::new(
+                BUSY,
+                format!("the client is busy: {limit} requests from the server are already being handled (the limit)"),
+            ))
+        } else {
+            None
+        };
+        if let Some(e) = refusal {
+            warn!(server = %self.name(), id = %req.id, method = %req.method, error = %e.message, "server request refused");
+            self.send_control(encode::error(&Some(req.id), &e));
+            return;
         }
+        let Some(link) = self.shared.link() else {
+            return;
+        };
+        let queue = link.queue().clone();
+        let me = myself.clone();
+        let id = req.id.clone();
+        self.inbound_serial += 1;
+        let serial = self.inbound_serial;
+        let task = tokio::spawn(async move {
+            let outcome = handler
+                .handle(InboundRequest {
+                    method: req.method,
+                    params: req.params,
+                })
+                .await;
+            let line = match outcome {
+                Ok(v) => encode::result(&Some(req.id.clone()), &v).unwrap_or_else(|e| {
+                    let e = ErrorObject::new(codes::INTERNAL_ERROR, e.to_string());
+                    encode::error(&Some(req.id.clone()), &e)
+                }),
+                Err(e) => encode::error(&Some(req.id.clone()), &e),
+            };
+            // The answer may be large: it takes room in the queue (and
+            // waits for it). One over the whole queue becomes an error.
+            if line.len() > queue.limit() {
+                let e = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!(
+                        "the answer is {} bytes, over the client's {}-byte write queue",
+                        line.len(),
+                        queue.limit()
+                    ),
+                );
+                let _ = queue.send_control(encode::error(&Some(req.id.clone()), &e));
+            } else {
+                // Closed: the server is gone, and this answer with it.
+                let _ = queue.send(line).await;
+            }
+            let _ = me.cast(ConnectionMsg::InboundDone { id: req.id, serial });
+        });
+        self.inbound.insert(id, (serial, task.abort_handle()));
     }
 }

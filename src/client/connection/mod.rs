@@ -1,17 +1,22 @@
-//! The Connection actor: request ids, the pending-call table, era discovery,
-//! inbound dispatch and restarts of the server with backoff.
+//! The Connection actor: era discovery, the server's requests, and
+//! restarts of the server with backoff.
 //!
 //! It lives across server restarts; each server process is one [`Link`] with
-//! a generation number, and events of an old generation are ignored. Calls
-//! made while no server is ready are queued (their own timeouts still run on
-//! the caller's side) and sent once discovery completes.
+//! a generation number, and events of an old generation are ignored.
+//! Callers do not go through it: while a server is ready they send on the
+//! [`Direct`] path it publishes, and otherwise they wait (within their own
+//! timeouts) for it to publish the next one. What the server sends reaches
+//! this mailbox only when it is for the Connection (discovery answers,
+//! cancellations, the server's requests), and the reader waits while more
+//! than [`MAILBOX_BYTES`] of such messages are unprocessed: a server cannot
+//! make it hold more.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn};
 
 use super::events::LifecycleEvent;
@@ -19,53 +24,38 @@ use super::pending::ReplySlot;
 use super::session::{ServerSession, Status};
 use super::shared::Shared;
 use crate::client::config::EraPreference;
-use crate::error::{CloseReason, Error};
-use crate::jsonrpc::{codes, encode, ErrorObject, Message, RequestId};
+use crate::error::{CloseReason, Error, SpawnError};
+use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::methods;
 use crate::protocol::MODERN_VERSION;
-use crate::transport::{EventSink, Link, Transport, TransportEvent};
+use crate::transport::{Delivery, EventSink, Link, Transport, TransportEvent};
 
-/// A call from the user's handle.
-#[derive(Debug)]
-pub(crate) struct Call {
-    pub(crate) id: RequestId,
-    pub(crate) method: String,
-    pub(crate) params: Option<Value>,
-    pub(crate) reply: ReplySlot,
-    /// Receives each `notifications/progress` params for this call.
-    pub(crate) progress: Option<mpsc::UnboundedSender<Value>>,
-}
+/// Bytes (as held in memory once parsed) of server messages queued for the
+/// Connection before the reader waits.
+pub(crate) const MAILBOX_BYTES: usize = 16 * 1024 * 1024;
 
 /// Messages of the Connection.
 #[derive(Debug)]
 pub(crate) enum ConnectionMsg {
-    /// Send a request.
-    Call(Call),
-    /// The caller gave up on a request (timeout or cancel).
-    Cancel { id: RequestId, reason: String },
-    /// Send a notification.
-    Notify {
-        method: String,
-        params: Option<Value>,
+    /// A message of link `gen` for the Connection; `_charge` holds its
+    /// room in the mailbox budget until it is handled.
+    Inbound {
+        gen: u64,
+        message: Message,
+        _charge: OwnedSemaphorePermit,
     },
-    /// An event of link generation `gen`.
-    Transport { gen: u64, event: TransportEvent },
+    /// Link `gen` closed.
+    Closed { gen: u64, reason: CloseReason },
     /// The discovery probe of `gen` timed out.
     ProbeTimeout { gen: u64 },
     /// The `initialize` of `gen` timed out.
     InitTimeout { gen: u64 },
     /// Time to start the next server.
     Reconnect,
-    /// A user handler answered a server-to-client request.
-    Respond {
-        gen: u64,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    },
+    /// The handler task `serial` for server request `id` has answered.
+    InboundDone { id: RequestId, serial: u64 },
     /// The owner of link `gen` terminated (queued behind its Closed event).
     OwnerGone { gen: u64, why: String },
-    /// Close the server and stop (the client is stopping).
-    Shutdown,
 }
 
 /// Who waits for the answer of a request id.
@@ -79,6 +69,15 @@ pub(crate) enum Waiter {
     /// A probe that timed out; its answer may still settle the era.
     LateProbe,
     Initialize,
+}
+
+/// Fails every caller among `waiters` with `err`.
+pub(crate) fn fail_waiters(waiters: Vec<Waiter>, err: impl Fn() -> Error) {
+    for w in waiters {
+        if let Waiter::Caller { reply, .. } = w {
+            reply.answer(Err(err()));
+        }
+    }
 }
 
 enum Phase {
@@ -102,7 +101,7 @@ mod inbound;
 mod outbound;
 mod table;
 
-pub(crate) use direct::Direct;
+pub(crate) use direct::{Direct, Refused};
 pub(crate) use table::Pending;
 
 pub(crate) struct Connection;
@@ -113,31 +112,33 @@ pub(crate) struct ConnectionArgs {
     /// Present for the first Connection of a client: the first server is
     /// spawned in `pre_start` and the outcome sent here, so `Client::start`
     /// reports a missing executable at once instead of retrying.
-    pub(crate) first: Option<tokio::sync::oneshot::Sender<Result<(), crate::error::SpawnError>>>,
+    pub(crate) first: Option<tokio::sync::oneshot::Sender<Result<(), SpawnError>>>,
 }
 
 pub(crate) struct ConnectionState {
     shared: Arc<Shared>,
     transport: Arc<dyn Transport>,
-    link: Option<Arc<dyn Link>>,
+    /// Room left in the mailbox for server messages (see [`MAILBOX_BYTES`]).
+    budget: Arc<Semaphore>,
     gen: u64,
     phase: Phase,
-    pending: Pending,
-    /// Calls waiting for a ready server, in arrival order.
-    queued: VecDeque<Call>,
-    /// Consecutive attempts that did not reach ready.
+    /// Consecutive spawns that did not reach ready (failed spawns too).
     failures: u32,
-    /// Server-to-client requests being handled, to abort on cancel.
-    inbound: HashMap<RequestId, tokio::task::AbortHandle>,
-    /// The pending probe or initialize timeout; aborted once answered, so
-    /// no timer task outlives its purpose (they hold an actor reference).
+    /// The handshake failed for good: give up once the link has closed.
+    give_up_after_close: Option<String>,
+    /// Server requests being handled: their handler task, to abort on
+    /// cancel, tagged with a serial so a late "done" cannot remove a newer
+    /// request that reused the id.
+    inbound: HashMap<RequestId, (u64, tokio::task::AbortHandle)>,
+    inbound_serial: u64,
     /// `_meta` of modern requests for the ready session.
     meta_cache: Option<Arc<outbound::MetaCache>>,
     /// Probes re-sent after a modern refusal of `initialize`, this link.
     reprobes: u32,
+    /// The pending probe or initialize timeout; aborted once answered, so
+    /// no timer task outlives its purpose (they hold an actor reference).
     handshake_timer:
         Option<tokio::task::JoinHandle<Result<(), ractor::MessagingErr<ConnectionMsg>>>>,
-    stopping: bool,
 }
 
 impl Drop for ConnectionState {
@@ -145,38 +146,71 @@ impl Drop for ConnectionState {
         if let Some(t) = self.handshake_timer.take() {
             t.abort();
         }
-        // Killed or stopped: no caller may register with a dead Connection.
-        drop(self.take_pending());
+        for (_, (_, h)) in self.inbound.drain() {
+            h.abort();
+        }
+        // Stopped, killed or crashed: no caller may wait on a Connection
+        // that is gone, and its server goes (the link's owner dies with it,
+        // linked; closing starts the shutdown at once anyway).
+        let down = self.shared.down.clone();
+        self.shared
+            .fail_pending(|| Error::ConnectionDown(down.get()));
+        if let Some(link) = self.shared.take_link(self.gen) {
+            let reason = CloseReason::OwnerDied("the connection actor stopped".into());
+            self.shared.emit(LifecycleEvent::Closed {
+                name: self.shared.name.clone(),
+                pid: link.pid(),
+                reason: reason.clone(),
+                exit: None,
+            });
+            link.close(reason);
+        }
     }
 }
 
 impl Connection {
-    /// A sink that forwards link events of `gen` to `me`. Stderr lines are
-    /// logged and published from the caller (the link's stderr task), so a
-    /// stderr flood never competes with responses in the mailbox.
+    /// A sink for the events of link `gen`. Responses and progress go to
+    /// their callers, notifications to subscribers, stderr lines to the
+    /// log and the events, all from the link's own tasks; only what the
+    /// Connection must handle is cast to it, within the mailbox budget.
     pub(crate) fn sink(
         me: ActorRef<ConnectionMsg>,
         gen: u64,
         shared: Arc<Shared>,
-        pending: Pending,
+        budget: Arc<Semaphore>,
     ) -> EventSink {
         Arc::new(move |event| match event {
-            TransportEvent::Message(Message::Response(r)) => {
-                if let Some(r) = pending.answer(r) {
-                    let _ = me.cast(ConnectionMsg::Transport {
-                        gen,
-                        event: TransportEvent::Message(Message::Response(r)),
-                    });
-                }
+            TransportEvent::Spawned { pid, shutdown } => {
+                shared.register_process(shutdown);
+                shared.emit(LifecycleEvent::Spawned {
+                    name: shared.name.clone(),
+                    pid,
+                });
+                Delivery::Done
             }
-            TransportEvent::Message(Message::Notification(n)) if n.method == methods::PROGRESS => {
-                if let Some(n) = pending.progress(n) {
-                    let _ = me.cast(ConnectionMsg::Transport {
-                        gen,
-                        event: TransportEvent::Message(Message::Notification(n)),
-                    });
+            TransportEvent::Message { message } => match message {
+                Message::Response(r) => match shared.pending.answer(r) {
+                    table::Answer::Answered => Delivery::Done,
+                    table::Answer::Connection(r) => {
+                        to_mailbox(&me, gen, &budget, Message::Response(r))
+                    }
+                    table::Answer::Unknown => {
+                        debug!(server = %shared.name, "response to an unknown or abandoned request; ignored");
+                        Delivery::Done
+                    }
+                },
+                Message::Notification(n) if n.method == methods::PROGRESS => {
+                    if let Some(n) = shared.pending.progress(n) {
+                        shared.publish(n);
+                    }
+                    Delivery::Done
                 }
-            }
+                Message::Notification(n) if n.method != methods::CANCELLED => {
+                    shared.publish(n);
+                    Delivery::Done
+                }
+                m => to_mailbox(&me, gen, &budget, m),
+            },
             TransportEvent::Stderr { pid, line } => {
                 info!(target: "conduit_mcp::stderr", server = %shared.name, pid, "{line}");
                 shared.emit(LifecycleEvent::Stderr {
@@ -184,11 +218,49 @@ impl Connection {
                     pid,
                     line,
                 });
+                Delivery::Done
             }
-            event => {
-                let _ = me.cast(ConnectionMsg::Transport { gen, event });
+            TransportEvent::Closed(reason) => {
+                // Once per link: outside the budget.
+                let _ = me.cast(ConnectionMsg::Closed { gen, reason });
+                Delivery::Done
             }
         })
+    }
+}
+
+/// Casts `message` to the Connection once the budget has room for it.
+fn to_mailbox(
+    me: &ActorRef<ConnectionMsg>,
+    gen: u64,
+    budget: &Arc<Semaphore>,
+    message: Message,
+) -> Delivery {
+    // One message larger than the whole budget takes all of it.
+    let cost = u32::try_from(message.footprint().min(MAILBOX_BYTES)).unwrap_or(u32::MAX);
+    let cast = {
+        let me = me.clone();
+        move |message, charge| {
+            let _ = me.cast(ConnectionMsg::Inbound {
+                gen,
+                message,
+                _charge: charge,
+            });
+        }
+    };
+    match budget.clone().try_acquire_many_owned(cost) {
+        Ok(charge) => {
+            cast(message, charge);
+            Delivery::Done
+        }
+        Err(_) => {
+            let budget = budget.clone();
+            Delivery::Wait(Box::pin(async move {
+                if let Ok(charge) = budget.acquire_many_owned(cost).await {
+                    cast(message, charge);
+                }
+            }))
+        }
     }
 }
 
@@ -205,40 +277,29 @@ impl Actor for Connection {
         let mut st = ConnectionState {
             shared: args.shared,
             transport: args.transport,
-            link: None,
+            budget: Arc::new(Semaphore::new(MAILBOX_BYTES)),
             gen: 0,
             phase: Phase::Down,
-            pending: Pending::default(),
-            queued: VecDeque::new(),
             failures: 0,
+            give_up_after_close: None,
             inbound: HashMap::new(),
+            inbound_serial: 0,
             handshake_timer: None,
             reprobes: 0,
             meta_cache: None,
-            stopping: false,
         };
         match args.first {
-            Some(report) => {
-                st.gen = 1;
-                let sink = Connection::sink(
-                    myself.clone(),
-                    st.gen,
-                    st.shared.clone(),
-                    st.pending.clone(),
-                );
-                match st.transport.open(sink, myself.get_cell()).await {
-                    Ok(link) => {
-                        let _ = report.send(Ok(()));
-                        st.adopt(&myself, Arc::from(link));
-                    }
-                    Err(e) => {
-                        let msg = e.to_string();
-                        warn!(server = %st.shared.name, error = %msg, "could not start server");
-                        let _ = report.send(Err(e));
-                        return Err(msg.into());
-                    }
+            Some(report) => match st.open_link(&myself).await {
+                Ok(()) => {
+                    let _ = report.send(Ok(()));
                 }
-            }
+                Err(e) => {
+                    let msg = e.to_string();
+                    warn!(server = %st.shared.name, error = %msg, "could not start server");
+                    let _ = report.send(Err(e));
+                    return Err(msg.into());
+                }
+            },
             None => {
                 let _ = myself.cast(ConnectionMsg::Reconnect);
             }
@@ -253,82 +314,35 @@ impl Actor for Connection {
         st: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ConnectionMsg::Call(call) => st.call(call),
-            ConnectionMsg::Cancel { id, reason } => st.cancel(id, reason),
-            ConnectionMsg::Notify { method, params } => {
-                if let Phase::Ready(_) = st.phase {
-                    st.send_notification(&method, params.as_ref());
-                }
+            ConnectionMsg::Inbound { gen, message, .. } if gen == st.gen => {
+                st.inbound(&myself, message)
             }
-            ConnectionMsg::Transport { gen, event } if gen == st.gen => match event {
-                TransportEvent::Message(m) => st.inbound(&myself, m),
-                // Delivered by the sink directly; never queued here.
-                TransportEvent::Stderr { .. } => {}
-                TransportEvent::Closed(reason) => st.closed(&myself, reason),
-            },
-            ConnectionMsg::Transport { .. } => {}
-            ConnectionMsg::ProbeTimeout { gen } if gen == st.gen => {
-                if let Phase::Probing { id, .. } = &st.phase {
-                    let id = id.clone();
-                    info!(server = %st.shared.name, timeout = ?st.shared.config.probe_timeout, "no answer to server/discover: legacy era");
-                    // Kept pending: a modern server slow to start answers
-                    // it before `initialize` (see `late_probe_answered`).
-                    st.pending.insert(id.clone(), Waiter::LateProbe);
-                    st.send_cancelled(&id, "discovery probe timed out");
-                    st.initialize(&myself);
-                }
-            }
+            ConnectionMsg::Inbound { .. } => {}
+            ConnectionMsg::Closed { gen, reason } if gen == st.gen => st.closed(&myself, reason),
+            ConnectionMsg::Closed { .. } => {}
+            ConnectionMsg::ProbeTimeout { gen } if gen == st.gen => st.probe_timed_out(&myself),
             ConnectionMsg::InitTimeout { gen } if gen == st.gen => {
                 if let Phase::Initializing = st.phase {
                     let reason = CloseReason::Handshake(format!(
                         "no answer to initialize within {:?}",
                         st.shared.config.init_timeout
                     ));
-                    if let Some(link) = &st.link {
+                    if let Some(link) = st.shared.link() {
                         link.close(reason);
                     }
                 }
             }
             ConnectionMsg::ProbeTimeout { .. } | ConnectionMsg::InitTimeout { .. } => {}
             ConnectionMsg::Reconnect => st.reconnect(&myself).await,
-            ConnectionMsg::Respond { gen, id, outcome } => {
-                st.inbound.remove(&id);
-                if gen == st.gen {
-                    let line = match outcome {
-                        Ok(v) => encode::result(&Some(id), &v).unwrap_or_else(|e| {
-                            encode::error(
-                                &None,
-                                &ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()),
-                            )
-                        }),
-                        Err(e) => encode::error(&Some(id), &e),
-                    };
-                    st.send_line(line);
+            ConnectionMsg::InboundDone { id, serial } => {
+                if st.inbound.get(&id).is_some_and(|(s, _)| *s == serial) {
+                    st.inbound.remove(&id);
                 }
             }
             ConnectionMsg::OwnerGone { gen, why } => {
                 if gen == st.gen {
                     st.closed(&myself, CloseReason::OwnerDied(why));
                 }
-            }
-            ConnectionMsg::Shutdown => {
-                st.stopping = true;
-                st.shared.down.set("the client was stopped");
-                st.fail_all(|| Error::Stopped);
-                if let Some(link) = st.link.take() {
-                    st.shared.emit(LifecycleEvent::Closed {
-                        name: st.shared.name.clone(),
-                        pid: link.pid(),
-                        reason: CloseReason::ClientClosed,
-                        exit: None,
-                    });
-                    link.close(CloseReason::ClientClosed);
-                }
-                st.shared.set_status(Status::Stopped);
-                st.shared.emit(LifecycleEvent::Stopped {
-                    name: st.shared.name.clone(),
-                });
-                myself.stop(Some("client stopped".into()));
             }
         }
         Ok(())
@@ -346,8 +360,8 @@ impl Actor for Connection {
             return Ok(());
         };
         let is_current = st
-            .link
-            .as_ref()
+            .shared
+            .link()
             .and_then(|l| l.owner())
             .is_some_and(|o| o.get_id() == cell.get_id());
         if is_current {
@@ -365,17 +379,33 @@ impl ConnectionState {
         &self.shared.name
     }
 
+    /// Spawns the next server process and adopts its link. Does nothing
+    /// once the client has ended.
+    async fn open_link(&mut self, myself: &ActorRef<ConnectionMsg>) -> Result<(), SpawnError> {
+        let Some(ticket) = self.shared.begin_spawn() else {
+            return Ok(());
+        };
+        self.gen += 1;
+        let sink = Connection::sink(
+            myself.clone(),
+            self.gen,
+            self.shared.clone(),
+            self.budget.clone(),
+        );
+        let link = self.transport.open(sink, myself.get_cell()).await?;
+        drop(ticket);
+        self.adopt(myself, link);
+        Ok(())
+    }
+
     fn adopt(&mut self, myself: &ActorRef<ConnectionMsg>, link: Arc<dyn Link>) {
         self.reprobes = 0;
         let pid = link.pid();
-        if let Some(pid) = pid {
-            self.shared.emit(LifecycleEvent::Spawned {
-                name: self.shared.name.clone(),
-                pid,
-            });
+        if let Err(link) = self.shared.set_link(self.gen, link) {
+            // Stopped while spawning: this process goes at once.
+            link.close(CloseReason::ClientClosed);
+            return;
         }
-        self.shared.add_shutdown(link.shutdown_handle());
-        self.link = Some(link);
         self.shared.set_status(Status::Starting);
         match self.shared.config.era {
             EraPreference::Legacy => self.initialize(myself),
@@ -391,7 +421,7 @@ impl ConnectionState {
     }
 
     fn closed(&mut self, myself: &ActorRef<ConnectionMsg>, reason: CloseReason) {
-        let Some(link) = self.link.take() else {
+        let Some(link) = self.shared.take_link(self.gen) else {
             return;
         };
         if let Some(t) = self.handshake_timer.take() {
@@ -405,56 +435,44 @@ impl ConnectionState {
         });
         let was_ready = matches!(self.phase, Phase::Ready(_));
         self.phase = Phase::Down;
-        for (_, h) in self.inbound.drain() {
+        for (_, (_, h)) in self.inbound.drain() {
             h.abort();
         }
-        // In-flight calls fail at once with the reason; queued ones wait for
-        // the next server.
-        for w in self.take_pending() {
-            if let Waiter::Caller { reply, .. } = w {
-                reply.answer(Err(Error::Closed(reason.clone())));
-            }
-        }
-        if self.stopping {
+        // In-flight calls fail at once with the reason; calls not yet sent
+        // wait for the next server.
+        self.shared.fail_pending(|| Error::Closed(reason.clone()));
+        if self.shared.is_final() {
             return;
         }
         if !was_ready {
             self.failures += 1;
         }
-        let attempt = self.failures.max(1);
-        if self.failures > self.shared.config.max_reconnects && !was_ready
-            || matches!(reason, CloseReason::Handshake(_))
-        {
+        if let Some(why) = self.give_up_after_close.take() {
+            self.give_up(myself, why);
+            return;
+        }
+        if self.failures > self.shared.config.max_reconnects {
             self.give_up(myself, reason.to_string());
             return;
         }
+        let attempt = self.failures.max(1);
         let delay = self.shared.config.backoff.delay(attempt);
         info!(server = %self.name(), reason = %reason, attempt, delay_ms = delay.as_millis() as u64, "restarting server");
         self.restarting(myself, attempt, delay, reason.to_string());
     }
 
     async fn reconnect(&mut self, myself: &ActorRef<ConnectionMsg>) {
-        if self.stopping || self.link.is_some() {
+        if self.shared.is_final() || self.shared.link().is_some() {
             return;
         }
-        self.gen += 1;
-        let sink = Connection::sink(
-            myself.clone(),
-            self.gen,
-            self.shared.clone(),
-            self.pending.clone(),
-        );
-        match self.transport.open(sink, myself.get_cell()).await {
-            Ok(link) => self.adopt(myself, Arc::from(link)),
-            Err(e) => {
-                self.failures += 1;
-                warn!(server = %self.name(), error = %e, attempt = self.failures, "could not start server");
-                if self.failures > self.shared.config.max_reconnects {
-                    self.give_up(myself, e.to_string());
-                } else {
-                    let delay = self.shared.config.backoff.delay(self.failures);
-                    self.restarting(myself, self.failures, delay, e.to_string());
-                }
+        if let Err(e) = self.open_link(myself).await {
+            self.failures += 1;
+            warn!(server = %self.name(), error = %e, attempt = self.failures, "could not start server");
+            if self.failures > self.shared.config.max_reconnects {
+                self.give_up(myself, e.to_string());
+            } else {
+                let delay = self.shared.config.backoff.delay(self.failures);
+                self.restarting(myself, self.failures, delay, e.to_string());
             }
         }
     }
@@ -476,28 +494,11 @@ impl ConnectionState {
         myself.send_after(delay, || ConnectionMsg::Reconnect);
     }
 
+    /// Gives up after `self.failures` consecutive failed attempts.
     fn give_up(&mut self, myself: &ActorRef<ConnectionMsg>, last: String) {
         let attempts = self.failures;
         warn!(server = %self.name(), attempts, last = %last, "giving up on the server");
         let err = self.shared.give_up(attempts, &last);
-        self.fail_all(|| err.clone());
         myself.stop(Some(err.to_string()));
-    }
-
-    /// Withdraws the direct path, then takes every waiter.
-    fn take_pending(&self) -> Vec<Waiter> {
-        self.shared.set_direct(None);
-        self.pending.take_all()
-    }
-
-    fn fail_all(&mut self, err: impl Fn() -> Error) {
-        for w in self.take_pending() {
-            if let Waiter::Caller { reply, .. } = w {
-                reply.answer(Err(err()));
-            }
-        }
-        for call in self.queued.drain(..) {
-            call.reply.answer(Err(err()));
-        }
     }
 }

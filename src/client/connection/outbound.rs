@@ -1,28 +1,30 @@
-//! Outbound traffic: calls (queued until ready, then serialised with the
-//! era's `_meta`), cancellations and notifications, all queued to the link
-//! without waiting.
+//! Outbound traffic of the Connection itself (handshake, cancellations,
+//! answers to the server's requests), and the serialisation of calls with
+//! the era's `_meta`, shared with the callers' direct path.
 
 use serde_json::{json, Map, Value};
 use tracing::warn;
 
-use super::{Call, ConnectionState, Phase, Waiter};
-use crate::error::Error;
+use super::ConnectionState;
 use crate::jsonrpc::{encode, RequestId};
 use crate::protocol::{methods, Era};
 
 impl ConnectionState {
-    pub(super) fn send_line(&mut self, line: Vec<u8>) -> bool {
-        match &self.link {
-            // On failure the link reports Closed with the reason.
-            Some(link) => link.send(line).is_ok(),
+    /// Queues one of the Connection's own protocol lines (handshake,
+    /// pong, error answers): small, so it skips the write queue's bound.
+    /// Returns whether it was queued.
+    pub(super) fn send_control(&self, line: Vec<u8>) -> bool {
+        match self.shared.link() {
+            // On failure the link is closing and reports Closed.
+            Some(link) => link.queue().send_control(line).is_ok(),
             None => false,
         }
     }
 
-    pub(super) fn send_notification(&mut self, method: &str, params: Option<&Value>) {
+    pub(super) fn send_notification(&self, method: &str, params: Option<&Value>) {
         match encode::notification(method, params) {
             Ok(line) => {
-                self.send_line(line);
+                self.send_control(line);
             }
             Err(e) => {
                 warn!(server = %self.name(), method, error = %e, "could not encode notification")
@@ -30,70 +32,9 @@ impl ConnectionState {
         }
     }
 
-    pub(super) fn send_cancelled(&mut self, id: &RequestId, reason: &str) {
+    pub(super) fn send_cancelled(&self, id: &RequestId, reason: &str) {
         let params = json!({ "requestId": id, "reason": reason });
         self.send_notification(methods::CANCELLED, Some(&params));
-    }
-
-    pub(super) fn call(&mut self, call: Call) {
-        if !call.reply.is_waiting() {
-            return;
-        }
-        match self.phase {
-            Phase::Ready(_) => self.send_call(call),
-            _ => self.queued.push_back(call),
-        }
-    }
-
-    pub(super) fn send_call(&mut self, call: Call) {
-        let Phase::Ready(session) = &self.phase else {
-            self.queued.push_back(call);
-            return;
-        };
-        let Call {
-            id,
-            method,
-            params,
-            reply,
-            progress,
-        } = call;
-        if !reply.is_waiting() {
-            return;
-        }
-        let line = match encode_call(
-            session.era,
-            self.meta_cache.as_deref(),
-            &id,
-            &method,
-            &params,
-            progress.is_some(),
-        ) {
-            Ok(l) => l,
-            Err(problem) => {
-                reply.answer(Err(Error::Codec { method, problem }));
-                return;
-            }
-        };
-        self.pending.insert(
-            id,
-            Waiter::Caller {
-                method,
-                reply,
-                progress,
-            },
-        );
-        // A failed send closes the link, which fails this call with the reason.
-        self.send_line(line);
-    }
-
-    pub(super) fn cancel(&mut self, id: RequestId, reason: String) {
-        if let Some(pos) = self.queued.iter().position(|c| c.id == id) {
-            self.queued.remove(pos);
-            return;
-        }
-        if let Some(link) = &self.link {
-            super::direct::cancel_waiting(&self.pending, link.as_ref(), self.name(), &id, &reason);
-        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! The pending-call table.
 //!
-//! The Connection owns it (inserts, cancels, fails everything on close);
+//! It lives in the client's shared state for the client's life; the
+//! Connection inserts its own waiters (probe, `initialize`) and fails
+//! everything on close;
 //! the link's sink, running in the reader task, answers callers from it
 //! directly so a response or a progress notification costs no hop through
 //! the Connection's mailbox; and while a server is ready, callers insert
@@ -22,6 +24,16 @@ struct Table {
     /// The link generation whose callers may insert directly; `None`
     /// between a close (every waiter failed) and the next ready server.
     accepting: Option<u64>,
+}
+
+/// What [`Pending::answer`] did with a response.
+pub(crate) enum Answer {
+    /// Delivered to its caller.
+    Answered,
+    /// A probe's or `initialize`'s: for the Connection.
+    Connection(Response),
+    /// Nobody waits for it.
+    Unknown,
 }
 
 /// The pending-call table, shared by the Connection, the link's sink and
@@ -87,23 +99,31 @@ impl Pending {
     }
 
     /// Stops direct inserts and takes every waiter, atomically.
-    pub(super) fn take_all(&self) -> Vec<Waiter> {
+    pub(crate) fn take_all(&self) -> Vec<Waiter> {
         let mut t = self.lock();
         t.accepting = None;
         t.waiters.drain().map(|(_, w)| w).collect()
     }
 
-    /// Answers a caller's response here; returns the response back when
-    /// it is not a caller's (a probe, `initialize`, or an unknown id).
-    pub(super) fn answer(&self, r: Response) -> Option<Response> {
-        let Some(id) = &r.id else { return Some(r) };
-        match self.take_caller(id) {
-            Some(Waiter::Caller { reply, .. }) => {
-                reply.answer(call_result(r.outcome));
-                None
-            }
-            _ => Some(r),
+    /// Answers a caller's response here. A response for a probe or
+    /// `initialize` is given back for the Connection; one for an id nobody
+    /// waits for (answered, cancelled, or never asked) is dropped.
+    pub(super) fn answer(&self, r: Response) -> Answer {
+        let Some(id) = &r.id else {
+            return Answer::Unknown;
+        };
+        let mut t = self.lock();
+        match t.waiters.get(id) {
+            Some(Waiter::Caller { .. }) => {}
+            Some(_) => return Answer::Connection(r),
+            None => return Answer::Unknown,
         }
+        let w = t.waiters.remove(id);
+        drop(t);
+        if let Some(Waiter::Caller { reply, .. }) = w {
+            reply.answer(call_result(r.outcome));
+        }
+        Answer::Answered
     }
 
     /// Delivers a progress notification to its caller; returns it back when

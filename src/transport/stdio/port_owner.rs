@@ -13,8 +13,8 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::{debug, info};
 
+use crate::child::ShutdownGuard;
 use crate::error::{CloseReason, ExitStatus};
-use crate::transport::shutdown::ShutdownGuard;
 use crate::transport::{EventSink, TransportEvent};
 
 /// How long to let the reader drain what the server wrote before it exited
@@ -70,7 +70,7 @@ impl PortOwnerState {
         }
         self.closed = true;
         info!(server = %self.name, pid = self.pid, reason = %reason, "transport closed");
-        (self.sink)(TransportEvent::Closed(reason));
+        let _ = (self.sink)(TransportEvent::Closed(reason));
         myself.stop(None);
     }
 }

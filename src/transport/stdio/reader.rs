@@ -1,21 +1,28 @@
-//! The reader task: frames the child's stdout and forwards messages.
+//! The reader tasks: frame the child's stdout and forward messages; relay
+//! its stderr line by line.
 //!
-//! Messages go straight to the link's sink (one hop to the Connection);
-//! everything that ends the link goes to the PortOwner, which decides the
-//! close reason. Junk lines are logged at debug level and dropped, never
-//! answered; blank lines are ignored.
+//! Messages go straight to the link's sink; everything that ends the link
+//! goes to the PortOwner, which decides the close reason. Junk lines are
+//! logged at debug level and dropped, never answered; blank lines are
+//! ignored. A sink that is full makes the reader wait (the server's stdout
+//! pipe fills up and the server blocks): what a server writes is never
+//! queued without bound.
+//!
+//! Both readers keep reading until the child's shutdown has ended, even
+//! after the link closed: a server that writes while it exits (a goodbye
+//! log line, a last notification) must find an open pipe, or it dies of
+//! EPIPE instead of exiting cleanly. What arrives then is discarded.
 
-use tokio::io::AsyncRead;
-use tokio::sync::watch;
-use tracing::debug;
-
-use crate::error::CloseReason;
 use std::borrow::Cow;
 
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tracing::debug;
+
+use crate::child::{ShutdownHandle, ShutdownSignal};
+use crate::error::CloseReason;
 use crate::framing::{Frame, FrameBuf, LineFramer};
 use crate::jsonrpc::Message;
-use crate::transport::shutdown::closed;
-use crate::transport::{EventSink, TransportEvent};
+use crate::transport::{Delivery, EventSink, TransportEvent};
 
 /// How the reader ended.
 #[derive(Debug)]
@@ -37,6 +44,9 @@ pub(crate) struct ReaderLimits {
 /// result reaches its caller without being copied.
 const OWN_FROM: usize = 64 * 1024;
 
+/// Bytes read per call while draining.
+const DRAIN_CHUNK: usize = 64 * 1024;
+
 fn parse(line: Cow<'_, [u8]>) -> Result<Message, crate::jsonrpc::ParseError> {
     match line {
         Cow::Borrowed(l) => Message::parse(l),
@@ -44,123 +54,163 @@ fn parse(line: Cow<'_, [u8]>) -> Result<Message, crate::jsonrpc::ParseError> {
     }
 }
 
-/// Reads until end of stream, a fatal condition, or `shutdown`. The first
-/// time a partial line reaches [`GROW_AT`](super::pipe::GROW_AT) bytes,
-/// `on_long_line` runs (it grows the pipe).
-pub(crate) async fn run<R: AsyncRead + Unpin>(
-    mut input: R,
-    limits: ReaderLimits,
-    sink: EventSink,
-    mut shutdown: watch::Receiver<()>,
-    server: String,
-    on_long_line: impl FnOnce(),
-    on_end: impl FnOnce(ReaderEnd),
-) {
-    let mut framer = LineFramer::new(limits.max_message_bytes);
-    let mut on_long_line = Some(on_long_line);
-    let mut junk = 0usize;
-    // One wait for the whole loop: a fresh one per read would register and
-    // unregister a waiter (two lock round trips) for every message.
-    let stop = closed(&mut shutdown);
-    tokio::pin!(stop);
-    let end = loop {
-        let n = tokio::select! {
-            biased;
-            _ = &mut stop => return,
-            n = framer.fill(&mut input) => n,
-        };
-        match n {
-            Ok(0) => break ReaderEnd::Eof,
-            Ok(_) => {}
-            Err(e) => break ReaderEnd::Fatal(CloseReason::ReadFailed(e.to_string())),
+/// The stdout reader's context.
+pub(crate) struct Reader {
+    pub(crate) limits: ReaderLimits,
+    pub(crate) sink: EventSink,
+    pub(crate) shutdown: ShutdownSignal,
+    /// Resolves when the child is reaped: the end of the drain.
+    pub(crate) done: ShutdownHandle,
+    pub(crate) server: String,
+}
+
+impl Reader {
+    /// Reads until end of stream, a fatal condition or the shutdown, then
+    /// discards what comes until the child is reaped. The first time a
+    /// partial line reaches [`GROW_AT`](crate::child::pipe::GROW_AT) bytes,
+    /// `on_long_line` runs (it grows the pipe); `on_end` hears how reading
+    /// ended (not called when the shutdown came first).
+    pub(crate) async fn run<R: AsyncRead + Unpin>(
+        mut self,
+        mut input: R,
+        on_long_line: impl FnOnce(),
+        on_end: impl FnOnce(ReaderEnd),
+    ) {
+        if let Some(end) = self.read(&mut input, on_long_line).await {
+            on_end(end);
         }
-        if framer.buffered() >= super::pipe::GROW_AT {
-            if let Some(f) = on_long_line.take() {
-                f();
+        drain(&mut input, self.done).await;
+    }
+
+    /// The main loop; `None` when the shutdown started.
+    async fn read<R: AsyncRead + Unpin>(
+        &mut self,
+        input: &mut R,
+        on_long_line: impl FnOnce(),
+    ) -> Option<ReaderEnd> {
+        let limits = self.limits;
+        let mut framer = LineFramer::new(limits.max_message_bytes);
+        let mut on_long_line = Some(on_long_line);
+        let mut junk = 0usize;
+        let mut shutdown = self.shutdown.clone();
+        // One wait for the whole loop: a fresh one per read would register
+        // and unregister a waiter (two lock round trips) for every message.
+        let stop = shutdown.fired();
+        tokio::pin!(stop);
+        loop {
+            let n = tokio::select! {
+                biased;
+                _ = &mut stop => return None,
+                n = framer.fill(input) => n,
+            };
+            match n {
+                Ok(0) => return Some(ReaderEnd::Eof),
+                Ok(_) => {}
+                Err(e) => return Some(ReaderEnd::Fatal(CloseReason::ReadFailed(e.to_string()))),
             }
-        }
-        let mut fatal = None;
-        while let Some(frame) = framer.next_frame_owned(OWN_FROM) {
-            match frame {
-                FrameBuf::Line(line) if line.iter().all(u8::is_ascii_whitespace) => {}
-                FrameBuf::Line(line) => {
-                    let bytes = line.len();
-                    match parse(line) {
-                        Ok(msg) => {
-                            junk = 0;
-                            sink(TransportEvent::Message(msg));
-                        }
-                        Err(e) => {
-                            junk += 1;
-                            debug!(server = %server, error = %e, bytes, consecutive = junk, "dropped a line that is not JSON-RPC");
-                            if junk > limits.max_junk_lines {
-                                fatal = Some(CloseReason::JunkOutput {
-                                    lines: junk,
-                                    limit: limits.max_junk_lines,
-                                });
-                                break;
+            if framer.buffered() >= crate::child::pipe::GROW_AT {
+                if let Some(f) = on_long_line.take() {
+                    f();
+                }
+            }
+            while let Some(frame) = framer.next_frame_owned(OWN_FROM) {
+                let line = match frame {
+                    FrameBuf::Line(line) if line.iter().all(u8::is_ascii_whitespace) => continue,
+                    FrameBuf::Line(line) => line,
+                    FrameBuf::TooLarge { at_least } => {
+                        return Some(ReaderEnd::Fatal(CloseReason::MessageTooLarge {
+                            limit: limits.max_message_bytes,
+                            at_least,
+                        }))
+                    }
+                };
+                let bytes = line.len();
+                match parse(line) {
+                    Ok(message) => {
+                        junk = 0;
+                        let event = TransportEvent::Message { message };
+                        if let Delivery::Wait(delivered) = (self.sink)(event) {
+                            tokio::select! {
+                                biased;
+                                _ = &mut stop => return None,
+                                _ = delivered => {}
                             }
                         }
                     }
-                }
-                FrameBuf::TooLarge { at_least } => {
-                    fatal = Some(CloseReason::MessageTooLarge {
-                        limit: limits.max_message_bytes,
-                        at_least,
-                    });
-                    break;
+                    Err(e) => {
+                        junk += 1;
+                        debug!(server = %self.server, error = %e, bytes, consecutive = junk, "dropped a line that is not JSON-RPC");
+                        if junk > limits.max_junk_lines {
+                            return Some(ReaderEnd::Fatal(CloseReason::JunkOutput {
+                                lines: junk,
+                                limit: limits.max_junk_lines,
+                            }));
+                        }
+                    }
                 }
             }
         }
-        if let Some(reason) = fatal {
-            break ReaderEnd::Fatal(reason);
+    }
+}
+
+/// Reads and discards until end of stream or until `done` resolves (the
+/// child is reaped; a grandchild may still hold the pipe open).
+async fn drain<R: AsyncRead + Unpin>(input: &mut R, done: ShutdownHandle) {
+    let mut scratch = vec![0u8; DRAIN_CHUNK];
+    let finished = done.wait();
+    tokio::pin!(finished);
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut finished => return,
+            n = input.read(&mut scratch) => match n {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
         }
-    };
-    on_end(end);
+    }
 }
 
 /// Longest stderr line forwarded; longer lines are replaced by a note.
 const MAX_STDERR_LINE: usize = 64 * 1024;
 
-/// Drains the child's stderr line by line into `sink` as
-/// [`TransportEvent::Stderr`], until end of stream or until the shutdown
-/// sequence has ended (`done`). It never stops reading earlier, so a server
-/// logging while it exits cannot block on a full pipe.
+/// Relays the child's stderr line by line into `sink` as
+/// [`TransportEvent::Stderr`], until end of stream or until the child is
+/// reaped (`done`). It never stops reading earlier, so a server logging
+/// while it exits cannot block on a full pipe.
 pub(crate) async fn run_stderr<R: AsyncRead + Unpin>(
     mut input: R,
     sink: EventSink,
     pid: u32,
-    mut done: watch::Receiver<Option<crate::transport::ShutdownReport>>,
+    done: ShutdownHandle,
 ) {
     let mut framer = LineFramer::new(MAX_STDERR_LINE);
+    let finished = done.wait();
+    tokio::pin!(finished);
+    let send = |line: String| {
+        // Stderr lines are never held back (the sink publishes them).
+        let _ = sink(TransportEvent::Stderr {
+            pid: Some(pid),
+            line,
+        });
+    };
     loop {
         let n = tokio::select! {
             n = framer.fill(&mut input) => n,
-            r = done.wait_for(Option::is_some) => {
-                let _ = r;
-                return;
-            }
+            _ = &mut finished => return,
         };
         if !matches!(n, Ok(k) if k > 0) {
             if !framer.remainder().is_empty() {
-                let line = String::from_utf8_lossy(framer.remainder()).into_owned();
-                sink(TransportEvent::Stderr {
-                    pid: Some(pid),
-                    line,
-                });
+                send(String::from_utf8_lossy(framer.remainder()).into_owned());
             }
             return;
         }
         while let Some(frame) = framer.next_frame() {
-            let line = match frame {
+            send(match frame {
                 Frame::Line(l) => String::from_utf8_lossy(l).into_owned(),
                 Frame::TooLarge { at_least } => {
                     format!("[a stderr line of at least {at_least} bytes was omitted: over 64 KiB]")
                 }
-            };
-            sink(TransportEvent::Stderr {
-                pid: Some(pid),
-                line,
             });
         }
     }

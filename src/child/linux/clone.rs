@@ -1,13 +1,20 @@
 //! The `CLONE_VM | CLONE_VFORK` child: everything between `clone` and
 //! `execve`, which runs in this process's memory and so makes only raw
-//! async-signal-safe calls on data prepared beforehand.
+//! async-signal-safe calls on data prepared beforehand: no allocation, no
+//! locks, no unwinding. A failing step stores its errno in a slot of that
+//! shared memory and the child exits with 127; [`launch`] then reaps it and
+//! returns the error.
 
+use std::ffi::CString;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use libc::{c_char, c_int, c_void, pid_t};
+
+use super::exit::wait_blocking;
+use super::spawner::{Launched, Prepared};
 
 /// Size of the stack the cloned child runs on until `execve`. The child
 /// only makes a few system calls; glibc uses about as much.
@@ -15,28 +22,75 @@ const CHILD_STACK_BYTES: usize = 64 * 1024;
 
 /// Everything the cloned child reads, prepared before `clone`; the child
 /// sees it through the shared memory.
-pub(super) struct ChildSpec {
-    pub(super) path: *const c_char,
-    pub(super) argv: *const *const c_char,
-    pub(super) envp: *const *const c_char,
+struct ChildSpec {
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
     /// Null: do not change directory.
-    pub(super) cwd: *const c_char,
+    cwd: *const c_char,
     /// The descriptor to install as 0, 1 and 2; -1 leaves it inherited.
     /// All are above 2 (see [`above_stdio`](super::above_stdio)).
-    pub(super) stdio: [c_int; 3],
-    pub(super) process_group: bool,
+    stdio: [c_int; 3],
+    process_group: bool,
     /// With `die_with_parent`: the pid `getppid` must return once
     /// `PR_SET_PDEATHSIG` is set.
-    pub(super) parent: Option<pid_t>,
-    pub(super) watchdog: Option<RawFd>,
-    pub(super) last_signal: c_int,
+    parent: Option<pid_t>,
+    /// The read end of the group watchdog's pipe.
+    watchdog: Option<RawFd>,
+    last_signal: c_int,
     /// errno of the step that failed; 0 if none did.
-    pub(super) error: AtomicI32,
+    error: AtomicI32,
+    /// The watchdog's pid, written by the child once it is forked.
+    watchdog_pid: AtomicI32,
+}
+
+/// Starts `p`'s child and returns once it has called `execve`; reaps it
+/// and returns the error of the step that failed otherwise. Call on the
+/// spawning thread (see [`spawner`](super::spawner)).
+pub(super) fn launch(p: Prepared) -> io::Result<Launched> {
+    let argv = null_terminated(&p.argv);
+    let envp = null_terminated(&p.envp);
+    let spec = ChildSpec {
+        path: p.path.as_ptr(),
+        argv: argv.as_ptr(),
+        envp: envp.as_ptr(),
+        cwd: p.cwd.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+        stdio: p
+            .stdio
+            .each_ref()
+            .map(|f| f.as_ref().map_or(-1, |f| f.as_raw_fd())),
+        process_group: p.process_group,
+        // SAFETY: getpid has no preconditions.
+        parent: p.die_with_parent.then(|| unsafe { libc::getpid() }),
+        watchdog: p.watchdog.as_ref().map(|(rd, _)| rd.as_raw_fd()),
+        last_signal: libc::SIGRTMAX(),
+        error: AtomicI32::new(0),
+        watchdog_pid: AtomicI32::new(0),
+    };
+    let pid = clone_vfork(&spec)?;
+    // The child has called execve or exited: its copies are its own now.
+    let Prepared {
+        stdio, watchdog, ..
+    } = p;
+    drop(stdio);
+    let watchdog = watchdog.map(|(_rd, wr)| wr.with_pid(spec.watchdog_pid.load(Ordering::Relaxed)));
+    let err = spec.error.load(Ordering::Relaxed);
+    if err != 0 {
+        // A watchdog forked before the failed step must not kill anything:
+        // disarm it, then reap the child (a vfork parent resumes only once
+        // it has exited).
+        if let Some(w) = watchdog {
+            w.disarm();
+        }
+        let _ = wait_blocking(pid, 0);
+        return Err(io::Error::from_raw_os_error(err));
+    }
+    Ok(Launched { pid, watchdog })
 }
 
 /// Runs [`child_main`] in a `CLONE_VM | CLONE_VFORK` child, returning its
 /// pid once it has called `execve` or exited.
-pub(super) fn clone_vfork(spec: &ChildSpec) -> io::Result<pid_t> {
+fn clone_vfork(spec: &ChildSpec) -> io::Result<pid_t> {
     let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK_BYTES + 16);
     // Stacks grow down on every Linux target Rust supports; the ABI wants
     // the top 16-byte aligned.
@@ -98,7 +152,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
 /// blocked.
 unsafe fn exec_child(spec: &ChildSpec) -> c_int {
     // SAFETY (whole block): only async-signal-safe calls follow, on the
-    // pointers and descriptors prepared in `spawn`.
+    // pointers and descriptors prepared in `launch`.
     unsafe {
         // A handler of this process must not run here (before exec it would
         // run in our memory), and ignored signals survive exec: reset every
@@ -141,8 +195,9 @@ unsafe fn exec_child(spec: &ChildSpec) -> c_int {
         // Before the dup2s, which could overwrite its descriptor if this
         // process runs with a standard descriptor closed.
         if let Some(rd) = spec.watchdog {
-            if let Err(e) = super::super::watchdog::fork_watchdog(rd) {
-                return e;
+            match super::watchdog::fork_watchdog(rd) {
+                Ok(pid) => spec.watchdog_pid.store(pid, Ordering::Relaxed),
+                Err(e) => return e,
             }
         }
         // The sources are above 2, so no dup2 overwrites a later source,
@@ -152,6 +207,9 @@ unsafe fn exec_child(spec: &ChildSpec) -> c_int {
                 return errno();
             }
         }
+        // Nothing of this process but 0, 1 and 2 reaches the server, with
+        // or without FD_CLOEXEC.
+        super::fds::close_from(3, None);
         libc::execve(spec.path, spec.argv, spec.envp);
         errno()
     }
@@ -162,4 +220,13 @@ fn errno() -> c_int {
     io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)
+}
+
+/// The pointers of `strings`, then a null pointer (argv, envp).
+fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
+    strings
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain(std::iter::once(ptr::null()))
+        .collect()
 }

@@ -1,9 +1,10 @@
-//! Knowing when the child has exited, and reaping it.
+//! Knowing when the child has exited without reaping it, and reaping it.
+//!
+//! The exit status is read with `waitid(WEXITED | WNOWAIT)`, which leaves
+//! the child a zombie: its pid and pgid stay taken until [`reap`].
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::ExitStatusExt;
-use std::process::ExitStatus;
 
 use libc::{c_int, pid_t};
 use tokio::io::unix::AsyncFd;
@@ -11,7 +12,9 @@ use tokio::io::Interest;
 use tokio::sync::watch;
 use tracing::warn;
 
-/// Stack of the helper threads (fallback exit watcher, reaper of dropped
+use crate::error::ExitStatus;
+
+/// Stack of the helper threads (fallback exit watcher, reaper of killed
 /// children); they only block in `waitid`.
 const HELPER_STACK_BYTES: usize = 64 * 1024;
 
@@ -22,6 +25,8 @@ pub(super) enum Exited {
     PidFd(AsyncFd<OwnedFd>),
     /// Without `pidfd_open`: set by a thread blocked in `waitid(WNOWAIT)`.
     Thread(watch::Receiver<bool>),
+    /// Nobody watches (a child that is being abandoned).
+    Unwatched,
 }
 
 impl Exited {
@@ -49,8 +54,7 @@ impl Exited {
     }
 
     /// The fallback without pidfds: a thread that waits for the exit
-    /// without reaping (`WNOWAIT`), so the pid stays ours until
-    /// [`Child::wait`](super::Child::wait) reaps it.
+    /// without reaping (`WNOWAIT`), so the pid stays ours.
     pub(super) fn thread(pid: pid_t) -> io::Result<Exited> {
         let (tx, rx) = watch::channel(false);
         std::thread::Builder::new()
@@ -62,9 +66,67 @@ impl Exited {
             })?;
         Ok(Exited::Thread(rx))
     }
+
+    /// Waits until child `pid` has exited and returns its status; the child
+    /// stays unreaped.
+    ///
+    /// Cancel safety: cancel safe.
+    pub(super) async fn wait(&mut self, pid: pid_t) -> io::Result<ExitStatus> {
+        match self {
+            Exited::PidFd(fd) => loop {
+                let mut ready = fd.readable().await?;
+                match peek(pid)? {
+                    Some(status) => return Ok(status),
+                    // Readiness without an exit: wait for the next.
+                    None => ready.clear_ready(),
+                }
+            },
+            Exited::Thread(rx) => {
+                // The thread always sends before ending.
+                let _ = rx.wait_for(|exited| *exited).await;
+                peek(pid)?.ok_or_else(|| {
+                    io::Error::other("waitid reported an exit that a second waitid did not see")
+                })
+            }
+            Exited::Unwatched => std::future::pending().await,
+        }
+    }
 }
 
-/// Reaps `pid` if it has exited.
+/// The exit status of child `pid` if it has exited, leaving it unreaped.
+pub(super) fn peek(pid: pid_t) -> io::Result<Option<ExitStatus>> {
+    let id = libc::id_t::try_from(pid).map_err(io::Error::other)?;
+    loop {
+        // SAFETY: siginfo_t is plain data, written by waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid writes only to `info`.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                id,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            // SAFETY: waitid filled `info` (si_pid 0: no child has exited).
+            let (child, status) = unsafe { (info.si_pid(), info.si_status()) };
+            if child == 0 {
+                return Ok(None);
+            }
+            return Ok(Some(match info.si_code {
+                libc::CLD_EXITED => ExitStatus::Code(status),
+                _ => ExitStatus::Signal(status),
+            }));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Reaps child `pid` if it has exited.
 pub(super) fn reap(pid: pid_t) -> io::Result<Option<ExitStatus>> {
     let mut status = 0;
     loop {
@@ -77,7 +139,11 @@ pub(super) fn reap(pid: pid_t) -> io::Result<Option<ExitStatus>> {
                     return Err(e);
                 }
             }
-            _ => return Ok(Some(ExitStatus::from_raw(status))),
+            _ => {
+                use std::os::unix::process::ExitStatusExt;
+                let s = std::process::ExitStatus::from_raw(status);
+                return Ok(Some(ExitStatus::from_std(s)));
+            }
         }
     }
 }

@@ -71,50 +71,77 @@ pub fn check_batch_file(command: &str, args: &[String], allow: bool) -> Result<(
 
 /// Resolves `command` to an executable: an absolute path is checked, a bare
 /// name is looked up in `path_var` (colon- or semicolon-separated).
+///
+/// A path that does not exist is [`SpawnError::NotFound`]; one that exists
+/// but cannot be run (a directory, a file without execute permission) is
+/// [`SpawnError::NotExecutable`]. In a `PATH` search, a match that cannot
+/// be run is skipped like a shell does, and reported only if no later
+/// directory has one that can.
 pub fn resolve_executable(command: &str, path_var: Option<&str>) -> Result<PathBuf, SpawnError> {
     let p = Path::new(command);
     if p.is_absolute() {
-        return if is_executable(p) {
-            Ok(p.to_path_buf())
-        } else {
-            Err(SpawnError::NotFound {
+        return match kind(p) {
+            Kind::Executable => Ok(p.to_path_buf()),
+            Kind::Missing => Err(SpawnError::NotFound {
                 command: command.to_owned(),
                 searched_path: false,
-            })
+            }),
+            Kind::NotExecutable => Err(SpawnError::NotExecutable {
+                path: p.display().to_string(),
+            }),
         };
     }
     let sep = if cfg!(windows) { ';' } else { ':' };
+    let mut unrunnable = None;
     for dir in path_var.unwrap_or("").split(sep).filter(|d| !d.is_empty()) {
         let candidate = Path::new(dir).join(command);
-        if is_executable(&candidate) {
-            return Ok(candidate);
-        }
+        let mut candidates = vec![candidate.clone()];
         if cfg!(windows) {
-            for ext in ["exe", "cmd", "bat"] {
-                let c = candidate.with_extension(ext);
-                if is_executable(&c) {
-                    return Ok(c);
+            candidates.extend(["exe", "cmd", "bat"].map(|ext| candidate.with_extension(ext)));
+        }
+        for c in candidates {
+            match kind(&c) {
+                Kind::Executable => return Ok(c),
+                Kind::NotExecutable => {
+                    unrunnable.get_or_insert(c);
                 }
+                Kind::Missing => {}
             }
         }
     }
-    Err(SpawnError::NotFound {
-        command: command.to_owned(),
-        searched_path: true,
+    Err(match unrunnable {
+        Some(p) => SpawnError::NotExecutable {
+            path: p.display().to_string(),
+        },
+        None => SpawnError::NotFound {
+            command: command.to_owned(),
+            searched_path: true,
+        },
     })
 }
 
-fn is_executable(p: &Path) -> bool {
+/// What is at a path, as far as running it goes.
+enum Kind {
+    Missing,
+    NotExecutable,
+    Executable,
+}
+
+fn kind(p: &Path) -> Kind {
+    let Ok(m) = std::fs::metadata(p) else {
+        return Kind::Missing;
+    };
     #[cfg(unix)]
-    {
+    let runnable = {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(p)
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    }
+        m.is_file() && m.permissions().mode() & 0o111 != 0
+    };
     #[cfg(not(unix))]
-    {
-        p.is_file()
+    let runnable = m.is_file();
+    if runnable {
+        Kind::Executable
+    } else {
+        Kind::NotExecutable
     }
 }
 
@@ -212,6 +239,20 @@ mod tests {
                 ..
             })
         ));
-        assert!(resolve_executable("/no/such/abs", None).is_err());
+        assert!(matches!(
+            resolve_executable("/no/such/abs", None),
+            Err(SpawnError::NotFound { .. })
+        ));
+        // It exists, but cannot be run: say so, not "not found".
+        for path in ["/etc/passwd", "/tmp"] {
+            match resolve_executable(path, None) {
+                Err(SpawnError::NotExecutable { path: p }) => assert_eq!(p, path),
+                other => panic!("{path}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            resolve_executable("passwd", Some("/etc")),
+            Err(SpawnError::NotExecutable { .. })
+        ));
     }
 }

@@ -1,0 +1,353 @@
+//! Launching and owning a child process on Linux, without `fork`.
+//!
+//! [`spawn`] starts the child the way glibc's `posix_spawn` does: `clone`
+//! with `CLONE_VM | CLONE_VFORK` on a small stack of its own. The child
+//! borrows this process's memory until it calls `execve`, and the calling
+//! thread is suspended until then, so no page tables are copied and the cost
+//! of a spawn does not grow with the size of this process. `std` (and so
+//! `tokio::process`) takes that path only when no `pre_exec` hook is set,
+//! and `die_with_parent` needs one (`PR_SET_PDEATHSIG`), which made every
+//! spawn a full `fork` of this (large, multi-threaded) process.
+//!
+//! Between `clone` and `execve` the child shares memory with this process,
+//! so it makes only raw async-signal-safe calls on data prepared beforehand
+//! (see [`clone`]).
+//!
+//! # Platform behaviour and caveats
+//!
+//! - **One spawning thread.** `PR_SET_PDEATHSIG` fires when the *thread*
+//!   that created the child exits, not the process. Tokio retires threads
+//!   (`block_in_place` hands a worker's core to a new thread and the old
+//!   one leaves after `thread_keep_alive`; `spawn_blocking` threads retire
+//!   too), and a user may start a client from a `std::thread` that ends.
+//!   So every child is cloned on one dedicated thread ([`spawner`]) that
+//!   lives as long as the process: the signal fires when the process dies,
+//!   never because some thread went away.
+//! - **Exit without reaping.** The exit is observed through a pidfd
+//!   (`pidfd_open`, Linux 5.3+) registered with the tokio reactor, and its
+//!   status read with `waitid(WNOWAIT)`: the child stays a zombie, holding
+//!   its pid and pgid, until the escalation reaps it last. Where
+//!   `pidfd_open` is unavailable (older kernels, some seccomp sandboxes),
+//!   one thread per child blocks in `waitid(WNOWAIT)` instead.
+//! - The child is reaped by pid, only here. As with `tokio::process`,
+//!   anything else in the process that reaps every child (`waitpid(-1)`,
+//!   `SIGCHLD` set to `SIG_IGN`) breaks exit reporting.
+//! - **Descriptors.** Every descriptor above 2 is closed in the child before
+//!   `execve` (`close_range`; a walk of `/proc/self/fd` before Linux 5.9),
+//!   as Python's `subprocess` does: the server never inherits this
+//!   process's files, sockets or pipes, with or without `FD_CLOEXEC`.
+//! - The child starts with an empty signal mask and `SIGPIPE` at its default
+//!   action, like a child of `std::process::Command`; other ignored signals
+//!   stay ignored.
+//! - The program is run with `execve`, not `execvp`: a file without a `#!`
+//!   line is not retried with `/bin/sh` (as with `posix_spawn`).
+//! - The stdin and stdout pipes (and the stderr pipe, if any) are in
+//!   non-blocking mode on this side only; the child's ends are blocking.
+
+use std::ffi::CString;
+use std::fs::OpenOptions;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use libc::pid_t;
+use tokio::net::unix::pipe;
+use tokio::sync::watch;
+use tracing::debug;
+
+use super::shutdown::{Escalation, Process, Sig};
+use super::{io_err, open_stderr_file, Env, Spawned, Spec, Stderr};
+use crate::error::{ExitStatus, SpawnError};
+
+mod clone;
+mod exit;
+mod fds;
+mod spawner;
+mod watchdog;
+
+use exit::{kill_and_reap, reap, Exited};
+use spawner::{Launched, Prepared};
+use watchdog::Watchdog;
+
+/// This side of the child's stdin.
+pub(crate) type ChildStdin = pipe::Sender;
+/// This side of the child's stdout.
+pub(crate) type ChildStdout = pipe::Receiver;
+/// This side of the child's stderr.
+pub(crate) type ChildStderr = pipe::Receiver;
+
+/// Spawns `spec` (already resolved to `exe`, with its whole environment).
+pub(super) async fn spawn(spec: &Spec, exe: &Path, env: Env) -> Result<Spawned, SpawnError> {
+    let err = io_err(exe);
+    let (child_stdin, our_stdin) = pipe2().map_err(io_err(exe))?;
+    let (our_stdout, child_stdout) = pipe2().map_err(io_err(exe))?;
+    let (our_stderr, child_stderr) = match &spec.stderr {
+        Stderr::Inherit => (None, None),
+        Stderr::Null => {
+            let null = OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .map_err(io_err(exe))?;
+            (None, Some(OwnedFd::from(null)))
+        }
+        Stderr::Piped => {
+            let (ours, theirs) = pipe2().map_err(io_err(exe))?;
+            (Some(ours), Some(theirs))
+        }
+        Stderr::File(path) => (None, Some(OwnedFd::from(open_stderr_file(path)?))),
+    };
+    let watchdog = if spec.die_with_parent && spec.process_group && spec.group_watchdog {
+        Some(Watchdog::pipe().map_err(io_err(exe))?)
+    } else {
+        None
+    };
+    let (watchdog_read, watchdog_write) = match watchdog {
+        Some((rd, wr)) => (Some(rd), Some(wr)),
+        None => (None, None),
+    };
+    let prepared = Prepared::new(
+        exe,
+        &spec.args,
+        &env,
+        spec.cwd.as_deref(),
+        [Some(child_stdin), Some(child_stdout), child_stderr],
+        spec.process_group,
+        spec.die_with_parent,
+        watchdog_read,
+        watchdog_write,
+    )
+    .map_err(io_err(exe))?;
+    let Launched { pid, watchdog } = spawner::launch(prepared).await.map_err(err)?;
+    let exited = match Exited::watch(pid) {
+        Ok(exited) => exited,
+        Err(e) => {
+            abandon(pid, spec.process_group, watchdog);
+            return Err(io_err(exe)(e));
+        }
+    };
+    let child = Child {
+        pid,
+        group: spec.process_group,
+        exited,
+        status: None,
+        reaped: false,
+        watchdog,
+    };
+    // From here an error drops `child`, which kills and reaps it.
+    let stdin = pipe::Sender::from_owned_fd(our_stdin).map_err(io_err(exe))?;
+    let stdout = pipe::Receiver::from_owned_fd(our_stdout).map_err(io_err(exe))?;
+    let stderr = our_stderr
+        .map(pipe::Receiver::from_owned_fd)
+        .transpose()
+        .map_err(io_err(exe))?;
+    let pid = pid.unsigned_abs();
+    let (guard, signal) = super::ShutdownGuard::new();
+    let (exit_tx, exit_rx) = watch::channel(None);
+    let (report_tx, report_rx) = watch::channel(None);
+    let escalation = Escalation {
+        process: child,
+        pid,
+        graces: spec.graces,
+        name: spec.name.clone(),
+    };
+    tokio::spawn(escalation.run(signal, exit_tx, report_tx));
+    Ok(Spawned {
+        pid,
+        stdin,
+        stdout,
+        stderr,
+        guard,
+        exit: super::ExitWatch::new(exit_rx),
+        shutdown: super::ShutdownHandle::new(report_rx),
+    })
+}
+
+/// Kills and reaps a child nobody will own.
+fn abandon(pid: pid_t, group: bool, watchdog: Option<Watchdog>) {
+    let mut child = Child {
+        pid,
+        group,
+        exited: Exited::Unwatched,
+        status: None,
+        reaped: false,
+        watchdog,
+    };
+    child.kill_now();
+}
+
+/// A running (or exited, not yet reaped) child process.
+///
+/// It is reaped only by [`Process::release`] or its drop, so until then its
+/// pid (and its pgid, when it leads a group) names this child and no other
+/// process.
+#[derive(Debug)]
+pub(crate) struct Child {
+    pid: pid_t,
+    /// It leads its own process group (pgid == pid).
+    group: bool,
+    exited: Exited,
+    /// The exit status, once seen (the child may still be unreaped).
+    status: Option<ExitStatus>,
+    reaped: bool,
+    watchdog: Option<Watchdog>,
+}
+
+impl Child {
+    /// SIGKILL to the group and the leader, then the reap (on a thread if
+    /// the leader has not died yet). For drops before the end.
+    fn kill_now(&mut self) {
+        if self.reaped {
+            return;
+        }
+        if self.group {
+            // SAFETY: killpg only sends a signal; the unreaped leader holds
+            // the pgid, so it names our group.
+            unsafe { libc::killpg(self.pid, libc::SIGKILL) };
+        }
+        if let Some(w) = self.watchdog.take() {
+            w.disarm();
+        }
+        kill_and_reap(self.pid);
+        self.reaped = true;
+    }
+}
+
+impl Process for Child {
+    async fn exited(&mut self) -> io::Result<ExitStatus> {
+        if let Some(s) = self.status {
+            return Ok(s);
+        }
+        let s = self.exited.wait(self.pid).await?;
+        self.status = Some(s);
+        Ok(s)
+    }
+
+    fn signal(&mut self, sig: Sig) {
+        if self.reaped {
+            return;
+        }
+        let s = match sig {
+            Sig::Term => libc::SIGTERM,
+            Sig::Kill => libc::SIGKILL,
+        };
+        // SAFETY: kill/killpg only send a signal. The leader is unreaped,
+        // so its pid and pgid name our child and its group.
+        unsafe {
+            if self.group {
+                libc::killpg(self.pid, s);
+            } else {
+                libc::kill(self.pid, s);
+            }
+        }
+    }
+
+    fn group_alive(&mut self) -> bool {
+        if !self.group || self.reaped {
+            return false;
+        }
+        let skip = self.watchdog.as_ref().map(Watchdog::pid);
+        match group_has_live_member(self.pid, skip) {
+            Some(live) => live,
+            // No /proc: the zombie leader alone keeps killpg(0) succeeding,
+            // so assume alive and let the graces run out.
+            None => {
+                // SAFETY: signal 0 only checks for existence.
+                unsafe { libc::killpg(self.pid, 0) == 0 }
+            }
+        }
+    }
+
+    fn release(&mut self) {
+        if self.reaped {
+            return;
+        }
+        if let Some(w) = self.watchdog.take() {
+            w.disarm();
+        }
+        match self.status.map(|_| reap(self.pid)) {
+            Some(Ok(Some(_))) => self.reaped = true,
+            // Not exited (it survived SIGKILL, stuck in the kernel) or the
+            // reap failed: reap it on a thread when it dies.
+            _ => self.kill_now(),
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if !self.reaped {
+            debug!(
+                pid = self.pid,
+                "server process dropped before its shutdown ended: SIGKILL"
+            );
+            self.kill_now();
+        }
+    }
+}
+
+/// Scans /proc for a live (non-zombie) process in group `pgid` other than
+/// `skip`; `None` if /proc is unreadable.
+fn group_has_live_member(pgid: pid_t, skip: Option<pid_t>) -> Option<bool> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<pid_t>().ok()) else {
+            continue;
+        };
+        if Some(pid) == skip {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state ppid pgrp ...
+        let mut rest = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+        let state = rest.next();
+        let pgrp = rest.nth(1).and_then(|p| p.parse::<pid_t>().ok());
+        if pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X")) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// A `pipe2(O_CLOEXEC)`: (read end, write end).
+fn pipe2() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
+}
+
+/// `fd`, moved above 2 if it is 0, 1 or 2 (possible only if this process
+/// runs with a standard descriptor closed). Then the child's `dup2` onto
+/// 0..=2 never overwrites a source it still needs, and never has source
+/// and target equal (where it would leave `FD_CLOEXEC` set).
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor or -1.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` was just returned by the kernel and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// A C string; a NUL byte inside is an error, as with std's `Command`.
+fn cstring(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in provided data",
+        )
+    })
+}
+
+/// `path` as a C string.
+fn path_cstring(path: &Path) -> io::Result<CString> {
+    cstring(path.as_os_str().as_bytes())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! The spawning thread: every child is cloned on one thread that lives as
+//! long as the process.
+//!
+//! `PR_SET_PDEATHSIG` is tied to the thread that created the child: when
+//! that thread exits, the kernel sends the signal, even though the process
+//! lives on. Spawning from whatever thread happens to run the caller
+//! (`Client::start` runs in the caller's task; restarts run on a tokio
+//! worker) made healthy servers die when tokio retired a thread. This
+//! thread is started on the first spawn and never returns: its channel's
+//! sender is a static, so its `recv` never fails.
+//!
+//! Everything the child needs is prepared (and owned) by [`Prepared`]
+//! before it crosses to this thread; the pointer arrays `execve` takes are
+//! built on this thread, next to the `clone` that uses them.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Mutex;
+
+use libc::pid_t;
+
+use super::watchdog::{Watchdog, WatchdogRead};
+use super::{above_stdio, cstring, path_cstring};
+
+/// Stack of the spawning thread: it only prepares pointers and clones (the
+/// child runs on a stack of its own).
+const STACK_BYTES: usize = 256 * 1024;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The spawning thread's queue; `None` until the first spawn.
+static QUEUE: Mutex<Option<mpsc::Sender<Job>>> = Mutex::new(None);
+
+/// Everything one child needs, owned.
+pub(super) struct Prepared {
+    pub(super) path: CString,
+    /// `argv`, with the program path first.
+    pub(super) argv: Vec<CString>,
+    /// `KEY=VALUE` strings.
+    pub(super) envp: Vec<CString>,
+    pub(super) cwd: Option<CString>,
+    /// The child's ends of its stdin, stdout and stderr (`None`: inherit),
+    /// all above 2. Closed here once the child has called `execve`.
+    pub(super) stdio: [Option<OwnedFd>; 3],
+    pub(super) process_group: bool,
+    pub(super) die_with_parent: bool,
+    /// The group watchdog's pipe.
+    pub(super) watchdog: Option<(WatchdogRead, Watchdog)>,
+}
+
+impl Prepared {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        exe: &Path,
+        args: &[String],
+        env: &super::Env,
+        cwd: Option<&Path>,
+        stdio: [Option<OwnedFd>; 3],
+        process_group: bool,
+        die_with_parent: bool,
+        watchdog_read: Option<WatchdogRead>,
+        watchdog_write: Option<Watchdog>,
+    ) -> io::Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = path_cstring(exe)?;
+        let mut argv = Vec::with_capacity(args.len() + 1);
+        argv.push(path.clone());
+        for a in args {
+            argv.push(cstring(a.as_bytes())?);
+        }
+        let envp = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = Vec::with_capacity(k.len() + v.len() + 1);
+                kv.extend_from_slice(k.as_bytes());
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                cstring(&kv)
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let cwd = cwd.map(path_cstring).transpose()?;
+        let [a, b, c] = stdio;
+        let stdio = [
+            a.map(above_stdio).transpose()?,
+            b.map(above_stdio).transpose()?,
+            c.map(above_stdio).transpose()?,
+        ];
+        Ok(Self {
+            path,
+            argv,
+            envp,
+            cwd,
+            stdio,
+            process_group,
+            die_with_parent,
+            watchdog: watchdog_read.zip(watchdog_write),
+        })
+    }
+}
+
+/// A child that has called `execve`.
+#[derive(Debug)]
+pub(super) struct Launched {
+    pub(super) pid: pid_t,
+    /// The write end that keeps its group watchdog waiting, if any.
+    pub(super) watchdog: Option<Watchdog>,
+}
+
+/// Clones the child on the spawning thread and waits for it to have called
+/// `execve` (or failed).
+///
+/// Cancel safety: cancel safe. If the future is dropped, the spawning
+/// thread kills and reaps the child it could not hand over.
+pub(super) async fn launch(p: Prepared) -> io::Result<Launched> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    submit(Box::new(move || {
+        let result = super::clone::launch(p);
+        if let Err(Ok(orphan)) = tx.send(result) {
+            super::abandon(orphan.pid, true, orphan.watchdog);
+        }
+    }))?;
+    rx.await
+        .map_err(|_| io::Error::other("the spawning thread dropped a spawn"))?
+}
+
+/// Runs `job` on the spawning thread, starting it if needed.
+fn submit(job: Job) -> io::Result<()> {
+    let mut queue = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+    let job = match queue.as_ref() {
+        Some(tx) => match tx.send(job) {
+            Ok(()) => return Ok(()),
+            // Unreachable in practice (the thread never returns), but
+            // starting another thread is the right answer if it were.
+            Err(mpsc::SendError(job)) => job,
+        },
+        None => job,
+    };
+    let (tx, rx) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("conduit-mcp-spawn".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || {
+            while let Ok(job) = rx.recv() {
+                // A panic must not end the thread: its children would get
+                // their parent-death signal.
+                let _ = catch_unwind(AssertUnwindSafe(job));
+            }
+        })?;
+    tx.send(job)
+        .map_err(|_| io::Error::other("the spawning thread ended at once"))?;
+    *queue = Some(tx);
+    Ok(())
+}

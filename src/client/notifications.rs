@@ -1,0 +1,193 @@
+//! Server notifications for the user, bounded in bytes per subscriber.
+//!
+//! The reader task publishes each notification to every live subscriber
+//! directly (no actor mailbox on the way). A subscriber that does not read
+//! holds at most `max_queued_notification_bytes` (measured as the parsed
+//! notification holds them in memory); past that, notifications for it are
+//! dropped, counted ([`Notifications::dropped`]) and logged, never queued
+//! without bound. With nobody subscribed, a notification is dropped at once.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use tracing::warn;
+
+use crate::jsonrpc::{footprint, Notification};
+
+/// What one subscriber holds and has lost.
+#[derive(Debug, Default)]
+struct Account {
+    /// Bytes sent and not yet received.
+    held: AtomicUsize,
+    dropped: AtomicU64,
+}
+
+/// One notification and what it costs its subscriber.
+#[derive(Debug)]
+struct Queued {
+    notification: Notification,
+    cost: usize,
+}
+
+/// A subscription to the server's notifications: see
+/// [`Client::notifications`](crate::Client::notifications).
+///
+/// Bounded: while more than `max_queued_notification_bytes` of
+/// notifications wait unread here, new ones are dropped and counted in
+/// [`dropped`](Self::dropped). Keep reading.
+#[derive(Debug)]
+pub struct Notifications {
+    rx: mpsc::UnboundedReceiver<Queued>,
+    account: Arc<Account>,
+}
+
+impl Notifications {
+    /// The next notification; `None` once the client has ended.
+    ///
+    /// Cancel safety: cancel safe.
+    pub async fn recv(&mut self) -> Option<Notification> {
+        let q = self.rx.recv().await?;
+        Some(self.take(q))
+    }
+
+    /// The next notification if one is waiting.
+    pub fn try_recv(&mut self) -> Option<Notification> {
+        let q = self.rx.try_recv().ok()?;
+        Some(self.take(q))
+    }
+
+    /// Notifications dropped for this subscriber because it had too many
+    /// bytes unread.
+    pub fn dropped(&self) -> u64 {
+        self.account.dropped.load(Ordering::Relaxed)
+    }
+
+    fn take(&self, q: Queued) -> Notification {
+        self.account.held.fetch_sub(q.cost, Ordering::AcqRel);
+        q.notification
+    }
+}
+
+/// The publishing side: one entry per live subscriber.
+#[derive(Debug)]
+pub(crate) struct Hub {
+    subscribers: Mutex<Vec<(mpsc::UnboundedSender<Queued>, Arc<Account>)>>,
+    limit: usize,
+    server: String,
+}
+
+impl Hub {
+    pub(crate) fn new(limit: usize, server: String) -> Self {
+        Self {
+            subscribers: Mutex::new(Vec::new()),
+            limit,
+            server,
+        }
+    }
+
+    /// A new subscriber, from now on.
+    pub(crate) fn subscribe(&self) -> Notifications {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let account = Arc::new(Account::default());
+        self.lock().push((tx, account.clone()));
+        Notifications { rx, account }
+    }
+
+    /// Delivers `n` to every subscriber with room for it.
+    pub(crate) fn publish(&self, n: Notification) {
+        let mut subs = self.lock();
+        subs.retain(|(tx, _)| !tx.is_closed());
+        if subs.is_empty() {
+            return;
+        }
+        let cost = n.params.as_ref().map_or(0, footprint::value) + n.method.len();
+        let admitted: Vec<usize> = (0..subs.len())
+            .filter(|&i| {
+                let account = &subs[i].1;
+                let held = account.held.load(Ordering::Acquire);
+                if held.saturating_add(cost) <= self.limit {
+                    return true;
+                }
+                let dropped = account.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                // The first drop, then every 1000th: a note, not a flood.
+                if dropped == 1 || dropped % 1000 == 0 {
+                    warn!(server = %self.server, dropped, held, limit = self.limit,
+                        "a notifications subscriber is not reading: notifications dropped");
+                }
+                false
+            })
+            .collect();
+        let mut n = Some(n);
+        for (j, &i) in admitted.iter().enumerate() {
+            // The last one gets the original, the others copies.
+            let note = if j + 1 == admitted.len() {
+                n.take()
+            } else {
+                n.clone()
+            };
+            let Some(notification) = note else { break };
+            let (tx, account) = &subs[i];
+            account.held.fetch_add(cost, Ordering::AcqRel);
+            if tx.send(Queued { notification, cost }).is_err() {
+                account.held.fetch_sub(cost, Ordering::AcqRel);
+            }
+        }
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Vec<(mpsc::UnboundedSender<Queued>, Arc<Account>)>> {
+        // Every critical section leaves the list consistent.
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn note(k: usize) -> Notification {
+        Notification {
+            method: "notifications/message".into(),
+            params: Some(json!({ "data": "x".repeat(100), "k": k })),
+        }
+    }
+
+    #[test]
+    fn a_subscriber_that_does_not_read_holds_at_most_the_limit() {
+        let hub = Hub::new(10_000, "t".into());
+        let mut slow = hub.subscribe();
+        let mut fast = hub.subscribe();
+        let mut got_fast = 0;
+        for k in 0..1000 {
+            hub.publish(note(k));
+            while fast.try_recv().is_some() {
+                got_fast += 1;
+            }
+        }
+        assert_eq!(got_fast, 1000, "a reading subscriber loses nothing");
+        assert_eq!(fast.dropped(), 0);
+        assert!(slow.account.held.load(Ordering::Relaxed) <= 10_000);
+        let mut kept = 0;
+        while slow.try_recv().is_some() {
+            kept += 1;
+        }
+        assert!(kept > 0 && kept < 1000, "{kept}");
+        assert_eq!(slow.dropped() + kept, 1000);
+        assert_eq!(slow.account.held.load(Ordering::Relaxed), 0);
+        // Once read, it has room again.
+        hub.publish(note(0));
+        assert!(slow.try_recv().is_some());
+    }
+
+    #[test]
+    fn with_nobody_subscribed_nothing_is_kept() {
+        let hub = Hub::new(10, "t".into());
+        let sub = hub.subscribe();
+        drop(sub);
+        hub.publish(note(1));
+        assert!(hub.lock().is_empty());
+    }
+}
