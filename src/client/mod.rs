@@ -22,6 +22,7 @@ use crate::deadline::After;
 mod calls;
 pub mod config;
 mod connection;
+mod direct;
 mod discovery;
 pub mod events;
 pub mod handler;
@@ -31,6 +32,7 @@ mod requests;
 pub mod session;
 mod shared;
 mod supervisor;
+mod waiters;
 
 /// Pure functions that turn configuration into what is spawned: executable
 /// resolution, the batch-file rule and the child's environment.
@@ -44,12 +46,13 @@ pub use requests::{CancelToken, Progress, RequestOptions};
 pub use supervisor::SupervisorMsg;
 
 use self::config::ClientConfig;
-use self::connection::{Direct, Refused, Waiter};
+use self::direct::{Direct, Refused};
 use self::handler::{ClientHandler, InboundRequest};
 use self::pending::ReplySlot;
 use self::session::{ServerSession, Status};
 use self::shared::Shared;
 use self::supervisor::{ClientSupervisor, SupervisorArgs};
+use self::waiters::Waiter;
 use crate::child::ShutdownReport;
 use crate::error::{ConfigError, Error, SpawnError};
 use crate::jsonrpc::{encode, RawJson, RequestId};

@@ -14,12 +14,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch};
 
 use super::config::ClientConfig;
-use super::connection::{Direct, Pending};
+use super::direct::Direct;
 use super::events::LifecycleEvent;
 use super::handler::ClientHandler;
 use super::notifications::{Hub, Notifications};
 use super::pending::DownReason;
 use super::session::Status;
+use super::waiters::{fail_waiters, Pending};
 use crate::child::{ShutdownHandle, ShutdownReport};
 use crate::error::{CloseReason, Error};
 use crate::jsonrpc::{Notification, RequestId};
@@ -147,7 +148,7 @@ impl Shared {
     /// Withdraws the direct path and fails every pending call with `err`.
     pub(crate) fn fail_pending(&self, err: impl Fn() -> Error) {
         self.direct.send_replace(None);
-        super::connection::fail_waiters(self.pending.take_all(), err);
+        fail_waiters(self.pending.take_all(), err);
     }
 
     /// Makes `link` (of generation `gen`) the current one. Returns it back

@@ -12,21 +12,11 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 use tracing::{info, warn};
 
-use super::connection::{Connection, ConnectionArgs, ConnectionMsg};
+use super::connection::{child_exit, Connection, ConnectionArgs, ConnectionMsg};
 use super::session::Status;
 use super::shared::Shared;
 use crate::error::SpawnError;
 use crate::transport::Transport;
-
-/// The child and reason of a termination or failure event; `None` for the
-/// other supervision events.
-pub(crate) fn child_exit(evt: SupervisionEvent) -> Option<(ractor::ActorCell, Option<String>)> {
-    match evt {
-        SupervisionEvent::ActorTerminated(cell, _, why) => Some((cell, why)),
-        SupervisionEvent::ActorFailed(cell, e) => Some((cell, Some(e.to_string()))),
-        _ => None,
-    }
-}
 
 /// Messages of the ClientSupervisor.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
-//! The seam between the client's [`Connection`](crate::client) and what
-//! carries its messages.
+//! The seam between the client's Connection actor and what carries its
+//! messages.
 //!
 //! A [`Transport`] opens [`Link`]s: one link per server process. The
 //! Connection only sees these traits; [`StdioTransport`] is the one

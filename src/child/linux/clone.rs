@@ -7,14 +7,91 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use libc::{c_char, c_int, c_void, pid_t};
 
 use super::exit::wait_blocking;
-use super::spawner::{Launched, Prepared};
+use super::watchdog::{Watchdog, WatchdogRead};
+use super::{above_stdio, cstring, path_cstring};
+
+/// Everything one child needs, owned.
+pub(crate) struct Prepared {
+    pub(crate) path: CString,
+    /// `argv`, with the program path first.
+    pub(crate) argv: Vec<CString>,
+    /// `KEY=VALUE` strings.
+    pub(crate) envp: Vec<CString>,
+    pub(crate) cwd: Option<CString>,
+    /// The child's ends of its stdin, stdout and stderr (`None`: inherit),
+    /// all above 2. Closed here once the child has called `execve`.
+    pub(crate) stdio: [Option<OwnedFd>; 3],
+    pub(crate) process_group: bool,
+    pub(crate) die_with_parent: bool,
+    /// The group watchdog's pipe.
+    pub(crate) watchdog: Option<(WatchdogRead, Watchdog)>,
+}
+
+impl Prepared {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        exe: &Path,
+        args: &[String],
+        env: &super::Env,
+        cwd: Option<&Path>,
+        stdio: [Option<OwnedFd>; 3],
+        process_group: bool,
+        die_with_parent: bool,
+        watchdog_read: Option<WatchdogRead>,
+        watchdog_write: Option<Watchdog>,
+    ) -> io::Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = path_cstring(exe)?;
+        let mut argv = Vec::with_capacity(args.len() + 1);
+        argv.push(path.clone());
+        for a in args {
+            argv.push(cstring(a.as_bytes())?);
+        }
+        let envp = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = Vec::with_capacity(k.len() + v.len() + 1);
+                kv.extend_from_slice(k.as_bytes());
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                cstring(&kv)
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let cwd = cwd.map(path_cstring).transpose()?;
+        let [a, b, c] = stdio;
+        let stdio = [
+            a.map(above_stdio).transpose()?,
+            b.map(above_stdio).transpose()?,
+            c.map(above_stdio).transpose()?,
+        ];
+        Ok(Self {
+            path,
+            argv,
+            envp,
+            cwd,
+            stdio,
+            process_group,
+            die_with_parent,
+            watchdog: watchdog_read.zip(watchdog_write),
+        })
+    }
+}
+
+/// A child that has called `execve`.
+#[derive(Debug)]
+pub(crate) struct Launched {
+    pub(crate) pid: pid_t,
+    /// The write end that keeps its group watchdog waiting, if any.
+    pub(crate) watchdog: Option<Watchdog>,
+}
 
 /// Size of the stack the cloned child runs on until `execve`. The child
 /// only makes a few system calls; glibc uses about as much.
@@ -46,8 +123,8 @@ struct ChildSpec {
 
 /// Starts `p`'s child and returns once it has called `execve`; reaps it
 /// and returns the error of the step that failed otherwise. Call on the
-/// spawning thread (see [`spawner`](super::spawner)).
-pub(super) fn launch(p: Prepared) -> io::Result<Launched> {
+/// spawning thread (see the `spawner` module).
+pub(crate) fn launch(p: Prepared) -> io::Result<Launched> {
     let argv = null_terminated(&p.argv);
     let envp = null_terminated(&p.envp);
     let spec = ChildSpec {

@@ -66,8 +66,8 @@ mod fds;
 mod spawner;
 mod watchdog;
 
+use clone::{Launched, Prepared};
 use exit::{kill_and_reap, reap, Exited};
-use spawner::{Launched, Prepared};
 use watchdog::Watchdog;
 
 /// This side of the child's stdin.

@@ -9,22 +9,17 @@
 //! thread is started on the first spawn and never returns: its channel's
 //! sender is a static, so its `recv` never fails.
 //!
-//! Everything the child needs is prepared (and owned) by [`Prepared`]
-//! before it crosses to this thread; the pointer arrays `execve` takes are
-//! built on this thread, next to the `clone` that uses them.
+//! Everything the child needs is prepared (and owned) by a
+//! [`Prepared`] before it crosses to this thread; the pointer arrays
+//! `execve` takes are built on this thread, next to the `clone` that uses
+//! them.
 
-use std::ffi::CString;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Mutex;
 
-use libc::pid_t;
-
-use super::watchdog::{Watchdog, WatchdogRead};
-use super::{above_stdio, cstring, path_cstring};
+use super::clone::{Launched, Prepared};
 
 /// Stack of the spawning thread: it only prepares pointers and clones (the
 /// child runs on a stack of its own).
@@ -34,81 +29,6 @@ type Job = Box<dyn FnOnce() + Send>;
 
 /// The spawning thread's queue; `None` until the first spawn.
 static QUEUE: Mutex<Option<mpsc::Sender<Job>>> = Mutex::new(None);
-
-/// Everything one child needs, owned.
-pub(super) struct Prepared {
-    pub(super) path: CString,
-    /// `argv`, with the program path first.
-    pub(super) argv: Vec<CString>,
-    /// `KEY=VALUE` strings.
-    pub(super) envp: Vec<CString>,
-    pub(super) cwd: Option<CString>,
-    /// The child's ends of its stdin, stdout and stderr (`None`: inherit),
-    /// all above 2. Closed here once the child has called `execve`.
-    pub(super) stdio: [Option<OwnedFd>; 3],
-    pub(super) process_group: bool,
-    pub(super) die_with_parent: bool,
-    /// The group watchdog's pipe.
-    pub(super) watchdog: Option<(WatchdogRead, Watchdog)>,
-}
-
-impl Prepared {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        exe: &Path,
-        args: &[String],
-        env: &super::Env,
-        cwd: Option<&Path>,
-        stdio: [Option<OwnedFd>; 3],
-        process_group: bool,
-        die_with_parent: bool,
-        watchdog_read: Option<WatchdogRead>,
-        watchdog_write: Option<Watchdog>,
-    ) -> io::Result<Self> {
-        use std::os::unix::ffi::OsStrExt;
-        let path = path_cstring(exe)?;
-        let mut argv = Vec::with_capacity(args.len() + 1);
-        argv.push(path.clone());
-        for a in args {
-            argv.push(cstring(a.as_bytes())?);
-        }
-        let envp = env
-            .iter()
-            .map(|(k, v)| {
-                let mut kv = Vec::with_capacity(k.len() + v.len() + 1);
-                kv.extend_from_slice(k.as_bytes());
-                kv.push(b'=');
-                kv.extend_from_slice(v.as_bytes());
-                cstring(&kv)
-            })
-            .collect::<io::Result<Vec<_>>>()?;
-        let cwd = cwd.map(path_cstring).transpose()?;
-        let [a, b, c] = stdio;
-        let stdio = [
-            a.map(above_stdio).transpose()?,
-            b.map(above_stdio).transpose()?,
-            c.map(above_stdio).transpose()?,
-        ];
-        Ok(Self {
-            path,
-            argv,
-            envp,
-            cwd,
-            stdio,
-            process_group,
-            die_with_parent,
-            watchdog: watchdog_read.zip(watchdog_write),
-        })
-    }
-}
-
-/// A child that has called `execve`.
-#[derive(Debug)]
-pub(super) struct Launched {
-    pub(super) pid: pid_t,
-    /// The write end that keeps its group watchdog waiting, if any.
-    pub(super) watchdog: Option<Watchdog>,
-}
 
 /// Clones the child on the spawning thread and waits for it to have called
 /// `execve` (or failed).

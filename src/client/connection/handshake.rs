@@ -8,12 +8,13 @@ use ractor::ActorRef;
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
-use super::outbound::MetaCache;
-use super::{ConnectionMsg, ConnectionState, Direct, Phase, Waiter, MAX_REPROBES};
+use super::{ConnectionMsg, ConnectionState, Phase, MAX_REPROBES};
 use crate::client::config::EraPreference;
+use crate::client::direct::{Direct, MetaCache};
 use crate::client::discovery::{self, DiscoverVerdict};
 use crate::client::events::LifecycleEvent;
 use crate::client::session::{ServerSession, Status};
+use crate::client::waiters::Waiter;
 use crate::error::CloseReason;
 use crate::jsonrpc::{encode, Outcome};
 use crate::protocol::{meta, methods, Era, LATEST_LEGACY_VERSION, MODERN_VERSION};

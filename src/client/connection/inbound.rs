@@ -13,9 +13,10 @@ use ractor::ActorRef;
 use serde_json::json;
 use tracing::{debug, warn};
 
-use super::{ConnectionMsg, ConnectionState, Phase, Waiter};
+use super::{ConnectionMsg, ConnectionState, Phase};
 use crate::client::handler::InboundRequest;
 use crate::client::pending::call_result;
+use crate::client::waiters::Waiter;
 use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request, RequestId};
 use crate::protocol::{methods, Era};
 

@@ -15,14 +15,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
-use serde_json::Value;
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn};
 
 use super::events::LifecycleEvent;
-use super::pending::ReplySlot;
 use super::session::{ServerSession, Status};
 use super::shared::Shared;
+use super::waiters;
 use crate::client::config::EraPreference;
 use crate::error::{CloseReason, Error, SpawnError};
 use crate::jsonrpc::{Message, RequestId};
@@ -58,28 +57,6 @@ pub(crate) enum ConnectionMsg {
     OwnerGone { gen: u64, why: String },
 }
 
-/// Who waits for the answer of a request id.
-pub(crate) enum Waiter {
-    Caller {
-        method: String,
-        reply: ReplySlot,
-        progress: Option<mpsc::UnboundedSender<Value>>,
-    },
-    Probe,
-    /// A probe that timed out; its answer may still settle the era.
-    LateProbe,
-    Initialize,
-}
-
-/// Fails every caller among `waiters` with `err`.
-pub(crate) fn fail_waiters(waiters: Vec<Waiter>, err: impl Fn() -> Error) {
-    for w in waiters {
-        if let Waiter::Caller { reply, .. } = w {
-            reply.answer(Err(err()));
-        }
-    }
-}
-
 enum Phase {
     /// No server (between restarts).
     Down,
@@ -95,16 +72,21 @@ enum Phase {
 /// modern server (bounds a loop with a server that keeps timing out).
 const MAX_REPROBES: u32 = 2;
 
-mod direct;
 mod handshake;
 mod inbound;
 mod outbound;
-mod table;
-
-pub(crate) use direct::{Direct, Refused};
-pub(crate) use table::Pending;
 
 pub(crate) struct Connection;
+
+/// The child and reason of a termination or failure event; `None` for the
+/// other supervision events.
+pub(crate) fn child_exit(evt: SupervisionEvent) -> Option<(ractor::ActorCell, Option<String>)> {
+    match evt {
+        SupervisionEvent::ActorTerminated(cell, _, why) => Some((cell, why)),
+        SupervisionEvent::ActorFailed(cell, e) => Some((cell, Some(e.to_string()))),
+        _ => None,
+    }
+}
 
 pub(crate) struct ConnectionArgs {
     pub(crate) shared: Arc<Shared>,
@@ -132,7 +114,7 @@ pub(crate) struct ConnectionState {
     inbound: HashMap<RequestId, (u64, tokio::task::AbortHandle)>,
     inbound_serial: u64,
     /// `_meta` of modern requests for the ready session.
-    meta_cache: Option<Arc<outbound::MetaCache>>,
+    meta_cache: Option<Arc<super::direct::MetaCache>>,
     /// Probes re-sent after a modern refusal of `initialize`, this link.
     reprobes: u32,
     /// The pending probe or initialize timeout; aborted once answered, so
@@ -190,11 +172,11 @@ impl Connection {
             }
             TransportEvent::Message { message } => match message {
                 Message::Response(r) => match shared.pending.answer(r) {
-                    table::Answer::Answered => Delivery::Done,
-                    table::Answer::Connection(r) => {
+                    waiters::Answer::Answered => Delivery::Done,
+                    waiters::Answer::Connection(r) => {
                         to_mailbox(&me, gen, &budget, Message::Response(r))
                     }
-                    table::Answer::Unknown => {
+                    waiters::Answer::Unknown => {
                         debug!(server = %shared.name, "response to an unknown or abandoned request; ignored");
                         Delivery::Done
                     }
@@ -356,7 +338,7 @@ impl Actor for Connection {
     ) -> Result<(), ActorProcessingErr> {
         // A PortOwner normally stops after reporting Closed; if it died
         // without a word (killed, panicked), treat that as a close.
-        let Some((cell, why)) = super::supervisor::child_exit(evt) else {
+        let Some((cell, why)) = child_exit(evt) else {
             return Ok(());
         };
         let is_current = st

@@ -12,11 +12,10 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tracing::debug;
 
-use super::outbound::{encode_call, MetaCache};
-use super::{Pending, Waiter};
+use super::waiters::{Pending, Waiter};
 use crate::error::Error;
 use crate::jsonrpc::{encode, RequestId};
 use crate::protocol::{methods, Era};
@@ -34,7 +33,7 @@ pub(crate) enum Refused {
 /// Forgets the waiter of caller `id` and sends `notifications/cancelled` on
 /// `link`; `false` if no caller waits under `id`. Shared by callers and the
 /// Connection.
-pub(super) fn cancel_waiting(
+pub(crate) fn cancel_waiting(
     pending: &Pending,
     link: &dyn Link,
     server: &str,
@@ -56,12 +55,12 @@ pub(super) fn cancel_waiting(
 
 /// What a caller needs to send on the ready link of generation `gen`.
 pub(crate) struct Direct {
-    pub(super) server: String,
-    pub(super) gen: u64,
-    pub(super) era: Era,
-    pub(super) meta: Option<Arc<MetaCache>>,
-    pub(super) link: Arc<dyn Link>,
-    pub(super) pending: Pending,
+    pub(crate) server: String,
+    pub(crate) gen: u64,
+    pub(crate) era: Era,
+    pub(crate) meta: Option<Arc<MetaCache>>,
+    pub(crate) link: Arc<dyn Link>,
+    pub(crate) pending: Pending,
 }
 
 impl Direct {
@@ -124,4 +123,88 @@ impl Direct {
     pub(crate) fn queue(&self) -> &crate::transport::WriteQueue {
         self.link.queue()
     }
+}
+
+/// Serialises a call's request line for `era`: in the modern era with the
+/// session's `_meta` (spliced in pre-serialised when nothing needs merging),
+/// with a `progressToken` (the request id) when progress is wanted. The
+/// caller's params are not changed (merging works on a copy), so a call
+/// that could not be sent directly can still be sent by the Connection.
+pub(crate) fn encode_call(
+    era: Era,
+    meta: Option<&MetaCache>,
+    id: &RequestId,
+    method: &str,
+    params: &Option<Value>,
+    progress: bool,
+) -> Result<Vec<u8>, String> {
+    let mut extra = match (era, meta) {
+        (Era::Modern, Some(cache)) if !progress && !has_meta(params) => {
+            let with = WithMeta {
+                params: params.as_ref().and_then(Value::as_object),
+                meta: &cache.raw,
+            };
+            return encode::request(id, method, Some(&with)).map_err(|e| e.to_string());
+        }
+        (Era::Modern, cache) => cache.map(|c| c.map.clone()).unwrap_or_default(),
+        (Era::Legacy, _) => Map::new(),
+    };
+    if progress {
+        extra.insert("progressToken".into(), id_value(id));
+    }
+    if extra.is_empty() {
+        return encode::request(id, method, params.as_ref()).map_err(|e| e.to_string());
+    }
+    let mut params = params.clone();
+    merge_meta(&mut params, extra)?;
+    encode::request(id, method, params.as_ref()).map_err(|e| e.to_string())
+}
+
+/// Params serialised with a pre-serialised `_meta` (modern fast path).
+#[derive(serde::Serialize)]
+struct WithMeta<'a> {
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Map<String, Value>>,
+    #[serde(rename = "_meta")]
+    meta: &'a serde_json::value::RawValue,
+}
+
+/// The session's `_meta` for modern requests, built once when ready.
+pub(crate) struct MetaCache {
+    pub(crate) map: Map<String, Value>,
+    pub(crate) raw: Box<serde_json::value::RawValue>,
+}
+
+fn has_meta(params: &Option<Value>) -> bool {
+    match params {
+        None => false,
+        Some(Value::Object(m)) => m.contains_key("_meta"),
+        // Not an object: the merge path reports the error.
+        Some(_) => true,
+    }
+}
+
+fn id_value(id: &RequestId) -> Value {
+    match id {
+        RequestId::Number(n) => Value::from(*n),
+        RequestId::String(s) => Value::from(s.clone()),
+    }
+}
+
+/// Adds `extra` to `params._meta`, creating both if needed.
+fn merge_meta(params: &mut Option<Value>, extra: Map<String, Value>) -> Result<(), String> {
+    let p = params.get_or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(obj) = p else {
+        return Err("params must be a JSON object to carry _meta".into());
+    };
+    let m = obj
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(m) = m else {
+        return Err("params._meta must be a JSON object".into());
+    };
+    for (k, v) in extra {
+        m.entry(k).or_insert(v);
+    }
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! The pending-call table.
+//! Who waits for which answer: the pending-call table.
 //!
 //! It lives in the client's shared state for the client's life; the
 //! Connection inserts its own waiters (probe, `initialize`) and fails
@@ -13,9 +13,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
+use tokio::sync::mpsc;
 
-use super::Waiter;
-use crate::client::pending::call_result;
+use crate::client::pending::{call_result, ReplySlot};
+use crate::error::Error;
 use crate::jsonrpc::{Notification, RequestId, Response};
 
 #[derive(Default)]
@@ -24,6 +25,28 @@ struct Table {
     /// The link generation whose callers may insert directly; `None`
     /// between a close (every waiter failed) and the next ready server.
     accepting: Option<u64>,
+}
+
+/// Who waits for the answer of a request id.
+pub(crate) enum Waiter {
+    Caller {
+        method: String,
+        reply: ReplySlot,
+        progress: Option<mpsc::UnboundedSender<Value>>,
+    },
+    Probe,
+    /// A probe that timed out; its answer may still settle the era.
+    LateProbe,
+    Initialize,
+}
+
+/// Fails every caller among `waiters` with `err`.
+pub(crate) fn fail_waiters(waiters: Vec<Waiter>, err: impl Fn() -> Error) {
+    for w in waiters {
+        if let Waiter::Caller { reply, .. } = w {
+            reply.answer(Err(err()));
+        }
+    }
 }
 
 /// What [`Pending::answer`] did with a response.
@@ -48,14 +71,14 @@ impl Pending {
     }
 
     /// Inserts for the Connection (which orders this against closes itself).
-    pub(super) fn insert(&self, id: RequestId, w: Waiter) {
+    pub(crate) fn insert(&self, id: RequestId, w: Waiter) {
         self.lock().waiters.insert(id, w);
     }
 
     /// Inserts for a direct caller of link `gen`: refused (the waiter is
     /// given back) once that link has closed, so no entry can be added
     /// after its waiters were failed.
-    pub(super) fn insert_direct(&self, gen: u64, id: RequestId, w: Waiter) -> Result<(), Waiter> {
+    pub(crate) fn insert_direct(&self, gen: u64, id: RequestId, w: Waiter) -> Result<(), Waiter> {
         let mut t = self.lock();
         if t.accepting != Some(gen) {
             return Err(w);
@@ -65,12 +88,12 @@ impl Pending {
     }
 
     /// Lets direct callers of link `gen` insert.
-    pub(super) fn accept(&self, gen: u64) {
+    pub(crate) fn accept(&self, gen: u64) {
         self.lock().accepting = Some(gen);
     }
 
     /// Drops the `initialize` waiter (the era was settled without it).
-    pub(super) fn forget_initialize(&self) {
+    pub(crate) fn forget_initialize(&self) {
         self.lock()
             .waiters
             .retain(|_, w| !matches!(w, Waiter::Initialize));
@@ -87,14 +110,14 @@ impl Pending {
     }
 
     /// Removes a caller's waiter; returns its method.
-    pub(super) fn remove_caller(&self, id: &RequestId) -> Option<String> {
+    pub(crate) fn remove_caller(&self, id: &RequestId) -> Option<String> {
         match self.take_caller(id)? {
             Waiter::Caller { method, .. } => Some(method),
             _ => None,
         }
     }
 
-    pub(super) fn remove(&self, id: &RequestId) -> Option<Waiter> {
+    pub(crate) fn remove(&self, id: &RequestId) -> Option<Waiter> {
         self.lock().waiters.remove(id)
     }
 
@@ -108,7 +131,7 @@ impl Pending {
     /// Answers a caller's response here. A response for a probe or
     /// `initialize` is given back for the Connection; one for an id nobody
     /// waits for (answered, cancelled, or never asked) is dropped.
-    pub(super) fn answer(&self, r: Response) -> Answer {
+    pub(crate) fn answer(&self, r: Response) -> Answer {
         let Some(id) = &r.id else {
             return Answer::Unknown;
         };
@@ -128,7 +151,7 @@ impl Pending {
 
     /// Delivers a progress notification to its caller; returns it back when
     /// no caller asked for that token.
-    pub(super) fn progress(&self, n: Notification) -> Option<Notification> {
+    pub(crate) fn progress(&self, n: Notification) -> Option<Notification> {
         let token = n
             .params
             .as_ref()
@@ -149,7 +172,7 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::pending::{DownReason, ReplySlot};
+    use crate::client::pending::DownReason;
 
     fn caller() -> (
         Waiter,
