@@ -19,7 +19,8 @@ use crate::error::{CloseReason, ExitStatus};
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum LifecycleEvent {
-    /// A server process was started.
+    /// A server process was started. Comes before every other event of
+    /// that process (its stderr lines included).
     Spawned {
         /// The client's name.
         name: String,
@@ -78,7 +79,9 @@ pub enum LifecycleEvent {
 }
 
 impl LifecycleEvent {
-    /// Whether no event follows this one.
+    /// Whether no event follows this one: after [`GaveUp`](Self::GaveUp)
+    /// or [`Stopped`](Self::Stopped) nothing more is delivered (stderr
+    /// lines the dying server still writes go to the log only).
     pub fn is_final(&self) -> bool {
         matches!(
             self,

@@ -11,9 +11,13 @@
 //! Room is a semaphore of bytes: a sender takes as many permits as its line
 //! has bytes, the writer task gives them back once the line is written.
 //! The semaphore is fair, so lines go out in the order they got room.
-//! Protocol lines of the client itself (handshake, cancellations) skip the
-//! bound ([`WriteQueue::send_control`]): they are small, and a cancellation
-//! must not wait behind the requests it cancels.
+//! Protocol lines of the client itself (handshake, cancellations, answers
+//! to the server's pings) skip the callers' room
+//! ([`WriteQueue::send_control`]): they are small, and a cancellation must
+//! not wait behind the requests it cancels. They have a bound of their own
+//! (the same size), past which they are refused, so a server that floods
+//! requests and reads nothing cannot make the client queue answers without
+//! end.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -47,6 +51,8 @@ pub(crate) struct Item {
     pub(crate) line: Vec<u8>,
     /// Permits to give back once written (0 for control lines).
     pub(crate) room: u32,
+    /// A control line (counted in `control`, not in the permits).
+    pub(crate) control: bool,
 }
 
 #[derive(Debug)]
@@ -56,6 +62,8 @@ struct Inner {
     limit: usize,
     /// Senders waiting for room right now.
     waiting: AtomicUsize,
+    /// Bytes of control lines queued and not yet written.
+    control: AtomicUsize,
 }
 
 /// The sending side (cheap to clone).
@@ -86,6 +94,7 @@ impl WriteQueue {
             room: Semaphore::new(limit),
             limit,
             waiting: AtomicUsize::new(0),
+            control: AtomicUsize::new(0),
         });
         (
             WriteQueue {
@@ -155,13 +164,33 @@ impl WriteQueue {
         })
     }
 
-    /// Queues a small protocol line of the client's own without counting
-    /// it against the bound (never waits).
+    /// Queues a small protocol line of the client's own outside the
+    /// callers' room (never waits). Refused with [`QueueError::Full`] when
+    /// control lines alone fill the bound (the server reads nothing).
     pub(crate) fn send_control(&self, line: Vec<u8>) -> Result<(), QueueError> {
         if self.inner.room.is_closed() {
             return Err(QueueError::Closed);
         }
-        self.push(line, 0)
+        let n = line.len();
+        let now = self.inner.control.fetch_add(n, Ordering::AcqRel) + n;
+        if now > self.inner.limit {
+            self.inner.control.fetch_sub(n, Ordering::AcqRel);
+            return Err(QueueError::Full {
+                queued: now - n,
+                limit: self.inner.limit,
+            });
+        }
+        self.inner
+            .tx
+            .send(Item {
+                line,
+                room: 0,
+                control: true,
+            })
+            .map_err(|e| {
+                self.inner.control.fetch_sub(e.0.line.len(), Ordering::AcqRel);
+                QueueError::Closed
+            })
     }
 
     fn permits(&self, bytes: usize) -> Result<u32, QueueError> {
@@ -179,7 +208,12 @@ impl WriteQueue {
     }
 
     fn push(&self, line: Vec<u8>, room: u32) -> Result<(), QueueError> {
-        self.inner.tx.send(Item { line, room }).map_err(|e| {
+        let item = Item {
+            line,
+            room,
+            control: false,
+        };
+        self.inner.tx.send(item).map_err(|e| {
             self.inner.room.add_permits(e.0.room as usize);
             QueueError::Closed
         })
@@ -219,9 +253,15 @@ impl QueueReceiver {
         self.rx.try_recv().ok()
     }
 
-    /// Gives back the room of written lines.
-    pub(crate) fn written(&self, room: usize) {
-        self.inner.room.add_permits(room);
+    /// Gives back the room of written lines (`room` permits, `control`
+    /// bytes of control lines).
+    pub(crate) fn written(&self, room: usize, control: usize) {
+        if room > 0 {
+            self.inner.room.add_permits(room);
+        }
+        if control > 0 {
+            self.inner.control.fetch_sub(control, Ordering::AcqRel);
+        }
     }
 
     /// Whether a sender waits for room.
@@ -286,12 +326,18 @@ mod tests {
         }
         let first = rx.recv().await.unwrap();
         assert_eq!(first.room, 6);
-        rx.written(first.room as usize);
+        rx.written(first.room as usize, 0);
         waiter.await.unwrap().unwrap();
         assert_eq!(rx.recv().await.unwrap().line, vec![2; 6]);
-        // Control lines skip the bound.
-        q.send_control(vec![3; 50]).unwrap();
-        assert_eq!(rx.recv().await.unwrap().room, 0);
+        // Control lines skip the callers' room, within a bound of their
+        // own.
+        q.send_control(vec![3; 6]).unwrap();
+        q.send_control(vec![3; 4]).unwrap();
+        assert!(matches!(q.send_control(vec![3; 1]), Err(QueueError::Full { .. })));
+        let c = rx.recv().await.unwrap();
+        assert!(c.control && c.room == 0);
+        rx.written(0, c.line.len());
+        q.send_control(vec![3; 6]).unwrap();
     }
 
     #[tokio::test]

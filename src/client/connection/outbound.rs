@@ -6,6 +6,7 @@ use tracing::warn;
 
 use super::ConnectionState;
 use crate::jsonrpc::{encode, RequestId};
+use crate::transport::queue::QueueError;
 use crate::protocol::methods;
 
 impl ConnectionState {
@@ -13,10 +14,17 @@ impl ConnectionState {
     /// pong, error answers): small, so it skips the write queue's bound.
     /// Returns whether it was queued.
     pub(super) fn send_control(&self, line: Vec<u8>) -> bool {
-        match self.shared.link() {
-            // On failure the link is closing and reports Closed.
-            Some(link) => link.queue().send_control(line).is_ok(),
-            None => false,
+        let Some(link) = self.shared.link() else {
+            return false;
+        };
+        match link.queue().send_control(line) {
+            Ok(()) => true,
+            // The link is closing and reports Closed.
+            Err(QueueError::Closed) => false,
+            Err(e) => {
+                warn!(server = %self.name(), error = ?e, "the server reads nothing: a protocol line was dropped");
+                false
+            }
         }
     }
 

@@ -49,6 +49,7 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
             },
         };
         let mut room = first.room as usize;
+        let mut control = if first.control { first.line.len() } else { 0 };
         if first.line.len() >= COALESCE_BYTES {
             batch = first.line;
         } else {
@@ -58,6 +59,9 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
                 match queue.try_recv() {
                     Some(m) => {
                         room += m.room as usize;
+                        if m.control {
+                            control += m.line.len();
+                        }
                         batch.extend_from_slice(&m.line);
                     }
                     None => break,
@@ -69,7 +73,7 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
             _ = &mut stop => break,
             r = write_watched(&mut out, &batch, &queue, stall_timeout) => r,
         };
-        queue.written(room);
+        queue.written(room, control);
         if batch.capacity() > 4 * COALESCE_BYTES {
             batch = Vec::new();
         }
