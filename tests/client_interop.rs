@@ -430,6 +430,38 @@ async fn everything_through_npx_leaves_no_process_of_the_tree() {
     assert!(reports.iter().all(|r| !r.group_survivors), "{reports:?}");
 }
 
+/// A clean stop must let server-everything exit 0, 20 times in a row.
+/// Regression (DESIGN.md section 6): the client dropped the stdout read end
+/// when it closed stdin, so a server that writes while it exits (Node logs
+/// its shutdown) died of EPIPE (Node exits with status 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_exits_0_on_every_clean_stop() {
+    let js = need!(
+        everything_js(),
+        "server-everything (or node) at target/peers/node"
+    );
+    let mut exits = Vec::new();
+    for _ in 0..20 {
+        let (client, _) = start(everything(&js)).await;
+        let pid = client.pid().unwrap();
+        let reports = client.stop().wait().await;
+        let r = reports
+            .iter()
+            .find(|r| r.pid == pid)
+            .unwrap_or_else(|| panic!("no report for {pid}: {reports:?}"));
+        assert!(!common::alive(pid), "{r:?}");
+        exits.push(r.exit);
+    }
+    let ok = exits
+        .iter()
+        .filter(|e| **e == Some(conduit_mcp::ExitStatus::Code(0)))
+        .count();
+    println!(
+        "FIGURE | server-everything, 20 clean stops | {ok}/20 exited with status 0: {exits:?}"
+    );
+    assert_eq!(ok, 20, "exit statuses: {exits:?}");
+}
+
 // ------------------------------------------------------- Python mcp 2.x server
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

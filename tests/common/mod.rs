@@ -121,3 +121,100 @@ pub async fn wait_status(client: &Client, limit: Duration, f: impl Fn(&Status) -
 pub async fn final_status(client: &Client, limit: Duration) -> Status {
     wait_status(client, limit, Status::is_final).await
 }
+
+/// Prints one measured figure (visible with `--nocapture`), in the format of
+/// tests/reliability.rs: `FIGURE | scenario | value`.
+pub fn figure(scenario: &str, value: impl std::fmt::Display) {
+    println!("FIGURE | {scenario} | {value}");
+}
+
+/// The state letter of `pid` (R, S, D, Z, T, ...), `None` if it does not exist.
+pub fn proc_state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// Fields of /proc/PID/stat after the command name: (state, ppid, pgrp).
+pub fn proc_stat(pid: u32) -> Option<(char, u32, u32)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut f = s.rsplit(')').next()?.split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let ppid = f.next()?.parse().ok()?;
+    let pgrp = f.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
+}
+
+/// Whether this process runs as root (tests that need it skip otherwise).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The calling thread's kernel id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// Whether thread `tid` of this process still exists.
+pub fn thread_exists(tid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+}
+
+/// A field of /proc/self/status in KiB (`VmRSS`, `VmHWM`).
+pub fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// This process's resident set size in MiB.
+pub fn rss_mib() -> f64 {
+    status_kib("VmRSS") as f64 / 1024.0
+}
+
+/// Sets the last pid handed out in this pid namespace (root only), so the
+/// next process created gets `last + 1` if that number is free.
+pub fn set_ns_last_pid(last: u32) -> std::io::Result<()> {
+    std::fs::write("/proc/sys/kernel/ns_last_pid", last.to_string())
+}
+
+/// Makes this process the reaper of its orphaned descendants
+/// (PR_SET_CHILD_SUBREAPER), so grandchildren end as our zombies, to be
+/// reaped with [`reap`], instead of lingering under an init that may not
+/// reap them.
+pub fn become_subreaper() {
+    // SAFETY: prctl with integer arguments only.
+    let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    assert_eq!(r, 0, "PR_SET_CHILD_SUBREAPER");
+}
+
+/// Reaps child `pid` if it has exited (never blocks); returns whether it
+/// was reaped now, or is no child of ours (already reaped elsewhere).
+pub fn reap(pid: u32) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid on one pid with WNOHANG.
+    let r = unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
+    r == pid as i32 || r < 0
+}
+
+/// Waits (up to `limit`) until child `pid` is reaped; see [`reap`].
+pub async fn reap_within(pid: u32, limit: Duration) -> bool {
+    eventually(limit, || reap(pid)).await.is_some()
+}
+
+/// Sends SIGKILL to `pid` (ignoring errors).
+pub fn kill9(pid: u32) {
+    // SAFETY: kill with a valid signal number.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGKILL);
+    }
+}

@@ -1,0 +1,819 @@
+//! The process core against real child processes: which thread the server's
+//! life is tied to, what it inherits, how a clean stop lets it exit, and
+//! that no process group is signalled after its number could be reused.
+//!
+//! Regression tests for defects found from outside (DESIGN.md section 6).
+//! Each prints the figure it measures (`--nocapture`).
+//!
+//! Every test here holds one lock ([`serial`]): the pid-reuse tests steer
+//! the kernel's pid allocator (/proc/sys/kernel/ns_last_pid), which a spawn
+//! in a concurrent test would disturb. The tests build their own runtimes.
+
+mod common;
+
+use std::future::Future;
+use std::io::{BufRead, BufReader};
+use std::os::fd::AsRawFd;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use conduit_mcp::client::events::LifecycleEvent;
+use conduit_mcp::{
+    Backoff, Client, ClientConfig, CloseReason, Error, ExitStatus, RequestOptions, StartOptions,
+    StderrMode,
+};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use common::figure;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` alone (see [`serial`]) on a fresh 2-worker runtime.
+fn run<F: Future>(f: F) -> F::Output {
+    let _g = serial();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// Starts a client that records every lifecycle event from the first spawn.
+async fn start_recording(cfg: ClientConfig) -> (Client, mpsc::UnboundedReceiver<LifecycleEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let client = Client::start_with(
+        cfg,
+        StartOptions {
+            events: Some(tx),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    (client, rx)
+}
+
+fn drain(rx: &mut mpsc::UnboundedReceiver<LifecycleEvent>) -> Vec<LifecycleEvent> {
+    let mut out = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        out.push(e);
+    }
+    out
+}
+
+/// A restart policy that will not restart within a test's lifetime, so no
+/// new server (and no new pid) appears while a test watches one.
+fn no_restart_during_test() -> Backoff {
+    Backoff {
+        initial: Duration::from_secs(120),
+        max: Duration::from_secs(120),
+        factor: 2.0,
+    }
+}
+
+// ------------------------------------------------ item 2: die_with_parent
+//
+// PR_SET_PDEATHSIG fires when the *thread* that spawned the child exits, not
+// the process. A server started from a thread that later ends (a tokio
+// worker retired after block_in_place, a spawn_blocking thread, a user's
+// std::thread) is SIGKILLed although this process lives on. Before the fix:
+// the server died ~100 ms after the thread retired (the keep-alive), the
+// client reported it closed (killed by signal 9) and restarted it.
+
+const KEEP_ALIVE: Duration = Duration::from_millis(100);
+
+fn keep_alive_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_keep_alive(KEEP_ALIVE)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+struct Started {
+    client: Client,
+    events: mpsc::UnboundedReceiver<LifecycleEvent>,
+    pid: u32,
+    /// The thread on which `Client::start` was called.
+    tid: i32,
+}
+
+/// Called on the thread under test: starts a default client (die_with_parent
+/// on) there and waits until it is ready.
+async fn start_here() -> Started {
+    let tid = common::gettid();
+    let (client, events) = start_recording(common::config(&[])).await;
+    let pid = client
+        .ready(Duration::from_secs(10))
+        .await
+        .unwrap()
+        .pid
+        .unwrap();
+    Started {
+        client,
+        events,
+        pid,
+        tid,
+    }
+}
+
+/// Runs an unrelated `block_in_place` on worker thread `tid`: spawns probe
+/// tasks until one runs there. The blocking work takes long enough for the
+/// worker's core to move to a new thread, so `tid` leaves the pool of
+/// workers and retires after the keep-alive.
+async fn block_in_place_on(tid: i32) {
+    for _ in 0..1000 {
+        let probes: Vec<_> = (0..4)
+            .map(|_| {
+                tokio::spawn(async move {
+                    if common::gettid() != tid {
+                        return false;
+                    }
+                    // The user's unrelated blocking work.
+                    tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(200)));
+                    true
+                })
+            })
+            .collect();
+        let mut hit = false;
+        for p in probes {
+            hit |= p.await.unwrap();
+        }
+        if hit {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("no task ran on worker thread {tid}");
+}
+
+/// Waits until thread `tid` has exited, then checks that the server it
+/// started lives on: same pid, no Closed or Restarting event, a request
+/// answered. Stops the client.
+async fn check_server_outlives_thread(s: Started, scenario: &str) {
+    let Started {
+        client,
+        mut events,
+        pid,
+        tid,
+    } = s;
+    common::eventually(Duration::from_secs(10), || !common::thread_exists(tid))
+        .await
+        .unwrap_or_else(|| panic!("thread {tid}, which started the client, never exited"));
+    // PR_SET_PDEATHSIG is sent while the thread exits, so a server killed by
+    // it is dead within milliseconds; watch it well past the keep-alive.
+    let died = common::eventually(KEEP_ALIVE * 10, || !common::alive(pid)).await;
+    let is_bad = |e: &LifecycleEvent| {
+        matches!(
+            e,
+            LifecycleEvent::Closed { .. } | LifecycleEvent::Restarting { .. }
+        )
+    };
+    let mut bad: Vec<LifecycleEvent> = drain(&mut events).into_iter().filter(is_bad).collect();
+    if died.is_some() && bad.is_empty() {
+        // Let the close that death caused reach the events, for the figure.
+        if let Ok(Some(e)) = tokio::time::timeout(Duration::from_secs(2), events.recv()).await {
+            bad.push(e);
+        }
+    }
+    figure(
+        scenario,
+        match died {
+            Some(after) => {
+                format!("server {pid} died {after:.1?} after thread {tid} exited; events: {bad:?}")
+            }
+            None => format!(
+                "server {pid} still alive {:?} after thread {tid} exited; no close",
+                KEEP_ALIVE * 10
+            ),
+        },
+    );
+    let answer = client
+        .request_with(
+            "echo",
+            Some(json!({ "tid": tid })),
+            RequestOptions::new().timeout(Duration::from_secs(10)),
+        )
+        .await;
+    let now = client.pid();
+    let reports = client.stop().wait().await;
+    for r in &reports {
+        assert!(!common::alive(r.pid) && !common::zombie(r.pid), "{r:?}");
+    }
+    assert!(
+        died.is_none(),
+        "server {pid} was killed when thread {tid} exited, although this process lives"
+    );
+    assert!(bad.is_empty(), "unexpected events: {bad:?}");
+    assert_eq!(now, Some(pid), "the server was replaced");
+    assert_eq!(answer.unwrap()["tid"], tid);
+}
+
+#[test]
+fn server_outlives_a_worker_thread_retired_after_block_in_place() {
+    let _g = serial();
+    let rt = keep_alive_runtime();
+    rt.block_on(async {
+        // Started inside a task: the spawn runs on that worker thread.
+        let s = tokio::spawn(start_here()).await.unwrap();
+        block_in_place_on(s.tid).await;
+        check_server_outlives_thread(s, "die_with_parent, worker retired after block_in_place")
+            .await;
+    });
+}
+
+#[test]
+fn server_outlives_the_spawn_blocking_thread_that_started_it() {
+    let _g = serial();
+    let rt = keep_alive_runtime();
+    rt.block_on(async {
+        let s = tokio::task::spawn_blocking(|| {
+            tokio::runtime::Handle::current().block_on(start_here())
+        })
+        .await
+        .unwrap();
+        // The blocking thread is idle now and retires after the keep-alive.
+        check_server_outlives_thread(s, "die_with_parent, started in spawn_blocking").await;
+    });
+}
+
+#[test]
+fn server_outlives_the_std_thread_that_started_it() {
+    let _g = serial();
+    let rt = keep_alive_runtime();
+    let handle = rt.handle().clone();
+    let s = std::thread::spawn(move || handle.block_on(start_here()))
+        .join()
+        .unwrap();
+    rt.block_on(check_server_outlives_thread(
+        s,
+        "die_with_parent, started from a std::thread that ended",
+    ));
+}
+
+// ------------------------------------------- item 3: EPIPE on a clean stop
+//
+// A well-behaved server that writes while it exits (a Node server logging
+// "shutting down") must exit 0 on a clean stop. Before the fix the reader
+// dropped the stdout read end when stdin was closed, so the server's writes
+// failed with EPIPE and it exited with an error (the fixture: status 3).
+
+#[test]
+fn a_clean_stop_lets_a_server_that_writes_while_exiting_exit_0() {
+    run(async {
+        let mut exits = Vec::new();
+        for _ in 0..20 {
+            let client = Client::start(common::config(&[
+                "--write-on-eof",
+                "50",
+                "--write-on-eof-delay-ms",
+                "20",
+            ]))
+            .await
+            .unwrap();
+            let pid = client
+                .ready(Duration::from_secs(10))
+                .await
+                .unwrap()
+                .pid
+                .unwrap();
+            let reports = client.stop().wait().await;
+            let r = reports
+                .iter()
+                .find(|r| r.pid == pid)
+                .unwrap_or_else(|| panic!("no report for {pid}: {reports:?}"));
+            assert!(!common::alive(pid) && !common::zombie(pid));
+            exits.push(r.exit);
+        }
+        let ok = exits
+            .iter()
+            .filter(|e| **e == Some(ExitStatus::Code(0)))
+            .count();
+        let others: Vec<_> = exits
+            .iter()
+            .filter(|e| **e != Some(ExitStatus::Code(0)))
+            .collect();
+        figure(
+            "clean stop, server writes 50 lines 20 ms after stdin EOF",
+            format!("{ok}/20 exited with status 0; the others: {others:?}"),
+        );
+        assert_eq!(ok, 20, "exit statuses: {exits:?}");
+    });
+}
+
+// ----------------------------------------- item 8: inherited descriptors
+//
+// A descriptor of this process without FD_CLOEXEC (opened by a C library,
+// or dup()ed) must not leak into the server. Before the fix it did: the
+// server saw it open.
+
+#[test]
+fn the_server_inherits_only_stdin_stdout_and_stderr() {
+    run(async {
+        let file = std::fs::File::open(common::fixture()).unwrap();
+        // SAFETY: dup of an open descriptor; closed below.
+        let leaked = unsafe { libc::dup(file.as_raw_fd()) };
+        assert!(leaked > 2);
+        // SAFETY: F_GETFD on a descriptor we own.
+        let flags = unsafe { libc::fcntl(leaked, libc::F_GETFD) };
+        assert_eq!(flags & libc::FD_CLOEXEC, 0, "dup() clears FD_CLOEXEC");
+        let client = Client::start(common::config(&[])).await.unwrap();
+        let info = client.request("fixture/info", None).await.unwrap();
+        client.stop().wait().await;
+        // SAFETY: closing the descriptor dup()ed above.
+        unsafe { libc::close(leaked) };
+        let fds: Vec<i64> = info["fds"]
+            .as_array()
+            .expect("fixture/info lists fds")
+            .iter()
+            .filter_map(|v| v.as_i64())
+            .collect();
+        figure(
+            "descriptors open in the server",
+            format!("{fds:?} (this process had {leaked} open without FD_CLOEXEC)"),
+        );
+        assert_eq!(
+            fds,
+            [0, 1, 2],
+            "the server inherited descriptors beyond stdio (ours without FD_CLOEXEC: {leaked})"
+        );
+    });
+}
+
+// ---------------------------------------- item 4: pid and group reuse
+//
+// Reaping the leader frees its pid, and with it the number of its process
+// group: the kernel may give both to an unrelated process, which a later
+// killpg(pgid) of the escalation then hits. The leader must stay a zombie
+// (exited, not reaped) until the shutdown has ended.
+
+/// The fixture with a grandchild that stays in its process group and holds
+/// its stdout (the link stays open 100 ms after the leader exits, and the
+/// shutdown waits for the grandchild until the stdin grace ends).
+fn leader_with_grandchild(pids: &std::path::Path) -> ClientConfig {
+    let mut cfg = common::config(&["--grandchild", "--pid-file", pids.to_str().unwrap()]);
+    cfg.stdin_grace = Duration::from_secs(2);
+    cfg.backoff = no_restart_during_test();
+    cfg
+}
+
+/// Sends `fixture/exit {code: 5}`: the server exits by itself; the call
+/// fails once the link has closed (Closed event emitted).
+async fn exit_by_itself(client: &Client) {
+    let r = client
+        .request_with(
+            "fixture/exit",
+            Some(json!({"code": 5})),
+            RequestOptions::new().timeout(Duration::from_secs(10)),
+        )
+        .await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::Closed(CloseReason::Exited(ExitStatus::Code(5))))
+        ),
+        "{r:?}"
+    );
+}
+
+/// (a) Deterministic, no root needed. The server exits by itself while a
+/// grandchild (group member, ignores stdin EOF) keeps its shutdown waiting
+/// for the whole stdin grace. Until the report, the leader must be a zombie;
+/// after it, reaped. Before the fix: reaped at once when it exited, so at
+/// the close its pid (and, once the grandchild was gone, its group number)
+/// was free for the whole shutdown.
+#[test]
+fn a_server_that_exits_by_itself_stays_a_zombie_until_its_shutdown_ends() {
+    run(async {
+        // The grandchild, orphaned when the server exits, is reaped here.
+        common::become_subreaper();
+        let dir = common::tempdir("zombie-until-report");
+        let pids = dir.join("pids");
+        let (client, mut events) = start_recording(leader_with_grandchild(&pids)).await;
+        let leader = client
+            .ready(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .pid
+            .unwrap();
+        common::eventually(Duration::from_secs(5), || {
+            common::read_pids(&pids).len() == 2
+        })
+        .await
+        .expect("grandchild started");
+        let grandchild = common::read_pids(&pids)[1];
+        let t = Instant::now();
+        exit_by_itself(&client).await;
+        let closed_after = t.elapsed();
+        let state_at_close = common::proc_state(leader);
+        let grandchild_alive_at_close = common::alive(grandchild);
+        let reports = client.stop().wait().await;
+        let state_after_report = common::proc_state(leader);
+        let grandchild_reaped = common::reap_within(grandchild, Duration::from_secs(5)).await;
+        let r = reports.iter().find(|r| r.pid == leader).cloned();
+        let closed: Vec<_> = drain(&mut events)
+            .into_iter()
+            .filter(|e| matches!(e, LifecycleEvent::Closed { pid: Some(p), .. } if *p == leader))
+            .collect();
+        figure(
+            "server exits by itself, its group still has a member",
+            format!(
+                "at the close ({closed_after:.0?} after the exit request) the leader {leader} was {}; \
+                 after the report: {}; report {r:?}",
+                describe(state_at_close),
+                describe(state_after_report)
+            ),
+        );
+        assert_eq!(closed.len(), 1, "{closed:?}");
+        assert!(
+            grandchild_alive_at_close,
+            "the grandchild must hold the shutdown open"
+        );
+        assert_eq!(
+            state_at_close,
+            Some('Z'),
+            "the leader {leader} was reaped while its shutdown still ran: its pid and group \
+             number were free for reuse"
+        );
+        let r = r.expect("a report for the leader");
+        assert_eq!(r.exit, Some(ExitStatus::Code(5)), "{r:?}");
+        assert!(r.exited_before_close && r.sent_term, "{r:?}");
+        assert_eq!(
+            state_after_report, None,
+            "the leader must be reaped once the report is out"
+        );
+        assert!(grandchild_reaped && !common::alive(grandchild));
+    });
+}
+
+fn describe(state: Option<char>) -> String {
+    match state {
+        None => "reaped (no such process)".into(),
+        Some('Z') => "a zombie (exited, not reaped)".into(),
+        Some(c) => format!("alive (state {c})"),
+    }
+}
+
+/// Runs this test binary again as `test` with `role` set, with a time limit;
+/// returns its stdout.
+fn run_role(test: &str, role: &str, limit: Duration) -> String {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(role, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("role {role} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let text = reader.join().unwrap();
+    assert!(status.success(), "role {role} failed ({status}):\n{text}");
+    text
+}
+
+/// The `OUTCOME k=v ...` line of a role's output.
+fn outcome(text: &str) -> std::collections::HashMap<String, String> {
+    let line = text
+        .lines()
+        .find_map(|l| l.split_once("OUTCOME ").map(|(_, o)| o))
+        .unwrap_or_else(|| panic!("no OUTCOME line in:\n{text}"));
+    line.split(' ')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// How a victim process ended, if it did.
+fn victim_fate(child: &mut std::process::Child, within: Duration) -> String {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            use std::os::unix::process::ExitStatusExt;
+            return match s.signal() {
+                Some(sig) => format!("signal-{sig}"),
+                None => format!("exit-{}", s.code().unwrap_or(-1)),
+            };
+        }
+        if t.elapsed() > within {
+            let _ = child.kill();
+            let _ = child.wait();
+            return "alive".into();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A process in a new process group of its own (the fixture, sleeping).
+fn spawn_victim() -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    Command::new(common::fixture())
+        .arg("--sleeper")
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+const REUSE_ROLE: &str = "CONDUIT_TEST_ROLE_GROUP_REUSE";
+
+/// (b) The attack, root only. As in (a), the server exits by itself while
+/// its grandchild holds the shutdown open. Then, with every task of the
+/// client frozen (a current-thread runtime whose thread the test holds),
+/// the test kills and reaps the grandchild (this process is the
+/// subreaper), points the pid allocator at the leader's number
+/// (ns_last_pid) and starts an unrelated process in a new group: if the
+/// leader was reaped, it gets the leader's pid, and so leads a group with
+/// the old group's number. Then the tasks run again; the escalation must
+/// never signal that process. Before the fix: it got the number, the
+/// escalation saw "its" group alive, and SIGTERMed it at the end of the
+/// stdin grace.
+#[test]
+fn the_escalation_never_signals_a_group_that_reused_the_number() {
+    if std::env::var(REUSE_ROLE).is_ok() {
+        return reuse_role();
+    }
+    if !common::is_root() {
+        eprintln!("skipped: needs root (writes /proc/sys/kernel/ns_last_pid)");
+        return;
+    }
+    let _g = serial();
+    for attempt in 1..=5 {
+        let text = run_role(
+            "the_escalation_never_signals_a_group_that_reused_the_number",
+            REUSE_ROLE,
+            Duration::from_secs(60),
+        );
+        let o = outcome(&text);
+        if o["conclusive"] != "true" {
+            println!("attempt {attempt} inconclusive (another process took the number): {o:?}");
+            continue;
+        }
+        figure(
+            "unrelated group reuses the number of a reaped leader during its shutdown",
+            format!(
+                "leader state when the victim was started: {}; victim got the leader's number: {}; victim: {}",
+                o["leader_state"], o["reused"], o["victim"]
+            ),
+        );
+        assert_eq!(
+            o["victim"], "alive",
+            "the client signalled an unrelated process group that reused its server's number: {o:?}"
+        );
+        return;
+    }
+    panic!("could not set up the pid reuse in 5 attempts");
+}
+
+fn reuse_role() {
+    common::become_subreaper();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = common::tempdir("group-reuse");
+    let pids = dir.join("pids");
+    let (client, leader, grandchild) = rt.block_on(async {
+        let (client, mut events) = start_recording(leader_with_grandchild(&pids)).await;
+        let leader = client
+            .ready(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .pid
+            .unwrap();
+        common::eventually(Duration::from_secs(5), || {
+            common::read_pids(&pids).len() == 2
+        })
+        .await
+        .expect("grandchild started");
+        exit_by_itself(&client).await;
+        assert!(drain(&mut events)
+            .iter()
+            .any(|e| matches!(e, LifecycleEvent::Closed { pid: Some(p), .. } if *p == leader)));
+        (client, leader, common::read_pids(&pids)[1])
+    });
+    // Frozen from here: no task of the client runs until block_on again.
+    assert!(common::alive(grandchild), "the shutdown must still wait");
+    common::kill9(grandchild);
+    // SAFETY: waitpid on our (adopted) child.
+    let r = unsafe { libc::waitpid(grandchild as i32, std::ptr::null_mut(), 0) };
+    assert_eq!(r, grandchild as i32, "the grandchild is ours to reap");
+    let leader_state = common::proc_state(leader);
+    common::set_ns_last_pid(leader - 1).unwrap();
+    let mut victim = spawn_victim();
+    let v = victim.id();
+    let reused = v == leader;
+    let conclusive = reused || leader_state == Some('Z');
+    // Thaw: the escalation goes on (and, before the fix, sends SIGTERM at
+    // the end of the stdin grace to the group it believes is its own).
+    let reports = rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), client.stop().wait())
+            .await
+            .expect("shutdown ends")
+    });
+    // Any signal of the escalation was sent before its report.
+    let fate = victim_fate(&mut victim, Duration::from_millis(500));
+    let report = reports.iter().find(|r| r.pid == leader);
+    println!(
+        "OUTCOME conclusive={conclusive} reused={reused} leader_state={} victim={fate} \
+         victim_pid={v} leader={leader} sent_term={:?} sent_kill={:?}",
+        leader_state.map_or("reaped".into(), |c| c.to_string()),
+        report.map(|r| r.sent_term),
+        report.map(|r| r.sent_kill),
+    );
+    assert!(!common::alive(leader) && !common::zombie(leader));
+}
+
+// ------------------------------- item 11: the group watchdog after a failed exec
+//
+// With group_watchdog, the watchdog is forked from the server's child
+// before execve. If execve then fails (here ENOEXEC: an executable file
+// that is neither ELF nor a #! script), the spawn reaps the child and drops
+// the watchdog's pipe, and the watchdog SIGKILLs the child's group number,
+// which is free by then.
+//
+// The race is made deterministic (root, 2 CPUs, SCHED_FIFO allowed): the
+// test thread runs SCHED_FIFO pinned to CPU 0 with a current-thread
+// runtime, so the child and the watchdog inherit both and cannot run while
+// the test thread keeps CPU 0 without blocking; the failed start returns
+// with the watchdog runnable but not yet run. A helper thread on CPU 1 then
+// starts an unrelated process in a new group on the failed child's number
+// (ns_last_pid), and only then does the test thread give CPU 0 up. Before
+// the fix the watchdog SIGKILLed it.
+
+const WATCHDOG_ROLE: &str = "CONDUIT_TEST_ROLE_WATCHDOG_ENOEXEC";
+
+#[test]
+fn the_group_watchdog_of_a_failed_exec_never_kills_an_unrelated_group() {
+    if std::env::var(WATCHDOG_ROLE).is_ok() {
+        return watchdog_role();
+    }
+    if !common::is_root() {
+        eprintln!("skipped: needs root (ns_last_pid, SCHED_FIFO)");
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let _g = serial();
+    for attempt in 1..=5 {
+        let text = run_role(
+            "the_group_watchdog_of_a_failed_exec_never_kills_an_unrelated_group",
+            WATCHDOG_ROLE,
+            Duration::from_secs(60),
+        );
+        if text.contains("SKIP ") {
+            eprintln!("skipped: {text}");
+            return;
+        }
+        let o = outcome(&text);
+        if o["conclusive"] != "true" {
+            println!("attempt {attempt} inconclusive: {o:?}");
+            continue;
+        }
+        figure(
+            "group watchdog after exec fails with ENOEXEC, its number reused",
+            format!(
+                "watchdog seen waiting: {}; victim got the failed child's number: {}; victim: {}",
+                o["watchdog"], o["reused"], o["victim"]
+            ),
+        );
+        assert_eq!(
+            o["victim"], "alive",
+            "the watchdog of a failed spawn killed an unrelated process group: {o:?}"
+        );
+        return;
+    }
+    panic!("could not set up the pid reuse in 5 attempts");
+}
+
+fn pin_to_cpu(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity
+    // act on this thread only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+fn set_policy(policy: libc::c_int, priority: libc::c_int) -> bool {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: this thread's scheduling policy.
+    unsafe { libc::sched_setscheduler(0, policy, &p) == 0 }
+}
+
+fn watchdog_role() {
+    common::become_subreaper();
+    let dir = common::tempdir("enoexec");
+    let exe = dir.join("not-a-program");
+    std::fs::write(&exe, "neither ELF nor a #! script\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut cfg = ClientConfig::new(exe.to_str().unwrap()).stderr(StderrMode::Discard);
+    cfg.group_watchdog = true;
+    assert!(cfg.die_with_parent && cfg.kill_process_group);
+
+    let victim_pid = Arc::new(AtomicU32::new(0));
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let vp = victim_pid.clone();
+    let helper = std::thread::spawn(move || {
+        assert!(pin_to_cpu(1), "pin helper to CPU 1");
+        go_rx.recv().unwrap();
+        let victim = spawn_victim();
+        vp.store(victim.id(), Ordering::SeqCst);
+        victim
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    if !pin_to_cpu(0) || !set_policy(libc::SCHED_FIFO, 10) {
+        println!("SKIP could not pin to CPU 0 with SCHED_FIFO");
+        drop(go_tx);
+        let _ = helper.join();
+        return;
+    }
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let started = rt.block_on(Client::start(cfg));
+    // From here this thread keeps CPU 0 and does not block until release.
+    let child = last + 1;
+    let watchdog = last + 2;
+    let me = std::process::id();
+    let w = common::proc_stat(watchdog);
+    // Ours (we adopted it when the child exited), in its own group, not yet
+    // past its read (it would be a zombie then).
+    let watchdog_waiting =
+        matches!(w, Some((state, ppid, pgrp)) if ppid == me && pgrp == watchdog && state != 'Z');
+    let watchdog_ran_early = matches!(w, Some(('Z', ppid, _)) if ppid == me);
+    common::set_ns_last_pid(child - 1).unwrap();
+    go_tx.send(()).unwrap();
+    let t = Instant::now();
+    while victim_pid.load(Ordering::SeqCst) == 0 && t.elapsed() < Duration::from_secs(2) {
+        std::hint::spin_loop();
+    }
+    // Release CPU 0: the watchdog (if any) runs now.
+    assert!(set_policy(libc::SCHED_OTHER, 0));
+    let mut victim = helper.join().unwrap();
+    let v = victim.id();
+    let reused = v == child;
+    if watchdog_waiting || watchdog_ran_early {
+        let t = Instant::now();
+        while !common::reap(watchdog) && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    // The watchdog has exited: a SIGKILL it sent is already delivered.
+    let fate = victim_fate(&mut victim, Duration::from_millis(500));
+    let conclusive = reused && !watchdog_ran_early;
+    println!(
+        "OUTCOME conclusive={conclusive} reused={reused} watchdog={watchdog_waiting} \
+         watchdog_ran_early={watchdog_ran_early} victim={fate} victim_pid={v} child={child} \
+         start_error={}",
+        match &started {
+            Ok(_) => "none".to_string(),
+            Err(e) => e.to_string().replace(' ', "_"),
+        }
+    );
+    assert!(
+        started.is_err(),
+        "exec of a non-executable format must fail"
+    );
+}
