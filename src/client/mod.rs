@@ -112,7 +112,7 @@ struct StopOnLastDrop(ActorRef<SupervisorMsg>, Arc<Shared>);
 impl Drop for StopOnLastDrop {
     fn drop(&mut self) {
         // Final at once, whatever state the tree is in (see `stop`).
-        self.1.stop_now("the last client handle was dropped");
+        self.1.finalize("the last client handle was dropped");
         let _ = self.0.cast(SupervisorMsg::Stop);
     }
 }
@@ -530,7 +530,7 @@ impl Client {
     /// detached; await the returned handle to wait for its end (for
     /// example before the program exits).
     pub fn stop(&self) -> ClientShutdown {
-        self.shared.stop_now("the client was stopped");
+        self.shared.finalize("the client was stopped");
         let _ = self.supervisor.cast(SupervisorMsg::Stop);
         ClientShutdown {
             shared: self.shared.clone(),

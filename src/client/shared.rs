@@ -179,32 +179,47 @@ impl Shared {
 
     // ---- stopping and giving up ----
 
-    /// Stops the client now, whatever state its actors are in: the status
-    /// becomes final (no call is sent and no server spawned from here on),
-    /// every pending call fails with [`Error::Stopped`], and the running
-    /// server's shutdown starts. The actors are stopped by the supervisor.
-    /// Returns `false` if the client had already ended.
-    pub(crate) fn stop_now(&self, why: &str) -> bool {
+    /// Makes the client stopped, whatever state its actors are in: the
+    /// status becomes final (no call is sent and no server spawned from
+    /// here on) and every pending call fails with [`Error::Stopped`].
+    /// Cheap and wakes no task of the link: the running server is closed by
+    /// [`close_link`](Self::close_link), from the supervisor (or from
+    /// [`stop_now`](Self::stop_now)). Returns `false` if the client had
+    /// already ended.
+    pub(crate) fn finalize(&self, why: &str) -> bool {
         if !self.set_final(Status::Stopped) {
             return false;
         }
         self.down.set(why);
         self.fail_pending(|| Error::Stopped);
-        let current = lock(&self.link).take();
-        if let Some(CurrentLink { link, .. }) = current {
+        if let Some(link) = self.link() {
             self.emit(LifecycleEvent::Closed {
                 name: self.name.clone(),
                 pid: link.pid(),
                 reason: CloseReason::ClientClosed,
                 exit: None,
             });
-            link.close(CloseReason::ClientClosed);
         }
         tracing::info!(server = %self.name, reason = why, "client stopped");
         self.emit(LifecycleEvent::Stopped {
             name: self.name.clone(),
         });
         true
+    }
+
+    /// Closes the running server's link, if any: its shutdown starts at
+    /// once, whatever the Connection's mailbox holds.
+    pub(crate) fn close_link(&self) {
+        let current = lock(&self.link).take();
+        if let Some(CurrentLink { link, .. }) = current {
+            link.close(CloseReason::ClientClosed);
+        }
+    }
+
+    /// [`finalize`](Self::finalize), then [`close_link`](Self::close_link).
+    pub(crate) fn stop_now(&self, why: &str) {
+        self.finalize(why);
+        self.close_link();
     }
 
     /// Records the final give-up: status, the error later calls get, and

@@ -101,8 +101,9 @@ impl Actor for ClientSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SupervisorMsg::Stop => {
-                // The handle made the stop final already (`stop_now`); the
-                // tree goes now, its Connection killed with it.
+                // The handle made the stop final already (`finalize`): close
+                // the running server now, then the tree goes, its
+                // Connection killed with it.
                 st.shared.stop_now("the client was stopped");
                 myself.stop(Some("client stopped".into()));
             }

@@ -188,7 +188,9 @@ impl WriteQueue {
                 control: true,
             })
             .map_err(|e| {
-                self.inner.control.fetch_sub(e.0.line.len(), Ordering::AcqRel);
+                self.inner
+                    .control
+                    .fetch_sub(e.0.line.len(), Ordering::AcqRel);
                 QueueError::Closed
             })
     }
@@ -333,7 +335,10 @@ mod tests {
         // own.
         q.send_control(vec![3; 6]).unwrap();
         q.send_control(vec![3; 4]).unwrap();
-        assert!(matches!(q.send_control(vec![3; 1]), Err(QueueError::Full { .. })));
+        assert!(matches!(
+            q.send_control(vec![3; 1]),
+            Err(QueueError::Full { .. })
+        ));
         let c = rx.recv().await.unwrap();
         assert!(c.control && c.room == 0);
         rx.written(0, c.line.len());

@@ -286,8 +286,15 @@ impl Drop for Child {
     }
 }
 
-/// Scans /proc for a live (non-zombie) process in group `pgid` other than
-/// `skip`; `None` if /proc is unreadable.
+/// Whether a live (non-zombie) process other than the leader `pgid` and
+/// `skip` is in group `pgid`; `None` if /proc is unreadable. Called once
+/// the leader has exited (it is a zombie, so it is skipped).
+///
+/// Cost: one `getpgid` per process of the system (a fraction of a
+/// microsecond each), and a read of `/proc/PID/stat` only for members of
+/// the group, to tell zombies apart. Reading every process's `stat`
+/// instead costs about 6 µs a process on a small VM, 0.5 ms with 85
+/// processes, which would delay every reap by as much.
 fn group_has_live_member(pgid: pid_t, skip: Option<pid_t>) -> Option<bool> {
     let dir = std::fs::read_dir("/proc").ok()?;
     for entry in dir.flatten() {
@@ -295,17 +302,24 @@ fn group_has_live_member(pgid: pid_t, skip: Option<pid_t>) -> Option<bool> {
         let Some(pid) = name.to_str().and_then(|n| n.parse::<pid_t>().ok()) else {
             continue;
         };
-        if Some(pid) == skip {
+        if pid == pgid || Some(pid) == skip {
+            continue;
+        }
+        // SAFETY: getpgid only reads another process's group id.
+        if unsafe { libc::getpgid(pid) } != pgid {
             continue;
         }
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        // Fields after the parenthesised command: state ppid pgrp ...
-        let mut rest = stat.rsplit(')').next().unwrap_or("").split_whitespace();
-        let state = rest.next();
-        let pgrp = rest.nth(1).and_then(|p| p.parse::<pid_t>().ok());
-        if pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X")) {
+        // The state is the field after the parenthesised command.
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next();
+        if !matches!(state, Some("Z") | Some("X")) {
             return Some(true);
         }
     }
