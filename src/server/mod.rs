@@ -118,7 +118,10 @@
 //! serving and the protocol uses a private duplicate of the original stdout,
 //! so a stray `println!` cannot corrupt the stream; fd 1 is restored when
 //! serving ends. fd 1 is process-wide: child processes spawned meanwhile
-//! write their stdout to stderr too.
+//! write their stdout to stderr too, and only one guard may be live in the
+//! process: a server asking for one while another server's guard is live
+//! fails at once with [`ServerError::StdoutGuardInUse`] (after a restart,
+//! wait for the previous `serve` to return first).
 //!
 //! # Cancel safety
 //!
@@ -284,7 +287,7 @@ async fn serve_inner<H: Handler>(
                 Option<guard::StdoutGuard>,
                 Box<dyn std::io::Write + Send>,
             ) = if shared.config.stdout_guard {
-                let (g, file) = guard::StdoutGuard::install().map_err(ServerError::StdoutGuard)?;
+                let (g, file) = guard::StdoutGuard::install()?;
                 (Some(g), Box::new(file))
             } else {
                 (None, Box::new(std::io::stdout()))
