@@ -42,7 +42,11 @@
 //!   in a backlog of the same size; then the server stops reading.
 //!   Cancellations and responses are still read while requests wait.
 //! - **Cancellation.** `notifications/cancelled` aborts the request's task
-//!   (or drops it from the backlog); no response is sent for it.
+//!   (or drops it from the backlog); no response is sent for it. A
+//!   server-to-client request it was awaiting is withdrawn: its pending
+//!   entry is removed and the client gets a `notifications/cancelled` for
+//!   it (the same happens when a [`ServerHandle::request`] future is
+//!   dropped); a late answer is ignored.
 //! - **Duplicate ids.** A request whose id equals that of an in-flight or
 //!   queued request is refused with -32600 for that id (`5` and `"5"` are
 //!   different ids); the first one is unaffected.
