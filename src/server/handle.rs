@@ -12,6 +12,7 @@ use tokio::sync::{oneshot, watch};
 use crate::jsonrpc::{encode, ErrorObject, RequestId};
 use crate::protocol::{methods, Era};
 
+use super::budget::InboundBudget;
 use super::config::ServerConfig;
 use super::error::SendError;
 use super::writer::OutQueue;
@@ -25,10 +26,11 @@ pub const STDIO_SESSION: &str = "stdio";
 pub(crate) struct SessionState {
     /// Legacy: the negotiated version after `initialize`.
     pub(crate) legacy_version: Option<String>,
-    /// Legacy: capabilities from the latest `initialize`.
-    pub(crate) legacy_capabilities: Option<Value>,
+    /// Legacy: capabilities from the latest `initialize` (shared with every
+    /// request's context, not copied: they can be large).
+    pub(crate) legacy_capabilities: Option<Arc<Value>>,
     /// The latest capabilities seen (initialize or a modern `_meta`).
-    pub(crate) latest_capabilities: Option<Value>,
+    pub(crate) latest_capabilities: Option<Arc<Value>>,
     /// The latest client info seen.
     pub(crate) client_info: Option<Value>,
     /// The era of the latest request that declared one.
@@ -53,6 +55,8 @@ pub(crate) struct Shared {
     pub(crate) stop: watch::Sender<bool>,
     pub(crate) phase: watch::Sender<Phase>,
     pub(crate) closed: AtomicBool,
+    /// Bytes held for parsed input (`max_inbound_bytes`).
+    pub(crate) inbound: Arc<InboundBudget>,
     session: Mutex<SessionState>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>,
     next_id: AtomicI64,
@@ -66,12 +70,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub(crate) fn new(config: ServerConfig, out: OutQueue) -> Self {
+        let inbound = InboundBudget::new(config.max_inbound_bytes);
         Self {
             config,
             out,
             stop: watch::channel(false).0,
             phase: watch::channel(Phase::NotStarted).0,
             closed: AtomicBool::new(false),
+            inbound,
             session: Mutex::new(SessionState::default()),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
@@ -225,7 +231,7 @@ impl ServerHandle {
     pub fn client_capabilities(&self) -> Option<Value> {
         self.shared()
             .ok()
-            .and_then(|s| s.session().latest_capabilities.clone())
+            .and_then(|s| s.session().latest_capabilities.as_deref().cloned())
     }
 
     /// [`client_capabilities`](Self::client_capabilities) of one session
@@ -363,7 +369,7 @@ impl ServerHandle {
                 st.legacy_capabilities.clone()
             };
             if let Some(cap) = capability_for(method) {
-                if !has_capability(caps.as_ref(), cap) {
+                if !has_capability(caps.as_deref(), cap) {
                     return Err(SendError::MissingCapability(cap));
                 }
             }
