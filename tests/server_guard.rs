@@ -89,3 +89,128 @@ async fn stdout_guard_diverts_stray_prints_and_restores_fd1() {
     );
     assert!(!stderr.contains("RESTORED STDOUT"), "{stderr}");
 }
+
+/// Serves process stdio with the guard until `wait_until_ready`, returning
+/// the handle and the serving task.
+fn serve_guarded(
+    name: &str,
+) -> (
+    conduit_mcp::server::ServerHandle,
+    tokio::task::JoinHandle<
+        Result<conduit_mcp::server::ServeEnd, conduit_mcp::server::ServerError>,
+    >,
+) {
+    let config = ServerConfig::new(Implementation::new(name, "0")).stdout_guard(true);
+    let server = StdioServer::new(config);
+    let handle = server.handle();
+    (handle, tokio::spawn(server.serve(Printer)))
+}
+
+/// The overlap child: a second guarded server starts while the first one's
+/// guard is live (a supervisor restarting before the old server is gone),
+/// then the first one ends before the second. Reports on stderr; prints on
+/// stdout at the end to show where fd 1 points.
+#[test]
+fn guard_overlap_child() {
+    if std::env::var(CHILD_ENV).as_deref() != Ok("overlap") {
+        return; // only meaningful as the child of the test below
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let (first, first_task) = serve_guarded("first");
+        first.wait_until_ready().await.expect("first server ready");
+        let (second, second_task) = serve_guarded("second");
+        // Ready means a second guard was installed; an error means refused.
+        let second_task = match second.wait_until_ready().await {
+            Ok(()) => {
+                eprintln!("OVERLAP: second guard installed while the first was live");
+                Some(second_task)
+            }
+            Err(_) => {
+                match second_task.await.expect("second serve task") {
+                    Err(conduit_mcp::server::ServerError::StdoutGuardInUse) => {
+                        eprintln!("REFUSED: second guard refused with StdoutGuardInUse")
+                    }
+                    other => eprintln!("UNEXPECTED second serve result: {other:?}"),
+                }
+                None
+            }
+        };
+        // The first (older) server ends first, as after a restart.
+        first.stop();
+        let end = first_task.await.expect("first serve task");
+        eprintln!("first serve ended: {end:?}");
+        // If the second one is serving (overlap allowed), it ends last.
+        if let Some(task) = second_task {
+            second.stop();
+            let end = task.await.expect("second serve task");
+            eprintln!("second serve ended: {end:?}");
+        }
+        // Once every guard is gone a new one may be installed.
+        let (third, third_task) = serve_guarded("third");
+        match third.wait_until_ready().await {
+            Ok(()) => eprintln!("THIRD: guard installed after the first ended"),
+            Err(_) => eprintln!("THIRD FAILED"),
+        }
+        third.stop();
+        let end = third_task.await.expect("third serve task");
+        eprintln!("third serve ended: {end:?}");
+    });
+    println!("STDOUT after every guard ended");
+}
+
+#[tokio::test]
+async fn a_second_live_stdout_guard_is_refused_and_fd1_survives_the_overlap() {
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "guard_overlap_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "overlap")
+        .stdin(Stdio::piped()) // kept open: the servers serve until stopped
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("child timed out")
+        .unwrap();
+    drop(stdin);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!(
+        "overlap child: second guard {}; final println on {}",
+        if stderr.contains("REFUSED:") {
+            "refused"
+        } else if stderr.contains("OVERLAP:") {
+            "installed"
+        } else {
+            "?"
+        },
+        if stdout.contains("STDOUT after every guard ended") {
+            "stdout"
+        } else if stderr.contains("STDOUT after every guard ended") {
+            "stderr (fd 1 lost)"
+        } else {
+            "?"
+        },
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("REFUSED: second guard refused with StdoutGuardInUse"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("THIRD: guard installed after the first ended"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("STDOUT after every guard ended"),
+        "fd 1 was not restored: {stdout}\n{stderr}"
+    );
+}

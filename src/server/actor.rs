@@ -27,7 +27,11 @@ use super::{ServeEnd, StdioServer};
 /// - the actor is killed (`kill()`, a linked parent's death) → its state is
 ///   dropped, which drops the serving future: handlers are aborted and the
 ///   stdout guard, if any, is removed (ractor skips `post_stop` on kill, so
-///   this path lives in `Drop`).
+///   this path lives in `Drop`). The aborted future is dropped by the
+///   runtime shortly after, not inside `kill()`: a replacement started at
+///   once with [`stdout_guard`](super::ServerConfig::stdout_guard) may fail
+///   with [`ServerError::StdoutGuardInUse`] until then (a restart with
+///   backoff gets through).
 ///
 /// Take the [`ServerHandle`] (`server.handle()`) before handing the server
 /// to the actor: the actor has no messages of its own to send.

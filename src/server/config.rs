@@ -14,6 +14,10 @@ use super::error::ServerError;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// Default bound on unwritten outbound bytes: 16 MiB.
 pub const DEFAULT_MAX_OUTBOUND_BYTES: usize = 16 * 1024 * 1024;
+/// Default bound on parsed inbound input held by the server: 64 MiB.
+pub const DEFAULT_MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
+/// Smallest accepted [`ServerConfig::max_inbound_bytes`]: 1 MiB.
+pub const MIN_INBOUND_BYTES: usize = 1024 * 1024;
 
 /// Who may reuse a cached modern-era result (`cacheScope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,8 +57,29 @@ pub struct ServerConfig {
     pub max_message_bytes: usize,
     /// Largest number of request handlers running at once. Further requests
     /// wait in a backlog of the same size; when that is full too, the server
-    /// stops reading (back-pressure on the client's writes).
+    /// stops reading (back-pressure on the client's writes). Reading also
+    /// stops earlier when [`max_inbound_bytes`](Self::max_inbound_bytes) is
+    /// reached: a count of messages is no bound on memory.
     pub max_in_flight: usize,
+    /// Bound on the memory held for parsed input, in bytes (default
+    /// [`DEFAULT_MAX_INBOUND_BYTES`], at least [`MIN_INBOUND_BYTES`]).
+    ///
+    /// Every inbound line is charged an estimate of what it costs once
+    /// parsed (a `serde_json::Value` costs 32 bytes per node: the 8 MiB line
+    /// `[0,0,...]` is about 128 MiB), computed before it is parsed, from the
+    /// moment it is read until the server is done with it: its request's
+    /// handler task ends (or is cancelled), or it is refused, answered by the
+    /// transport, routed (responses) or handled (notifications). A message
+    /// is admitted when the total stays within this bound, or when nothing
+    /// else is held (so one message larger than the bound is still served,
+    /// alone); responses and `notifications/cancelled` have a reserve of
+    /// their own, 1/8 of this bound, so they are read even when the budget
+    /// is full. Otherwise the server stops reading until enough is released
+    /// (back-pressure on the client's writes). The total therefore stays
+    /// within 9/8 of this bound, or one message's estimate plus 1/8 of the
+    /// bound when that is larger. What a handler allocates itself is not
+    /// counted.
+    pub max_inbound_bytes: usize,
     /// Bound on serialised-but-unwritten outbound bytes. Past it the server
     /// stops reading requests (their answers could not be written) and
     /// [`ServerHandle::notify`](super::ServerHandle::notify) fails with
@@ -98,6 +123,7 @@ impl ServerConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_outbound_bytes: DEFAULT_MAX_OUTBOUND_BYTES,
+            max_inbound_bytes: DEFAULT_MAX_INBOUND_BYTES,
             stop_drain: Duration::ZERO,
             eof_drain: Duration::from_secs(5),
             flush_timeout: Duration::from_secs(1),
@@ -135,6 +161,12 @@ impl ServerConfig {
     /// Sets [`max_outbound_bytes`](Self::max_outbound_bytes).
     pub fn max_outbound_bytes(mut self, bytes: usize) -> Self {
         self.max_outbound_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_inbound_bytes`](Self::max_inbound_bytes).
+    pub fn max_inbound_bytes(mut self, bytes: usize) -> Self {
+        self.max_inbound_bytes = bytes;
         self
     }
 
@@ -198,6 +230,15 @@ impl ServerConfig {
         }
         if self.max_outbound_bytes < 1024 {
             return bad("max_outbound_bytes", "must be at least 1024");
+        }
+        if self.max_inbound_bytes < MIN_INBOUND_BYTES {
+            return bad(
+                "max_inbound_bytes",
+                &format!(
+                    "must be at least {MIN_INBOUND_BYTES} (1 MiB), got {}",
+                    self.max_inbound_bytes
+                ),
+            );
         }
         if self.client_request_timeout.is_zero() {
             return bad("client_request_timeout", "must be positive");

@@ -88,7 +88,7 @@ pub struct RequestContext {
     pub(crate) method: String,
     pub(crate) era: Era,
     pub(crate) meta: Option<Map<String, Value>>,
-    pub(crate) client_capabilities: Option<Value>,
+    pub(crate) client_capabilities: Option<Arc<Value>>,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
     pub(crate) handle: ServerHandle,
@@ -126,13 +126,13 @@ impl RequestContext {
     /// The client's capabilities for this request: from its `_meta`
     /// (modern) or the session's `initialize` (legacy).
     pub fn client_capabilities(&self) -> Option<&Value> {
-        self.client_capabilities.as_ref()
+        self.client_capabilities.as_deref()
     }
 
     /// Whether the client declared `capability` (`"roots"`, `"sampling"`,
     /// `"elicitation"`, ...).
     pub fn client_supports(&self, capability: &str) -> bool {
-        has_capability(self.client_capabilities.as_ref(), capability)
+        has_capability(self.client_capabilities.as_deref(), capability)
     }
 
     /// A handle to the server (for notifications beyond progress).

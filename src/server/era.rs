@@ -1,6 +1,8 @@
 //! Dual-era routing: which era a request belongs to, `_meta` validation,
 //! and the transport's own answers (`initialize`, `server/discover`, `ping`).
 
+use std::sync::Arc;
+
 use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::{codes, ErrorObject, Request};
@@ -22,7 +24,8 @@ pub(crate) enum Route {
 pub(crate) struct Dispatch {
     pub(crate) era: Era,
     pub(crate) meta: Option<Map<String, Value>>,
-    pub(crate) client_capabilities: Option<Value>,
+    /// Shared with the session state: not copied per request.
+    pub(crate) client_capabilities: Option<Arc<Value>>,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
 }
@@ -91,7 +94,7 @@ pub(crate) fn route(shared: &Shared, req: &Request) -> Route {
         methods::DISCOVER => {
             let m = meta.unwrap_or_default();
             Route::Answer(check_modern(&m).map(|caps| {
-                record_modern(shared, caps, &m);
+                record_modern(shared, Arc::new(caps), &m);
                 discover(shared)
             }))
         }
@@ -103,6 +106,7 @@ pub(crate) fn route(shared: &Shared, req: &Request) -> Route {
                     Ok(c) => c,
                     Err(e) => return Route::Answer(Err(e)),
                 };
+                let caps = Arc::new(caps);
                 record_modern(shared, caps.clone(), &m);
                 let params = req.params.as_ref();
                 Route::Dispatch(Dispatch {
@@ -139,7 +143,7 @@ pub(crate) fn route(shared: &Shared, req: &Request) -> Route {
     }
 }
 
-fn record_modern(shared: &Shared, caps: Value, m: &Map<String, Value>) {
+fn record_modern(shared: &Shared, caps: Arc<Value>, m: &Map<String, Value>) {
     let mut st = shared.session();
     st.latest_capabilities = Some(caps);
     if let Some(info) = m.get(meta::CLIENT_INFO) {
@@ -170,6 +174,7 @@ fn initialize(shared: &Shared, req: &Request) -> Result<Value, ErrorObject> {
     {
         let mut st = shared.session();
         st.legacy_version = Some(version.to_owned());
+        let caps = Arc::new(caps);
         st.legacy_capabilities = Some(caps.clone());
         st.latest_capabilities = Some(caps);
         st.client_info = params.and_then(|p| p.get("clientInfo")).cloned();

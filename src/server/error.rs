@@ -55,6 +55,13 @@ pub enum ServerError {
     /// The stdout guard could not redirect fd 1.
     #[error("stdout guard failed: {0}")]
     StdoutGuard(#[source] std::io::Error),
+    /// [`ServerConfig::stdout_guard`](super::ServerConfig::stdout_guard) was
+    /// asked for while another server's stdout guard is live in this
+    /// process (fd 1 is process-wide; two guards would restore it wrongly).
+    /// Typically a restart before the previous server finished ending: wait
+    /// for its `serve` to return, then retry.
+    #[error("stdout guard already in use: another server in this process is guarding fd 1")]
+    StdoutGuardInUse,
 }
 
 /// A request handler's failure. Becomes a JSON-RPC error response (see

@@ -6,10 +6,17 @@
 //! stderr (the client's log), not in the middle of a JSON-RPC line. Dropping
 //! the guard points fd 1 back at the original stdout.
 //!
+//! At most one guard lives in a process at a time: a second
+//! [`install`](StdoutGuard::install) while one is live fails with
+//! [`ServerError::StdoutGuardInUse`](crate::server::ServerError::StdoutGuardInUse). Overlapping guards (a supervisor
+//! restarting a server before the old one's guard dropped) would each save
+//! the fd 1 they found, and the second one found stderr: restoring in the
+//! wrong order points fd 1 at the real stdout while the second server still
+//! serves, then leaves it on stderr for good.
+//!
 //! Caveats:
 //! - fd 1 is process-global: the swap affects every thread, which is the
-//!   point, but also means two guards must not overlap (the server creates
-//!   one only while serving process stdio).
+//!   point, and is why a second live guard is refused.
 //! - Rust's buffered `std::io::stdout()` is flushed before the swap, so
 //!   output printed earlier still goes to the original stdout.
 //! - Output of child processes spawned while serving inherits fd 1, i.e.
@@ -20,6 +27,12 @@ mod imp {
     use std::fs::File;
     use std::io::{self, Write};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use crate::server::error::ServerError;
+
+    /// Set while a guard is live anywhere in the process (fd 1 is global).
+    static IN_USE: AtomicBool = AtomicBool::new(false);
 
     /// See the [module documentation](self).
     #[derive(Debug)]
@@ -41,8 +54,23 @@ mod imp {
 
     impl StdoutGuard {
         /// Redirects fd 1 to stderr; returns the guard and the private
-        /// protocol output.
-        pub(crate) fn install() -> io::Result<(Self, File)> {
+        /// protocol output. Fails with [`ServerError::StdoutGuardInUse`]
+        /// while another guard is live in the process.
+        pub(crate) fn install() -> Result<(Self, File), ServerError> {
+            if IN_USE
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                tracing::warn!("stdout guard refused: another one is live in this process");
+                return Err(ServerError::StdoutGuardInUse);
+            }
+            Self::redirect().map_err(|e| {
+                IN_USE.store(false, Ordering::Release);
+                ServerError::StdoutGuard(e)
+            })
+        }
+
+        fn redirect() -> io::Result<(Self, File)> {
             let _ = io::stdout().flush();
             let saved = dup_cloexec(1)?;
             let proto = dup_cloexec(1)?;
@@ -58,6 +86,8 @@ mod imp {
 
     impl Drop for StdoutGuard {
         fn drop(&mut self) {
+            // Whatever happens below, this guard is no longer live.
+            let _release = Release;
             let _ = io::stdout().flush();
             // SAFETY: both descriptors are open; failure leaves fd 1 on stderr,
             // which is harmless.
@@ -69,6 +99,16 @@ mod imp {
             } else {
                 tracing::debug!("stdout guard removed: fd 1 restored");
             }
+        }
+    }
+
+    /// Clears [`IN_USE`] when dropped, after fd 1 was restored (so a new
+    /// guard never saves the stderr this one installed).
+    struct Release;
+
+    impl Drop for Release {
+        fn drop(&mut self) {
+            IN_USE.store(false, Ordering::Release);
         }
     }
 }

@@ -12,6 +12,7 @@ use tokio::sync::{oneshot, watch};
 use crate::jsonrpc::{encode, ErrorObject, RequestId};
 use crate::protocol::{methods, Era};
 
+use super::budget::InboundBudget;
 use super::config::ServerConfig;
 use super::error::SendError;
 use super::writer::OutQueue;
@@ -25,10 +26,11 @@ pub const STDIO_SESSION: &str = "stdio";
 pub(crate) struct SessionState {
     /// Legacy: the negotiated version after `initialize`.
     pub(crate) legacy_version: Option<String>,
-    /// Legacy: capabilities from the latest `initialize`.
-    pub(crate) legacy_capabilities: Option<Value>,
+    /// Legacy: capabilities from the latest `initialize` (shared with every
+    /// request's context, not copied: they can be large).
+    pub(crate) legacy_capabilities: Option<Arc<Value>>,
     /// The latest capabilities seen (initialize or a modern `_meta`).
-    pub(crate) latest_capabilities: Option<Value>,
+    pub(crate) latest_capabilities: Option<Arc<Value>>,
     /// The latest client info seen.
     pub(crate) client_info: Option<Value>,
     /// The era of the latest request that declared one.
@@ -53,6 +55,8 @@ pub(crate) struct Shared {
     pub(crate) stop: watch::Sender<bool>,
     pub(crate) phase: watch::Sender<Phase>,
     pub(crate) closed: AtomicBool,
+    /// Bytes held for parsed input (`max_inbound_bytes`).
+    pub(crate) inbound: Arc<InboundBudget>,
     session: Mutex<SessionState>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>,
     next_id: AtomicI64,
@@ -66,12 +70,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub(crate) fn new(config: ServerConfig, out: OutQueue) -> Self {
+        let inbound = InboundBudget::new(config.max_inbound_bytes);
         Self {
             config,
             out,
             stop: watch::channel(false).0,
             phase: watch::channel(Phase::NotStarted).0,
             closed: AtomicBool::new(false),
+            inbound,
             session: Mutex::new(SessionState::default()),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
@@ -100,6 +106,12 @@ impl Shared {
             }
             None => false,
         }
+    }
+
+    /// Entries in the table of pending server-to-client requests.
+    #[cfg(test)]
+    pub(crate) fn pending_len(&self) -> usize {
+        lock(&self.pending).len()
     }
 
     /// Ends the lifetime: handles and contexts become inert, and pending
@@ -219,7 +231,7 @@ impl ServerHandle {
     pub fn client_capabilities(&self) -> Option<Value> {
         self.shared()
             .ok()
-            .and_then(|s| s.session().latest_capabilities.clone())
+            .and_then(|s| s.session().latest_capabilities.as_deref().cloned())
     }
 
     /// [`client_capabilities`](Self::client_capabilities) of one session
@@ -319,8 +331,11 @@ impl ServerHandle {
     /// capability the method needs ([`SendError::MissingCapability`]).
     /// On timeout a `notifications/cancelled` is sent for it.
     ///
-    /// Cancel safety: dropping the future forgets the request (a late answer
-    /// is ignored) but sends no cancellation.
+    /// Cancel safety: dropping the future (or aborting the handler awaiting
+    /// it, as `notifications/cancelled` does) removes the request from the
+    /// pending table and sends the client a `notifications/cancelled` for it
+    /// (best effort: not when the transport is gone or the outbound queue is
+    /// full); a late answer is ignored.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, SendError> {
         let timeout = self.shared()?.config.client_request_timeout;
         self.request_with_timeout(method, params, timeout).await
@@ -344,7 +359,7 @@ impl ServerHandle {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, SendError> {
-        let (id, rx) = {
+        let sent = {
             let shared = self.shared()?;
             let caps = {
                 let st = shared.session();
@@ -354,7 +369,7 @@ impl ServerHandle {
                 st.legacy_capabilities.clone()
             };
             if let Some(cap) = capability_for(method) {
-                if !has_capability(caps.as_ref(), cap) {
+                if !has_capability(caps.as_deref(), cap) {
                     return Err(SendError::MissingCapability(cap));
                 }
             }
@@ -368,23 +383,60 @@ impl ServerHandle {
                 return Err(e);
             }
             tracing::debug!(%id, method, "server-to-client request sent");
-            (id, rx)
+            // From here on, however this future ends (answer, timeout, drop,
+            // abort of the handler awaiting it), the entry goes.
+            let guard = Pending {
+                shared: Arc::downgrade(&shared),
+                id,
+                reason: "abandoned by the server",
+            };
+            (guard, rx)
             // The Arc is dropped here: awaiting must not extend the lifetime.
         };
+        let (mut guard, rx) = sent;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(Ok(raw))) => raw.parse().map_err(|e| SendError::BadResult(e.to_string())),
             Ok(Ok(Err(e))) => Err(SendError::Client(e)),
             Ok(Err(_)) => Err(SendError::TransportGone),
             Err(_) => {
-                if let Ok(shared) = self.shared() {
-                    lock(&shared.pending).remove(&id);
-                    let _ = self.notify(
-                        methods::CANCELLED,
-                        Some(json!({ "requestId": id, "reason": "timed out" })),
-                    );
-                }
+                guard.reason = "timed out";
+                drop(guard);
                 Err(SendError::Timeout(timeout))
             }
+        }
+    }
+}
+
+/// A sent server-to-client request's entry in the pending table. Dropping it
+/// removes the entry; if the entry was still there (no answer came), the
+/// request was abandoned and the client is told with
+/// `notifications/cancelled`. Without it, a dropped future or an aborted
+/// handler left its entry behind for good.
+struct Pending {
+    shared: Weak<Shared>,
+    id: RequestId,
+    /// The `reason` sent with the cancellation.
+    reason: &'static str,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some(shared) = self.shared.upgrade() else {
+            return; // the transport, and its table, are gone
+        };
+        if lock(&shared.pending).remove(&self.id).is_none() {
+            return; // answered, or the transport closed the table
+        }
+        let id = &self.id;
+        tracing::debug!(%id, reason = self.reason, "server-to-client request withdrawn");
+        let sent = encode::notification(
+            methods::CANCELLED,
+            Some(&json!({ "requestId": id, "reason": self.reason })),
+        )
+        .map_err(|e| SendError::Serialize(e.to_string()))
+        .and_then(|line| shared.send_line(line));
+        if let Err(e) = sent {
+            tracing::debug!(%id, error = %e, "cancellation of a withdrawn request not sent");
         }
     }
 }
@@ -409,4 +461,194 @@ pub(crate) fn capability_for(method: &str) -> Option<&'static str> {
 
 pub(crate) fn has_capability(caps: Option<&Value>, cap: &str) -> bool {
     caps.and_then(|c| c.get(cap)).is_some_and(|v| !v.is_null())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The pending table of server-to-client requests, seen from inside:
+    //! every way of abandoning a request must remove its entry.
+
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+    use crate::jsonrpc::Request;
+    use crate::protocol::Implementation;
+    use crate::server::{
+        Handler, HandlerError, InputRequest, RequestContext, ServerConfig, StdioServer,
+    };
+
+    /// Only a guard against hangs.
+    const PATIENCE: Duration = Duration::from_secs(10);
+    const ROUNDS: usize = 100;
+
+    /// `tools/call` asks the client for its roots, and waits for them.
+    struct Asker;
+
+    impl Handler for Asker {
+        async fn handle_request(
+            &self,
+            _req: Request,
+            ctx: RequestContext,
+        ) -> Result<Value, HandlerError> {
+            let roots = ctx.ask("roots", InputRequest::list_roots()).await?;
+            Ok(json!({ "content": [], "structuredContent": roots }))
+        }
+    }
+
+    struct Peer {
+        tx: DuplexStream,
+        rx: Lines<BufReader<DuplexStream>>,
+    }
+
+    impl Peer {
+        async fn send(&mut self, v: Value) {
+            let mut line = serde_json::to_vec(&v).expect("serialise");
+            line.push(b'\n');
+            self.tx.write_all(&line).await.expect("write to the server");
+        }
+
+        async fn recv(&mut self) -> Value {
+            let line = tokio::time::timeout(PATIENCE, self.rx.next_line())
+                .await
+                .expect("timed out waiting for the server")
+                .expect("read")
+                .expect("server output ended");
+            serde_json::from_str(&line).expect("server line is JSON")
+        }
+
+        /// The next server-to-client request, counting the cancellations
+        /// met on the way in `cancelled`.
+        async fn next_request(&mut self, cancelled: &mut Vec<Value>) -> Value {
+            loop {
+                let m = self.recv().await;
+                if m["method"] == "notifications/cancelled" {
+                    cancelled.push(m["params"]["requestId"].clone());
+                } else {
+                    return m;
+                }
+            }
+        }
+
+        /// Pings and returns everything the server sent before the answer.
+        async fn until_pong(&mut self, tag: &str) -> Vec<Value> {
+            self.send(json!({ "jsonrpc": "2.0", "id": tag, "method": "ping" }))
+                .await;
+            let mut before = Vec::new();
+            loop {
+                let m = self.recv().await;
+                if m["id"] == json!(tag) && m.get("result").is_some() {
+                    return before;
+                }
+                before.push(m);
+            }
+        }
+    }
+
+    /// Polls `f` until it returns true, for at most [`PATIENCE`].
+    async fn eventually(mut f: impl FnMut() -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while !f() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
+
+    #[tokio::test]
+    async fn abandoned_server_to_client_requests_leave_no_pending_entry() {
+        let (client_tx, server_rx) = tokio::io::duplex(1 << 16);
+        let (server_tx, client_rx) = tokio::io::duplex(1 << 16);
+        let config = ServerConfig::new(Implementation::new("pending", "0"));
+        let server = StdioServer::over(server_rx, server_tx, config);
+        let shared = server.shared.clone();
+        let handle = server.handle();
+        let serve = tokio::spawn(server.serve(Asker));
+        let mut peer = Peer {
+            tx: client_tx,
+            rx: BufReader::new(client_rx).lines(),
+        };
+        peer.send(
+            json!({ "jsonrpc": "2.0", "id": "init", "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": { "roots": {} },
+                        "clientInfo": { "name": "t", "version": "0" } } }),
+        )
+        .await;
+        assert!(peer.recv().await.get("result").is_some());
+        peer.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await;
+
+        // 1. ServerHandle::request futures dropped once their request is out.
+        let mut dropped_ids = Vec::new();
+        let mut cancelled = Vec::new();
+        for _ in 0..ROUNDS {
+            let fut = handle.request("roots/list", None);
+            tokio::pin!(fut);
+            // One poll sends the request; then the future is dropped.
+            tokio::select! {
+                biased;
+                r = &mut fut => panic!("answered without a response: {r:?}"),
+                () = std::future::ready(()) => {}
+            }
+            let sent = peer.next_request(&mut cancelled).await;
+            assert_eq!(sent["method"], "roots/list", "{sent}");
+            dropped_ids.push(sent["id"].clone());
+        }
+        let after_drops = shared.pending_len();
+
+        // 2. Handlers inside `ctx.ask`, aborted by notifications/cancelled.
+        for i in 0..ROUNDS {
+            peer.send(json!({ "jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": { "name": "roots" } }))
+                .await;
+            let ask = peer.next_request(&mut cancelled).await;
+            assert_eq!(ask["method"], "roots/list", "{ask}");
+            dropped_ids.push(ask["id"].clone());
+            peer.send(
+                json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": { "requestId": i } }),
+            )
+            .await;
+        }
+        // Aborted tasks are dropped by the runtime shortly after the abort.
+        let drained = eventually(|| shared.pending_len() <= after_drops).await;
+        let after_cancels = shared.pending_len();
+        println!(
+            "pending entries: {after_drops} after {ROUNDS} dropped request futures, \
+             {after_cancels} after {ROUNDS} more asks cancelled by the client"
+        );
+        assert_eq!(after_drops, 0, "dropped request futures left entries");
+        assert!(drained && after_cancels == 0, "cancelled asks left entries");
+
+        // Late answers to every abandoned id are ignored: no reply, no error,
+        // and serving goes on.
+        let before_pong = peer.until_pong("sync").await;
+        for id in &dropped_ids {
+            peer.send(json!({ "jsonrpc": "2.0", "id": id, "result": { "roots": [] } }))
+                .await;
+        }
+        let late = peer.until_pong("after-late-answers").await;
+        assert!(late.is_empty(), "replies to late answers: {late:?}");
+        assert_eq!(shared.pending_len(), 0);
+        // Every abandoned request was withdrawn with one cancellation, and
+        // nothing else was sent.
+        for m in &before_pong {
+            assert_eq!(m["method"], "notifications/cancelled", "{m}");
+            cancelled.push(m["params"]["requestId"].clone());
+        }
+        // (Compared as sets: aborted tasks are dropped in no promised order.)
+        let sorted = |v: &[Value]| {
+            let mut v: Vec<String> = v.iter().map(Value::to_string).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(&cancelled), sorted(&dropped_ids));
+        assert!(!serve.is_finished(), "serving ended: {:?}", serve.await);
+        handle.stop();
+        let end = tokio::time::timeout(PATIENCE, serve).await;
+        assert!(matches!(end, Ok(Ok(Ok(_)))), "{end:?}");
+    }
 }

@@ -41,8 +41,27 @@
 //!   [`ServerConfig::max_in_flight`] at once (default 64); then requests wait
 //!   in a backlog of the same size; then the server stops reading.
 //!   Cancellations and responses are still read while requests wait.
+//! - **Memory, in bytes.** A count of messages bounds nothing (a
+//!   `serde_json::Value` costs 32 bytes per node: the 8 MiB line `[0,0,...]`
+//!   parses to 128 MiB). Every line is charged an estimate of its parsed
+//!   size *before* it is parsed, against
+//!   [`ServerConfig::max_inbound_bytes`] (default 64 MiB), and the charge is
+//!   held until the server is done with the message: its handler task ends
+//!   or is cancelled, or it is refused, answered by the transport, routed or
+//!   handled. When the next line does not fit, the server stops reading
+//!   (back-pressure, as when the backlog is full) until bytes are released.
+//!   A message larger than the budget is admitted when nothing else is
+//!   held, and then alone. Responses and `notifications/cancelled` have a
+//!   reserve of 1/8 of the budget, so they are read when the budget is
+//!   full. Held input peaks at the budget (or one message, if larger) plus
+//!   the 1/8 reserve, plus one line of up to `max_message_bytes` waiting
+//!   unparsed.
 //! - **Cancellation.** `notifications/cancelled` aborts the request's task
-//!   (or drops it from the backlog); no response is sent for it.
+//!   (or drops it from the backlog); no response is sent for it. A
+//!   server-to-client request it was awaiting is withdrawn: its pending
+//!   entry is removed and the client gets a `notifications/cancelled` for
+//!   it (the same happens when a [`ServerHandle::request`] future is
+//!   dropped); a late answer is ignored.
 //! - **Duplicate ids.** A request whose id equals that of an in-flight or
 //!   queued request is refused with -32600 for that id (`5` and `"5"` are
 //!   different ids); the first one is unaffected.
@@ -69,7 +88,9 @@
 //!   [`ServerConfig::max_outbound_bytes`]. While it is full the server reads
 //!   no new messages (so answers cannot pile up) and
 //!   [`ServerHandle::notify`] fails with [`SendError::QueueFull`]; nothing
-//!   blocks `stop()`.
+//!   blocks `stop()`. Input and output are bounded separately: together at
+//!   most `max_inbound_bytes` × 9/8 (or one message) plus
+//!   `max_outbound_bytes`, plus what handlers allocate.
 //!
 //! - **Supervision.** [`ServeActor`] serves a server as a ractor actor: a
 //!   clean end stops it normally, a [`ServerError`] fails it (its supervisor
@@ -82,6 +103,21 @@
 //!   handler awaiting [`RequestContext::ask`] with every slot taken by such
 //!   handlers and the backlog full waits until its request times out
 //!   ([`ServerConfig::client_request_timeout`]).
+//! - Input is read in order: a line that does not fit the byte budget holds
+//!   up every line behind it, responses and cancellations included (their
+//!   reserve helps only when they are next in line). So a client that
+//!   follows requests the budget cannot afford with the cancellations that
+//!   would free it waits for a handler to end on its own (or for its asks
+//!   to time out); a message larger than the budget waits until nothing
+//!   else is held.
+//! - The byte budget counts the parsed message and the copies the transport
+//!   makes of it (the context's `_meta`, `inputResponses`,
+//!   `requestState`), not what handlers allocate: their clones of the
+//!   params, or the results of their own [`RequestContext::ask`]s, decoded
+//!   after the response's charge is released. The latest client
+//!   capabilities and client info are kept after their request ends (one
+//!   copy). The estimate is on the generous side; the parse can briefly need
+//!   more (a `Vec` moved while it doubles).
 //! - In the modern era a handler that asks for input runs once per round
 //!   (the client retries the whole request), so work before an `ask` is
 //!   repeated; keep it idempotent or carry it in the request state.
@@ -118,7 +154,10 @@
 //! serving and the protocol uses a private duplicate of the original stdout,
 //! so a stray `println!` cannot corrupt the stream; fd 1 is restored when
 //! serving ends. fd 1 is process-wide: child processes spawned meanwhile
-//! write their stdout to stderr too.
+//! write their stdout to stderr too, and only one guard may be live in the
+//! process: a server asking for one while another server's guard is live
+//! fails at once with [`ServerError::StdoutGuardInUse`] (after a restart,
+//! wait for the previous `serve` to return first).
 //!
 //! # Cancel safety
 //!
@@ -128,10 +167,12 @@
 //! reference to the transport's state was in the future).
 
 mod actor;
+mod budget;
 mod config;
 mod context;
 mod era;
 mod error;
+mod footprint;
 #[cfg(unix)]
 mod guard;
 mod handle;
@@ -145,7 +186,10 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
-pub use config::{CacheScope, ServerConfig, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES};
+pub use config::{
+    CacheScope, ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_OUTBOUND_BYTES, MIN_INBOUND_BYTES,
+};
 pub use context::{InputRequest, RequestContext};
 pub use error::{AskError, HandlerError, SendError, ServerError};
 pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
@@ -284,7 +328,7 @@ async fn serve_inner<H: Handler>(
                 Option<guard::StdoutGuard>,
                 Box<dyn std::io::Write + Send>,
             ) = if shared.config.stdout_guard {
-                let (g, file) = guard::StdoutGuard::install().map_err(ServerError::StdoutGuard)?;
+                let (g, file) = guard::StdoutGuard::install()?;
                 (Some(g), Box::new(file))
             } else {
                 (None, Box::new(std::io::stdout()))

@@ -13,6 +13,12 @@
 //! backlog is full, or the outbound queue is over its byte limit, the loop
 //! stops taking inbound messages, so the reader task stops reading
 //! (back-pressure reaches the client's writes).
+//!
+//! Memory is bounded in bytes too: the reader charges each line's estimated
+//! parsed size to the inbound budget before parsing it, and waits (reading
+//! nothing) while the budget cannot afford it. The [`Charge`] travels with
+//! the message (backlog, request task, notification queue) and is released
+//! when the message is done with; see [`budget`](super::budget).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -31,9 +37,11 @@ use crate::jsonrpc::{
 };
 use crate::protocol::{methods, Era};
 
+use super::budget::{Charge, InboundBudget};
 use super::context::{Recorded, RequestContext};
 use super::era::{route, Dispatch, Route};
 use super::error::{HandlerError, ServerError};
+use super::footprint;
 use super::handle::{Phase, ServerHandle, Shared};
 use super::handler::Handler;
 use super::writer::{self, OutReceiver, Sink};
@@ -41,7 +49,8 @@ use super::ServeEnd;
 
 /// Parsed input, from the reader task to the loop.
 enum Inbound {
-    Message(Message),
+    /// A message and the bytes charged for it.
+    Message(Message, Charge),
     /// A ready-made error reply to a malformed or oversize line.
     Reply(Vec<u8>),
     Eof,
@@ -71,11 +80,11 @@ struct Session<H> {
     tasks: JoinSet<TaskOut>,
     in_flight: HashMap<RequestId, InFlight>,
     by_task: HashMap<tokio::task::Id, RequestId>,
-    backlog: VecDeque<(Request, Dispatch)>,
-    notifications: mpsc::Sender<Notification>,
+    backlog: VecDeque<(Request, Dispatch, Charge)>,
+    notifications: mpsc::Sender<(Notification, Charge)>,
     /// A notification waiting for room in the handler's queue; reading is
     /// paused meanwhile.
-    stalled: Option<Notification>,
+    stalled: Option<(Notification, Charge)>,
 }
 
 pub(crate) async fn run<H: Handler>(
@@ -90,6 +99,7 @@ pub(crate) async fn run<H: Handler>(
     let reader = AbortOnDrop(tokio::spawn(read_loop(
         input,
         shared.config.max_message_bytes,
+        shared.inbound.clone(),
         in_tx,
     )));
     let (n_tx, n_rx) = mpsc::channel(NOTIFICATION_CAPACITY);
@@ -118,6 +128,7 @@ pub(crate) async fn run<H: Handler>(
     shared.phase.send_replace(Phase::Ready);
     tracing::info!(
         max_in_flight = shared.config.max_in_flight,
+        max_inbound_bytes = shared.config.max_inbound_bytes,
         "server ready: reading input"
     );
 
@@ -157,7 +168,7 @@ pub(crate) async fn run<H: Handler>(
                 }
             }
             item = in_rx.recv(), if can_read => match item {
-                Some(Inbound::Message(m)) => s.on_message(m),
+                Some(Inbound::Message(m, charge)) => s.on_message(m, charge),
                 Some(Inbound::Reply(line)) => {
                     shared.out.push(line);
                 }
@@ -244,10 +255,12 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 impl<H: Handler> Session<H> {
-    fn on_message(&mut self, m: Message) {
+    /// Routes one message; `charge` goes with it wherever it is kept, and
+    /// is released here otherwise.
+    fn on_message(&mut self, m: Message, charge: Charge) {
         match m {
-            Message::Request(req) => self.on_request(req),
-            Message::Notification(n) => self.on_notification(n),
+            Message::Request(req) => self.on_request(req, charge),
+            Message::Notification(n) => self.on_notification(n, charge),
             Message::Response(r) => {
                 let reply = match r.outcome {
                     Outcome::Result(raw) => Ok(raw),
@@ -266,10 +279,10 @@ impl<H: Handler> Session<H> {
     }
 
     fn is_active(&self, id: &RequestId) -> bool {
-        self.in_flight.contains_key(id) || self.backlog.iter().any(|(r, _)| &r.id == id)
+        self.in_flight.contains_key(id) || self.backlog.iter().any(|(r, _, _)| &r.id == id)
     }
 
-    fn on_request(&mut self, req: Request) {
+    fn on_request(&mut self, req: Request, charge: Charge) {
         if self.is_active(&req.id) {
             tracing::debug!(id = %req.id, "duplicate in-flight request id refused");
             let e = ErrorObject::new(
@@ -294,15 +307,15 @@ impl<H: Handler> Session<H> {
             }
             Route::Dispatch(d) => {
                 if self.in_flight.len() < self.shared.config.max_in_flight {
-                    self.spawn(req, d);
+                    self.spawn(req, d, charge);
                 } else {
-                    self.backlog.push_back((req, d));
+                    self.backlog.push_back((req, d, charge));
                 }
             }
         }
     }
 
-    fn spawn(&mut self, req: Request, d: Dispatch) {
+    fn spawn(&mut self, req: Request, d: Dispatch, charge: Charge) {
         let (cancel_tx, cancel_rx) = watch::channel(false);
         let recorded = Arc::new(Mutex::new(Recorded::default()));
         let ctx = RequestContext {
@@ -329,6 +342,8 @@ impl<H: Handler> Session<H> {
             scope: self.shared.config.cache_scope.as_str(),
         };
         let abort = self.tasks.spawn(async move {
+            // Released when the task ends, or is aborted (the future dropped).
+            let _charge = charge;
             let result = handler.handle_request(req, ctx).await;
             finish(&id, shape, result, &recorded)
         });
@@ -380,13 +395,13 @@ impl<H: Handler> Session<H> {
     fn start_backlog(&mut self) {
         while self.in_flight.len() < self.shared.config.max_in_flight {
             match self.backlog.pop_front() {
-                Some((req, d)) => self.spawn(req, d),
+                Some((req, d, charge)) => self.spawn(req, d, charge),
                 None => break,
             }
         }
     }
 
-    fn on_notification(&mut self, n: Notification) {
+    fn on_notification(&mut self, n: Notification, charge: Charge) {
         match n.method.as_str() {
             methods::CANCELLED => {
                 let id = n
@@ -408,7 +423,7 @@ impl<H: Handler> Session<H> {
         }
         // Never wait here (stop must stay responsive): when the handler is
         // NOTIFICATION_CAPACITY behind, park the notification and stop reading.
-        if let Err(mpsc::error::TrySendError::Full(n)) = self.notifications.try_send(n) {
+        if let Err(mpsc::error::TrySendError::Full(n)) = self.notifications.try_send((n, charge)) {
             self.stalled = Some(n);
         }
     }
@@ -420,7 +435,7 @@ impl<H: Handler> Session<H> {
             self.by_task.remove(&f.task);
             tracing::debug!(%id, "request cancelled by the client");
             self.start_backlog();
-        } else if let Some(pos) = self.backlog.iter().position(|(r, _)| &r.id == id) {
+        } else if let Some(pos) = self.backlog.iter().position(|(r, _, _)| &r.id == id) {
             self.backlog.remove(pos);
             tracing::debug!(%id, "queued request cancelled by the client");
         } else {
@@ -531,6 +546,7 @@ fn finish(
 async fn read_loop(
     mut input: Box<dyn AsyncRead + Send + Unpin>,
     max: usize,
+    budget: Arc<InboundBudget>,
     tx: mpsc::Sender<Inbound>,
 ) {
     let mut framer = LineFramer::new(max);
@@ -538,7 +554,8 @@ async fn read_loop(
         loop {
             let item = match framer.next_frame() {
                 None => break,
-                Some(Frame::Line(line)) => classify(line),
+                // May wait for the budget: nothing more is read meanwhile.
+                Some(Frame::Line(line)) => admit(line, &budget).await,
                 Some(Frame::TooLarge { at_least }) => {
                     tracing::warn!(at_least, max, "inbound line over max_message_bytes refused");
                     let e = ErrorObject::new(
@@ -557,7 +574,7 @@ async fn read_loop(
         match framer.fill(&mut input).await {
             Ok(0) => {
                 tracing::info!("end of input (EOF)");
-                let last = classify(framer.remainder());
+                let last = admit(framer.remainder(), &budget).await;
                 if let Some(item) = last {
                     let _ = tx.send(item).await;
                 }
@@ -574,13 +591,21 @@ async fn read_loop(
     }
 }
 
-/// One line to a message or an error reply; blank lines are ignored.
-fn classify(line: &[u8]) -> Option<Inbound> {
+/// Charges a line's estimated parsed size to the budget (waiting until it
+/// fits), then classifies it. Blank lines are ignored.
+async fn admit(line: &[u8], budget: &Arc<InboundBudget>) -> Option<Inbound> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
+    let charge = budget.take(footprint::estimate(line)).await;
+    classify(line, charge)
+}
+
+/// One line to a message (keeping its charge) or an error reply (releasing
+/// it, as the parse is over).
+fn classify(line: &[u8], charge: Charge) -> Option<Inbound> {
     Some(match Message::parse(line) {
-        Ok(m) => Inbound::Message(m),
+        Ok(m) => Inbound::Message(m, charge),
         Err(ParseError::NotJson(_)) => Inbound::Reply(encode::error(
             &None,
             &ErrorObject::new(codes::PARSE_ERROR, "Parse error: the line is not JSON"),
@@ -603,20 +628,23 @@ fn classify(line: &[u8]) -> Option<Inbound> {
 async fn notification_loop<H: Handler>(
     handler: Arc<H>,
     handle: ServerHandle,
-    mut rx: mpsc::Receiver<Notification>,
+    mut rx: mpsc::Receiver<(Notification, Charge)>,
     failed: oneshot::Sender<ServerError>,
 ) {
-    while let Some(n) = rx.recv().await {
+    while let Some((n, charge)) = rx.recv().await {
         let method = n.method.clone();
         let (h, hd) = (handler.clone(), handle.clone());
         // Its own task, so a panic is caught and reported like an error.
-        let outcome = tokio::spawn(async move { h.handle_notification(n, hd).await })
-            .await
-            .unwrap_or_else(|e| {
-                Err(HandlerError::Internal(format!(
-                    "notification handler panicked: {e}"
-                )))
-            });
+        let outcome = tokio::spawn(async move {
+            let _charge = charge; // released when the handler is done
+            h.handle_notification(n, hd).await
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(HandlerError::Internal(format!(
+                "notification handler panicked: {e}"
+            )))
+        });
         if let Err(source) = outcome {
             tracing::warn!(%method, error = %source, "notification handler failed");
             let _ = failed.send(ServerError::NotificationHandler { method, source });

@@ -1,0 +1,415 @@
+//! What one inbound line will cost in memory once the server has parsed it,
+//! estimated *before* parsing, so the byte budget
+//! ([`ServerConfig::max_inbound_bytes`](super::ServerConfig::max_inbound_bytes))
+//! can decline to build what it cannot afford.
+//!
+//! Why not the line's length: a `serde_json::Value` costs 32 bytes per node
+//! plus its heap, so the 8 MiB line `[0,0,0,...]` parses to 128 MiB, and
+//! `[{"":0},{"":0},...]` to about 100 times its length (every one-entry
+//! object is a whole B-tree leaf). The estimate walks the line with serde
+//! without allocating and adds up what the parse would allocate:
+//!
+//! - every value: `size_of::<Value>()` where it sits (array slot, map node,
+//!   or the message itself);
+//! - a string: its bytes, in one allocation;
+//! - an array: a `Vec` grown by doubling (what serde_json does), so its
+//!   capacity is the next power of two, at least 4;
+//! - an object: B-tree leaves of 11 entries, assumed only 5 full once the
+//!   map outgrows one leaf, plus internal nodes (an `IndexMap`, under
+//!   serde_json's `preserve_order`, costs about as much per entry);
+//! - every allocation: rounded up like glibc's chunks (16-byte multiples
+//!   including an 8-byte header, 32 bytes at least);
+//! - what the server copies out of a request: `params._meta` (the context's
+//!   copy, and the capabilities and client info taken from it),
+//!   `params.inputResponses` and `params.requestState`;
+//! - a response's `result` is not parsed but copied: its length;
+//! - a fixed overhead per message for the session's bookkeeping.
+//!
+//! It is an estimate, on the generous side; the parse itself can need a
+//! little more for a moment (a `Vec` moved while it doubles). A line that
+//! is not valid JSON is charged [`INVALID_FACTOR`] times its length: the
+//! parse of such a line can still build some members before it fails, and
+//! no structure is known to count.
+
+use std::fmt;
+use std::mem::size_of;
+
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::protocol::methods;
+
+/// What admitting one line costs, and whether it is a control message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Estimate {
+    /// Estimated bytes held once parsed, until the message is done with.
+    pub(crate) bytes: usize,
+    /// A response or a `notifications/cancelled`: it unblocks or ends
+    /// requests, so it may use the budget's headroom.
+    pub(crate) control: bool,
+}
+
+/// Per message: the message and request structs, the request's task, its
+/// context and the session's table entries (not what the handler allocates).
+pub(crate) const MESSAGE_OVERHEAD: usize = 2 * 1024;
+/// Bytes charged per line byte when the line is not valid JSON: above the
+/// worst expansion of valid JSON under this model (about 100).
+pub(crate) const INVALID_FACTOR: usize = 128;
+
+const VALUE: usize = size_of::<Value>();
+const STRING: usize = size_of::<String>();
+/// A B-tree leaf of `String` keys and `Value`s: 11 of each, a parent
+/// pointer, two `u16`s.
+const LEAF: usize = 11 * (STRING + VALUE) + size_of::<usize>() + 4;
+/// An internal node: a leaf plus 12 child pointers.
+const INTERNAL: usize = LEAF + 12 * size_of::<usize>();
+/// Entries per leaf assumed once a map needs more than one leaf.
+const LEAF_FILL: usize = 5;
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The estimate for one line (without its newline). Never fails: a line
+/// that cannot be walked gets the conservative [`INVALID_FACTOR`] charge.
+pub(crate) fn estimate(line: &[u8]) -> Estimate {
+    let body = line.strip_prefix(UTF8_BOM).unwrap_or(line);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let walked = Walker(Role::Envelope)
+        .deserialize(&mut de)
+        .and_then(|w| de.end().map(|()| w));
+    match walked {
+        Ok(w) => Estimate {
+            bytes: MESSAGE_OVERHEAD
+                .saturating_add(VALUE)
+                .saturating_add(w.heap)
+                .saturating_add(w.extra),
+            control: (w.is_response && !w.has_method) || (w.is_cancel && !w.has_id),
+        },
+        Err(_) => Estimate {
+            bytes: MESSAGE_OVERHEAD.saturating_add(line.len().saturating_mul(INVALID_FACTOR)),
+            control: false,
+        },
+    }
+}
+
+/// Bytes a heap allocation of `n` bytes occupies (0 for none).
+fn alloc(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        n.saturating_add(8 + 15).max(32) & !15
+    }
+}
+
+fn string_heap(len: usize) -> usize {
+    alloc(len)
+}
+
+fn array_heap(n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    let cap = n.checked_next_power_of_two().unwrap_or(usize::MAX).max(4);
+    alloc(cap.saturating_mul(VALUE))
+}
+
+fn map_heap(n: usize) -> usize {
+    match n {
+        0 => 0,
+        1..=11 => alloc(LEAF),
+        _ => {
+            let leaves = n.div_ceil(LEAF_FILL);
+            let internals = leaves.div_ceil(LEAF_FILL - 1);
+            leaves
+                .saturating_mul(alloc(LEAF))
+                .saturating_add(internals.saturating_mul(alloc(INTERNAL)))
+        }
+    }
+}
+
+/// Where in the message a value sits, which decides what else it costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The top-level object.
+    Envelope,
+    /// The request's `params`.
+    Params,
+    /// The `method` member.
+    Method,
+    /// Anything else.
+    Value,
+}
+
+/// The sums of one walked value.
+#[derive(Debug, Default)]
+struct Walked {
+    /// Heap bytes of the value as parsed (its own `Value` slot excluded).
+    heap: usize,
+    /// Bytes beyond the parsed value: copies the server makes, raw results.
+    extra: usize,
+    has_id: bool,
+    has_method: bool,
+    is_cancel: bool,
+    is_response: bool,
+}
+
+/// The object members the walk treats specially.
+enum Key {
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    /// Copied out of `params` for the request's context.
+    Copied,
+    Other,
+}
+
+/// A member name: its heap cost and what it is.
+struct Name {
+    heap: usize,
+    key: Key,
+}
+
+struct NameSeed(Role);
+
+impl<'de> DeserializeSeed<'de> for NameSeed {
+    type Value = Name;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Name, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for NameSeed {
+    type Value = Name;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Name, E> {
+        let key = match (self.0, s) {
+            (Role::Envelope, "id") => Key::Id,
+            (Role::Envelope, "method") => Key::Method,
+            (Role::Envelope, "params") => Key::Params,
+            (Role::Envelope, "result") => Key::Result,
+            (Role::Envelope, "error") => Key::Error,
+            (Role::Params, "_meta" | "inputResponses" | "requestState") => Key::Copied,
+            _ => Key::Other,
+        };
+        Ok(Name {
+            heap: string_heap(s.len()),
+            key,
+        })
+    }
+}
+
+/// Walks one value, summing what parsing it would allocate.
+struct Walker(Role);
+
+impl<'de> DeserializeSeed<'de> for Walker {
+    type Value = Walked;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Walked, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walker {
+    type Value = Walked;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Walked, E> {
+        Ok(Walked::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Walked, E> {
+        Ok(Walked::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Walked, E> {
+        Ok(Walked::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Walked, E> {
+        Ok(Walked::default())
+    }
+    fn visit_unit<E>(self) -> Result<Walked, E> {
+        Ok(Walked::default())
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Walked, E> {
+        Ok(Walked {
+            heap: string_heap(s.len()),
+            is_cancel: self.0 == Role::Method && s == methods::CANCELLED,
+            ..Walked::default()
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Walked, A::Error> {
+        let (mut n, mut sum) = (0usize, Walked::default());
+        while let Some(w) = seq.next_element_seed(Walker(Role::Value))? {
+            n += 1;
+            sum.heap = sum.heap.saturating_add(w.heap);
+            sum.extra = sum.extra.saturating_add(w.extra);
+        }
+        sum.heap = sum.heap.saturating_add(array_heap(n));
+        Ok(sum)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Walked, A::Error> {
+        let (mut n, mut sum) = (0usize, Walked::default());
+        while let Some(name) = map.next_key_seed(NameSeed(self.0))? {
+            n += 1;
+            sum.heap = sum.heap.saturating_add(name.heap);
+            let w = match name.key {
+                Key::Result => {
+                    // Kept as its bytes (copied out of the line), not parsed.
+                    let raw: &RawValue = map.next_value()?;
+                    sum.is_response = true;
+                    sum.extra = sum.extra.saturating_add(alloc(raw.get().len()));
+                    continue;
+                }
+                Key::Error => {
+                    let w = map.next_value_seed(Walker(Role::Value))?;
+                    // Parsed, then decoded again into the error object.
+                    sum.is_response = true;
+                    sum.extra = sum.extra.saturating_add(w.heap);
+                    w
+                }
+                Key::Id => {
+                    sum.has_id = true;
+                    map.next_value_seed(Walker(Role::Value))?
+                }
+                Key::Method => {
+                    let w = map.next_value_seed(Walker(Role::Method))?;
+                    sum.has_method = true;
+                    sum.is_cancel = w.is_cancel;
+                    w
+                }
+                Key::Params => map.next_value_seed(Walker(Role::Params))?,
+                Key::Copied => {
+                    let w = map.next_value_seed(Walker(Role::Value))?;
+                    // `_meta` is copied for the context, and its capabilities
+                    // and client info once more: twice in all, at most.
+                    sum.extra = sum
+                        .extra
+                        .saturating_add(w.heap.saturating_mul(2))
+                        .saturating_add(VALUE);
+                    w
+                }
+                Key::Other => map.next_value_seed(Walker(Role::Value))?,
+            };
+            sum.heap = sum.heap.saturating_add(w.heap);
+            sum.extra = sum.extra.saturating_add(w.extra);
+        }
+        sum.heap = sum.heap.saturating_add(map_heap(n));
+        Ok(sum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(params: &str) -> Vec<u8> {
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+            .into_bytes()
+    }
+
+    #[test]
+    fn an_array_of_zeros_costs_a_value_per_element_not_a_byte() {
+        let n = 1 << 20;
+        let mut params = "[0".to_owned();
+        params.push_str(&",0".repeat(n - 1));
+        params.push(']');
+        let line = request(&params);
+        let e = estimate(&line);
+        // 2 MiB of text, 32 MiB of Values.
+        assert!(e.bytes >= n * VALUE, "{} < {}", e.bytes, n * VALUE);
+        assert!(e.bytes < n * VALUE + 64 * 1024, "{}", e.bytes);
+        assert!(!e.control);
+    }
+
+    #[test]
+    fn small_objects_cost_a_whole_btree_leaf_each() {
+        let n = 10_000;
+        let params = format!("[{}]", vec![r#"{"":0}"#; n].join(","));
+        let e = estimate(&request(&params));
+        assert!(e.bytes >= n * LEAF, "{}", e.bytes);
+    }
+
+    #[test]
+    fn a_long_string_costs_about_its_length() {
+        let s = "x".repeat(1 << 20);
+        let e = estimate(&request(&format!(r#"{{"text":"{s}"}}"#)));
+        assert!(e.bytes >= 1 << 20);
+        assert!(e.bytes < (1 << 20) + 8 * 1024, "{}", e.bytes);
+    }
+
+    #[test]
+    fn what_the_server_copies_out_of_params_is_counted_again() {
+        let big = "x".repeat(1 << 20);
+        let plain = estimate(&request(&format!(r#"{{"other":"{big}"}}"#)));
+        let meta = estimate(&request(&format!(r#"{{"_meta":{{"k":"{big}"}}}}"#)));
+        assert!(
+            meta.bytes >= plain.bytes + 2 * (1 << 20),
+            "{meta:?} {plain:?}"
+        );
+    }
+
+    #[test]
+    fn responses_and_cancellations_are_control_messages() {
+        let result = br#"{"jsonrpc":"2.0","id":3,"result":{"roots":[1,2,3]}}"#;
+        let error = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}"#;
+        let cancel =
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#;
+        for line in [&result[..], error, cancel] {
+            assert!(estimate(line).control, "{}", String::from_utf8_lossy(line));
+        }
+        let request_named_cancel =
+            br#"{"jsonrpc":"2.0","id":1,"method":"notifications/cancelled","params":{}}"#;
+        let other = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
+        for line in [&request_named_cancel[..], other, &request("{}")] {
+            assert!(!estimate(line).control, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn a_result_is_charged_its_bytes_as_it_is_not_parsed() {
+        let arr = format!("[0{}]", ",0".repeat(1 << 18));
+        let line = format!(r#"{{"jsonrpc":"2.0","id":3,"result":{arr}}}"#);
+        let e = estimate(line.as_bytes());
+        assert!(
+            e.bytes >= arr.len() && e.bytes < arr.len() + 8 * 1024,
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn invalid_json_is_charged_conservatively_and_a_bom_is_skipped() {
+        let bad = br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[0,0,"#;
+        assert_eq!(
+            estimate(bad).bytes,
+            MESSAGE_OVERHEAD + bad.len() * INVALID_FACTOR
+        );
+        let mut bom = UTF8_BOM.to_vec();
+        bom.extend_from_slice(&request("{}"));
+        assert!(estimate(&bom).bytes < 8 * 1024);
+    }
+
+    #[test]
+    fn the_estimate_covers_what_serde_json_builds() {
+        // Capacities that serde_json really allocates, checked against the
+        // model (the node sizes of a BTreeMap are not observable).
+        let v: Value = serde_json::from_str("[[0],[0,0,0,0,0],[]]").unwrap();
+        let caps: Vec<usize> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_array().unwrap().capacity())
+            .collect();
+        assert_eq!(caps, vec![4, 8, 0]);
+        assert_eq!(
+            array_heap(1) + array_heap(5),
+            alloc(4 * VALUE) + alloc(8 * VALUE)
+        );
+    }
+}
