@@ -129,9 +129,11 @@ pub(crate) struct Spec {
     /// group.
     pub(crate) process_group: bool,
     /// Linux: the child is SIGKILLed when this process dies.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) die_with_parent: bool,
     /// Linux, with the two above: a watchdog SIGKILLs the whole group when
     /// this process dies.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) group_watchdog: bool,
     /// The escalation's timing.
     pub(crate) graces: Graces,
@@ -178,6 +180,37 @@ pub(crate) async fn spawn(spec: &Spec) -> Result<Spawned, SpawnError> {
     command::check_batch_file(&exe.to_string_lossy(), &spec.args, spec.allow_batch_files)?;
     let env = command::child_env(std::env::vars_os(), &spec.env);
     imp::spawn(spec, &exe, env).await
+}
+
+/// Starts the task that owns `process` (see [`shutdown::Escalation`]) and
+/// hands the child over.
+fn start<P: shutdown::Process + 'static>(
+    spec: &Spec,
+    process: P,
+    pid: u32,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: Option<ChildStderr>,
+) -> Spawned {
+    let (guard, signal) = ShutdownGuard::new();
+    let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
+    let (report_tx, report_rx) = tokio::sync::watch::channel(None);
+    let escalation = shutdown::Escalation {
+        process,
+        pid,
+        graces: spec.graces,
+        name: spec.name.clone(),
+    };
+    tokio::spawn(escalation.run(signal, exit_tx, report_tx));
+    Spawned {
+        pid,
+        stdin,
+        stdout,
+        stderr,
+        guard,
+        exit: ExitWatch::new(exit_rx),
+        shutdown: ShutdownHandle::new(report_rx),
+    }
 }
 
 /// The error of a failed spawn of `exe`.

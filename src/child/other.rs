@@ -8,9 +8,7 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use tokio::sync::watch;
-
-use super::shutdown::{Escalation, Process, Sig};
+use super::shutdown::{Process, Sig};
 use super::{io_err, open_stderr_file, Env, Spawned, Spec, Stderr};
 use crate::error::{ExitStatus, SpawnError};
 
@@ -50,30 +48,13 @@ pub(super) async fn spawn(spec: &Spec, exe: &Path, env: Env) -> Result<Spawned, 
         return Err(io_err(exe)(std::io::Error::other("child pipes missing")));
     };
     let stderr = child.stderr.take();
-    let (guard, signal) = super::ShutdownGuard::new();
-    let (exit_tx, exit_rx) = watch::channel(None);
-    let (report_tx, report_rx) = watch::channel(None);
-    let escalation = Escalation {
-        process: Child {
-            child,
-            pid,
-            group: cfg!(unix) && spec.process_group,
-            status: None,
-        },
+    let process = Child {
+        child,
         pid,
-        graces: spec.graces,
-        name: spec.name.clone(),
+        group: cfg!(unix) && spec.process_group,
+        status: None,
     };
-    tokio::spawn(escalation.run(signal, exit_tx, report_tx));
-    Ok(Spawned {
-        pid,
-        stdin,
-        stdout,
-        stderr,
-        guard,
-        exit: super::ExitWatch::new(exit_rx),
-        shutdown: super::ShutdownHandle::new(report_rx),
-    })
+    Ok(super::start(spec, process, pid, stdin, stdout, stderr))
 }
 
 /// A `tokio::process` child.

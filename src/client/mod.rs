@@ -462,17 +462,14 @@ impl Client {
         progress: bool,
         waiter: &mut Option<Waiter>,
     ) -> Result<Arc<Direct>, Error> {
-        // Fast path: a server is ready (no watch subscription).
-        if let Some(direct) = self.shared.direct() {
-            match direct.send(id, method, params, progress, waiter).await {
-                Ok(()) => return Ok(direct),
-                Err(Refused::Failed(e)) => return Err(e),
-                Err(Refused::Stale) => {}
-            }
-        }
-        let mut watch = self.shared.watch_direct();
+        // The first look needs no watch subscription (the common case: a
+        // server is ready); a subscription is taken only to wait.
+        let mut watch: Option<tokio::sync::watch::Receiver<Option<Arc<Direct>>>> = None;
         loop {
-            let current = watch.borrow_and_update().clone();
+            let current = match &mut watch {
+                None => self.shared.direct(),
+                Some(w) => w.borrow_and_update().clone(),
+            };
             if let Some(e) = self.shared.final_error() {
                 return Err(e);
             }
@@ -480,12 +477,17 @@ impl Client {
                 match direct.send(id, method, params, progress, waiter).await {
                     Ok(()) => return Ok(direct),
                     Err(Refused::Failed(e)) => return Err(e),
-                    // Closed meanwhile: its withdrawal wakes us below.
+                    // Closed meanwhile: its withdrawal wakes the wait below.
                     Err(Refused::Stale) => {}
                 }
             }
-            if watch.changed().await.is_err() {
-                return Err(self.down_error());
+            match &mut watch {
+                None => watch = Some(self.shared.watch_direct()),
+                Some(w) => {
+                    if w.changed().await.is_err() {
+                        return Err(self.down_error());
+                    }
+                }
             }
         }
     }

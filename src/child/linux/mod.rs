@@ -53,10 +53,9 @@ use std::path::Path;
 
 use libc::pid_t;
 use tokio::net::unix::pipe;
-use tokio::sync::watch;
 use tracing::debug;
 
-use super::shutdown::{Escalation, Process, Sig};
+use super::shutdown::{Process, Sig};
 use super::{io_err, open_stderr_file, Env, Spawned, Spec, Stderr};
 use crate::error::{ExitStatus, SpawnError};
 
@@ -141,26 +140,14 @@ pub(super) async fn spawn(spec: &Spec, exe: &Path, env: Env) -> Result<Spawned, 
         .map(pipe::Receiver::from_owned_fd)
         .transpose()
         .map_err(io_err(exe))?;
-    let pid = pid.unsigned_abs();
-    let (guard, signal) = super::ShutdownGuard::new();
-    let (exit_tx, exit_rx) = watch::channel(None);
-    let (report_tx, report_rx) = watch::channel(None);
-    let escalation = Escalation {
-        process: child,
-        pid,
-        graces: spec.graces,
-        name: spec.name.clone(),
-    };
-    tokio::spawn(escalation.run(signal, exit_tx, report_tx));
-    Ok(Spawned {
-        pid,
+    Ok(super::start(
+        spec,
+        child,
+        pid.unsigned_abs(),
         stdin,
         stdout,
         stderr,
-        guard,
-        exit: super::ExitWatch::new(exit_rx),
-        shutdown: super::ShutdownHandle::new(report_rx),
-    })
+    ))
 }
 
 /// Kills and reaps a child nobody will own.
