@@ -101,7 +101,11 @@ impl Hub {
         if subs.is_empty() {
             return;
         }
-        let cost = n.params.as_ref().map_or(0, footprint::value) + n.method.len();
+        // The params, the method and the channel slot the notification
+        // takes.
+        let cost = n.params.as_ref().map_or(0, footprint::value)
+            + n.method.capacity()
+            + std::mem::size_of::<Queued>();
         let admitted: Vec<usize> = (0..subs.len())
             .filter(|&i| {
                 let account = &subs[i].1;

@@ -3,9 +3,10 @@
 //!
 //! A line's length is not that measure: `[0,0,0,...]` is 2 bytes per
 //! element on the wire and a 32-byte `serde_json::Value` (plus the vector's
-//! slack) once parsed. [`value`] walks the tree and adds what each node
-//! holds; it is an estimate (allocator overhead is not counted) but never
-//! an underestimate of the values and their buffers.
+//! slack) once parsed, and a small object costs a whole B-tree node (about
+//! 600 bytes) however few members it has. [`value`] walks the tree and adds
+//! what each node holds, with the allocator's per-allocation overhead: an
+//! estimate, calibrated to stay above what the process really holds.
 
 use std::mem::size_of;
 
@@ -18,18 +19,41 @@ pub(crate) fn value(v: &Value) -> usize {
     size_of::<Value>() + heap(v)
 }
 
+/// What the allocator spends on one allocation beyond its size.
+const ALLOCATION: usize = 16;
+
+/// Entries of one B-tree node (serde_json's map is a `BTreeMap`).
+const NODE_ENTRIES: usize = 11;
+
+/// Bytes held by a string of `capacity` bytes on the heap.
+fn string(capacity: usize) -> usize {
+    if capacity == 0 {
+        0
+    } else {
+        capacity + ALLOCATION
+    }
+}
+
 /// Bytes `v` holds on the heap (not counting its own node).
 fn heap(v: &Value) -> usize {
     match v {
         Value::Null | Value::Bool(_) | Value::Number(_) => 0,
-        Value::String(s) => s.capacity(),
-        Value::Array(a) => a.capacity() * size_of::<Value>() + a.iter().map(heap).sum::<usize>(),
-        Value::Object(m) => m
-            .iter()
-            // A map entry: the key's String, the value, and about two
-            // words of node overhead.
-            .map(|(k, v)| size_of::<String>() + k.capacity() + value(v) + 2 * size_of::<usize>())
-            .sum(),
+        Value::String(s) => string(s.capacity()),
+        Value::Array(a) => {
+            let slots = a.capacity() * size_of::<Value>();
+            let slots = if slots == 0 { 0 } else { slots + ALLOCATION };
+            slots + a.iter().map(heap).sum::<usize>()
+        }
+        Value::Object(m) => {
+            // Whole nodes of (key, value) slots, at least one when not
+            // empty, then what each key and value holds.
+            let nodes = m.len().div_ceil(NODE_ENTRIES);
+            let node = NODE_ENTRIES * (size_of::<String>() + size_of::<Value>()) + ALLOCATION + 16;
+            nodes * node
+                + m.iter()
+                    .map(|(k, v)| string(k.capacity()) + heap(v))
+                    .sum::<usize>()
+        }
     }
 }
 
@@ -39,8 +63,8 @@ impl Message {
         let params = |p: &Option<Value>| p.as_ref().map_or(0, value);
         size_of::<Message>()
             + match self {
-                Message::Request(r) => r.method.capacity() + params(&r.params),
-                Message::Notification(n) => n.method.capacity() + params(&n.params),
+                Message::Request(r) => string(r.method.capacity()) + params(&r.params),
+                Message::Notification(n) => string(n.method.capacity()) + params(&n.params),
                 Message::Response(r) => match &r.outcome {
                     Outcome::Result(raw) => raw.held(),
                     Outcome::Error(e) => e.message.capacity() + e.data.as_ref().map_or(0, value),
@@ -67,5 +91,7 @@ mod tests {
         let v = serde_json::json!({ "key": "x".repeat(1000) });
         assert!(value(&v) > 1000 + 3);
         assert_eq!(value(&Value::Null), size_of::<Value>());
+        // A small object costs a whole node.
+        assert!(value(&serde_json::json!({ "a": 1 })) > 600);
     }
 }
