@@ -615,9 +615,15 @@ fn reuse_role() {
         .await
         .expect("grandchild started");
         exit_by_itself(&client).await;
-        assert!(drain(&mut events)
-            .iter()
-            .any(|e| matches!(e, LifecycleEvent::Closed { pid: Some(p), .. } if *p == leader)));
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(e) = events.recv().await {
+                if matches!(e, LifecycleEvent::Closed { pid: Some(p), .. } if p == leader) {
+                    return;
+                }
+            }
+        })
+        .await
+        .expect("the link closed");
         (client, leader, common::read_pids(&pids)[1])
     });
     // Frozen from here: no task of the client runs until block_on again.

@@ -40,16 +40,17 @@ async fn start_with(
     (client, rx)
 }
 
-/// Events that mean the link was torn down (or replaced).
-fn teardowns(rx: &mut mpsc::UnboundedReceiver<LifecycleEvent>) -> Vec<LifecycleEvent> {
+/// Events that mean the link was torn down, or a server other than
+/// `first` started.
+fn teardowns(rx: &mut mpsc::UnboundedReceiver<LifecycleEvent>, first: u32) -> Vec<LifecycleEvent> {
     let mut out = Vec::new();
     while let Ok(e) = rx.try_recv() {
-        if matches!(
-            e,
-            LifecycleEvent::Closed { .. }
-                | LifecycleEvent::Restarting { .. }
-                | LifecycleEvent::Spawned { .. }
-        ) {
+        let teardown = match &e {
+            LifecycleEvent::Closed { .. } | LifecycleEvent::Restarting { .. } => true,
+            LifecycleEvent::Spawned { pid, .. } => *pid != first,
+            _ => false,
+        };
+        if teardown {
             out.push(e);
         }
     }
@@ -118,7 +119,7 @@ async fn one_request_over_the_write_queue_limit_fails_alone() {
         }
     }
     let after = client.request("echo", Some(json!({"after": 1}))).await;
-    let torn = teardowns(&mut events);
+    let torn = teardowns(&mut events, pid);
     let mut kinds = failed.clone();
     kinds.sort();
     kinds.dedup();
@@ -199,7 +200,7 @@ async fn bursts_of_healthy_calls_beyond_the_write_queue_limit_all_succeed() {
         );
         results.push((n, ok, failed.len()));
     }
-    let torn = teardowns(&mut events);
+    let torn = teardowns(&mut events, pid);
     let now = client.pid();
     client.stop().wait().await;
     for (n, ok, failed) in results {
