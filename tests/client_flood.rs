@@ -5,8 +5,12 @@
 //! Regression test for a defect found from outside (DESIGN.md section 6):
 //! before the fix every notification was queued without limit (in the
 //! Connection's mailbox with nobody subscribed, in the subscriber's channel
-//! otherwise), so memory grew by gigabytes within seconds and `stop()`
-//! waited behind the backlog for tens of seconds.
+//! otherwise). Measured before the fix (2 vCPUs): a subscriber that did not
+//! read grew RSS by 189 MiB in 3 s and 657 MiB in 10 s (debug build), by
+//! 1 GiB in 3.5 s (release); with nobody subscribed, RSS grew by 42 MiB in
+//! 3 s in a debug build (under this test's 64 MiB bound: the Connection
+//! keeps up with a debug reader) but by 338 MiB in a release build, where
+//! `stop().wait()` then took 1.7 s.
 
 mod common;
 

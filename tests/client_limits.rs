@@ -70,8 +70,9 @@ fn lines_containing(log: &std::path::Path, needle: &str) -> usize {
 // Before the fix a request whose line alone exceeded max_write_queue_bytes
 // closed the link (write queue full): all 21 calls in flight failed and the
 // server was restarted. And because senders never waited, a burst of
-// healthy calls larger than the limit did the same: 1,995 of 4,000 calls of
-// 8 KiB and 2,980 of 3,000 of 16 KiB failed.
+// healthy calls larger than the limit did the same: measured before the
+// fix, 1,987-3,968 of 4,000 calls of 8 KiB and 2,194-2,995 of 3,000 of
+// 16 KiB failed.
 
 /// (a) One request larger than the limit fails alone, with both sizes; the
 /// 20 calls in flight beside it succeed on the same server.
@@ -213,8 +214,9 @@ async fn bursts_of_healthy_calls_beyond_the_write_queue_limit_all_succeed() {
 // ------------------------ item 9: server-to-client requests
 //
 // Before the fix every server-to-client request got its own handler task,
-// without bound (40 handler calls for 40 requests), and a request reusing
-// the id of one still in flight overwrote the first one's abort handle.
+// without bound (40 handler calls for 40 requests, none refused), and a
+// request reusing the id of one still in flight was handled as well (2
+// handler calls), its abort handle overwriting the first one's.
 
 /// A handler that counts its calls and answers once `gate` opens.
 fn gated_handler(
