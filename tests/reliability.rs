@@ -5,8 +5,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use conduit_mcp::client::events::LifecycleEvent;
 use conduit_mcp::{
-    Client, CloseReason, EraPreference, Error, ExitStatus, RequestOptions, Status, StderrMode,
+    Client, CloseReason, EraPreference, Error, ExitStatus, RequestOptions, StartOptions, Status,
+    StderrMode,
 };
 use serde_json::json;
 
@@ -92,12 +94,26 @@ async fn lines_of_8_mib_minus_one_exact_and_plus_one() {
     }
 }
 
+/// A server that stops reading: callers wait for room in the write queue
+/// (the issuer never blocks), and only a server that accepts no byte for
+/// `write_stall_timeout` while callers wait is closed (`WriteStalled`).
+/// No call hangs: each resolves within its own timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_that_stops_reading_while_10000_requests_are_sent() {
+    const TIMEOUT: Duration = Duration::from_secs(30);
     let mut cfg = common::config(&["--stop-reading-after", "2"]);
-    cfg.write_stall_timeout = Duration::from_secs(1);
     cfg.era = EraPreference::Legacy;
-    let client = Client::start(cfg).await.unwrap();
+    cfg.write_stall_timeout = Duration::from_secs(1);
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let client = Client::start_with(
+        cfg,
+        StartOptions {
+            events: Some(tx),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
     let pad = "p".repeat(2048);
     let t = Instant::now();
@@ -106,42 +122,69 @@ async fn server_that_stops_reading_while_10000_requests_are_sent() {
             let c = client.clone();
             let p = json!({ "i": i, "pad": pad });
             tokio::spawn(async move {
-                c.request_with(
-                    "echo",
-                    Some(p),
-                    RequestOptions::new().timeout(Duration::from_secs(30)),
-                )
-                .await
+                let t = Instant::now();
+                let r = c
+                    .request_with("echo", Some(p), RequestOptions::new().timeout(TIMEOUT))
+                    .await;
+                (r, t.elapsed())
             })
         })
         .collect();
-    let spawned = t.elapsed();
-    let mut queue_full = 0;
-    let mut other = 0;
-    let mut rx = client.watch_status();
-    tokio::time::timeout(Duration::from_secs(30), async {
-        while !matches!(&*rx.borrow_and_update(), Status::Restarting { .. }) {
-            rx.changed().await.unwrap();
+    let issued = t.elapsed();
+    let (stalled_for, queued) = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(e) = events.recv().await {
+            if let LifecycleEvent::Closed {
+                reason:
+                    CloseReason::WriteStalled {
+                        stalled_for,
+                        queued,
+                    },
+                ..
+            } = e
+            {
+                return (stalled_for, queued);
+            }
         }
+        panic!("the events ended without a write-stalled close");
     })
     .await
-    .expect("closed with write queue full");
+    .expect("closed as write-stalled");
+    let closed_after = t.elapsed();
     client.stop().wait().await;
+    let (mut stalled, mut stopped, mut other, mut slowest) = (0, 0, Vec::new(), Duration::ZERO);
     for c in calls {
-        match c.await.unwrap() {
-            Err(Error::Closed(CloseReason::WriteStalled { .. })) => queue_full += 1,
-            Err(_) => other += 1,
+        let (r, took) = tokio::time::timeout(TIMEOUT * 2, c)
+            .await
+            .expect("a call hung")
+            .unwrap();
+        slowest = slowest.max(took);
+        match r {
+            Err(Error::Closed(CloseReason::WriteStalled { .. })) => stalled += 1,
+            Err(Error::Stopped) => stopped += 1,
+            Err(e) => other.push(e.to_string()),
             Ok(_) => panic!("a request to a server that stopped reading succeeded"),
         }
     }
-    assert!(queue_full > 0);
-    assert_eq!(queue_full + other, 10_000);
+    let others = other.len();
+    other.sort();
+    other.dedup();
     figure(
         "server stops reading, 10,000 requests of 2 KiB",
         format!(
-            "all 10,000 calls issued in {spawned:.2?} without blocking; {queue_full} failed with write-queue-full, {other} with client-stopped; 0 hung"
+            "all 10,000 calls issued in {issued:.2?} without blocking; closed as write-stalled after \
+             {closed_after:.2?} (stalled for {stalled_for:.2?}, {queued} bytes queued); {stalled} failed \
+             with write-stalled, {stopped} with client-stopped, {} otherwise {other:?}; slowest call \
+             resolved in {slowest:.2?}; 0 hung",
+            others
         ),
     );
+    assert!(
+        issued < Duration::from_secs(5),
+        "issuing blocked: {issued:?}"
+    );
+    assert!(stalled > 0);
+    assert!(slowest <= TIMEOUT + Duration::from_secs(1), "{slowest:?}");
+    assert!(stalled_for >= Duration::from_secs(1), "{stalled_for:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
