@@ -409,6 +409,10 @@ impl ConnectionState {
         if let Some(t) = self.handshake_timer.take() {
             t.abort();
         }
+        // In-flight calls fail at once with the reason (before anyone can
+        // see the Closed event and act on it); calls not yet sent wait for
+        // the next server.
+        self.shared.fail_pending(|| Error::Closed(reason.clone()));
         self.shared.emit(LifecycleEvent::Closed {
             name: self.shared.name.clone(),
             pid: link.pid(),
@@ -420,9 +424,6 @@ impl ConnectionState {
         for (_, (_, h)) in self.inbound.drain() {
             h.abort();
         }
-        // In-flight calls fail at once with the reason; calls not yet sent
-        // wait for the next server.
-        self.shared.fail_pending(|| Error::Closed(reason.clone()));
         if self.shared.is_final() {
             return;
         }
