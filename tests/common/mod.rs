@@ -181,6 +181,14 @@ pub fn rss_mib() -> f64 {
     status_kib("VmRSS") as f64 / 1024.0
 }
 
+/// The last pid handed out in this pid namespace.
+pub fn read_ns_last_pid() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// Sets the last pid handed out in this pid namespace (root only), so the
 /// next process created gets `last + 1` if that number is free.
 pub fn set_ns_last_pid(last: u32) -> std::io::Result<()> {
