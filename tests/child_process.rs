@@ -20,8 +20,7 @@ use std::time::{Duration, Instant};
 
 use conduit_mcp::client::events::LifecycleEvent;
 use conduit_mcp::{
-    Backoff, Client, ClientConfig, CloseReason, Error, ExitStatus, RequestOptions, StartOptions,
-    StderrMode,
+    Backoff, Client, ClientConfig, CloseReason, Error, ExitStatus, RequestOptions, StderrMode,
 };
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -43,29 +42,6 @@ fn run<F: Future>(f: F) -> F::Output {
         .build()
         .unwrap()
         .block_on(f)
-}
-
-/// Starts a client that records every lifecycle event from the first spawn.
-async fn start_recording(cfg: ClientConfig) -> (Client, mpsc::UnboundedReceiver<LifecycleEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let client = Client::start_with(
-        cfg,
-        StartOptions {
-            events: Some(tx),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    (client, rx)
-}
-
-fn drain(rx: &mut mpsc::UnboundedReceiver<LifecycleEvent>) -> Vec<LifecycleEvent> {
-    let mut out = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        out.push(e);
-    }
-    out
 }
 
 /// A restart policy that will not restart within a test's lifetime, so no
@@ -112,13 +88,8 @@ struct Started {
 /// on) there and waits until it is ready.
 async fn start_here() -> Started {
     let tid = common::gettid();
-    let (client, events) = start_recording(common::config(&[])).await;
-    let pid = client
-        .ready(Duration::from_secs(10))
-        .await
-        .unwrap()
-        .pid
-        .unwrap();
+    let (client, events) = common::start_recording(common::config(&[])).await;
+    let pid = common::ready_pid(&client).await;
     Started {
         client,
         events,
@@ -179,7 +150,10 @@ async fn check_server_outlives_thread(s: Started, scenario: &str) {
             LifecycleEvent::Closed { .. } | LifecycleEvent::Restarting { .. }
         )
     };
-    let mut bad: Vec<LifecycleEvent> = drain(&mut events).into_iter().filter(is_bad).collect();
+    let mut bad: Vec<LifecycleEvent> = common::drain(&mut events)
+        .into_iter()
+        .filter(is_bad)
+        .collect();
     if died.is_some() && bad.is_empty() {
         // Let the close that death caused reach the events, for the figure.
         if let Ok(Some(e)) = tokio::time::timeout(Duration::from_secs(2), events.recv()).await {
@@ -281,12 +255,7 @@ fn a_clean_stop_lets_a_server_that_writes_while_exiting_exit_0() {
             ]))
             .await
             .unwrap();
-            let pid = client
-                .ready(Duration::from_secs(10))
-                .await
-                .unwrap()
-                .pid
-                .unwrap();
+            let pid = common::ready_pid(&client).await;
             let reports = client.stop().wait().await;
             let r = reports
                 .iter()
@@ -399,13 +368,8 @@ fn a_server_that_exits_by_itself_stays_a_zombie_until_its_shutdown_ends() {
         common::become_subreaper();
         let dir = common::tempdir("zombie-until-report");
         let pids = dir.join("pids");
-        let (client, mut events) = start_recording(leader_with_grandchild(&pids)).await;
-        let leader = client
-            .ready(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .pid
-            .unwrap();
+        let (client, mut events) = common::start_recording(leader_with_grandchild(&pids)).await;
+        let leader = common::ready_pid(&client).await;
         common::eventually(Duration::from_secs(5), || {
             common::read_pids(&pids).len() == 2
         })
@@ -421,7 +385,7 @@ fn a_server_that_exits_by_itself_stays_a_zombie_until_its_shutdown_ends() {
         let state_after_report = common::proc_state(leader);
         let grandchild_reaped = common::reap_within(grandchild, Duration::from_secs(5)).await;
         let r = reports.iter().find(|r| r.pid == leader).cloned();
-        let closed: Vec<_> = drain(&mut events)
+        let closed: Vec<_> = common::drain(&mut events)
             .into_iter()
             .filter(|e| matches!(e, LifecycleEvent::Closed { pid: Some(p), .. } if *p == leader))
             .collect();
@@ -500,6 +464,19 @@ fn run_role(test: &str, role: &str, limit: Duration) -> String {
 }
 
 /// The `OUTCOME k=v ...` line of a role's output.
+/// Runs `role` of test `test` in a child process until its outcome is
+/// conclusive (up to 5 times: another process may take a number first).
+fn conclusive_outcome(test: &str, role: &str) -> std::collections::HashMap<String, String> {
+    for attempt in 1..=5 {
+        let o = outcome(&run_role(test, role, Duration::from_secs(60)));
+        if o.get("conclusive").map(String::as_str) == Some("true") {
+            return o;
+        }
+        println!("attempt {attempt} inconclusive: {o:?}");
+    }
+    panic!("{test}: no conclusive run in 5 attempts");
+}
+
 fn outcome(text: &str) -> std::collections::HashMap<String, String> {
     let line = text
         .lines()
@@ -567,17 +544,11 @@ fn the_escalation_never_signals_a_group_that_reused_the_number() {
         return;
     }
     let _g = serial();
-    for attempt in 1..=5 {
-        let text = run_role(
+    {
+        let o = conclusive_outcome(
             "the_escalation_never_signals_a_group_that_reused_the_number",
             REUSE_ROLE,
-            Duration::from_secs(60),
         );
-        let o = outcome(&text);
-        if o["conclusive"] != "true" {
-            println!("attempt {attempt} inconclusive (another process took the number): {o:?}");
-            continue;
-        }
         figure(
             "unrelated group reuses the number of a reaped leader during its shutdown",
             format!(
@@ -589,9 +560,7 @@ fn the_escalation_never_signals_a_group_that_reused_the_number() {
             o["victim"], "alive",
             "the client signalled an unrelated process group that reused its server's number: {o:?}"
         );
-        return;
     }
-    panic!("could not set up the pid reuse in 5 attempts");
 }
 
 fn reuse_role() {
@@ -603,13 +572,8 @@ fn reuse_role() {
     let dir = common::tempdir("group-reuse");
     let pids = dir.join("pids");
     let (client, leader, grandchild) = rt.block_on(async {
-        let (client, mut events) = start_recording(leader_with_grandchild(&pids)).await;
-        let leader = client
-            .ready(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .pid
-            .unwrap();
+        let (client, mut events) = common::start_recording(leader_with_grandchild(&pids)).await;
+        let leader = common::ready_pid(&client).await;
         common::eventually(Duration::from_secs(5), || {
             common::read_pids(&pids).len() == 2
         })
@@ -690,17 +654,11 @@ fn the_group_watchdog_of_a_failed_exec_never_kills_an_unrelated_group() {
         return;
     }
     let _g = serial();
-    for attempt in 1..=5 {
-        let text = run_role(
+    {
+        let o = conclusive_outcome(
             "the_group_watchdog_of_a_failed_exec_never_kills_an_unrelated_group",
             WATCHDOG_ROLE,
-            Duration::from_secs(60),
         );
-        let o = outcome(&text);
-        if o["conclusive"] != "true" {
-            println!("attempt {attempt} inconclusive: {o:?}");
-            continue;
-        }
         figure(
             "group watchdog after exec fails with ENOEXEC, its number reused",
             format!(
@@ -716,9 +674,7 @@ fn the_group_watchdog_of_a_failed_exec_never_kills_an_unrelated_group() {
             o["watchdog"], "exit-0",
             "the watchdog of a failed spawn was not disarmed: {o:?}"
         );
-        return;
     }
-    panic!("could not observe the failed spawn's watchdog in 5 attempts");
 }
 
 /// How child `pid` of this process ended, once it has (within `limit`).

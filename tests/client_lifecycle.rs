@@ -13,36 +13,13 @@ use std::time::{Duration, Instant};
 
 use conduit_mcp::client::events::LifecycleEvent;
 use conduit_mcp::{
-    Client, ClientConfig, Error, RequestOptions, SpawnError, StartError, StartOptions, Status,
-    StderrMode,
+    Client, ClientConfig, Error, RequestOptions, SpawnError, StartError, Status, StderrMode,
 };
 use ractor::ActorStatus;
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use common::figure;
-
-async fn start_recording(cfg: ClientConfig) -> (Client, mpsc::UnboundedReceiver<LifecycleEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let client = Client::start_with(
-        cfg,
-        StartOptions {
-            events: Some(tx),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    (client, rx)
-}
-
-fn drain(rx: &mut mpsc::UnboundedReceiver<LifecycleEvent>) -> Vec<LifecycleEvent> {
-    let mut out = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        out.push(e);
-    }
-    out
-}
 
 fn spawned_pids(events: &[LifecycleEvent]) -> Vec<u32> {
     events
@@ -77,13 +54,8 @@ async fn a_stop_right_after_the_connection_dies_is_never_lost() {
     let (mut lost, mut respawned, mut survivors) = (0, 0, Vec::new());
     let mut slowest = Duration::ZERO;
     for _ in 0..RUNS {
-        let (client, mut events) = start_recording(common::config(&[])).await;
-        let pid = client
-            .ready(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .pid
-            .unwrap();
+        let (client, mut events) = common::start_recording(common::config(&[])).await;
+        let pid = common::ready_pid(&client).await;
         let supervisor = client.supervisor();
         connection_of(&client).kill();
         let t = Instant::now();
@@ -101,7 +73,7 @@ async fn a_stop_right_after_the_connection_dies_is_never_lost() {
             // Clean up what the lost stop left running.
             supervisor.stop(None);
         }
-        let pids = spawned_pids(&drain(&mut events));
+        let pids = spawned_pids(&common::drain(&mut events));
         // A server spawned after the stop (the first is `pid`).
         if pids.iter().any(|p| *p != pid) {
             respawned += 1;
@@ -136,7 +108,7 @@ async fn dropping_the_last_handle_right_after_the_connection_dies_ends_every_ser
     const RUNS: usize = 40;
     let mut left = Vec::new();
     for run in 0..RUNS {
-        let (client, mut events) = start_recording(common::config(&[])).await;
+        let (client, mut events) = common::start_recording(common::config(&[])).await;
         client.ready(Duration::from_secs(10)).await.unwrap();
         let supervisor = client.supervisor();
         connection_of(&client).kill();
@@ -145,7 +117,7 @@ async fn dropping_the_last_handle_right_after_the_connection_dies_ends_every_ser
             supervisor.get_status() == ActorStatus::Stopped
         })
         .await;
-        let pids = spawned_pids(&drain(&mut events));
+        let pids = spawned_pids(&common::drain(&mut events));
         let gone = common::eventually(Duration::from_secs(5), || {
             pids.iter().all(|p| !common::alive(*p))
         })
@@ -209,7 +181,7 @@ fn retry_loop_after_kill(build: fn() -> tokio::runtime::Runtime, before_ready: b
     let runner = std::thread::spawn(move || {
         let rt = build();
         rt.block_on(async move {
-            let (client, mut events) = start_recording(common::config(&[])).await;
+            let (client, mut events) = common::start_recording(common::config(&[])).await;
             // Emitted before start returns.
             let Ok(LifecycleEvent::Spawned { pid: first, .. }) = events.try_recv() else {
                 panic!("no Spawned event");
@@ -363,11 +335,11 @@ async fn the_give_up_counts_every_attempt() {
         );
     cfg.probe_timeout = Duration::from_millis(300);
     cfg.init_timeout = Duration::from_millis(500);
-    let (client, mut events) = start_recording(cfg).await;
+    let (client, mut events) = common::start_recording(cfg).await;
     let status = common::final_status(&client, Duration::from_secs(60)).await;
     let err = client.request("ping", None).await.unwrap_err();
     let reports = client.stop().wait().await;
-    let evs = drain(&mut events);
+    let evs = common::drain(&mut events);
     let spawned = spawned_pids(&evs).len() as u32;
     let gave_up: Vec<_> = evs
         .iter()
@@ -473,14 +445,14 @@ async fn no_event_follows_the_final_one_and_stderr_follows_spawned() {
             "0",
         ])
         .stderr(StderrMode::Log);
-        let (client, events) = start_recording(cfg).await;
+        let (client, events) = common::start_recording(cfg).await;
         let v = check_order(events, client).await;
         if v.after_final > 0 || v.stderr_before_spawned > 0 {
             bad_give_up.push((run, v));
         }
         // Writes stderr continuously; stopped while it does.
         let cfg = common::config(&["--stderr-flood-mib", "8"]).stderr(StderrMode::Log);
-        let (client, events) = start_recording(cfg).await;
+        let (client, events) = common::start_recording(cfg).await;
         client.ready(Duration::from_secs(10)).await.unwrap();
         let _ = client.stop();
         let v = check_order(events, client).await;
@@ -505,13 +477,8 @@ async fn no_event_follows_the_final_one_and_stderr_follows_spawned() {
 /// Before the fix: one report (the last server's) for four servers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shutdown_reports_every_server_the_client_started() {
-    let (client, mut events) = start_recording(common::config(&[])).await;
-    let mut pid = client
-        .ready(Duration::from_secs(10))
-        .await
-        .unwrap()
-        .pid
-        .unwrap();
+    let (client, mut events) = common::start_recording(common::config(&[])).await;
+    let mut pid = common::ready_pid(&client).await;
     for code in [11, 12, 13] {
         let _ = client
             .request("fixture/exit", Some(json!({ "code": code })))
@@ -529,7 +496,7 @@ async fn the_shutdown_reports_every_server_the_client_started() {
         pid = session.pid.unwrap();
     }
     let reports = client.stop().wait().await;
-    let started = spawned_pids(&drain(&mut events));
+    let started = spawned_pids(&common::drain(&mut events));
     let reported: Vec<u32> = reports.iter().map(|r| r.pid).collect();
     figure(
         "reports after 3 crashes and restarts",

@@ -12,33 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use conduit_mcp::client::events::LifecycleEvent;
-use conduit_mcp::{
-    Client, ClientConfig, EraPreference, Error, InboundRequest, RequestOptions, StartOptions,
-};
+use conduit_mcp::{Client, EraPreference, Error, InboundRequest, RequestOptions};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 
 use common::figure;
 
 const MIB: usize = 1024 * 1024;
-
-async fn start_with(
-    cfg: ClientConfig,
-    handler: Option<Arc<dyn conduit_mcp::ClientHandler>>,
-) -> (Client, mpsc::UnboundedReceiver<LifecycleEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let client = Client::start_with(
-        cfg,
-        StartOptions {
-            events: Some(tx),
-            handler,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    (client, rx)
-}
 
 /// Events that mean the link was torn down, or a server other than
 /// `first` started.
@@ -83,13 +63,8 @@ async fn one_request_over_the_write_queue_limit_fails_alone() {
     let cfg = common::config(&["--log-file", log.to_str().unwrap()]);
     let limit = cfg.max_write_queue_bytes;
     assert_eq!(limit, 16 * MIB, "the default limit");
-    let (client, mut events) = start_with(cfg, None).await;
-    let pid = client
-        .ready(Duration::from_secs(10))
-        .await
-        .unwrap()
-        .pid
-        .unwrap();
+    let (client, mut events) = common::start_recording_with(cfg, None).await;
+    let pid = common::ready_pid(&client).await;
     let calls: Vec<_> = (0..20)
         .map(|i| {
             let c = client.clone();
@@ -179,13 +154,8 @@ async fn burst(client: &Client, n: usize, bytes: usize) -> (usize, Vec<String>, 
 /// wait for room instead of closing the link.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bursts_of_healthy_calls_beyond_the_write_queue_limit_all_succeed() {
-    let (client, mut events) = start_with(common::config(&[]), None).await;
-    let pid = client
-        .ready(Duration::from_secs(10))
-        .await
-        .unwrap()
-        .pid
-        .unwrap();
+    let (client, mut events) = common::start_recording(common::config(&[])).await;
+    let pid = common::ready_pid(&client).await;
     let mut results = Vec::new();
     for (n, kib) in [(4_000, 8), (3_000, 16)] {
         let (ok, failed, took) = burst(&client, n, kib * 1024).await;
@@ -251,7 +221,8 @@ async fn server_requests_past_max_inbound_requests_are_refused_at_once() {
     assert_eq!(limit, 16, "the default limit");
     let calls = Arc::new(AtomicUsize::new(0));
     let (gate, gate_rx) = watch::channel(false);
-    let (client, _) = start_with(cfg, Some(gated_handler(calls.clone(), gate_rx))).await;
+    let (client, _) =
+        common::start_recording_with(cfg, Some(gated_handler(calls.clone(), gate_rx))).await;
     client.ready(Duration::from_secs(10)).await.unwrap();
     let c = client.clone();
     let ask = tokio::spawn(async move {
@@ -301,7 +272,8 @@ async fn a_server_request_reusing_an_id_in_flight_is_refused_and_the_first_is_un
     let cfg = common::config(&["--log-file", log.to_str().unwrap()]).era(EraPreference::Legacy);
     let calls = Arc::new(AtomicUsize::new(0));
     let (gate, gate_rx) = watch::channel(false);
-    let (client, _) = start_with(cfg, Some(gated_handler(calls.clone(), gate_rx))).await;
+    let (client, _) =
+        common::start_recording_with(cfg, Some(gated_handler(calls.clone(), gate_rx))).await;
     client.ready(Duration::from_secs(10)).await.unwrap();
     let c = client.clone();
     let ask = tokio::spawn(async move {

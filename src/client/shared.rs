@@ -187,23 +187,20 @@ impl Shared {
     /// [`stop_now`](Self::stop_now)). Returns `false` if the client had
     /// already ended.
     pub(crate) fn finalize(&self, why: &str) -> bool {
-        if !self.set_final(Status::Stopped) {
+        let closed = self.link().map(|link| LifecycleEvent::Closed {
+            name: self.name.clone(),
+            pid: link.pid(),
+            reason: CloseReason::ClientClosed,
+            exit: None,
+        });
+        let stopped = LifecycleEvent::Stopped {
+            name: self.name.clone(),
+        };
+        if !self.end(why, Status::Stopped, closed.into_iter().chain([stopped])) {
             return false;
         }
-        self.down.set(why);
         self.fail_pending(|| Error::Stopped);
-        if let Some(link) = self.link() {
-            self.emit(LifecycleEvent::Closed {
-                name: self.name.clone(),
-                pid: link.pid(),
-                reason: CloseReason::ClientClosed,
-                exit: None,
-            });
-        }
         tracing::info!(server = %self.name, reason = why, "client stopped");
-        self.emit(LifecycleEvent::Stopped {
-            name: self.name.clone(),
-        });
         true
     }
 
@@ -231,27 +228,37 @@ impl Shared {
         };
         let why = err.to_string();
         *lock(&self.gave_up) = Some(err.clone());
-        if self.set_final(Status::GaveUp(why.clone())) {
-            self.down.set(why.clone());
+        let event = LifecycleEvent::GaveUp {
+            name: self.name.clone(),
+            reason: why.clone(),
+        };
+        if self.end(&why, Status::GaveUp(why.clone()), [event]) {
             self.fail_pending(|| err.clone());
-            self.emit(LifecycleEvent::GaveUp {
-                name: self.name.clone(),
-                reason: why,
-            });
         }
         err
     }
 
-    /// Sets a final status unless one is set already; `true` if this call
-    /// set it.
-    fn set_final(&self, status: Status) -> bool {
-        self.status.send_if_modified(|s| {
-            if s.is_final() {
-                return false;
-            }
-            *s = status;
-            true
-        })
+    /// Ends the client, once: delivers `events` (the last one final), then
+    /// sets the final `status`. Every final status is set here, under the
+    /// events' lock, so whoever sees the final status finds the final event
+    /// already in its channel, and the event and the status always agree.
+    /// `false` if the client had ended already.
+    fn end(
+        &self,
+        why: &str,
+        status: Status,
+        events: impl IntoIterator<Item = LifecycleEvent>,
+    ) -> bool {
+        let mut subs = lock(&self.events);
+        if self.is_final() {
+            return false;
+        }
+        self.down.set(why);
+        for e in events {
+            deliver(&mut subs, e);
+        }
+        self.status.send_replace(status);
+        true
     }
 
     /// The error for calls on a client that gave up or was stopped.
@@ -379,11 +386,15 @@ impl Shared {
     /// Delivers a lifecycle event to every live subscriber. Nothing is
     /// delivered after a final event ([`LifecycleEvent::is_final`]).
     pub(crate) fn emit(&self, e: LifecycleEvent) {
-        let mut events = lock(&self.events);
-        if events.ended {
-            return;
-        }
-        events.ended = e.is_final();
-        events.subscribers.retain(|s| s.send(e.clone()).is_ok());
+        deliver(&mut lock(&self.events), e);
     }
+}
+
+/// Sends `e` to every live subscriber, unless a final event was sent.
+fn deliver(events: &mut Events, e: LifecycleEvent) {
+    if events.ended {
+        return;
+    }
+    events.ended = e.is_final();
+    events.subscribers.retain(|s| s.send(e.clone()).is_ok());
 }

@@ -226,3 +226,49 @@ pub fn kill9(pid: u32) {
         libc::kill(pid as i32, libc::SIGKILL);
     }
 }
+
+/// Lifecycle events as received by a test.
+pub type Events = tokio::sync::mpsc::UnboundedReceiver<conduit_mcp::client::events::LifecycleEvent>;
+
+/// Starts a client that records every lifecycle event from the first spawn.
+pub async fn start_recording(cfg: ClientConfig) -> (Client, Events) {
+    start_recording_with(cfg, None).await
+}
+
+/// [`start_recording`] with a handler for the server's requests.
+pub async fn start_recording_with(
+    cfg: ClientConfig,
+    handler: Option<std::sync::Arc<dyn conduit_mcp::ClientHandler>>,
+) -> (Client, Events) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Client::start_with(
+        cfg,
+        conduit_mcp::StartOptions {
+            events: Some(tx),
+            handler,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("client starts");
+    (client, rx)
+}
+
+/// The events received so far.
+pub fn drain(rx: &mut Events) -> Vec<conduit_mcp::client::events::LifecycleEvent> {
+    let mut out = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        out.push(e);
+    }
+    out
+}
+
+/// Waits (up to 10 s) for the client's server to be ready; its pid.
+pub async fn ready_pid(client: &Client) -> u32 {
+    client
+        .ready(Duration::from_secs(10))
+        .await
+        .expect("server ready")
+        .pid
+        .expect("a server process")
+}
