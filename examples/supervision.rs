@@ -33,6 +33,11 @@ enum AppMsg {
     Tick,
 }
 
+// An application built with ractor's `cluster` feature (conduit-mcp's
+// `cluster` feature) implements `Message` for its local messages itself.
+#[cfg(feature = "cluster")]
+impl ractor::Message for AppMsg {}
+
 struct App;
 
 struct AppState {

@@ -168,6 +168,19 @@
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+/// Declares actor message types that never leave this process. With
+/// ractor's `cluster` feature (this crate's `cluster` feature), ractor has
+/// no blanket `Message` impl, so each type implements it, as not
+/// serialisable (ractor's default): sending one to a remote actor fails.
+macro_rules! local_messages {
+    ($($t:ty),+ $(,)?) => {
+        $(
+            #[cfg(feature = "cluster")]
+            impl ractor::Message for $t {}
+        )+
+    };
+}
+
 mod child;
 pub mod client;
 mod deadline;

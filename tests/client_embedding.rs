@@ -139,6 +139,9 @@ enum Watcher {
     Mcp(LifecycleEvent),
 }
 
+#[cfg(feature = "cluster")]
+impl ractor::Message for Watcher {}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_can_be_forwarded_to_an_actor() {
     struct W;

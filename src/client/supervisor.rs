@@ -27,6 +27,8 @@ pub enum SupervisorMsg {
     Respawn,
 }
 
+local_messages!(SupervisorMsg);
+
 pub(crate) struct ClientSupervisor;
 
 /// Marks the client stopped when the tree ends in any way (including a

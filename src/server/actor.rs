@@ -84,6 +84,8 @@ pub struct ServeArgs<H> {
 #[derive(Debug)]
 pub struct ServeEnded(Result<ServeEnd, ServerError>);
 
+local_messages!(ServeEnded);
+
 /// The actor's state.
 pub struct ServeState {
     handle: ServerHandle,

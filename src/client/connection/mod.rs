@@ -57,6 +57,8 @@ pub(crate) enum ConnectionMsg {
     OwnerGone { gen: u64, why: String },
 }
 
+local_messages!(ConnectionMsg);
+
 enum Phase {
     /// No server (between restarts).
     Down,

@@ -38,6 +38,8 @@ pub(crate) enum PortOwnerMsg {
     EofWaitElapsed,
 }
 
+local_messages!(PortOwnerMsg);
+
 pub(crate) struct PortOwner;
 
 pub(crate) struct PortOwnerArgs {
