@@ -183,6 +183,8 @@ macro_rules! local_messages {
 
 mod child;
 pub mod client;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 mod deadline;
 pub mod error;
 pub mod framing;

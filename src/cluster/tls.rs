@@ -1,0 +1,89 @@
+//! TLS between nodes, from PEM files: the two halves ractor_cluster takes
+//! (an acceptor for `NodeServer`, a connector for `client_connect_enc`).
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+//! use conduit_mcp::cluster::tls;
+//! let (cert, key, ca) = (std::fs::read("node.pem")?, std::fs::read("node.key")?, std::fs::read("ca.pem")?);
+//! let server = ractor_cluster::NodeServer::new(
+//!     4697, "cookie".into(), "node-a".into(), "node-a.example".into(),
+//!     Some(tls::acceptor(&cert, &key)?), None,
+//! );
+//! # let (node, _) = ractor::Actor::spawn(None, server, ()).await?;
+//! ractor_cluster::client_connect_enc(&node, "node-b.example:4697", tls::connector(&ca)?, tls::server_name("node-b.example")?).await?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use ractor_cluster::IncomingEncryptionMode;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+
+/// Why a TLS setting could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A PEM input holds no usable certificate or key.
+    #[error("bad PEM ({what}): {problem}")]
+    Pem {
+        /// Which input.
+        what: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// rustls refused the certificates or key.
+    #[error("TLS configuration refused: {0}")]
+    Config(#[from] rustls::Error),
+    /// The host name is not a valid DNS name or IP address.
+    #[error("`{0}` is not a valid server name")]
+    ServerName(String),
+}
+
+fn certs(pem: &[u8], what: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Pem {
+            what,
+            problem: e.to_string(),
+        })?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem {
+            what,
+            problem: "no certificate".into(),
+        });
+    }
+    Ok(certs)
+}
+
+/// The node server's side: its certificate chain and private key (PEM).
+pub fn acceptor(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<IncomingEncryptionMode, TlsError> {
+    let chain = certs(cert_chain_pem, "certificate chain")?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Pem {
+        what: "private key",
+        problem: e.to_string(),
+    })?;
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    Ok(IncomingEncryptionMode::Tls(
+        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+    ))
+}
+
+/// The connecting side: trusts the certificate authorities in `ca_pem`.
+pub fn connector(ca_pem: &[u8]) -> Result<tokio_rustls::TlsConnector, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certs(ca_pem, "certificate authorities")? {
+        roots.add(cert)?;
+    }
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// The name the server's certificate must carry.
+pub fn server_name(host: &str) -> Result<ServerName<'static>, TlsError> {
+    ServerName::try_from(host.to_owned()).map_err(|_| TlsError::ServerName(host.to_owned()))
+}
