@@ -151,6 +151,16 @@ impl Shared {
         fail_waiters(self.pending.take_all(), err);
     }
 
+    /// A link closed: fails the pending calls with `err`, then delivers its
+    /// `Closed` event, with nothing in between (a stop that races waits
+    /// for both, so its `Stopped` comes after this `Closed`, and a caller
+    /// that sees the event finds its call already failed with the reason).
+    pub(crate) fn link_closed(&self, err: impl Fn() -> Error, closed: LifecycleEvent) {
+        let mut subs = lock(&self.events);
+        self.fail_pending(err);
+        deliver(&mut subs, closed);
+    }
+
     /// Makes `link` (of generation `gen`) the current one. Returns it back
     /// when the client has ended meanwhile: close it then.
     pub(crate) fn set_link(&self, gen: u64, link: Arc<dyn Link>) -> Result<(), Arc<dyn Link>> {

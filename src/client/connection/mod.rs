@@ -411,16 +411,18 @@ impl ConnectionState {
         if let Some(t) = self.handshake_timer.take() {
             t.abort();
         }
-        // In-flight calls fail at once with the reason (before anyone can
-        // see the Closed event and act on it); calls not yet sent wait for
+        // In-flight calls fail at once with the reason, before anyone can
+        // see the Closed event and act on it; calls not yet sent wait for
         // the next server.
-        self.shared.fail_pending(|| Error::Closed(reason.clone()));
-        self.shared.emit(LifecycleEvent::Closed {
-            name: self.shared.name.clone(),
-            pid: link.pid(),
-            reason: reason.clone(),
-            exit: reason.exit_status(),
-        });
+        self.shared.link_closed(
+            || Error::Closed(reason.clone()),
+            LifecycleEvent::Closed {
+                name: self.shared.name.clone(),
+                pid: link.pid(),
+                reason: reason.clone(),
+                exit: reason.exit_status(),
+            },
+        );
         let was_ready = matches!(self.phase, Phase::Ready(_));
         self.phase = Phase::Down;
         for (_, (_, h)) in self.inbound.drain() {
