@@ -68,7 +68,7 @@ async fn client(legacy: bool) -> Result<(), Box<dyn std::error::Error>> {
     let sum = client
         .call_tool("add", json!({"a": 2, "b": 40}), RequestOptions::new())
         .await?;
-    println!("add(2, 40) = {}", sum.text());
+    println!("add(2, 40) = {}", sum.joined_text());
 
     // A call with progress: each notifications/progress reaches this channel.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<conduit_mcp::Progress>();
@@ -89,7 +89,7 @@ async fn client(legacy: bool) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "count(5) with progress [{}] -> {}",
         printer.await?.join(" "),
-        r.text()
+        r.joined_text()
     );
 
     // A cancel: the server is told (notifications/cancelled) and stops.
@@ -117,7 +117,7 @@ async fn client(legacy: bool) -> Result<(), Box<dyn std::error::Error>> {
             RequestOptions::new(),
         )
         .await?;
-    println!("echo after the cancel -> {}", echo.text());
+    println!("echo after the cancel -> {}", echo.joined_text());
 
     // Shutdown: stop() returns at once; wait() follows the escalation to
     // the end (stdin closed, SIGTERM, SIGKILL only if needed, reaped).
