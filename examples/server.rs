@@ -67,13 +67,17 @@ fn world() -> String {
 /// The demo's tools, resource and prompt.
 fn router(stray_print: bool) -> Router {
     Router::new()
-        .tool("echo", "Returns its text.", move |args: Echo, _ctx| async move {
-            if stray_print {
-                // Deliberately on stdout: the stdout guard diverts it to stderr.
-                println!("stray print from the echo tool: {}", args.text);
-            }
-            Ok(CallToolResult::text(args.text))
-        })
+        .tool(
+            "echo",
+            "Returns its text.",
+            move |args: Echo, _ctx| async move {
+                if stray_print {
+                    // Deliberately on stdout: the stdout guard diverts it to stderr.
+                    println!("stray print from the echo tool: {}", args.text);
+                }
+                Ok(CallToolResult::text(args.text))
+            },
+        )
         .tool("add", "Adds two numbers.", |args: Add, _ctx| async move {
             let sum = args.a + args.b;
             Ok(CallToolResult {
@@ -138,9 +142,9 @@ fn router(stray_print: bool) -> Router {
             })
         })
         // Anything else: the raw Handler's way (the escape hatch).
-        .fallback(|req, _ctx| async move {
-            Err::<Value, _>(HandlerError::MethodNotFound(req.method))
-        })
+        .fallback(
+            |req, _ctx| async move { Err::<Value, _>(HandlerError::MethodNotFound(req.method)) },
+        )
 }
 
 #[tokio::main]
