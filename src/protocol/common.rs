@@ -112,7 +112,11 @@ pub struct Annotations {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audience: Option<Vec<Role>>,
     /// Importance, from 0 (optional) to 1 (required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::protocol::common::number::option"
+    )]
     pub priority: Option<f64>,
     /// When it last changed (ISO 8601).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,5 +252,30 @@ impl<T> OneOrMany<T> {
 impl<T> From<T> for OneOrMany<T> {
     fn from(t: T) -> Self {
         OneOrMany::One(t)
+    }
+}
+
+/// Writes a whole `f64` as an integer (`50`, not `50.0`), so a number
+/// received as an integer is sent back as one.
+pub(crate) mod number {
+    use serde::Serializer;
+
+    /// Largest integer an `f64` holds exactly.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+
+    pub(crate) fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.fract() == 0.0 && v.abs() <= EXACT {
+            s.serialize_i64(*v as i64)
+        } else {
+            s.serialize_f64(*v)
+        }
+    }
+
+    /// The same for an optional number (skipped when `None` by the field).
+    pub(crate) fn option<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => serialize(v, s),
+            None => s.serialize_none(),
+        }
     }
 }

@@ -39,9 +39,14 @@ pub struct ProgressParams {
     /// The token the request carried in `_meta.progressToken`.
     pub progress_token: ProgressToken,
     /// Progress so far (increases).
+    #[serde(serialize_with = "crate::protocol::common::number::serialize")]
     pub progress: f64,
     /// The total, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::protocol::common::number::option"
+    )]
     pub total: Option<f64>,
     /// A message.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -42,13 +42,25 @@ pub struct ModelPreferences {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hints: Option<Vec<ModelHint>>,
     /// How much cost matters, 0 to 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::protocol::common::number::option"
+    )]
     pub cost_priority: Option<f64>,
     /// How much speed matters, 0 to 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::protocol::common::number::option"
+    )]
     pub speed_priority: Option<f64>,
     /// How much capability matters, 0 to 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::protocol::common::number::option"
+    )]
     pub intelligence_priority: Option<f64>,
     /// Members not modelled here, kept as sent.
     #[serde(flatten)]
@@ -84,7 +96,11 @@ pub struct CreateMessageParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_context: Option<String>,
     /// Sampling temperature.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::protocol::common::number::option"
+    )]
     pub temperature: Option<f64>,
     /// Sequences that end generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
