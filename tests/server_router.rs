@@ -39,7 +39,10 @@ fn router() -> Router {
             },
             |uri, vars, _ctx| async move {
                 Ok(ReadResourceResult {
-                    contents: vec![ResourceContents::text(uri, format!("user {}", vars["id"].as_str().unwrap_or_default()))],
+                    contents: vec![ResourceContents::text(
+                        uri,
+                        format!("user {}", vars["id"].as_str().unwrap_or_default()),
+                    )],
                     ..Default::default()
                 })
             },

@@ -64,9 +64,7 @@ impl Subscription {
     /// Cancel safety: cancel safe.
     pub async fn next(&mut self) -> Option<ServerNotification> {
         loop {
-            let Some(done) = self.done.as_mut() else {
-                return None;
-            };
+            let done = self.done.as_mut()?;
             tokio::select! {
                 biased;
                 n = self.notes.recv() => match n {

@@ -33,8 +33,11 @@ pub(crate) struct TypedState {
     /// [`Client::set_log_level`]).
     pub(crate) log_level: Mutex<Option<LoggingLevel>>,
     /// The tool list and the session it was fetched from.
-    tools: Mutex<Option<(Arc<ServerSession>, Arc<Vec<Tool>>)>>,
+    tools: Mutex<Option<KeptTools>>,
 }
+
+/// A tool list and the server process (session) it came from.
+type KeptTools = (Arc<ServerSession>, Arc<Vec<Tool>>);
 
 impl TypedState {
     pub(crate) fn new(log_level: Option<LoggingLevel>) -> Self {

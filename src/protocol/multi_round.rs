@@ -35,6 +35,18 @@ impl InputRequest {
         InputRequest::ListRoots(None)
     }
 
+    /// `sampling/createMessage` with these parameters (typed when they
+    /// match the schema, kept as given otherwise).
+    pub fn create_message(params: Value) -> Self {
+        Self::from_parts(methods::SAMPLING_CREATE_MESSAGE, Some(params))
+    }
+
+    /// `elicitation/create` with these parameters (typed when they match
+    /// the schema, kept as given otherwise).
+    pub fn elicit(params: Value) -> Self {
+        Self::from_parts(methods::ELICITATION_CREATE, Some(params))
+    }
+
     /// The method.
     pub fn method(&self) -> &str {
         match self {
@@ -138,6 +150,8 @@ pub type InputRequests = BTreeMap<String, InputRequest>;
 /// The client's answer to one [`InputRequest`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+// A wire model: its variants are the schema's shapes, matched directly.
+#[allow(clippy::large_enum_variant)]
 pub enum InputResponse {
     /// To `sampling/createMessage`.
     CreateMessage(CreateMessageResult),
