@@ -131,7 +131,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A [`Handler`] built from registered tools, resources, templates and
-/// prompts: see the [module documentation](self).
+/// prompts. It answers `tools/*`, `resources/*`, `prompts/*`,
+/// `completion/complete` (with a completer), the legacy `logging/setLevel`
+/// and the modern `subscriptions/listen`; everything else goes to its
+/// [`fallback`](Self::fallback).
 ///
 /// Cloning shares the routes: register or remove at run time on any clone
 /// (or on the one served, through an `Arc`), and the clients are told.
