@@ -1,6 +1,6 @@
 //! A complete MCP conversation with no Node or Python needed: this program
 //! starts *itself* in `--serve` mode as an MCP server (built on
-//! `conduit_mcp::server`), then drives it with `conduit_mcp::Client`:
+//! `conduit_mcp::server::Router`), then drives it with `conduit_mcp::Client`:
 //! discovery, the tool list, a call with progress, a cancel, and a shutdown
 //! that is awaited to the end.
 //!
@@ -10,11 +10,12 @@
 
 use std::time::{Duration, Instant};
 
-use conduit_mcp::jsonrpc::Request;
-use conduit_mcp::protocol::Implementation;
-use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
+use conduit_mcp::protocol::{CallToolResult, Implementation};
+use conduit_mcp::server::{RequestContext, Router, ServerConfig, StdioServer};
 use conduit_mcp::{CancelToken, Client, ClientConfig, EraPreference, Error, RequestOptions};
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -68,7 +69,7 @@ async fn client(legacy: bool) -> Result<(), Box<dyn std::error::Error>> {
     let sum = client
         .call_tool("add", json!({"a": 2, "b": 40}), RequestOptions::new())
         .await?;
-    println!("add(2, 40) = {}", sum.text());
+    println!("add(2, 40) = {}", sum.joined_text());
 
     // A call with progress: each notifications/progress reaches this channel.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<conduit_mcp::Progress>();
@@ -89,7 +90,7 @@ async fn client(legacy: bool) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "count(5) with progress [{}] -> {}",
         printer.await?.join(" "),
-        r.text()
+        r.joined_text()
     );
 
     // A cancel: the server is told (notifications/cancelled) and stops.
@@ -117,7 +118,7 @@ async fn client(legacy: bool) -> Result<(), Box<dyn std::error::Error>> {
             RequestOptions::new(),
         )
         .await?;
-    println!("echo after the cancel -> {}", echo.text());
+    println!("echo after the cancel -> {}", echo.joined_text());
 
     // Shutdown: stop() returns at once; wait() follows the escalation to
     // the end (stdin closed, SIGTERM, SIGKILL only if needed, reaped).
@@ -145,59 +146,54 @@ async fn client(legacy: bool) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The server side: this same program in `--serve` mode.
+/// The server side: this same program in `--serve` mode, built on the
+/// router (each tool: a name, a description, a typed argument struct whose
+/// JSON Schema is generated, an async function).
 async fn serve() {
-    let config = ServerConfig::new(Implementation::new("quickstart-server", "0.1.0"))
-        .capabilities(json!({ "tools": {} }))
-        .stdout_guard(true);
-    if let Err(e) = StdioServer::new(config).serve(Tools).await {
+    let config =
+        ServerConfig::new(Implementation::new("quickstart-server", "0.1.0")).stdout_guard(true);
+    if let Err(e) = StdioServer::new(config).serve(tools()).await {
         eprintln!("quickstart server failed: {e}");
     }
 }
 
-struct Tools;
-
-fn text(t: impl Into<String>) -> Value {
-    json!({ "content": [{ "type": "text", "text": t.into() }] })
+#[derive(Deserialize, JsonSchema)]
+struct Echo {
+    text: String,
 }
 
-impl Handler for Tools {
-    async fn handle_request(
-        &self,
-        req: Request,
-        ctx: RequestContext,
-    ) -> Result<Value, HandlerError> {
-        let params = req.params.unwrap_or_else(|| json!({}));
-        let args = params
-            .get("arguments")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        let num = |k: &str| args.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-        match (
-            req.method.as_str(),
-            params.get("name").and_then(Value::as_str),
-        ) {
-            ("tools/list", _) => Ok(json!({ "tools": [
-                { "name": "echo", "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } } } },
-                { "name": "add", "inputSchema": { "type": "object", "properties": { "a": { "type": "number" }, "b": { "type": "number" } } } },
-                { "name": "count", "description": "Counts to `to`, one step every `ms` ms, with progress.",
-                  "inputSchema": { "type": "object", "properties": { "to": { "type": "integer" }, "ms": { "type": "integer" } } } }
-            ]})),
-            ("tools/call", Some("echo")) => Ok(text(args["text"].as_str().unwrap_or_default())),
-            ("tools/call", Some("add")) => Ok(text((num("a") + num("b")).to_string())),
-            ("tools/call", Some("count")) => {
-                let to = num("to") as u64;
-                for i in 1..=to {
+#[derive(Deserialize, JsonSchema)]
+struct Add {
+    a: f64,
+    b: f64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Count {
+    /// Count to this.
+    to: u64,
+    /// Milliseconds per step.
+    ms: u64,
+}
+
+fn tools() -> Router {
+    Router::new()
+        .tool("echo", "Returns its text.", |args: Echo, _ctx| async move {
+            Ok(CallToolResult::text(args.text))
+        })
+        .tool("add", "Adds two numbers.", |args: Add, _ctx| async move {
+            Ok(CallToolResult::text((args.a + args.b).to_string()))
+        })
+        .tool(
+            "count",
+            "Counts to `to`, one step every `ms` ms, with progress.",
+            |args: Count, ctx: RequestContext| async move {
+                for i in 1..=args.to {
                     // A cancelled request's task is dropped at this await.
-                    tokio::time::sleep(Duration::from_millis(num("ms") as u64)).await;
-                    let _ = ctx.progress(i as f64, Some(to as f64), None);
+                    tokio::time::sleep(Duration::from_millis(args.ms)).await;
+                    let _ = ctx.progress(i as f64, Some(args.to as f64), None);
                 }
-                Ok(text(format!("counted to {to}")))
-            }
-            ("tools/call", other) => Err(HandlerError::InvalidParams(format!(
-                "unknown tool {other:?}"
-            ))),
-            (m, _) => Err(HandlerError::MethodNotFound(m.to_owned())),
-        }
-    }
+                Ok(CallToolResult::text(format!("counted to {}", args.to)))
+            },
+        )
 }

@@ -14,154 +14,137 @@
 
 use std::time::{Duration, Instant};
 
-use conduit_mcp::jsonrpc::Request;
-use conduit_mcp::protocol::Implementation;
-use conduit_mcp::server::{
-    Handler, HandlerError, InputRequest, RequestContext, ServeEnd, ServerConfig, StdioServer,
+use conduit_mcp::protocol::{
+    CallToolResult, GetPromptResult, Implementation, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, Role,
 };
+use conduit_mcp::server::{
+    HandlerError, InputRequest, RequestContext, Router, ServeEnd, ServerConfig, StdioServer,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-struct Demo {
-    stray_print: bool,
+/// `echo`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Echo {
+    /// The text to return.
+    text: String,
 }
 
-fn text(t: impl Into<String>) -> Value {
-    json!({ "content": [{ "type": "text", "text": t.into() }] })
+/// `add`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Add {
+    /// The first term.
+    a: f64,
+    /// The second term.
+    b: f64,
 }
 
-fn tools() -> Value {
-    json!({ "tools": [
-        {
-            "name": "echo",
-            "description": "Returns its text.",
-            "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] }
-        },
-        {
-            "name": "add",
-            "description": "Adds two numbers.",
-            "inputSchema": { "type": "object", "properties": { "a": { "type": "number" }, "b": { "type": "number" } }, "required": ["a", "b"] }
-        },
-        {
-            "name": "sleep",
-            "description": "Sleeps for ms milliseconds, reporting progress when asked.",
-            "inputSchema": { "type": "object", "properties": { "ms": { "type": "integer", "minimum": 0 } }, "required": ["ms"] }
-        },
-        {
-            "name": "roots",
-            "description": "Asks the client for its roots and returns them.",
-            "inputSchema": { "type": "object", "properties": {} }
-        }
-    ]})
+/// `sleep`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Sleep {
+    /// How long to sleep, in milliseconds.
+    ms: u64,
 }
 
-fn arg<'a>(args: &'a Value, name: &str) -> Result<&'a Value, HandlerError> {
-    args.get(name)
-        .ok_or_else(|| HandlerError::InvalidParams(format!("missing argument {name:?}")))
+/// `roots` takes no arguments.
+#[derive(Deserialize, JsonSchema)]
+struct NoArguments {}
+
+/// `greet`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Greet {
+    /// Who to greet (default: the world).
+    #[serde(default = "world")]
+    name: String,
 }
 
-fn number(args: &Value, name: &str) -> Result<f64, HandlerError> {
-    arg(args, name)?
-        .as_f64()
-        .ok_or_else(|| HandlerError::InvalidParams(format!("argument {name:?} must be a number")))
+fn world() -> String {
+    "world".into()
 }
 
-impl Demo {
-    async fn call_tool(&self, params: &Value, ctx: &RequestContext) -> Result<Value, HandlerError> {
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let args = params
-            .get("arguments")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        match name {
-            "echo" => {
-                let t = arg(&args, "text")?
-                    .as_str()
-                    .ok_or_else(|| HandlerError::InvalidParams("text must be a string".into()))?;
-                if self.stray_print {
+/// The demo's tools, resource and prompt.
+fn router(stray_print: bool) -> Router {
+    Router::new()
+        .tool(
+            "echo",
+            "Returns its text.",
+            move |args: Echo, _ctx| async move {
+                if stray_print {
                     // Deliberately on stdout: the stdout guard diverts it to stderr.
-                    println!("stray print from the echo tool: {t}");
+                    println!("stray print from the echo tool: {}", args.text);
                 }
-                Ok(text(t))
-            }
-            "add" => {
-                let sum = number(&args, "a")? + number(&args, "b")?;
-                let mut r = text(sum.to_string());
-                r["structuredContent"] = json!({ "sum": sum });
-                Ok(r)
-            }
-            "sleep" => {
-                let ms = arg(&args, "ms")?.as_u64().ok_or_else(|| {
-                    HandlerError::InvalidParams("ms must be a non-negative integer".into())
-                })?;
+                Ok(CallToolResult::text(args.text))
+            },
+        )
+        .tool("add", "Adds two numbers.", |args: Add, _ctx| async move {
+            let sum = args.a + args.b;
+            Ok(CallToolResult {
+                structured_content: Some(json!({ "sum": sum })),
+                ..CallToolResult::text(sum.to_string())
+            })
+        })
+        .tool(
+            "sleep",
+            "Sleeps for ms milliseconds, reporting progress when asked.",
+            |args: Sleep, ctx: RequestContext| async move {
                 let steps = 10u64;
                 let _ = ctx.progress(0.0, Some(steps as f64), Some("started"));
                 for i in 1..=steps {
                     // Cancellation drops this future at the await: the sleep ends.
-                    tokio::time::sleep(Duration::from_millis(ms / steps)).await;
+                    tokio::time::sleep(Duration::from_millis(args.ms / steps)).await;
                     let _ =
                         ctx.progress(i as f64, Some(steps as f64), Some(&format!("{i}/{steps}")));
                 }
-                Ok(text(format!("slept {ms} ms")))
-            }
-            "roots" => {
+                Ok(CallToolResult::text(format!("slept {} ms", args.ms)))
+            },
+        )
+        .tool(
+            "roots",
+            "Asks the client for its roots and returns them.",
+            |_: NoArguments, ctx: RequestContext| async move {
                 // Legacy: a roots/list request; modern: an input-required round.
                 let answer = ctx.ask("roots", InputRequest::list_roots()).await?;
                 let roots = answer.get("roots").cloned().unwrap_or_else(|| json!([]));
-                let mut r = text(roots.to_string());
-                r["structuredContent"] = json!({ "roots": roots });
-                Ok(r)
-            }
-            other => Err(HandlerError::InvalidParams(format!(
-                "unknown tool {other:?}"
-            ))),
-        }
-    }
-}
-
-impl Handler for Demo {
-    async fn handle_request(
-        &self,
-        req: Request,
-        ctx: RequestContext,
-    ) -> Result<Value, HandlerError> {
-        let params = req.params.clone().unwrap_or_else(|| json!({}));
-        match req.method.as_str() {
-            "tools/list" => Ok(tools()),
-            "tools/call" => self.call_tool(&params, &ctx).await,
-            "resources/list" => Ok(json!({ "resources": [{
-                "uri": "demo://readme", "name": "readme", "mimeType": "text/plain"
-            }]})),
-            "resources/read" => match params.get("uri").and_then(Value::as_str) {
-                Some("demo://readme") => Ok(json!({ "contents": [{
-                    "uri": "demo://readme", "mimeType": "text/plain",
-                    "text": "conduit-mcp example server: tools echo, add, sleep, roots."
-                }]})),
-                other => Err(HandlerError::InvalidParams(format!(
-                    "unknown resource {other:?}"
-                ))),
+                Ok(CallToolResult {
+                    structured_content: Some(json!({ "roots": roots })),
+                    ..CallToolResult::text(roots.to_string())
+                })
             },
-            "prompts/list" => Ok(json!({ "prompts": [{
-                "name": "greet", "description": "Greets someone.",
-                "arguments": [{ "name": "name", "required": true }]
-            }]})),
-            "prompts/get" => {
-                let who = params
-                    .pointer("/arguments/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("world");
-                Ok(json!({ "messages": [{
-                    "role": "user", "content": { "type": "text", "text": format!("Say hello to {who}.") }
-                }]}))
-            }
-            "resources/templates/list" => Ok(json!({ "resourceTemplates": [] })),
-            // Legacy logging level: accepted (this demo logs to stderr only).
-            "logging/setLevel" => Ok(json!({})),
-            m => Err(HandlerError::MethodNotFound(m.to_owned())),
-        }
-    }
+        )
+        .resource(
+            Resource {
+                mime_type: Some("text/plain".into()),
+                ..Resource::new("demo://readme", "readme")
+            },
+            |_ctx| async {
+                let mut text = ResourceContents::text(
+                    "demo://readme",
+                    "conduit-mcp example server: tools echo, add, sleep, roots.",
+                );
+                if let ResourceContents::Text(t) = &mut text {
+                    t.mime_type = Some("text/plain".into());
+                }
+                Ok(ReadResourceResult {
+                    contents: vec![text],
+                    ..Default::default()
+                })
+            },
+        )
+        .prompt("greet", "Greets someone.", |args: Greet, _ctx| async move {
+            Ok(GetPromptResult {
+                messages: vec![PromptMessage::text(
+                    Role::User,
+                    format!("Say hello to {}.", args.name),
+                )],
+                ..Default::default()
+            })
+        })
+        // Anything else: the raw Handler's way (the escape hatch).
+        .fallback(
+            |req, _ctx| async move { Err::<Value, _>(HandlerError::MethodNotFound(req.method)) },
+        )
 }
 
 #[tokio::main]
@@ -179,7 +162,8 @@ async fn main() -> std::process::ExitCode {
         "conduit-mcp-example",
         env!("CARGO_PKG_VERSION"),
     ))
-    .capabilities(json!({ "tools": {}, "resources": {}, "prompts": {}, "logging": {} }))
+    // Tools, resources and prompts are declared by the router.
+    .capabilities(json!({ "logging": {} }))
     .instructions("Demo server: echo, add, sleep (with progress) and roots.")
     .stdout_guard(true);
     let server = StdioServer::new(config);
@@ -193,7 +177,7 @@ async fn main() -> std::process::ExitCode {
             handle.stop();
         });
     }
-    let end = server.serve(Demo { stray_print }).await;
+    let end = server.serve(router(stray_print)).await;
     match end {
         Ok(reason) => {
             if let (ServeEnd::Stopped, Some(t)) = (reason, stop_asked.get()) {

@@ -254,6 +254,16 @@ pub enum Error {
     /// A client-side failure that fits no other variant (an actor could not be spawned).
     #[error("{0}")]
     Internal(String),
+    /// The method does not exist in the server's protocol era (for example
+    /// `resources/subscribe` with a modern server, `subscriptions/listen`
+    /// with a legacy one). Nothing was sent.
+    #[error("`{method}` does not exist in the {era} era")]
+    Unsupported {
+        /// The method.
+        method: String,
+        /// The session's era.
+        era: crate::protocol::Era,
+    },
 }
 
 impl Error {

@@ -17,7 +17,7 @@
 //! let now = client
 //!     .call_tool("get_current_time", json!({"timezone": "UTC"}), RequestOptions::new())
 //!     .await?;
-//! println!("{}", now.text());
+//! println!("{}", now.joined_text());
 //! client.stop().wait().await; // the server is gone (and reaped) after this
 //! # Ok(()) }
 //! ```
@@ -196,11 +196,11 @@ mod transport;
 
 pub use child::{ShutdownHandle, ShutdownReport};
 pub use client::config::{Backoff, ClientConfig, EraPreference, StderrMode};
-pub use client::handler::{ClientHandler, InboundRequest};
+pub use client::handler::{ClientHandler, ClientResponder, InboundRequest};
 pub use client::session::{ServerSession, Status};
 pub use client::{
-    CancelToken, Client, ClientShutdown, Notifications, Progress, RequestOptions, StartError,
-    StartOptions,
+    CancelToken, Client, ClientShutdown, ListenEnd, Notifications, Progress, RequestOptions,
+    StartError, StartOptions, Subscription,
 };
 pub use error::{CloseReason, ConfigError, Error, ExitStatus, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};

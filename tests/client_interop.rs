@@ -210,19 +210,19 @@ async fn everything_tools_echo_and_sum() {
         )
         .await
         .unwrap();
-    assert!(!r.is_error);
-    assert_eq!(r.text(), "Echo: héllo, wörld");
+    assert!(!r.is_error());
+    assert_eq!(r.joined_text(), "Echo: héllo, wörld");
 
     let r = client
         .call_tool("get-sum", json!({"a": 17, "b": 25}), RequestOptions::new())
         .await
         .unwrap();
-    assert_eq!(r.text(), "The sum of 17 and 25 is 42.");
+    assert_eq!(r.joined_text(), "The sum of 17 and 25 is 42.");
     let r = client
         .call_tool("get-sum", json!({"a": 0.5, "b": -2}), RequestOptions::new())
         .await
         .unwrap();
-    assert_eq!(r.text(), "The sum of 0.5 and -2 is -1.5.");
+    assert_eq!(r.joined_text(), "The sum of 0.5 and -2 is -1.5.");
 
     // Bad arguments: the SDK answers with a tool error or a JSON-RPC error,
     // either way the session goes on.
@@ -230,7 +230,7 @@ async fn everything_tools_echo_and_sum() {
         .call_tool("get-sum", json!({"a": "x"}), RequestOptions::new())
         .await
     {
-        Ok(r) => assert!(r.is_error, "{r:?}"),
+        Ok(r) => assert!(r.is_error(), "{r:?}"),
         Err(e) => assert!(e.server_error().is_some(), "{e}"),
     }
     let e = client.request("no/such/method", None).await.unwrap_err();
@@ -260,7 +260,7 @@ async fn everything_long_operation_progress_and_cancel() {
         .await
         .unwrap();
     assert_eq!(
-        r.text(),
+        r.joined_text(),
         "Long running operation completed. Duration: 1 seconds, Steps: 5."
     );
     let seen = drain(&mut rx);
@@ -303,7 +303,7 @@ async fn everything_long_operation_progress_and_cancel() {
         .call_tool("get-sum", json!({"a": 1, "b": 2}), RequestOptions::new())
         .await
         .unwrap();
-    assert_eq!(r.text(), "The sum of 1 and 2 is 3.");
+    assert_eq!(r.joined_text(), "The sum of 1 and 2 is 3.");
 
     // The SDK lets the handler run on (it only withholds the answer), so its
     // last progress notifications arrive with no caller: they are published,
@@ -329,7 +329,7 @@ async fn everything_long_operation_progress_and_cancel() {
         )
         .await
         .unwrap();
-    assert_eq!(r.text(), "Echo: still here");
+    assert_eq!(r.joined_text(), "Echo: still here");
 
     // A short timeout cancels the same way.
     let e = client
@@ -407,7 +407,7 @@ async fn everything_through_npx_leaves_no_process_of_the_tree() {
         .call_tool("get-sum", json!({"a": 40, "b": 2}), RequestOptions::new())
         .await
         .unwrap();
-    assert_eq!(r.text(), "The sum of 40 and 2 is 42.");
+    assert_eq!(r.joined_text(), "The sum of 40 and 2 is 42.");
     let leader = client.pid().unwrap();
     let members = group_members(leader);
     eprintln!("npx launcher: ready in {took:?}; group {leader}: {members:?}");
@@ -498,12 +498,12 @@ async fn python_mcpserver_in_both_eras() {
             .call_tool("echo", json!({"text": "ünïcode ✓"}), RequestOptions::new())
             .await
             .unwrap();
-        assert_eq!(r.text(), "ünïcode ✓");
+        assert_eq!(r.joined_text(), "ünïcode ✓");
         let r = client
             .call_tool("add", json!({"a": 2, "b": 40}), RequestOptions::new())
             .await
             .unwrap();
-        assert_eq!(r.text(), "42");
+        assert_eq!(r.joined_text(), "42");
         assert_eq!(r.structured_content, Some(json!({"result": 42})));
         let r = client
             .call_tool(
@@ -513,7 +513,7 @@ async fn python_mcpserver_in_both_eras() {
             )
             .await
             .unwrap();
-        assert_eq!(r.text(), "passed through");
+        assert_eq!(r.joined_text(), "passed through");
 
         let (tx, mut rx) = mpsc::unbounded_channel();
         let r = client
@@ -524,7 +524,7 @@ async fn python_mcpserver_in_both_eras() {
             )
             .await
             .unwrap();
-        assert_eq!(r.text(), "counted to 4");
+        assert_eq!(r.joined_text(), "counted to 4");
         let seen = drain(&mut rx);
         assert_eq!(seen, [1.0, 2.0, 3.0, 4.0], "{pref:?}");
 
@@ -533,7 +533,7 @@ async fn python_mcpserver_in_both_eras() {
             .call_tool("add", json!({"a": "two"}), RequestOptions::new())
             .await
         {
-            Ok(r) => assert!(r.is_error, "{r:?}"),
+            Ok(r) => assert!(r.is_error(), "{r:?}"),
             Err(e) => assert!(e.server_error().is_some(), "{e}"),
         }
         let e = client.request("no/such/method", None).await.unwrap_err();
@@ -552,7 +552,7 @@ async fn python_mcpserver_in_both_eras() {
             .call_tool("echo", json!({"text": "after"}), RequestOptions::new())
             .await
             .unwrap();
-        assert_eq!(r.text(), "after");
+        assert_eq!(r.joined_text(), "after");
         finish(client).await;
     }
 }
@@ -632,7 +632,7 @@ async fn time_server_in_both_eras() {
             )
             .await
             .unwrap();
-        assert!(!r.is_error, "{r:?}");
+        assert!(!r.is_error(), "{r:?}");
         let sc = r.structured_content.clone().expect("structuredContent");
         assert_eq!(sc["timezone"], "UTC");
         let dt = sc["datetime"].as_str().unwrap();
@@ -664,7 +664,7 @@ async fn time_server_in_both_eras() {
             )
             .await
             .unwrap();
-        assert!(!r.is_error, "{r:?}");
+        assert!(!r.is_error(), "{r:?}");
         let sc = r.structured_content.clone().expect("structuredContent");
         assert!(
             sc["source"]["datetime"]
@@ -691,7 +691,7 @@ async fn time_server_in_both_eras() {
             )
             .await
             .unwrap();
-        assert!(r.is_error, "{r:?}");
+        assert!(r.is_error(), "{r:?}");
         let e = client
             .call_tool("no_such_tool", json!({}), RequestOptions::new())
             .await

@@ -136,13 +136,13 @@ async fn typed_helpers_follow_pages_and_call_tools() {
         .call_tool("add", json!({"a": 2, "b": 3}), RequestOptions::new())
         .await
         .unwrap();
-    assert_eq!(r.text(), "5");
-    assert!(!r.is_error);
+    assert_eq!(r.joined_text(), "5");
+    assert!(!r.is_error());
     let r = client
         .call_tool("fail", json!({}), RequestOptions::new())
         .await
         .unwrap();
-    assert!(r.is_error);
+    assert!(r.is_error());
     client.stop().wait().await;
 }
 
@@ -170,7 +170,7 @@ async fn roots_handler_serves_both_eras() {
             .call_tool("ask_roots", json!({}), RequestOptions::new())
             .await
             .unwrap();
-        assert!(r.text().contains("file:///srv"), "{era:?}: {r:?}");
+        assert!(r.joined_text().contains("file:///srv"), "{era:?}: {r:?}");
         client.stop().wait().await;
     }
 }
@@ -184,7 +184,7 @@ async fn without_handler_server_requests_get_method_not_found() {
         .call_tool("ask_roots", json!({}), RequestOptions::new())
         .await
         .unwrap();
-    assert!(r.text().contains("-32601"), "{r:?}");
+    assert!(r.joined_text().contains("-32601"), "{r:?}");
     client.stop().wait().await;
 }
 

@@ -66,7 +66,7 @@ async fn drive(era: EraPreference, expect: conduit_mcp::Era) {
         .call_tool("echo", json!({ "text": "own" }), RequestOptions::new())
         .await
         .unwrap();
-    assert_eq!(r.text(), "own");
+    assert_eq!(r.joined_text(), "own");
     let r = client
         .call_tool("add", json!({ "a": 1, "b": 2 }), RequestOptions::new())
         .await
@@ -82,7 +82,7 @@ async fn drive(era: EraPreference, expect: conduit_mcp::Era) {
         )
         .await
         .unwrap();
-    assert_eq!(r.text(), "slept 50 ms");
+    assert_eq!(r.joined_text(), "slept 50 ms");
     let mut seen = Vec::new();
     while let Ok(p) = rx.try_recv() {
         seen.push(p.progress);
@@ -124,15 +124,12 @@ async fn drive(era: EraPreference, expect: conduit_mcp::Era) {
     );
 
     let res = client.read_resource("demo://readme").await.unwrap();
-    assert!(res["contents"][0]["text"].is_string(), "{res}");
+    assert!(res.contents[0].as_text().is_some(), "{res:?}");
     let p = client
         .get_prompt("greet", json!({ "name": "Own" }))
         .await
         .unwrap();
-    assert_eq!(
-        p["messages"][0]["content"]["text"],
-        json!("Say hello to Own.")
-    );
+    assert_eq!(p.messages[0].content.as_text(), Some("Say hello to Own."));
 
     let reports = tokio::time::timeout(PATIENCE, client.stop().wait())
         .await
@@ -187,7 +184,7 @@ async fn own_client_throughput() {
                     )
                     .await;
                 drop(permit);
-                r.map(|r| r.text())
+                r.map(|r| r.joined_text())
             });
         }
         let mut ok = 0;

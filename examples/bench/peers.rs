@@ -307,8 +307,7 @@ impl Conduit {
             .map_err(|e| e.to_string())?;
         Ok(r.content
             .first()
-            .and_then(|c| c.get("text"))
-            .and_then(|t| t.as_str())
+            .and_then(conduit_mcp::protocol::ContentBlock::as_text)
             .map_or(0, str::len))
     }
 

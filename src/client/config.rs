@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::error::ConfigError;
 use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
-use crate::protocol::Implementation;
+use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel};
 use crate::secret::EnvValue;
 
 /// Default write-queue limit: 16 MiB of unwritten messages.
@@ -165,8 +165,21 @@ pub struct ClientConfig {
     pub init_timeout: Duration,
     /// This client's name and version, sent to the server.
     pub client_info: Implementation,
-    /// Capabilities declared to the server.
+    /// Capabilities declared to the server (a JSON object). A
+    /// [`ClientHandler`](crate::ClientHandler)'s own capabilities are added
+    /// when the client starts.
     pub capabilities: serde_json::Value,
+    /// Modern era: the least severe log level the server should send,
+    /// carried in every request's `_meta`
+    /// (`io.modelcontextprotocol/logLevel`); `None` (the default): no log
+    /// messages. Legacy servers are sent `logging/setLevel` by
+    /// [`Client::set_log_level`](crate::Client::set_log_level) instead.
+    pub log_level: Option<LoggingLevel>,
+    /// Fetch the tool list kept by [`Client::tools`](crate::Client::tools)
+    /// again whenever the server says it changed
+    /// (`notifications/tools/list_changed`; modern servers send it on a
+    /// `subscriptions/listen` stream the client opens for it). Default off.
+    pub refresh_tools_on_list_changed: bool,
 }
 
 impl ClientConfig {
@@ -199,6 +212,8 @@ impl ClientConfig {
             init_timeout: Duration::from_secs(60),
             client_info: Implementation::new("conduit-mcp", env!("CARGO_PKG_VERSION")),
             capabilities: serde_json::json!({}),
+            log_level: None,
+            refresh_tools_on_list_changed: false,
         }
     }
 
@@ -208,13 +223,22 @@ impl ClientConfig {
         self
     }
 
-    /// Sets the arguments.
+    /// Sets the executable (see [`command`](Self::command)).
+    pub fn command(mut self, command: impl Into<String>) -> Self {
+        self.command = command.into();
+        self
+    }
+
+    /// Adds arguments after those already given, like
+    /// [`std::process::Command::args`]: `.arg("-y").args(["a", "b"])` runs
+    /// `command -y a b`. To replace them, assign the
+    /// [`args`](Self::args) field.
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.args = args.into_iter().map(Into::into).collect();
+        self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
@@ -281,6 +305,141 @@ impl ClientConfig {
         self.backoff = backoff;
         self.max_reconnects = max_reconnects;
         self
+    }
+
+    /// Sets [`allow_batch_files`](Self::allow_batch_files).
+    pub fn allow_batch_files(mut self, allow: bool) -> Self {
+        self.allow_batch_files = allow;
+        self
+    }
+
+    /// Sets [`max_message_bytes`](Self::max_message_bytes).
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_junk_lines`](Self::max_junk_lines).
+    pub fn max_junk_lines(mut self, lines: usize) -> Self {
+        self.max_junk_lines = lines;
+        self
+    }
+
+    /// Sets [`stdin_grace`](Self::stdin_grace).
+    pub fn stdin_grace(mut self, grace: Duration) -> Self {
+        self.stdin_grace = grace;
+        self
+    }
+
+    /// Sets [`term_grace`](Self::term_grace).
+    pub fn term_grace(mut self, grace: Duration) -> Self {
+        self.term_grace = grace;
+        self
+    }
+
+    /// Sets [`probe_timeout`](Self::probe_timeout).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// Sets [`max_write_queue_bytes`](Self::max_write_queue_bytes).
+    pub fn max_write_queue_bytes(mut self, bytes: usize) -> Self {
+        self.max_write_queue_bytes = bytes;
+        self
+    }
+
+    /// Sets [`write_stall_timeout`](Self::write_stall_timeout).
+    pub fn write_stall_timeout(mut self, timeout: Duration) -> Self {
+        self.write_stall_timeout = timeout;
+        self
+    }
+
+    /// Sets [`max_inbound_requests`](Self::max_inbound_requests).
+    pub fn max_inbound_requests(mut self, n: usize) -> Self {
+        self.max_inbound_requests = n;
+        self
+    }
+
+    /// Sets [`max_queued_notification_bytes`](Self::max_queued_notification_bytes).
+    pub fn max_queued_notification_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_notification_bytes = bytes;
+        self
+    }
+
+    /// Sets [`backoff`](Self::backoff).
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets [`max_reconnects`](Self::max_reconnects).
+    pub fn max_reconnects(mut self, n: u32) -> Self {
+        self.max_reconnects = n;
+        self
+    }
+
+    /// Sets [`kill_process_group`](Self::kill_process_group).
+    pub fn kill_process_group(mut self, on: bool) -> Self {
+        self.kill_process_group = on;
+        self
+    }
+
+    /// Sets [`die_with_parent`](Self::die_with_parent).
+    pub fn die_with_parent(mut self, on: bool) -> Self {
+        self.die_with_parent = on;
+        self
+    }
+
+    /// Sets [`group_watchdog`](Self::group_watchdog).
+    pub fn group_watchdog(mut self, on: bool) -> Self {
+        self.group_watchdog = on;
+        self
+    }
+
+    /// Sets [`init_timeout`](Self::init_timeout).
+    pub fn init_timeout(mut self, timeout: Duration) -> Self {
+        self.init_timeout = timeout;
+        self
+    }
+
+    /// Sets [`client_info`](Self::client_info).
+    pub fn client_info(mut self, info: Implementation) -> Self {
+        self.client_info = info;
+        self
+    }
+
+    /// Sets [`capabilities`](Self::capabilities).
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities =
+            serde_json::to_value(capabilities).unwrap_or_else(|_| serde_json::json!({}));
+        self
+    }
+
+    /// Sets [`log_level`](Self::log_level).
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
+    /// Sets [`refresh_tools_on_list_changed`](Self::refresh_tools_on_list_changed).
+    pub fn refresh_tools_on_list_changed(mut self, on: bool) -> Self {
+        self.refresh_tools_on_list_changed = on;
+        self
+    }
+
+    /// Adds every capability of `caps` that [`capabilities`](Self::capabilities)
+    /// does not declare yet (what is declared wins).
+    pub(crate) fn declare(&mut self, caps: &ClientCapabilities) {
+        let (Ok(serde_json::Value::Object(add)), Some(have)) = (
+            serde_json::to_value(caps),
+            self.capabilities.as_object_mut(),
+        ) else {
+            return;
+        };
+        for (k, v) in add {
+            have.entry(k).or_insert(v);
+        }
     }
 
     /// What the stdio transport needs: the child's spec and the limits.
@@ -455,6 +614,122 @@ mod tests {
         c.backoff.factor = 0.5;
         assert_eq!(key(c), "backoff");
         assert!(ClientConfig::new("/bin/cat").cd("/").validate().is_ok());
+    }
+
+    #[test]
+    fn args_append_like_std_command() {
+        let c = ClientConfig::new("x")
+            .arg("-y")
+            .args(["a", "b"])
+            .args(["c"]);
+        assert_eq!(c.args, ["-y", "a", "b", "c"]);
+    }
+
+    #[test]
+    fn every_option_has_a_builder() {
+        let d = Duration::from_millis(7);
+        let b = Backoff {
+            initial: d,
+            max: d,
+            factor: 1.5,
+        };
+        let c = ClientConfig::new("x")
+            .command("/bin/y")
+            .name("n")
+            .args(["a"])
+            .env("K", "V")
+            .cd("/")
+            .stderr(StderrMode::Discard)
+            .allow_batch_files(true)
+            .max_message_bytes(1)
+            .max_junk_lines(2)
+            .stdin_grace(d)
+            .term_grace(d)
+            .probe_timeout(d)
+            .max_write_queue_bytes(3)
+            .write_stall_timeout(d)
+            .max_inbound_requests(4)
+            .max_queued_notification_bytes(5)
+            .backoff(b)
+            .max_reconnects(6)
+            .kill_process_group(false)
+            .die_with_parent(false)
+            .group_watchdog(true)
+            .era(EraPreference::Legacy)
+            .request_timeout(d)
+            .init_timeout(d)
+            .client_info(Implementation::new("me", "1").with_title("Me"))
+            .capabilities(ClientCapabilities {
+                roots: Some(Default::default()),
+                ..Default::default()
+            })
+            .log_level(LoggingLevel::Warning)
+            .refresh_tools_on_list_changed(true);
+        // Every field differs from its default (a new field without a
+        // builder shows up here as a missing line).
+        let ClientConfig {
+            name,
+            command,
+            args,
+            env,
+            cd,
+            stderr,
+            allow_batch_files,
+            max_message_bytes,
+            max_junk_lines,
+            stdin_grace,
+            term_grace,
+            probe_timeout,
+            max_write_queue_bytes,
+            write_stall_timeout,
+            max_inbound_requests,
+            max_queued_notification_bytes,
+            backoff,
+            max_reconnects,
+            kill_process_group,
+            die_with_parent,
+            group_watchdog,
+            era,
+            request_timeout,
+            init_timeout,
+            client_info,
+            capabilities,
+            log_level,
+            refresh_tools_on_list_changed,
+        } = c;
+        assert_eq!(name.as_deref(), Some("n"));
+        assert_eq!((command.as_str(), args.len(), env.len()), ("/bin/y", 1, 1));
+        assert_eq!(cd, Some("/".into()));
+        assert_eq!(stderr, StderrMode::Discard);
+        assert!(allow_batch_files && group_watchdog && refresh_tools_on_list_changed);
+        assert!(!kill_process_group && !die_with_parent);
+        assert_eq!((max_message_bytes, max_junk_lines), (1, 2));
+        assert_eq!((max_write_queue_bytes, max_inbound_requests), (3, 4));
+        assert_eq!((max_queued_notification_bytes, max_reconnects), (5, 6));
+        for t in [stdin_grace, term_grace, probe_timeout, write_stall_timeout] {
+            assert_eq!(t, d);
+        }
+        assert_eq!((request_timeout, init_timeout), (d, d));
+        assert_eq!(backoff, b);
+        assert_eq!(era, EraPreference::Legacy);
+        assert_eq!(client_info.title.as_deref(), Some("Me"));
+        assert_eq!(capabilities, serde_json::json!({ "roots": {} }));
+        assert_eq!(log_level, Some(LoggingLevel::Warning));
+    }
+
+    #[test]
+    fn declared_capabilities_win_over_the_handler_s() {
+        let mut c = ClientConfig::new("x");
+        c.capabilities = serde_json::json!({ "roots": { "listChanged": true } });
+        c.declare(&ClientCapabilities {
+            roots: Some(Default::default()),
+            sampling: Some(Default::default()),
+            ..Default::default()
+        });
+        assert_eq!(
+            c.capabilities,
+            serde_json::json!({ "roots": { "listChanged": true }, "sampling": {} })
+        );
     }
 
     #[test]

@@ -18,6 +18,9 @@ use crate::protocol::{meta, Era, Implementation, LEGACY_VERSIONS, MODERN_VERSION
 
 /// What an answer to `server/discover` means.
 #[derive(Debug, PartialEq)]
+// A verdict lives for one match: boxing the session would cost more than
+// the size difference.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum DiscoverVerdict {
     /// A modern server; ready.
     Modern(ServerSession),

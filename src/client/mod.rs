@@ -19,19 +19,20 @@ use tokio::time::Instant;
 
 use crate::deadline::After;
 
-mod calls;
 pub mod config;
 mod connection;
 mod direct;
 mod discovery;
 pub mod events;
 pub mod handler;
+mod listen;
 mod notifications;
 mod pending;
 mod requests;
 pub mod session;
 mod shared;
 mod supervisor;
+mod typed;
 mod waiters;
 
 /// Pure functions that turn configuration into what is spawned: executable
@@ -40,7 +41,8 @@ pub mod command {
     pub use crate::child::command::*;
 }
 
-pub use calls::{CallToolResult, Tool};
+pub use crate::protocol::{CallToolResult, Tool};
+pub use listen::{ListenEnd, Subscription};
 pub use notifications::Notifications;
 pub use requests::{CancelToken, Progress, RequestOptions};
 pub use supervisor::SupervisorMsg;
@@ -52,6 +54,7 @@ use self::pending::ReplySlot;
 use self::session::{ServerSession, Status};
 use self::shared::Shared;
 use self::supervisor::{ClientSupervisor, SupervisorArgs};
+use self::typed::TypedState;
 use self::waiters::Waiter;
 use crate::child::ShutdownReport;
 use crate::error::{ConfigError, Error, SpawnError};
@@ -103,7 +106,10 @@ impl std::fmt::Debug for StartOptions {
 pub struct Client {
     shared: Arc<Shared>,
     supervisor: ActorRef<SupervisorMsg>,
-    _last: Arc<StopOnLastDrop>,
+    /// `None` in the library's own background handles, which must not keep
+    /// the client alive (see [`Client::detached`]).
+    _last: Option<Arc<StopOnLastDrop>>,
+    typed: Arc<TypedState>,
 }
 
 /// Stops the tree when the last [`Client`] handle goes.
@@ -128,8 +134,8 @@ impl std::fmt::Debug for Client {
 
 /// Methods whose modern-era result may be `input_required`.
 const MULTI_ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
-/// Input rounds allowed for one call before it fails.
-const MAX_INPUT_ROUNDS: usize = 8;
+/// Input rounds allowed for one call before it fails (as the other SDKs).
+const MAX_INPUT_ROUNDS: usize = 10;
 
 impl Client {
     /// Validates `config`, spawns the actor tree and the first server
@@ -141,11 +147,19 @@ impl Client {
     }
 
     /// [`start`](Self::start) with a handler and/or a parent supervisor.
+    ///
+    /// The handler's [`capabilities`](ClientHandler::capabilities) are
+    /// added to the configuration's (what the configuration says wins).
     pub async fn start_with(
-        config: ClientConfig,
+        mut config: ClientConfig,
         opts: StartOptions,
     ) -> Result<Client, StartError> {
         config.validate()?;
+        if let Some(handler) = &opts.handler {
+            config.declare(&handler.capabilities());
+        }
+        let typed = Arc::new(TypedState::new(config.log_level.clone()));
+        let refresh_tools = config.refresh_tools_on_list_changed;
         let config = Arc::new(config);
         let transport: Arc<dyn Transport> = Arc::new(StdioTransport::new(config.stdio_options()));
         let shared = Arc::new(Shared::new(config, opts.handler));
@@ -163,15 +177,34 @@ impl Client {
             None => Actor::spawn(None, ClientSupervisor, args).await,
         };
         match spawned {
-            Ok((supervisor, _)) => Ok(Client {
-                _last: Arc::new(StopOnLastDrop(supervisor.clone(), shared.clone())),
-                shared,
-                supervisor,
-            }),
+            Ok((supervisor, _)) => {
+                let client = Client {
+                    _last: Some(Arc::new(StopOnLastDrop(supervisor.clone(), shared.clone()))),
+                    shared,
+                    supervisor,
+                    typed,
+                };
+                if refresh_tools {
+                    tokio::spawn(listen::refresh_tools(client.detached()));
+                }
+                Ok(client)
+            }
             Err(e) => match rx.await {
                 Ok(Err(spawn)) => Err(StartError::Spawn(spawn)),
                 _ => Err(StartError::Actor(e.to_string())),
             },
+        }
+    }
+
+    /// A handle for the library's background tasks: it works like any
+    /// other, but does not keep the client alive (the client stops when the
+    /// last user handle goes, whatever these hold).
+    fn detached(&self) -> Client {
+        Client {
+            shared: self.shared.clone(),
+            supervisor: self.supervisor.clone(),
+            _last: None,
+            typed: self.typed.clone(),
         }
     }
 
@@ -295,9 +328,10 @@ impl Client {
         opts: RequestOptions,
     ) -> Result<RawJson, Error> {
         let start = Instant::now();
-        let mut params = params;
+        let mut params = self.with_log_level(params);
         for _ in 0..MAX_INPUT_ROUNDS {
-            let raw = self.round(method, params.clone(), &opts, start).await?;
+            let id = self.shared.next_id();
+            let raw = self.round(id, method, params.clone(), &opts, start).await?;
             // Only modern servers answer `input_required`: skip the scan of
             // (possibly large) legacy results.
             if !MULTI_ROUND_METHODS.contains(&method)
@@ -363,9 +397,10 @@ impl Client {
         Ok(Value::Object(p))
     }
 
-    /// One request/response round.
+    /// One request/response round, as request `id`.
     async fn round(
         &self,
+        id: RequestId,
         method: &str,
         params: Option<Value>,
         opts: &RequestOptions,
@@ -386,7 +421,6 @@ impl Client {
         if let Some(e) = self.shared.final_error() {
             return Err(e);
         }
-        let id = self.shared.next_id();
         let (reply, mut rx) = ReplySlot::new(self.shared.down.clone());
         let wants_progress = opts.progress.is_some() || opts.reset_timeout_on_progress;
         let (ptx, mut prx) = if wants_progress {

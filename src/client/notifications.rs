@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tracing::warn;
 
 use crate::jsonrpc::{footprint, Notification};
+use crate::protocol::ServerNotification;
 
 /// What one subscriber holds and has lost.
 #[derive(Debug, Default)]
@@ -55,6 +56,19 @@ impl Notifications {
     pub fn try_recv(&mut self) -> Option<Notification> {
         let q = self.rx.try_recv().ok()?;
         Some(self.take(q))
+    }
+
+    /// The next notification, typed ([`ServerNotification`]: unknown
+    /// methods are kept raw); `None` once the client has ended.
+    ///
+    /// Cancel safety: cancel safe.
+    pub async fn recv_typed(&mut self) -> Option<ServerNotification> {
+        self.recv().await.map(ServerNotification::from_raw)
+    }
+
+    /// The next notification, typed, if one is waiting.
+    pub fn try_recv_typed(&mut self) -> Option<ServerNotification> {
+        self.try_recv().map(ServerNotification::from_raw)
     }
 
     /// Notifications dropped for this subscriber because it had too many

@@ -19,25 +19,7 @@ pub const DEFAULT_MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
 /// Smallest accepted [`ServerConfig::max_inbound_bytes`]: 1 MiB.
 pub const MIN_INBOUND_BYTES: usize = 1024 * 1024;
 
-/// Who may reuse a cached modern-era result (`cacheScope`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CacheScope {
-    /// Only within the same authorization context (`"private"`).
-    #[default]
-    Private,
-    /// Any client or intermediary (`"public"`).
-    Public,
-}
-
-impl CacheScope {
-    /// `"private"` or `"public"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CacheScope::Private => "private",
-            CacheScope::Public => "public",
-        }
-    }
-}
+pub use crate::protocol::CacheScope;
 
 /// How a [`StdioServer`](super::StdioServer) behaves.
 ///

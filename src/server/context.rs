@@ -2,52 +2,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use crate::jsonrpc::RequestId;
-use crate::protocol::{methods, Era};
+use crate::protocol::Era;
+pub use crate::protocol::InputRequest;
 
 use super::error::{AskError, SendError};
 use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
-
-/// Something the server needs from the client: the `{method, params}` of a
-/// `roots/list`, `sampling/createMessage` or `elicitation/create` request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InputRequest {
-    /// The method.
-    pub method: String,
-    /// The parameters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub params: Option<Value>,
-}
-
-impl InputRequest {
-    /// `roots/list`.
-    pub fn list_roots() -> Self {
-        Self {
-            method: methods::ROOTS_LIST.to_owned(),
-            params: None,
-        }
-    }
-
-    /// `sampling/createMessage` with these parameters.
-    pub fn create_message(params: Value) -> Self {
-        Self {
-            method: methods::SAMPLING_CREATE_MESSAGE.to_owned(),
-            params: Some(params),
-        }
-    }
-
-    /// `elicitation/create` with these parameters.
-    pub fn elicit(params: Value) -> Self {
-        Self {
-            method: methods::ELICITATION_CREATE.to_owned(),
-            params: Some(params),
-        }
-    }
-}
 
 /// Input requests and state recorded by a modern-era handler.
 #[derive(Debug, Default)]
@@ -188,6 +151,20 @@ impl RequestContext {
         self.handle.notify(method, params)
     }
 
+    /// Resolves when the client has closed its input (end of file) or the
+    /// server is stopping: a request meant to stay open (a
+    /// `subscriptions/listen` stream) ends then, so that serving can end
+    /// without waiting for [`ServerConfig::eof_drain`](super::ServerConfig::eof_drain).
+    /// Cancel safe.
+    pub async fn input_closed(&self) {
+        let Ok(shared) = self.handle.shared() else {
+            return;
+        };
+        let mut rx = shared.input_closed.subscribe();
+        drop(shared);
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
     /// Whether the request was cancelled (stop with a drain period). A
     /// request cancelled by `notifications/cancelled` is aborted outright:
     /// its future is dropped at its next `.await`.
@@ -237,7 +214,10 @@ impl RequestContext {
     pub async fn ask(&self, key: &str, request: InputRequest) -> Result<Value, AskError> {
         self.check(&request)?;
         match self.era {
-            Era::Legacy => Ok(self.handle.request(&request.method, request.params).await?),
+            Era::Legacy => Ok(self
+                .handle
+                .request(request.method(), request.params())
+                .await?),
             Era::Modern => {
                 if let Some(v) = self.input_response(key) {
                     return Ok(v.clone());
@@ -264,7 +244,7 @@ impl RequestContext {
         for (key, req) in requests {
             match self.era {
                 Era::Legacy => {
-                    let v = self.handle.request(&req.method, req.params).await?;
+                    let v = self.handle.request(req.method(), req.params()).await?;
                     out.insert(key, v);
                 }
                 Era::Modern => match self.input_response(&key) {
@@ -285,7 +265,7 @@ impl RequestContext {
     }
 
     fn check(&self, request: &InputRequest) -> Result<(), AskError> {
-        if let Some(cap) = capability_for(&request.method) {
+        if let Some(cap) = capability_for(request.method()) {
             if !self.client_supports(cap) {
                 return Err(AskError::MissingCapability {
                     capability: cap,

@@ -185,7 +185,7 @@ fn initialize(shared: &Shared, req: &Request) -> Result<Value, ErrorObject> {
     let c = &shared.config;
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": c.capabilities,
+        "capabilities": shared.capabilities(),
         "serverInfo": c.server_info,
     });
     if let Some(i) = &c.instructions {
@@ -199,7 +199,7 @@ fn discover(shared: &Shared) -> Value {
     let mut result = json!({
         "resultType": "complete",
         "supportedVersions": MODERN_VERSIONS,
-        "capabilities": c.capabilities,
+        "capabilities": shared.capabilities(),
         "_meta": { meta::SERVER_INFO: c.server_info },
         "ttlMs": c.cache_ttl_ms,
         "cacheScope": c.cache_scope.as_str(),

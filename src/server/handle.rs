@@ -54,6 +54,11 @@ pub(crate) struct Shared {
     pub(crate) out: OutQueue,
     pub(crate) stop: watch::Sender<bool>,
     pub(crate) phase: watch::Sender<Phase>,
+    /// The client closed its input, or serving is ending.
+    pub(crate) input_closed: watch::Sender<bool>,
+    /// The capabilities declared: the configuration's and the handler's
+    /// (set when serving starts).
+    pub(crate) declared: std::sync::OnceLock<Value>,
     pub(crate) closed: AtomicBool,
     /// Bytes held for parsed input (`max_inbound_bytes`).
     pub(crate) inbound: Arc<InboundBudget>,
@@ -76,12 +81,19 @@ impl Shared {
             out,
             stop: watch::channel(false).0,
             phase: watch::channel(Phase::NotStarted).0,
+            input_closed: watch::channel(false).0,
+            declared: std::sync::OnceLock::new(),
             closed: AtomicBool::new(false),
             inbound,
             session: Mutex::new(SessionState::default()),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
         }
+    }
+
+    /// The capabilities declared to clients.
+    pub(crate) fn capabilities(&self) -> &Value {
+        self.declared.get().unwrap_or(&self.config.capabilities)
     }
 
     pub(crate) fn session(&self) -> MutexGuard<'_, SessionState> {
@@ -117,6 +129,7 @@ impl Shared {
     /// Ends the lifetime: handles and contexts become inert, and pending
     /// server-to-client requests fail with [`SendError::TransportGone`].
     pub(crate) fn close(&self) {
+        self.input_closed.send_replace(true);
         self.closed.store(true, Ordering::Release);
         lock(&self.pending).clear();
         self.phase.send_replace(Phase::Ended);
@@ -178,7 +191,7 @@ impl ServerHandle {
         }
     }
 
-    fn shared(&self) -> Result<Arc<Shared>, SendError> {
+    pub(crate) fn shared(&self) -> Result<Arc<Shared>, SendError> {
         match self.token.0.upgrade() {
             Some(s) if !s.closed.load(Ordering::Acquire) => Ok(s),
             _ => Err(SendError::TransportGone),

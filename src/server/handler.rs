@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::jsonrpc::{Notification, Request};
+use crate::protocol::ServerCapabilities;
 
 use super::context::RequestContext;
 use super::error::HandlerError;
@@ -58,6 +59,22 @@ pub trait Handler: Send + Sync + 'static {
         ctx: RequestContext,
     ) -> impl Future<Output = Result<Value, HandlerError>> + Send;
 
+    /// The capabilities this handler serves, added to
+    /// [`ServerConfig::capabilities`](super::ServerConfig::capabilities)
+    /// when serving starts (what the configuration says wins). The default
+    /// declares none; [`Router`](super::Router) declares what is
+    /// registered.
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities::default()
+    }
+
+    /// Called once when serving starts, with the server's handle: keep it
+    /// to send notifications later (a [`Router`](super::Router) sends
+    /// `list_changed` through it). The default does nothing.
+    fn serving(&self, handle: ServerHandle) {
+        let _ = handle;
+    }
+
     /// Receives one notification. Notifications are delivered one at a time,
     /// in arrival order, on a task of their own (a slow one delays later
     /// notifications, never requests). An `Err` ends serving with
@@ -74,6 +91,14 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 impl<H: Handler> Handler for Arc<H> {
+    fn capabilities(&self) -> ServerCapabilities {
+        (**self).capabilities()
+    }
+
+    fn serving(&self, handle: ServerHandle) {
+        (**self).serving(handle)
+    }
+
     fn handle_request(
         &self,
         request: Request,

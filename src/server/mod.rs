@@ -177,6 +177,7 @@ mod footprint;
 mod guard;
 mod handle;
 mod handler;
+mod router;
 mod session;
 mod stdio;
 mod writer;
@@ -194,6 +195,7 @@ pub use context::{InputRequest, RequestContext};
 pub use error::{AskError, HandlerError, SendError, ServerError};
 pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
 pub use handler::Handler;
+pub use router::{schema_of, RouteFuture, Router};
 
 use handle::Shared;
 use writer::{OutReceiver, Sink};
@@ -289,6 +291,17 @@ impl StdioServer {
     /// Must be called within a tokio runtime (it spawns tasks).
     pub async fn serve<H: Handler>(self, handler: H) -> Result<ServeEnd, ServerError> {
         let StdioServer { shared, io, out } = self;
+        let mut capabilities = shared.config.capabilities.clone();
+        if let (Some(have), Ok(serde_json::Value::Object(add))) = (
+            capabilities.as_object_mut(),
+            serde_json::to_value(handler.capabilities()),
+        ) {
+            for (k, v) in add {
+                have.entry(k).or_insert(v);
+            }
+        }
+        let _ = shared.declared.set(capabilities);
+        handler.serving(ServerHandle::new(&shared));
         let result = serve_inner(shared.clone(), Arc::new(handler), io, out).await;
         // Expire the lifetime token even on early errors.
         shared.close();

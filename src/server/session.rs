@@ -174,6 +174,7 @@ pub(crate) async fn run<H: Handler>(
                 }
                 Some(Inbound::Failed(e)) => break Err(ServerError::Read(e)),
                 Some(Inbound::Eof) | None => {
+                    shared.input_closed.send_replace(true);
                     tracing::info!(
                         in_flight = s.in_flight.len(),
                         queued = s.backlog.len(),

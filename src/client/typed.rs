@@ -1,0 +1,419 @@
+//! Typed helpers for every client-to-server method of both eras. Each is a
+//! thin layer over [`Client::request_as`]: the raw request stays available
+//! for anything these do not cover.
+//!
+//! Era differences are handled here, not by the caller: [`Client::ping`]
+//! sends `ping` (legacy) or `server/discover` (modern, which has no
+//! `ping`); [`Client::set_log_level`] sends `logging/setLevel` (legacy) or
+//! puts the level in every later request's `_meta` (modern). Methods that
+//! exist in one era only fail locally with [`Error::Unsupported`] in the
+//! other.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::session::ServerSession;
+use super::{Client, RequestOptions};
+use crate::error::Error;
+use crate::protocol::{
+    meta, methods, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Cursor, Era,
+    GetPromptParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, Prompt, ReadResourceParams,
+    ReadResourceResult, Resource, ResourceParams, ResourceTemplate, SetLevelParams, Tool,
+};
+
+/// State the typed layer keeps per client, shared by its handles.
+#[derive(Debug, Default)]
+pub(crate) struct TypedState {
+    /// The log level for modern requests' `_meta` (from the config, then
+    /// [`Client::set_log_level`]).
+    pub(crate) log_level: Mutex<Option<LoggingLevel>>,
+    /// The tool list and the session it was fetched from.
+    tools: Mutex<Option<KeptTools>>,
+}
+
+/// A tool list and the server process (session) it came from.
+type KeptTools = (Arc<ServerSession>, Arc<Vec<Tool>>);
+
+impl TypedState {
+    pub(crate) fn new(log_level: Option<LoggingLevel>) -> Self {
+        Self {
+            log_level: Mutex::new(log_level),
+            tools: Mutex::new(None),
+        }
+    }
+
+    fn level(&self) -> Option<LoggingLevel> {
+        self.log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// A list result: its items and the next page's cursor.
+trait Page: DeserializeOwned {
+    type Item;
+    fn split(self) -> (Vec<Self::Item>, Option<Cursor>);
+}
+
+macro_rules! page {
+    ($($t:ty => $item:ty, $field:ident;)+) => {$(
+        impl Page for $t {
+            type Item = $item;
+            fn split(self) -> (Vec<$item>, Option<Cursor>) {
+                (self.$field, self.next_cursor)
+            }
+        }
+    )+};
+}
+
+page! {
+    ListToolsResult => Tool, tools;
+    ListResourcesResult => Resource, resources;
+    ListResourceTemplatesResult => ResourceTemplate, resource_templates;
+    ListPromptsResult => Prompt, prompts;
+}
+
+/// `value` as a JSON object (tool and prompt arguments), or the local error
+/// that says why it is not one.
+fn object_of(method: &str, what: &str, value: impl Serialize) -> Result<Map<String, Value>, Error> {
+    let kind = match serde_json::to_value(value) {
+        Ok(Value::Object(m)) => return Ok(m),
+        Ok(Value::Null) => "null",
+        Ok(Value::Bool(_)) => "a boolean",
+        Ok(Value::Number(_)) => "a number",
+        Ok(Value::String(_)) => "a string",
+        Ok(Value::Array(_)) => "an array",
+        Err(e) => {
+            return Err(Error::Codec {
+                method: method.into(),
+                problem: format!("{what} could not be serialised: {e}"),
+            })
+        }
+    };
+    Err(Error::Codec {
+        method: method.into(),
+        problem: format!("{what} must be a JSON object, not {kind}"),
+    })
+}
+
+fn params_of(method: &str, params: impl Serialize) -> Result<Option<Value>, Error> {
+    serde_json::to_value(params)
+        .map(Some)
+        .map_err(|e| Error::Codec {
+            method: method.into(),
+            problem: e.to_string(),
+        })
+}
+
+impl Client {
+    /// Checks that the server answers, in either era: `ping` with a legacy
+    /// server, `server/discover` with a modern one (the modern revision
+    /// has no `ping`; every modern server answers `server/discover`).
+    pub async fn ping(&self) -> Result<(), Error> {
+        let method = match self.era_when_ready().await? {
+            Era::Legacy => methods::PING,
+            Era::Modern => methods::DISCOVER,
+        };
+        self.request(method, None).await.map(drop)
+    }
+
+    /// Lists every tool, following `nextCursor` through all pages.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        self.all_pages::<ListToolsResult>(methods::TOOLS_LIST).await
+    }
+
+    /// The tool list, fetched once per server process and kept: later
+    /// calls return the kept list. A restarted server's list is fetched
+    /// again. With
+    /// [`refresh_tools_on_list_changed`](crate::ClientConfig::refresh_tools_on_list_changed),
+    /// the list is fetched again whenever the server says it changed;
+    /// [`refresh_tools`](Self::refresh_tools) does it on demand.
+    pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
+        let session = self.ready(self.shared.config.request_timeout).await?;
+        let cached = self
+            .typed
+            .tools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match cached {
+            Some((s, tools)) if Arc::ptr_eq(&s, &session) => Ok(tools),
+            _ => self.refresh_tools().await,
+        }
+    }
+
+    /// Fetches the tool list again and keeps it (see [`tools`](Self::tools)).
+    pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
+        let session = self.ready(self.shared.config.request_timeout).await?;
+        let tools = Arc::new(self.list_tools().await?);
+        *self.typed.tools.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((session, tools.clone()));
+        Ok(tools)
+    }
+
+    /// Calls a tool. `arguments` is a JSON object: a `serde_json::Map`, a
+    /// `json!({...})`, or any `Serialize` type that serialises to an object
+    /// (a struct, a map); anything else fails here with [`Error::Codec`]
+    /// and nothing is sent.
+    ///
+    /// A tool that fails reports it in an `Ok` result
+    /// ([`CallToolResult::is_error`]); `Err` is a protocol or transport
+    /// failure. Modern `input_required` rounds are fulfilled by the
+    /// client's handler (see [`request_raw`](Self::request_raw)).
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+        opts: RequestOptions,
+    ) -> Result<CallToolResult, Error> {
+        let params = CallToolParams {
+            name: name.to_owned(),
+            arguments: Some(object_of(methods::TOOLS_CALL, "tool arguments", arguments)?),
+            ..Default::default()
+        };
+        let params = params_of(methods::TOOLS_CALL, params)?;
+        self.request_as(methods::TOOLS_CALL, params, opts).await
+    }
+
+    /// Lists every resource (all pages).
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
+        self.all_pages::<ListResourcesResult>(methods::RESOURCES_LIST)
+            .await
+    }
+
+    /// Lists every resource template (all pages).
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
+        self.all_pages::<ListResourceTemplatesResult>(methods::RESOURCES_TEMPLATES_LIST)
+            .await
+    }
+
+    /// Reads a resource.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
+        let params = ReadResourceParams {
+            uri: uri.to_owned(),
+            ..Default::default()
+        };
+        let params = params_of(methods::RESOURCES_READ, params)?;
+        self.request_as(methods::RESOURCES_READ, params, RequestOptions::new())
+            .await
+    }
+
+    /// Legacy era: subscribes to `notifications/resources/updated` for
+    /// `uri`. Modern servers have no such method ([`Error::Unsupported`]):
+    /// use [`listen`](Self::listen) with
+    /// [`SubscriptionFilter::resource`](crate::protocol::SubscriptionFilter::resource).
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), Error> {
+        self.legacy_only(methods::RESOURCES_SUBSCRIBE, ResourceParams::new(uri))
+            .await
+    }
+
+    /// Legacy era: ends a [`subscribe_resource`](Self::subscribe_resource).
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
+        self.legacy_only(methods::RESOURCES_UNSUBSCRIBE, ResourceParams::new(uri))
+            .await
+    }
+
+    /// Lists every prompt (all pages).
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
+        self.all_pages::<ListPromptsResult>(methods::PROMPTS_LIST)
+            .await
+    }
+
+    /// Gets a prompt. `arguments` is a JSON object of string values (see
+    /// [`call_tool`](Self::call_tool) for what is accepted).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<GetPromptResult, Error> {
+        let params = GetPromptParams {
+            name: name.to_owned(),
+            arguments: Some(object_of(
+                methods::PROMPTS_GET,
+                "prompt arguments",
+                arguments,
+            )?),
+            ..Default::default()
+        };
+        let params = params_of(methods::PROMPTS_GET, params)?;
+        self.request_as(methods::PROMPTS_GET, params, RequestOptions::new())
+            .await
+    }
+
+    /// Asks for completions of a prompt's or resource template's argument.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// use conduit_mcp::protocol::{CompleteParams, Reference};
+    /// let r = client
+    ///     .complete(CompleteParams::new(Reference::prompt("code_review"), "language", "py"))
+    ///     .await?;
+    /// println!("{:?}", r.completion.values);
+    /// # Ok(()) }
+    /// ```
+    pub async fn complete(&self, params: CompleteParams) -> Result<CompleteResult, Error> {
+        let params = params_of(methods::COMPLETION_COMPLETE, params)?;
+        self.request_as(methods::COMPLETION_COMPLETE, params, RequestOptions::new())
+            .await
+    }
+
+    /// Sets the least severe log level the server should send, in either
+    /// era: `logging/setLevel` with a legacy server; with a modern one the
+    /// level goes in the `_meta` of every later request
+    /// (`io.modelcontextprotocol/logLevel`, as
+    /// [`ClientConfig::log_level`](crate::ClientConfig::log_level) does from
+    /// the start), and nothing is sent now.
+    pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), Error> {
+        match self.era_when_ready().await? {
+            Era::Legacy => {
+                let params = SetLevelParams {
+                    level,
+                    meta: None,
+                    extra: Map::new(),
+                };
+                let params = params_of(methods::LOGGING_SET_LEVEL, params)?;
+                self.request(methods::LOGGING_SET_LEVEL, params)
+                    .await
+                    .map(drop)
+            }
+            Era::Modern => {
+                *self
+                    .typed
+                    .log_level
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(level);
+                Ok(())
+            }
+        }
+    }
+
+    /// Follows `nextCursor` and concatenates the `key` arrays of every
+    /// page, as sent (the raw form of the typed `list_*` helpers). Stops
+    /// with an error if the server repeats a cursor (a loop).
+    pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, Error> {
+        self.paginate(method, |mut page: Value| {
+            let items = match page.get_mut(key).map(Value::take) {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
+            };
+            let next = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            (items, next)
+        })
+        .await
+    }
+
+    /// Every page of a typed list.
+    async fn all_pages<P: Page>(&self, method: &str) -> Result<Vec<P::Item>, Error> {
+        self.paginate(method, P::split).await
+    }
+
+    /// Requests `method` page after page, splitting each with `split`.
+    async fn paginate<P: DeserializeOwned, T>(
+        &self,
+        method: &str,
+        split: impl Fn(P) -> (Vec<T>, Option<Cursor>),
+    ) -> Result<Vec<T>, Error> {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        loop {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let page: P = self
+                .request_as(method, params, RequestOptions::new())
+                .await?;
+            let (mut items, next) = split(page);
+            out.append(&mut items);
+            match next {
+                Some(next) if !next.is_empty() => {
+                    if !seen.insert(next.clone()) {
+                        return Err(Error::Codec {
+                            method: method.into(),
+                            problem: format!("server repeated cursor {next:?}"),
+                        });
+                    }
+                    cursor = Some(next);
+                }
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// A legacy-only request with an empty result.
+    async fn legacy_only(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
+        if let era @ Era::Modern = self.era_when_ready().await? {
+            return Err(Error::Unsupported {
+                method: method.into(),
+                era,
+            });
+        }
+        let params = params_of(method, params)?;
+        self.request(method, params).await.map(drop)
+    }
+
+    /// The era, once a server is ready (within the request timeout).
+    pub(crate) async fn era_when_ready(&self) -> Result<Era, Error> {
+        Ok(self.ready(self.shared.config.request_timeout).await?.era)
+    }
+
+    /// `params` with the modern log level in its `_meta`, when one is set
+    /// and the server is not known to be legacy (the key is harmless to a
+    /// server that does not know it). A `_meta` level the caller set wins.
+    pub(crate) fn with_log_level(&self, params: Option<Value>) -> Option<Value> {
+        if self.shared.era() == Some(Era::Legacy) {
+            return params;
+        }
+        let Some(level) = self.typed.level() else {
+            return params;
+        };
+        let mut params = params.unwrap_or_else(|| Value::Object(Map::new()));
+        if let Some(obj) = params.as_object_mut() {
+            if let Value::Object(m) = obj
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()))
+            {
+                m.entry(meta::LOG_LEVEL)
+                    .or_insert_with(|| Value::String(level.as_str().to_owned()));
+            }
+        }
+        Some(params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_must_be_an_object() {
+        assert!(object_of("tools/call", "tool arguments", json!({"a": 1})).is_ok());
+        #[derive(Serialize)]
+        struct Args {
+            city: &'static str,
+        }
+        let m = object_of("tools/call", "tool arguments", Args { city: "Paris" }).unwrap();
+        assert_eq!(m["city"], "Paris");
+        for (bad, kind) in [
+            (json!(null), "null"),
+            (json!(3), "a number"),
+            (json!("x"), "a string"),
+            (json!([1]), "an array"),
+            (json!(true), "a boolean"),
+        ] {
+            let e = object_of("tools/call", "tool arguments", bad).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains(&format!("tool arguments must be a JSON object, not {kind}")),
+                "{e}"
+            );
+        }
+    }
+}

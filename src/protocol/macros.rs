@@ -1,0 +1,147 @@
+//! Two shapes the schema uses over and over, written once: a string enum
+//! that keeps values it does not know, and an object tagged by its `type`
+//! member that keeps kinds it does not know.
+
+/// A string enum of the schema (`"user"`, `"assistant"`, ...) with an
+/// `Other(String)` variant: a value this library does not know decodes and
+/// re-encodes as sent instead of failing.
+macro_rules! string_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+            /// A value this library does not know, kept as sent.
+            Other(String),
+        }
+
+        impl $name {
+            /// The value as it is on the wire.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $( Self::$variant => $wire, )+
+                    Self::Other(s) => s,
+                }
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                match s {
+                    $( $wire => Self::$variant, )+
+                    other => Self::Other(other.to_owned()),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                Ok(Self::from(s.as_ref()))
+            }
+        }
+    };
+}
+
+/// An object tagged by its `"type"` member (content blocks, completion
+/// references): one variant per known kind, each holding the kind's struct
+/// (without the tag), and `Unknown(Value)` for a kind this library does
+/// not know, kept as sent. A known kind whose members do not match its
+/// shape is a decoding error (the peer broke the schema).
+macro_rules! tagged_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident($ty:ty) = $wire:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant($ty), )+
+            /// A kind this library does not know, kept as sent (with its
+            /// `type`).
+            Unknown(serde_json::Value),
+        }
+
+        impl $name {
+            /// The `type` member: the kind of this object.
+            pub fn kind(&self) -> &str {
+                match self {
+                    $( Self::$variant(_) => $wire, )+
+                    Self::Unknown(v) => v
+                        .get("type")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or_default(),
+                }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $( Self::$variant(inner) => {
+                        $crate::protocol::macros::WithType { kind: $wire, inner }.serialize(s)
+                    } )+
+                    Self::Unknown(v) => v.serialize(s),
+                }
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let v = serde_json::Value::deserialize(d)?;
+                let kind = v.get("type").and_then(serde_json::Value::as_str);
+                match kind {
+                    $( Some($wire) => $crate::protocol::macros::untagged(v)
+                        .map(Self::$variant)
+                        .map_err(|e| serde::de::Error::custom(
+                            format_args!("{} of type {:?}: {e}", stringify!($name), $wire)
+                        )), )+
+                    _ => Ok(Self::Unknown(v)),
+                }
+            }
+        }
+    };
+}
+
+/// A tagged kind's struct serialised with its tag in front, without an
+/// intermediate `Value` (a large text block is not copied).
+#[derive(serde::Serialize)]
+pub(crate) struct WithType<'a, T> {
+    #[serde(rename = "type")]
+    pub(crate) kind: &'static str,
+    #[serde(flatten)]
+    pub(crate) inner: &'a T,
+}
+
+/// Decodes a tagged object's members, the tag removed (strings are moved,
+/// not copied).
+pub(crate) fn untagged<T: serde::de::DeserializeOwned>(
+    v: serde_json::Value,
+) -> Result<T, serde_json::Error> {
+    match v {
+        serde_json::Value::Object(mut m) => {
+            m.remove("type");
+            serde_json::from_value(serde_json::Value::Object(m))
+        }
+        other => serde_json::from_value(other),
+    }
+}

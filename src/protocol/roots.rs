@@ -1,0 +1,46 @@
+//! Roots: the directories the client lets the server work in
+//! (`roots/list`).
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{Extra, Meta};
+
+/// A root: a `file://` URI the server may work in.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Root {
+    /// Its URI (`file://` in this revision).
+    pub uri: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members not modelled here, kept as sent.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Root {
+    /// A root with a URI and a display name.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name: Some(name.into()),
+            ..Self::default()
+        }
+    }
+}
+
+/// The result of `roots/list` (the client's answer).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListRootsResult {
+    /// The roots.
+    pub roots: Vec<Root>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members not modelled here, kept as sent.
+    #[serde(flatten)]
+    pub extra: Extra,
+}

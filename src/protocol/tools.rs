@@ -1,0 +1,230 @@
+//! Tools: `tools/list` and `tools/call`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::common::{CacheScope, Cursor, Extra, Icon, Meta, ResultType};
+use super::content::ContentBlock;
+use super::multi_round::InputResponses;
+use super::tasks::TaskMetadata;
+
+/// Hints about a tool's behaviour. Hints only: never trust them from an
+/// untrusted server.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// It does not modify its environment (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// It may destroy (default true; meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Repeating a call has no further effect (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// It reaches an open world of external entities (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+    /// Members not modelled here, kept as sent.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Legacy (2025-11-25, experimental): how a tool runs as a task.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// `"forbidden"`, `"optional"` or `"required"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<String>,
+    /// Members not modelled here, kept as sent.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One tool, as listed by `tools/list`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The tool's name.
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it does (a hint to the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of its arguments (an object schema).
+    #[serde(default)]
+    pub input_schema: Value,
+    /// JSON Schema of its `structuredContent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons to show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Legacy (2025-11-25): task support.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members not modelled here, kept as sent.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Tool {
+    /// The name to show: `title`, then `annotations.title`, then `name`.
+    pub fn display_name(&self) -> &str {
+        self.title
+            .as_deref()
+            .or_else(|| self.annotations.as_ref()?.title.as_deref())
+            .unwrap_or(&self.name)
+    }
+}
+
+/// The result of `tools/list` (one page).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// The tools.
+    pub tools: Vec<Tool>,
+    /// The next page's cursor, if there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Cursor>,
+    /// Modern era: `"complete"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// Modern era: how long the client may cache this (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Modern era: who may reuse the cached result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members not modelled here, kept as sent.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The parameters of `tools/call`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolParams {
+    /// The tool.
+    pub name: String,
+    /// Its arguments (a JSON object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// Legacy (2025-11-25): run it as a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+    /// Modern era: the answers to a previous round's input requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// Modern era: the previous round's `requestState`, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members not modelled here, kept as sent.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The result of `tools/call`. A tool that failed says so with
+/// `isError: true` in a result (the model sees it); a JSON-RPC error is a
+/// protocol failure.
+///
+/// ```
+/// use conduit_mcp::protocol::CallToolResult;
+/// use serde_json::json;
+///
+/// let ok = CallToolResult::text("42");
+/// let failed = CallToolResult::error("the city is unknown");
+/// let structured = CallToolResult::structured(json!({ "sum": 42 }));
+/// assert!(failed.is_error() && !ok.is_error());
+/// assert_eq!(structured.joined_text(), r#"{"sum":42}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Content blocks (text, image, audio, resource links and resources).
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    /// Structured output (matching the tool's `outputSchema`, if it has
+    /// one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool reported an error (absent means no); see
+    /// [`is_error`](Self::is_error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Modern era: `"complete"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members not modelled here, kept as sent.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl CallToolResult {
+    /// A result with these content blocks.
+    pub fn content(content: Vec<ContentBlock>) -> Self {
+        Self {
+            content,
+            ..Self::default()
+        }
+    }
+
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::content(vec![ContentBlock::text(text)])
+    }
+
+    /// A tool error (`isError: true`) with one text block saying what went
+    /// wrong. The model sees it and may try again.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            is_error: Some(true),
+            ..Self::text(message)
+        }
+    }
+
+    /// A successful result with structured content, and its JSON text as a
+    /// text block (for clients that do not read `structuredContent`, as
+    /// the specification recommends).
+    pub fn structured(value: Value) -> Self {
+        Self {
+            structured_content: Some(value.clone()),
+            ..Self::text(value.to_string())
+        }
+    }
+
+    /// Whether the tool reported an error.
+    pub fn is_error(&self) -> bool {
+        self.is_error == Some(true)
+    }
+
+    /// The text of all text blocks, joined with newlines.
+    pub fn joined_text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}

@@ -1,0 +1,761 @@
+//! [`Router`]: a [`Handler`] built from registered tools, resources,
+//! resource templates and prompts, so that a server declares each once
+//! (name, description, a typed argument struct whose JSON Schema is
+//! generated, an async function) instead of matching method names and
+//! writing JSON Schema by hand.
+//!
+//! The router answers `tools/list`, `tools/call`, `resources/list`,
+//! `resources/templates/list`, `resources/read`, the legacy
+//! `resources/subscribe`/`unsubscribe` and `logging/setLevel`,
+//! `prompts/list`, `prompts/get`, `completion/complete` (with a completer)
+//! and the modern `subscriptions/listen`; anything else goes to its
+//! [`fallback`](Router::fallback), the raw escape hatch. It declares the
+//! capabilities of what is registered when serving starts, and tells
+//! clients when a list changes at run time (legacy: the `list_changed`
+//! notification; modern: on the `subscriptions/listen` streams that asked
+//! for it).
+//!
+//! ```no_run
+//! use conduit_mcp::protocol::{CallToolResult, Implementation};
+//! use conduit_mcp::server::{RequestContext, Router, ServerConfig, StdioServer};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Add {
+//!     /// The first term.
+//!     a: f64,
+//!     /// The second term.
+//!     b: f64,
+//! }
+//!
+//! # async fn run() -> Result<(), conduit_mcp::server::ServerError> {
+//! let router = Router::new().tool("add", "Adds two numbers.", |args: Add, _ctx: RequestContext| async move {
+//!     Ok(CallToolResult::text((args.a + args.b).to_string()))
+//! });
+//! let config = ServerConfig::new(Implementation::new("adder", "1.0.0"));
+//! StdioServer::new(config).serve(router).await?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::context::RequestContext;
+use super::error::HandlerError;
+use super::handle::{ListKind, ServerHandle};
+use super::handler::Handler;
+use crate::jsonrpc::{codes, ErrorObject, Request, RequestId};
+use crate::protocol::{
+    meta, methods, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Era,
+    GetPromptParams, GetPromptResult, ListChangedCapability, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ListenParams, ListenResult,
+    LoggingLevel, Prompt, PromptArgument, ReadResourceParams, ReadResourceResult, Resource,
+    ResourceParams, ResourceTemplate, ResourcesCapability, ResultType, ServerCapabilities,
+    SetLevelParams, SubscriptionFilter, Tool,
+};
+
+mod template;
+
+/// A boxed future of a route.
+pub type RouteFuture<T> = Pin<Box<dyn Future<Output = Result<T, HandlerError>> + Send>>;
+
+type ToolFn = dyn Fn(Map<String, Value>, RequestContext) -> Result<RouteFuture<CallToolResult>, String>
+    + Send
+    + Sync;
+type ReadFn = dyn Fn(String, Map<String, Value>, RequestContext) -> RouteFuture<ReadResourceResult>
+    + Send
+    + Sync;
+type PromptFn = dyn Fn(Map<String, Value>, RequestContext) -> Result<RouteFuture<GetPromptResult>, String>
+    + Send
+    + Sync;
+type CompleteFn =
+    dyn Fn(CompleteParams, RequestContext) -> RouteFuture<CompleteResult> + Send + Sync;
+type FallbackFn = dyn Fn(Request, RequestContext) -> RouteFuture<Value> + Send + Sync;
+
+/// The JSON Schema of `T` (2020-12, without `$schema`), for a tool's
+/// `inputSchema` or `outputSchema`.
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let mut schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+    }
+    schema.to_value()
+}
+
+/// `args` decoded as `A`, or what is wrong with them.
+fn decode<A: DeserializeOwned>(args: Map<String, Value>) -> Result<A, String> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())
+}
+
+#[derive(Default)]
+struct Routes {
+    tools: Vec<(Tool, Arc<ToolFn>)>,
+    resources: Vec<(Resource, Arc<ReadFn>)>,
+    templates: Vec<(ResourceTemplate, template::UriTemplate, Arc<ReadFn>)>,
+    prompts: Vec<(Prompt, Arc<PromptFn>)>,
+    completer: Option<Arc<CompleteFn>>,
+    fallback: Option<Arc<FallbackFn>>,
+}
+
+/// A modern `subscriptions/listen` stream being served.
+struct Listener {
+    id: RequestId,
+    filter: SubscriptionFilter,
+    handle: ServerHandle,
+}
+
+#[derive(Default)]
+struct Inner {
+    routes: RwLock<Routes>,
+    /// The handles of the servers serving this router.
+    handles: Mutex<Vec<ServerHandle>>,
+    listeners: Mutex<Vec<(u64, Listener)>>,
+    next_listener: Mutex<u64>,
+    /// Legacy `resources/subscribe`d URIs.
+    subscribed: Mutex<BTreeSet<String>>,
+    /// The level of the latest legacy `logging/setLevel`.
+    log_level: Mutex<Option<LoggingLevel>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves the data consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A [`Handler`] built from registered tools, resources, templates and
+/// prompts. It answers `tools/*`, `resources/*`, `prompts/*`,
+/// `completion/complete` (with a completer), the legacy `logging/setLevel`
+/// and the modern `subscriptions/listen`; everything else goes to its
+/// [`fallback`](Self::fallback).
+///
+/// Cloning shares the routes: register or remove at run time on any clone
+/// (or on the one served, through an `Arc`), and the clients are told.
+#[derive(Clone, Default)]
+pub struct Router {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self.routes();
+        f.debug_struct("Router")
+            .field(
+                "tools",
+                &r.tools.iter().map(|t| &t.0.name).collect::<Vec<_>>(),
+            )
+            .field("resources", &r.resources.len())
+            .field("templates", &r.templates.len())
+            .field("prompts", &r.prompts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Router {
+    /// An empty router.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn routes(&self) -> std::sync::RwLockReadGuard<'_, Routes> {
+        self.inner.routes.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn routes_mut(&self) -> std::sync::RwLockWriteGuard<'_, Routes> {
+        self.inner.routes.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ------------------------------------------------------------- tools
+
+    /// Registers a tool: `name`, `description`, and `f`, called with the
+    /// arguments decoded as `A` (its JSON Schema, generated from `A`, is
+    /// the tool's `inputSchema`). Arguments that do not decode make a tool
+    /// error result naming the problem; a panic in `f` makes a tool error
+    /// result too, and serving goes on. A tool of the same name is
+    /// replaced.
+    pub fn tool<A, F, Fut>(self, name: &str, description: &str, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static,
+    {
+        let tool = Tool {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            ..Tool::default()
+        };
+        self.add_tool(tool, f);
+        self
+    }
+
+    /// [`tool`](Self::tool) at run time, with every member of the [`Tool`]
+    /// (title, annotations, `outputSchema`, icons). An `input_schema` left
+    /// `null` is generated from `A`. Clients are told the list changed.
+    pub fn add_tool<A, F, Fut>(&self, mut tool: Tool, f: F)
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static,
+    {
+        if tool.input_schema.is_null() {
+            tool.input_schema = schema_of::<A>();
+        }
+        let call: Arc<ToolFn> = Arc::new(move |args, ctx| {
+            let a = decode::<A>(args)?;
+            Ok(Box::pin(f(a, ctx)) as RouteFuture<CallToolResult>)
+        });
+        {
+            let mut r = self.routes_mut();
+            r.tools.retain(|(t, _)| t.name != tool.name);
+            r.tools.push((tool, call));
+        }
+        self.changed(ListKind::Tools);
+    }
+
+    /// Removes a tool; returns whether there was one. Clients are told.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let removed = {
+            let mut r = self.routes_mut();
+            let before = r.tools.len();
+            r.tools.retain(|(t, _)| t.name != name);
+            r.tools.len() != before
+        };
+        if removed {
+            self.changed(ListKind::Tools);
+        }
+        removed
+    }
+
+    // --------------------------------------------------------- resources
+
+    /// Registers a resource read by `f`.
+    pub fn resource<F, Fut>(self, resource: Resource, f: F) -> Self
+    where
+        F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, HandlerError>> + Send + 'static,
+    {
+        self.add_resource(resource, f);
+        self
+    }
+
+    /// [`resource`](Self::resource) at run time (one with the same URI is
+    /// replaced). Clients are told the list changed.
+    pub fn add_resource<F, Fut>(&self, resource: Resource, f: F)
+    where
+        F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, HandlerError>> + Send + 'static,
+    {
+        let read: Arc<ReadFn> = Arc::new(move |_, _, ctx| Box::pin(f(ctx)));
+        {
+            let mut r = self.routes_mut();
+            r.resources.retain(|(x, _)| x.uri != resource.uri);
+            r.resources.push((resource, read));
+        }
+        self.changed(ListKind::Resources);
+    }
+
+    /// Removes a resource; returns whether there was one. Clients are told.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        let removed = {
+            let mut r = self.routes_mut();
+            let before = r.resources.len();
+            r.resources.retain(|(x, _)| x.uri != uri);
+            r.resources.len() != before
+        };
+        if removed {
+            self.changed(ListKind::Resources);
+        }
+        removed
+    }
+
+    /// Registers a resource template: a `resources/read` of a URI that no
+    /// resource has and that matches the template's `uriTemplate` (RFC 6570
+    /// `{var}` and `{+var}`) calls `f` with the URI and the variables.
+    pub fn resource_template<F, Fut>(self, template: ResourceTemplate, f: F) -> Self
+    where
+        F: Fn(String, Map<String, Value>, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, HandlerError>> + Send + 'static,
+    {
+        let parsed = template::UriTemplate::parse(&template.uri_template);
+        let read: Arc<ReadFn> = Arc::new(move |uri, vars, ctx| Box::pin(f(uri, vars, ctx)));
+        self.routes_mut().templates.push((template, parsed, read));
+        self.changed(ListKind::Resources);
+        self
+    }
+
+    /// Tells clients that subscribed to `uri` (legacy
+    /// `resources/subscribe`, or a modern stream that named it) that it
+    /// changed.
+    pub fn resource_updated(&self, uri: &str) {
+        let params = serde_json::to_value(ResourceParams::new(uri)).ok();
+        if lock(&self.inner.subscribed).contains(uri) {
+            for h in self.live_handles() {
+                if h.era() == Some(Era::Legacy) {
+                    let _ = h.notify(methods::RESOURCES_UPDATED, params.clone());
+                }
+            }
+        }
+        self.notify_listeners(methods::RESOURCES_UPDATED, params, |f| {
+            f.resource_subscriptions
+                .as_ref()
+                .is_some_and(|u| u.iter().any(|x| x == uri))
+        });
+    }
+
+    // ----------------------------------------------------------- prompts
+
+    /// Registers a prompt: its arguments are `A`'s fields (names,
+    /// descriptions and whether required come from `A`'s JSON Schema), and
+    /// `f` builds its messages. Arguments that do not decode are an
+    /// invalid-params error.
+    pub fn prompt<A, F, Fut>(self, name: &str, description: &str, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, HandlerError>> + Send + 'static,
+    {
+        let prompt = Prompt {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            arguments: Some(prompt_arguments(&schema_of::<A>())),
+            ..Prompt::default()
+        };
+        let get: Arc<PromptFn> = Arc::new(move |args, ctx| {
+            let a = decode::<A>(args)?;
+            Ok(Box::pin(f(a, ctx)) as RouteFuture<GetPromptResult>)
+        });
+        {
+            let mut r = self.routes_mut();
+            r.prompts.retain(|(p, _)| p.name != name);
+            r.prompts.push((prompt, get));
+        }
+        self.changed(ListKind::Prompts);
+        self
+    }
+
+    // -------------------------------------------------- everything else
+
+    /// Answers `completion/complete` with `f` (and declares
+    /// `completions`).
+    pub fn completion<F, Fut>(self, f: F) -> Self
+    where
+        F: Fn(CompleteParams, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CompleteResult, HandlerError>> + Send + 'static,
+    {
+        self.routes_mut().completer = Some(Arc::new(move |p, ctx| Box::pin(f(p, ctx))));
+        self
+    }
+
+    /// Sends every request the router does not answer to `f` (the raw
+    /// escape hatch); without one they get -32601.
+    pub fn fallback<F, Fut>(self, f: F) -> Self
+    where
+        F: Fn(Request, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+    {
+        self.routes_mut().fallback = Some(Arc::new(move |r, ctx| Box::pin(f(r, ctx))));
+        self
+    }
+
+    /// The level of the latest legacy `logging/setLevel`, if any.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        lock(&self.inner.log_level).clone()
+    }
+
+    // ----------------------------------------------------------- serving
+
+    fn live_handles(&self) -> Vec<ServerHandle> {
+        let mut handles = lock(&self.inner.handles);
+        handles.retain(|h| h.lifetime_token().is_alive());
+        handles.clone()
+    }
+
+    /// Tells every client that the list of `kind` changed.
+    fn changed(&self, kind: ListKind) {
+        for h in self.live_handles() {
+            // Legacy clients get the notification; modern ones only on a
+            // stream that asked for it.
+            if h.era() == Some(Era::Legacy) {
+                let _ = h.notify_list_changed(kind);
+            }
+        }
+        let method = match kind {
+            ListKind::Tools => methods::TOOLS_LIST_CHANGED,
+            ListKind::Resources => methods::RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => methods::PROMPTS_LIST_CHANGED,
+        };
+        self.notify_listeners(method, None, |f| {
+            match kind {
+                ListKind::Tools => f.tools_list_changed,
+                ListKind::Resources => f.resources_list_changed,
+                ListKind::Prompts => f.prompts_list_changed,
+            }
+            .unwrap_or(false)
+        });
+    }
+
+    /// Sends `method` on every modern stream whose filter `wants` it, with
+    /// the stream's id in `_meta`.
+    fn notify_listeners(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        wants: impl Fn(&SubscriptionFilter) -> bool,
+    ) {
+        for (_, l) in lock(&self.inner.listeners).iter() {
+            if wants(&l.filter) {
+                let _ = l
+                    .handle
+                    .notify(method, Some(with_stream(params.clone(), &l.id)));
+            }
+        }
+    }
+
+    async fn call_tool(&self, params: Value, ctx: RequestContext) -> Result<Value, HandlerError> {
+        let p: CallToolParams = parse_params(params)?;
+        let call = self
+            .routes()
+            .tools
+            .iter()
+            .find(|(t, _)| t.name == p.name)
+            .map(|(_, f)| f.clone());
+        let Some(call) = call else {
+            return Err(HandlerError::InvalidParams(format!(
+                "Unknown tool: {}",
+                p.name
+            )));
+        };
+        let result = match call(p.arguments.unwrap_or_default(), ctx) {
+            Err(problem) => {
+                CallToolResult::error(format!("invalid arguments for tool {}: {problem}", p.name))
+            }
+            Ok(fut) => match catch_panic(fut).await {
+                Ok(r) => r?,
+                Err(panic) => {
+                    tracing::warn!(tool = %p.name, %panic, "tool panicked: answered with a tool error");
+                    CallToolResult::error(format!("tool {} panicked: {panic}", p.name))
+                }
+            },
+        };
+        to_value(result)
+    }
+
+    async fn read_resource(
+        &self,
+        params: Value,
+        ctx: RequestContext,
+    ) -> Result<Value, HandlerError> {
+        let p: ReadResourceParams = parse_params(params)?;
+        let found = {
+            let r = self.routes();
+            r.resources
+                .iter()
+                .find(|(x, _)| x.uri == p.uri)
+                .map(|(_, f)| (f.clone(), Map::new()))
+                .or_else(|| {
+                    r.templates
+                        .iter()
+                        .find_map(|(_, t, f)| t.matches(&p.uri).map(|vars| (f.clone(), vars)))
+                })
+        };
+        let Some((read, vars)) = found else {
+            return Err(HandlerError::Rpc(
+                ErrorObject::new(RESOURCE_NOT_FOUND, "Resource not found")
+                    .with_data(json!({ "uri": p.uri })),
+            ));
+        };
+        to_value(read(p.uri, vars, ctx).await?)
+    }
+
+    async fn get_prompt(&self, params: Value, ctx: RequestContext) -> Result<Value, HandlerError> {
+        let p: GetPromptParams = parse_params(params)?;
+        let get = self
+            .routes()
+            .prompts
+            .iter()
+            .find(|(x, _)| x.name == p.name)
+            .map(|(_, f)| f.clone());
+        let Some(get) = get else {
+            return Err(HandlerError::InvalidParams(format!(
+                "Unknown prompt: {}",
+                p.name
+            )));
+        };
+        let fut = get(p.arguments.unwrap_or_default(), ctx).map_err(|problem| {
+            HandlerError::InvalidParams(format!(
+                "invalid arguments for prompt {}: {problem}",
+                p.name
+            ))
+        })?;
+        to_value(fut.await?)
+    }
+
+    /// Serves one `subscriptions/listen` stream: acknowledges what this
+    /// router can send, then holds the request open until the client
+    /// cancels it, closes its input, or the server stops (then the stream
+    /// ends with its result).
+    async fn listen(&self, req: &Request, ctx: RequestContext) -> Result<Value, HandlerError> {
+        let p: ListenParams = parse_params(req.params.clone().unwrap_or(Value::Null))?;
+        let agreed = {
+            let r = self.routes();
+            let asked = |b: Option<bool>, have: bool| (b == Some(true) && have).then_some(true);
+            SubscriptionFilter {
+                tools_list_changed: asked(p.notifications.tools_list_changed, !r.tools.is_empty()),
+                prompts_list_changed: asked(
+                    p.notifications.prompts_list_changed,
+                    !r.prompts.is_empty(),
+                ),
+                resources_list_changed: asked(
+                    p.notifications.resources_list_changed,
+                    !r.resources.is_empty() || !r.templates.is_empty(),
+                ),
+                resource_subscriptions: p.notifications.resource_subscriptions.clone(),
+                ..Default::default()
+            }
+        };
+        let ack = json!({ "notifications": agreed });
+        ctx.notify(
+            methods::SUBSCRIPTIONS_ACKNOWLEDGED,
+            Some(with_stream(Some(ack), &req.id)),
+        )
+        .map_err(|e| HandlerError::Internal(e.to_string()))?;
+        let key = {
+            let mut n = lock(&self.inner.next_listener);
+            *n += 1;
+            *n
+        };
+        lock(&self.inner.listeners).push((
+            key,
+            Listener {
+                id: req.id.clone(),
+                filter: agreed,
+                handle: ctx.handle().clone(),
+            },
+        ));
+        // However this ends (answer, cancel, abort), the stream goes.
+        let _registered = Unlisten {
+            inner: &self.inner,
+            key,
+        };
+        tokio::select! {
+            _ = ctx.cancelled() => {}
+            _ = ctx.input_closed() => {}
+        }
+        let mut meta = Map::new();
+        meta.insert(meta::SUBSCRIPTION_ID.into(), json!(req.id));
+        to_value(ListenResult {
+            result_type: Some(ResultType::Complete),
+            meta: Some(meta),
+            ..Default::default()
+        })
+    }
+
+    fn subscription(&self, params: Value, subscribe: bool) -> Result<Value, HandlerError> {
+        let p: ResourceParams = parse_params(params)?;
+        let mut set = lock(&self.inner.subscribed);
+        if subscribe {
+            set.insert(p.uri);
+        } else {
+            set.remove(&p.uri);
+        }
+        Ok(json!({}))
+    }
+}
+
+/// The JSON-RPC code for an unknown resource (MCP).
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// Removes a listener from the router when its request ends.
+struct Unlisten<'a> {
+    inner: &'a Inner,
+    key: u64,
+}
+
+impl Drop for Unlisten<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.listeners).retain(|(k, _)| *k != self.key);
+    }
+}
+
+/// `params` with `_meta.subscriptionId` set to the stream `id`.
+fn with_stream(params: Option<Value>, id: &RequestId) -> Value {
+    let mut params = match params {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(m) = meta {
+        m.insert(meta::SUBSCRIPTION_ID.into(), json!(id));
+    }
+    Value::Object(params)
+}
+
+fn parse_params<P: DeserializeOwned>(params: Value) -> Result<P, HandlerError> {
+    let params = if params.is_null() { json!({}) } else { params };
+    serde_json::from_value(params).map_err(|e| HandlerError::InvalidParams(e.to_string()))
+}
+
+fn to_value(v: impl Serialize) -> Result<Value, HandlerError> {
+    serde_json::to_value(v).map_err(|e| HandlerError::Internal(e.to_string()))
+}
+
+/// Runs `fut` in a task of its own so that a panic is caught (and the task
+/// aborted if this future is dropped, as a cancelled request's is).
+async fn catch_panic<T: Send + 'static>(
+    fut: RouteFuture<T>,
+) -> Result<Result<T, HandlerError>, String> {
+    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for AbortOnDrop<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut task = AbortOnDrop(tokio::spawn(fut));
+    match (&mut task.0).await {
+        Ok(r) => Ok(r),
+        Err(e) => Err(match e.try_into_panic() {
+            Ok(p) => p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".to_owned()),
+            Err(_) => "the tool's task was cancelled".to_owned(),
+        }),
+    }
+}
+
+/// A prompt's arguments from its argument type's JSON Schema.
+fn prompt_arguments(schema: &Value) -> Vec<PromptArgument> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, p)| PromptArgument {
+            name: name.clone(),
+            description: p
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            required: Some(required.contains(&name.as_str())),
+            ..Default::default()
+        })
+        .collect()
+}
+
+impl Handler for Router {
+    async fn handle_request(
+        &self,
+        req: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, HandlerError> {
+        let params = || req.params.clone().unwrap_or(Value::Null);
+        match req.method.as_str() {
+            methods::TOOLS_LIST => to_value(ListToolsResult {
+                tools: self.routes().tools.iter().map(|(t, _)| t.clone()).collect(),
+                ..Default::default()
+            }),
+            methods::TOOLS_CALL => self.call_tool(params(), ctx).await,
+            methods::RESOURCES_LIST => to_value(ListResourcesResult {
+                resources: self
+                    .routes()
+                    .resources
+                    .iter()
+                    .map(|(r, _)| r.clone())
+                    .collect(),
+                ..Default::default()
+            }),
+            methods::RESOURCES_TEMPLATES_LIST => to_value(ListResourceTemplatesResult {
+                resource_templates: self
+                    .routes()
+                    .templates
+                    .iter()
+                    .map(|(t, ..)| t.clone())
+                    .collect(),
+                ..Default::default()
+            }),
+            methods::RESOURCES_READ => self.read_resource(params(), ctx).await,
+            methods::RESOURCES_SUBSCRIBE => self.subscription(params(), true),
+            methods::RESOURCES_UNSUBSCRIBE => self.subscription(params(), false),
+            methods::PROMPTS_LIST => to_value(ListPromptsResult {
+                prompts: self
+                    .routes()
+                    .prompts
+                    .iter()
+                    .map(|(p, _)| p.clone())
+                    .collect(),
+                ..Default::default()
+            }),
+            methods::PROMPTS_GET => self.get_prompt(params(), ctx).await,
+            methods::LOGGING_SET_LEVEL => {
+                let p: SetLevelParams = parse_params(params())?;
+                *lock(&self.inner.log_level) = Some(p.level);
+                Ok(json!({}))
+            }
+            methods::SUBSCRIPTIONS_LISTEN if ctx.era() == Era::Modern => {
+                self.listen(&req, ctx).await
+            }
+            methods::COMPLETION_COMPLETE => {
+                let completer = self.routes().completer.clone();
+                match completer {
+                    Some(f) => to_value(f(parse_params(params())?, ctx).await?),
+                    None => self.fall_back(req, ctx).await,
+                }
+            }
+            _ => self.fall_back(req, ctx).await,
+        }
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        let r = self.routes();
+        let listed = |any: bool| {
+            any.then(|| ListChangedCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            })
+        };
+        let any_resources = !r.resources.is_empty() || !r.templates.is_empty();
+        ServerCapabilities {
+            tools: listed(!r.tools.is_empty()),
+            prompts: listed(!r.prompts.is_empty()),
+            resources: any_resources.then(|| ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+                ..Default::default()
+            }),
+            completions: r.completer.as_ref().map(|_| Map::new()),
+            ..Default::default()
+        }
+    }
+
+    fn serving(&self, handle: ServerHandle) {
+        lock(&self.inner.handles).push(handle);
+    }
+}
+
+impl Router {
+    async fn fall_back(&self, req: Request, ctx: RequestContext) -> Result<Value, HandlerError> {
+        let fallback = self.routes().fallback.clone();
+        match fallback {
+            Some(f) => f(req, ctx).await,
+            None => Err(HandlerError::Rpc(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("method not found: {}", req.method),
+            ))),
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The Router, served in process over a pipe pair and driven with raw
+//! JSON-RPC lines: declared capabilities, argument errors and panics as
+//! tool errors, list changes at run time in both eras, listen streams that
+//! end when the client closes its input.
+
+use std::time::{Duration, Instant};
+
+use conduit_mcp::protocol::{
+    CallToolResult, Implementation, ReadResourceResult, Resource, ResourceContents,
+};
+use conduit_mcp::server::{RequestContext, Router, ServeEnd, ServerConfig, StdioServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+const PATIENCE: Duration = Duration::from_secs(10);
+
+#[derive(Deserialize, JsonSchema)]
+struct Div {
+    a: i64,
+    b: i64,
+}
+
+fn router() -> Router {
+    Router::new()
+        .tool(
+            "div",
+            "Divides a by b (panics on zero).",
+            |args: Div, _ctx: RequestContext| async move {
+                Ok(CallToolResult::text((args.a / args.b).to_string()))
+            },
+        )
+        .resource_template(
+            conduit_mcp::protocol::ResourceTemplate {
+                uri_template: "users://{id}".into(),
+                name: "user".into(),
+                ..Default::default()
+            },
+            |uri, vars, _ctx| async move {
+                Ok(ReadResourceResult {
+                    contents: vec![ResourceContents::text(
+                        uri,
+                        format!("user {}", vars["id"].as_str().unwrap_or_default()),
+                    )],
+                    ..Default::default()
+                })
+            },
+        )
+}
+
+struct Peer {
+    to: Option<DuplexStream>,
+    from: Lines<BufReader<DuplexStream>>,
+}
+
+impl Peer {
+    async fn send(&mut self, v: Value) {
+        let mut line = serde_json::to_vec(&v).unwrap();
+        line.push(b'\n');
+        self.to.as_mut().unwrap().write_all(&line).await.unwrap();
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(PATIENCE, self.from.next_line())
+            .await
+            .expect("no message in time")
+            .unwrap()
+            .expect("output ended");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        loop {
+            let m = self.recv().await;
+            if m["id"] == json!(id) && m.get("method").is_none() {
+                return m;
+            }
+        }
+    }
+}
+
+fn serve(
+    router: Router,
+) -> (
+    Peer,
+    tokio::task::JoinHandle<Result<ServeEnd, conduit_mcp::server::ServerError>>,
+) {
+    let (client_to, server_from) = tokio::io::duplex(1 << 16);
+    let (server_to, client_from) = tokio::io::duplex(1 << 16);
+    let config = ServerConfig::new(Implementation::new("router-test", "1"));
+    let server = StdioServer::over(server_from, server_to, config);
+    let task = tokio::spawn(server.serve(router));
+    (
+        Peer {
+            to: Some(client_to),
+            from: BufReader::new(client_from).lines(),
+        },
+        task,
+    )
+}
+
+fn modern(mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    params
+}
+
+#[tokio::test]
+async fn legacy_tools_errors_panics_and_a_list_change_at_run_time() {
+    let router = router();
+    let (mut p, task) = serve(router.clone());
+    let init = p
+        .call(0, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }))
+        .await;
+    let caps = &init["result"]["capabilities"];
+    assert_eq!(caps["tools"], json!({ "listChanged": true }), "{init}");
+    assert_eq!(caps["resources"]["listChanged"], json!(true), "{init}");
+    assert!(caps.get("prompts").is_none(), "{init}");
+
+    let list = p.call(1, "tools/list", json!({})).await;
+    let schema = &list["result"]["tools"][0]["inputSchema"];
+    assert_eq!(schema["required"], json!(["a", "b"]), "{list}");
+
+    let r = p
+        .call(
+            2,
+            "tools/call",
+            json!({ "name": "div", "arguments": { "a": 7, "b": 2 } }),
+        )
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "3");
+    // An argument error: a tool error with the decoding problem.
+    let r = p
+        .call(
+            3,
+            "tools/call",
+            json!({ "name": "div", "arguments": { "a": 7 } }),
+        )
+        .await;
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("missing field `b`"), "{text}");
+    // A panic: a tool error too, and the session goes on.
+    let r = p
+        .call(
+            4,
+            "tools/call",
+            json!({ "name": "div", "arguments": { "a": 7, "b": 0 } }),
+        )
+        .await;
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("panicked"),
+        "{r}"
+    );
+    let r = p
+        .call(5, "tools/call", json!({ "name": "nope", "arguments": {} }))
+        .await;
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    let r = p
+        .call(6, "resources/read", json!({ "uri": "users://42" }))
+        .await;
+    assert_eq!(r["result"]["contents"][0]["text"], "user 42", "{r}");
+
+    // A tool added at run time: the legacy client is told.
+    router.add_tool(
+        conduit_mcp::protocol::Tool {
+            name: "later".into(),
+            ..Default::default()
+        },
+        |_: Div, _ctx| async { Ok(CallToolResult::text("later")) },
+    );
+    let n = p.recv().await;
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+    let list = p.call(7, "tools/list", json!({})).await;
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 2);
+    assert!(router.remove_tool("later"));
+    assert_eq!(p.recv().await["method"], "notifications/tools/list_changed");
+
+    p.to = None;
+    let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+}
+
+#[tokio::test]
+async fn modern_listen_streams_get_list_changes_and_end_at_eof() {
+    let router = router();
+    let (mut p, task) = serve(router.clone());
+    p.send(json!({ "jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+        "params": modern(json!({ "notifications": { "toolsListChanged": true, "promptsListChanged": true } })) }))
+        .await;
+    let ack = p.recv().await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    // No prompts registered: not agreed to.
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({ "toolsListChanged": true }),
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+
+    router.add_resource(Resource::new("demo://x", "x"), |_ctx| async {
+        Ok(ReadResourceResult::default())
+    });
+    router.add_tool(
+        conduit_mcp::protocol::Tool {
+            name: "later".into(),
+            ..Default::default()
+        },
+        |_: Div, _ctx| async { Ok(CallToolResult::text("later")) },
+    );
+    // Only what the stream asked for, with its id (the resource change
+    // was not asked for).
+    let n = p.recv().await;
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+
+    // The client closes its input: the stream ends with its result at
+    // once, not after the 5 s drain.
+    let t = Instant::now();
+    p.to = None;
+    let end = p.recv().await;
+    assert_eq!(end["id"], "L", "{end}");
+    assert_eq!(
+        end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    let served = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+    assert_eq!(served.unwrap(), ServeEnd::Eof);
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
