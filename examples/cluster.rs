@@ -146,7 +146,7 @@ async fn node_b(addr: &str) -> Result<RemoteServers, Box<dyn std::error::Error>>
     let r = echo
         .call_tool("echo", json!({ "from": "node B" }), RemoteOptions::new())
         .await?;
-    println!("tools/call through node A: {}", r.text());
+    println!("tools/call through node A: {}", r.joined_text());
     Ok(servers)
 }
 

@@ -261,7 +261,7 @@ async fn scenario(test: &str, tls: bool) {
         .call_tool("echo", json!({ "text": "across nodes" }), opts())
         .await
         .unwrap();
-    assert_eq!(echo.text(), "across nodes");
+    assert_eq!(echo.joined_text(), "across nodes");
     // The result crosses as the server's own bytes.
     let raw = fixture
         .request("echo", Some(json!({ "k": "é\u{1F600}" })), opts())
@@ -271,7 +271,7 @@ async fn scenario(test: &str, tls: bool) {
 
     // An error result, a server error, a refusal, an unknown server.
     let failed = fixture.call_tool("fail", json!({}), opts()).await.unwrap();
-    assert!(failed.is_error, "{failed:?}");
+    assert!(failed.is_error(), "{failed:?}");
     let unknown = fixture.request("no/such", None, opts()).await.unwrap_err();
     assert!(
         matches!(unknown, RemoteError::Server { code: -32601, .. }),
