@@ -182,13 +182,18 @@ macro_rules! local_messages {
 }
 
 mod child;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod client;
+pub mod config_file;
 mod deadline;
 pub mod error;
 pub mod framing;
+pub mod host;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod secret;
+mod serde_support;
 pub mod server;
 mod transport;
 
