@@ -92,10 +92,7 @@ impl HostShared {
         events: Option<mpsc::UnboundedSender<HostEvent>>,
     ) -> Self {
         HostShared {
-            naming: Naming {
-                separator: config.separator.clone(),
-                max_len: config.max_name_len,
-            },
+            naming: config.naming(),
             when_unavailable: config.when_unavailable,
             handler,
             catalog: Mutex::default(),

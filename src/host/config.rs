@@ -10,6 +10,7 @@ use ractor::ActorCell;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use super::namespace::Naming;
 use super::HostEvent;
 use crate::client::config::ClientConfig;
 use crate::client::handler::ClientHandler;
@@ -114,6 +115,14 @@ impl HostConfig {
     pub fn ready_timeout(mut self, timeout: Duration) -> Self {
         self.ready_timeout = timeout;
         self
+    }
+
+    /// How this configuration joins names.
+    pub(crate) fn naming(&self) -> Naming {
+        Naming {
+            separator: self.separator.clone(),
+            max_len: self.max_name_len,
+        }
     }
 
     /// Checks the host's own options (each server's are checked when it
