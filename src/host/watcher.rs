@@ -71,6 +71,9 @@ impl Watcher {
     async fn run(&mut self, mut notes: crate::Notifications) {
         let mut status = self.client.watch_status();
         loop {
+            // A client emits an event before the status it leads to: pass
+            // the events on first, so they precede what follows from it.
+            self.pass_on_queued();
             let current = status.borrow_and_update().clone();
             if self.on_status(current) {
                 return;
@@ -113,9 +116,7 @@ impl Watcher {
             s if s.is_final() => {
                 // The final event is delivered before the final status is
                 // set: pass on every event before leaving.
-                while let Ok(event) = self.events.try_recv() {
-                    self.pass_on(event);
-                }
+                self.pass_on_queued();
                 if let Status::GaveUp(reason) = s {
                     self.shared.retire(&self.name, reason);
                 }
@@ -142,6 +143,12 @@ impl Watcher {
         self.listing = Some(Box::pin(
             async move { fetch(client, &session, wanted).await },
         ));
+    }
+
+    fn pass_on_queued(&mut self) {
+        while let Ok(event) = self.events.try_recv() {
+            self.pass_on(event);
+        }
     }
 
     fn pass_on(&self, event: LifecycleEvent) {
