@@ -295,17 +295,18 @@ impl ServersFile {
 
 /// JSON with comments and trailing commas (VS Code's JSONC), nothing looser.
 fn parse_jsonc(text: &str) -> Result<Value, String> {
-    let mut opts = jsonc_parser::ParseOptions::default();
-    opts.allow_comments = true;
-    opts.allow_trailing_commas = true;
-    opts.allow_loose_object_property_names = false;
-    opts.allow_missing_commas = false;
-    opts.allow_single_quoted_strings = false;
-    opts.allow_hexadecimal_numbers = false;
-    opts.allow_unary_plus_numbers = false;
-    opts.allow_bare_decimal_point_numbers = false;
-    opts.allow_non_finite_numbers = false;
-    opts.allow_extended_string_escapes = false;
+    let opts = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
     jsonc_parser::parse_to_serde_value(text, &opts).map_err(|e| e.to_string())
 }
 

@@ -72,10 +72,10 @@ impl Context<'_> {
     /// A path at `key`, expanded; a relative one is taken from the file's
     /// directory.
     fn path(&self, key: &str, v: &Value) -> Result<PathBuf, ConfigFileError> {
-        Ok(self.from_dir(Path::new(&self.string(key, v)?)))
+        Ok(self.resolve(Path::new(&self.string(key, v)?)))
     }
 
-    fn from_dir(&self, p: &Path) -> PathBuf {
+    fn resolve(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
             return p.to_owned();
         }
@@ -133,7 +133,7 @@ pub(super) fn read(
     });
     config.env = environment(ctx, key, entry)?;
     if let StderrMode::File(p) = &config.stderr {
-        config.stderr = StderrMode::File(ctx.from_dir(p));
+        config.stderr = StderrMode::File(ctx.resolve(p));
     }
     Ok(Outcome::Server(Box::new(config)))
 }
@@ -144,7 +144,7 @@ fn command_path(ctx: &Context<'_>, key: &str, v: &Value) -> Result<String, Confi
     let command = ctx.string(key, v)?;
     if Path::new(&command).components().count() > 1 {
         return Ok(ctx
-            .from_dir(Path::new(&command))
+            .resolve(Path::new(&command))
             .to_string_lossy()
             .into_owned());
     }
