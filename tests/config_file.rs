@@ -3,6 +3,7 @@
 //! read from disk, and servers started from them.
 
 mod common;
+mod host_support;
 
 use std::path::{Path, PathBuf};
 
@@ -398,10 +399,6 @@ async fn a_server_started_from_a_file_gets_its_command_cwd_and_env() {
         .await
         .unwrap();
     assert_eq!(r.text(), "from a file");
-    for s in host.stop().wait().await {
-        for r in s.reports {
-            assert!(!common::alive(r.pid));
-        }
-    }
+    host_support::finish(host).await;
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -10,35 +10,17 @@
 mod common;
 #[path = "interop/example_bin.rs"]
 mod example_bin;
+mod host_support;
 #[path = "interop/peers.rs"]
 mod peers;
-
-use std::time::Duration;
 
 use conduit_mcp::client::events::LifecycleEvent;
 use conduit_mcp::config_file::ServersFile;
 use conduit_mcp::host::{Host, HostError, HostEvent};
+use host_support::{assert_all_gone, until};
 use peers::{everything_js, peers, py_server_script, time_server, venv_python};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-
-const PATIENCE: Duration = Duration::from_secs(30);
-
-async fn until(
-    events: &mut mpsc::UnboundedReceiver<HostEvent>,
-    mut pred: impl FnMut(&HostEvent) -> bool,
-) -> HostEvent {
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let e = events.recv().await.expect("host events go on");
-            if pred(&e) {
-                return e;
-            }
-        }
-    })
-    .await
-    .expect("the event came in time")
-}
 
 /// A `.mcp.json` as Claude Code keeps it, with `${PEERS}` for the peers'
 /// folder (expanded from the environment given to the parser).
@@ -210,12 +192,7 @@ async fn a_host_of_the_real_servers_serves_one_namespace_and_survives_a_crash() 
         .filter_map(|s| s.session().and_then(|s| s.pid))
         .collect();
     assert_eq!(pids.len(), 5);
-    for s in host.stop().wait().await {
-        for r in s.reports {
-            assert!(!common::alive(r.pid), "{}: {} survived", s.name, r.pid);
-            assert!(!r.group_survivors, "{}: {r:?}", s.name);
-        }
-    }
+    assert_all_gone(&host.stop().wait().await);
     for pid in pids {
         assert!(!common::alive(pid), "{pid} survived the host");
     }

@@ -4,19 +4,17 @@
 //! host as a subtree of the user's actor.
 
 mod common;
+mod host_support;
 
 use std::time::Duration;
 
 use conduit_mcp::client::events::LifecycleEvent;
-use conduit_mcp::host::{
-    Host, HostConfig, HostError, HostEvent, HostOptions, ServerShutdown, WhenUnavailable,
-};
+use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, HostOptions, WhenUnavailable};
 use conduit_mcp::{Backoff, ClientConfig, Status};
+use host_support::{assert_all_gone, until, PATIENCE};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::json;
 use tokio::sync::mpsc;
-
-const PATIENCE: Duration = Duration::from_secs(20);
 
 /// A fixture server whose restarts wait `backoff` and stop after `max`.
 fn restarting(backoff: Duration, max: u32) -> ClientConfig {
@@ -30,38 +28,10 @@ fn restarting(backoff: Duration, max: u32) -> ClientConfig {
     )
 }
 
-/// Receives events until `pred` holds for one; returns it.
-async fn until(
-    events: &mut mpsc::UnboundedReceiver<HostEvent>,
-    mut pred: impl FnMut(&HostEvent) -> bool,
-) -> HostEvent {
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let e = events.recv().await.expect("host events go on");
-            if pred(&e) {
-                return e;
-            }
-        }
-    })
-    .await
-    .expect("the event came in time")
-}
-
 fn pid_of(host: &Host, server: &str) -> u32 {
     host.client(server)
         .and_then(|c| c.pid())
         .unwrap_or_else(|| panic!("{server} has a ready server"))
-}
-
-/// Every process the shutdowns report is gone.
-fn assert_all_gone(shutdowns: &[ServerShutdown]) {
-    for s in shutdowns {
-        assert!(!s.reports.is_empty(), "{}: no report", s.name);
-        for r in &s.reports {
-            assert!(!common::alive(r.pid), "{}: {} survived", s.name, r.pid);
-            assert!(!r.group_survivors, "{}: {r:?}", s.name);
-        }
-    }
 }
 
 fn text(result: &conduit_mcp::client::CallToolResult) -> String {
@@ -329,7 +299,14 @@ async fn with_wait_a_call_waits_for_the_restarted_server() {
         .await
         .unwrap();
     assert_eq!(text(&r), "waited");
-    assert_ne!(pid_of(&host, "crashy"), old);
+    // Served by the new server (its status may turn ready just after).
+    let new = host
+        .client("crashy")
+        .unwrap()
+        .ready(PATIENCE)
+        .await
+        .unwrap();
+    assert_ne!(new.pid, Some(old));
     assert_all_gone(&host.stop().wait().await);
 }
 

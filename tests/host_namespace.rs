@@ -5,31 +5,14 @@
 mod common;
 #[path = "interop/example_bin.rs"]
 mod example_bin;
+mod host_support;
 
 use std::time::Duration;
 
 use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, ItemKind};
 use conduit_mcp::{ClientConfig, StderrMode};
+use host_support::{finish, until};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
-
-const PATIENCE: Duration = Duration::from_secs(20);
-
-async fn until(
-    events: &mut mpsc::UnboundedReceiver<HostEvent>,
-    mut pred: impl FnMut(&HostEvent) -> bool,
-) -> HostEvent {
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let e = events.recv().await.expect("host events go on");
-            if pred(&e) {
-                return e;
-            }
-        }
-    })
-    .await
-    .expect("the event came in time")
-}
 
 async fn add_tool(host: &Host, server: &str, name: &str) {
     host.client(server)
@@ -37,14 +20,6 @@ async fn add_tool(host: &Host, server: &str, name: &str) {
         .request("fixture/add_tool", Some(json!({ "name": name })))
         .await
         .unwrap();
-}
-
-async fn finish(host: Host) {
-    for s in host.stop().wait().await {
-        for r in s.reports {
-            assert!(!common::alive(r.pid), "{}: {} survived", s.name, r.pid);
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
