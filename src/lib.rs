@@ -7,6 +7,12 @@
 //!   ends it.
 //! - [`server::StdioServer`] serves MCP over this process's stdin/stdout
 //!   (or any async byte streams).
+//! - [`host::Host`] runs many clients as one supervised subtree, with one
+//!   namespace of tools (`server__tool`), loaded from the config files
+//!   people already keep ([`config_file`]: `mcpServers`, VS Code's
+//!   `servers`).
+//! - `cli` (feature `cli`) is the `mcp` command:
+//!   `cargo install conduit-mcp --features cli`.
 //!
 //! ```no_run
 //! use conduit_mcp::{Client, ClientConfig, RequestOptions};
@@ -43,7 +49,9 @@
 //! Module map: `child` spawns and ends processes (all `unsafe` and every
 //! signal live there, and it imports nothing from the rest); `transport`
 //! turns one child into a link (reader, writer, PortOwner); `client` is the
-//! actor tree and the user's handle; `server` serves MCP over stdio;
+//! actor tree and the user's handle; `host` runs many clients as one tree
+//! and one namespace, and `config_file` reads the files that list them;
+//! `server` serves MCP over stdio;
 //! [`jsonrpc`] and [`framing`] are the wire format shared by both halves.
 //!
 //! One request: the caller's task allocates an id. While a server is ready
@@ -182,15 +190,20 @@ macro_rules! local_messages {
 }
 
 mod child;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod client;
 #[cfg(feature = "cluster")]
 pub mod cluster;
+pub mod config_file;
 mod deadline;
 pub mod error;
 pub mod framing;
+pub mod host;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod secret;
+mod serde_support;
 pub mod server;
 mod transport;
 

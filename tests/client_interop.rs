@@ -13,9 +13,12 @@
 mod common;
 #[path = "interop/example_bin.rs"]
 mod example_bin;
+#[path = "interop/peers.rs"]
+mod peers;
 use example_bin::mcp_bin;
+use peers::{everything_js, on_path, peers, py_server_script, time_server, venv_python, INSTALL};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,65 +28,12 @@ use conduit_mcp::{
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-const INSTALL: &str = "run .ci/install-client-peers.sh";
-
-fn peers() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers")
-}
-
-fn on_path(exe: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(exe).is_file()))
-        .unwrap_or(false)
-}
-
-/// server-everything's entry point, when it and `node` are installed.
-fn everything_js() -> Option<PathBuf> {
-    let js =
-        peers().join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    (js.is_file() && on_path("node")).then_some(js)
-}
-
-/// The venv's python, when `mcp` 2.x with `mcp.server.mcpserver` is there.
-fn venv_python() -> Option<PathBuf> {
-    let py = peers().join("venv/bin/python");
-    let ok = py.is_file()
-        && Command::new(&py)
-            .args(["-c", "import mcp.server.mcpserver"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    ok.then_some(py)
-}
-
-fn time_server() -> Option<PathBuf> {
-    let exe = peers().join("venv/bin/mcp-server-time");
-    exe.is_file().then_some(exe)
-}
-
-macro_rules! need {
-    ($found:expr, $what:expr) => {
-        match $found {
-            Some(v) => v,
-            None => {
-                eprintln!(
-                    "skipped: {} not installed at target/peers; {INSTALL}",
-                    $what
-                );
-                return;
-            }
-        }
-    };
-}
-
 fn everything(js: &Path) -> ClientConfig {
     base(ClientConfig::new("node").args([js.to_str().unwrap(), "stdio"]))
 }
 
 fn py_server(py: &Path) -> ClientConfig {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/py_server.py");
+    let script = py_server_script();
     base(ClientConfig::new(py.to_str().unwrap()).arg(script.to_str().unwrap()))
 }
 

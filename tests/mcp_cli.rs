@@ -464,3 +464,278 @@ fn discard_keeps_server_stderr_off_ours_and_verbose_logs() {
     assert!(!out.stderr.is_empty(), "--verbose printed nothing");
     out.json();
 }
+
+// ------------------------------------------------------ the installed `mcp`
+//
+// The same program as the `mcp` command `cargo install conduit-mcp
+// --features cli` installs: the crate's `mcp` binary, built by cargo for the
+// tests.
+
+fn installed() -> &'static str {
+    env!("CARGO_BIN_EXE_mcp")
+}
+
+/// Runs the installed `mcp` with `args`.
+fn mcp(args: &[&str]) -> Out {
+    let mut cmd = Command::new(installed());
+    cmd.args(args).stdin(Stdio::null());
+    run_cmd(cmd)
+}
+
+/// A `.mcp.json` of fixture servers (`name`, fixture arguments), plus a
+/// remote entry and a disabled one.
+fn config_file(dir: &Path, servers: &[(&str, &[&str])]) -> String {
+    let mut entries: Vec<String> = servers
+        .iter()
+        .map(|(name, args)| {
+            format!(
+                r#""{name}": {{ "command": "{}", "args": {}, "conduit": {{ "stderr": "discard", "stdin_grace_ms": 500, "term_grace_ms": 500 }} }}"#,
+                common::fixture(),
+                json!(args)
+            )
+        })
+        .collect();
+    entries.push(r#""remote": { "url": "https://example.invalid/mcp" }"#.into());
+    entries.push(r#""off": { "command": "x", "disabled": true }"#.into());
+    let path = dir.join(".mcp.json");
+    std::fs::write(
+        &path,
+        format!(
+            "{{\n  // test servers\n  \"mcpServers\": {{\n    {}\n  }}\n}}\n",
+            entries.join(",\n    ")
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn servers_prints_one_line_per_server_and_exits_0_only_if_all_are_ready() {
+    let dir = common::tempdir("cli-servers");
+    let file = config_file(
+        &dir,
+        &[
+            ("modern", &[]),
+            ("old", &["--era", "legacy"]),
+            ("broken", &["--exit-immediately", "4"]),
+        ],
+    );
+    let out = mcp(&["servers", "--config", &file]);
+    assert_code(&out, 3);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", out.stdout);
+    let line = |name: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no line for {name}: {}", out.stdout))
+            .split_whitespace()
+            .collect()
+    };
+    assert_eq!(
+        line("modern")[1..6],
+        ["modern", "2026-07-28", "5", "tools", "ready"]
+    );
+    assert_eq!(
+        line("old")[1..6],
+        ["legacy", "2025-11-25", "5", "tools", "ready"]
+    );
+    let ms: u64 = line("old")[7].parse().unwrap();
+    assert!(ms < 20_000, "{ms}");
+    assert_eq!(line("old")[8], "ms");
+    assert_eq!(line("broken")[1], "error:");
+    assert!(
+        line("broken").join(" ").contains("exit status 4"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(line("off")[1], "disabled");
+    assert_eq!(line("remote")[1], "unsupported:");
+
+    // All ready: exit 0. One server of the file with --server.
+    let file = config_file(&dir, &[("modern", &[]), ("old", &["--era", "legacy"])]);
+    let out = mcp(&["servers", "--config", &file]);
+    assert_code(&out, 0);
+    let out = mcp(&["servers", "--config", &file, "--server", "old"]);
+    assert_code(&out, 0);
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    // `servers` needs a file.
+    let out = mcp(&["servers"]);
+    assert_code(&out, 2);
+    assert!(out.stderr.contains("--config"), "{}", out.stderr);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn tools_with_a_config_file_lists_every_tool_with_its_namespaced_name() {
+    let dir = common::tempdir("cli-tools-config");
+    let file = config_file(&dir, &[("a", &[]), ("b", &["--era", "legacy"])]);
+    let out = mcp(&["tools", "--config", &file]);
+    assert_code(&out, 0);
+    let v = out.json();
+    let tools = v["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 10, "{v}");
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for want in ["a__echo", "a__ask_roots", "b__add", "b__sleep"] {
+        assert!(names.contains(&want), "{want}: {names:?}");
+    }
+    let b_add = tools.iter().find(|t| t["name"] == "b__add").unwrap();
+    assert_eq!(b_add["server"], "b");
+    assert_eq!(b_add["tool"]["name"], "add");
+    assert!(b_add["tool"]["inputSchema"].is_object(), "{b_add}");
+    // With --server: that server's own list, as without a file.
+    let out = mcp(&["--server", "a", "tools", "--config", &file]);
+    assert_code(&out, 0);
+    assert_eq!(out.json()["tools"][0]["name"], "echo");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn call_and_request_with_a_config_file() {
+    let dir = common::tempdir("cli-call-config");
+    let file = config_file(&dir, &[("a", &[]), ("b", &["--era", "legacy"])]);
+    // A namespaced name starts its server and is routed there.
+    let out = mcp(&["call", "b__add", r#"{"a": 40, "b": 2}"#, "--config", &file]);
+    assert_code(&out, 0);
+    assert_eq!(out.json()["content"][0]["text"], "42");
+    // An error answer exits 1 with the error object.
+    let out = mcp(&["call", "a__add", r#"{"a": 1}"#, "--config", &file]);
+    assert_code(&out, 1);
+    assert_eq!(out.json()["code"], -32602);
+    // Unknown names are usage errors that say what exists.
+    let out = mcp(&["call", "zzz__add", "--config", &file]);
+    assert_code(&out, 2);
+    assert!(out.stderr.contains("a, b"), "{}", out.stderr);
+    let out = mcp(&["call", "a__nope", "--config", &file]);
+    assert_code(&out, 2);
+    assert!(out.stderr.contains("a__nope"), "{}", out.stderr);
+    // One server by name: its own tool names, any request.
+    let out = mcp(&[
+        "--server",
+        "a",
+        "call",
+        "echo",
+        r#"{"text":"own"}"#,
+        "--config",
+        &file,
+    ]);
+    assert_code(&out, 0);
+    assert_eq!(out.json()["content"][0]["text"], "own");
+    let out = mcp(&[
+        "--config", &file, "--server", "b", "--era", "legacy", "discover",
+    ]);
+    assert_code(&out, 0);
+    assert_eq!(out.json()["protocolVersion"], "2025-11-25");
+    let out = mcp(&[
+        "--config",
+        &file,
+        "--server",
+        "a",
+        "request",
+        "echo",
+        r#"{"x":1}"#,
+    ]);
+    assert_code(&out, 0);
+    assert_eq!(out.json()["x"], 1);
+    // Which server, when the file has several?
+    let out = mcp(&["--config", &file, "discover"]);
+    assert_code(&out, 2);
+    assert!(out.stderr.contains("--server"), "{}", out.stderr);
+    for (name, why) in [
+        ("remote", "not supported"),
+        ("off", "disabled"),
+        ("zzz", "not in the file"),
+    ] {
+        let out = mcp(&["--config", &file, "--server", name, "discover"]);
+        assert_code(&out, 2);
+        assert!(out.stderr.contains(why), "{name}: {}", out.stderr);
+    }
+    // A file and a command are exclusive; a bad file is a usage error.
+    let mut cmd = Command::new(installed());
+    cmd.args(["--config", &file, "tools", "--", common::fixture()]);
+    assert_code(&run_cmd(cmd), 2);
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"mcpServers": {"s": {"command": "x", "env": {"K": "${CONDUIT_TEST_UNSET_VAR}"}}}}"#,
+    )
+    .unwrap();
+    let out = mcp(&["servers", "--config", bad.to_str().unwrap()]);
+    assert_code(&out, 2);
+    assert!(
+        out.stderr.contains("mcpServers.s.env.K") && out.stderr.contains("CONDUIT_TEST_UNSET_VAR"),
+        "{}",
+        out.stderr
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_installed_command_keeps_the_contract_of_the_example() {
+    let out = run(
+        Path::new(installed()),
+        &["call", "add", r#"{"a": 2, "b": 40}"#],
+        &[],
+    );
+    assert_code(&out, 0);
+    assert_eq!(out.json()["content"][0]["text"], "42");
+    let out = run(Path::new(installed()), &["request", "no/such/method"], &[]);
+    assert_code(&out, 1);
+    let out = mcp(&["--help"]);
+    assert_code(&out, 0);
+    assert!(out.stdout.contains("Exit codes") && out.stdout.contains("--config"));
+}
+
+#[test]
+fn every_subcommand_has_help_and_completions_are_generated() {
+    for (sub, word) in [
+        ("discover", "--config"),
+        ("tools", "namespaced"),
+        ("call", "TOOL"),
+        ("request", "METHOD"),
+        ("servers", "--config"),
+        ("completions", "SHELL"),
+    ] {
+        let out = mcp(&[sub, "--help"]);
+        assert_code(&out, 0);
+        assert!(
+            out.stdout.contains(word),
+            "{sub} --help lacks {word:?}:\n{}",
+            out.stdout
+        );
+    }
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = mcp(&["completions", shell]);
+        assert_code(&out, 0);
+        for word in ["discover", "servers", "timeout-ms", "config"] {
+            assert!(out.stdout.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let out = mcp(&["completions", "tcsh"]);
+    assert_code(&out, 2);
+}
+
+#[test]
+fn progress_on_a_terminal_is_a_bar() {
+    if !Path::new("/usr/bin/script").is_file() {
+        eprintln!("skipped: `script` (util-linux) is needed to run mcp on a terminal");
+        return;
+    }
+    // `script` gives mcp a terminal for stdout and stderr.
+    let line = format!(
+        "{} --progress call sleep '{{\"ms\":300}}' -- {}",
+        installed(),
+        common::fixture()
+    );
+    let mut cmd = Command::new("/usr/bin/script");
+    cmd.args(["-q", "-e", "-c", &line, "/dev/null"]);
+    let out = run_cmd(cmd);
+    assert_code(&out, 0);
+    assert!(out.stdout.contains("100%"), "no bar:\n{}", out.stdout);
+    assert!(
+        !out.stdout.contains("progressToken"),
+        "JSON lines on a terminal:\n{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("slept 300"), "{}", out.stdout);
+}

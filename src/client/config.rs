@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::ConfigError;
 use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel};
@@ -13,7 +15,10 @@ use crate::secret::EnvValue;
 pub const DEFAULT_MAX_WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Where the server's stderr goes. It is never merged into stdout.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// Serialised as `"inherit"`, `"discard"`, `"log"` or `{"file": "/path"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StderrMode {
     /// This process's stderr (the default).
     #[default]
@@ -29,8 +34,10 @@ pub enum StderrMode {
     Log,
 }
 
-/// Which protocol era to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which protocol era to speak. Serialised as `"auto"`, `"modern"` or
+/// `"legacy"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EraPreference {
     /// Probe with `server/discover`, fall back to `initialize` (the default).
     #[default]
@@ -42,11 +49,17 @@ pub enum EraPreference {
 }
 
 /// Restart policy: exponential backoff between attempts, and a limit.
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// Serialised as `{"initial_ms": 100, "max_ms": 30000, "factor": 2.0}`
+/// (missing keys take their defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Backoff {
     /// Delay before the first restart.
+    #[serde(rename = "initial_ms", with = "crate::serde_support::millis")]
     pub initial: Duration,
     /// Largest delay.
+    #[serde(rename = "max_ms", with = "crate::serde_support::millis")]
     pub max: Duration,
     /// Growth factor per consecutive failure (at least 1.0).
     pub factor: f64,
@@ -89,10 +102,30 @@ impl Backoff {
 ///     .request_timeout(Duration::from_secs(30));
 /// assert!(config.validate().is_ok());
 /// ```
-#[derive(Debug, Clone)]
+///
+/// # Serialisation
+///
+/// `ClientConfig` is `Serialize` and `Deserialize` with the field names
+/// below, durations in milliseconds under names ending in `_ms`
+/// (`request_timeout_ms`, `stdin_grace_ms`, ...), `env` as an object, and
+/// every missing field at its default; an unknown field is an error. A
+/// [`Secret`](crate::Secret) in `env` is written as `{"redacted": true}`
+/// and never with its value (see [`secret`](crate::secret)).
+///
+/// ```
+/// use conduit_mcp::ClientConfig;
+/// let config: ClientConfig = serde_json::from_str(
+///     r#"{"command": "uvx", "args": ["mcp-server-time"], "request_timeout_ms": 5000}"#,
+/// )?;
+/// assert_eq!(config.request_timeout, std::time::Duration::from_secs(5));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default = "crate::serde_support::client_defaults", deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ClientConfig {
     /// Name used in logs and events (defaults to the command's file name).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The executable: a name looked up in PATH at every connection attempt,
     /// or an absolute path. Must not contain whitespace.
@@ -100,8 +133,10 @@ pub struct ClientConfig {
     /// Arguments, passed literally (no shell).
     pub args: Vec<String>,
     /// Variables set in the child's environment, after the allowlist.
+    #[serde(with = "crate::serde_support::env_map")]
     pub env: Vec<(String, EnvValue)>,
     /// Working directory (absolute, existing); `None` = this process's.
+    #[serde(alias = "cwd", skip_serializing_if = "Option::is_none")]
     pub cd: Option<PathBuf>,
     /// Where stderr goes.
     pub stderr: StderrMode,
@@ -112,10 +147,13 @@ pub struct ClientConfig {
     /// Consecutive non-JSON-RPC lines tolerated (default 10).
     pub max_junk_lines: usize,
     /// Time the server gets to exit after stdin is closed (default 2 s).
+    #[serde(rename = "stdin_grace_ms", with = "crate::serde_support::millis")]
     pub stdin_grace: Duration,
     /// Time the server gets after SIGTERM before SIGKILL (default 2 s).
+    #[serde(rename = "term_grace_ms", with = "crate::serde_support::millis")]
     pub term_grace: Duration,
     /// How long the `server/discover` probe waits (default 3 s).
+    #[serde(rename = "probe_timeout_ms", with = "crate::serde_support::millis")]
     pub probe_timeout: Duration,
     /// Bytes of requests queued for the server and not yet written
     /// (default 16 MiB, at most 4 GiB - 1). A caller whose request finds
@@ -128,6 +166,10 @@ pub struct ClientConfig {
     /// ([`CloseReason::WriteStalled`](crate::CloseReason::WriteStalled));
     /// default 10 s. A server that reads slowly, or that stops reading while
     /// nobody waits, is left alone.
+    #[serde(
+        rename = "write_stall_timeout_ms",
+        with = "crate::serde_support::millis"
+    )]
     pub write_stall_timeout: Duration,
     /// Server-to-client requests handled at once (default 16). Past it, the
     /// server's request is answered at once with error -32000; a request
@@ -159,9 +201,11 @@ pub struct ClientConfig {
     /// Protocol era.
     pub era: EraPreference,
     /// Default timeout of a request (default 60 s).
+    #[serde(rename = "request_timeout_ms", with = "crate::serde_support::millis")]
     pub request_timeout: Duration,
     /// Timeout of the legacy `initialize` request (default 60 s), long
     /// enough for slow cold starts such as `npx -y`.
+    #[serde(rename = "init_timeout_ms", with = "crate::serde_support::millis")]
     pub init_timeout: Duration,
     /// This client's name and version, sent to the server.
     pub client_info: Implementation,

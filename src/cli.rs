@@ -1,0 +1,261 @@
+//! The `mcp` command (feature `cli`): talk to local MCP servers over stdio
+//! from the command line.
+//!
+//! ```text
+//! cargo install conduit-mcp --features cli
+//! mcp discover -- npx -y @modelcontextprotocol/server-everything
+//! mcp call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
+//! mcp servers --config ~/.cursor/mcp.json
+//! mcp tools --config .mcp.json
+//! ```
+//!
+//! Run `mcp --help` for the whole usage (every subcommand has `--help`;
+//! `mcp completions SHELL` prints a completion script). Exit codes: 0
+//! success, 1 the server answered with an error, 2 usage or configuration
+//! error, 3 transport failure, timeout, or a server not ready.
+//!
+//! [`main`] is the program; [`run`] takes the arguments, for a program of
+//! your own that embeds it.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use serde_json::Value;
+
+use crate::client::config::ClientConfig;
+use crate::client::{Client, RequestOptions};
+use crate::config_file::ServersFile;
+use crate::error::Error;
+use crate::host::HostError;
+use crate::secret::EnvValue;
+
+mod args;
+mod hosted;
+mod progress;
+mod single;
+
+use self::args::{Cli, Command, Options};
+use self::progress::ProgressView;
+
+/// The default bound of each request and of the wait for readiness.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The `mcp` program, with this process's arguments.
+pub fn main() -> ExitCode {
+    run(std::env::args_os())
+}
+
+/// The `mcp` program with `args` (the first is the program's name): parses
+/// them, runs the command, prints its output, and returns the exit code.
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    // Everything after the first `--` is the server command, taken as it
+    // is: the options never see it.
+    let mut ours: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let server = match ours.iter().skip(1).position(|a| a == "--") {
+        Some(i) => ours.split_off(i + 1).into_iter().skip(1).collect(),
+        None => Vec::new(),
+    };
+    let cli = match Cli::try_parse_from(ours) {
+        Ok(cli) => cli,
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!(
+                "error: missing SUBCOMMAND (discover, tools, call, request, servers or completions)\n\n{}\nFor more information, try '--help'.",
+                Cli::command().render_usage()
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(shell, &mut Cli::command(), "mcp", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
+    if cli.options.verbose {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| "conduit_mcp=debug".into());
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the tokio runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let outcome = runtime.block_on(dispatch(cli, server));
+    ExitCode::from(finish(outcome))
+}
+
+/// How a command ends, short of success.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    /// Exit 2, with a message on stderr.
+    Usage(String),
+    /// Exit 1, with the server's error object on stdout.
+    Server(Value),
+    /// Exit 3, with a message on stderr.
+    Transport(String),
+}
+
+/// What a command prints on success.
+pub(crate) enum Output {
+    /// One JSON document.
+    Json(Value),
+    /// Lines of text, and whether every server was ready (exit 0 or 3).
+    Lines { lines: Vec<String>, all_ready: bool },
+}
+
+impl From<Value> for Output {
+    fn from(v: Value) -> Self {
+        Output::Json(v)
+    }
+}
+
+/// Runs the command; `server` is what followed `--`.
+async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
+    let Cli { options, command } = cli;
+    if options.config.is_some() && !server.is_empty() {
+        return Err(Fail::Usage(
+            "give either --config FILE or a server command after `--`, not both".into(),
+        ));
+    }
+    match (&options.config, command) {
+        (_, Command::Completions { .. }) => Err(Fail::Usage("completions is handled first".into())),
+        (None, Command::Servers) => Err(Fail::Usage(
+            "servers needs --config FILE (a file of mcpServers)".into(),
+        )),
+        (Some(path), command) => {
+            let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
+            hosted::run(&options, file, command).await
+        }
+        (None, command) => single::run(&options, command, server).await,
+    }
+}
+
+/// Prints the outcome; returns the exit code.
+fn finish(outcome: Result<Output, Fail>) -> u8 {
+    let mut out = std::io::stdout().lock();
+    match outcome {
+        Ok(Output::Json(v)) => print_json(&mut out, &v).map_or(3, |_| 0),
+        Ok(Output::Lines { lines, all_ready }) => {
+            let printed = lines.iter().try_for_each(|l| writeln!(out, "{l}"));
+            match (printed.and_then(|_| out.flush()), all_ready) {
+                (Ok(()), true) => 0,
+                _ => 3,
+            }
+        }
+        Err(Fail::Server(e)) => print_json(&mut out, &e).map_or(3, |_| 1),
+        Err(Fail::Usage(msg)) => {
+            eprintln!("error: {msg}");
+            2
+        }
+        Err(Fail::Transport(msg)) => {
+            eprintln!("error: {msg}");
+            3
+        }
+    }
+}
+
+fn print_json(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(v).map_err(std::io::Error::other)?;
+    writeln!(out, "{text}")?;
+    out.flush()
+}
+
+/// Maps a client error to how we exit.
+pub(crate) fn failure(e: Error) -> Fail {
+    match e {
+        Error::Server(obj) => Fail::Server(serde_json::to_value(obj).unwrap_or(Value::Null)),
+        Error::Config(c) => Fail::Usage(c.to_string()),
+        // `last` already says how many attempts failed and why.
+        Error::GaveUp { last, .. } => Fail::Transport(format!("the server did not start: {last}")),
+        e => Fail::Transport(e.to_string()),
+    }
+}
+
+/// Maps a host error to how we exit.
+pub(crate) fn host_failure(e: HostError) -> Fail {
+    match e {
+        HostError::Call { source, .. } if source.server_error().is_some() => failure(source),
+        e @ (HostError::Config(_)
+        | HostError::ConfigFile(_)
+        | HostError::UnknownTool(_)
+        | HostError::UnknownPrompt(_)
+        | HostError::UnknownResource(_)
+        | HostError::UnknownServer(_)) => Fail::Usage(e.to_string()),
+        e @ HostError::Start { .. } => Fail::Usage(e.to_string()),
+        e => Fail::Transport(e.to_string()),
+    }
+}
+
+/// The command-line options applied over a server's configuration: what
+/// was given wins; a server is never restarted (one shot).
+pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
+    if let Some(t) = options.timeout {
+        config.request_timeout = t;
+        config.init_timeout = t;
+        config.probe_timeout = config.probe_timeout.min(t);
+    }
+    if let Some(era) = options.era {
+        config.era = era.into();
+    }
+    for (k, v) in &options.env {
+        config.env.retain(|(name, _)| name != k);
+        config.env.push((k.clone(), EnvValue::Plain(v.clone())));
+    }
+    if let Some(cd) = &options.cd {
+        config.cd = Some(cd.clone());
+    }
+    if let Some(stderr) = &options.stderr {
+        config.stderr = stderr.clone();
+    }
+    // One shot: a server that fails to start is reported, not restarted.
+    config.max_reconnects = 0;
+}
+
+/// Sends one request with the options' timeout, showing progress when
+/// asked.
+pub(crate) async fn send(
+    options: &Options,
+    client: &Client,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, Error> {
+    let mut opts = RequestOptions::new();
+    if let Some(t) = options.timeout {
+        opts = opts.timeout(t);
+    }
+    if !options.progress {
+        return client.request_with(method, params, opts).await;
+    }
+    let (opts, view) = ProgressView::attach(opts);
+    let r = client.request_with(method, params, opts).await;
+    // The sender went with the options: every notification is shown.
+    view.finish().await;
+    r
+}
+
+/// Waits for Ctrl-C; the command then ends with exit code 3.
+pub(crate) async fn interrupted() -> Fail {
+    let _ = tokio::signal::ctrl_c().await;
+    Fail::Transport("interrupted".into())
+}

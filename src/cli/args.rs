@@ -1,0 +1,270 @@
+//! The command line: options, subcommands, and how each value is read.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+
+use crate::client::config::{EraPreference, StderrMode};
+
+/// The largest timeout: deadlines are `Instant`s and must stay
+/// representable.
+const MAX_TIMEOUT: Duration = Duration::from_secs(366 * 24 * 3600);
+
+const USAGE: &str = "mcp [OPTIONS] SUBCOMMAND [ARGS] -- COMMAND [ARGS...]
+       mcp [OPTIONS] SUBCOMMAND [ARGS] --config FILE [--server NAME]
+       mcp servers --config FILE
+       mcp completions SHELL";
+
+const AFTER_HELP: &str = "\
+Everything after the first `--` is the server command and its arguments,
+passed literally (no shell); they may start with `-`. COMMAND is a name
+looked up in PATH or a path (a relative path is taken from the current
+directory).
+
+With --config FILE instead (a Claude Desktop / Cursor / Claude Code
+`mcpServers` file, or VS Code's `servers`), the server is NAME from the
+file (--server; not needed when the file has one server). `tools` without
+--server lists every server's tools with namespaced names (server__tool),
+`call server__tool` calls one, and `servers` starts every server and
+prints one line each.
+
+Subcommands:
+  discover                 print the session: era, protocolVersion,
+                           serverInfo, capabilities, instructions, pid
+  tools                    print every tool (all pages of tools/list)
+  call TOOL [JSON_ARGS]    call a tool; JSON_ARGS is a JSON object
+                           (default {}); prints the tool result
+  request METHOD [JSON_PARAMS]
+                           send any request; JSON_PARAMS is a JSON object
+                           or array; prints the raw result
+  servers                  (--config) start every server; one line each:
+                           name, era, protocol version, tools, ready time,
+                           or the error
+  completions SHELL        print a shell completion script
+
+Output: the result is printed on stdout as one JSON document. Messages and
+progress go to stderr (a progress bar on a terminal, one JSON line per
+notification otherwise). Before exiting, mcp waits until every server
+process (and its process group) is shut down: stdin closed, then SIGTERM,
+then SIGKILL when needed.
+
+Exit codes:
+  0  success. A tool result with \"isError\": true is a successful answer
+     (the tool ran and reported a failure): it is printed and mcp exits 0
+  1  the server answered with a JSON-RPC error; the error object
+     ({\"code\", \"message\", \"data\"?}) is printed on stdout
+  2  usage or configuration error (bad option, bad JSON, missing
+     executable, bad --cd, bad config file, unknown tool)
+  3  transport failure or timeout (the server exited, closed its output,
+     or did not answer in time), a server of --config that is not ready,
+     or interrupted by Ctrl-C
+
+Examples:
+  mcp discover -- node server.js
+  mcp --era legacy tools -- uvx mcp-server-time
+  mcp call get_current_time '{\"timezone\":\"UTC\"}' -- mcp-server-time
+  mcp --progress call slow-tool '{}' -- ./my-server --flag
+  mcp servers --config ~/.cursor/mcp.json
+  mcp call time__get_current_time '{\"timezone\":\"UTC\"}' --config .mcp.json
+  mcp completions bash > ~/.local/share/bash-completion/completions/mcp
+";
+
+/// `mcp`: talk to local MCP servers over stdio.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcp",
+    version,
+    about = "mcp: talk to local MCP servers over stdio (conduit-mcp)",
+    override_usage = USAGE,
+    after_help = AFTER_HELP,
+    subcommand_value_name = "SUBCOMMAND",
+    subcommand_help_heading = "Subcommands"
+)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) options: Options,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Options of every subcommand (before or after it).
+#[derive(Debug, Args)]
+pub(crate) struct Options {
+    /// Bound each request, and the wait for the server to be ready, to N
+    /// milliseconds (default 60000)
+    #[arg(long = "timeout-ms", value_name = "N", global = true, value_parser = timeout)]
+    pub(crate) timeout: Option<Duration>,
+    /// Protocol era (default auto: probe with server/discover, fall back to
+    /// initialize)
+    #[arg(long, value_name = "auto|modern|legacy", global = true, value_enum)]
+    pub(crate) era: Option<Era>,
+    /// Set a variable in the server's environment (repeatable). Only HOME
+    /// LOGNAME PATH SHELL TERM USER are inherited from this process
+    #[arg(long = "env", value_name = "K=V", global = true, value_parser = env_pair)]
+    pub(crate) env: Vec<(String, String)>,
+    /// Run the server in DIR
+    #[arg(long, value_name = "DIR", global = true, value_parser = absolute)]
+    pub(crate) cd: Option<PathBuf>,
+    /// Where the server's stderr goes (default inherit; file:PATH appends to
+    /// PATH)
+    #[arg(long, value_name = "inherit|discard|file:PATH", global = true, value_parser = stderr_mode)]
+    pub(crate) stderr: Option<StderrMode>,
+    /// Ask for progress; show it on stderr (a bar on a terminal, else each
+    /// progress notification as one JSON line)
+    #[arg(long, global = true)]
+    pub(crate) progress: bool,
+    /// Log the client's activity to stderr (tracing; RUST_LOG overrides the
+    /// filter)
+    #[arg(long, global = true)]
+    pub(crate) verbose: bool,
+    /// Run servers from this config file (mcpServers, or VS Code's servers)
+    /// instead of `-- COMMAND`
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) config: Option<PathBuf>,
+    /// With --config: the server to use
+    #[arg(long, value_name = "NAME", global = true)]
+    pub(crate) server: Option<String>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Print the session: era, protocolVersion, serverInfo, capabilities,
+    /// instructions, pid
+    #[command(
+        override_usage = "mcp discover [OPTIONS] -- COMMAND [ARGS...]\n       mcp discover [OPTIONS] --config FILE [--server NAME]"
+    )]
+    Discover,
+    /// Print every tool (all pages of tools/list); with --config and no
+    /// --server, every server's, with namespaced names
+    #[command(
+        override_usage = "mcp tools [OPTIONS] -- COMMAND [ARGS...]\n       mcp tools [OPTIONS] --config FILE [--server NAME]"
+    )]
+    Tools,
+    /// `call TOOL [JSON_ARGS]`: call a tool and print its result
+    #[command(
+        override_usage = "mcp call [OPTIONS] TOOL [JSON_ARGS] -- COMMAND [ARGS...]\n       mcp call [OPTIONS] TOOL [JSON_ARGS] --config FILE [--server NAME]"
+    )]
+    Call {
+        /// The tool (with --config and no --server: its namespaced name)
+        #[arg(value_name = "TOOL")]
+        tool: String,
+        /// The arguments, a JSON object (default {})
+        #[arg(value_name = "JSON_ARGS", value_parser = json_object)]
+        args: Option<Value>,
+    },
+    /// `request METHOD [JSON_PARAMS]`: send any request and print the raw
+    /// result
+    #[command(
+        override_usage = "mcp request [OPTIONS] METHOD [JSON_PARAMS] -- COMMAND [ARGS...]\n       mcp request [OPTIONS] METHOD [JSON_PARAMS] --config FILE [--server NAME]"
+    )]
+    Request {
+        /// The method
+        #[arg(value_name = "METHOD")]
+        method: String,
+        /// The params, a JSON object or array
+        #[arg(value_name = "JSON_PARAMS", value_parser = json_params)]
+        params: Option<Value>,
+    },
+    /// Start every server of --config FILE and print one line each: name,
+    /// era, protocol version, tools, ready time, or the error
+    #[command(override_usage = "mcp servers [OPTIONS] --config FILE [--server NAME]")]
+    Servers,
+    /// Print a completion script for SHELL on stdout
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `--era`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Era {
+    Auto,
+    Modern,
+    Legacy,
+}
+
+impl From<Era> for EraPreference {
+    fn from(e: Era) -> Self {
+        match e {
+            Era::Auto => EraPreference::Auto,
+            Era::Modern => EraPreference::Modern,
+            Era::Legacy => EraPreference::Legacy,
+        }
+    }
+}
+
+fn timeout(v: &str) -> Result<Duration, String> {
+    let ms: u64 = v
+        .parse()
+        .map_err(|_| format!("--timeout-ms expects a number, got {v:?}"))?;
+    if ms == 0 {
+        return Err("--timeout-ms must be positive, got 0".into());
+    }
+    Ok(Duration::from_millis(ms).min(MAX_TIMEOUT))
+}
+
+fn env_pair(v: &str) -> Result<(String, String), String> {
+    match v.split_once('=') {
+        Some((k, val)) if !k.is_empty() => Ok((k.to_owned(), val.to_owned())),
+        _ => Err(format!("--env expects K=V, got {v:?}")),
+    }
+}
+
+fn stderr_mode(v: &str) -> Result<StderrMode, String> {
+    match v {
+        "inherit" => Ok(StderrMode::Inherit),
+        "discard" => Ok(StderrMode::Discard),
+        f if f.starts_with("file:") && f.len() > 5 => Ok(StderrMode::File(absolute(&f[5..])?)),
+        _ => Err(format!(
+            "--stderr expects inherit, discard or file:PATH, got {v:?}"
+        )),
+    }
+}
+
+/// A path made absolute from the current directory.
+pub(crate) fn absolute(p: &str) -> Result<PathBuf, String> {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        return Ok(p.to_owned());
+    }
+    std::env::current_dir()
+        .map(|d| d.join(p))
+        .map_err(|e| format!("cannot read the current directory: {e}"))
+}
+
+fn json(what: &str, text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON ({e}): {text}"))
+}
+
+fn json_object(text: &str) -> Result<Value, String> {
+    let v = json("JSON_ARGS", text)?;
+    if !v.is_object() {
+        return Err(format!("JSON_ARGS must be a JSON object, got {v}"));
+    }
+    Ok(v)
+}
+
+fn json_params(text: &str) -> Result<Value, String> {
+    let v = json("JSON_PARAMS", text)?;
+    if !v.is_object() && !v.is_array() {
+        return Err("JSON_PARAMS must be a JSON object or array".into());
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,252 @@
+//! `--config FILE`: the servers of a config file. One server (`--server`,
+//! or the file's only one) runs as after `--`; `tools`, `call
+//! server__tool` and `servers` run a [`Host`] of several.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use super::args::{Command, Options};
+use super::progress::ProgressView;
+use super::{apply_options, host_failure, interrupted, single, Fail, Output};
+use crate::client::session::Status;
+use crate::client::RequestOptions;
+use crate::config_file::ServersFile;
+use crate::host::{Host, HostConfig, ServerSummary};
+
+/// Runs `command` against the servers of `file`.
+pub(super) async fn run(
+    options: &Options,
+    mut file: ServersFile,
+    command: Command,
+) -> Result<Output, Fail> {
+    for config in file.host.servers.values_mut() {
+        apply_options(options, config);
+    }
+    if let Some(t) = options.timeout {
+        file.host.ready_timeout = t;
+    }
+    match command {
+        Command::Servers => servers(options, file).await,
+        Command::Tools if options.server.is_none() => all_tools(file).await,
+        Command::Call { tool, args, .. } if options.server.is_none() => {
+            call(options, file, &tool, args.unwrap_or_else(|| json!({}))).await
+        }
+        command => {
+            let name = one_server(options, &file)?;
+            let config = file
+                .host
+                .servers
+                .remove(&name)
+                .ok_or_else(|| unknown(&file, &name))?;
+            single::with_client(options, config, command).await
+        }
+    }
+}
+
+/// `--server NAME`, or the file's only server.
+fn one_server(options: &Options, file: &ServersFile) -> Result<String, Fail> {
+    if let Some(name) = &options.server {
+        return Ok(name.clone());
+    }
+    let mut names = file.host.servers.keys();
+    match (names.next(), names.next()) {
+        (Some(only), None) => Ok(only.clone()),
+        _ => Err(Fail::Usage(format!(
+            "{} has {} servers ({}); choose one with --server NAME",
+            file.path.display(),
+            file.host.servers.len(),
+            server_names(file)
+        ))),
+    }
+}
+
+fn server_names(file: &ServersFile) -> String {
+    let names: Vec<&str> = file.host.servers.keys().map(String::as_str).collect();
+    if names.is_empty() {
+        "none to start".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn unknown(file: &ServersFile, name: &str) -> Fail {
+    let why = if file.disabled.iter().any(|d| d == name) {
+        "is disabled".to_owned()
+    } else if let Some(u) = file.unsupported.iter().find(|u| u.name == name) {
+        format!("is not supported: {}", u.reason)
+    } else {
+        format!("is not in the file (servers: {})", server_names(file))
+    };
+    Fail::Usage(format!("server `{name}` {why}"))
+}
+
+/// Starts a host of `config`, runs `work` on it (or stops at Ctrl-C), then
+/// stops every server and waits until their processes are gone.
+async fn with_host<T>(
+    config: HostConfig,
+    work: impl AsyncFnOnce(&Host) -> Result<T, Fail>,
+) -> Result<T, Fail> {
+    let host = tokio::select! {
+        h = Host::start(config) => h.map_err(host_failure)?,
+        f = interrupted() => return Err(f),
+    };
+    let outcome = tokio::select! {
+        r = work(&host) => r,
+        f = interrupted() => Err(f),
+    };
+    for server in host.stop().wait().await {
+        for r in server.reports.iter().filter(|r| r.group_survivors) {
+            eprintln!(
+                "mcp: warning: processes of server {}'s group {} outlived the shutdown",
+                server.name, r.pid
+            );
+        }
+    }
+    outcome
+}
+
+/// `mcp servers`: one line per server.
+async fn servers(options: &Options, file: ServersFile) -> Result<Output, Fail> {
+    let mut config = file.host.clone();
+    if let Some(name) = &options.server {
+        let one = config
+            .servers
+            .remove(name)
+            .ok_or_else(|| unknown(&file, name))?;
+        config.servers = [(name.clone(), one)].into();
+    }
+    let summaries = with_host(config, async |host: &Host| Ok(host.servers())).await?;
+    let width = summaries
+        .iter()
+        .map(|s| s.name.len())
+        .chain(file.disabled.iter().map(String::len))
+        .chain(file.unsupported.iter().map(|u| u.name.len()))
+        .max()
+        .unwrap_or(0);
+    let mut lines: Vec<String> = summaries.iter().map(|s| server_line(s, width)).collect();
+    if options.server.is_none() {
+        lines.extend(
+            file.disabled
+                .iter()
+                .map(|d| format!("{d:width$}  disabled")),
+        );
+        lines.extend(
+            file.unsupported
+                .iter()
+                .map(|u| format!("{:width$}  unsupported: {}", u.name, u.reason)),
+        );
+    }
+    Ok(Output::Lines {
+        lines,
+        all_ready: summaries.iter().all(ServerSummary::is_ready),
+    })
+}
+
+/// `name  era  version  N tools  ready in T ms`, or `name  error: ...`.
+fn server_line(s: &ServerSummary, width: usize) -> String {
+    let mut line = format!("{:width$}  ", s.name);
+    match (s.session(), s.is_ready()) {
+        (Some(session), true) => {
+            let era = serde_json::to_value(session.era)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let _ = write!(
+                line,
+                "{era:6}  {:10}  {:>3} tools  ready in {} ms",
+                session.protocol_version,
+                s.tools,
+                s.ready_after.map_or(0, |d| d.as_millis())
+            );
+            if let Some(e) = &s.list_error {
+                let _ = write!(line, "  (warning: {e})");
+            }
+        }
+        _ => {
+            let _ = write!(line, "error: {}", not_ready(s));
+        }
+    }
+    line
+}
+
+fn not_ready(s: &ServerSummary) -> String {
+    match &s.status {
+        Status::GaveUp(reason) => reason.clone(),
+        Status::Ready(_) => "ready, but its tools could not be listed in time".into(),
+        Status::Starting => "not ready in time (still starting)".into(),
+        Status::Restarting { reason, .. } => format!("not ready: {reason}"),
+        Status::Stopped => "stopped".into(),
+    }
+}
+
+/// `mcp tools --config FILE`: every server's tools, namespaced.
+async fn all_tools(file: ServersFile) -> Result<Output, Fail> {
+    let (tools, collisions, failed) = with_host(file.host, async |host: &Host| {
+        let failed: Vec<ServerSummary> = host
+            .servers()
+            .into_iter()
+            .filter(|s| !s.is_ready())
+            .collect();
+        Ok((host.tools(), host.collisions(), failed))
+    })
+    .await?;
+    for c in &collisions {
+        eprintln!("mcp: warning: {c}");
+    }
+    let tools: Vec<Value> = tools
+        .into_iter()
+        .map(|t| json!({ "name": t.name, "server": t.server, "tool": t.tool }))
+        .collect();
+    if failed.is_empty() {
+        return Ok(json!({ "tools": tools }).into());
+    }
+    // The tools of the servers that are ready, and an error for the others.
+    let mut out = std::io::stdout().lock();
+    let _ = super::print_json(&mut out, &json!({ "tools": tools }));
+    let errors: Vec<String> = failed
+        .iter()
+        .map(|s| format!("server {}: {}", s.name, not_ready(s)))
+        .collect();
+    Err(Fail::Transport(errors.join("\nerror: ")))
+}
+
+/// `mcp call server__tool`: starts the server(s) the name can belong to,
+/// and calls through the host's namespace.
+async fn call(
+    options: &Options,
+    file: ServersFile,
+    tool: &str,
+    args: Value,
+) -> Result<Output, Fail> {
+    let mut config = file.host.clone();
+    let naming = config.naming();
+    config
+        .servers
+        .retain(|name, _| tool.starts_with(&naming.prefix(name)));
+    if config.servers.is_empty() {
+        return Err(Fail::Usage(format!(
+            "no tool named `{tool}`: a namespaced name starts with a server's name and `{}` (servers: {}); or use --server NAME with the server's own tool name",
+            config.separator,
+            server_names(&file)
+        )));
+    }
+    let result = with_host(config, async |host: &Host| {
+        let mut opts = RequestOptions::new();
+        if let Some(t) = options.timeout {
+            opts = opts.timeout(t);
+        }
+        let result = if options.progress {
+            let (opts, view) = ProgressView::attach(opts);
+            let r = host.call_tool_with(tool, args, opts).await;
+            view.finish().await;
+            r
+        } else {
+            host.call_tool_with(tool, args, opts).await
+        };
+        let result = result.map_err(host_failure)?;
+        serde_json::to_value(result).map_err(|e| Fail::Transport(e.to_string()))
+    })
+    .await?;
+    Ok(result.into())
+}

@@ -1,0 +1,108 @@
+//! One server: `discover`, `tools`, `call`, `request` against the server
+//! after `--` (or one server of a config file).
+
+use std::ffi::OsString;
+
+use serde_json::{json, Value};
+
+use super::args::{Command, Options};
+use super::{apply_options, failure, interrupted, send, Fail, Output, DEFAULT_TIMEOUT};
+use crate::client::config::ClientConfig;
+use crate::client::{Client, StartError};
+use crate::host::listing::{all_pages, PageError};
+
+/// Runs `command` against `server`, the command after `--`.
+pub(super) async fn run(
+    options: &Options,
+    command: Command,
+    server: Vec<OsString>,
+) -> Result<Output, Fail> {
+    let server = server
+        .into_iter()
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| Fail::Usage(format!("the server command {a:?} is not UTF-8")))
+        })
+        .collect::<Result<Vec<String>, Fail>>()?;
+    let Some((exe, args)) = server.split_first() else {
+        return Err(Fail::Usage(
+            "missing the server command: put it after `--` (or use --config FILE)".into(),
+        ));
+    };
+    let mut exe = exe.clone();
+    if exe.contains('/') {
+        exe = super::args::absolute(&exe)
+            .map_err(Fail::Usage)?
+            .to_string_lossy()
+            .into_owned();
+    }
+    let mut config = ClientConfig::new(exe);
+    config.args = args.to_vec();
+    apply_options(options, &mut config);
+    with_client(options, config, command).await
+}
+
+/// Starts `config`, runs `command`, and stops the server, waiting until
+/// its process is gone.
+pub(super) async fn with_client(
+    options: &Options,
+    config: ClientConfig,
+    command: Command,
+) -> Result<Output, Fail> {
+    let client = Client::start(config).await.map_err(|e| match e {
+        StartError::Config(c) => Fail::Usage(c.to_string()),
+        StartError::Spawn(s) => Fail::Usage(s.to_string()),
+        e => Fail::Transport(e.to_string()),
+    })?;
+    let outcome = tokio::select! {
+        r = execute(options, &client, command) => r,
+        f = interrupted() => Err(f),
+    };
+    // Never leave a process behind: wait for the whole shutdown sequence.
+    let reports = client.stop().wait().await;
+    for r in &reports {
+        tracing::debug!(?r, "server shut down");
+        if r.group_survivors {
+            eprintln!(
+                "mcp: warning: processes of the server's group {} outlived the shutdown",
+                r.pid
+            );
+        }
+    }
+    outcome.map(Output::Json)
+}
+
+async fn execute(options: &Options, client: &Client, command: Command) -> Result<Value, Fail> {
+    let session = client
+        .ready(options.timeout.unwrap_or(DEFAULT_TIMEOUT))
+        .await
+        .map_err(failure)?;
+    match command {
+        Command::Discover => Ok(session.to_json()),
+        Command::Tools => {
+            let tools = all_pages("tools", |params| {
+                send(options, client, "tools/list", params)
+            })
+            .await
+            .map_err(|e| match e {
+                PageError::Fetch(e) => failure(e),
+                PageError::RepeatedCursor(c) => {
+                    Fail::Transport(format!("tools/list: the server repeated cursor {c:?}"))
+                }
+            })?;
+            Ok(json!({ "tools": tools }))
+        }
+        Command::Call { tool, args, .. } => {
+            let params = json!({ "name": tool, "arguments": args.unwrap_or_else(|| json!({})) });
+            send(options, client, "tools/call", Some(params))
+                .await
+                .map_err(failure)
+        }
+        Command::Request { method, params, .. } => send(options, client, &method, params)
+            .await
+            .map_err(failure),
+        Command::Servers | Command::Completions { .. } => {
+            Err(Fail::Usage("not a one-server subcommand".into()))
+        }
+    }
+}

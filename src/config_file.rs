@@ -1,0 +1,337 @@
+//! Config files: the `mcpServers` files people already keep for their
+//! desktop hosts, read into a [`HostConfig`].
+//!
+//! | format | where | servers under |
+//! |---|---|---|
+//! | Claude Desktop, Cursor, Claude Code (`.mcp.json`) | `claude_desktop_config.json`, `~/.cursor/mcp.json`, `.mcp.json` | `mcpServers` |
+//! | VS Code | `.vscode/mcp.json` | `servers` |
+//! | VS Code user settings | `settings.json` | `mcp.servers` |
+//!
+//! Files are JSON with comments (`//`, `/* */`) and trailing commas, as VS
+//! Code writes them. Each server is an object with these fields; any other
+//! field (another host's) is ignored:
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `command` | the executable: a bare name looked up in `PATH`, an absolute path, or a path relative to **the config file's directory** (`./server.js`, `bin/srv`) |
+//! | `args` | arguments, literally (no shell) |
+//! | `env` | variables for the server; a value that uses an environment variable (`${TOKEN}`) is kept as a [`Secret`](crate::Secret) |
+//! | `cwd` | the server's working directory, relative to the config file's directory; by default that directory itself |
+//! | `envFile` | a dotenv file (relative to the config file's directory) whose values are all [`Secret`](crate::Secret)s; `env` wins over it |
+//! | `disabled` | `true`: not started (listed in [`ServersFile::disabled`]) |
+//! | `type` | `"stdio"` or absent; any other type, or an entry with a `url` and no `command`, is reported in [`ServersFile::unsupported`], by name, and the rest of the file is read |
+//! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd` and `name` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`) |
+//!
+//! A top-level `conduit` object holds the host's options: the fields of
+//! [`HostConfig`]'s serialised form but `servers` (for example
+//! `{"separator": "__", "when_unavailable": "wait"}`).
+//!
+//! Strings in `command`, `args`, `env`, `cwd` and `envFile` may use the
+//! variables those hosts expand: `${VAR}`, `${VAR:-default}` (the default
+//! when VAR is unset or empty), `${env:VAR}`, `${userHome}`,
+//! `${workspaceFolder}` (the folder holding `.vscode/` for a file inside
+//! one, otherwise the file's directory), `${workspaceFolderBasename}`,
+//! `${pathSeparator}` and `${/}`. An unset variable is an error that names
+//! the key and the variable; so is a variable only an editor can resolve
+//! (`${input:...}`, `${command:...}`).
+//!
+//! ```no_run
+//! use conduit_mcp::config_file::ServersFile;
+//! use conduit_mcp::host::Host;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let file = ServersFile::load(".mcp.json")?;
+//! for skipped in &file.unsupported {
+//!     eprintln!("not started: {skipped}");
+//! }
+//! let host = Host::start(file.host).await?;
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::client::config::ClientConfig;
+use crate::host::HostConfig;
+
+mod entry;
+mod env_file;
+mod interpolate;
+
+use self::entry::Outcome;
+use self::interpolate::Variables;
+
+/// The key that holds this library's options, per server and for the host.
+pub const OPTIONS_KEY: &str = "conduit";
+
+/// Where the servers of each format live, as key paths from the top.
+const SECTIONS: &[&[&str]] = &[&["mcpServers"], &["servers"], &["mcp", "servers"]];
+
+/// A config file, read: the servers to start and what was left out.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServersFile {
+    /// The file (absolute).
+    pub path: PathBuf,
+    /// The servers to start (every enabled stdio entry, by name) and the
+    /// host's options.
+    pub host: HostConfig,
+    /// Entries with `"disabled": true`.
+    pub disabled: Vec<String>,
+    /// Entries this library cannot run (remote servers), with the reason.
+    pub unsupported: Vec<Unsupported>,
+}
+
+/// An entry that was not read as a server, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    /// The server's name in the file.
+    pub name: String,
+    /// Why it is left out.
+    pub reason: String,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.name, self.reason)
+    }
+}
+
+/// Why a config file could not be read. Every variant names the file, and
+/// where it applies the key (`mcpServers.github.env.TOKEN`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigFileError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", file.display())]
+    Read {
+        /// The config file.
+        file: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not JSON (with comments).
+    #[error("{}: not valid JSON: {problem}", file.display())]
+    Syntax {
+        /// The config file.
+        file: PathBuf,
+        /// What is wrong, with its line and column.
+        problem: String,
+    },
+    /// No `mcpServers`, `servers` or `mcp.servers` object.
+    #[error("{}: no `mcpServers`, `servers` or `mcp.servers` object", file.display())]
+    NoServers {
+        /// The config file.
+        file: PathBuf,
+    },
+    /// A value of the wrong type or refused.
+    #[error("{}: `{key}`: {problem}", file.display())]
+    Invalid {
+        /// The config file.
+        file: PathBuf,
+        /// The key.
+        key: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A string uses an environment variable that is not set.
+    #[error("{}: `{key}` uses the variable {variable}, which is not set", file.display())]
+    UnsetVariable {
+        /// The config file.
+        file: PathBuf,
+        /// The key whose value uses it.
+        key: String,
+        /// The variable's name.
+        variable: String,
+    },
+    /// A string uses a variable this library cannot resolve.
+    #[error("{}: `{key}`: cannot resolve {variable} (supported: ${{VAR}}, ${{VAR:-default}}, ${{env:VAR}}, ${{userHome}}, ${{workspaceFolder}}, ${{workspaceFolderBasename}}, ${{pathSeparator}}, ${{/}})", file.display())]
+    UnsupportedVariable {
+        /// The config file.
+        file: PathBuf,
+        /// The key whose value uses it.
+        key: String,
+        /// The variable, as written.
+        variable: String,
+    },
+    /// An `envFile` could not be read.
+    #[error("{}: `{key}`: cannot read env file {}: {source}", file.display(), env_file.display())]
+    EnvFile {
+        /// The config file.
+        file: PathBuf,
+        /// The `envFile` key.
+        key: String,
+        /// The env file.
+        env_file: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of an `envFile` could not be read.
+    #[error("{}: `{key}`: env file {}, line {line}: {problem}", file.display(), env_file.display())]
+    EnvFileSyntax {
+        /// The config file.
+        file: PathBuf,
+        /// The `envFile` key.
+        key: String,
+        /// The env file.
+        env_file: PathBuf,
+        /// The line's number (from 1).
+        line: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Two entries have the same name (in `mcpServers` and `servers`).
+    #[error("{}: server `{name}` is defined twice", file.display())]
+    Duplicate {
+        /// The config file.
+        file: PathBuf,
+        /// The name.
+        name: String,
+    },
+}
+
+impl ServersFile {
+    /// Reads the file at `path`, expanding variables from this process's
+    /// environment.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+            file: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, path, &|name| std::env::var(name).ok())
+    }
+
+    /// Reads `text` as the file at `path` (relative paths in it are taken
+    /// from `path`'s directory), expanding variables with `env`.
+    pub fn parse(
+        text: &str,
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigFileError> {
+        let file = std::path::absolute(path).map_err(|source| ConfigFileError::Read {
+            file: path.to_owned(),
+            source,
+        })?;
+        let dir = file.parent().unwrap_or(Path::new("/")).to_owned();
+        let workspace = match dir.file_name() {
+            Some(n) if n == ".vscode" => dir.parent().unwrap_or(&dir).to_owned(),
+            _ => dir.clone(),
+        };
+        let ctx = entry::Context {
+            file: &file,
+            dir: &dir,
+            vars: Variables {
+                env,
+                workspace: &workspace,
+            },
+        };
+        let top = parse_jsonc(text).map_err(|problem| ConfigFileError::Syntax {
+            file: file.clone(),
+            problem,
+        })?;
+        let Value::Object(top) = top else {
+            return Err(ctx.invalid("(top level)", "must be a JSON object"));
+        };
+        let mut host = host_options(&ctx, &top)?;
+        let mut disabled = Vec::new();
+        let mut unsupported = Vec::new();
+        let mut found = false;
+        for path in SECTIONS {
+            let Some(section) = lookup(&top, path) else {
+                continue;
+            };
+            found = true;
+            let section_key = path.join(".");
+            let Value::Object(entries) = section else {
+                return Err(ctx.invalid(&section_key, "must be an object of servers"));
+            };
+            for (name, value) in entries {
+                let key = format!("{section_key}.{name}");
+                if name.trim().is_empty() {
+                    return Err(ctx.invalid(&key, "a server name must not be empty"));
+                }
+                let known = host.servers.contains_key(name)
+                    || disabled.contains(name)
+                    || unsupported.iter().any(|u: &Unsupported| u.name == *name);
+                if known {
+                    return Err(ConfigFileError::Duplicate {
+                        file: file.clone(),
+                        name: name.clone(),
+                    });
+                }
+                match entry::read(&ctx, &key, name, value)? {
+                    Outcome::Server(config) => {
+                        host.servers.insert(name.clone(), *config);
+                    }
+                    Outcome::Disabled => disabled.push(name.clone()),
+                    Outcome::Unsupported(reason) => unsupported.push(Unsupported {
+                        name: name.clone(),
+                        reason,
+                    }),
+                }
+            }
+        }
+        if !found {
+            return Err(ConfigFileError::NoServers { file });
+        }
+        Ok(ServersFile {
+            path: file,
+            host,
+            disabled,
+            unsupported,
+        })
+    }
+
+    /// The configuration of the server `name`, if the file starts one.
+    pub fn server(&self, name: &str) -> Option<&ClientConfig> {
+        self.host.servers.get(name)
+    }
+}
+
+/// JSON with comments and trailing commas (VS Code's JSONC), nothing looser.
+fn parse_jsonc(text: &str) -> Result<Value, String> {
+    let opts = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    jsonc_parser::parse_to_serde_value(text, &opts).map_err(|e| e.to_string())
+}
+
+fn lookup<'a>(top: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    rest.iter()
+        .try_fold(top.get(*first)?, |v, k| v.as_object()?.get(*k))
+}
+
+/// The top-level options key, read as a [`HostConfig`] without servers.
+fn host_options(
+    ctx: &entry::Context<'_>,
+    top: &Map<String, Value>,
+) -> Result<HostConfig, ConfigFileError> {
+    let Some(options) = top.get(OPTIONS_KEY) else {
+        return Ok(HostConfig::default());
+    };
+    let Value::Object(map) = options else {
+        return Err(ctx.invalid(OPTIONS_KEY, "must be an object"));
+    };
+    if map.contains_key("servers") {
+        return Err(ctx.invalid(
+            &format!("{OPTIONS_KEY}.servers"),
+            "servers go under `mcpServers` or `servers`, not here",
+        ));
+    }
+    serde_json::from_value(options.clone()).map_err(|e| ctx.invalid(OPTIONS_KEY, e.to_string()))
+}

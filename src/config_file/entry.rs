@@ -1,0 +1,242 @@
+//! One server entry of a config file, read into a [`ClientConfig`].
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::interpolate::{Problem, Variables};
+use super::{env_file, ConfigFileError, OPTIONS_KEY};
+use crate::client::config::{ClientConfig, StderrMode};
+use crate::secret::{EnvValue, Secret};
+
+/// Fields of [`ClientConfig`] that an entry sets with its own keys, so
+/// they may not appear under the options key.
+const SET_BY_ENTRY: &[&str] = &["command", "args", "env", "cd", "cwd", "name"];
+
+/// What one entry is.
+pub(super) enum Outcome {
+    /// A stdio server to start.
+    Server(Box<ClientConfig>),
+    /// `"disabled": true`.
+    Disabled,
+    /// Not a stdio server: why.
+    Unsupported(String),
+}
+
+/// The file being read, and how its strings expand.
+pub(super) struct Context<'a> {
+    /// The config file (absolute).
+    pub(super) file: &'a Path,
+    /// Its directory: relative paths start here.
+    pub(super) dir: &'a Path,
+    pub(super) vars: Variables<'a>,
+}
+
+impl Context<'_> {
+    pub(super) fn invalid(&self, key: &str, problem: impl Into<String>) -> ConfigFileError {
+        ConfigFileError::Invalid {
+            file: self.file.to_owned(),
+            key: key.to_owned(),
+            problem: problem.into(),
+        }
+    }
+
+    /// Expands the variables of the string at `key`; returns the text and
+    /// whether part of it came from the environment.
+    fn expand(&self, key: &str, value: &str) -> Result<(String, bool), ConfigFileError> {
+        self.vars
+            .expand(value)
+            .map(|e| (e.text, e.from_env))
+            .map_err(|p| match p {
+                Problem::Unset(variable) => ConfigFileError::UnsetVariable {
+                    file: self.file.to_owned(),
+                    key: key.to_owned(),
+                    variable,
+                },
+                Problem::Unsupported(variable) => ConfigFileError::UnsupportedVariable {
+                    file: self.file.to_owned(),
+                    key: key.to_owned(),
+                    variable,
+                },
+            })
+    }
+
+    /// The string at `key`, expanded.
+    fn string(&self, key: &str, v: &Value) -> Result<String, ConfigFileError> {
+        let s = v
+            .as_str()
+            .ok_or_else(|| self.invalid(key, "must be a string"))?;
+        Ok(self.expand(key, s)?.0)
+    }
+
+    /// A path at `key`, expanded; a relative one is taken from the file's
+    /// directory.
+    fn path(&self, key: &str, v: &Value) -> Result<PathBuf, ConfigFileError> {
+        Ok(self.resolve(Path::new(&self.string(key, v)?)))
+    }
+
+    fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            return p.to_owned();
+        }
+        // `./server.js` becomes `<dir>/server.js`, not `<dir>/./server.js`.
+        self.dir
+            .join(p)
+            .components()
+            .filter(|c| *c != Component::CurDir)
+            .collect()
+    }
+}
+
+/// Reads the entry `name` (at `key`, such as `mcpServers.github`).
+pub(super) fn read(
+    ctx: &Context<'_>,
+    key: &str,
+    name: &str,
+    value: &Value,
+) -> Result<Outcome, ConfigFileError> {
+    let Value::Object(entry) = value else {
+        return Err(ctx.invalid(key, "must be an object"));
+    };
+    let field = |f: &str| format!("{key}.{f}");
+    match entry.get("disabled") {
+        None | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => return Ok(Outcome::Disabled),
+        Some(_) => return Err(ctx.invalid(&field("disabled"), "must be true or false")),
+    }
+    match entry.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "stdio" => {}
+        Some(Value::String(t)) => {
+            return Ok(Outcome::Unsupported(format!(
+                "type {t:?}: only stdio servers are supported"
+            )))
+        }
+        Some(_) => return Err(ctx.invalid(&field("type"), "must be a string")),
+    }
+    let Some(command) = entry.get("command") else {
+        if entry.contains_key("url") {
+            return Ok(Outcome::Unsupported(
+                "a remote server (url): only stdio servers are supported".into(),
+            ));
+        }
+        return Err(ctx.invalid(&field("command"), "missing"));
+    };
+    let command = command_path(ctx, &field("command"), command)?;
+    let mut config = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
+    config.name = Some(name.to_owned());
+    config.command = command;
+    config.args = args(ctx, &field("args"), entry.get("args"))?;
+    config.cd = Some(match entry.get("cwd") {
+        Some(cwd) => ctx.path(&field("cwd"), cwd)?,
+        None => ctx.dir.to_owned(),
+    });
+    config.env = environment(ctx, key, entry)?;
+    if let StderrMode::File(p) = &config.stderr {
+        config.stderr = StderrMode::File(ctx.resolve(p));
+    }
+    Ok(Outcome::Server(Box::new(config)))
+}
+
+/// `command`: a bare name stays (looked up in PATH); a relative path is
+/// taken from the file's directory.
+fn command_path(ctx: &Context<'_>, key: &str, v: &Value) -> Result<String, ConfigFileError> {
+    let command = ctx.string(key, v)?;
+    if Path::new(&command).components().count() > 1 {
+        return Ok(ctx
+            .resolve(Path::new(&command))
+            .to_string_lossy()
+            .into_owned());
+    }
+    Ok(command)
+}
+
+fn args(ctx: &Context<'_>, key: &str, v: Option<&Value>) -> Result<Vec<String>, ConfigFileError> {
+    let Some(v) = v else {
+        return Ok(Vec::new());
+    };
+    let items = v
+        .as_array()
+        .ok_or_else(|| ctx.invalid(key, "must be an array of strings"))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ctx.string(&format!("{key}[{i}]"), a))
+        .collect()
+}
+
+/// `envFile` (every value a secret), then `env` over it (a value that came
+/// from the environment a secret, a literal one plain).
+fn environment(
+    ctx: &Context<'_>,
+    key: &str,
+    entry: &Map<String, Value>,
+) -> Result<Vec<(String, EnvValue)>, ConfigFileError> {
+    let mut env: Vec<(String, EnvValue)> = Vec::new();
+    let mut set = |k: String, v: EnvValue| {
+        env.retain(|(old, _)| *old != k);
+        env.push((k, v));
+    };
+    if let Some(v) = entry.get("envFile") {
+        let file_key = format!("{key}.envFile");
+        let path = ctx.path(&file_key, v)?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigFileError::EnvFile {
+            file: ctx.file.to_owned(),
+            key: file_key.clone(),
+            env_file: path.clone(),
+            source,
+        })?;
+        let vars = env_file::parse(&text).map_err(|e| ConfigFileError::EnvFileSyntax {
+            file: ctx.file.to_owned(),
+            key: file_key.clone(),
+            env_file: path.clone(),
+            line: e.line,
+            problem: e.problem,
+        })?;
+        for (k, v) in vars {
+            set(k, Secret::new(v).into());
+        }
+    }
+    if let Some(v) = entry.get("env") {
+        let env_key = format!("{key}.env");
+        let vars = v
+            .as_object()
+            .ok_or_else(|| ctx.invalid(&env_key, "must be an object of strings"))?;
+        for (k, v) in vars {
+            let var_key = format!("{env_key}.{k}");
+            let raw = v
+                .as_str()
+                .ok_or_else(|| ctx.invalid(&var_key, "must be a string"))?;
+            let (text, from_env) = ctx.expand(&var_key, raw)?;
+            let value = if from_env {
+                Secret::new(text).into()
+            } else {
+                EnvValue::Plain(text)
+            };
+            set(k.clone(), value);
+        }
+    }
+    Ok(env)
+}
+
+/// The options key, read as a [`ClientConfig`] (every missing field at its
+/// default).
+fn options(
+    ctx: &Context<'_>,
+    key: &str,
+    v: Option<&Value>,
+) -> Result<ClientConfig, ConfigFileError> {
+    let Some(v) = v else {
+        return Ok(crate::serde_support::client_defaults());
+    };
+    let Value::Object(map) = v else {
+        return Err(ctx.invalid(key, "must be an object"));
+    };
+    if let Some(k) = SET_BY_ENTRY.iter().find(|k| map.contains_key(**k)) {
+        return Err(ctx.invalid(
+            &format!("{key}.{k}"),
+            "set in the server entry itself, not among the options",
+        ));
+    }
+    serde_json::from_value(v.clone()).map_err(|e| ctx.invalid(key, e.to_string()))
+}

@@ -1,0 +1,493 @@
+//! A host of many servers: one supervised subtree, one namespace.
+//!
+//! [`Host`] runs N [`Client`]s, keyed by name, as one subtree (under your
+//! actor when you give one, like [`StartOptions::supervisor`](crate::StartOptions)),
+//! and joins their tools and prompts into one namespace: `server__tool`.
+//!
+//! ```no_run
+//! use conduit_mcp::host::{Host, HostConfig};
+//! use conduit_mcp::ClientConfig;
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let host = Host::start(
+//!     HostConfig::new()
+//!         .server("time", ClientConfig::new("uvx").arg("mcp-server-time"))
+//!         .server("everything", ClientConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"])),
+//! )
+//! .await?; // every server started at once; returns when all are ready (or failed)
+//! for tool in host.tools() {
+//!     println!("{} ({})", tool.name, tool.server); // time__get_current_time, everything__echo, ...
+//! }
+//! let now = host.call_tool("time__get_current_time", json!({"timezone": "UTC"})).await?;
+//! println!("{}", now.text());
+//! host.stop().wait().await; // every server process is gone after this
+//! # Ok(()) }
+//! ```
+//!
+//! Or from the config file you already keep for a desktop host:
+//! `Host::load(".mcp.json")` (see [`config_file`](crate::config_file)).
+//!
+//! # What it does
+//!
+//! - **Starts servers concurrently**, each a [`Client`] with its own restart
+//!   policy; [`add`](Host::add) and [`remove`](Host::remove) servers while
+//!   it runs. A server that cannot start does not stop the others.
+//! - **One namespace** (see [`namespace`]): tools and prompts are named
+//!   `server` + separator + own name (`__` by default, configurable), kept
+//!   within 64 characters; collisions are reported ([`Host::collisions`],
+//!   [`HostEvent::Collision`]), never silently resolved. Resources keep
+//!   their URI. [`call_tool`](Host::call_tool), [`get_prompt`](Host::get_prompt)
+//!   and [`read_resource`](Host::read_resource) route by that name.
+//! - **Lists kept current**: refetched when a server (re)starts and on
+//!   `notifications/tools/list_changed` (prompts and resources likewise).
+//! - **A restarting server is unavailable**: its calls fail at once with
+//!   [`HostError::Unavailable`] saying what it is doing, or wait for it
+//!   within their timeout ([`WhenUnavailable`]). A server that gave up
+//!   leaves the namespace; its reason stays in [`Host::servers`] and in
+//!   [`HostEvent::Removed`].
+//! - **Events tagged with the server's name**: every lifecycle event of
+//!   every client, plus listings, collisions and removals ([`Host::events`]).
+//! - **One stop** ([`Host::stop`]) ends every server process; await it.
+//!   Dropping the last `Host` handle stops it too, and so does the end of
+//!   its supervisor actor (killed with your actor, for example).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorCell, ActorRef};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::child::ShutdownReport;
+use crate::client::events::LifecycleEvent;
+use crate::client::session::{ServerSession, Status};
+use crate::client::{CallToolResult, Client, ClientShutdown, RequestOptions, StartOptions};
+use crate::config_file::ServersFile;
+use crate::ClientConfig;
+
+mod actor;
+mod catalog;
+mod config;
+mod error;
+pub(crate) mod listing;
+pub mod namespace;
+mod watcher;
+
+pub use actor::HostMsg;
+pub use config::{
+    HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR,
+};
+pub use error::HostError;
+pub use namespace::{Collision, HostPrompt, HostResource, HostTool, ItemKind, ItemRef};
+
+use self::actor::HostSupervisor;
+use self::catalog::HostShared;
+
+/// Something that happened in a host, tagged with the server's name.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum HostEvent {
+    /// A lifecycle event of one server's client (spawned, ready, closed,
+    /// restarting, gave up, stopped, stderr lines).
+    Lifecycle {
+        /// The server's name in the host.
+        server: String,
+        /// The event.
+        event: LifecycleEvent,
+    },
+    /// The server's lists were (re)fetched: after it became ready, or after
+    /// a `list_changed` notification. The counts are the lists now held.
+    Listed {
+        /// The server's name.
+        server: String,
+        /// Tools listed.
+        tools: usize,
+        /// Prompts listed.
+        prompts: usize,
+        /// Resources listed.
+        resources: usize,
+    },
+    /// A list could not be fetched (the others were); the old one is kept.
+    ListFailed {
+        /// The server's name.
+        server: String,
+        /// What failed.
+        error: String,
+    },
+    /// The server left the namespace for good: it gave up, could not
+    /// start, or was removed.
+    Removed {
+        /// The server's name.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// Two items would have had the same name; one is left out.
+    Collision(Collision),
+}
+
+impl HostEvent {
+    /// The server the event is about (for a collision, the one left out).
+    pub fn server(&self) -> &str {
+        match self {
+            HostEvent::Lifecycle { server, .. }
+            | HostEvent::Listed { server, .. }
+            | HostEvent::ListFailed { server, .. }
+            | HostEvent::Removed { server, .. } => server,
+            HostEvent::Collision(c) => &c.dropped.server,
+        }
+    }
+}
+
+/// One server of a host, as [`Host::servers`] sees it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerSummary {
+    /// Its name in the host.
+    pub name: String,
+    /// Its client's status; a server that could not start is
+    /// [`Status::GaveUp`] with the reason.
+    pub status: Status,
+    /// Tools it lists.
+    pub tools: usize,
+    /// Prompts it lists.
+    pub prompts: usize,
+    /// Resources it lists.
+    pub resources: usize,
+    /// Whether its lists were fetched at least once.
+    pub listed: bool,
+    /// From its start to its first ready session.
+    pub ready_after: Option<Duration>,
+    /// The last listing's failure, if any.
+    pub list_error: Option<String>,
+}
+
+impl ServerSummary {
+    /// The session, when the server is ready.
+    pub fn session(&self) -> Option<&Arc<ServerSession>> {
+        match &self.status {
+            Status::Ready(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether the server is ready and its lists known.
+    pub fn is_ready(&self) -> bool {
+        self.listed && self.session().is_some()
+    }
+}
+
+/// A host of many servers. Clones share the same host.
+///
+/// Dropping the last handle stops it, like [`stop`](Self::stop) without
+/// waiting.
+#[derive(Clone)]
+pub struct Host {
+    shared: Arc<HostShared>,
+    actor: ActorRef<HostMsg>,
+    _last: Arc<StopOnLastDrop>,
+}
+
+/// Stops the host when the last [`Host`] handle goes.
+struct StopOnLastDrop(Arc<HostShared>, ActorRef<HostMsg>);
+
+impl Drop for StopOnLastDrop {
+    fn drop(&mut self) {
+        drop(self.0.stop_all());
+        self.1.stop(Some("the last host handle was dropped".into()));
+    }
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("servers", &self.servers())
+            .finish()
+    }
+}
+
+impl Host {
+    /// Starts every server of `config` at once and returns when each is
+    /// ready and listed, or has failed, or `config.ready_timeout` has
+    /// passed (the late ones go on starting). A server that cannot start
+    /// is kept with its reason ([`servers`](Self::servers)) and does not
+    /// fail the others; only an invalid host option, or an actor that
+    /// cannot be spawned, fails the start.
+    pub async fn start(config: HostConfig) -> Result<Host, HostError> {
+        Self::start_with(config, HostOptions::default()).await
+    }
+
+    /// [`start`](Self::start) under a parent actor, with a handler or an
+    /// early event subscriber.
+    pub async fn start_with(config: HostConfig, opts: HostOptions) -> Result<Host, HostError> {
+        config.validate()?;
+        let shared = Arc::new(HostShared::new(&config, opts.handler, opts.events));
+        let spawned = match opts.supervisor {
+            Some(parent) => Actor::spawn_linked(None, HostSupervisor, shared.clone(), parent).await,
+            None => Actor::spawn(None, HostSupervisor, shared.clone()).await,
+        };
+        let (actor, _) = spawned.map_err(|e| HostError::Actor(e.to_string()))?;
+        let host = Host {
+            _last: Arc::new(StopOnLastDrop(shared.clone(), actor.clone())),
+            shared,
+            actor,
+        };
+        let mut starts = tokio::task::JoinSet::new();
+        for (name, client) in config.servers {
+            let host = host.clone();
+            starts.spawn(async move { host.start_server(name, client, true).await });
+        }
+        while starts.join_next().await.is_some() {}
+        host.ready(config.ready_timeout).await;
+        Ok(host)
+    }
+
+    /// Reads a config file ([`ServersFile::load`]) and starts its servers.
+    /// Entries that are disabled or not stdio servers are logged and left
+    /// out; use [`ServersFile`] to see them.
+    pub async fn load(path: impl AsRef<Path>) -> Result<Host, HostError> {
+        let file = ServersFile::load(path)?;
+        for u in &file.unsupported {
+            warn!(server = %u.name, reason = %u.reason, file = %file.path.display(), "host: entry not supported; not started");
+        }
+        for name in &file.disabled {
+            info!(server = %name, file = %file.path.display(), "host: entry disabled; not started");
+        }
+        Self::start(file.host).await
+    }
+
+    /// Adds the server `name` and starts it; returns once its process is
+    /// spawned (its tools join the namespace when it is ready: see
+    /// [`ready`](Self::ready)). Fails, leaving the host as it was, if the
+    /// name is taken or the server cannot start.
+    pub async fn add(
+        &self,
+        name: impl Into<String>,
+        config: ClientConfig,
+    ) -> Result<(), HostError> {
+        self.start_server(name.into(), config, false).await
+    }
+
+    async fn start_server(
+        &self,
+        name: String,
+        mut config: ClientConfig,
+        keep_failure: bool,
+    ) -> Result<(), HostError> {
+        if name.trim().is_empty() {
+            return Err(crate::error::ConfigError::new(
+                "servers",
+                "a server name must not be empty",
+            )
+            .into());
+        }
+        self.shared.reserve(&name, config.request_timeout)?;
+        config.name.get_or_insert_with(|| name.clone());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let opts = StartOptions {
+            handler: self.shared.handler.clone(),
+            supervisor: Some(self.actor.get_cell()),
+            events: Some(tx),
+        };
+        match Client::start_with(config, opts).await {
+            Ok(client) => {
+                info!(server = %name, "host: server started");
+                let watcher = watcher::spawn(self.shared.clone(), name.clone(), client.clone(), rx);
+                if !self.shared.fill(&name, client.clone(), watcher) {
+                    drop(client.stop());
+                    return Err(HostError::Stopped);
+                }
+                self.shared.touch();
+                Ok(())
+            }
+            Err(source) => {
+                warn!(server = %name, error = %source, "host: server could not start");
+                self.shared
+                    .failed(&name, format!("could not start: {source}"), keep_failure);
+                Err(HostError::Start {
+                    server: name,
+                    source,
+                })
+            }
+        }
+    }
+
+    /// Stops the server `name` and takes it out of the host and the
+    /// namespace. Await the result's [`wait`](HostShutdown::wait) for its
+    /// process to be gone.
+    pub fn remove(&self, name: &str) -> Result<HostShutdown, HostError> {
+        let client = self.shared.remove(name)?;
+        info!(server = %name, "host: server removed");
+        Ok(HostShutdown {
+            servers: client
+                .map(|c| (name.to_owned(), c.stop()))
+                .into_iter()
+                .collect(),
+        })
+    }
+
+    /// Waits until every server is ready and listed, or will never be
+    /// (gave up, could not start), up to `timeout`; returns every server's
+    /// summary then.
+    pub async fn ready(&self, timeout: Duration) -> Vec<ServerSummary> {
+        self.shared.wait_settled(timeout).await;
+        self.servers()
+    }
+
+    /// Every server, by name.
+    pub fn servers(&self) -> Vec<ServerSummary> {
+        self.shared.summaries()
+    }
+
+    /// The server `name`'s summary.
+    pub fn server(&self, name: &str) -> Option<ServerSummary> {
+        self.servers().into_iter().find(|s| s.name == name)
+    }
+
+    /// The server `name`'s client, for anything the host does not route
+    /// (resource templates, completions, subscriptions, raw requests).
+    pub fn client(&self, name: &str) -> Option<Client> {
+        self.shared.client(name)
+    }
+
+    /// The host's supervisor actor (to link or monitor from your tree).
+    pub fn supervisor(&self) -> ActorCell {
+        self.actor.get_cell()
+    }
+
+    /// Subscribes to the host's events from now on (unbounded: keep
+    /// reading). Use [`HostOptions::events`] to see the first spawns too.
+    pub fn events(&self) -> mpsc::UnboundedReceiver<HostEvent> {
+        self.shared.subscribe()
+    }
+
+    /// Every tool of the namespace, by namespaced name.
+    pub fn tools(&self) -> Vec<HostTool> {
+        self.shared
+            .with_namespace(|ns| ns.tools.values().cloned().collect())
+    }
+
+    /// Every prompt of the namespace, by namespaced name.
+    pub fn prompts(&self) -> Vec<HostPrompt> {
+        self.shared
+            .with_namespace(|ns| ns.prompts.values().cloned().collect())
+    }
+
+    /// Every resource of every server, by URI.
+    pub fn resources(&self) -> Vec<HostResource> {
+        self.shared
+            .with_namespace(|ns| ns.resources.values().cloned().collect())
+    }
+
+    /// The names that collided in the current namespace.
+    pub fn collisions(&self) -> Vec<Collision> {
+        self.shared.with_namespace(|ns| ns.collisions.clone())
+    }
+
+    /// Calls the tool `name` (namespaced, as in [`tools`](Self::tools))
+    /// with the server's default timeout.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, HostError> {
+        self.call_tool_with(name, arguments, RequestOptions::new())
+            .await
+    }
+
+    /// Calls the tool `name` with options (timeout, progress, cancellation).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: RequestOptions,
+    ) -> Result<CallToolResult, HostError> {
+        let route = self.shared.route(ItemKind::Tool, name).await?;
+        route
+            .client
+            .call_tool(&route.own, arguments, opts)
+            .await
+            .map_err(|source| HostError::Call {
+                server: route.server,
+                source,
+            })
+    }
+
+    /// Gets the prompt `name` (namespaced) with `arguments`; the result as
+    /// the server sent it.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, HostError> {
+        let route = self.shared.route(ItemKind::Prompt, name).await?;
+        let params = json!({ "name": route.own, "arguments": arguments });
+        route
+            .client
+            .request("prompts/get", Some(params))
+            .await
+            .map_err(|source| HostError::Call {
+                server: route.server,
+                source,
+            })
+    }
+
+    /// Reads the resource `uri` from the server that listed it; the result
+    /// as the server sent it.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, HostError> {
+        let route = self.shared.route(ItemKind::Resource, uri).await?;
+        route
+            .client
+            .request("resources/read", Some(json!({ "uri": route.own })))
+            .await
+            .map_err(|source| HostError::Call {
+                server: route.server,
+                source,
+            })
+    }
+
+    /// Stops every server and the host's actor, and returns at once. Calls
+    /// in flight fail; no server is added or restarted after this. Await
+    /// the result's [`wait`](HostShutdown::wait) for every process to be
+    /// gone.
+    pub fn stop(&self) -> HostShutdown {
+        let servers = self.shared.stop_all();
+        self.actor.stop(Some("host stopped".into()));
+        HostShutdown { servers }
+    }
+}
+
+/// Returned by [`Host::stop`] and [`Host::remove`]: await the end of the
+/// servers' shutdowns.
+#[derive(Debug)]
+#[must_use = "the stop has begun; await .wait() to know when the servers are gone"]
+pub struct HostShutdown {
+    servers: Vec<(String, ClientShutdown)>,
+}
+
+/// One server's processes, shut down.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ServerShutdown {
+    /// The server's name.
+    pub name: String,
+    /// One report per process its client started (see
+    /// [`ClientShutdown::wait`]).
+    pub reports: Vec<ShutdownReport>,
+}
+
+impl HostShutdown {
+    /// Waits until every server process is shut down and reaped. The
+    /// shutdowns run at the same time; this takes as long as the slowest.
+    ///
+    /// Cancel safety: cancel safe; the shutdowns go on regardless.
+    pub async fn wait(self) -> Vec<ServerShutdown> {
+        let mut out = Vec::with_capacity(self.servers.len());
+        for (name, shutdown) in self.servers {
+            out.push(ServerShutdown {
+                name,
+                reports: shutdown.wait().await,
+            });
+        }
+        out
+    }
+}

@@ -1,0 +1,85 @@
+//! [`HostError`]: why a host could not start, add a server or route a call.
+
+use crate::client::StartError;
+use crate::config_file::ConfigFileError;
+use crate::error::{ConfigError, Error};
+
+/// The error of a [`Host`](super::Host) operation. Each variant carries the
+/// server's name where one is involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// A host option was refused; the error names it.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The config file could not be read.
+    #[error(transparent)]
+    ConfigFile(#[from] ConfigFileError),
+    /// A server could not be started (a bad option, a missing executable).
+    #[error("server `{server}` could not start: {source}")]
+    Start {
+        /// The server's name.
+        server: String,
+        /// Why.
+        #[source]
+        source: StartError,
+    },
+    /// A server of this name is already in the host.
+    #[error("a server named `{0}` is already in the host")]
+    Duplicate(String),
+    /// No server of this name is in the host.
+    #[error("no server named `{0}` in the host")]
+    UnknownServer(String),
+    /// No tool of this name is in the namespace.
+    #[error("no tool named `{0}` in the host's namespace")]
+    UnknownTool(String),
+    /// No prompt of this name is in the namespace.
+    #[error("no prompt named `{0}` in the host's namespace")]
+    UnknownPrompt(String),
+    /// No server listed a resource with this URI.
+    #[error("no server lists the resource `{0}`")]
+    UnknownResource(String),
+    /// The server is starting or restarting, and the host is set to fail
+    /// fast ([`WhenUnavailable::FailFast`](super::WhenUnavailable::FailFast)).
+    #[error("server `{server}` is unavailable: {state}")]
+    Unavailable {
+        /// The server's name.
+        server: String,
+        /// What it is doing (starting, or restarting and why).
+        state: String,
+    },
+    /// The server gave up (or never started) and was removed from the
+    /// namespace.
+    #[error("server `{server}` was removed from the namespace: {reason}")]
+    Removed {
+        /// The server's name.
+        server: String,
+        /// Why it gave up.
+        reason: String,
+    },
+    /// The server's call failed (an error answer, a timeout, a crash).
+    #[error("server `{server}`: {source}")]
+    Call {
+        /// The server's name.
+        server: String,
+        /// The client's error.
+        #[source]
+        source: Error,
+    },
+    /// The host was stopped.
+    #[error("the host was stopped")]
+    Stopped,
+    /// The host's supervisor actor could not be spawned.
+    #[error("could not start the host's actor: {0}")]
+    Actor(String),
+}
+
+impl HostError {
+    /// The server's JSON-RPC error, when the server answered with one.
+    pub fn server_error(&self) -> Option<&crate::jsonrpc::ErrorObject> {
+        match self {
+            HostError::Call { source, .. } => source.server_error(),
+            _ => None,
+        }
+    }
+}
