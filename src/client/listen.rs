@@ -171,7 +171,7 @@ impl Client {
             let r = client
                 .round(request_id, method, params, &opts, Instant::now())
                 .await
-                .and_then(|raw| {
+                .and_then(|(raw, _)| {
                     raw.parse::<ListenResult>().map_err(|e| Error::Codec {
                         method: method.into(),
                         problem: format!("could not decode the result: {e}"),

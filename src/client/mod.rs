@@ -331,11 +331,11 @@ impl Client {
         let mut params = self.with_log_level(params);
         for _ in 0..MAX_INPUT_ROUNDS {
             let id = self.shared.next_id();
-            let raw = self.round(id, method, params.clone(), &opts, start).await?;
+            let (raw, era) = self.round(id, method, params.clone(), &opts, start).await?;
             // Only modern servers answer `input_required`: skip the scan of
             // (possibly large) legacy results.
             if !MULTI_ROUND_METHODS.contains(&method)
-                || self.shared.era() != Some(crate::protocol::Era::Modern)
+                || era != crate::protocol::Era::Modern
                 || memchr::memmem::find(raw.as_bytes(), b"input_required").is_none()
             {
                 return Ok(raw);
@@ -405,7 +405,7 @@ impl Client {
         params: Option<Value>,
         opts: &RequestOptions,
         start: Instant,
-    ) -> Result<RawJson, Error> {
+    ) -> Result<(RawJson, crate::protocol::Era), Error> {
         let timeout = opts.timeout.unwrap_or(self.shared.config.request_timeout);
         let hard_deadline = opts.max_total.map(|m| start.after(m));
         // The timeout runs from `from`, never past the hard deadline.
@@ -442,6 +442,9 @@ impl Client {
             _ = tokio::time::sleep_until(deadline) => return Err(timed_out(deadline)),
             _ = cancelled(&opts.cancel) => return Err(Error::Cancelled { method: method.into() }),
         };
+        // The era of the server this call went to (the status may still be
+        // catching up with a server that just became ready).
+        let era = sent.era;
         let mut guard = CancelOnDrop {
             direct: Some(sent),
             id,
@@ -459,7 +462,7 @@ impl Client {
                             let _ = tx.send(Progress::from_params(p));
                         }
                     }
-                    return r.unwrap_or_else(|_| Err(self.down_error()));
+                    return r.unwrap_or_else(|_| Err(self.down_error())).map(|raw| (raw, era));
                 }
                 p = async { match prx.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
                     let Some(p) = p else { continue };

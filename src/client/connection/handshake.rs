@@ -102,6 +102,9 @@ impl ConnectionState {
             session: session.clone(),
         });
         self.phase = Phase::Ready(session.clone());
+        // The status first: whoever gets an answer from this server finds
+        // the client Ready (a caller waiting for the path wakes just after).
+        self.shared.set_status(Status::Ready(session.clone()));
         if let Some(link) = self.shared.link() {
             self.shared.pending.accept(self.gen);
             self.shared.publish_direct(Arc::new(Direct {
@@ -113,7 +116,6 @@ impl ConnectionState {
                 pending: self.shared.pending.clone(),
             }));
         }
-        self.shared.set_status(Status::Ready(session));
     }
 
     pub(super) fn probe_answered(&mut self, myself: &ActorRef<ConnectionMsg>, outcome: Outcome) {
