@@ -20,7 +20,7 @@
 //!     println!("{} ({})", tool.name, tool.server); // time__get_current_time, everything__echo, ...
 //! }
 //! let now = host.call_tool("time__get_current_time", json!({"timezone": "UTC"})).await?;
-//! println!("{}", now.text());
+//! println!("{}", now.joined_text());
 //! host.stop().wait().await; // every server process is gone after this
 //! # Ok(()) }
 //! ```

@@ -97,6 +97,8 @@ impl LifecycleEvent {
 /// # use conduit_mcp::{Client, client::events::{forward_events, LifecycleEvent}};
 /// # use ractor::ActorRef;
 /// enum MyMsg { Mcp(LifecycleEvent) }
+/// # #[cfg(feature = "cluster")]
+/// # impl ractor::Message for MyMsg {}
 /// # fn f(client: Client, me: ActorRef<MyMsg>) {
 /// forward_events(client.events(), me, MyMsg::Mcp);
 /// # }
