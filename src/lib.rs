@@ -205,6 +205,7 @@ pub mod protocol;
 pub mod secret;
 mod serde_support;
 pub mod server;
+mod sync;
 mod transport;
 
 pub use child::{ShutdownHandle, ShutdownReport};

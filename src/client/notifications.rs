@@ -156,8 +156,7 @@ impl Hub {
     fn lock(
         &self,
     ) -> std::sync::MutexGuard<'_, Vec<(mpsc::UnboundedSender<Queued>, Arc<Account>)>> {
-        // Every critical section leaves the list consistent.
-        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.subscribers)
     }
 }
 

@@ -30,16 +30,12 @@ pub(crate) struct DownReason(Arc<Mutex<Option<String>>>);
 
 impl DownReason {
     pub(crate) fn set(&self, why: impl Into<String>) {
-        if let Ok(mut g) = self.0.lock() {
-            *g = Some(why.into());
-        }
+        *crate::sync::lock(&self.0) = Some(why.into());
     }
 
     pub(crate) fn get(&self) -> String {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|g| g.clone())
+        crate::sync::lock(&self.0)
+            .clone()
             .unwrap_or_else(|| "the connection actor stopped (killed or crashed)".to_owned())
     }
 }

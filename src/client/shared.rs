@@ -7,9 +7,10 @@
 //! handle of every process started, and the event and notification
 //! subscribers.
 
+use crate::sync::lock;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
 
@@ -28,12 +29,6 @@ use crate::transport::Link;
 
 /// Reports of finished shutdowns kept for [`ClientShutdown::wait`](crate::ClientShutdown::wait).
 pub(crate) const MAX_REPORTS: usize = 256;
-
-/// Locks a mutex whose every critical section leaves the data consistent,
-/// so a panic elsewhere cannot have corrupted it.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The link of the running server process.
 pub(crate) struct CurrentLink {

@@ -48,10 +48,7 @@ impl TypedState {
     }
 
     fn level(&self) -> Option<LoggingLevel> {
-        self.log_level
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::sync::lock(&self.log_level).clone()
     }
 }
 
@@ -136,12 +133,7 @@ impl Client {
     /// [`refresh_tools`](Self::refresh_tools) does it on demand.
     pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
         let session = self.ready(self.shared.config.request_timeout).await?;
-        let cached = self
-            .typed
-            .tools
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let cached = crate::sync::lock(&self.typed.tools).clone();
         match cached {
             Some((s, tools)) if Arc::ptr_eq(&s, &session) => Ok(tools),
             _ => self.refresh_tools().await,
@@ -152,8 +144,7 @@ impl Client {
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
         let session = self.ready(self.shared.config.request_timeout).await?;
         let tools = Arc::new(self.list_tools().await?);
-        *self.typed.tools.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((session, tools.clone()));
+        *crate::sync::lock(&self.typed.tools) = Some((session, tools.clone()));
         Ok(tools)
     }
 
@@ -283,11 +274,7 @@ impl Client {
                     .map(drop)
             }
             Era::Modern => {
-                *self
-                    .typed
-                    .log_level
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(level);
+                *crate::sync::lock(&self.typed.log_level) = Some(level);
                 Ok(())
             }
         }

@@ -66,8 +66,7 @@ pub(crate) struct Pending(Arc<Mutex<Table>>);
 
 impl Pending {
     fn lock(&self) -> MutexGuard<'_, Table> {
-        // A panic while holding it cannot leave the map inconsistent.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.0)
     }
 
     /// Inserts for the Connection (which orders this against closes itself).

@@ -10,6 +10,7 @@
 //! `conduit-mcp/notifications/<name>`, and progress of a call to the
 //! caller's sink group.
 
+use crate::sync::lock;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -182,11 +183,6 @@ impl Drop for GatewayState {
             token.cancel();
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Every critical section leaves the map consistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Actor for GatewayActor {

@@ -9,6 +9,7 @@
 //! every reply port of the calls in flight: each fails at once with
 //! [`RemoteError::NodeLost`], never with a timeout.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -81,11 +82,6 @@ impl RemoteOptions {
 struct Routes {
     progress: Mutex<HashMap<u64, mpsc::UnboundedSender<Progress>>>,
     notifications: Mutex<HashMap<String, Vec<mpsc::UnboundedSender<Notification>>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Every critical section leaves the maps consistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Why [`RemoteServers::start`] failed.

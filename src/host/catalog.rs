@@ -102,22 +102,17 @@ impl HostShared {
     }
 
     fn lock(&self) -> MutexGuard<'_, Catalog> {
-        // A panic while holding the lock leaves data that is still
-        // consistent (every update is a plain assignment): keep going.
-        self.catalog.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.catalog)
     }
 
     pub(crate) fn subscribe(&self) -> mpsc::UnboundedReceiver<HostEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.subscribers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(tx);
+        crate::sync::lock(&self.subscribers).push(tx);
         rx
     }
 
     pub(crate) fn emit(&self, event: HostEvent) {
-        let mut subs = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut subs = crate::sync::lock(&self.subscribers);
         subs.retain(|tx| tx.send(event.clone()).is_ok());
     }
 

@@ -60,6 +60,7 @@ pub use lifecycle::*;
 pub use logging::*;
 pub use multi_round::*;
 pub use notifications::*;
+pub(crate) use notifications::cancelled_request_id;
 pub use prompts::*;
 pub use resources::*;
 pub use roots::*;

@@ -32,6 +32,13 @@ pub struct CancelledParams {
     pub extra: Extra,
 }
 
+/// The request a `notifications/cancelled` cancels, read without decoding
+/// the rest of its params (both halves cancel by it).
+pub(crate) fn cancelled_request_id(n: &Notification) -> Option<RequestId> {
+    let id = n.params.as_ref()?.get("requestId")?;
+    RequestId::deserialize(id).ok()
+}
+
 /// The parameters of `notifications/progress`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -193,9 +193,7 @@ impl RequestContext {
     /// Modern era: sets the `requestState` sent with an input-required
     /// result (the client echoes it on the retry).
     pub fn set_request_state(&self, state: impl Into<String>) {
-        if let Ok(mut r) = self.recorded.lock() {
-            r.state = Some(state.into());
-        }
+        crate::sync::lock(&self.recorded).state = Some(state.into());
     }
 
     /// Modern era: the retry's `inputResponses[key]`, if present.
@@ -281,9 +279,9 @@ impl RequestContext {
 
     fn record(&self, key: &str, request: &InputRequest) {
         let v = serde_json::to_value(request).unwrap_or(Value::Null);
-        if let Ok(mut r) = self.recorded.lock() {
-            r.requests.insert(key.to_owned(), v);
-        }
+        crate::sync::lock(&self.recorded)
+            .requests
+            .insert(key.to_owned(), v);
     }
 }
 

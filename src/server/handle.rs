@@ -1,6 +1,7 @@
 //! The cloneable [`ServerHandle`], its lifetime token, and the state the
 //! session shares with it.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -65,12 +66,6 @@ pub(crate) struct Shared {
     session: Mutex<SessionState>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>,
     next_id: AtomicI64,
-}
-
-/// Locks a mutex, ignoring poisoning: every critical section here leaves
-/// the data consistent, so a panic elsewhere cannot corrupt it.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Shared {

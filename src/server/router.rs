@@ -38,10 +38,11 @@
 //! # Ok(()) }
 //! ```
 
+use crate::sync::lock;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -125,11 +126,6 @@ struct Inner {
     log_level: Mutex<Option<LoggingLevel>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section leaves the data consistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// A [`Handler`] built from registered tools, resources, templates and
 /// prompts. It answers `tools/*`, `resources/*`, `prompts/*`,
 /// `completion/complete` (with a completer), the legacy `logging/setLevel`
@@ -165,11 +161,11 @@ impl Router {
     }
 
     fn routes(&self) -> std::sync::RwLockReadGuard<'_, Routes> {
-        self.inner.routes.read().unwrap_or_else(|e| e.into_inner())
+        crate::sync::read(&self.inner.routes)
     }
 
     fn routes_mut(&self) -> std::sync::RwLockWriteGuard<'_, Routes> {
-        self.inner.routes.write().unwrap_or_else(|e| e.into_inner())
+        crate::sync::write(&self.inner.routes)
     }
 
     // ------------------------------------------------------------- tools

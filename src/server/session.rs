@@ -405,12 +405,7 @@ impl<H: Handler> Session<H> {
     fn on_notification(&mut self, n: Notification, charge: Charge) {
         match n.method.as_str() {
             methods::CANCELLED => {
-                let id = n
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
-                match id {
+                match crate::protocol::cancelled_request_id(&n) {
                     Some(id) => self.cancel(&id),
                     None => tracing::debug!("notifications/cancelled without a valid requestId"),
                 }

@@ -49,7 +49,7 @@ pub(super) async fn launch(p: Prepared) -> io::Result<Launched> {
 
 /// Runs `job` on the spawning thread, starting it if needed.
 fn submit(job: Job) -> io::Result<()> {
-    let mut queue = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut queue = crate::sync::lock(&QUEUE);
     let job = match queue.as_ref() {
         Some(tx) => match tx.send(job) {
             Ok(()) => return Ok(()),

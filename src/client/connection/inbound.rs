@@ -17,7 +17,7 @@ use super::{ConnectionMsg, ConnectionState, Phase};
 use crate::client::handler::InboundRequest;
 use crate::client::pending::call_result;
 use crate::client::waiters::Waiter;
-use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request, RequestId};
+use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request};
 use crate::protocol::{methods, Era};
 
 /// The code of the answer to a server request past the bound (JSON-RPC's
@@ -54,11 +54,7 @@ impl ConnectionState {
             self.shared.publish(n);
             return;
         }
-        let id = n
-            .params
-            .as_ref()
-            .and_then(|p| p.get("requestId"))
-            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok());
+        let id = crate::protocol::cancelled_request_id(&n);
         if let Some((_, h)) = id.and_then(|id| self.inbound.remove(&id)) {
             h.abort();
         }

@@ -1,0 +1,23 @@
+//! Locks that survive a panic elsewhere.
+//!
+//! Every critical section in this crate leaves its data consistent before
+//! anything that could panic (no section is left half-done), so a poisoned
+//! lock holds good data: these helpers take it anyway, instead of each
+//! module deciding on its own (skipping silently, or panicking in turn).
+
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Locks `m`, ignoring poisoning (see the module).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Reads `l`, ignoring poisoning (see the module).
+pub(crate) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Writes `l`, ignoring poisoning (see the module).
+pub(crate) fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
