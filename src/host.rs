@@ -63,7 +63,7 @@ use tracing::{info, warn};
 
 use crate::child::ShutdownReport;
 use crate::client::events::LifecycleEvent;
-use crate::client::session::{ServerSession, Status};
+use crate::client::status::{ServerSession, Status};
 use crate::client::{CallToolResult, Client, ClientShutdown, RequestOptions, StartOptions};
 use crate::config_file::ServersFile;
 use crate::ClientConfig;

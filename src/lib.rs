@@ -209,9 +209,9 @@ mod sync;
 mod transport;
 
 pub use child::{ShutdownHandle, ShutdownReport};
-pub use client::config::{Backoff, ClientConfig, EraPreference, StderrMode};
-pub use client::handler::{ClientHandler, ClientResponder, InboundRequest};
-pub use client::session::{ServerSession, Status};
+pub use client::client_config::{Backoff, ClientConfig, EraPreference, StderrMode};
+pub use client::responder::{ClientHandler, ClientResponder, InboundRequest};
+pub use client::status::{ServerSession, Status};
 pub use client::{
     CancelToken, Client, ClientShutdown, ListenEnd, Notifications, Progress, RequestOptions,
     StartError, StartOptions, Subscription,

@@ -76,7 +76,7 @@ pub(crate) mod command;
 pub(crate) mod linux;
 #[cfg(not(target_os = "linux"))]
 mod other;
-pub(crate) mod pipe;
+pub(crate) mod pipe_size;
 pub(crate) mod shutdown;
 
 pub(crate) use shutdown::{ExitWatch, Graces, ShutdownGuard, ShutdownSignal, ShutdownTrigger};

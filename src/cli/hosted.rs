@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::args::{Command, Options};
 use super::progress::ProgressView;
 use super::{apply_options, host_failure, interrupted, single, Fail, Output};
-use crate::client::session::Status;
+use crate::client::status::Status;
 use crate::client::RequestOptions;
 use crate::config_file::ServersFile;
 use crate::host::{Host, HostConfig, ServerSummary};

@@ -31,7 +31,7 @@ pub(crate) enum Refused {
 }
 
 /// Forgets the waiter of caller `id` and sends `notifications/cancelled` on
-/// `link`; `false` if no caller waits under `id`. Shared by callers and the
+/// `link`; `false` if no caller waits under `id`. ClientShared by callers and the
 /// Connection.
 pub(crate) fn cancel_waiting(
     pending: &Pending,

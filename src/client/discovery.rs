@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use super::session::ServerSession;
+use super::status::ServerSession;
 use crate::jsonrpc::{codes, Outcome};
 use crate::protocol::{meta, Era, Implementation, LEGACY_VERSIONS, MODERN_VERSIONS};
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use ractor::{ActorRef, Message};
 use tokio::sync::mpsc;
 
-use super::session::ServerSession;
+use super::status::ServerSession;
 use crate::error::{CloseReason, ExitStatus};
 
 /// Something that happened to one client's server.

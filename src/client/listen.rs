@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::notifications::Notifications;
-use super::session::Status;
+use super::status::Status;
 use super::{Client, RequestOptions};
 use crate::error::Error;
 use crate::jsonrpc::RequestId;

@@ -19,18 +19,18 @@ use tokio::time::Instant;
 
 use crate::deadline::After;
 
-pub mod config;
+pub mod client_config;
 mod connection;
 mod direct;
 mod discovery;
 pub mod events;
-pub mod handler;
 mod listen;
 mod notifications;
 mod pending;
-mod requests;
-pub mod session;
+mod request_options;
+pub mod responder;
 mod shared;
+pub mod status;
 mod supervisor;
 mod typed;
 mod waiters;
@@ -44,15 +44,15 @@ pub mod command {
 pub use crate::protocol::{CallToolResult, Tool};
 pub use listen::{ListenEnd, Subscription};
 pub use notifications::Notifications;
-pub use requests::{CancelToken, Progress, RequestOptions};
+pub use request_options::{CancelToken, Progress, RequestOptions};
 pub use supervisor::SupervisorMsg;
 
-use self::config::ClientConfig;
+use self::client_config::ClientConfig;
 use self::direct::{Direct, Refused};
-use self::handler::{ClientHandler, InboundRequest};
 use self::pending::ReplySlot;
-use self::session::{ServerSession, Status};
-use self::shared::Shared;
+use self::responder::{ClientHandler, InboundRequest};
+use self::shared::ClientShared;
+use self::status::{ServerSession, Status};
 use self::supervisor::{ClientSupervisor, SupervisorArgs};
 use self::typed::TypedState;
 use self::waiters::Waiter;
@@ -104,7 +104,7 @@ impl std::fmt::Debug for StartOptions {
 /// without waiting: the server is shut down in the background, never leaked.
 #[derive(Clone)]
 pub struct Client {
-    shared: Arc<Shared>,
+    shared: Arc<ClientShared>,
     supervisor: ActorRef<SupervisorMsg>,
     /// `None` in the library's own background handles, which must not keep
     /// the client alive (see [`Client::detached`]).
@@ -113,7 +113,7 @@ pub struct Client {
 }
 
 /// Stops the tree when the last [`Client`] handle goes.
-struct StopOnLastDrop(ActorRef<SupervisorMsg>, Arc<Shared>);
+struct StopOnLastDrop(ActorRef<SupervisorMsg>, Arc<ClientShared>);
 
 impl Drop for StopOnLastDrop {
     fn drop(&mut self) {
@@ -162,7 +162,7 @@ impl Client {
         let refresh_tools = config.refresh_tools_on_list_changed;
         let config = Arc::new(config);
         let transport: Arc<dyn Transport> = Arc::new(StdioTransport::new(config.stdio_options()));
-        let shared = Arc::new(Shared::new(config, opts.handler));
+        let shared = Arc::new(ClientShared::new(config, opts.handler));
         if let Some(tx) = opts.events {
             shared.add_event_subscriber(tx);
         }
@@ -612,7 +612,7 @@ impl Drop for CancelOnDrop {
 #[derive(Debug)]
 #[must_use = "stop() has begun; await .wait() to know when the server is gone"]
 pub struct ClientShutdown {
-    shared: Arc<Shared>,
+    shared: Arc<ClientShared>,
 }
 
 impl ClientShutdown {

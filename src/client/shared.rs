@@ -2,7 +2,7 @@
 //!
 //! What must hold whatever state the actor tree is in lives here, not in an
 //! actor: the status (a stop is final the moment it is asked for, see
-//! [`Shared::stop_now`]), the pending calls, the direct request path, the
+//! [`ClientShared::stop_now`]), the pending calls, the direct request path, the
 //! current link (so a stop can close it without any mailbox), the shutdown
 //! handle of every process started, and the event and notification
 //! subscribers.
@@ -14,13 +14,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
 
-use super::config::ClientConfig;
+use super::client_config::ClientConfig;
 use super::direct::Direct;
 use super::events::LifecycleEvent;
-use super::handler::ClientHandler;
 use super::notifications::{Hub, Notifications};
 use super::pending::DownReason;
-use super::session::Status;
+use super::responder::ClientHandler;
+use super::status::Status;
 use super::waiters::{fail_waiters, Pending};
 use crate::child::{ShutdownHandle, ShutdownReport};
 use crate::error::{CloseReason, Error};
@@ -52,7 +52,7 @@ struct Processes {
     ended: VecDeque<ShutdownReport>,
 }
 
-pub(crate) struct Shared {
+pub(crate) struct ClientShared {
     pub(crate) name: String,
     pub(crate) config: Arc<ClientConfig>,
     pub(crate) handler: Option<Arc<dyn ClientHandler>>,
@@ -69,20 +69,20 @@ pub(crate) struct Shared {
     direct: watch::Sender<Option<Arc<Direct>>>,
     link: Mutex<Option<CurrentLink>>,
     processes: Mutex<Processes>,
-    /// Spawns under way (see [`Shared::begin_spawn`]).
+    /// Spawns under way (see [`ClientShared::begin_spawn`]).
     spawning: watch::Sender<usize>,
 }
 
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for ClientShared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("ClientShared")
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
 }
 
-/// Held while a spawn is under way; see [`Shared::begin_spawn`].
-pub(crate) struct SpawnTicket(Arc<Shared>);
+/// Held while a spawn is under way; see [`ClientShared::begin_spawn`].
+pub(crate) struct SpawnTicket(Arc<ClientShared>);
 
 impl Drop for SpawnTicket {
     fn drop(&mut self) {
@@ -90,7 +90,7 @@ impl Drop for SpawnTicket {
     }
 }
 
-impl Shared {
+impl ClientShared {
     pub(crate) fn new(config: Arc<ClientConfig>, handler: Option<Arc<dyn ClientHandler>>) -> Self {
         let name = config.display_name();
         Self {

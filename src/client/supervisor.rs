@@ -13,8 +13,8 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::connection::{child_exit, Connection, ConnectionArgs, ConnectionMsg};
-use super::session::Status;
-use super::shared::Shared;
+use super::shared::ClientShared;
+use super::status::Status;
 use crate::error::SpawnError;
 use crate::transport::Transport;
 
@@ -34,7 +34,7 @@ pub(crate) struct ClientSupervisor;
 /// Marks the client stopped when the tree ends in any way (including a
 /// `kill()` of the supervisor or of a user's parent actor), so waiters on
 /// the status never hang and the server goes.
-struct FinalOnDrop(Arc<Shared>);
+struct FinalOnDrop(Arc<ClientShared>);
 
 impl Drop for FinalOnDrop {
     fn drop(&mut self) {
@@ -43,7 +43,7 @@ impl Drop for FinalOnDrop {
 }
 
 pub(crate) struct SupervisorArgs {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<ClientShared>,
     pub(crate) transport: Arc<dyn Transport>,
     /// Receives the outcome of the first spawn.
     pub(crate) first: Option<oneshot::Sender<Result<(), SpawnError>>>,
@@ -51,7 +51,7 @@ pub(crate) struct SupervisorArgs {
 
 pub(crate) struct SupervisorState {
     _final: FinalOnDrop,
-    shared: Arc<Shared>,
+    shared: Arc<ClientShared>,
     transport: Arc<dyn Transport>,
     connection: Option<ActorRef<ConnectionMsg>>,
     respawns: u32,

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::session::ServerSession;
+use super::status::ServerSession;
 use super::{Client, RequestOptions};
 use crate::error::Error;
 use crate::protocol::{

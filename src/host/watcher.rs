@@ -26,7 +26,7 @@ use super::catalog::HostShared;
 use super::listing::{fetch, Fetched, Wanted};
 use super::HostEvent;
 use crate::client::events::LifecycleEvent;
-use crate::client::session::{ServerSession, Status};
+use crate::client::status::{ServerSession, Status};
 use crate::client::Client;
 
 type Listing = Pin<Box<dyn Future<Output = Fetched> + Send>>;

@@ -7,7 +7,7 @@ use tokio::task::JoinHandle;
 
 use super::error::ServerError;
 use super::handle::ServerHandle;
-use super::handler::Handler;
+use super::request_handler::Handler;
 use super::{ServeEnd, StdioServer};
 
 /// An actor that serves one [`StdioServer`], for programs built as

@@ -14,9 +14,9 @@ use crate::jsonrpc::{encode, ErrorObject, RequestId};
 use crate::protocol::{methods, Era};
 
 use super::budget::InboundBudget;
-use super::config::ServerConfig;
 use super::error::SendError;
-use super::writer::OutQueue;
+use super::out_writer::OutQueue;
+use super::server_config::ServerConfig;
 
 /// The id of the one session of a stdio server (for the per-session
 /// variants of the handle's methods).
@@ -41,7 +41,7 @@ pub(crate) struct SessionState {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Phase {
+pub(crate) enum ServePhase {
     NotStarted,
     Ready,
     Ended,
@@ -50,11 +50,11 @@ pub(crate) enum Phase {
 type Reply = Result<crate::jsonrpc::RawJson, ErrorObject>;
 
 /// State shared between the session and every handle and context.
-pub(crate) struct Shared {
+pub(crate) struct SessionShared {
     pub(crate) config: ServerConfig,
     pub(crate) out: OutQueue,
     pub(crate) stop: watch::Sender<bool>,
-    pub(crate) phase: watch::Sender<Phase>,
+    pub(crate) phase: watch::Sender<ServePhase>,
     /// The client closed its input, or serving is ending.
     pub(crate) input_closed: watch::Sender<bool>,
     /// The capabilities declared: the configuration's and the handler's
@@ -68,14 +68,14 @@ pub(crate) struct Shared {
     next_id: AtomicI64,
 }
 
-impl Shared {
+impl SessionShared {
     pub(crate) fn new(config: ServerConfig, out: OutQueue) -> Self {
         let inbound = InboundBudget::new(config.max_inbound_bytes);
         Self {
             config,
             out,
             stop: watch::channel(false).0,
-            phase: watch::channel(Phase::NotStarted).0,
+            phase: watch::channel(ServePhase::NotStarted).0,
             input_closed: watch::channel(false).0,
             declared: std::sync::OnceLock::new(),
             closed: AtomicBool::new(false),
@@ -127,7 +127,7 @@ impl Shared {
         self.input_closed.send_replace(true);
         self.closed.store(true, Ordering::Release);
         lock(&self.pending).clear();
-        self.phase.send_replace(Phase::Ended);
+        self.phase.send_replace(ServePhase::Ended);
     }
 }
 
@@ -138,7 +138,7 @@ impl Shared {
 /// every operation through them fails with [`SendError::TransportGone`]
 /// instead of panicking.
 #[derive(Clone)]
-pub struct LifetimeToken(pub(crate) Weak<Shared>);
+pub struct LifetimeToken(pub(crate) Weak<SessionShared>);
 
 impl LifetimeToken {
     /// Whether the transport still exists and is not closed.
@@ -180,13 +180,13 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    pub(crate) fn new(shared: &Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: &Arc<SessionShared>) -> Self {
         Self {
             token: LifetimeToken(Arc::downgrade(shared)),
         }
     }
 
-    pub(crate) fn shared(&self) -> Result<Arc<Shared>, SendError> {
+    pub(crate) fn shared(&self) -> Result<Arc<SessionShared>, SendError> {
         match self.token.0.upgrade() {
             Some(s) if !s.closed.load(Ordering::Acquire) => Ok(s),
             _ => Err(SendError::TransportGone),
@@ -223,8 +223,10 @@ impl ServerHandle {
         let mut rx = self.shared()?.phase.subscribe();
         // The Arc is released above: waiting must not keep the server alive.
         let ready = matches!(
-            rx.wait_for(|p| *p != Phase::NotStarted).await.map(|p| *p),
-            Ok(Phase::Ready)
+            rx.wait_for(|p| *p != ServePhase::NotStarted)
+                .await
+                .map(|p| *p),
+            Ok(ServePhase::Ready)
         );
         if ready {
             Ok(())
@@ -421,7 +423,7 @@ impl ServerHandle {
 /// `notifications/cancelled`. Without it, a dropped future or an aborted
 /// handler left its entry behind for good.
 struct Pending {
-    shared: Weak<Shared>,
+    shared: Weak<SessionShared>,
     id: RequestId,
     /// The `reason` sent with the cancellation.
     reason: &'static str,

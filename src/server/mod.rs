@@ -168,37 +168,37 @@
 
 mod actor;
 mod budget;
-mod config;
 mod context;
-mod era;
+mod dispatch;
 mod error;
 mod footprint;
 #[cfg(unix)]
 mod guard;
 mod handle;
-mod handler;
+mod out_writer;
+mod process_stdio;
+mod request_handler;
 mod router;
-mod session;
-mod stdio;
-mod writer;
+mod serve_loop;
+mod server_config;
 
 use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
-pub use config::{
-    CacheScope, ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_OUTBOUND_BYTES, MIN_INBOUND_BYTES,
-};
 pub use context::{InputRequest, RequestContext};
 pub use error::{AskError, HandlerError, SendError, ServerError};
 pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
-pub use handler::Handler;
+pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
+pub use server_config::{
+    CacheScope, ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_OUTBOUND_BYTES, MIN_INBOUND_BYTES,
+};
 
-use handle::Shared;
-use writer::{OutReceiver, Sink};
+use handle::SessionShared;
+use out_writer::{OutReceiver, Sink};
 
 /// Why serving ended cleanly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,7 +223,7 @@ enum Io {
 /// [`serve`](Self::serve) consumes it and runs until end of input, stop, or
 /// an unrecoverable error.
 pub struct StdioServer {
-    shared: Arc<Shared>,
+    shared: Arc<SessionShared>,
     io: Io,
     out: OutReceiver,
 }
@@ -261,9 +261,9 @@ impl StdioServer {
     }
 
     fn with_io(config: ServerConfig, io: Io) -> Self {
-        let (out, rx) = writer::queue(config.max_outbound_bytes);
+        let (out, rx) = out_writer::queue(config.max_outbound_bytes);
         Self {
-            shared: Arc::new(Shared::new(config, out)),
+            shared: Arc::new(SessionShared::new(config, out)),
             io,
             out: rx,
         }
@@ -310,7 +310,7 @@ impl StdioServer {
 }
 
 async fn serve_inner<H: Handler>(
-    shared: Arc<Shared>,
+    shared: Arc<SessionShared>,
     handler: Arc<H>,
     io: Io,
     out: OutReceiver,
@@ -333,7 +333,7 @@ async fn serve_inner<H: Handler>(
                     reason: "applies only to process stdio (StdioServer::new)".into(),
                 });
             }
-            session::run(shared, handler, reader, Sink::Async(Box::pin(writer)), out).await
+            serve_loop::run(shared, handler, reader, Sink::Async(Box::pin(writer)), out).await
         }
         Io::Process => {
             #[cfg(unix)]
@@ -355,10 +355,10 @@ async fn serve_inner<H: Handler>(
             } else {
                 Box::new(std::io::stdout())
             };
-            let sink = stdio::ThreadSink::spawn(output).map_err(ServerError::Write)?;
-            let reader = stdio::ThreadReader::stdin().map_err(ServerError::Read)?;
+            let sink = process_stdio::ThreadSink::spawn(output).map_err(ServerError::Write)?;
+            let reader = process_stdio::ThreadReader::stdin().map_err(ServerError::Read)?;
             // `_guard` lives until serving ends, then restores fd 1.
-            session::run(shared, handler, Box::new(reader), Sink::Thread(sink), out).await
+            serve_loop::run(shared, handler, Box::new(reader), Sink::Thread(sink), out).await
         }
     }
 }

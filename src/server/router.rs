@@ -52,7 +52,7 @@ use serde_json::{json, Map, Value};
 use super::context::RequestContext;
 use super::error::HandlerError;
 use super::handle::{ListKind, ServerHandle};
-use super::handler::Handler;
+use super::request_handler::Handler;
 use crate::jsonrpc::{codes, ErrorObject, Request, RequestId};
 use crate::protocol::{
     meta, methods, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Era,

@@ -8,12 +8,12 @@ use ractor::ActorRef;
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
-use super::{ConnectionMsg, ConnectionState, Phase, MAX_REPROBES};
-use crate::client::config::EraPreference;
+use super::{ConnectionMsg, ConnectionState, LinkPhase, MAX_REPROBES};
+use crate::client::client_config::EraPreference;
 use crate::client::direct::{Direct, MetaCache};
 use crate::client::discovery::{self, DiscoverVerdict};
 use crate::client::events::LifecycleEvent;
-use crate::client::session::{ServerSession, Status};
+use crate::client::status::{ServerSession, Status};
 use crate::client::waiters::Waiter;
 use crate::error::CloseReason;
 use crate::jsonrpc::{encode, Outcome};
@@ -27,7 +27,7 @@ impl ConnectionState {
             return;
         };
         self.shared.pending.insert(id.clone(), Waiter::Probe);
-        self.phase = Phase::Probing {
+        self.phase = LinkPhase::Probing {
             id,
             version: version.clone(),
         };
@@ -61,7 +61,7 @@ impl ConnectionState {
             return;
         };
         self.shared.pending.insert(id.clone(), Waiter::Initialize);
-        self.phase = Phase::Initializing;
+        self.phase = LinkPhase::Initializing;
         let init_timeout = cfg.init_timeout;
         self.send_control(line);
         let gen = self.gen;
@@ -101,7 +101,7 @@ impl ConnectionState {
             name: self.shared.name.clone(),
             session: session.clone(),
         });
-        self.phase = Phase::Ready(session.clone());
+        self.phase = LinkPhase::Ready(session.clone());
         // The status first: whoever gets an answer from this server finds
         // the client Ready (a caller waiting for the path wakes just after).
         self.shared.set_status(Status::Ready(session.clone()));
@@ -119,7 +119,7 @@ impl ConnectionState {
     }
 
     pub(super) fn probe_answered(&mut self, myself: &ActorRef<ConnectionMsg>, outcome: Outcome) {
-        let Phase::Probing { version, .. } = &self.phase else {
+        let LinkPhase::Probing { version, .. } = &self.phase else {
             return;
         };
         let requested = version.clone();
@@ -152,7 +152,7 @@ impl ConnectionState {
     /// answer is then ignored. Once the legacy era is established, or if
     /// the late answer is an error, it is ignored.
     pub(super) fn late_probe_answered(&mut self, outcome: Outcome) {
-        if !matches!(self.phase, Phase::Initializing) {
+        if !matches!(self.phase, LinkPhase::Initializing) {
             debug!(server = %self.name(), "late server/discover answer ignored: era already settled");
             return;
         }
@@ -169,7 +169,7 @@ impl ConnectionState {
         myself: &ActorRef<ConnectionMsg>,
         outcome: Outcome,
     ) {
-        if !matches!(self.phase, Phase::Initializing) {
+        if !matches!(self.phase, LinkPhase::Initializing) {
             return;
         }
         // A modern server that refuses `initialize` with -32022 and lists
@@ -206,7 +206,7 @@ impl ConnectionState {
 
     /// No answer to `server/discover` within the probe timeout: legacy.
     pub(super) fn probe_timed_out(&mut self, myself: &ActorRef<ConnectionMsg>) {
-        if let Phase::Probing { id, .. } = &self.phase {
+        if let LinkPhase::Probing { id, .. } = &self.phase {
             let id = id.clone();
             info!(server = %self.name(), timeout = ?self.shared.config.probe_timeout, "no answer to server/discover: legacy era");
             // Kept pending: a modern server slow to start answers it

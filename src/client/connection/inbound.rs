@@ -13,9 +13,9 @@ use ractor::ActorRef;
 use serde_json::json;
 use tracing::{debug, warn};
 
-use super::{ConnectionMsg, ConnectionState, Phase};
-use crate::client::handler::InboundRequest;
+use super::{ConnectionMsg, ConnectionState, LinkPhase};
 use crate::client::pending::call_result;
+use crate::client::responder::InboundRequest;
 use crate::client::waiters::Waiter;
 use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request};
 use crate::protocol::{methods, Era};
@@ -62,7 +62,7 @@ impl ConnectionState {
 
     fn server_request(&mut self, myself: &ActorRef<ConnectionMsg>, req: Request) {
         let era = match &self.phase {
-            Phase::Ready(s) => Some(s.era),
+            LinkPhase::Ready(s) => Some(s.era),
             _ => None,
         };
         let handler = match (&self.shared.handler, req.method.as_str()) {

@@ -19,10 +19,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn};
 
 use super::events::LifecycleEvent;
-use super::session::{ServerSession, Status};
-use super::shared::Shared;
+use super::shared::ClientShared;
+use super::status::{ServerSession, Status};
 use super::waiters;
-use crate::client::config::EraPreference;
+use crate::client::client_config::EraPreference;
 use crate::error::{CloseReason, Error, SpawnError};
 use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::methods;
@@ -59,7 +59,7 @@ pub(crate) enum ConnectionMsg {
 
 local_messages!(ConnectionMsg);
 
-enum Phase {
+enum LinkPhase {
     /// No server (between restarts).
     Down,
     /// `server/discover` sent.
@@ -91,7 +91,7 @@ pub(crate) fn child_exit(evt: SupervisionEvent) -> Option<(ractor::ActorCell, Op
 }
 
 pub(crate) struct ConnectionArgs {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<ClientShared>,
     pub(crate) transport: Arc<dyn Transport>,
     /// Present for the first Connection of a client: the first server is
     /// spawned in `pre_start` and the outcome sent here, so `Client::start`
@@ -100,12 +100,12 @@ pub(crate) struct ConnectionArgs {
 }
 
 pub(crate) struct ConnectionState {
-    shared: Arc<Shared>,
+    shared: Arc<ClientShared>,
     transport: Arc<dyn Transport>,
     /// Room left in the mailbox for server messages (see [`MAILBOX_BYTES`]).
     budget: Arc<Semaphore>,
     gen: u64,
-    phase: Phase,
+    phase: LinkPhase,
     /// Consecutive spawns that did not reach ready (failed spawns too).
     failures: u32,
     /// The handshake failed for good: give up once the link has closed.
@@ -160,7 +160,7 @@ impl Connection {
     pub(crate) fn sink(
         me: ActorRef<ConnectionMsg>,
         gen: u64,
-        shared: Arc<Shared>,
+        shared: Arc<ClientShared>,
         budget: Arc<Semaphore>,
     ) -> EventSink {
         Arc::new(move |event| match event {
@@ -263,7 +263,7 @@ impl Actor for Connection {
             transport: args.transport,
             budget: Arc::new(Semaphore::new(MAILBOX_BYTES)),
             gen: 0,
-            phase: Phase::Down,
+            phase: LinkPhase::Down,
             failures: 0,
             give_up_after_close: None,
             inbound: HashMap::new(),
@@ -306,7 +306,7 @@ impl Actor for Connection {
             ConnectionMsg::Closed { .. } => {}
             ConnectionMsg::ProbeTimeout { gen } if gen == st.gen => st.probe_timed_out(&myself),
             ConnectionMsg::InitTimeout { gen } if gen == st.gen => {
-                if let Phase::Initializing = st.phase {
+                if let LinkPhase::Initializing = st.phase {
                     let reason = CloseReason::Handshake(format!(
                         "no answer to initialize within {:?}",
                         st.shared.config.init_timeout
@@ -423,8 +423,8 @@ impl ConnectionState {
                 exit: reason.exit_status(),
             },
         );
-        let was_ready = matches!(self.phase, Phase::Ready(_));
-        self.phase = Phase::Down;
+        let was_ready = matches!(self.phase, LinkPhase::Ready(_));
+        self.phase = LinkPhase::Down;
         for (_, (_, h)) in self.inbound.drain() {
             h.abort();
         }

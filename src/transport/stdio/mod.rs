@@ -22,12 +22,12 @@ use crate::error::{CloseReason, SpawnError};
 use crate::transport::queue::WriteQueue;
 use crate::transport::{EventSink, Link, OpenFuture, Transport, TransportEvent};
 
+mod output_readers;
 mod port_owner;
-mod reader;
-mod writer;
+mod stdin_writer;
 
+use output_readers::{Reader, ReaderEnd, ReaderLimits};
 use port_owner::{PortOwner, PortOwnerArgs, PortOwnerMsg};
-use reader::{Reader, ReaderEnd, ReaderLimits};
 
 /// Everything a stdio link needs to know.
 #[derive(Debug, Clone)]
@@ -91,7 +91,12 @@ impl Transport for StdioTransport {
                     source: std::io::Error::other(format!("could not start the port owner: {e}")),
                 })?;
             if let Some(stderr) = spawned.stderr {
-                tokio::spawn(reader::run_stderr(stderr, sink.clone(), pid, done.clone()));
+                tokio::spawn(output_readers::run_stderr(
+                    stderr,
+                    sink.clone(),
+                    pid,
+                    done.clone(),
+                ));
             }
             let o = owner.clone();
             let mut exit = spawned.exit;
@@ -101,7 +106,7 @@ impl Transport for StdioTransport {
                 }
             });
             let o = owner.clone();
-            tokio::spawn(writer::run(
+            tokio::spawn(stdin_writer::run(
                 spawned.stdin,
                 queue_rx,
                 signal.clone(),
@@ -111,7 +116,7 @@ impl Transport for StdioTransport {
                 },
             ));
             let o = owner.clone();
-            let grow_pipe = child::pipe::grower(&spawned.stdout, name.clone(), pid);
+            let grow_pipe = child::pipe_size::grower(&spawned.stdout, name.clone(), pid);
             let reader = Reader {
                 limits: ReaderLimits {
                     max_message_bytes: opts.max_message_bytes,

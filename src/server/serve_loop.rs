@@ -39,12 +39,12 @@ use crate::protocol::{methods, Era};
 
 use super::budget::{Charge, InboundBudget};
 use super::context::{Recorded, RequestContext};
-use super::era::{route, Dispatch, Route};
+use super::dispatch::{route, Dispatch, Route};
 use super::error::{HandlerError, ServerError};
 use super::footprint;
-use super::handle::{Phase, ServerHandle, Shared};
-use super::handler::Handler;
-use super::writer::{self, OutReceiver, Sink};
+use super::handle::{ServePhase, ServerHandle, SessionShared};
+use super::out_writer::{self, OutReceiver, Sink};
+use super::request_handler::Handler;
 use super::ServeEnd;
 
 /// Parsed input, from the reader task to the loop.
@@ -75,7 +75,7 @@ struct InFlight {
 }
 
 struct Session<H> {
-    shared: Arc<Shared>,
+    shared: Arc<SessionShared>,
     handler: Arc<H>,
     tasks: JoinSet<TaskOut>,
     in_flight: HashMap<RequestId, InFlight>,
@@ -88,13 +88,13 @@ struct Session<H> {
 }
 
 pub(crate) async fn run<H: Handler>(
-    shared: Arc<Shared>,
+    shared: Arc<SessionShared>,
     handler: Arc<H>,
     input: Box<dyn AsyncRead + Send + Unpin>,
     sink: Sink,
     out: OutReceiver,
 ) -> Result<ServeEnd, ServerError> {
-    let mut writer = AbortOnDrop(tokio::spawn(writer::run(out, sink)));
+    let mut writer = AbortOnDrop(tokio::spawn(out_writer::run(out, sink)));
     let (in_tx, mut in_rx) = mpsc::channel(INBOUND_CAPACITY);
     let reader = AbortOnDrop(tokio::spawn(read_loop(
         input,
@@ -125,7 +125,7 @@ pub(crate) async fn run<H: Handler>(
     // and unregister a waiter under a lock every time.
     let stop_requested = stopped(&mut stop);
     tokio::pin!(stop_requested);
-    shared.phase.send_replace(Phase::Ready);
+    shared.phase.send_replace(ServePhase::Ready);
     tracing::info!(
         max_in_flight = shared.config.max_in_flight,
         max_inbound_bytes = shared.config.max_inbound_bytes,

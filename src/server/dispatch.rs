@@ -10,7 +10,7 @@ use crate::protocol::{
     meta, methods, Era, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS,
 };
 
-use super::handle::Shared;
+use super::handle::SessionShared;
 
 /// What to do with a request.
 pub(crate) enum Route {
@@ -24,7 +24,7 @@ pub(crate) enum Route {
 pub(crate) struct Dispatch {
     pub(crate) era: Era,
     pub(crate) meta: Option<Map<String, Value>>,
-    /// Shared with the session state: not copied per request.
+    /// SessionShared with the session state: not copied per request.
     pub(crate) client_capabilities: Option<Arc<Value>>,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
@@ -87,7 +87,7 @@ fn is_modern(m: Option<&Map<String, Value>>) -> bool {
 }
 
 /// Decides how to serve `req`, updating the session state it reveals.
-pub(crate) fn route(shared: &Shared, req: &Request) -> Route {
+pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
     let meta = meta_of(req);
     match req.method.as_str() {
         methods::INITIALIZE => Route::Answer(initialize(shared, req)),
@@ -143,7 +143,7 @@ pub(crate) fn route(shared: &Shared, req: &Request) -> Route {
     }
 }
 
-fn record_modern(shared: &Shared, caps: Arc<Value>, m: &Map<String, Value>) {
+fn record_modern(shared: &SessionShared, caps: Arc<Value>, m: &Map<String, Value>) {
     let mut st = shared.session();
     st.latest_capabilities = Some(caps);
     if let Some(info) = m.get(meta::CLIENT_INFO) {
@@ -152,7 +152,7 @@ fn record_modern(shared: &Shared, caps: Arc<Value>, m: &Map<String, Value>) {
     st.era = Some(Era::Modern);
 }
 
-fn initialize(shared: &Shared, req: &Request) -> Result<Value, ErrorObject> {
+fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObject> {
     let params = req.params.as_ref().and_then(Value::as_object);
     let requested = params
         .and_then(|p| p.get("protocolVersion"))
@@ -194,7 +194,7 @@ fn initialize(shared: &Shared, req: &Request) -> Result<Value, ErrorObject> {
     Ok(result)
 }
 
-fn discover(shared: &Shared) -> Value {
+fn discover(shared: &SessionShared) -> Value {
     let c = &shared.config;
     let mut result = json!({
         "resultType": "complete",

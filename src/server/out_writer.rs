@@ -106,7 +106,7 @@ pub(crate) enum Sink {
     /// A caller-supplied stream.
     Async(Pin<Box<dyn AsyncWrite + Send>>),
     /// A dedicated thread writing a blocking file descriptor (process stdout).
-    Thread(super::stdio::ThreadSink),
+    Thread(super::process_stdio::ThreadSink),
 }
 
 impl Sink {

@@ -67,7 +67,7 @@ pub(crate) struct Reader {
 impl Reader {
     /// Reads until end of stream, a fatal condition or the shutdown, then
     /// discards what comes until the child is reaped. The first time a
-    /// partial line reaches [`GROW_AT`](crate::child::pipe::GROW_AT) bytes,
+    /// partial line reaches [`GROW_AT`](crate::child::pipe_size::GROW_AT) bytes,
     /// `on_long_line` runs (it grows the pipe); `on_end` hears how reading
     /// ended (not called when the shutdown came first).
     pub(crate) async fn run<R: AsyncRead + Unpin>(
@@ -108,7 +108,7 @@ impl Reader {
                 Ok(_) => {}
                 Err(e) => return Some(ReaderEnd::Fatal(CloseReason::ReadFailed(e.to_string()))),
             }
-            if framer.buffered() >= crate::child::pipe::GROW_AT {
+            if framer.buffered() >= crate::child::pipe_size::GROW_AT {
                 if let Some(f) = on_long_line.take() {
                     f();
                 }
