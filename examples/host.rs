@@ -13,11 +13,11 @@
 
 use std::time::Duration;
 
-use conduit_mcp::client::events::LifecycleEvent;
 use conduit_mcp::host::{Host, HostError, HostEvent};
 use conduit_mcp::jsonrpc::Request;
 use conduit_mcp::protocol::Implementation;
 use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
+use conduit_mcp::LifecycleEvent;
 use serde_json::{json, Value};
 
 #[tokio::main]

@@ -17,10 +17,10 @@
 
 use std::time::Duration;
 
-use conduit_mcp::client::events::{forward_events, LifecycleEvent};
 use conduit_mcp::jsonrpc::Request;
 use conduit_mcp::protocol::Implementation;
 use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
+use conduit_mcp::{forward_events, LifecycleEvent};
 use conduit_mcp::{Backoff, Client, ClientConfig, StartOptions};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::{json, Value};

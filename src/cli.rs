@@ -26,7 +26,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use serde_json::Value;
 
-use crate::client::client_config::ClientConfig;
+use crate::client::ClientConfig;
 use crate::client::{Client, RequestOptions};
 use crate::config_file::ServersFile;
 use crate::error::Error;

@@ -53,7 +53,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::client::client_config::ClientConfig;
+use crate::client::ClientConfig;
 use crate::host::HostConfig;
 
 mod entry;

@@ -35,7 +35,7 @@ pub enum Frame<'a> {
 
 /// What [`LineFramer::next_frame_owned`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum FrameBuf<'a> {
+pub(crate) enum FrameBuf<'a> {
     /// One complete line, without its `\n` (a trailing `\r` is removed too):
     /// borrowed from the framer when short, owned when long.
     Line(Cow<'a, [u8]>),
@@ -153,20 +153,7 @@ impl LineFramer {
     /// a line that took several reads always does) the buffer itself is
     /// handed over and the few bytes after the line move to a new one, so
     /// a large message is never copied.
-    ///
-    /// ```
-    /// use std::borrow::Cow;
-    /// use conduit_mcp::framing::{FrameBuf, LineFramer};
-    ///
-    /// let mut framer = LineFramer::new(1024);
-    /// framer.push(b"short\nsomewhat longer\n");
-    /// let first = framer.next_frame_owned(10);
-    /// assert_eq!(first, Some(FrameBuf::Line(Cow::Borrowed(&b"short"[..]))));
-    /// let second = framer.next_frame_owned(10);
-    /// assert!(matches!(second, Some(FrameBuf::Line(Cow::Owned(l))) if l == b"somewhat longer"));
-    /// assert_eq!(framer.next_frame_owned(10), None);
-    /// ```
-    pub fn next_frame_owned(&mut self, own_from: usize) -> Option<FrameBuf<'_>> {
+    pub(crate) fn next_frame_owned(&mut self, own_from: usize) -> Option<FrameBuf<'_>> {
         Some(match self.locate()? {
             Found::Line { start, len } if len >= own_from => {
                 let line = if start == 0 {
@@ -270,6 +257,17 @@ mod tests {
             });
         }
         out
+    }
+
+    #[test]
+    fn long_lines_are_handed_over_owned_short_ones_borrowed() {
+        let mut framer = LineFramer::new(1024);
+        framer.push(b"short\nsomewhat longer\n");
+        let first = framer.next_frame_owned(10);
+        assert_eq!(first, Some(FrameBuf::Line(Cow::Borrowed(&b"short"[..]))));
+        let second = framer.next_frame_owned(10);
+        assert!(matches!(second, Some(FrameBuf::Line(Cow::Owned(l))) if l == b"somewhat longer"));
+        assert_eq!(framer.next_frame_owned(10), None);
     }
 
     #[tokio::test]

@@ -62,9 +62,9 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::child::ShutdownReport;
-use crate::client::events::LifecycleEvent;
-use crate::client::status::{ServerSession, Status};
+use crate::client::LifecycleEvent;
 use crate::client::{CallToolResult, Client, ClientShutdown, RequestOptions, StartOptions};
+use crate::client::{ServerSession, Status};
 use crate::config_file::ServersFile;
 use crate::ClientConfig;
 

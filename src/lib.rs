@@ -168,8 +168,9 @@
 //! - **Windows.** No process groups or signals: shutdown closes stdin, waits
 //!   `stdin_grace`, then kills the process (`term_grace` is not used);
 //!   `.bat`/`.cmd` commands need `allow_batch_files` (see
-//!   [`client::command::check_batch_file`]). The allowlisted environment
-//!   differs ([`client::command::INHERITED_ENV_WINDOWS`]). On platforms
+//!   and even then no argument may hold `"%^&|<>`, which `cmd.exe` would
+//!   re-parse). The allowlisted environment differs (`APPDATA`, `PATH`,
+//!   `PATHEXT`, `SYSTEMROOT`, `TEMP`, `USERPROFILE` and the like). On platforms
 //!   other than Linux, tokio reaps the leader as it exits, so a group signal
 //!   of the escalation after that could in theory reach a group that reused
 //!   the number. Windows is not tested in CI.
@@ -209,14 +210,13 @@ mod sync;
 mod transport;
 
 pub use child::{ShutdownHandle, ShutdownReport};
-pub use client::client_config::{Backoff, ClientConfig, EraPreference, StderrMode};
-pub use client::responder::{ClientHandler, ClientResponder, InboundRequest};
-pub use client::status::{ServerSession, Status};
 pub use client::{
-    CancelToken, Client, ClientShutdown, ListenEnd, Notifications, Progress, RequestOptions,
-    StartError, StartOptions, Subscription,
+    forward_events, Backoff, CancelToken, Client, ClientConfig, ClientHandler, ClientResponder,
+    ClientShutdown, EraPreference, InboundRequest, LifecycleEvent, ListenEnd, Notifications,
+    Progress, RequestOptions, ServerSession, StartError, StartOptions, Status, StderrMode,
+    Subscription,
 };
 pub use error::{CloseReason, ConfigError, Error, ExitStatus, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};
-pub use protocol::{Era, Implementation};
+pub use protocol::{CallToolResult, Era, Implementation, Tool};
 pub use secret::{EnvValue, Secret};

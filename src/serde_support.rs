@@ -1,7 +1,7 @@
 //! Serde helpers for the configuration types: durations in milliseconds,
 //! environments as objects, and the defaults a missing field takes.
 
-use crate::client::client_config::ClientConfig;
+use crate::client::ClientConfig;
 
 /// The value a missing field of a deserialised [`ClientConfig`] takes: the
 /// defaults of [`ClientConfig::new`]. A missing `command` stays empty, which

@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use conduit_mcp::client::events::LifecycleEvent;
+use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{
     Backoff, Client, ClientConfig, CloseReason, Error, ExitStatus, RequestOptions, StderrMode,
 };

@@ -63,10 +63,7 @@ async fn slow_cold_start_does_not_become_a_restart_loop() {
     client.stop().wait().await;
     let mut spawns = 0;
     while let Ok(e) = events.try_recv() {
-        if matches!(
-            e,
-            conduit_mcp::client::events::LifecycleEvent::Spawned { .. }
-        ) {
+        if matches!(e, conduit_mcp::LifecycleEvent::Spawned { .. }) {
             spawns += 1;
         }
     }

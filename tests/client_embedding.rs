@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use conduit_mcp::client::events::{forward_events, LifecycleEvent};
+use conduit_mcp::{forward_events, LifecycleEvent};
 use conduit_mcp::{Client, CloseReason, ExitStatus, StartOptions, StderrMode};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::json;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use conduit_mcp::client::events::LifecycleEvent;
+use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{
     Client, ClientConfig, Error, RequestOptions, SpawnError, StartError, Status, StderrMode,
 };

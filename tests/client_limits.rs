@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use conduit_mcp::client::events::LifecycleEvent;
+use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{Client, EraPreference, Error, InboundRequest, RequestOptions};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};

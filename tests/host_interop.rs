@@ -14,9 +14,9 @@ mod host_support;
 #[path = "interop/peers.rs"]
 mod peers;
 
-use conduit_mcp::client::events::LifecycleEvent;
 use conduit_mcp::config_file::ServersFile;
 use conduit_mcp::host::{Host, HostError, HostEvent};
+use conduit_mcp::LifecycleEvent;
 use host_support::{assert_all_gone, until};
 use peers::{everything_js, peers, py_server_script, time_server, venv_python};
 use serde_json::{json, Value};

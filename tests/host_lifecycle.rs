@@ -8,8 +8,8 @@ mod host_support;
 
 use std::time::Duration;
 
-use conduit_mcp::client::events::LifecycleEvent;
 use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, HostOptions, WhenUnavailable};
+use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{Backoff, ClientConfig, Status};
 use host_support::{assert_all_gone, until, PATIENCE};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};

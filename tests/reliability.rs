@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use conduit_mcp::client::events::LifecycleEvent;
+use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{
     Client, CloseReason, EraPreference, Error, ExitStatus, RequestOptions, StartOptions, Status,
     StderrMode,

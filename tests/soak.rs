@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use conduit_mcp::client::events::LifecycleEvent;
+use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{Backoff, Client, StartOptions};
 use serde_json::json;
 

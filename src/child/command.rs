@@ -8,10 +8,11 @@ use crate::error::{ConfigError, SpawnError};
 use crate::secret::EnvValue;
 
 /// Variables inherited from this process's environment (POSIX).
-pub const INHERITED_ENV_POSIX: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+pub(crate) const INHERITED_ENV_POSIX: &[&str] =
+    &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 /// Variables inherited from this process's environment (Windows).
-pub const INHERITED_ENV_WINDOWS: &[&str] = &[
+pub(crate) const INHERITED_ENV_WINDOWS: &[&str] = &[
     "APPDATA",
     "HOMEDRIVE",
     "HOMEPATH",
@@ -28,7 +29,7 @@ pub const INHERITED_ENV_WINDOWS: &[&str] = &[
 ];
 
 /// The allowlist for this platform.
-pub fn inherited_env_names() -> &'static [&'static str] {
+pub(crate) fn inherited_env_names() -> &'static [&'static str] {
     if cfg!(windows) {
         INHERITED_ENV_WINDOWS
     } else {
@@ -38,14 +39,18 @@ pub fn inherited_env_names() -> &'static [&'static str] {
 
 /// Characters refused in the arguments of an allowed batch file: `cmd.exe`
 /// re-parses them (BatBadBut).
-pub const BATCH_REFUSED_CHARS: &[char] = &['"', '%', '^', '&', '|', '<', '>'];
+pub(crate) const BATCH_REFUSED_CHARS: &[char] = &['"', '%', '^', '&', '|', '<', '>'];
 
 /// The `.bat`/`.cmd` rule, as a pure function tested on every platform.
 ///
 /// Windows runs batch files through `cmd.exe`, which re-parses their
 /// arguments, so they are refused unless `allow`; when allowed, an argument
 /// containing any of [`BATCH_REFUSED_CHARS`] is still refused.
-pub fn check_batch_file(command: &str, args: &[String], allow: bool) -> Result<(), ConfigError> {
+pub(crate) fn check_batch_file(
+    command: &str,
+    args: &[String],
+    allow: bool,
+) -> Result<(), ConfigError> {
     let lower = command.to_ascii_lowercase();
     if !(lower.ends_with(".bat") || lower.ends_with(".cmd")) {
         return Ok(());
@@ -77,7 +82,10 @@ pub fn check_batch_file(command: &str, args: &[String], allow: bool) -> Result<(
 /// [`SpawnError::NotExecutable`]. In a `PATH` search, a match that cannot
 /// be run is skipped like a shell does, and reported only if no later
 /// directory has one that can.
-pub fn resolve_executable(command: &str, path_var: Option<&str>) -> Result<PathBuf, SpawnError> {
+pub(crate) fn resolve_executable(
+    command: &str,
+    path_var: Option<&str>,
+) -> Result<PathBuf, SpawnError> {
     let p = Path::new(command);
     if p.is_absolute() {
         return match kind(p) {
@@ -148,7 +156,10 @@ fn kind(p: &Path) -> Kind {
 /// The child's whole environment: the allowlisted variables of `inherited`
 /// (minus values starting with `()`, exported shell functions), then
 /// `configured`, which wins. Secret values are exposed here and only here.
-pub fn child_env<I>(inherited: I, configured: &[(String, EnvValue)]) -> Vec<(OsString, OsString)>
+pub(crate) fn child_env<I>(
+    inherited: I,
+    configured: &[(String, EnvValue)],
+) -> Vec<(OsString, OsString)>
 where
     I: IntoIterator<Item = (OsString, OsString)>,
 {
@@ -168,7 +179,7 @@ where
 }
 
 /// The value of PATH the child will see (configured PATH wins).
-pub fn effective_path(configured: &[(String, EnvValue)]) -> Option<String> {
+pub(crate) fn effective_path(configured: &[(String, EnvValue)]) -> Option<String> {
     configured
         .iter()
         .find(|(k, _)| k == "PATH")

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 
-use crate::client::client_config::{EraPreference, StderrMode};
+use crate::client::{EraPreference, StderrMode};
 
 /// The largest timeout: deadlines are `Instant`s and must stay
 /// representable.

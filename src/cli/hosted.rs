@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::args::{Command, Options};
 use super::progress::ProgressView;
 use super::{apply_options, host_failure, interrupted, single, Fail, Output};
-use crate::client::status::Status;
 use crate::client::RequestOptions;
+use crate::client::Status;
 use crate::config_file::ServersFile;
 use crate::host::{Host, HostConfig, ServerSummary};
 

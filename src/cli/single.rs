@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::args::{Command, Options};
 use super::{apply_options, failure, interrupted, send, Fail, Output, DEFAULT_TIMEOUT};
-use crate::client::client_config::ClientConfig;
+use crate::client::ClientConfig;
 use crate::client::{Client, StartError};
 use crate::host::listing::{all_pages, PageError};
 

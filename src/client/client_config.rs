@@ -29,7 +29,7 @@ pub enum StderrMode {
     File(PathBuf),
     /// Captured line by line: each line becomes a tracing event (target
     /// `conduit_mcp::stderr`, level INFO, with the server's name and pid)
-    /// and a [`LifecycleEvent::Stderr`](crate::client::events::LifecycleEvent::Stderr).
+    /// and a [`LifecycleEvent::Stderr`](crate::client::LifecycleEvent::Stderr).
     /// A task drains the pipe continuously, so the server never blocks on it.
     Log,
 }
@@ -140,7 +140,9 @@ pub struct ClientConfig {
     pub cd: Option<PathBuf>,
     /// Where stderr goes.
     pub stderr: StderrMode,
-    /// Allow `.bat`/`.cmd` executables (Windows). See [`check_batch_file`](crate::client::command::check_batch_file).
+    /// Allow `.bat`/`.cmd` executables (Windows). `cmd.exe` runs them with
+    /// re-parsed arguments, so they are refused unless this is set, and even
+    /// then no argument may contain `"`, `%`, `^`, `&`, `|`, `<` or `>`.
     pub allow_batch_files: bool,
     /// Largest line the server may write, in bytes (default 8 MiB).
     pub max_message_bytes: usize,

@@ -19,40 +19,37 @@ use tokio::time::Instant;
 
 use crate::deadline::After;
 
-pub mod client_config;
+mod client_config;
 mod connection;
 mod direct;
 mod discovery;
-pub mod events;
+mod events;
 mod listen;
 mod notifications;
 mod pending;
 mod request_options;
-pub mod responder;
+mod responder;
 mod shared;
-pub mod status;
+mod status;
 mod supervisor;
 mod typed;
 mod waiters;
 
-/// Pure functions that turn configuration into what is spawned: executable
-/// resolution, the batch-file rule and the child's environment.
-pub mod command {
-    pub use crate::child::command::*;
-}
-
 pub use crate::protocol::{CallToolResult, Tool};
+pub use client_config::{
+    Backoff, ClientConfig, EraPreference, StderrMode, DEFAULT_MAX_WRITE_QUEUE_BYTES,
+};
+pub use events::{forward_events, LifecycleEvent};
 pub use listen::{ListenEnd, Subscription};
 pub use notifications::Notifications;
 pub use request_options::{CancelToken, Progress, RequestOptions};
-pub use supervisor::SupervisorMsg;
+pub use responder::{ClientHandler, ClientResponder, HandlerFuture, InboundRequest};
+pub use status::{ServerSession, Status};
+pub(crate) use supervisor::SupervisorMsg;
 
-use self::client_config::ClientConfig;
 use self::direct::{Direct, Refused};
 use self::pending::ReplySlot;
-use self::responder::{ClientHandler, InboundRequest};
 use self::shared::ClientShared;
-use self::status::{ServerSession, Status};
 use self::supervisor::{ClientSupervisor, SupervisorArgs};
 use self::typed::TypedState;
 use self::waiters::Waiter;

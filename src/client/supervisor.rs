@@ -20,7 +20,7 @@ use crate::transport::Transport;
 
 /// Messages of the ClientSupervisor.
 #[derive(Debug)]
-pub enum SupervisorMsg {
+pub(crate) enum SupervisorMsg {
     /// Stop the client: close the server (detached) and stop the tree.
     Stop,
     /// Respawn the Connection (after a backoff).

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::interpolate::{Problem, Variables};
 use super::{env_file, ConfigFileError, OPTIONS_KEY};
-use crate::client::client_config::{ClientConfig, StderrMode};
+use crate::client::{ClientConfig, StderrMode};
 use crate::secret::{EnvValue, Secret};
 
 /// Fields of [`ClientConfig`] that an entry sets with its own keys, so

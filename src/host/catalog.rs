@@ -15,8 +15,8 @@ use super::config::{HostConfig, WhenUnavailable};
 use super::listing::Fetched;
 use super::namespace::{ItemKind, Lists, Namespace, Naming};
 use super::{HostError, HostEvent, ServerSummary};
-use crate::client::responder::ClientHandler;
-use crate::client::status::Status;
+use crate::client::ClientHandler;
+use crate::client::Status;
 use crate::client::{Client, ClientShutdown};
 
 /// One server of the host.

@@ -12,8 +12,8 @@ use tokio::sync::mpsc;
 
 use super::namespace::Naming;
 use super::HostEvent;
-use crate::client::client_config::ClientConfig;
-use crate::client::responder::ClientHandler;
+use crate::client::ClientConfig;
+use crate::client::ClientHandler;
 use crate::error::ConfigError;
 
 /// The default separator between a server's name and a tool's.

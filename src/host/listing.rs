@@ -5,7 +5,7 @@ use std::future::Future;
 use serde_json::{json, Value};
 
 use super::namespace::Lists;
-use crate::client::status::ServerSession;
+use crate::client::ServerSession;
 use crate::client::{Client, Tool};
 use crate::error::Error;
 

@@ -25,9 +25,9 @@ use tracing::debug;
 use super::catalog::HostShared;
 use super::listing::{fetch, Fetched, Wanted};
 use super::HostEvent;
-use crate::client::events::LifecycleEvent;
-use crate::client::status::{ServerSession, Status};
 use crate::client::Client;
+use crate::client::LifecycleEvent;
+use crate::client::{ServerSession, Status};
 
 type Listing = Pin<Box<dyn Future<Output = Fetched> + Send>>;
 

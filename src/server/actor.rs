@@ -81,12 +81,15 @@ pub struct ServeArgs<H> {
 }
 
 /// Messages of a [`ServeActor`] (internal: sent by its serving task).
+/// Public only because the `Actor` trait names it.
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct ServeEnded(Result<ServeEnd, ServerError>);
 
 local_messages!(ServeEnded);
 
-/// The actor's state.
+/// The actor's state. Public only because the `Actor` trait names it.
+#[doc(hidden)]
 pub struct ServeState {
     handle: ServerHandle,
     task: Option<JoinHandle<()>>,

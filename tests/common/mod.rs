@@ -228,7 +228,7 @@ pub fn kill9(pid: u32) {
 }
 
 /// Lifecycle events as received by a test.
-pub type Events = tokio::sync::mpsc::UnboundedReceiver<conduit_mcp::client::events::LifecycleEvent>;
+pub type Events = tokio::sync::mpsc::UnboundedReceiver<conduit_mcp::LifecycleEvent>;
 
 /// Starts a client that records every lifecycle event from the first spawn.
 pub async fn start_recording(cfg: ClientConfig) -> (Client, Events) {
@@ -255,7 +255,7 @@ pub async fn start_recording_with(
 }
 
 /// The events received so far.
-pub fn drain(rx: &mut Events) -> Vec<conduit_mcp::client::events::LifecycleEvent> {
+pub fn drain(rx: &mut Events) -> Vec<conduit_mcp::LifecycleEvent> {
     let mut out = Vec::new();
     while let Ok(e) = rx.try_recv() {
         out.push(e);

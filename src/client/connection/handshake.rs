@@ -9,12 +9,12 @@ use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
 use super::{ConnectionMsg, ConnectionState, LinkPhase, MAX_REPROBES};
-use crate::client::client_config::EraPreference;
 use crate::client::direct::{Direct, MetaCache};
 use crate::client::discovery::{self, DiscoverVerdict};
-use crate::client::events::LifecycleEvent;
-use crate::client::status::{ServerSession, Status};
 use crate::client::waiters::Waiter;
+use crate::client::EraPreference;
+use crate::client::LifecycleEvent;
+use crate::client::{ServerSession, Status};
 use crate::error::CloseReason;
 use crate::jsonrpc::{encode, Outcome};
 use crate::protocol::{meta, methods, Era, LATEST_LEGACY_VERSION, MODERN_VERSION};

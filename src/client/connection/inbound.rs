@@ -15,8 +15,8 @@ use tracing::{debug, warn};
 
 use super::{ConnectionMsg, ConnectionState, LinkPhase};
 use crate::client::pending::call_result;
-use crate::client::responder::InboundRequest;
 use crate::client::waiters::Waiter;
+use crate::client::InboundRequest;
 use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request};
 use crate::protocol::{methods, Era};
 

@@ -22,7 +22,7 @@ use super::events::LifecycleEvent;
 use super::shared::ClientShared;
 use super::status::{ServerSession, Status};
 use super::waiters;
-use crate::client::client_config::EraPreference;
+use crate::client::EraPreference;
 use crate::error::{CloseReason, Error, SpawnError};
 use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::methods;
