@@ -94,7 +94,7 @@ impl LifecycleEvent {
 /// client ends or the actor stops. Returns the forwarding task.
 ///
 /// ```no_run
-/// # use conduit_mcp::{Client, client::events::{forward_events, LifecycleEvent}};
+/// # use conduit_mcp::{forward_events, Client, LifecycleEvent};
 /// # use ractor::ActorRef;
 /// enum MyMsg { Mcp(LifecycleEvent) }
 /// # #[cfg(feature = "cluster")]

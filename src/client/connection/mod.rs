@@ -411,6 +411,21 @@ impl ConnectionState {
         if let Some(t) = self.handshake_timer.take() {
             t.abort();
         }
+        let was_ready = matches!(self.phase, LinkPhase::Ready(_));
+        self.phase = LinkPhase::Down;
+        for (_, (_, h)) in self.inbound.drain() {
+            h.abort();
+        }
+        if !was_ready {
+            self.failures += 1;
+        }
+        let attempt = self.failures.max(1);
+        // The status leaves Ready before the close can be seen (a caller
+        // failed by it, or a subscriber of the event, finds it restarting).
+        self.shared.set_status(Status::Restarting {
+            attempt,
+            reason: reason.to_string(),
+        });
         // In-flight calls fail at once with the reason, before anyone can
         // see the Closed event and act on it; calls not yet sent wait for
         // the next server.
@@ -423,16 +438,8 @@ impl ConnectionState {
                 exit: reason.exit_status(),
             },
         );
-        let was_ready = matches!(self.phase, LinkPhase::Ready(_));
-        self.phase = LinkPhase::Down;
-        for (_, (_, h)) in self.inbound.drain() {
-            h.abort();
-        }
         if self.shared.is_final() {
             return;
-        }
-        if !was_ready {
-            self.failures += 1;
         }
         if let Some(why) = self.give_up_after_close.take() {
             self.give_up(myself, why);
@@ -442,7 +449,6 @@ impl ConnectionState {
             self.give_up(myself, reason.to_string());
             return;
         }
-        let attempt = self.failures.max(1);
         let delay = self.shared.config.backoff.delay(attempt);
         info!(server = %self.name(), reason = %reason, attempt, delay_ms = delay.as_millis() as u64, "restarting server");
         self.restarting(myself, attempt, delay, reason.to_string());
