@@ -9,45 +9,46 @@ use std::time::Duration;
 
 use crate::jsonrpc::ErrorObject;
 
-/// How a child process ended.
+/// How a child process ended (named apart from `std::process::ExitStatus`,
+/// which [`from_std`](Self::from_std) converts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitStatus {
+pub enum ChildExit {
     /// Exited with this code.
     Code(i32),
     /// Killed by this signal number.
     Signal(i32),
 }
 
-impl ExitStatus {
+impl ChildExit {
     /// Converts a standard library status.
     pub fn from_std(status: std::process::ExitStatus) -> Self {
         #[cfg(unix)]
         {
             use std::os::unix::process::ExitStatusExt;
             if let Some(sig) = status.signal() {
-                return ExitStatus::Signal(sig);
+                return ChildExit::Signal(sig);
             }
         }
-        ExitStatus::Code(status.code().unwrap_or(-1))
+        ChildExit::Code(status.code().unwrap_or(-1))
     }
 
     /// `true` for exit code 0.
     pub fn success(&self) -> bool {
-        *self == ExitStatus::Code(0)
+        *self == ChildExit::Code(0)
     }
 }
 
-impl fmt::Display for ExitStatus {
+impl fmt::Display for ChildExit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ExitStatus::Code(c) => write!(f, "exit status {c}"),
+            ChildExit::Code(c) => write!(f, "exit status {c}"),
             #[cfg(unix)]
-            ExitStatus::Signal(s) => match nix::sys::signal::Signal::try_from(*s) {
+            ChildExit::Signal(s) => match nix::sys::signal::Signal::try_from(*s) {
                 Ok(sig) => write!(f, "killed by signal {s} ({})", sig.as_str()),
                 Err(_) => write!(f, "killed by signal {s}"),
             },
             #[cfg(not(unix))]
-            ExitStatus::Signal(s) => write!(f, "killed by signal {s}"),
+            ChildExit::Signal(s) => write!(f, "killed by signal {s}"),
         }
     }
 }
@@ -58,7 +59,7 @@ impl fmt::Display for ExitStatus {
 pub enum CloseReason {
     /// The server process exited.
     #[error("server exited: {0}")]
-    Exited(ExitStatus),
+    Exited(ChildExit),
     /// The server closed its stdout but did not exit.
     #[error("server closed its stdout")]
     StdoutClosed,
@@ -109,7 +110,7 @@ pub enum CloseReason {
 
 impl CloseReason {
     /// The exit status, when the server exited.
-    pub fn exit_status(&self) -> Option<ExitStatus> {
+    pub fn exit_status(&self) -> Option<ChildExit> {
         match self {
             CloseReason::Exited(s) => Some(*s),
             _ => None,

@@ -216,7 +216,7 @@ pub use client::{
     Progress, RequestOptions, ServerSession, StartError, StartOptions, Status, StderrMode,
     Subscription,
 };
-pub use error::{CloseReason, ConfigError, Error, ExitStatus, SpawnError};
+pub use error::{ChildExit, CloseReason, ConfigError, Error, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};
 pub use protocol::{CallToolResult, Era, Implementation, Tool};
 pub use secret::{EnvValue, Secret};

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{
-    Backoff, Client, ClientConfig, CloseReason, Error, ExitStatus, RequestOptions, StderrMode,
+    Backoff, ChildExit, Client, ClientConfig, CloseReason, Error, RequestOptions, StderrMode,
 };
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -266,11 +266,11 @@ fn a_clean_stop_lets_a_server_that_writes_while_exiting_exit_0() {
         }
         let ok = exits
             .iter()
-            .filter(|e| **e == Some(ExitStatus::Code(0)))
+            .filter(|e| **e == Some(ChildExit::Code(0)))
             .count();
         let others: Vec<_> = exits
             .iter()
-            .filter(|e| **e != Some(ExitStatus::Code(0)))
+            .filter(|e| **e != Some(ChildExit::Code(0)))
             .collect();
         figure(
             "clean stop, server writes 50 lines 20 ms after stdin EOF",
@@ -349,7 +349,7 @@ async fn exit_by_itself(client: &Client) {
     assert!(
         matches!(
             r,
-            Err(Error::Closed(CloseReason::Exited(ExitStatus::Code(5))))
+            Err(Error::Closed(CloseReason::Exited(ChildExit::Code(5))))
         ),
         "{r:?}"
     );
@@ -410,7 +410,7 @@ fn a_server_that_exits_by_itself_stays_a_zombie_until_its_shutdown_ends() {
              number were free for reuse"
         );
         let r = r.expect("a report for the leader");
-        assert_eq!(r.exit, Some(ExitStatus::Code(5)), "{r:?}");
+        assert_eq!(r.exit, Some(ChildExit::Code(5)), "{r:?}");
         assert!(r.exited_before_close && r.sent_term, "{r:?}");
         assert_eq!(
             state_after_report, None,

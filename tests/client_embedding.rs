@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use conduit_mcp::{forward_events, LifecycleEvent};
-use conduit_mcp::{Client, CloseReason, ExitStatus, StartOptions, StderrMode};
+use conduit_mcp::{ChildExit, Client, CloseReason, StartOptions, StderrMode};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -102,8 +102,8 @@ async fn lifecycle_events_cover_a_crash_and_restart() {
                 continue;
             }
             LifecycleEvent::Closed { reason, exit, .. } if kinds.len() == 2 => {
-                assert_eq!(*reason, CloseReason::Exited(ExitStatus::Code(9)));
-                assert_eq!(*exit, Some(ExitStatus::Code(9)));
+                assert_eq!(*reason, CloseReason::Exited(ChildExit::Code(9)));
+                assert_eq!(*exit, Some(ChildExit::Code(9)));
             }
             _ => {}
         }

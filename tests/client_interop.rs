@@ -404,7 +404,7 @@ async fn everything_exits_0_on_every_clean_stop() {
     }
     let ok = exits
         .iter()
-        .filter(|e| **e == Some(conduit_mcp::ExitStatus::Code(0)))
+        .filter(|e| **e == Some(conduit_mcp::ChildExit::Code(0)))
         .count();
     println!(
         "FIGURE | server-everything, 20 clean stops | {ok}/20 exited with status 0: {exits:?}"

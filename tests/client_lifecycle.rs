@@ -509,7 +509,7 @@ async fn the_shutdown_reports_every_server_the_client_started() {
     assert_eq!(started.len(), 4);
     assert_eq!(reported, started, "one report per server, oldest first");
     let exits: Vec<_> = reports.iter().map(|r| r.exit).collect();
-    use conduit_mcp::ExitStatus::Code;
+    use conduit_mcp::ChildExit::Code;
     assert_eq!(
         exits,
         [

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use conduit_mcp::{Client, ExitStatus, ShutdownReport};
+use conduit_mcp::{ChildExit, Client, ShutdownReport};
 
 const GRACE: Duration = Duration::from_millis(500);
 
@@ -30,7 +30,7 @@ async fn well_behaved_server_exits_on_stdin_close() {
     let (returned, r) = stop_timed(&client).await;
     assert!(returned < Duration::from_millis(50), "{returned:?}");
     assert_eq!(r.pid, pid);
-    assert_eq!(r.exit, Some(ExitStatus::Code(0)));
+    assert_eq!(r.exit, Some(ChildExit::Code(0)));
     assert!(!r.sent_term && !r.sent_kill, "{r:?}");
     assert!(r.elapsed < GRACE, "{r:?}");
     assert!(!common::alive(pid) && !common::zombie(pid));
@@ -43,7 +43,7 @@ async fn server_ignoring_eof_gets_sigterm_after_stdin_grace() {
     let (returned, r) = stop_timed(&client).await;
     assert!(returned < Duration::from_millis(50), "{returned:?}");
     assert!(r.sent_term && !r.sent_kill, "{r:?}");
-    assert_eq!(r.exit, Some(ExitStatus::Signal(15)));
+    assert_eq!(r.exit, Some(ChildExit::Signal(15)));
     assert!(r.elapsed >= GRACE && r.elapsed < GRACE * 3, "{r:?}");
     assert!(!common::alive(pid) && !common::zombie(pid));
     println!("close-to-exit (SIGTERM): {:?}", r.elapsed);
@@ -58,7 +58,7 @@ async fn server_ignoring_eof_and_sigterm_gets_sigkill() {
         "stop() took {returned:?}"
     );
     assert!(r.sent_term && r.sent_kill, "{r:?}");
-    assert_eq!(r.exit, Some(ExitStatus::Signal(9)));
+    assert_eq!(r.exit, Some(ChildExit::Signal(9)));
     assert!(r.elapsed >= GRACE * 2 && r.elapsed < GRACE * 5, "{r:?}");
     assert!(!common::alive(pid) && !common::zombie(pid));
     println!("close-to-exit (SIGKILL): {:?}", r.elapsed);
@@ -79,7 +79,7 @@ async fn grandchild_ignoring_eof_is_ended_with_the_group() {
     let (_, r) = stop_timed(&client).await;
     // The leader exits on EOF at once; the grandchild keeps the group alive
     // until SIGTERM after the stdin grace.
-    assert_eq!(r.exit, Some(ExitStatus::Code(0)), "{r:?}");
+    assert_eq!(r.exit, Some(ChildExit::Code(0)), "{r:?}");
     assert!(r.sent_term && !r.sent_kill, "{r:?}");
     assert!(!r.group_survivors);
     assert!(!common::alive(pid) && !common::alive(grandchild));

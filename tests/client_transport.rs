@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use conduit_mcp::{
-    Client, ClientConfig, CloseReason, Error, ExitStatus, Secret, SpawnError, StartError, Status,
+    ChildExit, Client, ClientConfig, CloseReason, Error, Secret, SpawnError, StartError, Status,
     StderrMode,
 };
 use serde_json::{json, Value};
@@ -177,7 +177,7 @@ async fn server_exit_fails_in_flight_calls_at_once_then_restarts() {
     tokio::spawn(async move { c.request("fixture/exit", Some(json!({"code": 7}))).await });
     for call in calls {
         match call.await.unwrap() {
-            Err(Error::Closed(CloseReason::Exited(ExitStatus::Code(7)))) => {}
+            Err(Error::Closed(CloseReason::Exited(ChildExit::Code(7)))) => {}
             other => panic!("unexpected: {other:?}"),
         }
     }

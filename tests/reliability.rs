@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{
-    Client, CloseReason, EraPreference, Error, ExitStatus, RequestOptions, StartOptions, Status,
+    ChildExit, Client, CloseReason, EraPreference, Error, RequestOptions, StartOptions, Status,
     StderrMode,
 };
 use serde_json::json;
@@ -243,7 +243,7 @@ async fn crash_with_1000_requests_in_flight() {
         .await;
     let mut with_exit = 0;
     for c in calls {
-        if let Err(Error::Closed(CloseReason::Exited(ExitStatus::Code(42)))) = c.await.unwrap() {
+        if let Err(Error::Closed(CloseReason::Exited(ChildExit::Code(42)))) = c.await.unwrap() {
             with_exit += 1;
         }
     }
@@ -393,7 +393,7 @@ async fn calls_racing_repeated_server_exits_all_resolve() {
                             );
                             ok += 1;
                         }
-                        Err(Error::Closed(CloseReason::Exited(ExitStatus::Code(7)))) => exited += 1,
+                        Err(Error::Closed(CloseReason::Exited(ChildExit::Code(7)))) => exited += 1,
                         Err(e) => panic!("call {task}/{i} ended with {e}"),
                     }
                 }

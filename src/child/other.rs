@@ -10,7 +10,7 @@ use std::process::Stdio;
 
 use super::shutdown::{Process, Sig};
 use super::{io_err, open_stderr_file, Env, Spawned, Spec, Stderr};
-use crate::error::{ExitStatus, SpawnError};
+use crate::error::{ChildExit, SpawnError};
 
 /// This side of the child's stdin.
 pub(crate) type ChildStdin = tokio::process::ChildStdin;
@@ -62,15 +62,15 @@ struct Child {
     child: tokio::process::Child,
     pid: u32,
     group: bool,
-    status: Option<ExitStatus>,
+    status: Option<ChildExit>,
 }
 
 impl Process for Child {
-    async fn exited(&mut self) -> std::io::Result<ExitStatus> {
+    async fn exited(&mut self) -> std::io::Result<ChildExit> {
         if let Some(s) = self.status {
             return Ok(s);
         }
-        let s = ExitStatus::from_std(self.child.wait().await?);
+        let s = ChildExit::from_std(self.child.wait().await?);
         self.status = Some(s);
         Ok(s)
     }

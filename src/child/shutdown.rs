@@ -32,7 +32,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use crate::deadline::After;
-use crate::error::ExitStatus;
+use crate::error::ChildExit;
 
 /// Held by the owner of a child; dropping it (or [`trigger`](Self::trigger))
 /// starts the shutdown.
@@ -97,10 +97,10 @@ impl ShutdownSignal {
 
 /// The exit status of one child once it has exited.
 #[derive(Debug, Clone)]
-pub(crate) struct ExitWatch(watch::Receiver<Option<ExitStatus>>);
+pub(crate) struct ExitWatch(watch::Receiver<Option<ChildExit>>);
 
 impl ExitWatch {
-    pub(crate) fn new(rx: watch::Receiver<Option<ExitStatus>>) -> Self {
+    pub(crate) fn new(rx: watch::Receiver<Option<ChildExit>>) -> Self {
         Self(rx)
     }
 
@@ -108,7 +108,7 @@ impl ExitWatch {
     /// (the runtime shut down; the child was SIGKILLed then).
     ///
     /// Cancel safety: cancel safe.
-    pub(crate) async fn wait(&mut self) -> Option<ExitStatus> {
+    pub(crate) async fn wait(&mut self) -> Option<ChildExit> {
         if let Ok(s) = self.0.wait_for(Option::is_some).await {
             return *s;
         }
@@ -122,7 +122,7 @@ pub struct ShutdownReport {
     /// The server's process id.
     pub pid: u32,
     /// How the leader ended (`None` if it could not be reaped).
-    pub exit: Option<ExitStatus>,
+    pub exit: Option<ChildExit>,
     /// Whether the process exited by itself before the shutdown began.
     pub exited_before_close: bool,
     /// Whether SIGTERM was sent.
@@ -192,7 +192,7 @@ pub(crate) trait Process: Send {
     /// platform allows.
     ///
     /// Cancel safety: must be cancel safe.
-    fn exited(&mut self) -> impl Future<Output = std::io::Result<ExitStatus>> + Send;
+    fn exited(&mut self) -> impl Future<Output = std::io::Result<ChildExit>> + Send;
 
     /// Sends `sig` to the group (or to the leader without one). Called only
     /// before [`release`](Self::release).
@@ -219,7 +219,7 @@ impl<P: Process> Escalation<P> {
     pub(crate) async fn run(
         mut self,
         mut signal: ShutdownSignal,
-        exit: watch::Sender<Option<ExitStatus>>,
+        exit: watch::Sender<Option<ChildExit>>,
         report: watch::Sender<Option<ShutdownReport>>,
     ) {
         let mut status = None;
@@ -352,11 +352,11 @@ mod tests {
     }
 
     impl Process for Mock {
-        fn exited(&mut self) -> impl Future<Output = std::io::Result<ExitStatus>> + Send {
+        fn exited(&mut self) -> impl Future<Output = std::io::Result<ChildExit>> + Send {
             let mut rx = self.exited.subscribe();
             async move {
                 let _ = rx.wait_for(|e| *e).await;
-                Ok(ExitStatus::Code(0))
+                Ok(ChildExit::Code(0))
             }
         }
 
@@ -472,7 +472,7 @@ mod tests {
         let (mock, log) = Mock::new(None, usize::MAX);
         let r = run(mock, true).await;
         assert!(r.exited_before_close && r.sent_term && r.sent_kill && r.group_survivors);
-        assert_eq!(r.exit, Some(ExitStatus::Code(0)));
+        assert_eq!(r.exit, Some(ChildExit::Code(0)));
         assert_eq!(log.lock().unwrap().last(), Some(&Step::Release));
     }
 

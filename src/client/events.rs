@@ -13,7 +13,7 @@ use ractor::{ActorRef, Message};
 use tokio::sync::mpsc;
 
 use super::status::ServerSession;
-use crate::error::{CloseReason, ExitStatus};
+use crate::error::{ChildExit, CloseReason};
 
 /// Something that happened to one client's server.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +43,7 @@ pub enum LifecycleEvent {
         /// Why.
         reason: CloseReason,
         /// The exit status, when the server exited.
-        exit: Option<ExitStatus>,
+        exit: Option<ChildExit>,
     },
     /// The server will be restarted after `delay`.
     Restarting {

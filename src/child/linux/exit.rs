@@ -12,7 +12,7 @@ use tokio::io::Interest;
 use tokio::sync::watch;
 use tracing::warn;
 
-use crate::error::ExitStatus;
+use crate::error::ChildExit;
 
 /// Stack of the helper threads (fallback exit watcher, reaper of killed
 /// children); they only block in `waitid`.
@@ -71,7 +71,7 @@ impl Exited {
     /// stays unreaped.
     ///
     /// Cancel safety: cancel safe.
-    pub(super) async fn wait(&mut self, pid: pid_t) -> io::Result<ExitStatus> {
+    pub(super) async fn wait(&mut self, pid: pid_t) -> io::Result<ChildExit> {
         match self {
             Exited::PidFd(fd) => loop {
                 let mut ready = fd.readable().await?;
@@ -94,7 +94,7 @@ impl Exited {
 }
 
 /// The exit status of child `pid` if it has exited, leaving it unreaped.
-pub(super) fn peek(pid: pid_t) -> io::Result<Option<ExitStatus>> {
+pub(super) fn peek(pid: pid_t) -> io::Result<Option<ChildExit>> {
     let id = libc::id_t::try_from(pid).map_err(io::Error::other)?;
     loop {
         // SAFETY: siginfo_t is plain data, written by waitid.
@@ -115,8 +115,8 @@ pub(super) fn peek(pid: pid_t) -> io::Result<Option<ExitStatus>> {
                 return Ok(None);
             }
             return Ok(Some(match info.si_code {
-                libc::CLD_EXITED => ExitStatus::Code(status),
-                _ => ExitStatus::Signal(status),
+                libc::CLD_EXITED => ChildExit::Code(status),
+                _ => ChildExit::Signal(status),
             }));
         }
         let e = io::Error::last_os_error();
@@ -127,7 +127,7 @@ pub(super) fn peek(pid: pid_t) -> io::Result<Option<ExitStatus>> {
 }
 
 /// Reaps child `pid` if it has exited.
-pub(super) fn reap(pid: pid_t) -> io::Result<Option<ExitStatus>> {
+pub(super) fn reap(pid: pid_t) -> io::Result<Option<ChildExit>> {
     let mut status = 0;
     loop {
         // SAFETY: waitpid writes only to `status`.
@@ -142,7 +142,7 @@ pub(super) fn reap(pid: pid_t) -> io::Result<Option<ExitStatus>> {
             _ => {
                 use std::os::unix::process::ExitStatusExt;
                 let s = std::process::ExitStatus::from_raw(status);
-                return Ok(Some(ExitStatus::from_std(s)));
+                return Ok(Some(ChildExit::from_std(s)));
             }
         }
     }

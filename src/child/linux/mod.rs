@@ -57,7 +57,7 @@ use tracing::debug;
 
 use super::shutdown::{Process, Sig};
 use super::{io_err, open_stderr_file, Env, Spawned, Spec, Stderr};
-use crate::error::{ExitStatus, SpawnError};
+use crate::error::{ChildExit, SpawnError};
 
 mod clone;
 mod exit;
@@ -175,7 +175,7 @@ pub(crate) struct Child {
     group: bool,
     exited: Exited,
     /// The exit status, once seen (the child may still be unreaped).
-    status: Option<ExitStatus>,
+    status: Option<ChildExit>,
     reaped: bool,
     watchdog: Option<Watchdog>,
 }
@@ -201,7 +201,7 @@ impl Child {
 }
 
 impl Process for Child {
-    async fn exited(&mut self) -> io::Result<ExitStatus> {
+    async fn exited(&mut self) -> io::Result<ChildExit> {
         if let Some(s) = self.status {
             return Ok(s);
         }

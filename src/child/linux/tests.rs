@@ -62,10 +62,10 @@ async fn runs_with_pipes_env_cwd_and_reports_the_status() {
     drop(stdin);
     assert_eq!(read_all(stdout).await, "hi there /tmp\n");
     assert_eq!(read_all(stderr.unwrap()).await, "err\n");
-    assert_eq!(exit.wait().await, Some(ExitStatus::Code(3)));
+    assert_eq!(exit.wait().await, Some(ChildExit::Code(3)));
     drop(guard);
     let report = shutdown.wait().await.unwrap();
-    assert_eq!(report.exit, Some(ExitStatus::Code(3)));
+    assert_eq!(report.exit, Some(ChildExit::Code(3)));
     assert!(report.exited_before_close && !report.sent_term);
     assert_eq!(state(pid), None, "reaped at the end");
 }
@@ -111,7 +111,7 @@ async fn the_child_has_default_signals() {
     // SIGPIPE is ignored in this process; the child must not inherit that:
     // `kill -PIPE $$` must kill it.
     let mut s = spawn_spec(&sh("kill -PIPE $$; sleep 5")).await.unwrap();
-    assert_eq!(s.exit.wait().await, Some(ExitStatus::Signal(libc::SIGPIPE)));
+    assert_eq!(s.exit.wait().await, Some(ChildExit::Signal(libc::SIGPIPE)));
 }
 
 #[tokio::test]
@@ -119,12 +119,12 @@ async fn the_thread_fallback_reports_the_exit_without_reaping() {
     let s = spawn_spec(&sh("exit 7")).await.unwrap();
     let pid = s.pid as pid_t;
     let mut exited = Exited::thread(pid).unwrap();
-    assert_eq!(exited.wait(pid).await.unwrap(), ExitStatus::Code(7));
+    assert_eq!(exited.wait(pid).await.unwrap(), ChildExit::Code(7));
     assert_eq!(state(s.pid), Some('Z'));
     drop(s.guard);
     assert_eq!(
         s.shutdown.wait().await.unwrap().exit,
-        Some(ExitStatus::Code(7))
+        Some(ChildExit::Code(7))
     );
 }
 
@@ -152,13 +152,13 @@ fn a_runtime_shut_down_mid_shutdown_kills_and_reaps_the_child() {
 #[tokio::test]
 async fn an_exited_child_stays_a_zombie_until_its_shutdown_ends() {
     let mut s = spawn_spec(&sh("exit 5")).await.unwrap();
-    assert_eq!(s.exit.wait().await, Some(ExitStatus::Code(5)));
+    assert_eq!(s.exit.wait().await, Some(ChildExit::Code(5)));
     // Its pid (and pgid) stay taken: nothing can reuse them while the
     // escalation may still signal the group.
     assert_eq!(state(s.pid), Some('Z'));
     drop(s.guard);
     let report = s.shutdown.wait().await.unwrap();
-    assert_eq!(report.exit, Some(ExitStatus::Code(5)));
+    assert_eq!(report.exit, Some(ChildExit::Code(5)));
     assert_eq!(state(s.pid), None);
 }
 
@@ -193,7 +193,7 @@ async fn a_child_spawned_from_a_thread_that_ends_lives_on() {
         "the child died with the spawning thread: {early:?}"
     );
     drop(spawned.stdin);
-    assert_eq!(exit.wait().await, Some(ExitStatus::Code(0)));
+    assert_eq!(exit.wait().await, Some(ChildExit::Code(0)));
 }
 
 #[tokio::test]
@@ -225,7 +225,7 @@ async fn the_group_watchdog_is_disarmed_by_a_normal_shutdown() {
     drop(s.stdin);
     drop(s.guard);
     let report = s.shutdown.wait().await.unwrap();
-    assert_eq!(report.exit, Some(ExitStatus::Code(0)));
+    assert_eq!(report.exit, Some(ChildExit::Code(0)));
     assert!(
         !report.sent_term,
         "the watchdog does not hold the shutdown up"

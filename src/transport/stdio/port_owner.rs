@@ -14,7 +14,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::{debug, info};
 
 use crate::child::ShutdownGuard;
-use crate::error::{CloseReason, ExitStatus};
+use crate::error::{ChildExit, CloseReason};
 use crate::transport::{EventSink, TransportEvent};
 
 /// How long to let the reader drain what the server wrote before it exited
@@ -25,7 +25,7 @@ const EXIT_DRAIN: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub(crate) enum PortOwnerMsg {
     /// The reaper saw the process exit.
-    Exited(ExitStatus),
+    Exited(ChildExit),
     /// The reader hit end of stream.
     Eof,
     /// The reader or writer failed fatally.
@@ -57,7 +57,7 @@ pub(crate) struct PortOwnerState {
     name: String,
     pid: u32,
     eof_wait: Duration,
-    exit: Option<ExitStatus>,
+    exit: Option<ChildExit>,
     eof: bool,
     /// A write failed (EPIPE): the process is probably exiting; its exit
     /// status is the better reason if it comes soon.
