@@ -26,7 +26,7 @@ mod discovery;
 mod events;
 mod listen;
 mod notifications;
-mod pending;
+mod reply_slot;
 mod request_options;
 mod responder;
 mod shared;
@@ -48,7 +48,7 @@ pub use status::{ServerSession, Status};
 pub(crate) use supervisor::SupervisorMsg;
 
 use self::direct::{Direct, Refused};
-use self::pending::ReplySlot;
+use self::reply_slot::ReplySlot;
 use self::shared::ClientShared;
 use self::supervisor::{ClientSupervisor, SupervisorArgs};
 use self::typed::TypedState;

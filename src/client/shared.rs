@@ -9,7 +9,6 @@
 
 use crate::sync::lock;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
@@ -18,7 +17,7 @@ use super::client_config::ClientConfig;
 use super::direct::Direct;
 use super::events::LifecycleEvent;
 use super::notifications::{Hub, Notifications};
-use super::pending::DownReason;
+use super::reply_slot::DownReason;
 use super::responder::ClientHandler;
 use super::status::Status;
 use super::waiters::{fail_waiters, Pending};
@@ -60,7 +59,6 @@ pub(crate) struct ClientShared {
     /// Calls waiting for their answer, for the life of the client.
     pub(crate) pending: Pending,
     notifications: Hub,
-    next_id: AtomicI64,
     events: Mutex<Events>,
     status: watch::Sender<Status>,
     /// The error calls get once the client gave up.
@@ -100,7 +98,6 @@ impl ClientShared {
             handler,
             down: DownReason::default(),
             pending: Pending::default(),
-            next_id: AtomicI64::new(1),
             events: Mutex::new(Events::default()),
             status: watch::channel(Status::Starting).0,
             gave_up: Mutex::new(None),
@@ -112,7 +109,7 @@ impl ClientShared {
     }
 
     pub(crate) fn next_id(&self) -> RequestId {
-        RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
+        self.pending.next_id()
     }
 
     // ---- the direct path and the current link ----

@@ -9,23 +9,16 @@
 //! their own entries ([`Direct`](super::Direct)) so a request costs no hop
 //! either. The lock is never held across an await or while answering.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::client::pending::{call_result, ReplySlot};
+use crate::client::reply_slot::{call_result, ReplySlot};
 use crate::error::Error;
+use crate::jsonrpc::pending::PendingTable;
 use crate::jsonrpc::{Notification, RequestId, Response};
-
-#[derive(Default)]
-struct Table {
-    waiters: HashMap<RequestId, Waiter>,
-    /// The link generation whose callers may insert directly; `None`
-    /// between a close (every waiter failed) and the next ready server.
-    accepting: Option<u64>,
-}
 
 /// Who waits for the answer of a request id.
 pub(crate) enum Waiter {
@@ -60,52 +53,43 @@ pub(crate) enum Answer {
 }
 
 /// The pending-call table, shared by the Connection, the link's sink and
-/// direct callers.
+/// direct callers: the crate's [`PendingTable`], with what the client asks
+/// of it.
 #[derive(Clone, Default)]
-pub(crate) struct Pending(Arc<Mutex<Table>>);
+pub(crate) struct Pending(Arc<PendingTable<Waiter>>);
 
 impl Pending {
-    fn lock(&self) -> MutexGuard<'_, Table> {
-        crate::sync::lock(&self.0)
+    /// A fresh request id.
+    pub(crate) fn next_id(&self) -> RequestId {
+        self.0.next_id()
     }
 
     /// Inserts for the Connection (which orders this against closes itself).
     pub(crate) fn insert(&self, id: RequestId, w: Waiter) {
-        self.lock().waiters.insert(id, w);
+        self.0.insert(id, w);
     }
 
     /// Inserts for a direct caller of link `gen`: refused (the waiter is
     /// given back) once that link has closed, so no entry can be added
     /// after its waiters were failed.
     pub(crate) fn insert_direct(&self, gen: u64, id: RequestId, w: Waiter) -> Result<(), Waiter> {
-        let mut t = self.lock();
-        if t.accepting != Some(gen) {
-            return Err(w);
-        }
-        t.waiters.insert(id, w);
-        Ok(())
+        self.0.insert_for(gen, id, w)
     }
 
     /// Lets direct callers of link `gen` insert.
     pub(crate) fn accept(&self, gen: u64) {
-        self.lock().accepting = Some(gen);
+        self.0.accept(gen);
     }
 
     /// Drops the `initialize` waiter (the era was settled without it).
     pub(crate) fn forget_initialize(&self) {
-        self.lock()
-            .waiters
-            .retain(|_, w| !matches!(w, Waiter::Initialize));
+        self.0.retain(|_, w| !matches!(w, Waiter::Initialize));
     }
 
     /// Removes the waiter of `id` if it is a caller's (probes and
     /// `initialize` stay for the Connection).
     fn take_caller(&self, id: &RequestId) -> Option<Waiter> {
-        let mut t = self.lock();
-        if !matches!(t.waiters.get(id), Some(Waiter::Caller { .. })) {
-            return None;
-        }
-        t.waiters.remove(id)
+        self.0.remove_if(id, |w| matches!(w, Waiter::Caller { .. }))
     }
 
     /// Removes a caller's waiter; returns its method.
@@ -117,14 +101,12 @@ impl Pending {
     }
 
     pub(crate) fn remove(&self, id: &RequestId) -> Option<Waiter> {
-        self.lock().waiters.remove(id)
+        self.0.remove(id)
     }
 
     /// Stops direct inserts and takes every waiter, atomically.
     pub(crate) fn take_all(&self) -> Vec<Waiter> {
-        let mut t = self.lock();
-        t.accepting = None;
-        t.waiters.drain().map(|(_, w)| w).collect()
+        self.0.take_all()
     }
 
     /// Answers a caller's response here. A response for a probe or
@@ -134,18 +116,14 @@ impl Pending {
         let Some(id) = &r.id else {
             return Answer::Unknown;
         };
-        let mut t = self.lock();
-        match t.waiters.get(id) {
-            Some(Waiter::Caller { .. }) => {}
-            Some(_) => return Answer::Connection(r),
-            None => return Answer::Unknown,
+        match self.take_caller(id) {
+            Some(Waiter::Caller { reply, .. }) => {
+                reply.answer(call_result(r.outcome));
+                Answer::Answered
+            }
+            _ if self.0.peek(id, |w| w.is_some()) => Answer::Connection(r),
+            _ => Answer::Unknown,
         }
-        let w = t.waiters.remove(id);
-        drop(t);
-        if let Some(Waiter::Caller { reply, .. }) = w {
-            reply.answer(call_result(r.outcome));
-        }
-        Answer::Answered
     }
 
     /// Delivers a progress notification to its caller; returns it back when
@@ -155,14 +133,15 @@ impl Pending {
             .params
             .as_ref()
             .and_then(|p| p.get("progressToken"))
-            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok());
+            .and_then(|t| RequestId::deserialize(t).ok());
         let Some(token) = token else { return Some(n) };
-        let tx = match self.lock().waiters.get(&token) {
+        let tx = self.0.peek(&token, |w| match w {
             Some(Waiter::Caller {
                 progress: Some(tx), ..
-            }) => tx.clone(),
-            _ => return Some(n),
-        };
+            }) => Some(tx.clone()),
+            _ => None,
+        });
+        let Some(tx) = tx else { return Some(n) };
         let _ = tx.send(n.params.unwrap_or(Value::Null));
         None
     }
@@ -171,11 +150,11 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::pending::DownReason;
+    use crate::client::reply_slot::DownReason;
 
     fn caller() -> (
         Waiter,
-        tokio::sync::oneshot::Receiver<crate::client::pending::CallResult>,
+        tokio::sync::oneshot::Receiver<crate::client::reply_slot::CallResult>,
     ) {
         let (reply, rx) = ReplySlot::new(DownReason::default());
         let w = Waiter::Caller {

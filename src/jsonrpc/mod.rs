@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(crate) mod footprint;
+pub(crate) mod pending;
 mod raw;
 mod scan;
 

@@ -2,14 +2,14 @@
 //! session shares with it.
 
 use crate::sync::lock;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
 
+use crate::jsonrpc::pending::PendingTable;
 use crate::jsonrpc::{encode, ErrorObject, RequestId};
 use crate::protocol::{methods, Era};
 
@@ -64,8 +64,7 @@ pub(crate) struct SessionShared {
     /// Bytes held for parsed input (`max_inbound_bytes`).
     pub(crate) inbound: Arc<InboundBudget>,
     session: Mutex<SessionState>,
-    pending: Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>,
-    next_id: AtomicI64,
+    pending: PendingTable<oneshot::Sender<Reply>>,
 }
 
 impl SessionShared {
@@ -81,8 +80,7 @@ impl SessionShared {
             closed: AtomicBool::new(false),
             inbound,
             session: Mutex::new(SessionState::default()),
-            pending: Mutex::new(HashMap::new()),
-            next_id: AtomicI64::new(1),
+            pending: PendingTable::default(),
         }
     }
 
@@ -106,7 +104,7 @@ impl SessionShared {
     /// Routes a client's response to the pending server-to-client request.
     /// Returns false if nothing was waiting for this id.
     pub(crate) fn resolve(&self, id: &RequestId, reply: Reply) -> bool {
-        match lock(&self.pending).remove(id) {
+        match self.pending.remove(id) {
             Some(tx) => {
                 let _ = tx.send(reply);
                 true
@@ -118,7 +116,7 @@ impl SessionShared {
     /// Entries in the table of pending server-to-client requests.
     #[cfg(test)]
     pub(crate) fn pending_len(&self) -> usize {
-        lock(&self.pending).len()
+        self.pending.len()
     }
 
     /// Ends the lifetime: handles and contexts become inert, and pending
@@ -126,7 +124,7 @@ impl SessionShared {
     pub(crate) fn close(&self) {
         self.input_closed.send_replace(true);
         self.closed.store(true, Ordering::Release);
-        lock(&self.pending).clear();
+        drop(self.pending.take_all());
         self.phase.send_replace(ServePhase::Ended);
     }
 }
@@ -383,13 +381,13 @@ impl ServerHandle {
                     return Err(SendError::MissingCapability(cap));
                 }
             }
-            let id = RequestId::Number(shared.next_id.fetch_add(1, Ordering::Relaxed));
+            let id = shared.pending.next_id();
             let line = encode::request(&id, method, params.as_ref())
                 .map_err(|e| SendError::Serialize(e.to_string()))?;
             let (tx, rx) = oneshot::channel();
-            lock(&shared.pending).insert(id.clone(), tx);
+            shared.pending.insert(id.clone(), tx);
             if let Err(e) = shared.send_line(line) {
-                lock(&shared.pending).remove(&id);
+                shared.pending.remove(&id);
                 return Err(e);
             }
             tracing::debug!(%id, method, "server-to-client request sent");
@@ -434,7 +432,7 @@ impl Drop for Pending {
         let Some(shared) = self.shared.upgrade() else {
             return; // the transport, and its table, are gone
         };
-        if lock(&shared.pending).remove(&self.id).is_none() {
+        if shared.pending.remove(&self.id).is_none() {
             return; // answered, or the transport closed the table
         }
         let id = &self.id;

@@ -14,7 +14,7 @@ use serde_json::json;
 use tracing::{debug, warn};
 
 use super::{ConnectionMsg, ConnectionState, LinkPhase};
-use crate::client::pending::call_result;
+use crate::client::reply_slot::call_result;
 use crate::client::waiters::Waiter;
 use crate::client::InboundRequest;
 use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request};
