@@ -202,6 +202,7 @@ pub mod error;
 pub mod framing;
 pub mod host;
 pub mod jsonrpc;
+mod line_io;
 pub mod protocol;
 pub mod secret;
 mod serde_support;

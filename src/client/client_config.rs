@@ -599,14 +599,14 @@ impl ClientConfig {
             return Err(ConfigError::new("max_message_bytes", "must be positive"));
         }
         if self.max_write_queue_bytes == 0
-            || self.max_write_queue_bytes > crate::transport::queue::MAX_LIMIT
+            || self.max_write_queue_bytes > crate::line_io::queue::MAX_LIMIT
         {
             return Err(ConfigError::new(
                 "max_write_queue_bytes",
                 format!(
                     "{} must be between 1 and {}",
                     self.max_write_queue_bytes,
-                    crate::transport::queue::MAX_LIMIT
+                    crate::line_io::queue::MAX_LIMIT
                 ),
             ));
         }

@@ -18,8 +18,8 @@ use tracing::debug;
 use super::waiters::{Pending, Waiter};
 use crate::error::Error;
 use crate::jsonrpc::{encode, RequestId};
+use crate::line_io::queue::QueueError;
 use crate::protocol::{methods, Era};
-use crate::transport::queue::QueueError;
 use crate::transport::Link;
 
 /// Why [`Direct::send`] did not send.

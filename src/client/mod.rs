@@ -56,7 +56,7 @@ use self::waiters::Waiter;
 use crate::child::ShutdownReport;
 use crate::error::{ConfigError, Error, SpawnError};
 use crate::jsonrpc::{encode, RawJson, RequestId};
-use crate::transport::queue::QueueError;
+use crate::line_io::queue::QueueError;
 use crate::transport::{StdioTransport, Transport};
 
 /// Why [`Client::start`] failed.

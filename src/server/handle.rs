@@ -15,8 +15,8 @@ use crate::protocol::{methods, Era};
 
 use super::budget::InboundBudget;
 use super::error::SendError;
-use super::out_writer::OutQueue;
 use super::server_config::ServerConfig;
+use crate::line_io::{QueueError, WriteQueue};
 
 /// The id of the one session of a stdio server (for the per-session
 /// variants of the handle's methods).
@@ -52,7 +52,7 @@ type Reply = Result<crate::jsonrpc::RawJson, ErrorObject>;
 /// State shared between the session and every handle and context.
 pub(crate) struct SessionShared {
     pub(crate) config: ServerConfig,
-    pub(crate) out: OutQueue,
+    pub(crate) out: WriteQueue,
     pub(crate) stop: watch::Sender<bool>,
     pub(crate) phase: watch::Sender<ServePhase>,
     /// The client closed its input, or serving is ending.
@@ -68,7 +68,7 @@ pub(crate) struct SessionShared {
 }
 
 impl SessionShared {
-    pub(crate) fn new(config: ServerConfig, out: OutQueue) -> Self {
+    pub(crate) fn new(config: ServerConfig, out: WriteQueue) -> Self {
         let inbound = InboundBudget::new(config.max_inbound_bytes);
         Self {
             config,
@@ -98,7 +98,12 @@ impl SessionShared {
         if self.closed.load(Ordering::Acquire) {
             return Err(SendError::TransportGone);
         }
-        self.out.try_push(line)
+        self.out.try_send(line).map_err(|e| match e {
+            QueueError::Full { limit, .. } | QueueError::TooLarge { limit, .. } => {
+                SendError::QueueFull { limit }
+            }
+            QueueError::Closed => SendError::TransportGone,
+        })
     }
 
     /// Routes a client's response to the pending server-to-client request.

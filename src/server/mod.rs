@@ -175,7 +175,7 @@ mod footprint;
 #[cfg(unix)]
 mod guard;
 mod handle;
-mod out_writer;
+mod output;
 mod process_stdio;
 mod request_handler;
 mod router;
@@ -197,8 +197,9 @@ pub use server_config::{
     DEFAULT_MAX_OUTBOUND_BYTES, MIN_INBOUND_BYTES,
 };
 
+use crate::line_io::{QueueReceiver, WriteQueue};
 use handle::SessionShared;
-use out_writer::{OutReceiver, Sink};
+use output::Sink;
 
 /// Why serving ended cleanly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +226,7 @@ enum Io {
 pub struct StdioServer {
     shared: Arc<SessionShared>,
     io: Io,
-    out: OutReceiver,
+    out: QueueReceiver,
 }
 
 impl std::fmt::Debug for StdioServer {
@@ -261,7 +262,7 @@ impl StdioServer {
     }
 
     fn with_io(config: ServerConfig, io: Io) -> Self {
-        let (out, rx) = out_writer::queue(config.max_outbound_bytes);
+        let (out, rx) = WriteQueue::new(config.max_outbound_bytes);
         Self {
             shared: Arc::new(SessionShared::new(config, out)),
             io,
@@ -313,7 +314,7 @@ async fn serve_inner<H: Handler>(
     shared: Arc<SessionShared>,
     handler: Arc<H>,
     io: Io,
-    out: OutReceiver,
+    out: QueueReceiver,
 ) -> Result<ServeEnd, ServerError> {
     shared.config.validate()?;
     if *shared.stop.borrow() {

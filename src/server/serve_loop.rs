@@ -43,9 +43,10 @@ use super::dispatch::{route, Dispatch, Route};
 use super::error::{HandlerError, ServerError};
 use super::footprint;
 use super::handle::{ServePhase, ServerHandle, SessionShared};
-use super::out_writer::{self, OutReceiver, Sink};
+use super::output::Sink;
 use super::request_handler::Handler;
 use super::ServeEnd;
+use crate::line_io::{self, QueueReceiver};
 
 /// Parsed input, from the reader task to the loop.
 enum Inbound {
@@ -92,9 +93,20 @@ pub(crate) async fn run<H: Handler>(
     handler: Arc<H>,
     input: Box<dyn AsyncRead + Send + Unpin>,
     sink: Sink,
-    out: OutReceiver,
+    out: QueueReceiver,
 ) -> Result<ServeEnd, ServerError> {
-    let mut writer = AbortOnDrop(tokio::spawn(out_writer::run(out, sink)));
+    let mut writer = AbortOnDrop(tokio::spawn(async move {
+        // Only a close marker (or every handle gone) ends it: never stopped.
+        line_io::writer::run(out, sink, std::future::pending())
+            .await
+            .map(|_| ())
+            .map_err(|f| match f {
+                line_io::writer::WriteFailure::Io(e) => e,
+                line_io::writer::WriteFailure::Stalled { .. } => {
+                    std::io::Error::other("the output stalled")
+                }
+            })
+    }));
     let (in_tx, mut in_rx) = mpsc::channel(INBOUND_CAPACITY);
     let reader = AbortOnDrop(tokio::spawn(read_loop(
         input,
@@ -170,7 +182,7 @@ pub(crate) async fn run<H: Handler>(
             item = in_rx.recv(), if can_read => match item {
                 Some(Inbound::Message(m, charge)) => s.on_message(m, charge),
                 Some(Inbound::Reply(line)) => {
-                    shared.out.push(line);
+                    let _ = shared.out.push(line);
                 }
                 Some(Inbound::Failed(e)) => break Err(ServerError::Read(e)),
                 Some(Inbound::Eof) | None => {
@@ -293,7 +305,7 @@ impl<H: Handler> Session<H> {
                     req.id
                 ),
             );
-            self.shared.out.push(encode::error(&Some(req.id), &e));
+            let _ = self.shared.out.push(encode::error(&Some(req.id), &e));
             return;
         }
         match route(&self.shared, &req) {
@@ -304,7 +316,7 @@ impl<H: Handler> Session<H> {
                         .unwrap_or_else(|e| encode::error(&id, &internal(e.to_string()))),
                     Err(e) => encode::error(&id, &e),
                 };
-                self.shared.out.push(line);
+                let _ = self.shared.out.push(line);
             }
             Route::Dispatch(d) => {
                 if self.in_flight.len() < self.shared.config.max_in_flight {
@@ -377,7 +389,7 @@ impl<H: Handler> Session<H> {
         match out {
             Ok(TaskOut::Line(line)) => {
                 tracing::debug!(%id, "request completed");
-                self.shared.out.push(line);
+                let _ = self.shared.out.push(line);
             }
             Ok(TaskOut::SerializeFailed(source)) => {
                 return Err(ServerError::Serialize { id, source })
@@ -385,7 +397,7 @@ impl<H: Handler> Session<H> {
             Err(e) if e.is_panic() => {
                 tracing::warn!(%id, "request handler panicked: answering -32603");
                 let e = internal("internal error: the request handler panicked".to_owned());
-                self.shared.out.push(encode::error(&Some(id), &e));
+                let _ = self.shared.out.push(encode::error(&Some(id), &e));
             }
             Err(_) => {}
         }

@@ -15,10 +15,9 @@ use crate::child::ShutdownHandle;
 use crate::error::{CloseReason, SpawnError};
 use crate::jsonrpc::Message;
 
-pub(crate) mod queue;
 pub(crate) mod stdio;
 
-pub(crate) use queue::WriteQueue;
+pub(crate) use crate::line_io::WriteQueue;
 pub(crate) use stdio::StdioTransport;
 
 /// What a link reports to its owner.

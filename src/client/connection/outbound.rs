@@ -6,8 +6,8 @@ use tracing::warn;
 
 use super::ConnectionState;
 use crate::jsonrpc::{encode, RequestId};
+use crate::line_io::queue::QueueError;
 use crate::protocol::methods;
-use crate::transport::queue::QueueError;
 
 impl ConnectionState {
     /// Queues one of the Connection's own protocol lines (handshake,

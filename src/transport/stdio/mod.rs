@@ -3,7 +3,9 @@
 //! One [`Link`] is one child process (see [`crate::child`]), owned by a
 //! `PortOwner` actor linked under the Connection, with these tasks:
 //!
-//! - the **writer** drains the byte-bounded [`WriteQueue`] into stdin;
+//! - the **writer** (the shared one of [`line_io`]) drains the
+//!   byte-bounded [`WriteQueue`] into stdin, closing the link as
+//!   write-stalled when the server accepts nothing while callers wait;
 //! - the **reader** frames stdout with a size limit and forwards messages to
 //!   the link's sink, waiting when the sink is full; after the link closes it
 //!   keeps draining stdout until the child is reaped;
@@ -19,12 +21,12 @@ use tracing::info;
 
 use crate::child::{self, ShutdownTrigger};
 use crate::error::{CloseReason, SpawnError};
-use crate::transport::queue::WriteQueue;
+use crate::line_io::writer::{StalledAfter, WriteFailure};
+use crate::line_io::{self, WriteQueue};
 use crate::transport::{EventSink, Link, OpenFuture, Transport, TransportEvent};
 
 mod output_readers;
 mod port_owner;
-mod stdin_writer;
 
 use output_readers::{Reader, ReaderEnd, ReaderLimits};
 use port_owner::{PortOwner, PortOwnerArgs, PortOwnerMsg};
@@ -106,15 +108,30 @@ impl Transport for StdioTransport {
                 }
             });
             let o = owner.clone();
-            tokio::spawn(stdin_writer::run(
-                spawned.stdin,
-                queue_rx,
-                signal.clone(),
-                opts.write_stall_timeout,
-                move |r| {
-                    let _ = o.cast(PortOwnerMsg::Fatal(r));
-                },
-            ));
+            let stdin = StalledAfter {
+                out: spawned.stdin,
+                stall: opts.write_stall_timeout,
+            };
+            let mut stop = signal.clone();
+            tokio::spawn(async move {
+                // Returning drops the pipe (the first step of the shutdown)
+                // and the queue (which wakes senders waiting for room).
+                let end =
+                    line_io::writer::run(queue_rx, stdin, async move { stop.fired().await }).await;
+                if let Err(failure) = end {
+                    let reason = match failure {
+                        WriteFailure::Io(e) => CloseReason::WriteFailed(e.to_string()),
+                        WriteFailure::Stalled {
+                            stalled_for,
+                            queued,
+                        } => CloseReason::WriteStalled {
+                            stalled_for,
+                            queued,
+                        },
+                    };
+                    let _ = o.cast(PortOwnerMsg::Fatal(reason));
+                }
+            });
             let o = owner.clone();
             let grow_pipe = child::pipe_size::grower(&spawned.stdout, name.clone(), pid);
             let reader = Reader {

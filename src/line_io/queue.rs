@@ -1,7 +1,9 @@
-//! The write queue: lines waiting for the server's stdin, bounded in bytes.
+//! The outbound queue: lines waiting to be written to the peer, bounded in
+//! bytes. Both halves use it: the client for the server's stdin, the server
+//! for its stdout.
 //!
-//! The bound exists against a server that stops reading, and must not
-//! punish the callers of one that reads. So a line waits for room
+//! The bound exists against a peer that stops reading, and must not punish
+//! the senders while it reads. So a line waits for room
 //! ([`WriteQueue::send`], back-pressure on the caller, who bounds the wait
 //! with its own timeout) instead of failing, and only a line longer than
 //! the whole bound fails, alone ([`QueueError::TooLarge`]). A server that
@@ -11,18 +13,20 @@
 //! Room is a semaphore of bytes: a sender takes as many permits as its line
 //! has bytes, the writer task gives them back once the line is written.
 //! The semaphore is fair, so lines go out in the order they got room.
-//! Protocol lines of the client itself (handshake, cancellations, answers
-//! to the server's pings) skip the callers' room
-//! ([`WriteQueue::send_control`]): they are small, and a cancellation must
-//! not wait behind the requests it cancels. They have a bound of their own
-//! (the same size), past which they are refused, so a server that floods
-//! requests and reads nothing cannot make the client queue answers without
-//! end.
+//! Protocol lines of the sender itself (handshake, cancellations, answers
+//! to pings) skip the senders' room ([`WriteQueue::send_control`]): they
+//! are small, and a cancellation must not wait behind the requests it
+//! cancels. They have a bound of their own (the same size), past which
+//! they are refused, so a peer that floods requests and reads nothing
+//! cannot make us queue answers without end. The server's answers to
+//! requests ([`WriteQueue::push`]) are never refused: their number is
+//! bounded by the requests it runs at once; they count towards
+//! [`is_full`](WriteQueue::is_full), which makes the server stop reading.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, Semaphore, TryAcquireError};
+use tokio::sync::{mpsc, Notify, Semaphore, TryAcquireError};
 
 /// Why a line was not queued.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,14 +49,20 @@ pub(crate) enum QueueError {
     Closed,
 }
 
-/// One queued line and the room it holds.
+/// What the writer takes from the queue.
 #[derive(Debug)]
-pub(crate) struct Item {
-    pub(crate) line: Vec<u8>,
-    /// Permits to give back once written (0 for control lines).
-    pub(crate) room: u32,
-    /// A control line (counted in `control`, not in the permits).
-    pub(crate) control: bool,
+pub(crate) enum Item {
+    /// One line and the room it holds.
+    Line {
+        line: Vec<u8>,
+        /// Permits to give back once written (0 for control lines).
+        room: u32,
+        /// A control or pushed line (counted in `control`, not in the
+        /// permits).
+        control: bool,
+    },
+    /// Write what precedes, flush, and end.
+    Close,
 }
 
 #[derive(Debug)]
@@ -62,8 +72,10 @@ struct Inner {
     limit: usize,
     /// Senders waiting for room right now.
     waiting: AtomicUsize,
-    /// Bytes of control lines queued and not yet written.
+    /// Bytes of control and pushed lines queued and not yet written.
     control: AtomicUsize,
+    /// Woken after each write.
+    drained: Notify,
 }
 
 /// The sending side (cheap to clone).
@@ -95,6 +107,7 @@ impl WriteQueue {
             limit,
             waiting: AtomicUsize::new(0),
             control: AtomicUsize::new(0),
+            drained: Notify::new(),
         });
         (
             WriteQueue {
@@ -109,25 +122,39 @@ impl WriteQueue {
         self.inner.limit
     }
 
-    /// Bytes queued and not yet written (counted lines only).
+    /// Bytes queued and not yet written.
     pub(crate) fn queued(&self) -> usize {
-        self.inner.limit - self.inner.room.available_permits().min(self.inner.limit)
+        self.inner.queued()
+    }
+
+    /// Whether the queue holds its bound or more.
+    pub(crate) fn is_full(&self) -> bool {
+        self.queued() >= self.inner.limit
+    }
+
+    /// Resolves after the writer has written something (a wake-up between
+    /// a check and this wait is not lost).
+    pub(crate) async fn drained(&self) {
+        self.inner.drained.notified().await
     }
 
     /// Queues `line` if there is room now.
     pub(crate) fn try_send(&self, line: Vec<u8>) -> Result<(), QueueError> {
         let n = self.permits(line.len())?;
+        let full = || QueueError::Full {
+            queued: self.queued(),
+            limit: self.inner.limit,
+        };
+        // Pushed answers count against the bound too.
+        if self.queued() + line.len() > self.inner.limit {
+            return Err(full());
+        }
         match self.inner.room.try_acquire_many(n) {
             Ok(p) => p.forget(),
-            Err(TryAcquireError::NoPermits) => {
-                return Err(QueueError::Full {
-                    queued: self.queued(),
-                    limit: self.inner.limit,
-                })
-            }
+            Err(TryAcquireError::NoPermits) => return Err(full()),
             Err(TryAcquireError::Closed) => return Err(QueueError::Closed),
         }
-        self.push(line, n)
+        self.enqueue(line, n)
     }
 
     /// Queues `line`, waiting for room.
@@ -180,19 +207,34 @@ impl WriteQueue {
                 limit: self.inner.limit,
             });
         }
-        self.inner
-            .tx
-            .send(Item {
-                line,
-                room: 0,
-                control: true,
-            })
-            .map_err(|e| {
-                self.inner
-                    .control
-                    .fetch_sub(e.0.line.len(), Ordering::AcqRel);
-                QueueError::Closed
-            })
+        self.enqueue_control(line)
+    }
+
+    /// Queues an answer whatever the queue holds (never waits, never
+    /// refused but when the writer has stopped). For answers whose number
+    /// is bounded elsewhere (the requests a server runs at once).
+    pub(crate) fn push(&self, line: Vec<u8>) -> Result<(), QueueError> {
+        self.inner.control.fetch_add(line.len(), Ordering::AcqRel);
+        self.enqueue_control(line)
+    }
+
+    /// Asks the writer to write what is queued, flush, and end.
+    pub(crate) fn close(&self) {
+        let _ = self.inner.tx.send(Item::Close);
+    }
+
+    fn enqueue_control(&self, line: Vec<u8>) -> Result<(), QueueError> {
+        let item = Item::Line {
+            line,
+            room: 0,
+            control: true,
+        };
+        self.inner.tx.send(item).map_err(|e| {
+            if let Item::Line { line, .. } = e.0 {
+                self.inner.control.fetch_sub(line.len(), Ordering::AcqRel);
+            }
+            QueueError::Closed
+        })
     }
 
     fn permits(&self, bytes: usize) -> Result<u32, QueueError> {
@@ -209,14 +251,14 @@ impl WriteQueue {
         })
     }
 
-    fn push(&self, line: Vec<u8>, room: u32) -> Result<(), QueueError> {
-        let item = Item {
+    fn enqueue(&self, line: Vec<u8>, room: u32) -> Result<(), QueueError> {
+        let item = Item::Line {
             line,
             room,
             control: false,
         };
-        self.inner.tx.send(item).map_err(|e| {
-            self.inner.room.add_permits(e.0.room as usize);
+        self.inner.tx.send(item).map_err(|_| {
+            self.inner.room.add_permits(room as usize);
             QueueError::Closed
         })
     }
@@ -234,7 +276,7 @@ impl Reservation<'_> {
     /// Queues `line` (at most as long as reserved) in the room taken.
     pub(crate) fn send(mut self, line: Vec<u8>) -> Result<(), QueueError> {
         let room = std::mem::take(&mut self.room);
-        self.queue.push(line, room)
+        self.queue.enqueue(line, room)
     }
 }
 
@@ -256,7 +298,7 @@ impl QueueReceiver {
     }
 
     /// Gives back the room of written lines (`room` permits, `control`
-    /// bytes of control lines).
+    /// bytes of control and pushed lines), and wakes who waits for it.
     pub(crate) fn written(&self, room: usize, control: usize) {
         if room > 0 {
             self.inner.room.add_permits(room);
@@ -264,6 +306,7 @@ impl QueueReceiver {
         if control > 0 {
             self.inner.control.fetch_sub(control, Ordering::AcqRel);
         }
+        self.inner.drained.notify_one();
     }
 
     /// Whether a sender waits for room.
@@ -273,7 +316,14 @@ impl QueueReceiver {
 
     /// Bytes queued and not yet written.
     pub(crate) fn queued(&self) -> usize {
-        self.inner.limit - self.inner.room.available_permits().min(self.inner.limit)
+        self.inner.queued()
+    }
+}
+
+impl Inner {
+    fn queued(&self) -> usize {
+        let counted = self.limit - self.room.available_permits().min(self.limit);
+        counted + self.control.load(Ordering::Acquire)
     }
 }
 
@@ -326,11 +376,13 @@ mod tests {
         while !rx.has_waiters() {
             tokio::task::yield_now().await;
         }
-        let first = rx.recv().await.unwrap();
-        assert_eq!(first.room, 6);
-        rx.written(first.room as usize, 0);
+        let Some(Item::Line { room, .. }) = rx.recv().await else {
+            panic!("a line")
+        };
+        assert_eq!(room, 6);
+        rx.written(room as usize, 0);
         waiter.await.unwrap().unwrap();
-        assert_eq!(rx.recv().await.unwrap().line, vec![2; 6]);
+        assert!(matches!(rx.recv().await, Some(Item::Line { line, .. }) if line == vec![2; 6]));
         // Control lines skip the callers' room, within a bound of their
         // own.
         q.send_control(vec![3; 6]).unwrap();
@@ -339,10 +391,20 @@ mod tests {
             q.send_control(vec![3; 1]),
             Err(QueueError::Full { .. })
         ));
-        let c = rx.recv().await.unwrap();
-        assert!(c.control && c.room == 0);
-        rx.written(0, c.line.len());
+        let Some(Item::Line {
+            line,
+            room: 0,
+            control: true,
+        }) = rx.recv().await
+        else {
+            panic!("a control line")
+        };
+        rx.written(0, line.len());
         q.send_control(vec![3; 6]).unwrap();
+        // Pushed answers are never refused, but fill the queue.
+        q.push(vec![4; 20]).unwrap();
+        assert!(q.is_full());
+        assert!(matches!(q.try_send(vec![5]), Err(QueueError::Full { .. })));
     }
 
     #[tokio::test]
