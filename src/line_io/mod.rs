@@ -15,6 +15,7 @@
 //! (`server::serve_loop`).
 
 pub(crate) mod queue;
+pub(crate) mod reader;
 pub(crate) mod writer;
 
 pub(crate) use queue::{QueueError, QueueReceiver, WriteQueue};

@@ -20,6 +20,7 @@
 //! the message (backlog, request task, notification queue) and is released
 //! when the message is done with; see [`budget`](super::budget).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -31,10 +32,11 @@ use tokio::time::Instant;
 
 use crate::deadline::After;
 
-use crate::framing::{Frame, LineFramer};
+use crate::framing::LineFramer;
 use crate::jsonrpc::{
     codes, encode, ErrorObject, Message, Notification, Outcome, ParseError, Request, RequestId,
 };
+use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
 use crate::protocol::{methods, Era};
 
 use super::budget::{Charge, InboundBudget};
@@ -558,44 +560,62 @@ async fn read_loop(
     tx: mpsc::Sender<Inbound>,
 ) {
     let mut framer = LineFramer::new(max);
-    loop {
-        loop {
-            let item = match framer.next_frame() {
-                None => break,
-                // May wait for the budget: nothing more is read meanwhile.
-                Some(Frame::Line(line)) => admit(line, &budget).await,
-                Some(Frame::TooLarge { at_least }) => {
-                    tracing::warn!(at_least, max, "inbound line over max_message_bytes refused");
-                    let e = ErrorObject::new(
-                        codes::INVALID_REQUEST,
-                        format!("message exceeds max_message_bytes ({max} bytes)"),
-                    );
-                    Some(Inbound::Reply(encode::error(&None, &e)))
-                }
-            };
-            if let Some(item) = item {
-                if tx.send(item).await.is_err() {
-                    return;
-                }
+    let mut lines = InboundLines { max, budget, tx };
+    let end = read_lines(&mut input, &mut framer, &mut lines).await;
+    let InboundLines { budget, tx, .. } = lines;
+    match end {
+        ReadEnd::Eof => {
+            tracing::info!("end of input (EOF)");
+            let last = admit(framer.remainder(), &budget).await;
+            if let Some(item) = last {
+                let _ = tx.send(item).await;
             }
+            let _ = tx.send(Inbound::Eof).await;
         }
-        match framer.fill(&mut input).await {
-            Ok(0) => {
-                tracing::info!("end of input (EOF)");
-                let last = admit(framer.remainder(), &budget).await;
-                if let Some(item) = last {
-                    let _ = tx.send(item).await;
-                }
-                let _ = tx.send(Inbound::Eof).await;
-                return;
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                let _ = tx.send(Inbound::Failed(e)).await;
-                return;
-            }
+        ReadEnd::Failed(e) => {
+            let _ = tx.send(Inbound::Failed(e)).await;
         }
+        // The session is gone.
+        ReadEnd::Stopped => {}
+    }
+}
+
+/// The client's input, line by line: each charged to the byte budget
+/// (waiting until it fits: nothing more is read meanwhile) and handed to
+/// the session; a line over the limit answered with -32600.
+struct InboundLines {
+    max: usize,
+    budget: Arc<InboundBudget>,
+    tx: mpsc::Sender<Inbound>,
+}
+
+impl InboundLines {
+    async fn send(&self, item: Option<Inbound>) -> Flow {
+        match item {
+            Some(item) => match self.tx.send(item).await {
+                Ok(()) => Flow::Go,
+                Err(_) => Flow::Stop,
+            },
+            None => Flow::Go,
+        }
+    }
+}
+
+impl LineHandler for InboundLines {
+    async fn line(&mut self, line: Cow<'_, [u8]>) -> Flow {
+        let item = admit(&line, &self.budget).await;
+        self.send(item).await
+    }
+
+    async fn too_large(&mut self, at_least: usize) -> Flow {
+        let max = self.max;
+        tracing::warn!(at_least, max, "inbound line over max_message_bytes refused");
+        let e = ErrorObject::new(
+            codes::INVALID_REQUEST,
+            format!("message exceeds max_message_bytes ({max} bytes)"),
+        );
+        self.send(Some(Inbound::Reply(encode::error(&None, &e))))
+            .await
     }
 }
 

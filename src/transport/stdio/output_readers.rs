@@ -20,8 +20,9 @@ use tracing::debug;
 
 use crate::child::{ShutdownHandle, ShutdownSignal};
 use crate::error::CloseReason;
-use crate::framing::{Frame, FrameBuf, LineFramer};
+use crate::framing::{Frame, LineFramer};
 use crate::jsonrpc::Message;
+use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
 use crate::transport::{Delivery, EventSink, TransportEvent};
 
 /// How the reader ended.
@@ -47,13 +48,6 @@ const OWN_FROM: usize = 64 * 1024;
 /// Bytes read per call while draining.
 const DRAIN_CHUNK: usize = 64 * 1024;
 
-fn parse(line: Cow<'_, [u8]>) -> Result<Message, crate::jsonrpc::ParseError> {
-    match line {
-        Cow::Borrowed(l) => Message::parse(l),
-        Cow::Owned(l) => Message::parse_owned(l),
-    }
-}
-
 /// The stdout reader's context.
 pub(crate) struct Reader {
     pub(crate) limits: ReaderLimits,
@@ -67,89 +61,107 @@ pub(crate) struct Reader {
 impl Reader {
     /// Reads until end of stream, a fatal condition or the shutdown, then
     /// discards what comes until the child is reaped. The first time a
-    /// partial line reaches [`GROW_AT`](crate::child::pipe_size::GROW_AT) bytes,
-    /// `on_long_line` runs (it grows the pipe); `on_end` hears how reading
-    /// ended (not called when the shutdown came first).
+    /// partial line reaches [`GROW_AT`](crate::child::pipe_size::GROW_AT)
+    /// bytes, `on_long_line` runs (it grows the pipe); `on_end` hears how
+    /// reading ended (not called when the shutdown came first).
     pub(crate) async fn run<R: AsyncRead + Unpin>(
-        mut self,
+        self,
         mut input: R,
-        on_long_line: impl FnOnce(),
+        on_long_line: impl FnOnce() + Send,
         on_end: impl FnOnce(ReaderEnd),
     ) {
-        if let Some(end) = self.read(&mut input, on_long_line).await {
+        let mut lines = Lines {
+            limits: self.limits,
+            sink: self.sink,
+            server: self.server,
+            on_long_line: Some(on_long_line),
+            junk: 0,
+            fatal: None,
+        };
+        let mut framer = LineFramer::new(self.limits.max_message_bytes);
+        let mut shutdown = self.shutdown;
+        let end = tokio::select! {
+            biased;
+            _ = shutdown.fired() => None,
+            end = read_lines(&mut input, &mut framer, &mut lines) => Some(end),
+        };
+        let end = end.map(|end| match end {
+            ReadEnd::Eof => ReaderEnd::Eof,
+            ReadEnd::Failed(e) => ReaderEnd::Fatal(CloseReason::ReadFailed(e.to_string())),
+            ReadEnd::Stopped => ReaderEnd::Fatal(
+                lines
+                    .fatal
+                    .take()
+                    .unwrap_or_else(|| CloseReason::ReadFailed("stopped".into())),
+            ),
+        });
+        if let Some(end) = end {
             on_end(end);
         }
         drain(&mut input, self.done).await;
     }
+}
 
-    /// The main loop; `None` when the shutdown started.
-    async fn read<R: AsyncRead + Unpin>(
-        &mut self,
-        input: &mut R,
-        on_long_line: impl FnOnce(),
-    ) -> Option<ReaderEnd> {
-        let limits = self.limits;
-        let mut framer = LineFramer::new(limits.max_message_bytes);
-        let mut on_long_line = Some(on_long_line);
-        let mut junk = 0usize;
-        let mut shutdown = self.shutdown.clone();
-        // One wait for the whole loop: a fresh one per read would register
-        // and unregister a waiter (two lock round trips) for every message.
-        let stop = shutdown.fired();
-        tokio::pin!(stop);
-        loop {
-            let n = tokio::select! {
-                biased;
-                _ = &mut stop => return None,
-                n = framer.fill(input) => n,
-            };
-            match n {
-                Ok(0) => return Some(ReaderEnd::Eof),
-                Ok(_) => {}
-                Err(e) => return Some(ReaderEnd::Fatal(CloseReason::ReadFailed(e.to_string()))),
-            }
-            if framer.buffered() >= crate::child::pipe_size::GROW_AT {
-                if let Some(f) = on_long_line.take() {
-                    f();
-                }
-            }
-            while let Some(frame) = framer.next_frame_owned(OWN_FROM) {
-                let line = match frame {
-                    FrameBuf::Line(line) if line.iter().all(u8::is_ascii_whitespace) => continue,
-                    FrameBuf::Line(line) => line,
-                    FrameBuf::TooLarge { at_least } => {
-                        return Some(ReaderEnd::Fatal(CloseReason::MessageTooLarge {
-                            limit: limits.max_message_bytes,
-                            at_least,
-                        }))
-                    }
-                };
-                let bytes = line.len();
-                match parse(line) {
-                    Ok(message) => {
-                        junk = 0;
-                        let event = TransportEvent::Message { message };
-                        if let Delivery::Wait(delivered) = (self.sink)(event) {
-                            tokio::select! {
-                                biased;
-                                _ = &mut stop => return None,
-                                _ = delivered => {}
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        junk += 1;
-                        debug!(server = %self.server, error = %e, bytes, consecutive = junk, "dropped a line that is not JSON-RPC");
-                        if junk > limits.max_junk_lines {
-                            return Some(ReaderEnd::Fatal(CloseReason::JunkOutput {
-                                lines: junk,
-                                limit: limits.max_junk_lines,
-                            }));
-                        }
-                    }
-                }
+/// What the server writes on stdout, line by line: messages to the sink
+/// (waiting while it is full), junk counted, an oversize line fatal.
+struct Lines<F> {
+    limits: ReaderLimits,
+    sink: EventSink,
+    server: String,
+    on_long_line: Option<F>,
+    /// Consecutive lines that are not JSON-RPC.
+    junk: usize,
+    /// Why reading stopped.
+    fatal: Option<CloseReason>,
+}
+
+impl<F: FnOnce() + Send> LineHandler for Lines<F> {
+    const OWN_FROM: usize = OWN_FROM;
+
+    fn filled(&mut self, buffered: usize) {
+        if buffered >= crate::child::pipe_size::GROW_AT {
+            if let Some(f) = self.on_long_line.take() {
+                f();
             }
         }
+    }
+
+    async fn line(&mut self, line: Cow<'_, [u8]>) -> Flow {
+        let bytes = line.len();
+        let parsed = match line {
+            Cow::Borrowed(l) => Message::parse(l),
+            Cow::Owned(l) => Message::parse_owned(l),
+        };
+        match parsed {
+            Ok(message) => {
+                self.junk = 0;
+                if let Delivery::Wait(delivered) = (self.sink)(TransportEvent::Message { message })
+                {
+                    delivered.await;
+                }
+                Flow::Go
+            }
+            Err(e) => {
+                self.junk += 1;
+                debug!(server = %self.server, error = %e, bytes, consecutive = self.junk, "dropped a line that is not JSON-RPC");
+                if self.junk <= self.limits.max_junk_lines {
+                    return Flow::Go;
+                }
+                self.fatal = Some(CloseReason::JunkOutput {
+                    lines: self.junk,
+                    limit: self.limits.max_junk_lines,
+                });
+                Flow::Stop
+            }
+        }
+    }
+
+    async fn too_large(&mut self, at_least: usize) -> Flow {
+        self.fatal = Some(CloseReason::MessageTooLarge {
+            limit: self.limits.max_message_bytes,
+            at_least,
+        });
+        Flow::Stop
     }
 }
 
