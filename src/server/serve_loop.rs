@@ -97,33 +97,8 @@ pub(crate) async fn run<H: Handler>(
     sink: Sink,
     out: QueueReceiver,
 ) -> Result<ServeEnd, ServerError> {
-    let mut writer = AbortOnDrop(tokio::spawn(async move {
-        // Only a close marker (or every handle gone) ends it: never stopped.
-        line_io::writer::run(out, sink, std::future::pending())
-            .await
-            .map(|_| ())
-            .map_err(|f| match f {
-                line_io::writer::WriteFailure::Io(e) => e,
-                line_io::writer::WriteFailure::Stalled { .. } => {
-                    std::io::Error::other("the output stalled")
-                }
-            })
-    }));
-    let (in_tx, mut in_rx) = mpsc::channel(INBOUND_CAPACITY);
-    let reader = AbortOnDrop(tokio::spawn(read_loop(
-        input,
-        shared.config.max_message_bytes,
-        shared.inbound.clone(),
-        in_tx,
-    )));
     let (n_tx, n_rx) = mpsc::channel(NOTIFICATION_CAPACITY);
-    let (nerr_tx, mut nerr_rx) = oneshot::channel();
-    let notifier = AbortOnDrop(tokio::spawn(notification_loop(
-        handler.clone(),
-        ServerHandle::new(&shared),
-        n_rx,
-        nerr_tx,
-    )));
+    let mut tasks = Tasks::spawn(&shared, &handler, input, sink, out, n_rx);
     let mut s = Session {
         shared: shared.clone(),
         handler,
@@ -134,116 +109,75 @@ pub(crate) async fn run<H: Handler>(
         notifications: n_tx,
         stalled: None,
     };
-    let mut stop = shared.stop.subscribe();
-    // One wait for the whole loop: a fresh one per message would register
-    // and unregister a waiter under a lock every time.
-    let stop_requested = stopped(&mut stop);
-    tokio::pin!(stop_requested);
     shared.phase.send_replace(ServePhase::Ready);
     tracing::info!(
         max_in_flight = shared.config.max_in_flight,
         max_inbound_bytes = shared.config.max_inbound_bytes,
         "server ready: reading input"
     );
-
-    let max = shared.config.max_in_flight;
-    // A second sender, so a pending `reserve` does not borrow the session.
-    let notify_tx = s.notifications.clone();
-    let mut eof_deadline: Option<Instant> = None;
-    let mut writer_done = false;
-    let mut notifier_done = false;
-    let end: Result<ServeEnd, ServerError> = loop {
-        if eof_deadline.is_some() && s.tasks.is_empty() && s.backlog.is_empty() {
-            break Ok(ServeEnd::Eof);
-        }
-        let out_full = shared.out.is_full();
-        let can_read =
-            eof_deadline.is_none() && s.backlog.len() < max && !out_full && s.stalled.is_none();
-        tokio::select! {
-            biased;
-            _ = &mut stop_requested => break Ok(ServeEnd::Stopped),
-            r = &mut writer.0, if !writer_done => {
-                writer_done = true;
-                match r {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => break Err(ServerError::Write(e)),
-                    Err(e) => break Err(ServerError::Write(std::io::Error::other(e.to_string()))),
-                }
-            }
-            r = &mut nerr_rx, if !notifier_done => {
-                notifier_done = true;
-                if let Ok(e) = r {
-                    break Err(e);
-                }
-            }
-            Some(done) = s.tasks.join_next_with_id() => {
-                if let Err(e) = s.complete(done) {
-                    break Err(e);
-                }
-            }
-            item = in_rx.recv(), if can_read => match item {
-                Some(Inbound::Message(m, charge)) => s.on_message(m, charge),
-                Some(Inbound::Reply(line)) => {
-                    let _ = shared.out.push(line);
-                }
-                Some(Inbound::Failed(e)) => break Err(ServerError::Read(e)),
-                Some(Inbound::Eof) | None => {
-                    shared.input_closed.send_replace(true);
-                    tracing::info!(
-                        in_flight = s.in_flight.len(),
-                        queued = s.backlog.len(),
-                        "end of input: finishing in-flight requests"
-                    );
-                    eof_deadline = Some(Instant::now().after(shared.config.eof_drain));
-                }
-            },
-            _ = shared.out.drained(), if out_full => {}
-            permit = notify_tx.reserve(), if s.stalled.is_some() => {
-                if let (Ok(permit), Some(n)) = (permit, s.stalled.take()) {
-                    permit.send(n);
-                }
-            }
-            _ = sleep_until(eof_deadline) => {
-                tracing::warn!(
-                    in_flight = s.in_flight.len(),
-                    "end of input: drain period over, aborting remaining requests"
-                );
-                break Ok(ServeEnd::Eof);
-            }
-        }
-    };
-
-    reader.0.abort();
-    drop(in_rx);
-    if matches!(end, Ok(ServeEnd::Stopped)) {
-        s.drain_after_stop().await;
-    }
-    let aborted = s.in_flight.len() + s.backlog.len();
-    s.tasks.abort_all();
-    notifier.0.abort();
-    match &end {
-        Ok(reason) => tracing::info!(?reason, aborted, "server stopping"),
-        Err(e) => tracing::warn!(error = %e, aborted, "server stopping on error"),
-    }
-    // Handles and contexts become inert before the final flush, so nothing
-    // is queued behind the close marker.
-    shared.close();
-    if !writer_done {
-        shared.out.close();
-        match tokio::time::timeout(shared.config.flush_timeout, &mut writer.0).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "final flush of output failed"),
-            Ok(Err(_)) => {}
-            Err(_) => {
-                tracing::warn!(
-                    "final flush timed out: the client is not reading; output abandoned"
-                );
-                writer.0.abort();
-            }
-        }
-    }
-    tracing::info!("server stopped");
+    let end = s.serve(&mut tasks).await;
+    s.finish(tasks, &end).await;
     end
+}
+
+/// The session's helper tasks: the writer, the reader, and the task that
+/// hands notifications to the handler.
+struct Tasks {
+    writer: AbortOnDrop<std::io::Result<()>>,
+    writer_done: bool,
+    reader: AbortOnDrop<()>,
+    inbound: mpsc::Receiver<Inbound>,
+    notifier: AbortOnDrop<()>,
+    notifier_failed: oneshot::Receiver<ServerError>,
+    notifier_done: bool,
+}
+
+impl Tasks {
+    fn spawn<H: Handler>(
+        shared: &Arc<SessionShared>,
+        handler: &Arc<H>,
+        input: Box<dyn AsyncRead + Send + Unpin>,
+        sink: Sink,
+        out: QueueReceiver,
+        notifications: mpsc::Receiver<(Notification, Charge)>,
+    ) -> Tasks {
+        let writer = AbortOnDrop(tokio::spawn(async move {
+            // Only a close marker (or every handle gone) ends it: never
+            // stopped.
+            line_io::writer::run(out, sink, std::future::pending())
+                .await
+                .map(|_| ())
+                .map_err(|f| match f {
+                    line_io::writer::WriteFailure::Io(e) => e,
+                    line_io::writer::WriteFailure::Stalled { .. } => {
+                        std::io::Error::other("the output stalled")
+                    }
+                })
+        }));
+        let (in_tx, inbound) = mpsc::channel(INBOUND_CAPACITY);
+        let reader = AbortOnDrop(tokio::spawn(read_loop(
+            input,
+            shared.config.max_message_bytes,
+            shared.inbound.clone(),
+            in_tx,
+        )));
+        let (failed_tx, notifier_failed) = oneshot::channel();
+        let notifier = AbortOnDrop(tokio::spawn(notification_loop(
+            handler.clone(),
+            ServerHandle::new(shared),
+            notifications,
+            failed_tx,
+        )));
+        Tasks {
+            writer,
+            writer_done: false,
+            reader,
+            inbound,
+            notifier,
+            notifier_failed,
+            notifier_done: false,
+        }
+    }
 }
 
 /// Aborts its task when dropped, so dropping the `serve` future leaves no
@@ -270,6 +204,117 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 impl<H: Handler> Session<H> {
+    /// Reads, dispatches and completes requests until a stop, the end of
+    /// input (and of the drain period), or a failure.
+    async fn serve(&mut self, t: &mut Tasks) -> Result<ServeEnd, ServerError> {
+        let shared = self.shared.clone();
+        let mut stop = shared.stop.subscribe();
+        // One wait for the whole loop: a fresh one per message would
+        // register and unregister a waiter under a lock every time.
+        let stop_requested = stopped(&mut stop);
+        tokio::pin!(stop_requested);
+        let max = shared.config.max_in_flight;
+        // A second sender, so a pending `reserve` does not borrow the
+        // session.
+        let notify_tx = self.notifications.clone();
+        let mut eof_deadline: Option<Instant> = None;
+        loop {
+            if eof_deadline.is_some() && self.tasks.is_empty() && self.backlog.is_empty() {
+                return Ok(ServeEnd::Eof);
+            }
+            let out_full = shared.out.is_full();
+            let can_read = eof_deadline.is_none()
+                && self.backlog.len() < max
+                && !out_full
+                && self.stalled.is_none();
+            tokio::select! {
+                biased;
+                _ = &mut stop_requested => return Ok(ServeEnd::Stopped),
+                r = &mut t.writer.0, if !t.writer_done => {
+                    t.writer_done = true;
+                    match r {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => return Err(ServerError::Write(e)),
+                        Err(e) => return Err(ServerError::Write(std::io::Error::other(e.to_string()))),
+                    }
+                }
+                r = &mut t.notifier_failed, if !t.notifier_done => {
+                    t.notifier_done = true;
+                    if let Ok(e) = r {
+                        return Err(e);
+                    }
+                }
+                Some(done) = self.tasks.join_next_with_id() => self.complete(done)?,
+                item = t.inbound.recv(), if can_read => match item {
+                    Some(Inbound::Message(m, charge)) => self.on_message(m, charge),
+                    Some(Inbound::Reply(line)) => {
+                        let _ = shared.out.push(line);
+                    }
+                    Some(Inbound::Failed(e)) => return Err(ServerError::Read(e)),
+                    Some(Inbound::Eof) | None => {
+                        shared.input_closed.send_replace(true);
+                        tracing::info!(
+                            in_flight = self.in_flight.len(),
+                            queued = self.backlog.len(),
+                            "end of input: finishing in-flight requests"
+                        );
+                        eof_deadline = Some(Instant::now().after(shared.config.eof_drain));
+                    }
+                },
+                _ = shared.out.drained(), if out_full => {}
+                permit = notify_tx.reserve(), if self.stalled.is_some() => {
+                    if let (Ok(permit), Some(n)) = (permit, self.stalled.take()) {
+                        permit.send(n);
+                    }
+                }
+                _ = sleep_until(eof_deadline) => {
+                    tracing::warn!(
+                        in_flight = self.in_flight.len(),
+                        "end of input: drain period over, aborting remaining requests"
+                    );
+                    return Ok(ServeEnd::Eof);
+                }
+            }
+        }
+    }
+
+    /// Ends serving: stops reading, lets handlers finish after a stop (for
+    /// `stop_drain`), aborts the rest, makes handles inert, and flushes the
+    /// output (for at most `flush_timeout`).
+    async fn finish(mut self, mut t: Tasks, end: &Result<ServeEnd, ServerError>) {
+        t.reader.0.abort();
+        drop(t.inbound);
+        if matches!(end, Ok(ServeEnd::Stopped)) {
+            self.drain_after_stop().await;
+        }
+        let aborted = self.in_flight.len() + self.backlog.len();
+        self.tasks.abort_all();
+        t.notifier.0.abort();
+        match end {
+            Ok(reason) => tracing::info!(?reason, aborted, "server stopping"),
+            Err(e) => tracing::warn!(error = %e, aborted, "server stopping on error"),
+        }
+        // Handles and contexts become inert before the final flush, so
+        // nothing is queued behind the close marker.
+        let shared = &self.shared;
+        shared.close();
+        if !t.writer_done {
+            shared.out.close();
+            match tokio::time::timeout(shared.config.flush_timeout, &mut t.writer.0).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(e))) => tracing::warn!(error = %e, "final flush of output failed"),
+                Ok(Err(_)) => {}
+                Err(_) => {
+                    tracing::warn!(
+                        "final flush timed out: the client is not reading; output abandoned"
+                    );
+                    t.writer.0.abort();
+                }
+            }
+        }
+        tracing::info!("server stopped");
+    }
+
     /// Routes one message; `charge` goes with it wherever it is kept, and
     /// is released here otherwise.
     fn on_message(&mut self, m: Message, charge: Charge) {
