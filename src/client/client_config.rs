@@ -532,26 +532,41 @@ impl ClientConfig {
 
     /// Checks every option; the error names the offending key.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_command()?;
+        self.validate_args_and_env()?;
+        self.validate_paths()?;
+        self.validate_limits()
+    }
+
+    /// `command`: a bare name without whitespace, or an absolute path (which
+    /// may hold spaces, as macOS's "Application Support" does, if it
+    /// exists); and the Windows batch-file rule.
+    fn validate_command(&self) -> Result<(), ConfigError> {
         let cmd = &self.command;
+        let path = Path::new(cmd);
         if cmd.is_empty() {
             return Err(ConfigError::new("command", "must not be empty"));
         }
-        if cmd.chars().any(char::is_whitespace) {
+        if cmd.contains('\0') {
+            return Err(ConfigError::new("command", "contains a NUL byte"));
+        }
+        if cmd.chars().any(char::is_whitespace) && !(path.is_absolute() && path.is_file()) {
             return Err(ConfigError::new(
                 "command",
                 format!("{cmd:?} contains whitespace; put arguments in `args`"),
             ));
         }
-        if cmd.contains('\0') {
-            return Err(ConfigError::new("command", "contains a NUL byte"));
-        }
-        let path = Path::new(cmd);
         if path.components().count() > 1 && !path.is_absolute() {
             return Err(ConfigError::new(
                 "command",
                 format!("{cmd:?} must be a bare name looked up in PATH or an absolute path"),
             ));
         }
+        crate::child::command::check_batch_file(cmd, &self.args, self.allow_batch_files)
+    }
+
+    /// `args` and `env`: nothing a C string cannot hold, valid names.
+    fn validate_args_and_env(&self) -> Result<(), ConfigError> {
         if let Some(i) = self.args.iter().position(|a| a.contains('\0')) {
             return Err(ConfigError::new(
                 "args",
@@ -572,6 +587,11 @@ impl ClientConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `cd` and a stderr file: absolute (and the directory existing).
+    fn validate_paths(&self) -> Result<(), ConfigError> {
         if let Some(cd) = &self.cd {
             if !cd.is_absolute() {
                 return Err(ConfigError::new(
@@ -594,27 +614,29 @@ impl ClientConfig {
                 ));
             }
         }
-        crate::child::command::check_batch_file(cmd, &self.args, self.allow_batch_files)?;
-        if self.max_message_bytes == 0 {
-            return Err(ConfigError::new("max_message_bytes", "must be positive"));
+        Ok(())
+    }
+
+    /// Sizes, timeouts, the backoff and the capabilities.
+    fn validate_limits(&self) -> Result<(), ConfigError> {
+        let max_queue = crate::line_io::queue::MAX_LIMIT;
+        let positive = [
+            ("max_message_bytes", self.max_message_bytes == 0),
+            ("max_inbound_requests", self.max_inbound_requests == 0),
+            ("write_stall_timeout", self.write_stall_timeout.is_zero()),
+            ("request_timeout", self.request_timeout.is_zero()),
+        ];
+        if let Some((key, _)) = positive.iter().find(|(_, zero)| *zero) {
+            return Err(ConfigError::new(key, "must be positive"));
         }
-        if self.max_write_queue_bytes == 0
-            || self.max_write_queue_bytes > crate::line_io::queue::MAX_LIMIT
-        {
+        if self.max_write_queue_bytes == 0 || self.max_write_queue_bytes > max_queue {
             return Err(ConfigError::new(
                 "max_write_queue_bytes",
                 format!(
-                    "{} must be between 1 and {}",
-                    self.max_write_queue_bytes,
-                    crate::line_io::queue::MAX_LIMIT
+                    "{} must be between 1 and {max_queue}",
+                    self.max_write_queue_bytes
                 ),
             ));
-        }
-        if self.write_stall_timeout.is_zero() {
-            return Err(ConfigError::new("write_stall_timeout", "must be positive"));
-        }
-        if self.max_inbound_requests == 0 {
-            return Err(ConfigError::new("max_inbound_requests", "must be positive"));
         }
         if !(self.backoff.factor.is_finite() && self.backoff.factor >= 1.0) {
             return Err(ConfigError::new(
@@ -628,9 +650,6 @@ impl ClientConfig {
         if self.backoff.initial > self.backoff.max {
             return Err(ConfigError::new("backoff", "initial delay exceeds max"));
         }
-        if self.request_timeout.is_zero() {
-            return Err(ConfigError::new("request_timeout", "must be positive"));
-        }
         if !self.capabilities.is_object() {
             return Err(ConfigError::new("capabilities", "must be a JSON object"));
         }
@@ -641,6 +660,28 @@ impl ClientConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_existing_absolute_command_may_hold_spaces() {
+        let dir = std::env::temp_dir().join(format!(
+            "conduit Application Support {}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("my server");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        assert!(ClientConfig::new(exe.to_string_lossy()).validate().is_ok());
+        // Not a file there: the mistake whitespace usually is.
+        let missing = dir.join("server -y");
+        assert_eq!(
+            ClientConfig::new(missing.to_string_lossy())
+                .validate()
+                .unwrap_err()
+                .key,
+            "command"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn refuses_with_key_names() {
