@@ -285,33 +285,65 @@ impl Message {
     }
 
     fn classify(body: &[u8], env: Envelope) -> Result<Parsed, ParseError> {
-        let id = match &env.id {
-            None => None,
-            Some(Value::Null) => Some(None),
+        let id = Self::envelope_id(&env)?;
+        Self::check_envelope(body, &env, id.clone().flatten())?;
+        let carries_outcome = env.result.is_some() || env.error.is_some();
+        let invalid = |reason, id| Err(ParseError::Invalid { reason, id });
+        match (env.method, id) {
+            (Some(_), None) if carries_outcome => {
+                invalid("a notification cannot carry result or error", None)
+            }
+            (Some(method), None) => Ok(Parsed::Done(Message::Notification(Notification {
+                method,
+                params: env.params,
+            }))),
+            (Some(_), Some(Some(id))) if carries_outcome => {
+                invalid("a request cannot carry result or error", Some(id))
+            }
+            (Some(method), Some(Some(id))) => Ok(Parsed::Done(Message::Request(Request {
+                id,
+                method,
+                params: env.params,
+            }))),
+            (Some(_), Some(None)) => invalid("a request id cannot be null", None),
+            (None, Some(id)) => Self::response(id, env.result, env.error),
+            (None, None) => invalid("neither a request, a notification nor a response", None),
+        }
+    }
+
+    /// The envelope's id: absent (`None`), `null` (`Some(None)`), or valid.
+    fn envelope_id(env: &Envelope) -> Result<Option<Option<RequestId>>, ParseError> {
+        match &env.id {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
             Some(v) => match id_of(v) {
-                Some(id) => Some(Some(id)),
-                None => {
-                    return Err(ParseError::Invalid {
-                        reason: "id must be a string or an integer",
-                        id: None,
-                    })
-                }
+                Some(id) => Ok(Some(Some(id))),
+                None => Err(ParseError::Invalid {
+                    reason: "id must be a string or an integer",
+                    id: None,
+                }),
             },
-        };
-        let valid_id = id.clone().flatten();
-        if !env.jsonrpc.is_some_and(|v| v.0) {
+        }
+    }
+
+    /// What every message must satisfy: `jsonrpc` "2.0", structured params,
+    /// and a `result` that is JSON when it will not be decoded later.
+    fn check_envelope(body: &[u8], env: &Envelope, id: Option<RequestId>) -> Result<(), ParseError> {
+        if !env.jsonrpc.as_ref().is_some_and(|v| v.0) {
             return Err(ParseError::Invalid {
                 reason: "jsonrpc must be \"2.0\"",
-                id: valid_id,
+                id,
             });
         }
-        if let Some(p) = &env.params {
-            if !(p.is_object() || p.is_array()) {
-                return Err(ParseError::Invalid {
-                    reason: "params must be an object or an array",
-                    id: valid_id,
-                });
-            }
+        if env
+            .params
+            .as_ref()
+            .is_some_and(|p| !(p.is_object() || p.is_array()))
+        {
+            return Err(ParseError::Invalid {
+                reason: "params must be an object or an array",
+                id,
+            });
         }
         if env.method.is_some() {
             // Not a response, so its result was never going to be decoded:
@@ -320,56 +352,31 @@ impl Message {
                 check_json(body.get(r.clone()).unwrap_or_default())?;
             }
         }
-        match (env.method, id) {
-            (Some(method), None) => {
-                if env.result.is_some() || env.error.is_some() {
-                    return Err(ParseError::Invalid {
-                        reason: "a notification cannot carry result or error",
-                        id: None,
-                    });
-                }
-                Ok(Parsed::Done(Message::Notification(Notification {
-                    method,
-                    params: env.params,
-                })))
-            }
-            (Some(method), Some(Some(id))) => {
-                if env.result.is_some() || env.error.is_some() {
-                    return Err(ParseError::Invalid {
-                        reason: "a request cannot carry result or error",
-                        id: Some(id),
-                    });
-                }
-                Ok(Parsed::Done(Message::Request(Request {
+        Ok(())
+    }
+
+    /// A response: exactly one of `result` (left as a range of the line)
+    /// and a well-formed `error`.
+    fn response(
+        id: Option<RequestId>,
+        result: Option<Range<usize>>,
+        error: Option<Value>,
+    ) -> Result<Parsed, ParseError> {
+        match (result, error) {
+            (Some(range), None) => Ok(Parsed::Result { id, range }),
+            (None, Some(e)) => match serde_json::from_value::<ErrorObject>(e) {
+                Ok(e) => Ok(Parsed::Done(Message::Response(Response {
                     id,
-                    method,
-                    params: env.params,
-                })))
-            }
-            (Some(_), Some(None)) => Err(ParseError::Invalid {
-                reason: "a request id cannot be null",
-                id: None,
-            }),
-            (None, Some(id)) => match (env.result, env.error) {
-                (Some(range), None) => Ok(Parsed::Result { id, range }),
-                (None, Some(e)) => match serde_json::from_value::<ErrorObject>(e) {
-                    Ok(e) => Ok(Parsed::Done(Message::Response(Response {
-                        id,
-                        outcome: Outcome::Error(e),
-                    }))),
-                    Err(_) => Err(ParseError::Invalid {
-                        reason: "error must have an integer code and a message",
-                        id,
-                    }),
-                },
-                _ => Err(ParseError::Invalid {
-                    reason: "a response needs exactly one of result and error",
+                    outcome: Outcome::Error(e),
+                }))),
+                Err(_) => Err(ParseError::Invalid {
+                    reason: "error must have an integer code and a message",
                     id,
                 }),
             },
-            (None, None) => Err(ParseError::Invalid {
-                reason: "neither a request, a notification nor a response",
-                id: None,
+            _ => Err(ParseError::Invalid {
+                reason: "a response needs exactly one of result and error",
+                id,
             }),
         }
     }
