@@ -403,24 +403,18 @@ impl Client {
         opts: &RequestOptions,
         start: Instant,
     ) -> Result<(RawJson, crate::protocol::Era), Error> {
-        let timeout = opts.timeout.unwrap_or(self.shared.config.request_timeout);
-        let hard_deadline = opts.max_total.map(|m| start.after(m));
-        // The timeout runs from `from`, never past the hard deadline.
-        let deadline_from = |from: Instant| {
-            let d = from.after(timeout);
-            hard_deadline.map_or(d, |h| d.min(h))
+        let clock = Deadlines {
+            start,
+            timeout: opts.timeout.unwrap_or(self.shared.config.request_timeout),
+            hard: opts.max_total.map(|m| start.after(m)),
         };
-        let mut deadline = deadline_from(start);
-        let timed_out = |deadline: Instant| Error::Timeout {
-            method: method.into(),
-            after: deadline.saturating_duration_since(start),
-        };
+        let deadline = clock.from(start);
         if let Some(e) = self.shared.final_error() {
             return Err(e);
         }
-        let (reply, mut rx) = ReplySlot::new(self.shared.down.clone());
+        let (reply, rx) = ReplySlot::new(self.shared.down.clone());
         let wants_progress = opts.progress.is_some() || opts.reset_timeout_on_progress;
-        let (ptx, mut prx) = if wants_progress {
+        let (ptx, prx) = if wants_progress {
             let (t, r) = mpsc::unbounded_channel();
             (Some(t), Some(r))
         } else {
@@ -436,50 +430,26 @@ impl Client {
         let sent = tokio::select! {
             biased;
             r = self.send(&id, method, &params, wants_progress, &mut waiter) => r?,
-            _ = tokio::time::sleep_until(deadline) => return Err(timed_out(deadline)),
+            _ = tokio::time::sleep_until(deadline) => return Err(clock.timed_out(method, deadline)),
             _ = cancelled(&opts.cancel) => return Err(Error::Cancelled { method: method.into() }),
         };
         // The era of the server this call went to (the status may still be
         // catching up with a server that just became ready).
         let era = sent.era;
-        let mut guard = CancelOnDrop {
+        let guard = CancelOnDrop {
             direct: Some(sent),
             id,
             reason: "the caller dropped the request",
         };
-        loop {
-            tokio::select! {
-                biased;
-                r = &mut rx => {
-                    guard.direct = None;
-                    // Progress sent just before the answer is still queued:
-                    // deliver it before returning.
-                    if let (Some(prx), Some(tx)) = (prx.as_mut(), &opts.progress) {
-                        while let Ok(p) = prx.try_recv() {
-                            let _ = tx.send(Progress::from_params(p));
-                        }
-                    }
-                    return r.unwrap_or_else(|_| Err(self.down_error())).map(|raw| (raw, era));
-                }
-                p = async { match prx.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
-                    let Some(p) = p else { continue };
-                    if opts.reset_timeout_on_progress {
-                        deadline = deadline_from(Instant::now());
-                    }
-                    if let Some(tx) = &opts.progress {
-                        let _ = tx.send(Progress::from_params(p));
-                    }
-                }
-                _ = tokio::time::sleep_until(deadline) => {
-                    guard.reason = "timeout";
-                    return Err(timed_out(deadline));
-                }
-                _ = cancelled(&opts.cancel) => {
-                    guard.reason = "cancelled by the caller";
-                    return Err(Error::Cancelled { method: method.into() });
-                }
-            }
-        }
+        let answer = Answer {
+            rx,
+            progress: prx,
+            guard,
+        };
+        answer
+            .wait(self, method, opts, &clock, deadline)
+            .await
+            .map(|raw| (raw, era))
     }
 
     /// Sends a call on the ready server's direct path, waiting (without
@@ -576,6 +546,84 @@ impl Client {
     /// The pid of the current server process, if one is ready.
     pub fn pid(&self) -> Option<u32> {
         self.session().and_then(|s| s.pid)
+    }
+}
+
+/// The deadlines of one call: its timeout runs from the start (or from the
+/// last progress, when asked), never past the hard deadline.
+struct Deadlines {
+    start: Instant,
+    timeout: Duration,
+    hard: Option<Instant>,
+}
+
+impl Deadlines {
+    /// The deadline of a timeout that runs from `from`.
+    fn from(&self, from: Instant) -> Instant {
+        let d = from.after(self.timeout);
+        self.hard.map_or(d, |h| d.min(h))
+    }
+
+    fn timed_out(&self, method: &str, deadline: Instant) -> Error {
+        Error::Timeout {
+            method: method.into(),
+            after: deadline.saturating_duration_since(self.start),
+        }
+    }
+}
+
+/// A sent call waiting for its answer.
+struct Answer {
+    rx: tokio::sync::oneshot::Receiver<reply_slot::CallResult>,
+    progress: Option<mpsc::UnboundedReceiver<Value>>,
+    guard: CancelOnDrop,
+}
+
+impl Answer {
+    /// Waits for the answer, forwarding progress (which moves the deadline
+    /// when asked); a timeout or a cancel forgets the call and tells the
+    /// server (the guard's drop).
+    async fn wait(
+        mut self,
+        client: &Client,
+        method: &str,
+        opts: &RequestOptions,
+        clock: &Deadlines,
+        mut deadline: Instant,
+    ) -> Result<RawJson, Error> {
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut self.rx => {
+                    self.guard.direct = None;
+                    // Progress sent just before the answer is still queued:
+                    // deliver it before returning.
+                    if let (Some(prx), Some(tx)) = (self.progress.as_mut(), &opts.progress) {
+                        while let Ok(p) = prx.try_recv() {
+                            let _ = tx.send(Progress::from_params(p));
+                        }
+                    }
+                    return r.unwrap_or_else(|_| Err(client.down_error()));
+                }
+                p = async { match self.progress.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
+                    let Some(p) = p else { continue };
+                    if opts.reset_timeout_on_progress {
+                        deadline = clock.from(Instant::now());
+                    }
+                    if let Some(tx) = &opts.progress {
+                        let _ = tx.send(Progress::from_params(p));
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    self.guard.reason = "timeout";
+                    return Err(clock.timed_out(method, deadline));
+                }
+                _ = cancelled(&opts.cancel) => {
+                    self.guard.reason = "cancelled by the caller";
+                    return Err(Error::Cancelled { method: method.into() });
+                }
+            }
+        }
     }
 }
 

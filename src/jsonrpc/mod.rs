@@ -328,7 +328,11 @@ impl Message {
 
     /// What every message must satisfy: `jsonrpc` "2.0", structured params,
     /// and a `result` that is JSON when it will not be decoded later.
-    fn check_envelope(body: &[u8], env: &Envelope, id: Option<RequestId>) -> Result<(), ParseError> {
+    fn check_envelope(
+        body: &[u8],
+        env: &Envelope,
+        id: Option<RequestId>,
+    ) -> Result<(), ParseError> {
         if !env.jsonrpc.as_ref().is_some_and(|v| v.0) {
             return Err(ParseError::Invalid {
                 reason: "jsonrpc must be \"2.0\"",
