@@ -19,10 +19,10 @@ use std::time::Duration;
 use ractor::{Actor, ActorCell, ActorRef};
 use tracing::info;
 
-use crate::child::{self, ShutdownTrigger};
+use crate::child::{self, ShutdownSignal, ShutdownTrigger};
 use crate::error::{CloseReason, SpawnError};
 use crate::line_io::writer::{StalledAfter, WriteFailure};
-use crate::line_io::{self, WriteQueue};
+use crate::line_io::{self, QueueReceiver, WriteQueue};
 use crate::transport::{EventSink, Link, OpenFuture, Transport, TransportEvent};
 
 mod output_readers;
@@ -92,64 +92,23 @@ impl Transport for StdioTransport {
                     executable: opts.spec.command.clone(),
                     source: std::io::Error::other(format!("could not start the port owner: {e}")),
                 })?;
-            if let Some(stderr) = spawned.stderr {
-                tokio::spawn(output_readers::run_stderr(
-                    stderr,
-                    sink.clone(),
-                    pid,
-                    done.clone(),
-                ));
-            }
-            let o = owner.clone();
-            let mut exit = spawned.exit;
-            tokio::spawn(async move {
-                if let Some(status) = exit.wait().await {
-                    let _ = o.cast(PortOwnerMsg::Exited(status));
-                }
-            });
-            let o = owner.clone();
-            let stdin = StalledAfter {
-                out: spawned.stdin,
-                stall: opts.write_stall_timeout,
+            let pipes = Pipes {
+                stdin: spawned.stdin,
+                stdout: spawned.stdout,
+                stderr: spawned.stderr,
             };
-            let mut stop = signal.clone();
-            tokio::spawn(async move {
-                // Returning drops the pipe (the first step of the shutdown)
-                // and the queue (which wakes senders waiting for room).
-                let end =
-                    line_io::writer::run(queue_rx, stdin, async move { stop.fired().await }).await;
-                if let Err(failure) = end {
-                    let reason = match failure {
-                        WriteFailure::Io(e) => CloseReason::WriteFailed(e.to_string()),
-                        WriteFailure::Stalled {
-                            stalled_for,
-                            queued,
-                        } => CloseReason::WriteStalled {
-                            stalled_for,
-                            queued,
-                        },
-                    };
-                    let _ = o.cast(PortOwnerMsg::Fatal(reason));
-                }
-            });
-            let o = owner.clone();
-            let grow_pipe = child::pipe_size::grower(&spawned.stdout, name.clone(), pid);
-            let reader = Reader {
-                limits: ReaderLimits {
-                    max_message_bytes: opts.max_message_bytes,
-                    max_junk_lines: opts.max_junk_lines,
-                },
+            start_tasks(
+                opts,
+                &name,
+                pid,
+                pipes,
+                spawned.exit,
+                queue_rx,
+                &owner,
                 sink,
-                shutdown: signal,
+                signal,
                 done,
-                server: name,
-            };
-            tokio::spawn(reader.run(spawned.stdout, grow_pipe, move |end| {
-                let _ = o.cast(match end {
-                    ReaderEnd::Eof => PortOwnerMsg::Eof,
-                    ReaderEnd::Fatal(r) => PortOwnerMsg::Fatal(r),
-                });
-            }));
+            );
             Ok(Arc::new(StdioLink {
                 queue,
                 owner,
@@ -158,6 +117,86 @@ impl Transport for StdioTransport {
             }) as Arc<dyn Link>)
         })
     }
+}
+
+/// This side of a child's pipes.
+struct Pipes {
+    stdin: child::ChildStdin,
+    stdout: child::ChildStdout,
+    stderr: Option<child::ChildStderr>,
+}
+
+/// Starts the link's tasks: the stderr relay, the exit report, the stdin
+/// writer and the stdout reader; what ends each goes to the PortOwner.
+#[allow(clippy::too_many_arguments)]
+fn start_tasks(
+    opts: &StdioOptions,
+    name: &str,
+    pid: u32,
+    pipes: Pipes,
+    mut exit: child::ExitWatch,
+    queue: QueueReceiver,
+    owner: &ActorRef<PortOwnerMsg>,
+    sink: EventSink,
+    signal: ShutdownSignal,
+    done: child::ShutdownHandle,
+) {
+    if let Some(stderr) = pipes.stderr {
+        tokio::spawn(output_readers::run_stderr(
+            stderr,
+            sink.clone(),
+            pid,
+            done.clone(),
+        ));
+    }
+    let o = owner.clone();
+    tokio::spawn(async move {
+        if let Some(status) = exit.wait().await {
+            let _ = o.cast(PortOwnerMsg::Exited(status));
+        }
+    });
+    let o = owner.clone();
+    let stdin = StalledAfter {
+        out: pipes.stdin,
+        stall: opts.write_stall_timeout,
+    };
+    let mut stop = signal.clone();
+    tokio::spawn(async move {
+        // Returning drops the pipe (the first step of the shutdown) and the
+        // queue (which wakes senders waiting for room).
+        let end = line_io::writer::run(queue, stdin, async move { stop.fired().await }).await;
+        if let Err(failure) = end {
+            let reason = match failure {
+                WriteFailure::Io(e) => CloseReason::WriteFailed(e.to_string()),
+                WriteFailure::Stalled {
+                    stalled_for,
+                    queued,
+                } => CloseReason::WriteStalled {
+                    stalled_for,
+                    queued,
+                },
+            };
+            let _ = o.cast(PortOwnerMsg::Fatal(reason));
+        }
+    });
+    let o = owner.clone();
+    let grow_pipe = child::pipe_size::grower(&pipes.stdout, name.to_owned(), pid);
+    let reader = Reader {
+        limits: ReaderLimits {
+            max_message_bytes: opts.max_message_bytes,
+            max_junk_lines: opts.max_junk_lines,
+        },
+        sink,
+        shutdown: signal,
+        done,
+        server: name.to_owned(),
+    };
+    tokio::spawn(reader.run(pipes.stdout, grow_pipe, move |end| {
+        let _ = o.cast(match end {
+            ReaderEnd::Eof => PortOwnerMsg::Eof,
+            ReaderEnd::Fatal(r) => PortOwnerMsg::Fatal(r),
+        });
+    }));
 }
 
 /// One running child process.
