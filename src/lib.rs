@@ -46,13 +46,24 @@
 //!                          SIGKILL, then the reap (see the `child` module)
 //! ```
 //!
-//! Module map: `child` spawns and ends processes (all `unsafe` and every
-//! signal live there, and it imports nothing from the rest); `transport`
-//! turns one child into a link (reader, writer, PortOwner); `client` is the
-//! actor tree and the user's handle; `host` runs many clients as one tree
-//! and one namespace, and `config_file` reads the files that list them;
-//! `server` serves MCP over stdio;
-//! [`jsonrpc`] and [`framing`] are the wire format shared by both halves.
+//! # Module map
+//!
+//! The modules mirror the tree above, leaves first:
+//!
+//! | module | what lives there |
+//! |---|---|
+//! | `child` (private) | spawning and ending processes: all `unsafe`, every signal, the [`ShutdownHandle`]; imports nothing from the rest of the crate |
+//! | `line_io` (private) | the byte-bounded write queue, the writer and the line reader shared by both halves |
+//! | `transport` (private) | one child turned into a link: PortOwner, reader and writer tasks |
+//! | [`client`] | the actor tree (ClientSupervisor, Connection) and the user's [`Client`] handle |
+//! | [`host`] | many clients as one supervised subtree and one tool namespace |
+//! | [`config_file`] | the files that list servers (`mcpServers`, VS Code's `servers`) |
+//! | [`server`] | serving MCP over stdio or any streams, and the tool [`server::Router`] |
+//! | [`protocol`] | typed MCP messages (tools, resources, prompts, ...) for both eras |
+//! | [`jsonrpc`], [`framing`] | the wire format shared by both halves |
+//! | [`error`], [`secret`] | typed errors; values kept out of logs |
+//! | `cluster` (feature `cluster`) | clients served to and used from other nodes over `ractor_cluster` |
+//! | `cli` (feature `cli`) | the `mcp` command |
 //!
 //! One request: the caller's task allocates an id. While a server is ready
 //! the Connection publishes a direct path (the link, the era's pre-serialised
@@ -167,11 +178,11 @@
 //!   still escalating, the task's drop sends SIGKILL to the group at once.
 //! - **Windows.** No process groups or signals: shutdown closes stdin, waits
 //!   `stdin_grace`, then kills the process (`term_grace` is not used);
-//!   `.bat`/`.cmd` commands need `allow_batch_files` (see
-//!   and even then no argument may hold `"%^&|<>`, which `cmd.exe` would
-//!   re-parse). The allowlisted environment differs (`APPDATA`, `PATH`,
-//!   `PATHEXT`, `SYSTEMROOT`, `TEMP`, `USERPROFILE` and the like). On platforms
-//!   other than Linux, tokio reaps the leader as it exits, so a group signal
+//!   `.bat`/`.cmd` commands need `allow_batch_files`, and even then no
+//!   argument may hold `"%^&|<>`, which `cmd.exe` would re-parse. The
+//!   allowlisted environment differs (`APPDATA`, `PATH`, `PATHEXT`,
+//!   `SYSTEMROOT`, `TEMP`, `USERPROFILE` and the like). On platforms other
+//!   than Linux, tokio reaps the leader as it exits, so a group signal
 //!   of the escalation after that could in theory reach a group that reused
 //!   the number. Windows is not tested in CI.
 #![warn(missing_docs, unreachable_pub)]
