@@ -9,15 +9,18 @@
 //! an error at once, so nothing is dropped silently and no handler is lost
 //! track of.
 
+use std::sync::Arc;
+
 use ractor::ActorRef;
-use serde_json::json;
+use serde_json::{json, Value};
 use tracing::{debug, warn};
 
 use super::{ConnectionMsg, ConnectionState, LinkPhase};
 use crate::client::reply_slot::call_result;
 use crate::client::waiters::Waiter;
-use crate::client::InboundRequest;
-use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request};
+use crate::client::{ClientHandler, InboundRequest};
+use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request, RequestId};
+use crate::line_io::WriteQueue;
 use crate::protocol::{methods, Era};
 
 /// The code of the answer to a server request past the bound (JSON-RPC's
@@ -61,45 +64,10 @@ impl ConnectionState {
     }
 
     fn server_request(&mut self, myself: &ActorRef<ConnectionMsg>, req: Request) {
-        let era = match &self.phase {
-            LinkPhase::Ready(s) => Some(s.era),
-            _ => None,
+        let Some(handler) = self.handler_for(&req) else {
+            return;
         };
-        let handler = match (&self.shared.handler, req.method.as_str()) {
-            (Some(handler), _) if era != Some(Era::Modern) => handler.clone(),
-            (None, methods::PING) => {
-                if let Ok(line) = encode::result(&Some(req.id), &json!({})) {
-                    self.send_control(line);
-                }
-                return;
-            }
-            (_, method) => {
-                let e = ErrorObject::new(
-                    codes::METHOD_NOT_FOUND,
-                    format!("method not found: {method}"),
-                );
-                self.send_control(encode::error(&Some(req.id), &e));
-                return;
-            }
-        };
-        let limit = self.shared.config.max_inbound_requests;
-        let refusal = if self.inbound.contains_key(&req.id) {
-            Some(ErrorObject::new(
-                codes::INVALID_REQUEST,
-                format!(
-                    "duplicate request id {}: a request with this id is still being handled",
-                    req.id
-                ),
-            ))
-        } else if self.inbound.len() >= limit {
-            Some(ErrorObject::new(
-                BUSY,
-                format!("the client is busy: {limit} requests from the server are already being handled (the limit)"),
-            ))
-        } else {
-            None
-        };
-        if let Some(e) = refusal {
+        if let Some(e) = self.refusal(&req) {
             warn!(server = %self.name(), id = %req.id, method = %req.method, error = %e.message, "server request refused");
             self.send_control(encode::error(&Some(req.id), &e));
             return;
@@ -119,31 +87,87 @@ impl ConnectionState {
                     params: req.params,
                 })
                 .await;
-            let line = match outcome {
-                Ok(v) => encode::result(&Some(req.id.clone()), &v).unwrap_or_else(|e| {
-                    let e = ErrorObject::new(codes::INTERNAL_ERROR, e.to_string());
-                    encode::error(&Some(req.id.clone()), &e)
-                }),
-                Err(e) => encode::error(&Some(req.id.clone()), &e),
-            };
-            // The answer may be large: it takes room in the queue (and
-            // waits for it). One over the whole queue becomes an error.
-            if line.len() > queue.limit() {
-                let e = ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    format!(
-                        "the answer is {} bytes, over the client's {}-byte write queue",
-                        line.len(),
-                        queue.limit()
-                    ),
-                );
-                let _ = queue.send_control(encode::error(&Some(req.id.clone()), &e));
-            } else {
-                // Closed: the server is gone, and this answer with it.
-                let _ = queue.send(line).await;
-            }
+            send_answer(&queue, &req.id, outcome).await;
             let _ = me.cast(ConnectionMsg::InboundDone { id: req.id, serial });
         });
         self.inbound.insert(id, (serial, task.abort_handle()));
+    }
+
+    /// The user's handler for `req`, or `None` once `req` has been answered
+    /// here: `ping` without a handler, and every request without a handler
+    /// or in the modern era (where the server asks nothing of the client
+    /// outside a call) is method-not-found.
+    fn handler_for(&mut self, req: &Request) -> Option<Arc<dyn ClientHandler>> {
+        let era = match &self.phase {
+            LinkPhase::Ready(s) => Some(s.era),
+            _ => None,
+        };
+        match (&self.shared.handler, req.method.as_str()) {
+            (Some(handler), _) if era != Some(Era::Modern) => Some(handler.clone()),
+            (None, methods::PING) => {
+                if let Ok(line) = encode::result(&Some(req.id.clone()), &json!({})) {
+                    self.send_control(line);
+                }
+                None
+            }
+            (_, method) => {
+                let e = ErrorObject::new(
+                    codes::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                );
+                self.send_control(encode::error(&Some(req.id.clone()), &e));
+                None
+            }
+        }
+    }
+
+    /// Why `req` is not handled: its id is still being handled, or
+    /// `max_inbound_requests` are.
+    fn refusal(&self, req: &Request) -> Option<ErrorObject> {
+        let limit = self.shared.config.max_inbound_requests;
+        if self.inbound.contains_key(&req.id) {
+            Some(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!(
+                    "duplicate request id {}: a request with this id is still being handled",
+                    req.id
+                ),
+            ))
+        } else if self.inbound.len() >= limit {
+            Some(ErrorObject::new(
+                BUSY,
+                format!("the client is busy: {limit} requests from the server are already being handled (the limit)"),
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// Queues the answer to the server's request `id`. The answer may be large:
+/// it takes room in the queue (and waits for it); one over the whole queue
+/// becomes an error, so the server is answered either way.
+async fn send_answer(queue: &WriteQueue, id: &RequestId, outcome: Result<Value, ErrorObject>) {
+    let id = Some(id.clone());
+    let line = match outcome {
+        Ok(v) => encode::result(&id, &v).unwrap_or_else(|e| {
+            let e = ErrorObject::new(codes::INTERNAL_ERROR, e.to_string());
+            encode::error(&id, &e)
+        }),
+        Err(e) => encode::error(&id, &e),
+    };
+    if line.len() > queue.limit() {
+        let e = ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "the answer is {} bytes, over the client's {}-byte write queue",
+                line.len(),
+                queue.limit()
+            ),
+        );
+        let _ = queue.send_control(encode::error(&id, &e));
+    } else {
+        // Closed: the server is gone, and this answer with it.
+        let _ = queue.send(line).await;
     }
 }
