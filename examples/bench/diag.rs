@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::peers::{Conduit, Floor, Rmcp};
+use conduit_mcp::EraPreference;
+
+use super::peers::{ChildKind, Conduit, Floor, Rmcp};
 use super::{floor_ping_series, percentile, ping_series, us, vm_rss_kib};
 
 /// `--diag-spawn N`: spawn-to-ready of conduit with its default config and
@@ -16,20 +18,49 @@ pub fn spawn(exe: &Path, n: usize) {
         .enable_all()
         .build()
         .expect("runtime");
-    let variants: &[(&str, &[&str])] = &[
-        ("conduit default", &[]),
+    // (name, environment, era, child): conduit's default config (era auto)
+    // against a legacy-only server and against the dual-era child, each era
+    // pinned, and single options changed.
+    let variants: &[(&str, &[&str], EraPreference, ChildKind)] = &[
         (
-            "conduit die_with_parent=false",
-            &["BENCH_DIAG_NO_PDEATHSIG"],
+            "conduit auto, legacy-only server",
+            &[],
+            EraPreference::Auto,
+            ChildKind::FloorLegacyOnly,
         ),
-        ("conduit era=legacy", &["BENCH_DIAG_LEGACY"]),
-        ("rmcp", &[]),
+        (
+            "conduit auto, dual-era server",
+            &[],
+            EraPreference::Auto,
+            ChildKind::Floor,
+        ),
+        (
+            "conduit era=legacy",
+            &[],
+            EraPreference::Legacy,
+            ChildKind::Floor,
+        ),
+        (
+            "conduit era=modern",
+            &[],
+            EraPreference::Modern,
+            ChildKind::Floor,
+        ),
+        (
+            "conduit legacy die_with_parent=false",
+            &["BENCH_DIAG_NO_PDEATHSIG"],
+            EraPreference::Legacy,
+            ChildKind::Floor,
+        ),
+        (
+            "conduit legacy kill_process_group=false",
+            &["BENCH_DIAG_NO_PGROUP"],
+            EraPreference::Legacy,
+            ChildKind::Floor,
+        ),
+        ("rmcp", &[], EraPreference::Auto, ChildKind::Floor),
     ];
-    let all = [
-        "BENCH_DIAG_NO_PDEATHSIG",
-        "BENCH_DIAG_NO_PGROUP",
-        "BENCH_DIAG_LEGACY",
-    ];
+    let all = ["BENCH_DIAG_NO_PDEATHSIG", "BENCH_DIAG_NO_PGROUP"];
     // Optional touched ballast: a fork() would copy its page tables; a
     // posix_spawn-like clone(CLONE_VM | CLONE_VFORK) does not.
     let ballast_mib: usize = std::env::var("BENCH_DIAG_BALLAST_MIB")
@@ -40,7 +71,7 @@ pub fn spawn(exe: &Path, n: usize) {
     println!("parent VmRSS {} KiB", vm_rss_kib());
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
     for _ in 0..n {
-        for (i, (name, env)) in variants.iter().enumerate() {
+        for (i, (name, env, era, child)) in variants.iter().enumerate() {
             for k in all {
                 std::env::remove_var(k);
             }
@@ -55,7 +86,7 @@ pub fn spawn(exe: &Path, n: usize) {
                     c.close().await;
                     Ok::<_, String>(el)
                 } else {
-                    let c = Conduit::start(exe, None).await?;
+                    let c = Conduit::start(exe, *era, *child).await?;
                     let el = t.elapsed();
                     c.close().await;
                     Ok(el)
@@ -71,10 +102,10 @@ pub fn spawn(exe: &Path, n: usize) {
         std::env::remove_var(k);
     }
     drop(ballast);
-    for ((name, _), mut t) in variants.iter().zip(times) {
+    for ((name, ..), mut t) in variants.iter().zip(times) {
         t.sort_by(|a, b| a.total_cmp(b));
         println!(
-            "{name:<32} min {:>7.0} us  median {:>7.0} us  p90 {:>7.0} us",
+            "{name:<40} min {:>7.0} us  median {:>7.0} us  p90 {:>7.0} us",
             percentile(&t, 0.0),
             percentile(&t, 0.5),
             percentile(&t, 0.9)
@@ -83,8 +114,8 @@ pub fn spawn(exe: &Path, n: usize) {
 }
 
 /// `--diag-ping N`: ping p50 of the floor, of conduit on a multi-thread and
-/// a current-thread runtime, and of rmcp, N interleaved rounds of 5,000
-/// pings.
+/// a current-thread runtime (legacy era), of conduit in the modern era, and
+/// of rmcp, N interleaved rounds of 5,000 pings.
 ///
 /// With `pin` (the default) this process, and so every child, runs on CPU 0
 /// only. Unpinned, a round trip on this kind of virtual machine is bimodal:
@@ -95,7 +126,7 @@ pub fn ping(exe: &Path, rounds: usize, pin: bool) {
     const PINGS: usize = 5000;
     const WARMUP: usize = 500;
     if pin {
-        pin_to_cpu0();
+        pin_to_cpu(super::pin_cpu());
     }
     let mt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -105,15 +136,19 @@ pub fn ping(exe: &Path, rounds: usize, pin: bool) {
         .enable_all()
         .build()
         .expect("runtime");
-    let mut p50s: [Vec<f64>; 4] = Default::default();
+    let mut p50s: [Vec<f64>; 5] = Default::default();
     for _ in 0..rounds {
         match floor_pings(exe, WARMUP, PINGS) {
             Ok(mut lat) => p50s[0].push(p50(&mut lat)),
             Err(e) => eprintln!("floor: {e}"),
         }
-        for (i, rt) in [(1, &mt), (2, &ct)] {
+        for (i, rt, era) in [
+            (1, &mt, EraPreference::Legacy),
+            (2, &ct, EraPreference::Legacy),
+            (3, &mt, EraPreference::Modern),
+        ] {
             let r = rt.block_on(async {
-                let c = Conduit::start(exe, None).await?;
+                let c = Conduit::start(exe, era, ChildKind::Floor).await?;
                 let lat = ping_series(c.ping_fn(), WARMUP, PINGS).await;
                 c.close().await;
                 lat
@@ -130,7 +165,7 @@ pub fn ping(exe: &Path, rounds: usize, pin: bool) {
             lat
         });
         match r {
-            Ok(mut lat) => p50s[3].push(p50(&mut lat)),
+            Ok(mut lat) => p50s[4].push(p50(&mut lat)),
             Err(e) => eprintln!("rmcp: {e}"),
         }
     }
@@ -138,12 +173,17 @@ pub fn ping(exe: &Path, rounds: usize, pin: bool) {
         "floor",
         "conduit, multi-thread runtime",
         "conduit, current-thread runtime",
+        "conduit modern, multi-thread runtime",
         "rmcp, multi-thread runtime",
     ];
     let floor = p50(&mut p50s[0].clone());
     println!(
         "ping p50, median of {rounds} rounds x {PINGS} pings ({})",
-        if pin { "pinned to CPU 0" } else { "not pinned" }
+        if pin {
+            format!("pinned to CPU {}", super::pin_cpu())
+        } else {
+            "not pinned".to_owned()
+        }
     );
     for (name, v) in names.iter().zip(p50s.iter_mut()) {
         let m = p50(v);
@@ -166,17 +206,19 @@ fn p50(v: &mut [f64]) -> f64 {
     percentile(v, 0.5)
 }
 
-/// Restricts this process (and the children it spawns from now on) to CPU 0.
-fn pin_to_cpu0() {
+/// Restricts the calling thread, and the threads and children it starts
+/// from now on, to CPU `cpu`. Called first thing in `main`, before any
+/// thread exists, it pins the whole process and everything it starts.
+pub fn pin_to_cpu(cpu: usize) {
     // SAFETY: cpu_set_t is plain data, initialised by CPU_ZERO; the call
     // only reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(0, &mut set);
+        libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             eprintln!(
-                "could not pin to CPU 0: {}",
+                "could not pin to CPU {cpu}: {}",
                 std::io::Error::last_os_error()
             );
         }
