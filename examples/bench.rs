@@ -759,6 +759,8 @@ usage: bench [--quick] [--json] [--samples] [--pinning both|on|off] [--rounds N]
                                   current-thread runtimes, both eras) and rmcp, pinned to
                                   one CPU unless --no-pin
        bench --one-round N [--pin] [plan options]  one round; samples as JSON lines
+       bench --diag-op PEER OP N [--pin]  N operations of one kind, for profilers
+                                  (see examples/bench/diag.rs)
 Pinned runs use CPU 0 (BENCH_PIN_CPU=N for another).";
 
 fn main() {
@@ -799,6 +801,15 @@ fn main() {
         diag::spawn(&exe, n);
         return;
     }
+    if let Some(i) = args.iter().position(|a| a == "--diag-op") {
+        match (args.get(i + 1), args.get(i + 2), args.get(i + 3)) {
+            (Some(peer), Some(op), Some(n)) => {
+                diag::op(&exe, peer, op, n.parse().expect("--diag-op PEER OP N"))
+            }
+            _ => eprintln!("usage: --diag-op PEER OP N"),
+        }
+        return;
+    }
     if let Some(n) = arg_value(&args, "--diag-ping").and_then(|v| v.parse().ok()) {
         diag::ping(&exe, n, !args.iter().any(|a| a == "--no-pin"));
         return;
@@ -814,6 +825,11 @@ fn main() {
         .build()
         .expect("runtime");
     if let Some(round) = arg_value(&args, "--one-round").and_then(|v| v.parse().ok()) {
+        // Warm-up, not measured: the first spawn also starts the spawning
+        // thread, which the unpinned rounds pay once for the whole run.
+        if let Err(e) = rt.block_on(spawn_once(&exe, EraPreference::Legacy, ChildKind::Floor)) {
+            eprintln!("warm-up client: {e}");
+        }
         let mut r = Results::default();
         run_round(&exe, &plan, round, &wants, &rt, &mut r);
         drop(rt);

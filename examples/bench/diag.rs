@@ -224,3 +224,167 @@ pub fn pin_to_cpu(cpu: usize) {
         }
     }
 }
+
+/// `--diag-op PEER OP N`: `n` operations of one kind against one peer and
+/// nothing else, for profilers (`perf record`, `strace -c -f`,
+/// `valgrind --tool=callgrind`: run it with two values of `n` and divide
+/// the difference by the difference of `n` for a per-operation cost).
+///
+/// PEER: `floor`, `conduit` (legacy era), `modern`, `rmcp`, or a server
+/// driven by our client: `conduit-server`, `rmcp-server` (legacy era),
+/// `conduit-server-modern`, `rmcp-server-modern`. OP: `ping` (sequential),
+/// `window` (64 in flight, `n` in all), `big` (8 MiB results), `echo`
+/// (sequential echo tool calls), `echo-window` (64 in flight), `spawn`
+/// (start to ready, then close). Prints the time per operation.
+pub fn op(exe: &Path, peer: &str, op: &str, n: usize) {
+    let t = Instant::now();
+    let done = if peer == "floor" {
+        floor_op(exe, op, n)
+    } else {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // In a task, as the bench's headline metrics run.
+        let (exe, peer, op) = (exe.to_owned(), peer.to_owned(), op.to_owned());
+        rt.block_on(async move {
+            tokio::spawn(async move { client_op(&exe, &peer, &op, n).await })
+                .await
+                .map_err(|e| e.to_string())?
+        })
+    };
+    let el = t.elapsed();
+    match done {
+        Ok(()) => println!(
+            "{peer} {op} x {n}: {:.3} s, {:.2} us per operation",
+            el.as_secs_f64(),
+            us(el) / n.max(1) as f64
+        ),
+        Err(e) => eprintln!("{peer} {op}: {e}"),
+    }
+}
+
+fn floor_op(exe: &Path, op: &str, n: usize) -> Result<(), String> {
+    let e = |e: std::io::Error| e.to_string();
+    if op == "spawn" {
+        for _ in 0..n {
+            Floor::start(exe).map_err(e)?.close();
+        }
+        return Ok(());
+    }
+    let mut f = Floor::start(exe).map_err(e)?;
+    match op {
+        "ping" => {
+            for _ in 0..n {
+                f.ping().map_err(e)?;
+            }
+        }
+        "window" => {
+            f.window_count(64, n).map_err(e)?;
+        }
+        "big" => {
+            for _ in 0..n {
+                f.big().map_err(e)?;
+            }
+        }
+        other => return Err(format!("unknown op {other} for the floor")),
+    }
+    f.close();
+    Ok(())
+}
+
+async fn client_op(exe: &Path, peer: &str, op: &str, n: usize) -> Result<(), String> {
+    let echo = serde_json::json!({ "name": "echo", "arguments": { "text": "hello" } });
+    if peer == "rmcp" {
+        if op == "spawn" {
+            for _ in 0..n {
+                Rmcp::start(exe).await?.close().await;
+            }
+            return Ok(());
+        }
+        let c = Rmcp::start(exe).await?;
+        let r = match op {
+            "ping" => {
+                let ping = c.ping_fn();
+                run_seq(&ping, n).await
+            }
+            "window" => {
+                window(|| c.ping_fn(), n).await;
+                Ok(())
+            }
+            "big" => {
+                for _ in 0..n {
+                    c.big().await?;
+                }
+                Ok(())
+            }
+            other => Err(format!("unknown op {other} for rmcp")),
+        };
+        c.close().await;
+        return r;
+    }
+    let (era, child) = match peer {
+        "conduit" => (EraPreference::Legacy, ChildKind::Floor),
+        "modern" => (EraPreference::Modern, ChildKind::Floor),
+        "conduit-server" => (EraPreference::Legacy, ChildKind::Server("conduit-server")),
+        "rmcp-server" => (EraPreference::Legacy, ChildKind::Server("rmcp-server")),
+        "conduit-server-modern" => (EraPreference::Modern, ChildKind::Server("conduit-server")),
+        "rmcp-server-modern" => (EraPreference::Modern, ChildKind::Server("rmcp-server")),
+        other => return Err(format!("unknown peer {other}")),
+    };
+    if op == "spawn" {
+        for _ in 0..n {
+            Conduit::start(exe, era, child).await?.close().await;
+        }
+        return Ok(());
+    }
+    let c = Conduit::start(exe, era, child).await?;
+    let r = match op {
+        "ping" => run_seq(&c.ping_fn(), n).await,
+        "echo" => run_seq(&c.call_fn("tools/call", Some(echo)), n).await,
+        "window" => {
+            window(|| c.ping_fn(), n).await;
+            Ok(())
+        }
+        "echo-window" => {
+            window(|| c.call_fn("tools/call", Some(echo.clone())), n).await;
+            Ok(())
+        }
+        "big" => {
+            for _ in 0..n {
+                c.big().await?;
+            }
+            Ok(())
+        }
+        other => Err(format!("unknown op {other}")),
+    };
+    c.close().await;
+    r
+}
+
+/// `n` sequential calls from a task on the runtime.
+async fn run_seq(call: &super::PingFn, n: usize) -> Result<(), String> {
+    for _ in 0..n {
+        if !call().await {
+            return Err("call failed".into());
+        }
+    }
+    Ok(())
+}
+
+/// 64 tasks sharing `n` calls.
+async fn window(make: impl Fn() -> super::PingFn, n: usize) {
+    let mut set = tokio::task::JoinSet::new();
+    for k in 0..64 {
+        let call = make();
+        let share = n / 64 + usize::from(k < n % 64);
+        set.spawn(async move {
+            for _ in 0..share {
+                if !call().await {
+                    break;
+                }
+            }
+        });
+    }
+    while set.join_next().await.is_some() {}
+}

@@ -188,6 +188,37 @@ impl Floor {
         Ok((done, start.elapsed()))
     }
 
+    /// `total` pings with `window` in flight (refilled as in
+    /// [`throughput`](Self::throughput)).
+    pub fn window_count(&mut self, window: usize, total: usize) -> std::io::Result<()> {
+        let first = window.min(total);
+        for _ in 0..first {
+            self.push_request("ping");
+        }
+        self.flush_requests()?;
+        let mut sent = first;
+        let mut in_flight = first;
+        let mut owed = 0usize;
+        while in_flight > 0 {
+            self.read_line()?;
+            in_flight -= 1;
+            owed += 1;
+            if self.out.buffer().is_empty() {
+                let more = owed.min(total - sent);
+                for _ in 0..more {
+                    self.push_request("ping");
+                }
+                if more > 0 {
+                    self.flush_requests()?;
+                }
+                sent += more;
+                in_flight += more;
+                owed = 0;
+            }
+        }
+        Ok(())
+    }
+
     /// One 8 MiB tool result; returns its size in bytes.
     pub fn big(&mut self) -> std::io::Result<usize> {
         let id = self.next_id;
