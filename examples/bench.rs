@@ -1,23 +1,30 @@
-//! Side-by-side benchmark: the pipe floor, conduit-mcp and rmcp, against the
-//! same minimal child server, interleaved in one run (issue #6).
+//! Side-by-side benchmark: the pipe floor, conduit-mcp (legacy and modern
+//! era) and rmcp, against the same minimal child server, interleaved in one
+//! run, each round both unpinned and pinned to one CPU (issues #6 and #16).
 //!
-//! Run: `cargo run --release --example bench` (about a minute), or
-//! `-- --quick` for a smoke run of a few seconds; `-- --json` prints one JSON
-//! object per line (`{"peer", "metric", "value", "unit"}`, plus ratio and
-//! target lines) on stdout and the table on stderr.
+//! Run: `cargo run --release --example bench` (a few minutes), or
+//! `-- --quick` for a smoke run; `-- --json` prints one JSON object per line
+//! (`{"peer", "metric", "value", "unit", "pinned"}`, plus ratio and target
+//! lines) on stdout and the tables on stderr.
 //!
 //! - **floor**: a blocking child (this binary, `--child floor`) that answers
 //!   each request line with fixed bytes after a byte scan for the id, driven
 //!   by blocking pipe reads and writes in this process: no JSON work at all.
-//! - **conduit**: `conduit_mcp::Client` against that same child.
+//! - **conduit**: `conduit_mcp::Client` against that same child, era pinned
+//!   to legacy (`initialize`, the handshake the other peers do).
+//! - **modern**: the same client with the era pinned to modern
+//!   (`server/discover`, `_meta` on every request), same child.
 //! - **rmcp**: rmcp's client (`TokioChildProcess`) against that same child.
 //!
 //! Each round runs every metric for every peer, the order rotating per
-//! round; the table shows medians over rounds. The server side (our
-//! `StdioServer` against an rmcp stdio server, both with an `echo` tool)
-//! is driven by our client. Idle-connection memory and 100-client
-//! throughput run in fresh subprocesses (`--probe`) so one peer's freed
-//! memory cannot flatter the next.
+//! round; the tables show medians over rounds. Every round runs twice: in
+//! this process (unpinned), and in a fresh copy of this binary pinned to one
+//! CPU before it starts anything (`--one-round N --pin`), so the client, its
+//! runtime's threads, the spawning thread and every child share that CPU.
+//! The server rows (our `StdioServer` against an rmcp stdio server, both
+//! with an `echo` tool) are driven by our client in each era. Idle-client
+//! memory and 100-client throughput run in fresh subprocesses (`--probe`)
+//! so one peer's freed memory cannot flatter the next.
 
 #[path = "bench/child.rs"]
 mod child;
@@ -25,12 +32,17 @@ mod child;
 mod diag;
 #[path = "bench/peers.rs"]
 mod peers;
+#[path = "bench/report.rs"]
+mod report;
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use peers::{CloseTimes, Conduit, Floor, PingFn, Rmcp};
+use conduit_mcp::EraPreference;
+use peers::{ChildKind, CloseTimes, Conduit, Floor, PingFn, Rmcp};
 
 /// Sizes of one run.
 #[derive(Debug, Clone, Copy)]
@@ -62,17 +74,66 @@ impl Plan {
     }
     fn quick() -> Self {
         Plan {
-            rounds: 3,
-            pings: 500,
+            rounds: 2,
+            pings: 400,
             warmup: 100,
             window: 64,
-            tput: Duration::from_millis(150),
+            tput: Duration::from_millis(100),
             bigs: 2,
             clients: 100,
             probe_rounds: 1,
-            agg: Duration::from_millis(200),
+            agg: Duration::from_millis(150),
         }
     }
+
+    /// The plan the arguments ask for (`--quick`, then size overrides).
+    fn from_args(args: &[String]) -> Self {
+        let mut plan = if args.iter().any(|a| a == "--quick") {
+            Plan::quick()
+        } else {
+            Plan::full()
+        };
+        let num = |k: &str| arg_value(args, k).and_then(|v| v.parse::<usize>().ok());
+        if let Some(n) = num("--rounds") {
+            plan.rounds = n;
+        }
+        if let Some(n) = num("--pings") {
+            plan.pings = n;
+            plan.warmup = plan.warmup.min(n);
+        }
+        if let Some(n) = num("--tput-ms") {
+            plan.tput = Duration::from_millis(n as u64);
+        }
+        if let Some(n) = num("--bigs") {
+            plan.bigs = n;
+        }
+        if let Some(n) = num("--probe-rounds") {
+            plan.probe_rounds = n;
+        }
+        plan
+    }
+}
+
+/// The arguments a subprocess needs to build the same plan and filter.
+fn plan_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    if args.iter().any(|a| a == "--quick") {
+        out.push("--quick".to_owned());
+    }
+    for k in [
+        "--rounds",
+        "--pings",
+        "--tput-ms",
+        "--bigs",
+        "--probe-rounds",
+        "--only",
+    ] {
+        if let Some(v) = arg_value(args, k) {
+            out.push(k.to_owned());
+            out.push(v);
+        }
+    }
+    out
 }
 
 /// Samples per (peer, metric), one per round.
@@ -88,8 +149,13 @@ impl Results {
             .or_default()
             .push(v);
     }
-    fn median(&self, peer: &str, metric: &'static str) -> Option<f64> {
-        let mut v = self.samples.get(&(peer.to_owned(), metric))?.clone();
+    fn median(&self, peer: &str, metric: &str) -> Option<f64> {
+        let mut v = self
+            .samples
+            .iter()
+            .find(|((p, m), _)| p == peer && *m == metric)
+            .map(|(_, v)| v.clone())?;
+        v.retain(|x| x.is_finite());
         if v.is_empty() {
             return None;
         }
@@ -100,6 +166,32 @@ impl Results {
         } else {
             (v[n / 2 - 1] + v[n / 2]) / 2.0
         })
+    }
+
+    /// One JSON line per sample (what a pinned round reports to the parent).
+    fn sample_lines(&self) -> String {
+        let mut s = String::new();
+        for ((peer, metric), v) in &self.samples {
+            for x in v {
+                s += &serde_json::json!({"peer": peer, "metric": metric, "value": x}).to_string();
+                s.push('\n');
+            }
+        }
+        s
+    }
+
+    /// Adds the samples of [`sample_lines`](Self::sample_lines) output.
+    fn add_lines(&mut self, text: &str) -> Result<(), String> {
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| format!("{e}: {line:?}"))?;
+            let peer = v["peer"].as_str().ok_or("no peer")?;
+            let metric = v["metric"].as_str().ok_or("no metric")?;
+            let metric = report::metric_name(metric).ok_or(format!("unknown metric {metric}"))?;
+            let value = v["value"].as_f64().unwrap_or(f64::NAN);
+            self.add(peer, metric, value);
+        }
+        Ok(())
     }
 }
 
@@ -189,24 +281,61 @@ async fn ping_series(ping: PingFn, warmup: usize, n: usize) -> Result<Vec<f64>, 
     .map_err(|e| e.to_string())?
 }
 
-async fn run_conduit(exe: &Path, plan: &Plan, r: &mut Results) -> Result<(), String> {
-    // Diagnostic: the same spawn with die_with_parent off (no
-    // PR_SET_PDEATHSIG setup in the child).
-    let stamp = peers::stamp_path("conduit-nodeath");
-    let mut cfg = peers::conduit_config(exe, peers::floor_args(&stamp));
-    cfg.die_with_parent = false;
+/// Time from `Client::start` to ready, then the close (not measured).
+async fn spawn_once(exe: &Path, era: EraPreference, child: ChildKind) -> Result<f64, String> {
     let t = Instant::now();
-    let c = Conduit::start_cfg(cfg, Some(stamp)).await?;
-    r.add("conduit", "spawn_ready_nodeath", us(t.elapsed()));
+    let c = Conduit::start(exe, era, child).await?;
+    let el = us(t.elapsed());
     c.close().await;
+    Ok(el)
+}
+
+/// Our client against the floor child in one era: `peer` is `conduit`
+/// (legacy) or `modern`.
+async fn run_conduit(exe: &Path, plan: &Plan, peer: &str, r: &mut Results) -> Result<(), String> {
+    let era = if peer == "modern" {
+        EraPreference::Modern
+    } else {
+        EraPreference::Legacy
+    };
+    // The default config (era auto): against a legacy-only server (the
+    // probe is refused, then `initialize`) for the legacy column, against
+    // the dual-era child (the probe is answered) for the modern one.
+    let auto_child = if peer == "modern" {
+        ChildKind::Floor
+    } else {
+        ChildKind::FloorLegacyOnly
+    };
+    r.add(
+        peer,
+        "spawn_ready_auto",
+        spawn_once(exe, EraPreference::Auto, auto_child).await?,
+    );
+    if peer == "conduit" {
+        // Diagnostic: the same spawn with die_with_parent off (no
+        // PR_SET_PDEATHSIG setup in the child).
+        let stamp = peers::stamp_path("conduit-nodeath");
+        let mut cfg = peers::conduit_config(exe, peers::floor_args(&stamp), era);
+        cfg.die_with_parent = false;
+        let t = Instant::now();
+        let c = Conduit::start_cfg(cfg, Some(stamp)).await?;
+        r.add(peer, "spawn_ready_nodeath", us(t.elapsed()));
+        c.close().await;
+    }
     let t = Instant::now();
-    let c = Conduit::start(exe, None).await?;
-    r.add("conduit", "spawn_ready", us(t.elapsed()));
+    let c = Conduit::start(exe, era, ChildKind::Floor).await?;
+    r.add(peer, "spawn_ready", us(t.elapsed()));
     // Sequential pings from a task on the runtime (how async code calls a
     // client), then from outside it (the caller is the block_on thread, so
     // every answer must wake a thread that is not a runtime worker).
-    let lat = ping_series(c.ping_fn(), plan.warmup, plan.pings).await?;
-    add_pings(r, "conduit", lat);
+    let lat = match ping_series(c.ping_fn(), plan.warmup, plan.pings).await {
+        Ok(lat) => lat,
+        Err(e) => {
+            c.close().await;
+            return Err(e);
+        }
+    };
+    add_pings(r, peer, lat);
     let mut lat = Vec::with_capacity(plan.pings);
     for _ in 0..plan.pings {
         let t = Instant::now();
@@ -214,9 +343,9 @@ async fn run_conduit(exe: &Path, plan: &Plan, r: &mut Results) -> Result<(), Str
         lat.push(us(t.elapsed()));
     }
     lat.sort_by(|a, b| a.total_cmp(b));
-    r.add("conduit", "ping_p50_outside", percentile(&lat, 0.5));
+    r.add(peer, "ping_p50_outside", percentile(&lat, 0.5));
     let (n, el) = c.throughput(plan.window, plan.tput, "ping", None).await;
-    r.add("conduit", "rps_64", n as f64 / el.as_secs_f64());
+    r.add(peer, "rps_64", n as f64 / el.as_secs_f64());
     c.big().await?;
     let t = Instant::now();
     let mut bytes = 0;
@@ -224,11 +353,11 @@ async fn run_conduit(exe: &Path, plan: &Plan, r: &mut Results) -> Result<(), Str
         bytes += c.big().await?;
     }
     r.add(
-        "conduit",
+        peer,
         "big_mbs",
         bytes as f64 / MIB / t.elapsed().as_secs_f64(),
     );
-    add_close(r, "conduit", c.close().await);
+    add_close(r, peer, c.close().await);
     Ok(())
 }
 
@@ -266,15 +395,27 @@ async fn run_rmcp(exe: &Path, plan: &Plan, r: &mut Results) -> Result<(), String
     Ok(())
 }
 
-/// Our client driving one of the two servers (`conduit-server`,
-/// `rmcp-server`) with `window` echo calls in flight.
-async fn run_server(exe: &Path, mode: &str, plan: &Plan, r: &mut Results) -> Result<(), String> {
+/// Our client, era pinned to `era`, driving one of the two servers
+/// (`conduit-server`, `rmcp-server`): `window` echo calls in flight, then
+/// sequential echo calls (latency through the server).
+async fn run_server(
+    exe: &Path,
+    mode: &'static str,
+    era: EraPreference,
+    plan: &Plan,
+    r: &mut Results,
+) -> Result<(), String> {
     let peer = if mode == "conduit-server" {
         "conduit"
     } else {
         "rmcp"
     };
-    let c = Conduit::start(exe, Some(mode)).await?;
+    let (rps, p50) = if era == EraPreference::Modern {
+        ("server_rps_64_modern", "server_p50_modern")
+    } else {
+        ("server_rps_64", "server_p50")
+    };
+    let c = Conduit::start(exe, era, ChildKind::Server(mode)).await?;
     let params = serde_json::json!({ "name": "echo", "arguments": { "text": "hello" } });
     let (_, _) = c
         .throughput(
@@ -285,14 +426,64 @@ async fn run_server(exe: &Path, mode: &str, plan: &Plan, r: &mut Results) -> Res
         )
         .await;
     let (n, el) = c
-        .throughput(plan.window, plan.tput, "tools/call", Some(params))
+        .throughput(plan.window, plan.tput, "tools/call", Some(params.clone()))
         .await;
+    let lat = ping_series(
+        c.call_fn("tools/call", Some(params)),
+        plan.warmup,
+        plan.pings,
+    )
+    .await;
+    let _ = c.close().await;
     if n == 0 {
         return Err(format!("{mode}: no echo call succeeded"));
     }
-    r.add(peer, "server_rps_64", n as f64 / el.as_secs_f64());
-    let _ = c.close().await;
+    r.add(peer, rps, n as f64 / el.as_secs_f64());
+    let mut lat = lat.map_err(|e| format!("{mode}: sequential echo: {e}"))?;
+    lat.sort_by(|a, b| a.total_cmp(b));
+    r.add(peer, p50, percentile(&lat, 0.5));
     Ok(())
+}
+
+/// One round: every client peer in rotating order, then the four server
+/// runs (two servers x two eras), also rotating.
+fn run_round(
+    exe: &Path,
+    plan: &Plan,
+    round: usize,
+    wants: &dyn Fn(&str) -> bool,
+    rt: &tokio::runtime::Runtime,
+    r: &mut Results,
+) {
+    let n = report::PEERS.len();
+    for k in 0..n {
+        let peer = report::PEERS[(round + k) % n];
+        if !wants(peer) {
+            continue;
+        }
+        let res = match peer {
+            "floor" => run_floor(exe, plan, r).map_err(|e| e.to_string()),
+            "conduit" | "modern" => rt.block_on(run_conduit(exe, plan, peer, r)),
+            _ => rt.block_on(run_rmcp(exe, plan, r)),
+        };
+        if let Err(e) = res {
+            eprintln!("round {round}: {peer} failed: {e}");
+        }
+    }
+    if wants("server") {
+        let runs = [
+            ("conduit-server", EraPreference::Legacy),
+            ("rmcp-server", EraPreference::Legacy),
+            ("conduit-server", EraPreference::Modern),
+            ("rmcp-server", EraPreference::Modern),
+        ];
+        for k in 0..runs.len() {
+            let (mode, era) = runs[(round + k) % runs.len()];
+            if let Err(e) = rt.block_on(run_server(exe, mode, era, plan, r)) {
+                eprintln!("round {round}: {mode} ({era:?}) failed: {e}");
+            }
+        }
+    }
 }
 
 fn vm_rss_kib() -> u64 {
@@ -309,22 +500,38 @@ fn vm_rss_kib() -> u64 {
 
 /// `--probe PEER`: in a fresh process, start one warm-up client, then
 /// `clients` more; report the RSS they added once idle, then each pings
-/// sequentially for `agg` and the aggregate rate is reported.
+/// sequentially for `agg` and the aggregate rate is reported. `floor`:
+/// `clients` floor connections, one blocking thread each (rate only).
 fn probe(exe: &Path, peer: &str, clients: usize, agg: Duration) {
+    if peer == "floor" {
+        let (n, el) = floor_aggregate(exe, clients, agg).expect("floor aggregate");
+        println!(
+            "{}",
+            serde_json::json!({ "requests": n, "secs": el.as_secs_f64() })
+        );
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let out = rt.block_on(async move {
         match peer {
-            "conduit" => {
-                let warm = Conduit::start(exe, None).await.expect("warm-up client");
+            "conduit" | "modern" => {
+                let era = if peer == "modern" {
+                    EraPreference::Modern
+                } else {
+                    EraPreference::Legacy
+                };
+                let warm = Conduit::start(exe, era, ChildKind::Floor)
+                    .await
+                    .expect("warm-up client");
                 warm.ping().await.expect("ping");
                 let before = vm_rss_kib();
                 let mut set = tokio::task::JoinSet::new();
                 for _ in 0..clients {
                     let exe = exe.to_owned();
-                    set.spawn(async move { Conduit::start(&exe, None).await });
+                    set.spawn(async move { Conduit::start(&exe, era, ChildKind::Floor).await });
                 }
                 let mut all = Vec::new();
                 while let Some(c) = set.join_next().await {
@@ -441,276 +648,92 @@ fn floor_aggregate(exe: &Path, clients: usize, dur: Duration) -> std::io::Result
     Ok((total, start.elapsed()))
 }
 
-fn run_probe(exe: &Path, peer: &str, plan: &Plan, r: &mut Results) -> Result<(), String> {
-    let out = std::process::Command::new(exe)
-        .args([
-            "--probe",
-            peer,
-            "--clients",
-            &plan.clients.to_string(),
-            "--agg-ms",
-            &plan.agg.as_millis().to_string(),
-        ])
-        .stderr(std::process::Stdio::inherit())
-        .output()
+/// Runs this binary with `args` and returns its stdout; kills it (and fails)
+/// after `limit`. Its stderr is ours.
+fn run_sub(exe: &Path, args: &[String], limit: Duration) -> Result<String, String> {
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
         .map_err(|e| e.to_string())?;
-    let line = String::from_utf8_lossy(&out.stdout);
+    let mut stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(format!("{args:?}: killed after {limit:?}"));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    let out = reader.join().unwrap_or_default();
+    match status? {
+        s if s.success() => Ok(out),
+        s => Err(format!("{args:?}: {s}")),
+    }
+}
+
+/// Longest a pinned round or a probe may take before it is killed.
+const SUB_LIMIT: Duration = Duration::from_secs(180);
+
+/// One round in a fresh copy of this binary pinned to one CPU.
+fn run_pinned_round(
+    exe: &Path,
+    args: &[String],
+    round: usize,
+    r: &mut Results,
+) -> Result<(), String> {
+    let mut a = plan_args(args);
+    a.extend([
+        "--one-round".to_owned(),
+        round.to_string(),
+        "--pin".to_owned(),
+    ]);
+    let out = run_sub(exe, &a, SUB_LIMIT)?;
+    r.add_lines(&out)
+}
+
+fn run_probe(
+    exe: &Path,
+    peer: &str,
+    plan: &Plan,
+    pin: bool,
+    r: &mut Results,
+) -> Result<(), String> {
+    let mut a = vec![
+        "--probe".to_owned(),
+        peer.to_owned(),
+        "--clients".to_owned(),
+        plan.clients.to_string(),
+        "--agg-ms".to_owned(),
+        plan.agg.as_millis().to_string(),
+    ];
+    if pin {
+        a.push("--pin".to_owned());
+    }
+    let line = run_sub(exe, &a, SUB_LIMIT)?;
     let v: serde_json::Value =
         serde_json::from_str(line.trim()).map_err(|e| format!("probe {peer}: {e}: {line:?}"))?;
     let f = |k: &str| v.get(k).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
-    let added_kib = f("rss_after_kib") - f("rss_before_kib");
-    r.add(peer, "rss_100_idle", added_kib / 1024.0);
-    r.add(peer, "rss_per_conn", added_kib / plan.clients as f64);
     r.add(peer, "agg_rps_100", f("requests") / f("secs"));
-    r.add(peer, "close_call_100", f("close_call_p50_us"));
+    if peer != "floor" {
+        let added_kib = f("rss_after_kib") - f("rss_before_kib");
+        r.add(peer, "rss_100_idle", added_kib / 1024.0);
+        r.add(peer, "rss_per_conn", added_kib / plan.clients as f64);
+        r.add(peer, "close_call_100", f("close_call_p50_us"));
+    }
     Ok(())
-}
-
-/// One metric's row: name, unit, and whether higher is better.
-struct Row {
-    metric: &'static str,
-    label: &'static str,
-    unit: &'static str,
-}
-
-const ROWS: &[Row] = &[
-    Row {
-        metric: "ping_p50",
-        label: "ping p50 (sequential, in a task)",
-        unit: "us",
-    },
-    Row {
-        metric: "ping_p50_outside",
-        label: "ping p50, caller outside runtime",
-        unit: "us",
-    },
-    Row {
-        metric: "ping_p99",
-        label: "ping p99 (sequential, in a task)",
-        unit: "us",
-    },
-    Row {
-        metric: "rps_64",
-        label: "requests/s, 64 in flight",
-        unit: "req/s",
-    },
-    Row {
-        metric: "big_mbs",
-        label: "8 MiB tool result",
-        unit: "MiB/s",
-    },
-    Row {
-        metric: "spawn_ready",
-        label: "spawn to ready",
-        unit: "us",
-    },
-    Row {
-        metric: "spawn_ready_nodeath",
-        label: "spawn to ready, die_with_parent off",
-        unit: "us",
-    },
-    Row {
-        metric: "close_call",
-        label: "close call returns",
-        unit: "us",
-    },
-    Row {
-        metric: "close_call_100",
-        label: "close call, p50 of 100 clients",
-        unit: "us",
-    },
-    Row {
-        metric: "close_to_exit",
-        label: "close to child exit",
-        unit: "us",
-    },
-    Row {
-        metric: "reap_after_exit",
-        label: "child exit to reaped",
-        unit: "us",
-    },
-    Row {
-        metric: "agg_rps_100",
-        label: "100 clients, aggregate",
-        unit: "req/s",
-    },
-    Row {
-        metric: "rss_100_idle",
-        label: "RSS of 100 idle clients",
-        unit: "MiB",
-    },
-    Row {
-        metric: "rss_per_conn",
-        label: "RSS per idle client",
-        unit: "KiB",
-    },
-    Row {
-        metric: "server_rps_64",
-        label: "server: echo calls, 64 in flight",
-        unit: "req/s",
-    },
-];
-
-const PEERS: &[&str] = &["floor", "conduit", "rmcp"];
-
-fn fmt_num(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(v) if !v.is_finite() => "-".into(),
-        Some(v) if v.abs() >= 10_000.0 => format!("{:.0}", v),
-        Some(v) if v.abs() >= 100.0 => format!("{:.0}", v),
-        Some(v) if v.abs() >= 10.0 => format!("{:.1}", v),
-        Some(v) => format!("{:.2}", v),
-    }
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) if b != 0.0 && a.is_finite() && b.is_finite() => Some(a / b),
-        _ => None,
-    }
-}
-
-/// One target of the issue, checked on this run's medians.
-struct Target {
-    name: String,
-    value: Option<f64>,
-    unit: &'static str,
-    met: bool,
-}
-
-fn targets(r: &Results) -> Vec<Target> {
-    let m = |p: &str, k: &'static str| r.median(p, k);
-    let cr = |k| ratio(m("conduit", k), m("rmcp", k));
-    let cf = |k| ratio(m("conduit", k), m("floor", k));
-    let le = |v: Option<f64>, t: f64| v.is_some_and(|v| v <= t);
-    let ge = |v: Option<f64>, t: f64| v.is_some_and(|v| v >= t);
-    let lt = |v: Option<f64>, t: f64| v.is_some_and(|v| v < t);
-    vec![
-        Target {
-            name: "ping p50 <= 0.75 x rmcp".into(),
-            value: cr("ping_p50"),
-            unit: "ratio",
-            met: le(cr("ping_p50"), 0.75),
-        },
-        Target {
-            name: "ping p50 <= 1.3 x floor".into(),
-            value: cf("ping_p50"),
-            unit: "ratio",
-            met: le(cf("ping_p50"), 1.3),
-        },
-        Target {
-            name: "requests/s (64 in flight) >= 3 x rmcp".into(),
-            value: cr("rps_64"),
-            unit: "ratio",
-            met: ge(cr("rps_64"), 3.0),
-        },
-        Target {
-            name: "8 MiB MB/s >= 1.2 x rmcp".into(),
-            value: cr("big_mbs"),
-            unit: "ratio",
-            met: ge(cr("big_mbs"), 1.2),
-        },
-        Target {
-            name: "8 MiB MB/s >= 0.8 x floor".into(),
-            value: cf("big_mbs"),
-            unit: "ratio",
-            met: ge(cf("big_mbs"), 0.8),
-        },
-        Target {
-            name: "spawn-to-ready <= 1.2 x rmcp".into(),
-            value: cr("spawn_ready"),
-            unit: "ratio",
-            met: le(cr("spawn_ready"), 1.2),
-        },
-        Target {
-            name: "close call returns in < 100 us".into(),
-            value: m("conduit", "close_call"),
-            unit: "us",
-            met: lt(m("conduit", "close_call"), 100.0),
-        },
-        Target {
-            name: "child reaped < 1 ms after exit".into(),
-            value: m("conduit", "reap_after_exit"),
-            unit: "us",
-            met: lt(m("conduit", "reap_after_exit"), 1000.0),
-        },
-        Target {
-            name: "100 idle clients < 10 MiB RSS".into(),
-            value: m("conduit", "rss_100_idle"),
-            unit: "MiB",
-            met: lt(m("conduit", "rss_100_idle"), 10.0),
-        },
-    ]
-}
-
-fn table(r: &Results, plan: &Plan, elapsed: Duration) -> String {
-    let mut s = String::new();
-    s += &format!(
-        "conduit-mcp bench: {} rounds, medians; {} pings/round, {} in flight for {} ms, {} x 8 MiB, {} clients ({} probe rounds)\n\n",
-        plan.rounds, plan.pings, plan.window, plan.tput.as_millis(), plan.bigs, plan.clients, plan.probe_rounds
-    );
-    s += &format!(
-        "| {:<34} | {:>6} | {:>10} | {:>10} | {:>10} | {:>8} | {:>8} |\n",
-        "metric", "unit", "floor", "conduit", "rmcp", "c/floor", "c/rmcp"
-    );
-    s += &format!(
-        "|{:-<36}|{:-<8}|{:-<12}|{:-<12}|{:-<12}|{:-<10}|{:-<10}|\n",
-        "", "", "", "", "", "", ""
-    );
-    for row in ROWS {
-        let v: Vec<Option<f64>> = PEERS.iter().map(|p| r.median(p, row.metric)).collect();
-        s += &format!(
-            "| {:<34} | {:>6} | {:>10} | {:>10} | {:>10} | {:>8} | {:>8} |\n",
-            row.label,
-            row.unit,
-            fmt_num(v[0]),
-            fmt_num(v[1]),
-            fmt_num(v[2]),
-            fmt_num(ratio(v[1], v[0])),
-            fmt_num(ratio(v[1], v[2])),
-        );
-    }
-    s += "\nserver row: our client drives our StdioServer (conduit column) and an rmcp stdio server (rmcp column), same echo tool.\n";
-    s += "\ntargets:\n";
-    for t in targets(r) {
-        s += &format!(
-            "  [{}] {:<40} {} {}\n",
-            if t.met { "met" } else { "MISSED" },
-            t.name,
-            fmt_num(t.value),
-            t.unit
-        );
-    }
-    s += &format!(
-        "\ntotal time {:.1} s; bench process VmRSS at the end {} MiB\n",
-        elapsed.as_secs_f64(),
-        vm_rss_kib() / 1024
-    );
-    s
-}
-
-fn json_lines(r: &Results) -> String {
-    let mut s = String::new();
-    for row in ROWS {
-        for p in PEERS {
-            if let Some(v) = r.median(p, row.metric) {
-                s += &serde_json::json!({"peer": p, "metric": row.metric, "value": v, "unit": row.unit}).to_string();
-                s.push('\n');
-            }
-        }
-        for (name, base) in [("conduit/floor", "floor"), ("conduit/rmcp", "rmcp")] {
-            if let Some(v) = ratio(r.median("conduit", row.metric), r.median(base, row.metric)) {
-                s += &serde_json::json!({"peer": name, "metric": row.metric, "value": v, "unit": "ratio"}).to_string();
-                s.push('\n');
-            }
-        }
-    }
-    for t in targets(r) {
-        s += &serde_json::json!({"peer": "target", "metric": t.name, "value": t.value, "unit": t.unit, "met": t.met}).to_string();
-        s.push('\n');
-    }
-    s
 }
 
 fn arg_value(args: &[String], key: &str) -> Option<String> {
@@ -719,16 +742,44 @@ fn arg_value(args: &[String], key: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
+/// The CPU pinned runs use (`BENCH_PIN_CPU`, default 0).
+fn pin_cpu() -> usize {
+    std::env::var("BENCH_PIN_CPU")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+const USAGE: &str = "\
+usage: bench [--quick] [--json] [--samples] [--pinning both|on|off] [--rounds N] [--pings N]
+             [--tput-ms N] [--bigs N] [--probe-rounds N]
+             [--only floor,conduit,modern,rmcp,server,probe]
+       bench --diag-spawn N       spawn-to-ready variants, N interleaved rounds
+       bench --diag-ping N [--no-pin]  ping p50 of floor, conduit (multi-thread and
+                                  current-thread runtimes, both eras) and rmcp, pinned to
+                                  one CPU unless --no-pin
+       bench --one-round N [--pin] [plan options]  one round; samples as JSON lines
+       bench --diag-op PEER OP N [--pin]  N operations of one kind, for profilers
+                                  (see examples/bench/diag.rs)
+Pinned runs use CPU 0 (BENCH_PIN_CPU=N for another).";
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(mode) = arg_value(&args, "--child") {
         match mode.as_str() {
-            "floor" => child::floor(arg_value(&args, "--stamp")),
+            "floor" => child::floor(
+                arg_value(&args, "--stamp"),
+                args.iter().any(|a| a == "--legacy-only"),
+            ),
             "conduit-server" => child::conduit_server::run(),
             "rmcp-server" => child::rmcp_server::run(),
             other => eprintln!("unknown child mode {other}"),
         }
         return;
+    }
+    // Pinned before any thread or child exists: everything inherits it.
+    if args.iter().any(|a| a == "--pin") {
+        diag::pin_to_cpu(pin_cpu());
     }
     let exe: PathBuf = std::env::current_exe().expect("current exe");
     if let Some(peer) = arg_value(&args, "--probe") {
@@ -743,67 +794,68 @@ fn main() {
         return;
     }
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: bench [--quick] [--json] [--rounds N] [--pings N] [--tput-ms N] [--bigs N] [--only floor,conduit,rmcp,server,probe] [--samples]\n       bench --diag-spawn N       spawn-to-ready variants, N interleaved rounds\n       bench --diag-ping N [--no-pin]  ping p50 of floor, conduit (multi-thread and current-thread runtimes) and rmcp, pinned to one CPU unless --no-pin");
+        println!("{USAGE}");
         return;
     }
     if let Some(n) = arg_value(&args, "--diag-spawn").and_then(|v| v.parse().ok()) {
         diag::spawn(&exe, n);
         return;
     }
+    if let Some(i) = args.iter().position(|a| a == "--diag-op") {
+        match (args.get(i + 1), args.get(i + 2), args.get(i + 3)) {
+            (Some(peer), Some(op), Some(n)) => {
+                diag::op(&exe, peer, op, n.parse().expect("--diag-op PEER OP N"))
+            }
+            _ => eprintln!("usage: --diag-op PEER OP N"),
+        }
+        return;
+    }
     if let Some(n) = arg_value(&args, "--diag-ping").and_then(|v| v.parse().ok()) {
         diag::ping(&exe, n, !args.iter().any(|a| a == "--no-pin"));
         return;
     }
-    let json = args.iter().any(|a| a == "--json");
-    let mut plan = if args.iter().any(|a| a == "--quick") {
-        Plan::quick()
-    } else {
-        Plan::full()
-    };
-    let num = |k: &str| arg_value(&args, k).and_then(|v| v.parse::<usize>().ok());
-    if let Some(n) = num("--rounds") {
-        plan.rounds = n;
-    }
-    if let Some(n) = num("--pings") {
-        plan.pings = n;
-        plan.warmup = plan.warmup.min(n);
-    }
-    if let Some(n) = num("--tput-ms") {
-        plan.tput = Duration::from_millis(n as u64);
-    }
-    if let Some(n) = num("--bigs") {
-        plan.bigs = n;
-    }
+    let plan = Plan::from_args(&args);
     let only: Option<String> = arg_value(&args, "--only");
-    let started = Instant::now();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mut r = Results::default();
     let wants = |what: &str| {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|x| x == what))
     };
-    for round in 0..plan.rounds {
-        for k in 0..3 {
-            let which = (round + k) % 3;
-            let res = match which {
-                0 if wants("floor") => run_floor(&exe, &plan, &mut r).map_err(|e| e.to_string()),
-                1 if wants("conduit") => rt.block_on(run_conduit(&exe, &plan, &mut r)),
-                2 if wants("rmcp") => rt.block_on(run_rmcp(&exe, &plan, &mut r)),
-                _ => Ok(()),
-            };
-            if let Err(e) = res {
-                eprintln!("round {round}: {} failed: {e}", PEERS[which]);
-            }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    if let Some(round) = arg_value(&args, "--one-round").and_then(|v| v.parse().ok()) {
+        // Warm-up, not measured: the first spawn also starts the spawning
+        // thread, which the unpinned rounds pay once for the whole run.
+        if let Err(e) = rt.block_on(spawn_once(&exe, EraPreference::Legacy, ChildKind::Floor)) {
+            eprintln!("warm-up client: {e}");
         }
-        if wants("server") {
-            let modes = ["conduit-server", "rmcp-server"];
-            for k in 0..2 {
-                let mode = modes[(round + k) % 2];
-                if let Err(e) = rt.block_on(run_server(&exe, mode, &plan, &mut r)) {
-                    eprintln!("round {round}: {mode} failed: {e}");
+        let mut r = Results::default();
+        run_round(&exe, &plan, round, &wants, &rt, &mut r);
+        drop(rt);
+        print!("{}", r.sample_lines());
+        return;
+    }
+    let json = args.iter().any(|a| a == "--json");
+    let pin_mode = arg_value(&args, "--pinning").unwrap_or_else(|| "both".to_owned());
+    let (unpinned, pinned) = match pin_mode.as_str() {
+        "on" => (false, true),
+        "off" => (true, false),
+        _ => (true, true),
+    };
+    let started = Instant::now();
+    let mut free = Results::default();
+    let mut fixed = Results::default();
+    for round in 0..plan.rounds {
+        // Alternate which of the two runs first.
+        for k in 0..2 {
+            if (round + k) % 2 == 0 {
+                if unpinned {
+                    run_round(&exe, &plan, round, &wants, &rt, &mut free);
+                }
+            } else if pinned {
+                if let Err(e) = run_pinned_round(&exe, &args, round, &mut fixed) {
+                    eprintln!("pinned round {round} failed: {e}");
                 }
             }
         }
@@ -812,29 +864,33 @@ fn main() {
         }
     }
     if wants("probe") {
+        let peers = ["conduit", "modern", "rmcp", "floor"];
         for round in 0..plan.probe_rounds {
-            for k in 0..2 {
-                let peer = ["conduit", "rmcp"][(round + k) % 2];
-                if let Err(e) = run_probe(&exe, peer, &plan, &mut r) {
-                    eprintln!("probe {peer}: {e}");
+            for k in 0..peers.len() {
+                let peer = peers[(round + k) % peers.len()];
+                for (pin, r) in [(false, &mut free), (true, &mut fixed)] {
+                    if (pin && !pinned) || (!pin && !unpinned) {
+                        continue;
+                    }
+                    if let Err(e) = run_probe(&exe, peer, &plan, pin, r) {
+                        eprintln!("probe {peer}{}: {e}", if pin { " (pinned)" } else { "" });
+                    }
                 }
-            }
-            match floor_aggregate(&exe, plan.clients, plan.agg) {
-                Ok((n, el)) => r.add("floor", "agg_rps_100", n as f64 / el.as_secs_f64()),
-                Err(e) => eprintln!("floor aggregate: {e}"),
             }
         }
     }
     drop(rt);
     if args.iter().any(|a| a == "--samples") {
-        for ((peer, metric), v) in &r.samples {
-            let v: Vec<String> = v.iter().map(|x| format!("{x:.1}")).collect();
-            eprintln!("{peer:>8} {metric:<16} {}", v.join(" "));
+        for (title, r) in [("unpinned", &free), ("pinned", &fixed)] {
+            for ((peer, metric), v) in &r.samples {
+                let v: Vec<String> = v.iter().map(|x| format!("{x:.1}")).collect();
+                eprintln!("{title:>8} {peer:>8} {metric:<22} {}", v.join(" "));
+            }
         }
     }
-    let t = table(&r, &plan, started.elapsed());
+    let t = report::text(&free, &fixed, &plan, started.elapsed(), pin_cpu());
     if json {
-        print!("{}", json_lines(&r));
+        print!("{}", report::json_lines(&free, &fixed));
         eprint!("{t}");
     } else {
         eprintln!();

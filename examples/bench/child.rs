@@ -2,8 +2,13 @@
 //!
 //! - `floor`: a blocking std program with no JSON parsing. It finds the
 //!   method and the `"id":` value with byte scans and answers with fixed
-//!   bytes. Every peer (the floor driver, conduit, rmcp) talks to it, so the
-//!   server side costs the same for all of them.
+//!   bytes. Every peer (the floor driver, conduit in both eras, rmcp) talks
+//!   to it, so the server side costs the same for all of them. It serves
+//!   both eras: `initialize` (legacy) and `server/discover` (modern, a
+//!   DiscoverResult for 2026-07-28); every other request gets the same
+//!   fixed answer in either era (the modern request's `_meta` is skipped
+//!   like any other byte). With `--legacy-only` it refuses
+//!   `server/discover` with -32601, as a legacy server does.
 //! - `conduit-server`: `conduit_mcp::server::StdioServer` with an `echo` tool.
 //! - `rmcp-server`: an rmcp stdio server with the same `echo` tool.
 
@@ -64,9 +69,13 @@ fn respond(out: &mut impl Write, id: &[u8], result: &[u8]) -> std::io::Result<()
     out.write_all(b"}\n")
 }
 
+/// The DiscoverResult of the floor child (modern era).
+const DISCOVER_RESULT: &[u8] = b"{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{\"tools\":{}},\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":\"bench-floor\",\"version\":\"1.0.0\"}}}";
+
 /// The floor child. `stamp` (a file path) receives the CLOCK_MONOTONIC time
-/// at which stdin reached EOF, just before the process exits.
-pub fn floor(stamp: Option<String>) -> ! {
+/// at which stdin reached EOF, just before the process exits. With
+/// `legacy_only`, `server/discover` is refused (-32601) instead of answered.
+pub fn floor(stamp: Option<String>, legacy_only: bool) -> ! {
     let mut stamp_file = stamp.map(|p| std::fs::File::create(p).expect("stamp file"));
     let stdin = std::io::stdin();
     let mut input = BufReader::with_capacity(256 * 1024, stdin.lock());
@@ -100,6 +109,9 @@ pub fn floor(stamp: Option<String>) -> ! {
                     "{{\"protocolVersion\":\"{version}\",\"capabilities\":{{\"tools\":{{}}}},\"serverInfo\":{{\"name\":\"bench-floor\",\"version\":\"1.0.0\"}}}}"
                 );
                 respond(&mut out, id, result.as_bytes())
+            }
+            (Some(b"server/discover"), Some(id)) if !legacy_only => {
+                respond(&mut out, id, DISCOVER_RESULT)
             }
             (Some(b"server/discover"), Some(id)) => out
                 .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")

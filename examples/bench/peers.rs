@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use conduit_mcp::{Client, ClientConfig, RequestOptions, StderrMode};
+use conduit_mcp::protocol::Era;
+use conduit_mcp::{Client, ClientConfig, EraPreference, RequestOptions, StderrMode};
 use serde_json::json;
 
 use super::child::{mono_ns, read_stamp};
@@ -38,7 +39,7 @@ fn close_times(path: &Path, t0_ns: u64, call: Duration, reaped_ns: u64) -> Close
     }
 }
 
-/// Arguments that run this binary as the floor child.
+/// Arguments that run this binary as the floor child (both eras).
 pub fn floor_args(stamp: &Path) -> Vec<String> {
     vec![
         "--child".into(),
@@ -46,6 +47,17 @@ pub fn floor_args(stamp: &Path) -> Vec<String> {
         "--stamp".into(),
         stamp.display().to_string(),
     ]
+}
+
+/// The child server a conduit client runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildKind {
+    /// The floor child, serving both eras (every peer's child).
+    Floor,
+    /// The floor child refusing `server/discover` (a legacy-only server).
+    FloorLegacyOnly,
+    /// `conduit-server` or `rmcp-server` (the server rows).
+    Server(&'static str),
 }
 
 /// A fresh path for an exit stamp.
@@ -176,6 +188,37 @@ impl Floor {
         Ok((done, start.elapsed()))
     }
 
+    /// `total` pings with `window` in flight (refilled as in
+    /// [`throughput`](Self::throughput)).
+    pub fn window_count(&mut self, window: usize, total: usize) -> std::io::Result<()> {
+        let first = window.min(total);
+        for _ in 0..first {
+            self.push_request("ping");
+        }
+        self.flush_requests()?;
+        let mut sent = first;
+        let mut in_flight = first;
+        let mut owed = 0usize;
+        while in_flight > 0 {
+            self.read_line()?;
+            in_flight -= 1;
+            owed += 1;
+            if self.out.buffer().is_empty() {
+                let more = owed.min(total - sent);
+                for _ in 0..more {
+                    self.push_request("ping");
+                }
+                if more > 0 {
+                    self.flush_requests()?;
+                }
+                sent += more;
+                in_flight += more;
+                owed = 0;
+            }
+        }
+        Ok(())
+    }
+
     /// One 8 MiB tool result; returns its size in bytes.
     pub fn big(&mut self) -> std::io::Result<usize> {
         let id = self.next_id;
@@ -207,48 +250,71 @@ pub struct Conduit {
     stamp: Option<PathBuf>,
 }
 
-/// A client config for this binary with `args`.
-pub fn conduit_config(exe: &Path, args: Vec<String>) -> ClientConfig {
+/// A client config for this binary with `args`, the era pinned to `era`.
+pub fn conduit_config(exe: &Path, args: Vec<String>, era: EraPreference) -> ClientConfig {
     let mut cfg = ClientConfig::new(exe.to_string_lossy())
         .name("bench")
         .args(args)
         .stderr(StderrMode::Inherit);
     // An 8 MiB text plus its envelope is just over the default limit.
     cfg.max_message_bytes = 16 * 1024 * 1024;
+    cfg.era = era;
     if std::env::var_os("BENCH_DIAG_NO_PDEATHSIG").is_some() {
         cfg.die_with_parent = false;
     }
     if std::env::var_os("BENCH_DIAG_NO_PGROUP").is_some() {
         cfg.kill_process_group = false;
     }
-    if std::env::var_os("BENCH_DIAG_LEGACY").is_some() {
-        cfg.era = conduit_mcp::EraPreference::Legacy;
-    }
     cfg
 }
 
+/// The era a client settled on.
+fn era_of(client: &Client) -> Option<Era> {
+    client.session().map(|s| s.era)
+}
+
 impl Conduit {
-    /// Starts the client and waits for ready.
-    pub async fn start(exe: &Path, server: Option<&str>) -> Result<Conduit, String> {
-        let (args, stamp) = match server {
-            None => {
+    /// Starts a client with the era pinned to `era` against `child`, and
+    /// waits for ready.
+    pub async fn start(
+        exe: &Path,
+        era: EraPreference,
+        child: ChildKind,
+    ) -> Result<Conduit, String> {
+        let (args, stamp) = match child {
+            ChildKind::Floor | ChildKind::FloorLegacyOnly => {
                 let s = stamp_path("conduit");
-                (floor_args(&s), Some(s))
+                let mut args = floor_args(&s);
+                if child == ChildKind::FloorLegacyOnly {
+                    args.push("--legacy-only".into());
+                }
+                (args, Some(s))
             }
-            Some(mode) => (vec!["--child".into(), mode.into()], None),
+            ChildKind::Server(mode) => (vec!["--child".into(), mode.into()], None),
         };
-        Self::start_cfg(conduit_config(exe, args), stamp).await
+        Self::start_cfg(conduit_config(exe, args, era), stamp).await
     }
 
     /// Starts a client with `cfg` (its exit stamp at `stamp`) and waits for
-    /// ready.
+    /// ready. A client pinned to an era checks that it got it.
     pub async fn start_cfg(cfg: ClientConfig, stamp: Option<PathBuf>) -> Result<Conduit, String> {
+        let want = match cfg.era {
+            EraPreference::Legacy => Some(Era::Legacy),
+            EraPreference::Modern => Some(Era::Modern),
+            EraPreference::Auto => None,
+        };
         let client = Client::start(cfg).await.map_err(|e| e.to_string())?;
-        client
-            .ready(Duration::from_secs(10))
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(Conduit { client, stamp })
+        let c = Conduit { client, stamp };
+        if let Err(e) = c.client.ready(Duration::from_secs(10)).await {
+            c.close().await;
+            return Err(e.to_string());
+        }
+        let got = era_of(&c.client);
+        if want.is_some() && got != want {
+            c.close().await;
+            return Err(format!("era {got:?}, expected {want:?}"));
+        }
+        Ok(c)
     }
 
     /// One ping round trip.
@@ -262,10 +328,16 @@ impl Conduit {
 
     /// A ping closure sharing this client.
     pub fn ping_fn(&self) -> PingFn {
+        self.call_fn("ping", None)
+    }
+
+    /// A closure sending `method` with `params`, sharing this client.
+    pub fn call_fn(&self, method: &'static str, params: Option<serde_json::Value>) -> PingFn {
         let c = self.client.clone();
         Box::new(move || {
             let c = c.clone();
-            Box::pin(async move { c.request("ping", None).await.is_ok() })
+            let params = params.clone();
+            Box::pin(async move { c.request(method, params).await.is_ok() })
         })
     }
 

@@ -1,0 +1,526 @@
+//! What a run prints: the unpinned and pinned tables, the targets of
+//! issue #6 (unpinned, as before) and of issue #16 (pinned), and the same as
+//! JSON lines.
+
+use std::time::Duration;
+
+use super::{vm_rss_kib, Plan, Results};
+
+/// The client peers, in table order.
+pub const PEERS: &[&str] = &["floor", "conduit", "modern", "rmcp"];
+
+/// One metric's row.
+pub struct Row {
+    pub metric: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    /// Higher is better (rates); otherwise lower is better.
+    higher: bool,
+    /// Compared between the eras (modern / legacy) in the targets.
+    era: bool,
+}
+
+const fn row(
+    metric: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    higher: bool,
+    era: bool,
+) -> Row {
+    Row {
+        metric,
+        label,
+        unit,
+        higher,
+        era,
+    }
+}
+
+pub const ROWS: &[Row] = &[
+    row(
+        "ping_p50",
+        "ping p50 (sequential, in a task)",
+        "us",
+        false,
+        true,
+    ),
+    row(
+        "ping_p50_outside",
+        "ping p50, caller outside runtime",
+        "us",
+        false,
+        true,
+    ),
+    row(
+        "ping_p99",
+        "ping p99 (sequential, in a task)",
+        "us",
+        false,
+        true,
+    ),
+    row("rps_64", "requests/s, 64 in flight", "req/s", true, true),
+    row("big_mbs", "8 MiB tool result", "MiB/s", true, true),
+    row(
+        "spawn_ready",
+        "spawn to ready (era pinned)",
+        "us",
+        false,
+        true,
+    ),
+    row(
+        "spawn_ready_auto",
+        "spawn to ready, era auto (default)",
+        "us",
+        false,
+        false,
+    ),
+    row(
+        "spawn_ready_nodeath",
+        "spawn to ready, die_with_parent off",
+        "us",
+        false,
+        false,
+    ),
+    row("close_call", "close call returns", "us", false, true),
+    row(
+        "close_call_100",
+        "close call, p50 of 100 clients",
+        "us",
+        false,
+        true,
+    ),
+    row("close_to_exit", "close to child exit", "us", false, true),
+    row("reap_after_exit", "child exit to reaped", "us", false, true),
+    row("agg_rps_100", "100 clients, aggregate", "req/s", true, true),
+    row(
+        "rss_100_idle",
+        "RSS of 100 idle clients",
+        "MiB",
+        false,
+        false,
+    ),
+    row("rss_per_conn", "RSS per idle client", "KiB", false, true),
+    row(
+        "server_rps_64",
+        "server: echo calls, 64 in flight",
+        "req/s",
+        true,
+        false,
+    ),
+    row(
+        "server_rps_64_modern",
+        "server: echo, 64 in flight, modern",
+        "req/s",
+        true,
+        false,
+    ),
+    row(
+        "server_p50",
+        "server: echo p50, sequential",
+        "us",
+        false,
+        false,
+    ),
+    row(
+        "server_p50_modern",
+        "server: echo p50, seq., modern",
+        "us",
+        false,
+        false,
+    ),
+];
+
+/// The static name of metric `m`, if it is a row of the table.
+pub fn metric_name(m: &str) -> Option<&'static str> {
+    ROWS.iter().find(|r| r.metric == m).map(|r| r.metric)
+}
+
+fn fmt_num(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if !v.is_finite() => "-".into(),
+        Some(v) if v.abs() >= 100.0 => format!("{:.0}", v),
+        Some(v) if v.abs() >= 10.0 => format!("{:.1}", v),
+        Some(v) => format!("{:.2}", v),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 && a.is_finite() && b.is_finite() => Some(a / b),
+        _ => None,
+    }
+}
+
+/// One target, checked on this run's medians.
+pub struct Target {
+    name: String,
+    value: Option<f64>,
+    /// The same ratio on the unpinned figures (issue #16 targets only).
+    unpinned: Option<f64>,
+    unit: &'static str,
+    met: bool,
+}
+
+/// A ratio target: `value` compared with `limit` (at most, or at least).
+fn ratio_target(
+    name: String,
+    value: Option<f64>,
+    unpinned: Option<f64>,
+    at_least: bool,
+    limit: f64,
+) -> Target {
+    let met = value.is_some_and(|v| if at_least { v >= limit } else { v <= limit });
+    Target {
+        name,
+        value,
+        unpinned,
+        unit: "ratio",
+        met,
+    }
+}
+
+/// Issue #6's targets, on the unpinned figures (as before).
+fn targets_unpinned(r: &Results) -> Vec<Target> {
+    let m = |p: &str, k: &str| r.median(p, k);
+    let cr = |k| ratio(m("conduit", k), m("rmcp", k));
+    let cf = |k| ratio(m("conduit", k), m("floor", k));
+    let lt = |v: Option<f64>, t: f64| v.is_some_and(|v| v < t);
+    let abs = |name: &str, v: Option<f64>, unit: &'static str, t: f64| Target {
+        name: name.into(),
+        value: v,
+        unpinned: None,
+        unit,
+        met: lt(v, t),
+    };
+    vec![
+        ratio_target(
+            "ping p50 <= 0.75 x rmcp".into(),
+            cr("ping_p50"),
+            None,
+            false,
+            0.75,
+        ),
+        ratio_target(
+            "ping p50 <= 1.3 x floor".into(),
+            cf("ping_p50"),
+            None,
+            false,
+            1.3,
+        ),
+        ratio_target(
+            "requests/s (64 in flight) >= 3 x rmcp".into(),
+            cr("rps_64"),
+            None,
+            true,
+            3.0,
+        ),
+        ratio_target(
+            "8 MiB MB/s >= 1.2 x rmcp".into(),
+            cr("big_mbs"),
+            None,
+            true,
+            1.2,
+        ),
+        ratio_target(
+            "8 MiB MB/s >= 0.8 x floor".into(),
+            cf("big_mbs"),
+            None,
+            true,
+            0.8,
+        ),
+        ratio_target(
+            "spawn-to-ready (era auto) <= 1.2 x rmcp".into(),
+            ratio(m("conduit", "spawn_ready_auto"), m("rmcp", "spawn_ready")),
+            None,
+            false,
+            1.2,
+        ),
+        abs(
+            "close call returns in < 100 us",
+            m("conduit", "close_call"),
+            "us",
+            100.0,
+        ),
+        abs(
+            "child reaped < 1 ms after exit",
+            m("conduit", "reap_after_exit"),
+            "us",
+            1000.0,
+        ),
+        abs(
+            "100 idle clients < 10 MiB RSS",
+            m("conduit", "rss_100_idle"),
+            "MiB",
+            10.0,
+        ),
+    ]
+}
+
+/// Issue #16's targets, on the pinned figures (`p`); the same ratios on the
+/// unpinned ones (`u`) are shown beside them.
+fn targets_pinned(p: &Results, u: &Results) -> Vec<Target> {
+    let both = |a: &str, b: &str, k: &str| {
+        (
+            ratio(p.median(a, k), p.median(b, k)),
+            ratio(u.median(a, k), u.median(b, k)),
+        )
+    };
+    let mut out = Vec::new();
+    let mut add = |name: &str, a: &str, b: &str, k: &str, at_least: bool, limit: f64| {
+        let (v, uv) = both(a, b, k);
+        out.push(ratio_target(name.into(), v, uv, at_least, limit));
+    };
+    add(
+        "ping p50 <= 2 x floor",
+        "conduit",
+        "floor",
+        "ping_p50",
+        false,
+        2.0,
+    );
+    add(
+        "64 in flight >= 0.5 x floor",
+        "conduit",
+        "floor",
+        "rps_64",
+        true,
+        0.5,
+    );
+    add(
+        "8 MiB result >= 0.8 x floor",
+        "conduit",
+        "floor",
+        "big_mbs",
+        true,
+        0.8,
+    );
+    add(
+        "ping p50 <= 0.5 x rmcp",
+        "conduit",
+        "rmcp",
+        "ping_p50",
+        false,
+        0.5,
+    );
+    add(
+        "64 in flight >= 5 x rmcp",
+        "conduit",
+        "rmcp",
+        "rps_64",
+        true,
+        5.0,
+    );
+    add(
+        "8 MiB result >= 2 x rmcp",
+        "conduit",
+        "rmcp",
+        "big_mbs",
+        true,
+        2.0,
+    );
+    add(
+        "close to child exit <= 1.0 x rmcp",
+        "conduit",
+        "rmcp",
+        "close_to_exit",
+        false,
+        1.0,
+    );
+    for row in ROWS.iter().filter(|r| r.era) {
+        let (name, limit) = if row.higher {
+            (format!("modern >= 0.9 x legacy: {}", row.label), 0.9)
+        } else {
+            (format!("modern <= 1.1 x legacy: {}", row.label), 1.1)
+        };
+        add(&name, "modern", "conduit", row.metric, row.higher, limit);
+    }
+    add(
+        "server echo, 64 in flight >= 3 x rmcp's",
+        "conduit",
+        "rmcp",
+        "server_rps_64",
+        true,
+        3.0,
+    );
+    add(
+        "server echo, 64 in flight, modern >= 3 x rmcp's",
+        "conduit",
+        "rmcp",
+        "server_rps_64_modern",
+        true,
+        3.0,
+    );
+    add(
+        "server echo p50 <= 0.5 x rmcp's",
+        "conduit",
+        "rmcp",
+        "server_p50",
+        false,
+        0.5,
+    );
+    add(
+        "server echo p50, modern <= 0.5 x rmcp's",
+        "conduit",
+        "rmcp",
+        "server_p50_modern",
+        false,
+        0.5,
+    );
+    add(
+        "100 clients together >= 2 x rmcp",
+        "conduit",
+        "rmcp",
+        "agg_rps_100",
+        true,
+        2.0,
+    );
+    add(
+        "idle client's memory <= 1.0 x rmcp",
+        "conduit",
+        "rmcp",
+        "rss_per_conn",
+        false,
+        1.0,
+    );
+    out
+}
+
+fn table(r: &Results) -> String {
+    let mut s = String::new();
+    s += &format!(
+        "| {:<36} | {:>6} | {:>8} | {:>8} | {:>8} | {:>8} | {:>7} | {:>7} | {:>7} |\n",
+        "metric", "unit", "floor", "conduit", "modern", "rmcp", "c/floor", "c/rmcp", "m/c"
+    );
+    s += &format!(
+        "|{:-<38}|{:-<8}|{:-<10}|{:-<10}|{:-<10}|{:-<10}|{:-<9}|{:-<9}|{:-<9}|\n",
+        "", "", "", "", "", "", "", "", ""
+    );
+    for row in ROWS {
+        let v: Vec<Option<f64>> = PEERS.iter().map(|p| r.median(p, row.metric)).collect();
+        if v.iter().all(Option::is_none) {
+            continue;
+        }
+        s += &format!(
+            "| {:<36} | {:>6} | {:>8} | {:>8} | {:>8} | {:>8} | {:>7} | {:>7} | {:>7} |\n",
+            row.label,
+            row.unit,
+            fmt_num(v[0]),
+            fmt_num(v[1]),
+            fmt_num(v[2]),
+            fmt_num(v[3]),
+            fmt_num(ratio(v[1], v[0])),
+            fmt_num(ratio(v[1], v[3])),
+            fmt_num(ratio(v[2], v[1])),
+        );
+    }
+    s
+}
+
+fn target_lines(ts: &[Target], with_unpinned: bool) -> String {
+    let mut s = String::new();
+    for t in ts {
+        s += &format!(
+            "  [{}] {:<58} {:>6} {}",
+            if t.met { "met" } else { "MISSED" },
+            t.name,
+            fmt_num(t.value),
+            t.unit
+        );
+        if with_unpinned {
+            s += &format!("   (unpinned {})", fmt_num(t.unpinned));
+        }
+        s.push('\n');
+    }
+    let met = ts.iter().filter(|t| t.met).count();
+    s += &format!("  {met} of {} met\n", ts.len());
+    s
+}
+
+/// The whole text report.
+pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu: usize) -> String {
+    let mut s = String::new();
+    s += &format!(
+        "conduit-mcp bench: {} rounds x (unpinned, pinned), medians; {} pings/round, {} in flight for {} ms, {} x 8 MiB, {} clients ({} probe rounds)\n",
+        plan.rounds, plan.pings, plan.window, plan.tput.as_millis(), plan.bigs, plan.clients, plan.probe_rounds
+    );
+    s += "columns: conduit = our client, era pinned to legacy; modern = our client, era pinned to modern;\n";
+    s += "  server rows: our client (in the row's era) drives our StdioServer (conduit column) and an rmcp\n";
+    s += "  stdio server (rmcp column), same echo tool. m/c = modern / conduit (legacy).\n";
+    s += "  spawn to ready, era auto: legacy column against a legacy-only child (probe refused, then\n";
+    s += "  initialize), modern column against the dual-era child (probe answered).\n";
+    if !free.samples.is_empty() {
+        s += "\nunpinned:\n\n";
+        s += &table(free);
+        s += "\ntargets of issue 6 (unpinned):\n";
+        s += &target_lines(&targets_unpinned(free), false);
+    }
+    if !fixed.samples.is_empty() {
+        s += &format!(
+            "\npinned to CPU {cpu} (the client process, its runtime threads, the spawning thread and every child):\n\n"
+        );
+        s += &table(fixed);
+        s += "\ntargets of issue 16 (pinned; the same ratio unpinned in brackets):\n";
+        s += &target_lines(&targets_pinned(fixed, free), true);
+    }
+    s += &format!(
+        "\ntotal time {:.1} s; bench process VmRSS at the end {} MiB\n",
+        elapsed.as_secs_f64(),
+        vm_rss_kib() / 1024
+    );
+    s
+}
+
+fn value_lines(r: &Results, pinned: bool) -> String {
+    let mut s = String::new();
+    let mut line = |v: serde_json::Value| {
+        s += &v.to_string();
+        s.push('\n');
+    };
+    for row in ROWS {
+        for p in PEERS {
+            if let Some(v) = r.median(p, row.metric) {
+                line(
+                    serde_json::json!({"peer": p, "metric": row.metric, "value": v, "unit": row.unit, "pinned": pinned}),
+                );
+            }
+        }
+        for (name, a, b) in [
+            ("conduit/floor", "conduit", "floor"),
+            ("conduit/rmcp", "conduit", "rmcp"),
+            ("modern/conduit", "modern", "conduit"),
+        ] {
+            if let Some(v) = ratio(r.median(a, row.metric), r.median(b, row.metric)) {
+                line(
+                    serde_json::json!({"peer": name, "metric": row.metric, "value": v, "unit": "ratio", "pinned": pinned}),
+                );
+            }
+        }
+    }
+    s
+}
+
+/// One JSON object per line: every median, every ratio, every target.
+pub fn json_lines(free: &Results, fixed: &Results) -> String {
+    let mut s = value_lines(free, false);
+    s += &value_lines(fixed, true);
+    let unpinned = if free.samples.is_empty() {
+        Vec::new()
+    } else {
+        targets_unpinned(free)
+    };
+    let pinned = if fixed.samples.is_empty() {
+        Vec::new()
+    } else {
+        targets_pinned(fixed, free)
+    };
+    for t in unpinned {
+        s += &serde_json::json!({"peer": "target", "metric": t.name, "value": t.value, "unit": t.unit, "met": t.met, "pinned": false}).to_string();
+        s.push('\n');
+    }
+    for t in pinned {
+        s += &serde_json::json!({"peer": "target", "metric": t.name, "value": t.value, "unit": t.unit, "met": t.met, "pinned": true, "unpinned": t.unpinned}).to_string();
+        s.push('\n');
+    }
+    s
+}
