@@ -1,4 +1,4 @@
-//! Locks that survive a panic elsewhere.
+//! Locks that survive a panic elsewhere, and a task that ends with its owner.
 //!
 //! Every critical section in this crate leaves its data consistent before
 //! anything that could panic (no section is left half-done), so a poisoned
@@ -20,4 +20,14 @@ pub(crate) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 /// Writes `l`, ignoring poisoning (see the module).
 pub(crate) fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A spawned task that is aborted when this value is dropped, so dropping
+/// the future that awaits it leaves no task behind.
+pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -303,7 +303,23 @@ impl StdioServer {
         }
         let _ = shared.declared.set(capabilities);
         handler.serving(ServerHandle::new(&shared));
-        let result = serve_inner(shared.clone(), Arc::new(handler), io, out).await;
+        // The session runs as a task of its own. Awaited where `serve` is
+        // awaited, it would run on the thread of `block_on` (the main thread
+        // under `#[tokio::main]`) while its reader, writer and request tasks
+        // run on the workers: every message would cross threads twice.
+        let session = tokio::spawn(serve_inner(shared.clone(), Arc::new(handler), io, out));
+        let mut session = crate::sync::AbortOnDrop(session);
+        let result = match (&mut session.0).await {
+            Ok(result) => result,
+            Err(e) => match e.try_into_panic() {
+                // A bug of ours: surface it as a panic of `serve`, as it
+                // would have been without the task.
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(_) => Err(ServerError::Read(std::io::Error::other(
+                    "the runtime shut down while serving",
+                ))),
+            },
+        };
         // Expire the lifetime token even on early errors.
         shared.close();
         result

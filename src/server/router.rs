@@ -609,13 +609,7 @@ fn to_value(v: impl Serialize) -> Result<Value, HandlerError> {
 async fn catch_panic<T: Send + 'static>(
     fut: RouteFuture<T>,
 ) -> Result<Result<T, HandlerError>, String> {
-    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-    impl<T> Drop for AbortOnDrop<T> {
-        fn drop(&mut self) {
-            self.0.abort();
-        }
-    }
-    let mut task = AbortOnDrop(tokio::spawn(fut));
+    let mut task = crate::sync::AbortOnDrop(tokio::spawn(fut));
     match (&mut task.0).await {
         Ok(r) => Ok(r),
         Err(e) => Err(match e.try_into_panic() {

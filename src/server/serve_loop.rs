@@ -31,6 +31,7 @@ use tokio::task::{AbortHandle, JoinError, JoinSet};
 use tokio::time::Instant;
 
 use crate::deadline::After;
+use crate::sync::AbortOnDrop;
 
 use crate::framing::LineFramer;
 use crate::jsonrpc::{
@@ -177,16 +178,6 @@ impl Tasks {
             notifier_failed,
             notifier_done: false,
         }
-    }
-}
-
-/// Aborts its task when dropped, so dropping the `serve` future leaves no
-/// reader, writer or notification task behind.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
