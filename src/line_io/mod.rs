@@ -18,4 +18,4 @@ pub(crate) mod queue;
 pub(crate) mod reader;
 pub(crate) mod writer;
 
-pub(crate) use queue::{QueueError, QueueReceiver, WriteQueue};
+pub(crate) use queue::{BurstHint, QueueError, QueueReceiver, WriteQueue};

@@ -23,7 +23,7 @@
 //! bounded by the requests it runs at once; they count towards
 //! [`is_full`](WriteQueue::is_full), which makes the server stop reading.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, Notify, Semaphore, TryAcquireError};
@@ -76,6 +76,22 @@ struct Inner {
     control: AtomicUsize,
     /// Woken after each write.
     drained: Notify,
+    /// Set by a reader that got several messages in one read: their
+    /// answers (or the next calls) are about to be queued together.
+    burst: Arc<AtomicBool>,
+}
+
+/// Tells the writer that several lines are about to be queued at once, so
+/// it lets their senders run before it writes (one write instead of one
+/// each). Held by the reader of the same link; does not keep the queue open.
+#[derive(Debug, Clone)]
+pub(crate) struct BurstHint(Arc<AtomicBool>);
+
+impl BurstHint {
+    /// Several lines are coming.
+    pub(crate) fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The sending side (cheap to clone).
@@ -108,6 +124,7 @@ impl WriteQueue {
             waiting: AtomicUsize::new(0),
             control: AtomicUsize::new(0),
             drained: Notify::new(),
+            burst: Arc::new(AtomicBool::new(false)),
         });
         (
             WriteQueue {
@@ -307,6 +324,16 @@ impl QueueReceiver {
             self.inner.control.fetch_sub(control, Ordering::AcqRel);
         }
         self.inner.drained.notify_one();
+    }
+
+    /// The hint a reader of the same link sets (see [`BurstHint`]).
+    pub(crate) fn burst_hint(&self) -> BurstHint {
+        BurstHint(self.inner.burst.clone())
+    }
+
+    /// Whether a burst was announced since the last call (and clears it).
+    pub(crate) fn take_burst(&self) -> bool {
+        self.inner.burst.swap(false, Ordering::Relaxed)
     }
 
     /// Whether a sender waits for room.

@@ -44,6 +44,10 @@ pub(crate) trait LineHandler: Send {
     /// After each read, with how many bytes are buffered (a partial line).
     fn filled(&mut self, _buffered: usize) {}
 
+    /// One read brought several lines: called once per such read, before
+    /// the second line is handed over.
+    fn several(&mut self) {}
+
     /// One complete line, not blank, without its newline.
     fn line(&mut self, line: Cow<'_, [u8]>) -> impl Future<Output = Flow> + Send;
 
@@ -66,7 +70,12 @@ where
     H: LineHandler,
 {
     loop {
+        let mut handed = 0;
         while let Some(frame) = framer.next_frame_owned(H::OWN_FROM) {
+            handed += 1;
+            if handed == 2 {
+                handler.several();
+            }
             let flow = match frame {
                 FrameBuf::Line(line) if line.iter().all(u8::is_ascii_whitespace) => Flow::Go,
                 FrameBuf::Line(line) => handler.line(line).await,
@@ -94,9 +103,15 @@ mod tests {
         lines: Vec<Vec<u8>>,
         too_large: Vec<usize>,
         stop_after: Option<usize>,
+        /// `lines.len()` at each call of `several`.
+        several_at: Vec<usize>,
     }
 
     impl LineHandler for Collect {
+        fn several(&mut self) {
+            self.several_at.push(self.lines.len());
+        }
+
         async fn line(&mut self, line: Cow<'_, [u8]>) -> Flow {
             self.lines.push(line.into_owned());
             if Some(self.lines.len()) == self.stop_after {
@@ -131,5 +146,35 @@ mod tests {
         let end = read_lines(&mut input, &mut LineFramer::new(8), &mut h).await;
         assert!(matches!(end, ReadEnd::Stopped));
         assert_eq!(h.lines.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn several_is_called_once_per_read_that_brings_more_than_one_line() {
+        // Reads of "1\n", "2\n3\n4\n", "5\n": only the second has several.
+        let mut input = tokio_test_reads(&[b"1\n", b"2\n3\n4\n", b"5\n"]);
+        let mut h = Collect::default();
+        let end = read_lines(&mut input, &mut LineFramer::new(64), &mut h).await;
+        assert!(matches!(end, ReadEnd::Eof));
+        assert_eq!(h.lines.len(), 5);
+        // Called before line 3 (the second of that read) is handed over.
+        assert_eq!(h.several_at, vec![2]);
+    }
+
+    /// A reader that returns each chunk from its own `read`.
+    fn tokio_test_reads(chunks: &[&[u8]]) -> impl AsyncRead + Unpin {
+        struct Chunks(std::collections::VecDeque<Vec<u8>>);
+        impl AsyncRead for Chunks {
+            fn poll_read(
+                mut self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<io::Result<()>> {
+                if let Some(c) = self.0.pop_front() {
+                    buf.put_slice(&c);
+                }
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+        Chunks(chunks.iter().map(|c| c.to_vec()).collect())
     }
 }

@@ -354,15 +354,27 @@ async fn serve_inner<H: Handler>(
         }
         Io::Process => {
             #[cfg(unix)]
-            let (_guard, output): (
+            let (_guard, output, output_fd): (
                 Option<guard::StdoutGuard>,
                 Box<dyn std::io::Write + Send>,
+                std::os::fd::RawFd,
             ) = if shared.config.stdout_guard {
                 let (g, file) = guard::StdoutGuard::install()?;
-                (Some(g), Box::new(file))
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+                (Some(g), Box::new(file), fd)
             } else {
-                (None, Box::new(std::io::stdout()))
+                (None, Box::new(std::io::stdout()), 1)
             };
+            // `_guard` lives until serving ends, then restores fd 1.
+            #[cfg(target_os = "linux")]
+            if let Some((rx, tx)) = process_stdio::reopen_pipes(0, output_fd) {
+                tracing::debug!("process stdio: non-blocking pipes on the reactor");
+                drop(output);
+                let sink = Sink::Async(Box::pin(tx));
+                return serve_loop::run(shared, handler, Box::new(rx), sink, out).await;
+            }
+            #[cfg(all(unix, not(target_os = "linux")))]
+            let _ = output_fd;
             #[cfg(not(unix))]
             let output: Box<dyn std::io::Write + Send> = if shared.config.stdout_guard {
                 return Err(ServerError::InvalidConfig {

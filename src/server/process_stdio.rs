@@ -1,6 +1,21 @@
-//! Process stdin and stdout, each served by a dedicated plain thread.
+//! Process stdin and stdout: non-blocking pipes on the runtime's reactor
+//! where the OS allows it, else a dedicated plain thread each.
 //!
-//! # Why threads, not `tokio::io::stdin()`
+//! # Pipes (Linux, when both are FIFOs)
+//!
+//! A client that spawns a server connects fd 0 and fd 1 to pipes. On Linux
+//! both are reopened through `/proc/self/fd/N` with `O_NONBLOCK` and served
+//! by tokio's pipe driver ([`tokio::net::unix::pipe`]), as rmcp's
+//! `stdio_pipes` does: no thread hand-off per message (measured, sequential
+//! echo on one CPU: 30 us per call with the threads, 16 us with the pipes).
+//! The reopen makes new open file descriptions, so the flag stays private
+//! to them: fd 0 and fd 1 themselves, the parent's ends and children that
+//! inherit them keep their blocking mode. On stop both are simply dropped;
+//! nothing stays blocked, and unread input stays in the pipe for a later
+//! serve. Like every tokio I/O type this needs a runtime with I/O enabled
+//! (`#[tokio::main]`, `enable_all`), as the client does.
+//!
+//! # Threads (everything else), and why not `tokio::io::stdin()`
 //!
 //! tokio's `stdin()`/`stdout()` run each blocking `read`/`write` on the
 //! runtime's blocking pool. A read of an idle stdin never returns, and the
@@ -17,13 +32,13 @@
 //! `flush_timeout` when serving ends.
 //!
 //! Caveats:
-//! - Serve process stdio at most once at a time per process. Serving it again
-//!   after a stop may lose up to one chunk (64 KiB) read by the abandoned
-//!   thread of the previous run.
-//! - Chosen over a non-blocking `AsyncFd` on fd 0 because `O_NONBLOCK` is a
-//!   property of the shared open file description: setting it would also
+//! - Serve process stdio at most once at a time per process. On the thread
+//!   path, serving it again after a stop may lose up to one chunk (64 KiB)
+//!   read by the abandoned thread of the previous run.
+//! - The thread path does not set `O_NONBLOCK` on fd 0 itself because that
+//!   is a property of the shared open file description: it would also
 //!   change the parent's end of a terminal or pipe, and regular files do not
-//!   support readiness at all. The thread works for pipes, ttys, files and
+//!   support readiness at all. Threads work for pipes, ttys, files and
 //!   `/dev/null` alike, on every platform.
 
 use std::io::{self, Read, Write};
@@ -180,5 +195,98 @@ impl ThreadSink {
         // The thread ended without reporting an error (it finished).
         std::future::pending::<()>().await;
         io::Error::other("unreachable")
+    }
+}
+
+/// Process stdin and the protocol output as non-blocking pipes, if both are
+/// FIFOs (see the [module documentation](self)); `None` means "use threads".
+#[cfg(target_os = "linux")]
+pub(crate) fn reopen_pipes(
+    read_fd: std::os::fd::RawFd,
+    write_fd: std::os::fd::RawFd,
+) -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    let read = reopen_fifo(read_fd, false)?;
+    let write = reopen_fifo(write_fd, true)?;
+    let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(read).ok()?;
+    let tx = tokio::net::unix::pipe::Sender::from_owned_fd(write).ok()?;
+    Some((rx, tx))
+}
+
+/// Opens `/proc/self/fd/{fd}` anew with `O_NONBLOCK`, if `fd` is a FIFO.
+#[cfg(target_os = "linux")]
+fn reopen_fifo(fd: std::os::fd::RawFd, write: bool) -> Option<std::os::fd::OwnedFd> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+    let path = format!("/proc/self/fd/{fd}");
+    // Checked before opening: opening a tty or a socket anew has other
+    // effects than opening a pipe's end.
+    if !std::fs::metadata(&path).ok()?.file_type().is_fifo() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+        .ok()?;
+    // The descriptor could have changed between the two calls: check what
+    // was opened.
+    if !file.metadata().ok()?.file_type().is_fifo() {
+        return None;
+    }
+    Some(file.into())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both are fresh descriptors owned by nobody else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    fn nonblocking(fd: &OwnedFd) -> bool {
+        // SAFETY: F_GETFL on an open descriptor only reads its flags.
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) & libc::O_NONBLOCK != 0 }
+    }
+
+    #[tokio::test]
+    async fn pipes_are_reopened_non_blocking_and_the_originals_keep_their_mode() {
+        let (in_r, in_w) = pipe();
+        let (out_r, out_w) = pipe();
+        let (mut rx, mut tx) = super::reopen_pipes(in_r.as_raw_fd(), out_w.as_raw_fd())
+            .expect("two FIFOs are reopened");
+        // The originals (the process's fd 0 and fd 1, and what children
+        // inherit) stay blocking.
+        assert!(!nonblocking(&in_r) && !nonblocking(&out_w));
+
+        let mut client_in = std::fs::File::from(in_w);
+        std::io::Write::write_all(&mut client_in, b"ping\n").unwrap();
+        let mut got = [0u8; 5];
+        rx.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"ping\n");
+
+        tx.write_all(b"pong\n").await.unwrap();
+        let mut client_out = std::fs::File::from(out_r);
+        let mut back = [0u8; 5];
+        std::io::Read::read_exact(&mut client_out, &mut back).unwrap();
+        assert_eq!(&back, b"pong\n");
+    }
+
+    #[tokio::test]
+    async fn anything_but_two_fifos_falls_back_to_threads() {
+        let null = OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+        let (r, w) = pipe();
+        assert!(super::reopen_pipes(null.as_raw_fd(), w.as_raw_fd()).is_none());
+        assert!(super::reopen_pipes(r.as_raw_fd(), null.as_raw_fd()).is_none());
     }
 }

@@ -38,6 +38,7 @@ use crate::jsonrpc::{
     codes, encode, ErrorObject, Message, Notification, Outcome, ParseError, Request, RequestId,
 };
 use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
+use crate::line_io::BurstHint;
 use crate::protocol::{methods, Era};
 
 use super::budget::{Charge, InboundBudget};
@@ -142,6 +143,7 @@ impl Tasks {
         out: QueueReceiver,
         notifications: mpsc::Receiver<(Notification, Charge)>,
     ) -> Tasks {
+        let burst = out.burst_hint();
         let writer = AbortOnDrop(tokio::spawn(async move {
             // Only a close marker (or every handle gone) ends it: never
             // stopped.
@@ -161,6 +163,7 @@ impl Tasks {
             shared.config.max_message_bytes,
             shared.inbound.clone(),
             in_tx,
+            burst,
         )));
         let (failed_tx, notifier_failed) = oneshot::channel();
         let notifier = AbortOnDrop(tokio::spawn(notification_loop(
@@ -594,9 +597,15 @@ async fn read_loop(
     max: usize,
     budget: Arc<InboundBudget>,
     tx: mpsc::Sender<Inbound>,
+    burst: BurstHint,
 ) {
     let mut framer = LineFramer::new(max);
-    let mut lines = InboundLines { max, budget, tx };
+    let mut lines = InboundLines {
+        max,
+        budget,
+        tx,
+        burst,
+    };
     let end = read_lines(&mut input, &mut framer, &mut lines).await;
     let InboundLines { budget, tx, .. } = lines;
     match end {
@@ -623,6 +632,9 @@ struct InboundLines {
     max: usize,
     budget: Arc<InboundBudget>,
     tx: mpsc::Sender<Inbound>,
+    /// Set when one read brings several requests: their answers follow
+    /// together (see [`BurstHint`]).
+    burst: BurstHint,
 }
 
 impl InboundLines {
@@ -638,6 +650,10 @@ impl InboundLines {
 }
 
 impl LineHandler for InboundLines {
+    fn several(&mut self) {
+        self.burst.set();
+    }
+
     async fn line(&mut self, line: Cow<'_, [u8]>) -> Flow {
         let item = admit(&line, &self.budget).await;
         self.send(item).await

@@ -161,6 +161,7 @@ fn start_tasks(
         stall: opts.write_stall_timeout,
     };
     let mut stop = signal.clone();
+    let burst = queue.burst_hint();
     tokio::spawn(async move {
         // Returning drops the pipe (the first step of the shutdown) and the
         // queue (which wakes senders waiting for room).
@@ -190,6 +191,7 @@ fn start_tasks(
         shutdown: signal,
         done,
         server: name.to_owned(),
+        burst,
     };
     tokio::spawn(reader.run(pipes.stdout, grow_pipe, move |end| {
         let _ = o.cast(match end {

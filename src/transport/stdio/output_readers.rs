@@ -23,6 +23,7 @@ use crate::error::CloseReason;
 use crate::framing::{Frame, LineFramer};
 use crate::jsonrpc::Message;
 use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
+use crate::line_io::BurstHint;
 use crate::transport::{Delivery, EventSink, TransportEvent};
 
 /// How the reader ended.
@@ -56,6 +57,8 @@ pub(crate) struct Reader {
     /// Resolves when the child is reaped: the end of the drain.
     pub(crate) done: ShutdownHandle,
     pub(crate) server: String,
+    /// Set when one read brings several answers (see [`BurstHint`]).
+    pub(crate) burst: BurstHint,
 }
 
 impl Reader {
@@ -77,6 +80,7 @@ impl Reader {
             on_long_line: Some(on_long_line),
             junk: 0,
             fatal: None,
+            burst: self.burst,
         };
         let mut framer = LineFramer::new(self.limits.max_message_bytes);
         let mut shutdown = self.shutdown;
@@ -113,6 +117,7 @@ struct Lines<F> {
     junk: usize,
     /// Why reading stopped.
     fatal: Option<CloseReason>,
+    burst: BurstHint,
 }
 
 impl<F: FnOnce() + Send> LineHandler for Lines<F> {
@@ -124,6 +129,11 @@ impl<F: FnOnce() + Send> LineHandler for Lines<F> {
                 f();
             }
         }
+    }
+
+    fn several(&mut self) {
+        // The callers these answers wake will send their next calls.
+        self.burst.set();
     }
 
     async fn line(&mut self, line: Cow<'_, [u8]>) -> Flow {
