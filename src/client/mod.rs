@@ -536,7 +536,9 @@ impl Client {
     /// detached; await the returned handle to wait for its end (for
     /// example before the program exits).
     pub fn stop(&self) -> ClientShutdown {
-        self.shared.finalize("the client was stopped");
+        // Final, and the server's stdin closed, from here: no actor hop
+        // between the call and the shutdown's first step.
+        self.shared.stop_now("the client was stopped");
         let _ = self.supervisor.cast(SupervisorMsg::Stop);
         ClientShutdown {
             shared: self.shared.clone(),

@@ -103,8 +103,9 @@ impl Actor for ClientSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SupervisorMsg::Stop => {
-                // The handle made the stop final already (`finalize`): close
-                // the running server now, then the tree goes, its
+                // The handle made the stop final and closed the link
+                // already (`stop_now`); again here for a link that was
+                // being opened meanwhile. Then the tree goes, its
                 // Connection killed with it.
                 st.shared.stop_now("the client was stopped");
                 myself.stop(Some("client stopped".into()));
