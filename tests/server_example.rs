@@ -417,3 +417,80 @@ async fn throughput_of_concurrent_echo_calls() {
     drop(stdin);
     child.wait().await.unwrap();
 }
+
+/// Runs the example server with stdin and stdout on a socket or on pipes,
+/// sends a handshake and an echo call, ends its input, and returns the
+/// answers, whether it exited with status 0, and its debug log.
+fn session_over(socket: bool) -> (Vec<Value>, bool, String) {
+    use std::io::{BufRead, Write};
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+
+    let mut cmd = std::process::Command::new(example_binary());
+    cmd.env("RUST_LOG", "conduit_mcp=debug")
+        .stderr(Stdio::piped());
+    let mut ours = None;
+    if socket {
+        let (mine, theirs) = UnixStream::pair().unwrap();
+        mine.set_read_timeout(Some(PATIENCE)).unwrap();
+        cmd.stdin(Stdio::from(OwnedFd::from(theirs.try_clone().unwrap())))
+            .stdout(Stdio::from(OwnedFd::from(theirs)));
+        ours = Some(mine);
+    } else {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    }
+    let mut child = cmd.spawn().expect("spawn example server");
+    let mut err = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let (mut input, mut output): (Box<dyn Write>, Box<dyn BufRead>) = match &ours {
+        Some(sock) => (
+            Box::new(sock.try_clone().unwrap()),
+            Box::new(std::io::BufReader::new(sock.try_clone().unwrap())),
+        ),
+        None => (
+            Box::new(child.stdin.take().unwrap()),
+            Box::new(std::io::BufReader::new(child.stdout.take().unwrap())),
+        ),
+    };
+    let init = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}}\n";
+    let call = b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hello\"}}}\n";
+    let mut answers = Vec::new();
+    for request in [&init[..], &call[..]] {
+        input.write_all(request).unwrap();
+        input.flush().unwrap();
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        answers.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    // End of input: the server finishes and exits.
+    drop(input);
+    if let Some(sock) = &ours {
+        sock.shutdown(std::net::Shutdown::Write).unwrap();
+    }
+    let status = child.wait().unwrap();
+    (answers, status.success(), log.join().unwrap())
+}
+
+/// Process stdio that is not a pipe (here a socket) is served by threads;
+/// pipes (as every client spawns a server) by the reactor. Both alike.
+#[test]
+fn process_stdio_over_a_socket_uses_threads_and_over_pipes_the_reactor() {
+    for socket in [true, false] {
+        let (answers, ok, log) = session_over(socket);
+        assert!(ok, "socket {socket}: exit status; log:\n{log}");
+        assert_eq!(answers[0]["id"], 1, "{answers:?}");
+        assert_eq!(
+            answers[1]["result"]["content"][0]["text"], "hello",
+            "{answers:?}"
+        );
+        assert_eq!(
+            log.contains("non-blocking pipes on the reactor"),
+            !socket,
+            "socket {socket}: the wrong stdio path; log:\n{log}"
+        );
+    }
+}
