@@ -1,9 +1,10 @@
 //! What a request handler knows about its request, and how it talks back.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::jsonrpc::RequestId;
 use crate::protocol::Era;
@@ -17,6 +18,30 @@ use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle}
 pub(crate) struct Recorded {
     pub(crate) requests: Map<String, Value>,
     pub(crate) state: Option<String>,
+}
+
+/// What the session and a request's task (and its contexts) share: one
+/// allocation per request, and nothing to signal when the request ends (a
+/// watch channel per request cost an allocation and a wake-up of its
+/// receivers when dropped).
+#[derive(Debug, Default)]
+pub(crate) struct RequestShared {
+    cancelled: AtomicBool,
+    /// Woken once, when `cancelled` is set.
+    cancel: Notify,
+    pub(crate) recorded: Mutex<Recorded>,
+}
+
+impl RequestShared {
+    /// Marks the request cancelled and wakes who waits for it.
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.cancel.notify_waiters();
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
 }
 
 /// Methods that may answer with an input-required result (modern era).
@@ -55,8 +80,7 @@ pub struct RequestContext {
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
     pub(crate) handle: ServerHandle,
-    pub(crate) cancel: watch::Receiver<bool>,
-    pub(crate) recorded: Arc<Mutex<Recorded>>,
+    pub(crate) shared: Arc<RequestShared>,
 }
 
 impl RequestContext {
@@ -169,17 +193,22 @@ impl RequestContext {
     /// request cancelled by `notifications/cancelled` is aborted outright:
     /// its future is dropped at its next `.await`.
     pub fn is_cancelled(&self) -> bool {
-        *self.cancel.borrow()
+        self.shared.is_cancelled()
     }
 
     /// Resolves when the request is cancelled (see
     /// [`is_cancelled`](Self::is_cancelled)). Cancel safe.
     pub async fn cancelled(&self) {
-        let mut rx = self.cancel.clone();
-        if rx.wait_for(|c| *c).await.is_err() {
-            // The session is gone without cancelling: never resolve.
-            std::future::pending::<()>().await;
+        let s = &self.shared;
+        let notified = s.cancel.notified();
+        tokio::pin!(notified);
+        // Registered before the check, so a cancel in between is not
+        // missed. Never cancelled (the session gone first): never resolves.
+        notified.as_mut().enable();
+        if s.is_cancelled() {
+            return;
         }
+        notified.await;
     }
 
     /// Modern era: the `requestState` the client echoed back on a retry.
@@ -193,7 +222,7 @@ impl RequestContext {
     /// Modern era: sets the `requestState` sent with an input-required
     /// result (the client echoes it on the retry).
     pub fn set_request_state(&self, state: impl Into<String>) {
-        crate::sync::lock(&self.recorded).state = Some(state.into());
+        crate::sync::lock(&self.shared.recorded).state = Some(state.into());
     }
 
     /// Modern era: the retry's `inputResponses[key]`, if present.
@@ -279,7 +308,7 @@ impl RequestContext {
 
     fn record(&self, key: &str, request: &InputRequest) {
         let v = serde_json::to_value(request).unwrap_or(Value::Null);
-        crate::sync::lock(&self.recorded)
+        crate::sync::lock(&self.shared.recorded)
             .requests
             .insert(key.to_owned(), v);
     }

@@ -22,6 +22,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -42,7 +43,7 @@ use crate::line_io::BurstHint;
 use crate::protocol::{methods, Era};
 
 use super::budget::{Charge, InboundBudget};
-use super::context::{Recorded, RequestContext};
+use super::context::{Recorded, RequestContext, RequestShared};
 use super::dispatch::{route, Dispatch, Route};
 use super::error::{HandlerError, ServerError};
 use super::footprint;
@@ -76,7 +77,30 @@ enum TaskOut {
 struct InFlight {
     task: tokio::task::Id,
     abort: AbortHandle,
-    cancel: watch::Sender<bool>,
+    shared: Arc<RequestShared>,
+}
+
+/// Hashes tokio task ids. The runtime hands them out, the client cannot
+/// choose them, so SipHash's defence against chosen keys buys nothing here
+/// (it was a third of the cost of the session's maps).
+#[derive(Default)]
+struct TaskIdHasher(u64);
+
+impl Hasher for TaskIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: spreads consecutive ids over all the bits.
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 struct Session<H> {
@@ -84,7 +108,7 @@ struct Session<H> {
     handler: Arc<H>,
     tasks: JoinSet<TaskOut>,
     in_flight: HashMap<RequestId, InFlight>,
-    by_task: HashMap<tokio::task::Id, RequestId>,
+    by_task: HashMap<tokio::task::Id, RequestId, BuildHasherDefault<TaskIdHasher>>,
     backlog: VecDeque<(Request, Dispatch, Charge)>,
     notifications: mpsc::Sender<(Notification, Charge)>,
     /// A notification waiting for room in the handler's queue; reading is
@@ -106,7 +130,7 @@ pub(crate) async fn run<H: Handler>(
         handler,
         tasks: JoinSet::new(),
         in_flight: HashMap::new(),
-        by_task: HashMap::new(),
+        by_task: HashMap::default(),
         backlog: VecDeque::new(),
         notifications: n_tx,
         stalled: None,
@@ -370,8 +394,7 @@ impl<H: Handler> Session<H> {
     }
 
     fn spawn(&mut self, req: Request, d: Dispatch, charge: Charge) {
-        let (cancel_tx, cancel_rx) = watch::channel(false);
-        let recorded = Arc::new(Mutex::new(Recorded::default()));
+        let rs = Arc::new(RequestShared::default());
         let ctx = RequestContext {
             id: req.id.clone(),
             method: req.method.clone(),
@@ -381,8 +404,7 @@ impl<H: Handler> Session<H> {
             input_responses: d.input_responses,
             request_state: d.request_state,
             handle: ServerHandle::new(&self.shared),
-            cancel: cancel_rx,
-            recorded: recorded.clone(),
+            shared: rs.clone(),
         };
         let handler = self.handler.clone();
         let id = req.id.clone();
@@ -395,11 +417,12 @@ impl<H: Handler> Session<H> {
             ttl_ms: self.shared.config.cache_ttl_ms,
             scope: self.shared.config.cache_scope.as_str(),
         };
+        let task_rs = rs.clone();
         let abort = self.tasks.spawn(async move {
             // Released when the task ends, or is aborted (the future dropped).
             let _charge = charge;
             let result = handler.handle_request(req, ctx).await;
-            finish(&id, shape, result, &recorded)
+            finish(&id, shape, result, &task_rs.recorded)
         });
         let task = abort.id();
         self.by_task.insert(task, id_for_map.clone());
@@ -408,7 +431,7 @@ impl<H: Handler> Session<H> {
             InFlight {
                 task,
                 abort,
-                cancel: cancel_tx,
+                shared: rs,
             },
         );
     }
@@ -479,7 +502,7 @@ impl<H: Handler> Session<H> {
 
     fn cancel(&mut self, id: &RequestId) {
         if let Some(f) = self.in_flight.remove(id) {
-            f.cancel.send_replace(true);
+            f.shared.cancel();
             f.abort.abort();
             self.by_task.remove(&f.task);
             tracing::debug!(%id, "request cancelled by the client");
@@ -500,7 +523,7 @@ impl<H: Handler> Session<H> {
             return;
         }
         for f in self.in_flight.values() {
-            f.cancel.send_replace(true);
+            f.shared.cancel();
         }
         let drain = self.shared.config.stop_drain;
         if drain.is_zero() {
