@@ -102,6 +102,7 @@ async fn server_that_never_reads_is_closed_once_callers_wait_for_room() {
     cfg.era = conduit_mcp::EraPreference::Legacy;
     let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
+    let mut events = client.events();
     let big = "x".repeat(64 * 1024);
     let t = Instant::now();
     let mut calls = Vec::new();
@@ -131,6 +132,18 @@ async fn server_that_never_reads_is_closed_once_callers_wait_for_room() {
         "{closed_after:?}"
     );
     assert!(closed_after < Duration::from_secs(5), "{closed_after:?}");
+    // The status leaves Ready just before the calls in flight are failed
+    // with the reason, and the Closed event follows them: stop only after
+    // it (a stop in between would fail them with `Stopped` instead).
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(e) = events.recv().await {
+            if matches!(e, conduit_mcp::LifecycleEvent::Closed { .. }) {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the Closed event");
     client.stop().wait().await;
     let (mut stalled, mut stopped) = (0, 0);
     for c in calls {
