@@ -140,11 +140,13 @@ pub(crate) fn encode_call(
 ) -> Result<Vec<u8>, String> {
     let mut extra = match (era, meta) {
         (Era::Modern, Some(cache)) if !progress && !has_meta(params) => {
-            let with = WithMeta {
-                params: params.as_ref().and_then(Value::as_object),
-                meta: &cache.raw,
+            let object = match params {
+                None => None,
+                Some(Value::Object(m)) => Some(m),
+                // Not an object: the merge path below reports the error.
+                Some(_) => return encode_merged(id, method, params, cache.map.clone()),
             };
-            return encode::request(id, method, Some(&with)).map_err(|e| e.to_string());
+            return encode_with_meta(id, method, object, &cache.raw).map_err(|e| e.to_string());
         }
         (Era::Modern, cache) => cache.map(|c| c.map.clone()).unwrap_or_default(),
         (Era::Legacy, _) => Map::new(),
@@ -152,6 +154,17 @@ pub(crate) fn encode_call(
     if progress {
         extra.insert("progressToken".into(), id_value(id));
     }
+    encode_merged(id, method, params, extra)
+}
+
+/// The request line with `extra` merged into the params' `_meta` (on a
+/// copy of the params).
+fn encode_merged(
+    id: &RequestId,
+    method: &str,
+    params: &Option<Value>,
+    extra: Map<String, Value>,
+) -> Result<Vec<u8>, String> {
     if extra.is_empty() {
         return encode::request(id, method, params.as_ref()).map_err(|e| e.to_string());
     }
@@ -160,13 +173,33 @@ pub(crate) fn encode_call(
     encode::request(id, method, params.as_ref()).map_err(|e| e.to_string())
 }
 
-/// Params serialised with a pre-serialised `_meta` (modern fast path).
-#[derive(serde::Serialize)]
-struct WithMeta<'a> {
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    params: Option<&'a Map<String, Value>>,
-    #[serde(rename = "_meta")]
-    meta: &'a serde_json::value::RawValue,
+/// The modern fast path: the line written directly, the session's `_meta`
+/// spliced in pre-serialised after the caller's params (the same bytes
+/// serde would write for `{..params, "_meta": meta}`, without its
+/// flattening machinery or a reallocation).
+fn encode_with_meta(
+    id: &RequestId,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    meta: &serde_json::value::RawValue,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let meta = meta.get().as_bytes();
+    let mut out = Vec::with_capacity(64 + method.len() + meta.len());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    serde_json::to_writer(&mut out, id)?;
+    out.extend_from_slice(b",\"method\":");
+    serde_json::to_writer(&mut out, method)?;
+    out.extend_from_slice(b",\"params\":{");
+    for (k, v) in params.into_iter().flatten() {
+        serde_json::to_writer(&mut out, k)?;
+        out.push(b':');
+        serde_json::to_writer(&mut out, v)?;
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"_meta\":");
+    out.extend_from_slice(meta);
+    out.extend_from_slice(b"}}\n");
+    Ok(out)
 }
 
 /// The session's `_meta` for modern requests, built once when ready.
@@ -207,4 +240,47 @@ fn merge_meta(params: &mut Option<Value>, extra: Map<String, Value>) -> Result<(
         m.entry(k).or_insert(v);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache() -> MetaCache {
+        let map = match json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "k": "a\"b\n" })
+        {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        let raw = serde_json::value::to_raw_value(&map).unwrap();
+        MetaCache { map, raw }
+    }
+
+    /// What the slow path (merge into a copy, then serde) writes.
+    fn merged(id: &RequestId, method: &str, params: &Option<Value>, c: &MetaCache) -> Value {
+        let line = encode_merged(id, method, params, c.map.clone()).unwrap();
+        serde_json::from_slice(&line).unwrap()
+    }
+
+    #[test]
+    fn the_modern_fast_path_writes_what_the_merge_writes() {
+        let c = cache();
+        let id = RequestId::Number(7);
+        for params in [
+            None,
+            Some(json!({})),
+            Some(json!({ "name": "echo", "arguments": { "text": "x\"\\\n\u{1F600}" } })),
+        ] {
+            let line =
+                encode_call(Era::Modern, Some(&c), &id, "tools/call", &params, false).unwrap();
+            assert_eq!(line.last(), Some(&b'\n'));
+            assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+            let got: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(got, merged(&id, "tools/call", &params, &c), "{params:?}");
+        }
+        // Params that are not an object: the same error as the merge path.
+        let err =
+            encode_call(Era::Modern, Some(&c), &id, "x", &Some(json!([1])), false).unwrap_err();
+        assert!(err.contains("must be a JSON object"), "{err}");
+    }
 }
