@@ -6,8 +6,9 @@
 //! Why not the line's length: a `serde_json::Value` costs 32 bytes per node
 //! plus its heap, so the 8 MiB line `[0,0,0,...]` parses to 128 MiB, and
 //! `[{"":0},{"":0},...]` to about 100 times its length (every one-entry
-//! object is a whole B-tree leaf). The estimate walks the line with serde
-//! without allocating and adds up what the parse would allocate:
+//! object is a whole B-tree leaf). The estimate walks the line without
+//! allocating (over its bytes when it is plain, else with serde) and adds up
+//! what the parse would allocate:
 //!
 //! - every value: `size_of::<Value>()` where it sits (array slot, map node,
 //!   or the message itself);
@@ -73,10 +74,13 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// that cannot be walked gets the conservative [`INVALID_FACTOR`] charge.
 pub(crate) fn estimate(line: &[u8]) -> Estimate {
     let body = line.strip_prefix(UTF8_BOM).unwrap_or(line);
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let walked = Walker(Role::Envelope)
-        .deserialize(&mut de)
-        .and_then(|w| de.end().map(|()| w));
+    // The serde walk validates every string and number as a parse would:
+    // most of the cost of admitting a small request. The byte walk sums the
+    // same in one cheap pass, and hands over whatever it is unsure of.
+    let walked = match fast::walk(body) {
+        Some(w) => Ok(w),
+        None => serde_walk(body),
+    };
     match walked {
         Ok(w) => Estimate {
             bytes: MESSAGE_OVERHEAD
@@ -90,6 +94,242 @@ pub(crate) fn estimate(line: &[u8]) -> Estimate {
             control: false,
         },
     }
+}
+
+/// The estimate's walk over the bytes themselves, for the lines it is sure
+/// of: the same sums as the serde walk ([`Walker`]), or `None` for anything
+/// else (invalid JSON, escapes, numbers serde might reject as out of range,
+/// deep nesting), which the serde walk then decides.
+mod fast {
+    use super::{alloc, array_heap, map_heap, string_heap, Role, Walked, VALUE};
+    use crate::protocol::methods;
+
+    /// Deeper nesting goes to serde, which refuses beyond 128 levels.
+    const MAX_DEPTH: u32 = 100;
+    /// Longer integer parts go to serde: they could overflow an `f64`.
+    const MAX_INT_DIGITS: usize = 300;
+
+    pub(super) fn walk(body: &[u8]) -> Option<Walked> {
+        let mut w = Bytes {
+            s: body,
+            i: 0,
+            depth: 0,
+        };
+        w.ws();
+        let sum = w.value(Role::Envelope)?;
+        w.ws();
+        (w.i == body.len()).then_some(sum)
+    }
+
+    struct Bytes<'a> {
+        s: &'a [u8],
+        i: usize,
+        depth: u32,
+    }
+
+    impl<'a> Bytes<'a> {
+        fn peek(&self) -> Option<u8> {
+            self.s.get(self.i).copied()
+        }
+
+        /// JSON's blanks, as serde skips them.
+        fn ws(&mut self) {
+            while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+                self.i += 1;
+            }
+        }
+
+        fn eat(&mut self, b: u8) -> Option<()> {
+            (self.peek()? == b).then(|| self.i += 1)
+        }
+
+        fn value(&mut self, role: Role) -> Option<Walked> {
+            match self.peek()? {
+                b'{' => self.map(role),
+                b'[' => self.seq(),
+                b'"' => {
+                    let s = self.string()?;
+                    Some(Walked {
+                        heap: string_heap(s.len()),
+                        is_cancel: role == Role::Method && s == methods::CANCELLED.as_bytes(),
+                        ..Walked::default()
+                    })
+                }
+                b't' => self.literal(b"true"),
+                b'f' => self.literal(b"false"),
+                b'n' => self.literal(b"null"),
+                b'-' | b'0'..=b'9' => self.number(),
+                _ => None,
+            }
+        }
+
+        fn literal(&mut self, word: &[u8]) -> Option<Walked> {
+            let end = self.i.checked_add(word.len())?;
+            (self.s.get(self.i..end)? == word).then(|| {
+                self.i = end;
+                Walked::default()
+            })
+        }
+
+        /// A string without escapes or control characters: its bytes (its
+        /// decoded length is then its length).
+        fn string(&mut self) -> Option<&'a [u8]> {
+            self.eat(b'"')?;
+            let rest = self.s.get(self.i..)?;
+            let len = rest
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            let s = rest.get(..len)?;
+            if rest.get(len) != Some(&b'"') {
+                return None;
+            }
+            if !s.is_ascii() {
+                std::str::from_utf8(s).ok()?;
+            }
+            self.i += len + 1;
+            Some(s)
+        }
+
+        fn digits(&mut self) -> usize {
+            let start = self.i;
+            while let Some(b'0'..=b'9') = self.peek() {
+                self.i += 1;
+            }
+            self.i - start
+        }
+
+        /// JSON's number grammar, without an exponent.
+        fn number(&mut self) -> Option<Walked> {
+            let _ = self.eat(b'-');
+            match self.peek()? {
+                b'0' => self.i += 1,
+                b'1'..=b'9' => {
+                    if self.digits() > MAX_INT_DIGITS {
+                        return None;
+                    }
+                }
+                _ => return None,
+            }
+            if self.eat(b'.').is_some() && self.digits() == 0 {
+                return None;
+            }
+            match self.peek() {
+                Some(b'e' | b'E') => None,
+                _ => Some(Walked::default()),
+            }
+        }
+
+        fn enter(&mut self) -> Option<()> {
+            self.depth += 1;
+            (self.depth <= MAX_DEPTH).then_some(())
+        }
+
+        fn seq(&mut self) -> Option<Walked> {
+            self.eat(b'[')?;
+            self.enter()?;
+            let (mut n, mut sum) = (0usize, Walked::default());
+            self.ws();
+            if self.eat(b']').is_none() {
+                loop {
+                    self.ws();
+                    let w = self.value(Role::Value)?;
+                    n += 1;
+                    sum.heap = sum.heap.saturating_add(w.heap);
+                    sum.extra = sum.extra.saturating_add(w.extra);
+                    self.ws();
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b']' => {
+                            self.i += 1;
+                            break;
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            self.depth -= 1;
+            sum.heap = sum.heap.saturating_add(array_heap(n));
+            Some(sum)
+        }
+
+        /// Mirrors [`Walker::visit_map`](super::Walker).
+        fn map(&mut self, role: Role) -> Option<Walked> {
+            self.eat(b'{')?;
+            self.enter()?;
+            let (mut n, mut sum) = (0usize, Walked::default());
+            self.ws();
+            if self.eat(b'}').is_none() {
+                loop {
+                    self.ws();
+                    let name = self.string()?;
+                    self.ws();
+                    self.eat(b':')?;
+                    self.ws();
+                    n += 1;
+                    sum.heap = sum.heap.saturating_add(string_heap(name.len()));
+                    let w = match (role, name) {
+                        (Role::Envelope, b"result") => {
+                            // Kept as its bytes: what serde's RawValue spans.
+                            let start = self.i;
+                            self.value(Role::Value)?;
+                            sum.is_response = true;
+                            sum.extra = sum.extra.saturating_add(alloc(self.i - start));
+                            None
+                        }
+                        (Role::Envelope, b"error") => {
+                            let w = self.value(Role::Value)?;
+                            sum.is_response = true;
+                            sum.extra = sum.extra.saturating_add(w.heap);
+                            Some(w)
+                        }
+                        (Role::Envelope, b"id") => {
+                            sum.has_id = true;
+                            Some(self.value(Role::Value)?)
+                        }
+                        (Role::Envelope, b"method") => {
+                            let w = self.value(Role::Method)?;
+                            sum.has_method = true;
+                            sum.is_cancel = w.is_cancel;
+                            Some(w)
+                        }
+                        (Role::Envelope, b"params") => Some(self.value(Role::Params)?),
+                        (Role::Params, b"_meta" | b"inputResponses" | b"requestState") => {
+                            let w = self.value(Role::Value)?;
+                            sum.extra = sum
+                                .extra
+                                .saturating_add(w.heap.saturating_mul(2))
+                                .saturating_add(VALUE);
+                            Some(w)
+                        }
+                        _ => Some(self.value(Role::Value)?),
+                    };
+                    if let Some(w) = w {
+                        sum.heap = sum.heap.saturating_add(w.heap);
+                        sum.extra = sum.extra.saturating_add(w.extra);
+                    }
+                    self.ws();
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b'}' => {
+                            self.i += 1;
+                            break;
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            self.depth -= 1;
+            sum.heap = sum.heap.saturating_add(map_heap(n));
+            Some(sum)
+        }
+    }
+}
+
+fn serde_walk(body: &[u8]) -> Result<Walked, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    Walker(Role::Envelope)
+        .deserialize(&mut de)
+        .and_then(|w| de.end().map(|()| w))
 }
 
 /// Bytes a heap allocation of `n` bytes occupies (0 for none).
@@ -141,7 +381,7 @@ enum Role {
 }
 
 /// The sums of one walked value.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct Walked {
     /// Heap bytes of the value as parsed (its own `Value` slot excluded).
     heap: usize,
@@ -393,6 +633,107 @@ mod tests {
         let mut bom = UTF8_BOM.to_vec();
         bom.extend_from_slice(&request("{}"));
         assert!(estimate(&bom).bytes < 8 * 1024);
+    }
+
+    /// The byte walk gives the serde walk's sums, or leaves the line to it.
+    fn same_as_serde(line: &[u8]) -> bool {
+        match fast::walk(line) {
+            Some(w) => serde_walk(line).ok() == Some(w),
+            None => true,
+        }
+    }
+
+    #[test]
+    fn the_byte_walk_sums_what_the_serde_walk_sums() {
+        let sure: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#,
+            br#" {"jsonrpc":"2.0","id":"a","method":"x","params":{"_meta":{"a":[1,2.5,-0,{"b":null}]},"inputResponses":{"k":{}},"requestState":"s"}} "#,
+            br#"{"jsonrpc":"2.0","id":3,"result":  {"roots":[1,2,3]}  }"#,
+            br#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no","data":[true,false]}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#,
+            br#"{"method":"a","method":"notifications/cancelled","id":1,"id":2}"#,
+            "{\"x\":\"h\u{e9}llo \u{1F600}\",\"y\":[[],{},[{}],0.125]}".as_bytes(),
+            br#"[{"":0},{"":0},[0],"notifications/cancelled"]"#,
+            br#"{"params":[{"_meta":{"a":"b"}}],"result":[0,0,0]}"#,
+            b"\t[ 1 , 2 ]\r\n",
+            b"0",
+            b"-12.5",
+        ];
+        for line in sure {
+            let text = String::from_utf8_lossy(line);
+            assert!(fast::walk(line).is_some(), "{text}");
+            assert!(same_as_serde(line), "{text}");
+        }
+        let unsure: &[&[u8]] = &[
+            br#"{"a":"esc\"aped"}"#,
+            br#"{"a":1e5}"#,
+            br#"{"a":01}"#,
+            br#"{"a":1.}"#,
+            br#"{"a":-}"#,
+            br#"{"a":[1,]}"#,
+            br#"{"a":1,}"#,
+            br#"{"a" 1}"#,
+            br#"{"a":tru}"#,
+            br#"{"a":truex}"#,
+            b"{\"a\":\"\xff\"}",
+            b"{\"a\":\"x\ny\"}",
+            br#"{"a":1} x"#,
+            br#"{"a":[1"#,
+            b"",
+        ];
+        for line in unsure {
+            assert!(
+                fast::walk(line).is_none(),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
+        assert!(fast::walk(deep.as_bytes()).is_none());
+        let long = format!("[{}]", "9".repeat(400));
+        assert!(fast::walk(long.as_bytes()).is_none());
+    }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("id".to_owned()),
+            Just("method".to_owned()),
+            Just("params".to_owned()),
+            Just("result".to_owned()),
+            Just("error".to_owned()),
+            Just("_meta".to_owned()),
+            Just("inputResponses".to_owned()),
+            Just("requestState".to_owned()),
+            "[a-z\u{e9}\"]{0,4}",
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            Just(Value::from(methods::CANCELLED)),
+            "[a-z\u{e9}\\\\\n]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec((key.clone(), inner), 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_byte_walk_agrees_with_serde_on_any_json(v in arb_json(), pretty: bool) {
+            let line = if pretty {
+                serde_json::to_vec_pretty(&v).unwrap()
+            } else {
+                serde_json::to_vec(&v).unwrap()
+            };
+            proptest::prop_assert!(same_as_serde(&line), "{}", String::from_utf8_lossy(&line));
+        }
     }
 
     #[test]
