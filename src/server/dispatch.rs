@@ -39,7 +39,7 @@ fn invalid_params(msg: impl Into<String>) -> ErrorObject {
 }
 
 /// Validates the modern `_meta`; returns the client capabilities.
-fn check_modern(m: &Map<String, Value>) -> Result<Value, ErrorObject> {
+fn check_modern(m: &Map<String, Value>) -> Result<&Value, ErrorObject> {
     let version = match m.get(meta::PROTOCOL_VERSION) {
         Some(Value::String(v)) => v,
         Some(_) => {
@@ -56,7 +56,7 @@ fn check_modern(m: &Map<String, Value>) -> Result<Value, ErrorObject> {
         }
     };
     let caps = match m.get(meta::CLIENT_CAPABILITIES) {
-        Some(c @ Value::Object(_)) => c.clone(),
+        Some(c @ Value::Object(_)) => c,
         Some(_) => {
             return Err(invalid_params(format!(
                 "_meta {} must be an object",
@@ -94,7 +94,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
         methods::DISCOVER => {
             let m = meta.unwrap_or_default();
             Route::Answer(check_modern(&m).map(|caps| {
-                record_modern(shared, Arc::new(caps), &m);
+                record_modern(shared, caps, &m);
                 discover(shared)
             }))
         }
@@ -106,8 +106,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                     Ok(c) => c,
                     Err(e) => return Route::Answer(Err(e)),
                 };
-                let caps = Arc::new(caps);
-                record_modern(shared, caps.clone(), &m);
+                let caps = record_modern(shared, caps, &m);
                 let params = req.params.as_ref();
                 Route::Dispatch(Dispatch {
                     era: Era::Modern,
@@ -143,13 +142,25 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
     }
 }
 
-fn record_modern(shared: &SessionShared, caps: Arc<Value>, m: &Map<String, Value>) {
+/// Records what a modern request reveals; returns its capabilities, shared.
+///
+/// A client sends the same capabilities and info with every request:
+/// comparing costs less than copying them again (several allocations per
+/// request), so an equal value keeps the copy already held.
+fn record_modern(shared: &SessionShared, caps: &Value, m: &Map<String, Value>) -> Arc<Value> {
     let mut st = shared.session();
-    st.latest_capabilities = Some(caps);
+    let caps = match &st.latest_capabilities {
+        Some(held) if **held == *caps => held.clone(),
+        _ => Arc::new(caps.clone()),
+    };
+    st.latest_capabilities = Some(caps.clone());
     if let Some(info) = m.get(meta::CLIENT_INFO) {
-        st.client_info = Some(info.clone());
+        if st.client_info.as_ref() != Some(info) {
+            st.client_info = Some(info.clone());
+        }
     }
     st.era = Some(Era::Modern);
+    caps
 }
 
 fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObject> {
