@@ -133,22 +133,28 @@
 //!
 //! # Process stdio
 //!
-//! [`StdioServer::new`] reads fd 0 and writes fd 1 with dedicated plain
-//! threads, not tokio's `stdin()`/`stdout()`: those run each blocking read on
-//! the runtime's blocking pool, and an idle stdin read never returns, so
-//! `stop()` could not take effect and runtime shutdown would hang. On stop
-//! the reader thread is simply abandoned, blocked in `read(2)`; threads do
-//! not keep a process alive, so exiting is immediate. The writer thread
-//! absorbs a client that stopped reading, and is abandoned after
-//! [`ServerConfig::flush_timeout`].
+//! On Linux, when fd 0 and fd 1 are pipes (always, under a client that
+//! spawned this process), [`StdioServer::new`] reopens them through
+//! `/proc/self/fd` with `O_NONBLOCK` and serves them from tokio's reactor,
+//! as rmcp's `stdio_pipes` does: the reopened descriptors are new open file
+//! descriptions, so fd 0 and fd 1 themselves, the parent's ends and
+//! children that inherit them keep their blocking mode. On stop they are
+//! dropped; unread input stays in the pipe. This needs a runtime with I/O
+//! enabled (`#[tokio::main]`, `enable_all`), as every tokio I/O type does.
 //!
-//! A non-blocking `AsyncFd` on fd 0 was rejected: `O_NONBLOCK` belongs to the
-//! open file description shared with the parent (it would change the
-//! parent's terminal or pipe too), and regular files have no readiness.
+//! Everything else (a terminal, a file, a socket, other platforms) is read
+//! and written by dedicated plain threads, not tokio's `stdin()`/`stdout()`:
+//! those run each blocking read on the runtime's blocking pool, and an idle
+//! stdin read never returns, so `stop()` could not take effect and runtime
+//! shutdown would hang. On stop the reader thread is simply abandoned,
+//! blocked in `read(2)`; threads do not keep a process alive, so exiting is
+//! immediate. The writer thread absorbs a client that stopped reading, and
+//! is abandoned after [`ServerConfig::flush_timeout`] (the pipe path bounds
+//! its last flush by the same timeout).
 //!
-//! Caveat: serve process stdio at most once at a time per process. Serving it
-//! again after a stop may lose up to one chunk (64 KiB) that the abandoned
-//! thread of the previous run reads and discards.
+//! Caveat: serve process stdio at most once at a time per process. On the
+//! thread path, serving it again after a stop may lose up to one chunk (64
+//! KiB) that the abandoned thread of the previous run reads and discards.
 //!
 //! With [`ServerConfig::stdout_guard`] (unix), fd 1 points at stderr while
 //! serving and the protocol uses a private duplicate of the original stdout,

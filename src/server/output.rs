@@ -1,5 +1,6 @@
-//! Where the server's output goes: a caller's stream, or a thread writing
-//! the process's stdout. The queue in front of it and the task that drains
+//! Where the server's output goes: a stream (the caller's, or process
+//! stdout reopened as a non-blocking pipe), or a thread writing the
+//! process's stdout. The queue in front of it and the task that drains
 //! it are the shared ones of [`line_io`](crate::line_io).
 
 use std::io;
@@ -12,7 +13,7 @@ use crate::line_io::QueueReceiver;
 
 /// Where the writer's bytes go.
 pub(crate) enum Sink {
-    /// A caller-supplied stream.
+    /// A stream: the caller's, or process stdout as a non-blocking pipe.
     Async(Pin<Box<dyn AsyncWrite + Send>>),
     /// A dedicated thread writing a blocking file descriptor (process stdout).
     Thread(super::process_stdio::ThreadSink),
