@@ -139,7 +139,7 @@
 //! as rmcp's `stdio_pipes` does: the reopened descriptors are new open file
 //! descriptions, so fd 0 and fd 1 themselves, the parent's ends and
 //! children that inherit them keep their blocking mode. On stop they are
-//! dropped; unread input stays in the pipe. This needs a runtime with I/O
+//! dropped; input not yet read stays in the pipe. This needs a runtime with I/O
 //! enabled (`#[tokio::main]`, `enable_all`), as every tokio I/O type does.
 //!
 //! Everything else (a terminal, a file, a socket, other platforms) is read
@@ -152,9 +152,10 @@
 //! is abandoned after [`ServerConfig::flush_timeout`] (the pipe path bounds
 //! its last flush by the same timeout).
 //!
-//! Caveat: serve process stdio at most once at a time per process. On the
-//! thread path, serving it again after a stop may lose up to one chunk (64
-//! KiB) that the abandoned thread of the previous run reads and discards.
+//! Caveat: serve process stdio at most once at a time per process. Serving
+//! it again after a stop may lose what the previous run had read and not
+//! yet handled: up to one 64 KiB chunk (on the thread path, the chunk the
+//! abandoned thread reads next is lost too).
 //!
 //! With [`ServerConfig::stdout_guard`] (unix), fd 1 points at stderr while
 //! serving and the protocol uses a private duplicate of the original stdout,

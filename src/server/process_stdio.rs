@@ -11,8 +11,8 @@
 //! The reopen makes new open file descriptions, so the flag stays private
 //! to them: fd 0 and fd 1 themselves, the parent's ends and children that
 //! inherit them keep their blocking mode. On stop both are simply dropped;
-//! nothing stays blocked, and unread input stays in the pipe for a later
-//! serve. Like every tokio I/O type this needs a runtime with I/O enabled
+//! nothing stays blocked, and input not yet read stays in the pipe for a
+//! later serve. Like every tokio I/O type this needs a runtime with I/O enabled
 //! (`#[tokio::main]`, `enable_all`), as the client does.
 //!
 //! # Threads (everything else), and why not `tokio::io::stdin()`
@@ -32,9 +32,10 @@
 //! `flush_timeout` when serving ends.
 //!
 //! Caveats:
-//! - Serve process stdio at most once at a time per process. On the thread
-//!   path, serving it again after a stop may lose up to one chunk (64 KiB)
-//!   read by the abandoned thread of the previous run.
+//! - Serve process stdio at most once at a time per process. Serving it
+//!   again after a stop may lose what the previous run had read and not yet
+//!   handled (up to one 64 KiB chunk); on the thread path also the chunk the
+//!   abandoned thread reads next.
 //! - The thread path does not set `O_NONBLOCK` on fd 0 itself because that
 //!   is a property of the shared open file description: it would also
 //!   change the parent's end of a terminal or pipe, and regular files do not
