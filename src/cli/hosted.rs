@@ -148,10 +148,7 @@ fn server_line(s: &ServerSummary, width: usize) -> String {
     let mut line = format!("{:width$}  ", s.name);
     match (s.session(), s.is_ready()) {
         (Some(session), true) => {
-            let era = serde_json::to_value(session.era)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let era = session.era.as_str();
             let _ = write!(
                 line,
                 "{era:6}  {:10}  {:>3} tools  ready in {} ms",

@@ -229,7 +229,17 @@ pub(crate) async fn refresh_tools(client: Client) {
             let next = async {
                 match (stream.as_mut(), notes.as_mut()) {
                     (Some(s), _) => s.next().await,
-                    (None, Some(n)) => n.recv().await.map(ServerNotification::from_raw),
+                    // Only the method is looked at: the others are not
+                    // decoded for nothing.
+                    (None, Some(n)) => loop {
+                        match n.recv().await {
+                            Some(raw) if raw.method == methods::TOOLS_LIST_CHANGED => {
+                                break Some(ServerNotification::from_raw(raw))
+                            }
+                            Some(_) => {}
+                            None => break None,
+                        }
+                    },
                     (None, None) => None,
                 }
             };

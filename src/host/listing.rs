@@ -50,19 +50,6 @@ where
     }
 }
 
-/// Every item of `method` (such as `prompts/list`) from `client`.
-async fn list(client: &Client, method: &str, key: &str) -> Result<Vec<Value>, Error> {
-    all_pages(key, |params| client.request(method, params))
-        .await
-        .map_err(|e| match e {
-            PageError::Fetch(e) => e,
-            PageError::RepeatedCursor(c) => Error::Codec {
-                method: method.to_owned(),
-                problem: format!("server repeated cursor {c:?}"),
-            },
-        })
-}
-
 /// Which lists to (re)fetch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Wanted {
@@ -134,13 +121,13 @@ pub(crate) async fn fetch(client: Client, session: &ServerSession, wanted: Wante
         }
     }
     if wanted.prompts && declares("prompts") {
-        match list(&client, "prompts/list", "prompts").await {
+        match client.list_all("prompts/list", "prompts").await {
             Ok(p) => out.prompts = Some(p),
             Err(e) => out.failed("prompts/list", e),
         }
     }
     if wanted.resources && declares("resources") {
-        match list(&client, "resources/list", "resources").await {
+        match client.list_all("resources/list", "resources").await {
             Ok(r) => out.resources = Some(r),
             Err(e) => out.failed("resources/list", e),
         }

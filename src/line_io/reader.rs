@@ -151,7 +151,7 @@ mod tests {
     #[tokio::test]
     async fn several_is_called_once_per_read_that_brings_more_than_one_line() {
         // Reads of "1\n", "2\n3\n4\n", "5\n": only the second has several.
-        let mut input = tokio_test_reads(&[b"1\n", b"2\n3\n4\n", b"5\n"]);
+        let mut input = chunked_reads(&[b"1\n", b"2\n3\n4\n", b"5\n"]);
         let mut h = Collect::default();
         let end = read_lines(&mut input, &mut LineFramer::new(64), &mut h).await;
         assert!(matches!(end, ReadEnd::Eof));
@@ -161,7 +161,7 @@ mod tests {
     }
 
     /// A reader that returns each chunk from its own `read`.
-    fn tokio_test_reads(chunks: &[&[u8]]) -> impl AsyncRead + Unpin {
+    fn chunked_reads(chunks: &[&[u8]]) -> impl AsyncRead + Unpin {
         struct Chunks(std::collections::VecDeque<Vec<u8>>);
         impl AsyncRead for Chunks {
             fn poll_read(

@@ -171,6 +171,17 @@ pub enum ListKind {
     Prompts,
 }
 
+impl ListKind {
+    /// The notification's method.
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => methods::TOOLS_LIST_CHANGED,
+            ListKind::Resources => methods::RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => methods::PROMPTS_LIST_CHANGED,
+        }
+    }
+}
+
 /// A cloneable handle to a running (or not yet running) server.
 ///
 /// All methods are safe to call from any task while the loop runs. The
@@ -326,12 +337,7 @@ impl ServerHandle {
 
     /// Sends `notifications/{tools,resources,prompts}/list_changed`.
     pub fn notify_list_changed(&self, kind: ListKind) -> Result<(), SendError> {
-        let method = match kind {
-            ListKind::Tools => "notifications/tools/list_changed",
-            ListKind::Resources => "notifications/resources/list_changed",
-            ListKind::Prompts => "notifications/prompts/list_changed",
-        };
-        self.notify(method, None)
+        self.notify(kind.method(), None)
     }
 
     /// Sends a server-to-client request (legacy era: `roots/list`,

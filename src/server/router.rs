@@ -119,7 +119,7 @@ struct Inner {
     /// The handles of the servers serving this router.
     handles: Mutex<Vec<ServerHandle>>,
     listeners: Mutex<Vec<(u64, Listener)>>,
-    next_listener: Mutex<u64>,
+    next_listener: std::sync::atomic::AtomicU64,
     /// Legacy `resources/subscribe`d URIs.
     subscribed: Mutex<BTreeSet<String>>,
     /// The level of the latest legacy `logging/setLevel`.
@@ -382,12 +382,7 @@ impl Router {
                 let _ = h.notify_list_changed(kind);
             }
         }
-        let method = match kind {
-            ListKind::Tools => methods::TOOLS_LIST_CHANGED,
-            ListKind::Resources => methods::RESOURCES_LIST_CHANGED,
-            ListKind::Prompts => methods::PROMPTS_LIST_CHANGED,
-        };
-        self.notify_listeners(method, None, |f| {
+        self.notify_listeners(kind.method(), None, |f| {
             match kind {
                 ListKind::Tools => f.tools_list_changed,
                 ListKind::Resources => f.resources_list_changed,
@@ -522,11 +517,11 @@ impl Router {
             Some(with_stream(Some(ack), &req.id)),
         )
         .map_err(|e| HandlerError::Internal(e.to_string()))?;
-        let key = {
-            let mut n = lock(&self.inner.next_listener);
-            *n += 1;
-            *n
-        };
+        let key = self
+            .inner
+            .next_listener
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
         lock(&self.inner.listeners).push((
             key,
             Listener {
@@ -650,11 +645,14 @@ fn prompt_arguments(schema: &Value) -> Vec<PromptArgument> {
 impl Handler for Router {
     async fn handle_request(
         &self,
-        req: Request,
+        mut req: Request,
         ctx: RequestContext,
     ) -> Result<Value, HandlerError> {
-        let params = || req.params.clone().unwrap_or(Value::Null);
-        match req.method.as_str() {
+        // The params are taken, not copied, by the arms that decode them;
+        // the others (and the fall-back) keep the request whole.
+        let mut params = || req.params.take().unwrap_or(Value::Null);
+        let method = req.method.clone();
+        match method.as_str() {
             methods::TOOLS_LIST => to_value(ListToolsResult {
                 tools: self.routes().tools.iter().map(|(t, _)| t.clone()).collect(),
                 ..Default::default()

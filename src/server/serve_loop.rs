@@ -590,10 +590,10 @@ fn finish(
             }
         }
         Err(HandlerError::InputRequired) if era == Era::Modern => {
-            let rec = recorded
-                .lock()
-                .map(|r| (r.requests.clone(), r.state.clone()));
-            let (requests, state) = rec.unwrap_or_default();
+            let (requests, state) = {
+                let mut r = crate::sync::lock(recorded);
+                (std::mem::take(&mut r.requests), r.state.take())
+            };
             if requests.is_empty() && state.is_none() {
                 let e = internal("handler required input but recorded no input request".into());
                 return TaskOut::Line(encode::error(&rid, &e));

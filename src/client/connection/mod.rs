@@ -451,7 +451,8 @@ impl ConnectionState {
         }
         let delay = self.shared.config.backoff.delay(attempt);
         info!(server = %self.name(), reason = %reason, attempt, delay_ms = delay.as_millis() as u64, "restarting server");
-        self.restarting(myself, attempt, delay, reason.to_string());
+        // The status says so already (set above, before the close).
+        self.restarting(myself, attempt, delay, None);
     }
 
     async fn reconnect(&mut self, myself: &ActorRef<ConnectionMsg>) {
@@ -465,25 +466,29 @@ impl ConnectionState {
                 self.give_up(myself, e.to_string());
             } else {
                 let delay = self.shared.config.backoff.delay(self.failures);
-                self.restarting(myself, self.failures, delay, e.to_string());
+                self.restarting(myself, self.failures, delay, Some(e.to_string()));
             }
         }
     }
 
+    /// Announces the restart and schedules it; sets the status when given
+    /// its reason (`None`: the status says so already).
     fn restarting(
         &mut self,
         myself: &ActorRef<ConnectionMsg>,
         attempt: u32,
         delay: std::time::Duration,
-        reason: String,
+        reason: Option<String>,
     ) {
         self.shared.emit(LifecycleEvent::Restarting {
             name: self.shared.name.clone(),
             attempt,
             delay,
         });
-        self.shared
-            .set_status(Status::Restarting { attempt, reason });
+        if let Some(reason) = reason {
+            self.shared
+                .set_status(Status::Restarting { attempt, reason });
+        }
         myself.send_after(delay, || ConnectionMsg::Reconnect);
     }
 
