@@ -26,7 +26,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use serde_json::Value;
 
-use crate::client::ClientConfig;
+use crate::client::{set_env, ClientConfig};
 use crate::client::{Client, RequestOptions};
 use crate::config_file::ServersFile;
 use crate::error::Error;
@@ -219,8 +219,7 @@ pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
         config.era = era.into();
     }
     for (k, v) in &options.env {
-        config.env.retain(|(name, _)| name != k);
-        config.env.push((k.clone(), EnvValue::Plain(v.clone())));
+        set_env(&mut config.env, k.clone(), EnvValue::Plain(v.clone()));
     }
     if let Some(cd) = &options.cd {
         config.cd = Some(cd.clone());

@@ -2,6 +2,7 @@
 //! after `--` (or one server of a config file).
 
 use std::ffi::OsString;
+use std::future::Future;
 
 use serde_json::{json, Value};
 
@@ -9,7 +10,6 @@ use super::args::{Command, Options};
 use super::{apply_options, failure, interrupted, send, Fail, Output, DEFAULT_TIMEOUT};
 use crate::client::ClientConfig;
 use crate::client::{Client, StartError};
-use crate::host::listing::{all_pages, PageError};
 
 /// Runs `command` against `server`, the command after `--`.
 pub(super) async fn run(
@@ -103,6 +103,44 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
             .map_err(failure),
         Command::Servers | Command::Completions { .. } => {
             Err(Fail::Usage("not a one-server subcommand".into()))
+        }
+    }
+}
+
+/// Why a paginated list stopped.
+#[derive(Debug)]
+enum PageError<E> {
+    /// A page could not be fetched.
+    Fetch(E),
+    /// The server sent a cursor it had sent before (it would loop).
+    RepeatedCursor(String),
+}
+
+/// Fetches every page of a `*/list` method with `fetch` (given the params
+/// of each page: `None`, then `{"cursor": ...}`) and concatenates the `key`
+/// arrays.
+async fn all_pages<F, Fut, E>(key: &str, mut fetch: F) -> Result<Vec<Value>, PageError<E>>
+where
+    F: FnMut(Option<Value>) -> Fut,
+    Fut: Future<Output = Result<Value, E>>,
+{
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+        let mut page = fetch(params).await.map_err(PageError::Fetch)?;
+        if let Some(list) = page.get_mut(key).and_then(Value::as_array_mut) {
+            items.append(list);
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) if !next.is_empty() => {
+                if !seen.insert(next.to_owned()) {
+                    return Err(PageError::RepeatedCursor(next.to_owned()));
+                }
+                cursor = Some(next.to_owned());
+            }
+            _ => return Ok(items),
         }
     }
 }

@@ -296,9 +296,7 @@ impl ClientConfig {
 
     /// Sets one environment variable (replacing an earlier value).
     pub fn env(mut self, key: impl Into<String>, value: impl Into<EnvValue>) -> Self {
-        let key = key.into();
-        self.env.retain(|(k, _)| *k != key);
-        self.env.push((key, value.into()));
+        set_env(&mut self.env, key.into(), value.into());
         self
     }
 
@@ -655,6 +653,13 @@ impl ClientConfig {
         }
         Ok(())
     }
+}
+
+/// Sets `key` in `env`: a later value replaces an earlier one (the rule of
+/// [`ClientConfig::env`], config files and the `mcp` command alike).
+pub(crate) fn set_env(env: &mut Vec<(String, EnvValue)>, key: String, value: EnvValue) {
+    env.retain(|(k, _)| *k != key);
+    env.push((key, value));
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::interpolate::{Problem, Variables};
 use super::{env_file, ConfigFileError, OPTIONS_KEY};
-use crate::client::{ClientConfig, StderrMode};
+use crate::client::{set_env, ClientConfig, StderrMode};
 use crate::secret::{EnvValue, Secret};
 
 /// Fields of [`ClientConfig`] that an entry sets with its own keys, so
@@ -173,10 +173,7 @@ fn environment(
     entry: &Map<String, Value>,
 ) -> Result<Vec<(String, EnvValue)>, ConfigFileError> {
     let mut env: Vec<(String, EnvValue)> = Vec::new();
-    let mut set = |k: String, v: EnvValue| {
-        env.retain(|(old, _)| *old != k);
-        env.push((k, v));
-    };
+    let mut set = |k: String, v: EnvValue| set_env(&mut env, k, v);
     if let Some(v) = entry.get("envFile") {
         let file_key = format!("{key}.envFile");
         let path = ctx.path(&file_key, v)?;

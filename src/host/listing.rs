@@ -1,54 +1,11 @@
 //! Listing a server's tools, prompts and resources, every page.
 
-use std::future::Future;
-
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::namespace::Lists;
 use crate::client::ServerSession;
 use crate::client::{Client, Tool};
 use crate::error::Error;
-
-/// Why a paginated list stopped.
-#[derive(Debug)]
-pub(crate) enum PageError<E> {
-    /// A page could not be fetched.
-    Fetch(E),
-    /// The server sent a cursor it had sent before (it would loop).
-    RepeatedCursor(String),
-}
-
-/// Fetches every page of a `*/list` method with `fetch` (given the params
-/// of each page: `None`, then `{"cursor": ...}`) and concatenates the `key`
-/// arrays.
-pub(crate) async fn all_pages<F, Fut, E>(
-    key: &str,
-    mut fetch: F,
-) -> Result<Vec<Value>, PageError<E>>
-where
-    F: FnMut(Option<Value>) -> Fut,
-    Fut: Future<Output = Result<Value, E>>,
-{
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut seen = std::collections::HashSet::new();
-    loop {
-        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let mut page = fetch(params).await.map_err(PageError::Fetch)?;
-        if let Some(list) = page.get_mut(key).and_then(Value::as_array_mut) {
-            items.append(list);
-        }
-        match page.get("nextCursor").and_then(Value::as_str) {
-            Some(next) if !next.is_empty() => {
-                if !seen.insert(next.to_owned()) {
-                    return Err(PageError::RepeatedCursor(next.to_owned()));
-                }
-                cursor = Some(next.to_owned());
-            }
-            _ => return Ok(items),
-        }
-    }
-}
 
 /// Which lists to (re)fetch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -70,13 +70,18 @@ struct Watcher {
 impl Watcher {
     async fn run(&mut self, mut notes: crate::Notifications) {
         let mut status = self.client.watch_status();
+        // The status is followed when it changed, not on every event or
+        // notification (following it wakes whoever waits on the host).
+        let mut fresh = true;
         loop {
             // A client emits an event before the status it leads to: pass
             // the events on first, so they precede what follows from it.
             self.pass_on_queued();
-            let current = status.borrow_and_update().clone();
-            if self.on_status(current) {
-                return;
+            if std::mem::take(&mut fresh) {
+                let current = status.borrow_and_update().clone();
+                if self.on_status(current) {
+                    return;
+                }
             }
             self.start_listing();
             tokio::select! {
@@ -84,6 +89,7 @@ impl Watcher {
                     if changed.is_err() {
                         return;
                     }
+                    fresh = true;
                 }
                 Some(event) = self.events.recv() => self.pass_on(event),
                 Some(note) = notes.recv() => self.wanted.note(&note.method),
