@@ -475,15 +475,7 @@ impl ClientConfig {
     /// Adds every capability of `caps` that [`capabilities`](Self::capabilities)
     /// does not declare yet (what is declared wins).
     pub(crate) fn declare(&mut self, caps: &ClientCapabilities) {
-        let (Ok(serde_json::Value::Object(add)), Some(have)) = (
-            serde_json::to_value(caps),
-            self.capabilities.as_object_mut(),
-        ) else {
-            return;
-        };
-        for (k, v) in add {
-            have.entry(k).or_insert(v);
-        }
+        crate::protocol::add_missing(&mut self.capabilities, caps);
     }
 
     /// What the stdio transport needs: the child's spec and the limits.

@@ -35,16 +35,6 @@ pub(crate) enum WriteFailure {
     },
 }
 
-/// How the task ended without a failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WriterEnd {
-    /// `stop` resolved.
-    Stopped,
-    /// A close marker, or every sender gone: everything was written and
-    /// flushed.
-    Closed,
-}
-
 /// Where the writer's bytes go.
 pub(crate) trait LineSink: Send {
     /// Writes all of `batch`. May take the buffer (leaving it empty) or
@@ -64,19 +54,21 @@ pub(crate) trait LineSink: Send {
     }
 }
 
-/// Writes until `stop`, a close, or a failure.
+/// Writes until `stop`, a close, or a failure. `Ok` after `stop` (what is
+/// unwritten is dropped) or after a close marker or the last sender gone
+/// (everything written and flushed): no owner needs to tell them apart.
 pub(crate) async fn run<S: LineSink>(
     mut queue: QueueReceiver,
     mut sink: S,
     stop: impl Future<Output = ()>,
-) -> Result<WriterEnd, WriteFailure> {
+) -> Result<(), WriteFailure> {
     let mut batch: Vec<u8> = Vec::new();
     let mut burst = false;
     tokio::pin!(stop);
     loop {
         let first = tokio::select! {
             biased;
-            _ = &mut stop => return Ok(WriterEnd::Stopped),
+            _ = &mut stop => return Ok(()),
             e = sink.failed() => return Err(WriteFailure::Io(e)),
             m = queue.recv() => m,
         };
@@ -91,7 +83,7 @@ pub(crate) async fn run<S: LineSink>(
             }
             Some(Item::Close) | None => {
                 sink.finish().await.map_err(WriteFailure::Io)?;
-                return Ok(WriterEnd::Closed);
+                return Ok(());
             }
         };
         let mut closing = false;
@@ -137,14 +129,14 @@ pub(crate) async fn run<S: LineSink>(
         burst = lines > 1;
         let res = tokio::select! {
             biased;
-            _ = &mut stop => return Ok(WriterEnd::Stopped),
+            _ = &mut stop => return Ok(()),
             r = sink.write(&mut batch, &queue) => r,
         };
         queue.written(room, control);
         res?;
         if closing {
             sink.finish().await.map_err(WriteFailure::Io)?;
-            return Ok(WriterEnd::Closed);
+            return Ok(());
         }
         if batch.capacity() > 4 * COALESCE_BYTES {
             batch = Vec::new();

@@ -5,6 +5,18 @@ use serde_json::{Map, Value};
 
 use super::common::Extra;
 
+/// Adds to the JSON object `into` every member of `caps` (serialised) it
+/// does not have yet: what is declared wins. Used where a side's declared
+/// capabilities are completed by what its handler supports.
+pub(crate) fn add_missing(into: &mut Value, caps: &impl Serialize) {
+    if let (Some(have), Ok(Value::Object(add))) = (into.as_object_mut(), serde_json::to_value(caps))
+    {
+        for (k, v) in add {
+            have.entry(k).or_insert(v);
+        }
+    }
+}
+
 /// A capability whose only setting is `listChanged` (tools, prompts, and
 /// the client's roots in the legacy era).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -51,6 +51,7 @@ mod subscriptions;
 mod tasks;
 mod tools;
 
+pub(crate) use capabilities::add_missing;
 pub use capabilities::*;
 pub use common::*;
 pub use completion::*;

@@ -300,14 +300,7 @@ impl StdioServer {
     pub async fn serve<H: Handler>(self, handler: H) -> Result<ServeEnd, ServerError> {
         let StdioServer { shared, io, out } = self;
         let mut capabilities = shared.config.capabilities.clone();
-        if let (Some(have), Ok(serde_json::Value::Object(add))) = (
-            capabilities.as_object_mut(),
-            serde_json::to_value(handler.capabilities()),
-        ) {
-            for (k, v) in add {
-                have.entry(k).or_insert(v);
-            }
-        }
+        crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
         let _ = shared.declared.set(capabilities);
         handler.serving(ServerHandle::new(&shared));
         // The session runs as a task of its own. Awaited where `serve` is

@@ -173,7 +173,6 @@ impl Tasks {
             // stopped.
             line_io::writer::run(out, sink, std::future::pending())
                 .await
-                .map(|_| ())
                 .map_err(|f| match f {
                     line_io::writer::WriteFailure::Io(e) => e,
                     line_io::writer::WriteFailure::Stalled { .. } => {
