@@ -21,7 +21,7 @@
 // scored scenario passed, 1 otherwise, 2 on a usage or input error.
 
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 
 const [pkgDir, revision, resultsDir] = process.argv.slice(2);
@@ -31,7 +31,7 @@ if (!pkgDir || !revision || !resultsDir) {
 }
 
 // The suite's own YAML parser (a dependency of the suite).
-const require = createRequire(join(pkgDir, 'package.json'));
+const require = createRequire(resolve(pkgDir, 'package.json'));
 const YAML = require('yaml');
 const reqFile = join(pkgDir, 'requirements', `${revision}.yaml`);
 const requirements = YAML.parse(readFileSync(reqFile, 'utf8'));
