@@ -11,8 +11,9 @@
 //!
 //! SIGTERM or SIGINT stops it; it then exits 0.
 //!
-//! Fixtures (names and contents are the suite's, see
-//! `/work/wt/CONFORMANCE-NOTES.md` or the suite's `everything-server.ts`):
+//! Fixtures (names and contents are the suite's: its scenarios under
+//! `src/scenarios/server/` and its reference server
+//! `examples/servers/typescript/everything-server.ts`):
 //! - tools: content of every type (`test_simple_text`, `test_image_content`,
 //!   `test_audio_content`, `test_embedded_resource`,
 //!   `test_multiple_content_types`), notifications (`test_tool_with_logging`,

@@ -1,7 +1,7 @@
 //! `examples/conformance_server.rs` over `--stdio`, driven by this crate's
 //! own `Client` in both eras, checked fixture by fixture against what the
-//! official conformance suite checks over HTTP (see
-//! `/work/wt/CONFORMANCE-NOTES.md`): names, content types and texts,
+//! official conformance suite checks over HTTP (its scenarios under
+//! `src/scenarios/server/`): names, content types and texts,
 //! notifications, input from the client, subscriptions and list changes.
 //! The wire-level rules of the modern era (input-required keys, request
 //! state, error codes) are in `conformance_rounds.rs`.
