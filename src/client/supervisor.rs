@@ -2,9 +2,11 @@
 //!
 //! It spawns the Connection linked under itself and publishes its reference
 //! to the user's handles. The Connection applies the server restart policy;
-//! the supervisor applies the same policy to the Connection itself if it
-//! dies unexpectedly (a panic or `kill()`), and stops when the Connection
-//! ends for good (the client was stopped, or it gave up).
+//! the supervisor applies the same policy, with the same count (a dead
+//! Connection is one more death of the server within the restart period),
+//! to the Connection itself if it dies unexpectedly (a panic or `kill()`),
+//! and stops when the Connection ends for good (the client was stopped, or
+//! it gave up).
 
 use std::sync::Arc;
 
