@@ -246,3 +246,158 @@ async fn modern_listen_streams_get_list_changes_and_end_at_eof() {
     assert_eq!(served.unwrap(), ServeEnd::Eof);
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+/// A router whose `note` tool logs at info and says whether the log was sent.
+fn noting_router() -> Router {
+    Router::new()
+        .tool(
+            "note",
+            "Logs at info.",
+            |_: NoArgs, ctx: RequestContext| async move {
+                let sent = ctx.log("info", json!("a note")).unwrap_or(false);
+                Ok(CallToolResult::text(sent.to_string()))
+            },
+        )
+        .resource(Resource::new("demo://a", "a"), |_ctx| async {
+            Ok(ReadResourceResult::default())
+        })
+}
+
+async fn legacy_init(p: &mut Peer) {
+    let init = p
+        .call(0, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }))
+        .await;
+    assert!(init.get("result").is_some(), "{init}");
+    p.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+        .await;
+}
+
+/// Pings and returns everything the server sent before the answer.
+async fn before_pong(p: &mut Peer, id: i64) -> Vec<Value> {
+    p.send(json!({ "jsonrpc": "2.0", "id": id, "method": "ping" }))
+        .await;
+    let mut before = Vec::new();
+    loop {
+        let m = p.recv().await;
+        if m["id"] == json!(id) && m.get("method").is_none() {
+            return before;
+        }
+        before.push(m);
+    }
+}
+
+#[tokio::test]
+async fn subscriptions_and_log_levels_belong_to_the_session_that_set_them() {
+    // One router, two sessions (as an HTTP server would serve them).
+    let router = noting_router();
+    let (mut a, task_a) = serve(router.clone());
+    let (mut b, task_b) = serve(router.clone());
+    legacy_init(&mut a).await;
+    legacy_init(&mut b).await;
+
+    let r = a
+        .call(1, "resources/subscribe", json!({ "uri": "demo://a" }))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    let r = a
+        .call(2, "logging/setLevel", json!({ "level": "error" }))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+
+    router.resource_updated("demo://a");
+    let told_a = before_pong(&mut a, 3).await;
+    let told_b = before_pong(&mut b, 3).await;
+    println!(
+        "resources/updated for a URI only session A subscribed: A got {}, B got {}",
+        told_a.len(),
+        told_b.len()
+    );
+    assert_eq!(told_a.len(), 1, "{told_a:?}");
+    assert_eq!(told_a[0]["method"], "notifications/resources/updated");
+    assert!(told_b.is_empty(), "B never subscribed: {told_b:?}");
+
+    // A asked for errors only; B set no level.
+    let note = |r: &Value| {
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let in_a = a
+        .call(4, "tools/call", json!({ "name": "note", "arguments": {} }))
+        .await;
+    let in_b = b
+        .call(4, "tools/call", json!({ "name": "note", "arguments": {} }))
+        .await;
+    println!(
+        "an info log after A's setLevel(error): sent in A: {:?}, in B: {:?}",
+        note(&in_a),
+        note(&in_b)
+    );
+    assert_eq!(note(&in_a).as_deref(), Some("false"), "{in_a}");
+    assert_eq!(note(&in_b).as_deref(), Some("true"), "{in_b}");
+
+    for (p, task) in [(a, task_a), (b, task_b)] {
+        drop(p); // closes its input
+        let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+        assert_eq!(end.unwrap(), ServeEnd::Eof);
+    }
+}
+
+#[tokio::test]
+async fn a_new_session_does_not_inherit_the_subscriptions_of_one_that_ended() {
+    let router = noting_router();
+    let (mut a, task_a) = serve(router.clone());
+    legacy_init(&mut a).await;
+    let r = a
+        .call(1, "resources/subscribe", json!({ "uri": "demo://a" }))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    drop(a);
+    let end = tokio::time::timeout(PATIENCE, task_a)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+
+    let (mut b, task_b) = serve(router.clone());
+    legacy_init(&mut b).await;
+    router.resource_updated("demo://a");
+    let told_b = before_pong(&mut b, 2).await;
+    assert!(told_b.is_empty(), "B never subscribed: {told_b:?}");
+    // Nor does a second initialize on one connection keep the first's.
+    let r = b
+        .call(3, "resources/subscribe", json!({ "uri": "demo://a" }))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    legacy_init(&mut b).await;
+    router.resource_updated("demo://a");
+    let told_b = before_pong(&mut b, 4).await;
+    assert!(told_b.is_empty(), "re-initialized: {told_b:?}");
+    drop(b);
+    let end = tokio::time::timeout(PATIENCE, task_b)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+}
+
+#[tokio::test]
+async fn subscriptions_and_set_level_are_legacy_methods() {
+    // 2026-07-28 replaced them with subscriptions/listen and the _meta
+    // level: a modern request for them is an unknown method.
+    let (mut p, task) = serve(noting_router());
+    for (id, method, params) in [
+        (1, "resources/subscribe", json!({ "uri": "demo://a" })),
+        (2, "logging/setLevel", json!({ "level": "error" })),
+    ] {
+        let r = p.call(id, method, modern(params)).await;
+        assert_eq!(r["error"]["code"], json!(-32601), "{method}: {r}");
+    }
+    drop(p);
+    let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+}

@@ -188,6 +188,7 @@ mod request_handler;
 mod router;
 mod serve_loop;
 mod server_config;
+mod subscriptions;
 
 use std::sync::Arc;
 
@@ -201,7 +202,7 @@ pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
 pub use server_config::{
     CacheScope, ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_OUTBOUND_BYTES, MIN_INBOUND_BYTES,
+    DEFAULT_MAX_OUTBOUND_BYTES, DEFAULT_MAX_SUBSCRIPTION_BYTES, MIN_INBOUND_BYTES,
 };
 
 use crate::line_io::{QueueReceiver, WriteQueue};

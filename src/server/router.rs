@@ -6,7 +6,8 @@
 //!
 //! The router answers `tools/list`, `tools/call`, `resources/list`,
 //! `resources/templates/list`, `resources/read`, the legacy
-//! `resources/subscribe`/`unsubscribe` and `logging/setLevel`,
+//! `resources/subscribe`/`unsubscribe` and `logging/setLevel` (kept per
+//! session, with the session: one router may serve many),
 //! `prompts/list`, `prompts/get`, `completion/complete` (with a completer)
 //! and the modern `subscriptions/listen`; anything else goes to its
 //! [`fallback`](Router::fallback), the raw escape hatch. It declares the
@@ -39,7 +40,6 @@
 //! ```
 
 use crate::sync::lock;
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, RwLock};
@@ -120,9 +120,8 @@ struct Inner {
     handles: Mutex<Vec<ServerHandle>>,
     listeners: Mutex<Vec<(u64, Listener)>>,
     next_listener: std::sync::atomic::AtomicU64,
-    /// Legacy `resources/subscribe`d URIs.
-    subscribed: Mutex<BTreeSet<String>>,
-    /// The level of the latest legacy `logging/setLevel`.
+    /// The level of the latest legacy `logging/setLevel` of any session
+    /// (for [`Router::log_level`]; each session keeps its own).
     log_level: Mutex<Option<LoggingLevel>>,
 }
 
@@ -291,11 +290,13 @@ impl Router {
     /// changed.
     pub fn resource_updated(&self, uri: &str) {
         let params = serde_json::to_value(ResourceParams::new(uri)).ok();
-        if lock(&self.inner.subscribed).contains(uri) {
-            for h in self.live_handles() {
-                if h.era() == Some(Era::Legacy) {
-                    let _ = h.notify(methods::RESOURCES_UPDATED, params.clone());
-                }
+        for h in self.live_handles() {
+            let subscribed = h.shared().is_ok_and(|s| {
+                let st = s.session();
+                st.era == Some(Era::Legacy) && st.subscriptions.contains(uri)
+            });
+            if subscribed {
+                let _ = h.notify(methods::RESOURCES_UPDATED, params.clone());
             }
         }
         self.notify_listeners(methods::RESOURCES_UPDATED, params, |f| {
@@ -360,7 +361,10 @@ impl Router {
         self
     }
 
-    /// The level of the latest legacy `logging/setLevel`, if any.
+    /// The level of the latest legacy `logging/setLevel` of any session
+    /// this router serves, if any. Each session keeps its own level, which
+    /// is the one to use: [`ServerHandle::log_level`] (through
+    /// [`RequestContext::handle`]), honoured by [`RequestContext::log`].
     pub fn log_level(&self) -> Option<LoggingLevel> {
         lock(&self.inner.log_level).clone()
     }
@@ -548,16 +552,49 @@ impl Router {
         })
     }
 
-    fn subscription(&self, params: Value, subscribe: bool) -> Result<Value, HandlerError> {
+    /// Legacy `resources/subscribe` / `unsubscribe`: recorded in the
+    /// requesting session, within its `max_subscription_bytes`.
+    fn subscription(
+        &self,
+        params: Value,
+        subscribe: bool,
+        ctx: &RequestContext,
+    ) -> Result<Value, HandlerError> {
         let p: ResourceParams = parse_params(params)?;
-        let mut set = lock(&self.inner.subscribed);
+        let shared = session_of(ctx)?;
+        let limit = shared.config.max_subscription_bytes;
+        let mut st = shared.session();
         if subscribe {
-            set.insert(p.uri);
+            if let Err(full) = st.subscriptions.subscribe(p.uri, limit) {
+                tracing::debug!(
+                    server = %shared.config.server_info.name,
+                    limit,
+                    "resources/subscribe refused: max_subscription_bytes reached"
+                );
+                return Err(HandlerError::Rpc(full.to_error_object()));
+            }
         } else {
-            set.remove(&p.uri);
+            st.subscriptions.unsubscribe(&p.uri);
         }
         Ok(json!({}))
     }
+
+    /// Legacy `logging/setLevel`: recorded in the requesting session.
+    fn set_level(&self, params: Value, ctx: &RequestContext) -> Result<Value, HandlerError> {
+        let p: SetLevelParams = parse_params(params)?;
+        session_of(ctx)?.session().log_level = Some(p.level.clone());
+        *lock(&self.inner.log_level) = Some(p.level);
+        Ok(json!({}))
+    }
+}
+
+/// The state of the session `ctx`'s request came in.
+fn session_of(
+    ctx: &RequestContext,
+) -> Result<std::sync::Arc<super::handle::SessionShared>, HandlerError> {
+    ctx.handle()
+        .shared()
+        .map_err(|e| HandlerError::Internal(e.to_string()))
 }
 
 /// The JSON-RPC code for an unknown resource (MCP).
@@ -677,8 +714,14 @@ impl Handler for Router {
                 ..Default::default()
             }),
             methods::RESOURCES_READ => self.read_resource(params(), ctx).await,
-            methods::RESOURCES_SUBSCRIBE => self.subscription(params(), true),
-            methods::RESOURCES_UNSUBSCRIBE => self.subscription(params(), false),
+            // Legacy only: 2026-07-28 has `subscriptions/listen` and the
+            // `_meta` log level instead.
+            methods::RESOURCES_SUBSCRIBE if ctx.era() == Era::Legacy => {
+                self.subscription(params(), true, &ctx)
+            }
+            methods::RESOURCES_UNSUBSCRIBE if ctx.era() == Era::Legacy => {
+                self.subscription(params(), false, &ctx)
+            }
             methods::PROMPTS_LIST => to_value(ListPromptsResult {
                 prompts: self
                     .routes()
@@ -689,10 +732,8 @@ impl Handler for Router {
                 ..Default::default()
             }),
             methods::PROMPTS_GET => self.get_prompt(params(), ctx).await,
-            methods::LOGGING_SET_LEVEL => {
-                let p: SetLevelParams = parse_params(params())?;
-                *lock(&self.inner.log_level) = Some(p.level);
-                Ok(json!({}))
+            methods::LOGGING_SET_LEVEL if ctx.era() == Era::Legacy => {
+                self.set_level(params(), &ctx)
             }
             methods::SUBSCRIPTIONS_LISTEN if ctx.era() == Era::Modern => {
                 self.listen(&req, ctx).await
@@ -731,7 +772,11 @@ impl Handler for Router {
     }
 
     fn serving(&self, handle: ServerHandle) {
-        lock(&self.inner.handles).push(handle);
+        // Sessions that ended go here too, not only when a list changes: a
+        // router serving session after session would keep every handle.
+        let mut handles = lock(&self.inner.handles);
+        handles.retain(|h| h.lifetime_token().is_alive());
+        handles.push(handle);
     }
 }
 

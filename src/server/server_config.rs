@@ -18,6 +18,8 @@ pub const DEFAULT_MAX_OUTBOUND_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
 /// Smallest accepted [`ServerConfig::max_inbound_bytes`]: 1 MiB.
 pub const MIN_INBOUND_BYTES: usize = 1024 * 1024;
+/// Default bound on one session's legacy resource subscriptions: 1 MiB.
+pub const DEFAULT_MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
 
 pub use crate::protocol::CacheScope;
 
@@ -67,6 +69,13 @@ pub struct ServerConfig {
     /// [`ServerHandle::notify`](super::ServerHandle::notify) fails with
     /// [`SendError::QueueFull`](super::SendError::QueueFull).
     pub max_outbound_bytes: usize,
+    /// Bound on the legacy `resources/subscribe` URIs one session holds
+    /// (served by [`Router`](super::Router)), in bytes: each URI's length
+    /// plus 64 for its entry (default [`DEFAULT_MAX_SUBSCRIPTION_BYTES`],
+    /// about 900 subscriptions of 1 KiB URIs). A subscription past it is
+    /// refused with -32602 naming this bound; unsubscribing frees room. The
+    /// subscriptions go when the session ends.
+    pub max_subscription_bytes: usize,
     /// After [`stop`](super::ServerHandle::stop): how long in-flight handlers
     /// may run to completion (their contexts see cancellation at once).
     /// Zero, the default, aborts them immediately.
@@ -106,6 +115,7 @@ impl ServerConfig {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_outbound_bytes: DEFAULT_MAX_OUTBOUND_BYTES,
             max_inbound_bytes: DEFAULT_MAX_INBOUND_BYTES,
+            max_subscription_bytes: DEFAULT_MAX_SUBSCRIPTION_BYTES,
             stop_drain: Duration::ZERO,
             eof_drain: Duration::from_secs(5),
             flush_timeout: Duration::from_secs(1),
@@ -143,6 +153,12 @@ impl ServerConfig {
     /// Sets [`max_outbound_bytes`](Self::max_outbound_bytes).
     pub fn max_outbound_bytes(mut self, bytes: usize) -> Self {
         self.max_outbound_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_subscription_bytes`](Self::max_subscription_bytes).
+    pub fn max_subscription_bytes(mut self, bytes: usize) -> Self {
+        self.max_subscription_bytes = bytes;
         self
     }
 
