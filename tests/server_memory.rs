@@ -212,12 +212,13 @@ async fn flood(requests: usize, line_bytes: usize, expect_held: usize) -> Run {
 }
 
 /// The documented bound for messages of `parsed` bytes: the budget, or one
-/// message alone when it is larger, plus the 1/8 reserve for responses and
-/// cancellations; plus the next line, held unparsed while reading is
-/// paused, and an allowance for the allocator and the runtime.
+/// message alone when it is larger, plus the 1/8 reserve for control
+/// messages; plus two lines held unparsed while reading is paused (the
+/// request waiting for room and the line behind it), and an allowance for
+/// the allocator and the runtime.
 fn bound(parsed: u64, line_bytes: usize) -> u64 {
     let budget = DEFAULT_MAX_INBOUND_BYTES as u64;
-    budget.max(parsed) + budget / 8 + line_bytes as u64 + ALLOWANCE
+    budget.max(parsed) + budget / 8 + 2 * line_bytes as u64 + ALLOWANCE
 }
 
 const ALLOWANCE: u64 = 24 * MIB;

@@ -40,10 +40,11 @@ pub struct ServerConfig {
     /// are refused with -32600 and discarded without being buffered whole.
     pub max_message_bytes: usize,
     /// Largest number of request handlers running at once. Further requests
-    /// wait in a backlog of the same size; when that is full too, the server
-    /// stops reading (back-pressure on the client's writes). Reading also
-    /// stops earlier when [`max_inbound_bytes`](Self::max_inbound_bytes) is
-    /// reached: a count of messages is no bound on memory.
+    /// wait in a backlog bounded by
+    /// [`max_inbound_bytes`](Self::max_inbound_bytes) (a count of messages
+    /// is no bound on memory, and stopping at one kept the cancellations
+    /// behind the queued requests unread); when that is full, the server
+    /// stops reading requests (back-pressure on the client's writes).
     pub max_in_flight: usize,
     /// Bound on the memory held for parsed input, in bytes (default
     /// [`DEFAULT_MAX_INBOUND_BYTES`], at least [`MIN_INBOUND_BYTES`]).
@@ -56,9 +57,11 @@ pub struct ServerConfig {
     /// transport, routed (responses) or handled (notifications). A message
     /// is admitted when the total stays within this bound, or when nothing
     /// else is held (so one message larger than the bound is still served,
-    /// alone); responses and `notifications/cancelled` have a reserve of
-    /// their own, 1/8 of this bound, so they are read even when the budget
-    /// is full. Otherwise the server stops reading until enough is released
+    /// alone); responses, `notifications/cancelled` and `ping` have a
+    /// reserve of their own, 1/8 of this bound, so they are read even when
+    /// the budget is full. A request that does not fit waits, unparsed, for
+    /// enough to be released, while control messages behind it are still
+    /// read; the first other line stops reading until the request is in
     /// (back-pressure on the client's writes). The total therefore stays
     /// within 9/8 of this bound, or one message's estimate plus 1/8 of the
     /// bound when that is larger. What a handler allocates itself is not
