@@ -134,7 +134,7 @@ async fn legacy_tools_errors_panics_and_a_list_change_at_run_time() {
         )
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "3");
-    // An argument error: a tool error with the decoding problem.
+    // An argument error: a tool error naming the argument and the rule.
     let r = p
         .call(
             3,
@@ -144,7 +144,10 @@ async fn legacy_tools_errors_panics_and_a_list_change_at_run_time() {
         .await;
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("missing field `b`"), "{text}");
+    assert!(
+        text.contains("\"b\"") && text.contains("required"),
+        "{text}"
+    );
     // A panic: a tool error too, and the session goes on.
     let r = p
         .call(
@@ -396,6 +399,139 @@ async fn subscriptions_and_set_level_are_legacy_methods() {
     ] {
         let r = p.call(id, method, modern(params)).await;
         assert_eq!(r["error"]["code"], json!(-32601), "{method}: {r}");
+    }
+    drop(p);
+    let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+}
+
+/// Arguments whose schema says more than their Rust types.
+#[derive(Deserialize, JsonSchema)]
+struct Steps {
+    /// How many steps, 1 to 20.
+    #[schemars(range(min = 1, max = 20))]
+    count: u32,
+    /// A short label.
+    #[schemars(length(max = 8))]
+    label: Option<String>,
+}
+
+#[tokio::test]
+async fn arguments_are_checked_against_the_tools_input_schema_before_it_runs() {
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let steps = ran.clone();
+    let router = Router::new().tool(
+        "steps",
+        "Runs `count` steps.",
+        move |args: Steps, _ctx: RequestContext| {
+            let steps = steps.clone();
+            async move {
+                steps.fetch_add(args.count, std::sync::atomic::Ordering::SeqCst);
+                let label = args.label.unwrap_or_default();
+                Ok(CallToolResult::text(format!("ran {}{label}", args.count)))
+            }
+        },
+    );
+    let (mut p, task) = serve(router);
+    legacy_init(&mut p).await;
+    let text = |r: &Value| {
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let r = p
+        .call(
+            1,
+            "tools/call",
+            json!({ "name": "steps", "arguments": { "count": 3 } }),
+        )
+        .await;
+    assert_eq!(text(&r), "ran 3", "{r}");
+
+    let r = p
+        .call(
+            2,
+            "tools/call",
+            json!({ "name": "steps", "arguments": { "count": 99 } }),
+        )
+        .await;
+    let steps_run = ran.load(std::sync::atomic::Ordering::SeqCst) - 3;
+    println!("{{\"count\": 99}} with maximum 20: {steps_run} steps ran; answer: {r}");
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert_eq!(
+        steps_run, 0,
+        "the tool ran with arguments its schema refuses"
+    );
+    let t = text(&r);
+    assert!(t.contains("count") && t.contains("maximum"), "{t}");
+
+    // Every violation is named, with the argument and the rule.
+    let r = p
+        .call(
+            3,
+            "tools/call",
+            json!({ "name": "steps", "arguments": { "count": 0, "label": "far too long" } }),
+        )
+        .await;
+    let t = text(&r);
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(t.contains("count") && t.contains("minimum"), "{t}");
+    assert!(t.contains("label") && t.contains("maxLength"), "{t}");
+    let r = p
+        .call(4, "tools/call", json!({ "name": "steps", "arguments": {} }))
+        .await;
+    let t = text(&r);
+    assert!(t.contains("count") && t.contains("required"), "{t}");
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 3);
+
+    drop(p);
+    let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+}
+
+#[tokio::test]
+async fn a_tool_with_a_hand_written_schema_is_checked_against_that_schema() {
+    let router = Router::new();
+    router.add_tool(
+        conduit_mcp::protocol::Tool {
+            name: "pick".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": { "a": { "type": "integer", "enum": [1, 2, 3] } },
+                "required": ["a"],
+                "additionalProperties": false,
+            }),
+            ..Default::default()
+        },
+        |args: Value, _ctx: RequestContext| async move {
+            Ok(CallToolResult::text(args["a"].to_string()))
+        },
+    );
+    let (mut p, task) = serve(router);
+    legacy_init(&mut p).await;
+    let r = p
+        .call(
+            1,
+            "tools/call",
+            json!({ "name": "pick", "arguments": { "a": 2 } }),
+        )
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "2", "{r}");
+    for (id, args, rule) in [
+        (2, json!({ "a": 7 }), "enum"),
+        (3, json!({ "a": 1, "b": 0 }), "additionalProperties"),
+    ] {
+        let r = p
+            .call(
+                id,
+                "tools/call",
+                json!({ "name": "pick", "arguments": args }),
+            )
+            .await;
+        assert_eq!(r["result"]["isError"], json!(true), "{r}");
+        let t = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(t.contains(rule), "{rule}: {t}");
     }
     drop(p);
     let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();

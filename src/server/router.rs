@@ -63,14 +63,16 @@ use crate::protocol::{
     SetLevelParams, SubscriptionFilter, Tool,
 };
 
+mod arguments;
 mod template;
+
+use arguments::ArgumentCheck;
 
 /// A boxed future of a route.
 pub type RouteFuture<T> = Pin<Box<dyn Future<Output = Result<T, HandlerError>> + Send>>;
 
-type ToolFn = dyn Fn(Map<String, Value>, RequestContext) -> Result<RouteFuture<CallToolResult>, String>
-    + Send
-    + Sync;
+type ToolFn =
+    dyn Fn(Value, RequestContext) -> Result<RouteFuture<CallToolResult>, String> + Send + Sync;
 type ReadFn = dyn Fn(String, Map<String, Value>, RequestContext) -> RouteFuture<ReadResourceResult>
     + Send
     + Sync;
@@ -92,13 +94,14 @@ pub fn schema_of<T: JsonSchema>() -> Value {
 }
 
 /// `args` decoded as `A`, or what is wrong with them.
-fn decode<A: DeserializeOwned>(args: Map<String, Value>) -> Result<A, String> {
-    serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())
+fn decode<A: DeserializeOwned>(args: Value) -> Result<A, String> {
+    serde_json::from_value(args).map_err(|e| e.to_string())
 }
 
 #[derive(Default)]
 struct Routes {
-    tools: Vec<(Tool, Arc<ToolFn>)>,
+    /// Each tool, its function, and its compiled `inputSchema`.
+    tools: Vec<(Tool, Arc<ToolFn>, Arc<ArgumentCheck>)>,
     resources: Vec<(Resource, Arc<ReadFn>)>,
     templates: Vec<(ResourceTemplate, template::UriTemplate, Arc<ReadFn>)>,
     prompts: Vec<(Prompt, Arc<PromptFn>)>,
@@ -171,10 +174,13 @@ impl Router {
 
     /// Registers a tool: `name`, `description`, and `f`, called with the
     /// arguments decoded as `A` (its JSON Schema, generated from `A`, is
-    /// the tool's `inputSchema`). Arguments that do not decode make a tool
-    /// error result naming the problem; a panic in `f` makes a tool error
-    /// result too, and serving goes on. A tool of the same name is
-    /// replaced.
+    /// the tool's `inputSchema`). Arguments are first checked against that
+    /// schema (compiled here, once), so its bounds hold as well as `A`'s
+    /// types (`#[schemars(range(max = 20))]`, `length`, `pattern`, ...).
+    /// Arguments that break the schema or do not decode make a tool error
+    /// result (`isError: true`) naming each argument and the rule, and `f`
+    /// does not run; a panic in `f` makes a tool error result too, and
+    /// serving goes on. A tool of the same name is replaced.
     pub fn tool<A, F, Fut>(self, name: &str, description: &str, f: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -192,7 +198,10 @@ impl Router {
 
     /// [`tool`](Self::tool) at run time, with every member of the [`Tool`]
     /// (title, annotations, `outputSchema`, icons). An `input_schema` left
-    /// `null` is generated from `A`. Clients are told the list changed.
+    /// `null` is generated from `A`; a given one is what arguments are
+    /// checked against (a schema that does not compile is logged, and the
+    /// tool's calls are refused with the reason). Clients are told the
+    /// list changed.
     pub fn add_tool<A, F, Fut>(&self, mut tool: Tool, f: F)
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -206,10 +215,11 @@ impl Router {
             let a = decode::<A>(args)?;
             Ok(Box::pin(f(a, ctx)) as RouteFuture<CallToolResult>)
         });
+        let check = Arc::new(ArgumentCheck::compile(&tool.name, &tool.input_schema));
         {
             let mut r = self.routes_mut();
-            r.tools.retain(|(t, _)| t.name != tool.name);
-            r.tools.push((tool, call));
+            r.tools.retain(|(t, ..)| t.name != tool.name);
+            r.tools.push((tool, call, check));
         }
         self.changed(ListKind::Tools);
     }
@@ -219,7 +229,7 @@ impl Router {
         let removed = {
             let mut r = self.routes_mut();
             let before = r.tools.len();
-            r.tools.retain(|(t, _)| t.name != name);
+            r.tools.retain(|(t, ..)| t.name != name);
             r.tools.len() != before
         };
         if removed {
@@ -325,7 +335,7 @@ impl Router {
             ..Prompt::default()
         };
         let get: Arc<PromptFn> = Arc::new(move |args, ctx| {
-            let a = decode::<A>(args)?;
+            let a = decode::<A>(Value::Object(args))?;
             Ok(Box::pin(f(a, ctx)) as RouteFuture<GetPromptResult>)
         });
         {
@@ -419,15 +429,23 @@ impl Router {
             .routes()
             .tools
             .iter()
-            .find(|(t, _)| t.name == p.name)
-            .map(|(_, f)| f.clone());
-        let Some(call) = call else {
+            .find(|(t, ..)| t.name == p.name)
+            .map(|(_, f, check)| (f.clone(), check.clone()));
+        let Some((call, check)) = call else {
             return Err(HandlerError::InvalidParams(format!(
                 "Unknown tool: {}",
                 p.name
             )));
         };
-        let result = match call(p.arguments.unwrap_or_default(), ctx) {
+        let args = Value::Object(p.arguments.unwrap_or_default());
+        if let Err(problem) = check.check(&args) {
+            tracing::debug!(tool = %p.name, %problem, "tool arguments refused by its inputSchema");
+            return to_value(CallToolResult::error(format!(
+                "invalid arguments for tool {}: {problem}",
+                p.name
+            )));
+        }
+        let result = match call(args, ctx) {
             Err(problem) => {
                 CallToolResult::error(format!("invalid arguments for tool {}: {problem}", p.name))
             }
@@ -691,7 +709,12 @@ impl Handler for Router {
         let method = req.method.clone();
         match method.as_str() {
             methods::TOOLS_LIST => to_value(ListToolsResult {
-                tools: self.routes().tools.iter().map(|(t, _)| t.clone()).collect(),
+                tools: self
+                    .routes()
+                    .tools
+                    .iter()
+                    .map(|(t, ..)| t.clone())
+                    .collect(),
                 ..Default::default()
             }),
             methods::TOOLS_CALL => self.call_tool(params(), ctx).await,
