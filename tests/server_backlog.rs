@@ -120,11 +120,6 @@ async fn cancellations_and_a_ping_overtake_a_full_backlog() {
     assert!(started <= CALLS);
 }
 
-/// A string param of `n` bytes: a request's estimate is about its size.
-fn pad(n: usize) -> String {
-    "x".repeat(n)
-}
-
 #[tokio::test]
 async fn a_cancellation_overtakes_a_request_the_full_budget_cannot_afford() {
     let (h, mut events) = TestHandler::new();
@@ -132,19 +127,8 @@ async fn a_cancellation_overtakes_a_request_the_full_budget_cannot_afford() {
     c.initialize(json!({})).await;
     // Two requests of 0.4 MiB fill the 1 MiB budget; the third does not
     // fit and waits; the cancellation of the first comes behind it.
-    for (id, g) in [(1, "g1"), (2, "g2"), (3, "g3")] {
-        c.request(
-            json!(id),
-            "wait",
-            json!({ "gate": g, "pad": pad(400 * 1024) }),
-        )
-        .await;
-    }
-    c.send(
-        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": { "requestId": 1 } }),
-    )
-    .await;
+    c.three_requests_over_a_1_mib_budget().await;
+    c.cancel(json!(1)).await;
     assert_eq!(next_event(&mut events).await, Event::Started(json!(1)));
     assert_eq!(next_event(&mut events).await, Event::Started(json!(2)));
     // Request 1 is cancelled at once, and its bytes let request 3 in.
@@ -160,20 +144,9 @@ async fn a_cancelled_request_the_budget_could_not_afford_never_runs() {
     let gate = h.gate("g1");
     let mut c = start(config().max_inbound_bytes(MIN_INBOUND_BYTES), h);
     c.initialize(json!({})).await;
-    for (id, g) in [(1, "g1"), (2, "g2"), (3, "g3")] {
-        c.request(
-            json!(id),
-            "wait",
-            json!({ "gate": g, "pad": pad(400 * 1024) }),
-        )
-        .await;
-    }
+    c.three_requests_over_a_1_mib_budget().await;
     // Request 3 waits for room; the client cancels it before it gets any.
-    c.send(
-        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": { "requestId": 3 } }),
-    )
-    .await;
+    c.cancel(json!(3)).await;
     assert_eq!(next_event(&mut events).await, Event::Started(json!(1)));
     assert_eq!(next_event(&mut events).await, Event::Started(json!(2)));
     // A ping goes by too, and then request 1 ends: request 3 never starts.
@@ -199,11 +172,7 @@ async fn queued_requests_are_bounded_by_the_byte_budget_not_by_a_count() {
     for id in 0..100 {
         c.request(json!(id), "wait", json!({ "gate": "g" })).await;
     }
-    c.send(
-        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": { "requestId": 99 } }),
-    )
-    .await;
+    c.cancel(json!(99)).await;
     assert_eq!(next_event(&mut events).await, Event::Started(json!(0)));
     // The answer to a ping says every line before it was read.
     let before = c.until_ping("read-all").await;

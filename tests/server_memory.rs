@@ -72,6 +72,20 @@ fn memory_child() {
     eprintln!("child: serve ended: {end:?}");
 }
 
+/// This test binary re-run as a server child: only the test `name`, made
+/// active by the environment variable `env`.
+fn spawn_child(name: &str, env: &str, stderr: Stdio) -> tokio::process::Child {
+    tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(env, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
 fn status_kib(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("child status");
     status
@@ -105,15 +119,7 @@ struct Run {
 /// it either holds every request or says it paused reading with
 /// `expect_held` requests started; then kills it and reports.
 async fn flood(requests: usize, line_bytes: usize, expect_held: usize) -> Run {
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["memory_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child("memory_child", CHILD_ENV, Stdio::piped());
     let pid = child.id().expect("child pid");
     let mut stdin = child.stdin.take().unwrap();
     let (seen_tx, mut seen) = mpsc::unbounded_channel();
@@ -306,15 +312,7 @@ fn router_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_subscriptions_is_capped_per_session() {
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["router_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(ROUTER_CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child("router_child", ROUTER_CHILD_ENV, Stdio::inherit());
     let pid = child.id().expect("child pid");
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
