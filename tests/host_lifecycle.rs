@@ -452,3 +452,120 @@ async fn the_host_is_a_subtree_of_the_users_actor_and_dies_with_it() {
         Err(HostError::Stopped)
     ));
 }
+
+/// The fixture's arguments, from the server now running as `server`.
+async fn args_of(host: &Host, server: &str) -> Vec<String> {
+    let info = host
+        .client(server)
+        .unwrap()
+        .request("fixture/info", None)
+        .await
+        .unwrap();
+    serde_json::from_value(info["args"].clone()).unwrap()
+}
+
+/// The pid a `--pid-file` server wrote, if it got that far.
+fn pid_in(file: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(file)
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_remove_add_of_one_name_runs_the_last_config() {
+    let host = Host::start(HostConfig::new()).await.unwrap();
+    let dir = common::tempdir("host-readd");
+    let rounds = 20;
+    let (mut wrong, mut b_failed, mut a_survived, mut raced) = (0, 0, 0, 0);
+    for round in 0..rounds {
+        let a_pid = dir.join(format!("a-{round}"));
+        let a = common::config(&["--pid-file", a_pid.to_str().unwrap(), "--", "config-A"]);
+        let b = common::config(&["--", "config-B"]);
+        // `add(A)` is polled first: it reserves "x" and starts A; then "x"
+        // is removed and added again with B while A starts.
+        let (ra, (removed, rb)) = tokio::join!(host.add("x", a), async {
+            let removed = host.remove("x");
+            (removed, host.add("x", b).await)
+        });
+        let removed_while_starting = ra.is_err();
+        raced += usize::from(removed_while_starting);
+        if let Ok(r) = removed {
+            r.wait().await;
+        }
+        if let Err(e) = &rb {
+            eprintln!("round {round}: add(B): {e}");
+            b_failed += 1;
+        }
+        if let Some(x) = host.client("x") {
+            x.ready(PATIENCE).await.unwrap();
+            if !args_of(&host, "x").await.contains(&"config-B".to_owned()) {
+                wrong += 1;
+            }
+        }
+        if let Ok(r) = host.remove("x") {
+            r.wait().await;
+        }
+        // A ran under a name that was removed: its process ends.
+        let gone = common::eventually(Duration::from_secs(10), || {
+            pid_in(&a_pid).is_none_or(|p| !common::alive(p))
+        })
+        .await;
+        a_survived += usize::from(gone.is_none());
+    }
+    eprintln!(
+        "{rounds} rounds ({raced} removed A while it started): config A ran as x {wrong}, \
+         add(B) failed {b_failed}, A outlived its removal {a_survived}"
+    );
+    assert_eq!((wrong, b_failed, a_survived), (0, 0, 0));
+    assert!(host.servers().is_empty(), "{:?}", host.servers());
+    assert_all_gone(&host.stop().wait().await);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_start_does_not_remove_the_next_server_of_its_name() {
+    let host = Host::start(HostConfig::new()).await.unwrap();
+    let rounds = 10;
+    let (mut lost, mut raced) = (0, 0);
+    for round in 0..rounds {
+        let bad = ClientConfig::new("conduit-mcp-no-such-server-exe");
+        let good = common::config(&[]);
+        let (_, (removed, rb)) = tokio::join!(host.add("y", bad), async {
+            let removed = host.remove("y").is_ok();
+            (removed, host.add("y", good).await)
+        });
+        raced += usize::from(removed);
+        let kept = host.server("y").is_some();
+        if rb.is_err() || !kept {
+            eprintln!("round {round}: add(good) = {rb:?}, in the host: {kept}");
+            lost += 1;
+        }
+        if let Ok(r) = host.remove("y") {
+            assert_all_gone(&r.wait().await);
+        }
+    }
+    eprintln!("{rounds} rounds ({raced} removed the failing one while it started): the good server was lost {lost}");
+    assert_eq!(lost, 0);
+    assert_all_gone(&host.stop().wait().await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_waits_without_a_time_limit_does_not_overflow() {
+    let slow = common::config(&["--start-delay-ms", "300"]).request_timeout(Duration::MAX);
+    let config = HostConfig::new()
+        .server("slow", slow)
+        .when_unavailable(WhenUnavailable::Wait)
+        .ready_timeout(Duration::from_millis(1));
+    let host = Host::start(config).await.unwrap();
+    assert!(!host.server("slow").unwrap().listed, "listed too soon");
+    let r = host
+        .call_tool("slow__echo", json!({"text": "late"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "late");
+    assert_all_gone(&host.stop().wait().await);
+}
