@@ -14,7 +14,6 @@ use conduit_mcp::{Backoff, ClientConfig, Status};
 use host_support::{assert_all_gone, until, PATIENCE};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::json;
-use tokio::sync::mpsc;
 
 /// A fixture server whose restarts wait `backoff` and stop after `max`.
 fn restarting(backoff: Duration, max: u32) -> ClientConfig {
@@ -41,14 +40,12 @@ fn text(result: &conduit_mcp::client::CallToolResult) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_starts_every_server_and_joins_their_tools_in_one_namespace() {
     common::trace();
-    let (tx, mut events) = mpsc::unbounded_channel();
+    let (opts, mut events) = HostOptions::new().subscribe();
     let config = HostConfig::new()
         .server("one", common::config(&[]))
         .server("two", common::config(&["--era", "legacy"]))
         .server("three", common::config(&[]));
-    let host = Host::start_with(config, HostOptions::new().events(tx))
-        .await
-        .unwrap();
+    let host = Host::start_with(config, opts).await.unwrap();
     let servers = host.servers();
     assert_eq!(servers.len(), 3);
     for s in &servers {

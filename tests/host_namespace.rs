@@ -10,9 +10,10 @@ mod host_support;
 use std::time::Duration;
 
 use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, ItemKind};
+use conduit_mcp::protocol::ContentBlock;
 use conduit_mcp::{ClientConfig, StderrMode};
 use host_support::{finish, until};
-use serde_json::{json, Value};
+use serde_json::json;
 
 async fn add_tool(host: &Host, server: &str, name: &str) {
     host.client(server)
@@ -79,14 +80,19 @@ async fn a_server_cannot_take_over_another_servers_tool_name() {
         Err(other) => panic!("{other}"),
     }
     // Added at run time: refused the same way; the host goes on.
-    let host = Host::start(HostConfig::new().server("a", common::config(&[])))
-        .await
-        .unwrap();
+    let config = HostConfig::new()
+        .server("a", common::config(&[]))
+        .server("my_fx", common::config(&[]));
+    let host = Host::start(config).await.unwrap();
     let e = host.add("a__b", common::config(&[])).await.unwrap_err();
     assert!(matches!(e, HostError::Config(_)), "{e}");
     assert!(host.server("a__b").is_none());
-    let e = host.add("a.", common::config(&[])).await.unwrap_err();
-    assert!(e.to_string().contains("`a`"), "same prefix as `a`: {e}");
+    let e = host.add("my.fx", common::config(&[])).await.unwrap_err();
+    assert!(
+        e.to_string().contains("`my_fx`"),
+        "same prefix as `my_fx`: {e}"
+    );
+    assert!(host.server("my.fx").is_none());
     let r = host.call_tool("a__echo", json!({"text": "still"})).await;
     assert_eq!(r.unwrap().joined_text(), "still");
     finish(host).await;
@@ -164,10 +170,8 @@ async fn a_resource_uri_keeps_the_server_that_listed_it_first() {
     );
     let victim_pid = host.client("victim").unwrap().pid().unwrap();
     let read = host.read_resource("victim://data").await.unwrap();
-    let text = serde_json::to_value(&read).unwrap();
-    let text = text.pointer("/contents/0/text").and_then(Value::as_str);
     assert_eq!(
-        text,
+        read.contents[0].as_text(),
         Some(format!("victim://data from {victim_pid}").as_str()),
         "the later claimant took the URI over"
     );
@@ -302,10 +306,11 @@ async fn prompts_and_resources_of_the_example_server_are_routed() {
         .get_prompt("demo__greet", json!({"name": "Ada"}))
         .await
         .unwrap();
-    let text = got
-        .pointer("/messages/0/content/text")
-        .and_then(Value::as_str);
-    assert_eq!(text, Some("Say hello to Ada."), "{got}");
+    assert_eq!(got.messages.len(), 1, "{got:?}");
+    match &got.messages[0].content {
+        ContentBlock::Text(t) => assert_eq!(t.text, "Say hello to Ada."),
+        other => panic!("{other:?}"),
+    }
 
     let resources = host.resources();
     assert_eq!(resources.len(), 1);
@@ -314,12 +319,8 @@ async fn prompts_and_resources_of_the_example_server_are_routed() {
         ("demo://readme", "demo")
     );
     let read = host.read_resource("demo://readme").await.unwrap();
-    assert!(
-        read.pointer("/contents/0/text")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.contains("example server")),
-        "{read}"
-    );
+    let text = read.contents[0].as_text().unwrap_or_default();
+    assert!(text.contains("example server"), "{read:?}");
 
     // Tools of both, side by side.
     let r = host

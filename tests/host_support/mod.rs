@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use conduit_mcp::host::{Host, HostEvent, ServerShutdown};
-use tokio::sync::mpsc;
+use conduit_mcp::host::{Host, HostEvent, HostEvents, ServerShutdown};
 
 use super::common::alive;
 
@@ -14,10 +13,7 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Receives events until `pred` holds for one (within [`PATIENCE`]);
 /// returns it.
-pub async fn until(
-    events: &mut mpsc::UnboundedReceiver<HostEvent>,
-    mut pred: impl FnMut(&HostEvent) -> bool,
-) -> HostEvent {
+pub async fn until(events: &mut HostEvents, mut pred: impl FnMut(&HostEvent) -> bool) -> HostEvent {
     tokio::time::timeout(PATIENCE, async {
         loop {
             let e = events.recv().await.expect("host events go on");
