@@ -103,13 +103,11 @@ mod start;
 mod watcher;
 
 pub use actor::HostMsg;
-pub use config::{
-    HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_NAME_LEN, DEFAULT_MAX_QUEUED_EVENT_BYTES,
-    DEFAULT_SEPARATOR,
-};
+pub use config::{HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_QUEUED_EVENT_BYTES};
 pub use error::HostError;
 pub use events::HostEvents;
 pub use namespace::{Collision, HostPrompt, HostResource, HostTool, ItemKind, ItemRef};
+pub use naming::{DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
 
 use self::actor::HostSupervisor;
 use self::catalog::HostShared;

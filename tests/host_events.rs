@@ -63,6 +63,5 @@ async fn a_subscriber_that_does_not_read_holds_a_bounded_share_of_a_stderr_flood
         "nothing dropped: the flood did not reach the bound"
     );
     assert!(held + dropped >= seen, "every event was kept or counted");
-    assert_eq!(unread.held_bytes(), 0, "all read now");
     finish(host).await;
 }

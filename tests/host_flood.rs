@@ -10,18 +10,24 @@ use conduit_mcp::host::{Host, HostConfig};
 use host_support::finish;
 use serde_json::json;
 
+/// Tools of each big server.
+const TOOLS: &str = "5000";
+
+/// `name` (a fixture with 5,000 tools and `flags`), `quiet` (the plain
+/// fixture) and four fixtures of 5,000 tools each.
+fn crowd(name: &str, flags: &[&str]) -> HostConfig {
+    let loud = common::config(&[&["--tools", TOOLS], flags].concat());
+    (0..4).fold(
+        HostConfig::new()
+            .server(name, loud)
+            .server("quiet", common::config(&[])),
+        |c, k| c.server(format!("big{k}"), common::config(&["--tools", TOOLS])),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_flood_is_coalesced_and_other_servers_keep_serving() {
-    let tools = "5000";
-    let mut config = HostConfig::new()
-        .server(
-            "flood",
-            common::config(&["--tools", tools, "--list-changed-flood", "1000000000"]),
-        )
-        .server("quiet", common::config(&[]));
-    for k in 0..4 {
-        config = config.server(format!("big{k}"), common::config(&["--tools", tools]));
-    }
+    let config = crowd("flood", &["--list-changed-flood", "1000000000"]);
     let host = Host::start(config).await.unwrap();
     assert!(
         host.servers().iter().all(|s| s.is_ready()),
@@ -62,17 +68,9 @@ async fn a_list_changed_flood_is_coalesced_and_other_servers_keep_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_asks_to_be_listed_after_every_listing_does_not_slow_the_others() {
-    let tools = "5000";
-    let mut config = HostConfig::new()
-        .server(
-            "loop",
-            common::config(&["--tools", tools, "--list-changed-on-list"]),
-        )
-        .server("quiet", common::config(&[]));
-    for k in 0..4 {
-        config = config.server(format!("big{k}"), common::config(&["--tools", tools]));
-    }
-    let host = Host::start(config).await.unwrap();
+    let host = Host::start(crowd("loop", &["--list-changed-on-list"]))
+        .await
+        .unwrap();
     let _unread = host.events();
     let looping = host.client("loop").unwrap();
     let quiet = host.client("quiet").unwrap();

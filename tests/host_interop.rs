@@ -17,7 +17,7 @@ mod peers;
 use conduit_mcp::config_file::ServersFile;
 use conduit_mcp::host::{Host, HostError, HostEvent};
 use conduit_mcp::LifecycleEvent;
-use host_support::{assert_all_gone, until};
+use host_support::{assert_all_gone, listed, until};
 use peers::{everything_js, peers, py_server_script, time_server, venv_python};
 use serde_json::{json, Value};
 
@@ -173,11 +173,7 @@ async fn a_host_of_the_real_servers_serves_one_namespace_and_survives_a_crash() 
             text(&r)
         );
     }
-    until(
-        &mut events,
-        |e| matches!(e, HostEvent::Listed { server, .. } if server == "py"),
-    )
-    .await;
+    listed(&mut events, "py").await;
     let r = host
         .call_tool("py__add", json!({"a": 20, "b": 22}))
         .await

@@ -11,7 +11,7 @@ use std::time::Duration;
 use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, HostOptions, WhenUnavailable};
 use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{Backoff, ClientConfig, Status};
-use host_support::{assert_all_gone, until, PATIENCE};
+use host_support::{assert_all_gone, listed, until, PATIENCE};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::json;
 
@@ -208,11 +208,7 @@ async fn a_crashed_server_is_unavailable_while_the_others_keep_serving() {
     ));
 
     // Restarted: listed again, and serving.
-    until(
-        &mut events,
-        |e| matches!(e, HostEvent::Listed { server, .. } if server == "crashy"),
-    )
-    .await;
+    listed(&mut events, "crashy").await;
     let r = host
         .call_tool("crashy__echo", json!({"text": "back"}))
         .await
@@ -316,11 +312,7 @@ async fn servers_are_added_and_removed_at_run_time() {
     host.add("late", common::config(&["--era", "legacy"]))
         .await
         .unwrap();
-    until(
-        &mut events,
-        |e| matches!(e, HostEvent::Listed { server, .. } if server == "late"),
-    )
-    .await;
+    listed(&mut events, "late").await;
     let summaries = host.ready(PATIENCE).await;
     assert!(summaries.iter().all(|s| s.is_ready()), "{summaries:?}");
     let r = host

@@ -12,7 +12,7 @@ use std::time::Duration;
 use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, ItemKind};
 use conduit_mcp::protocol::ContentBlock;
 use conduit_mcp::{ClientConfig, StderrMode};
-use host_support::{finish, until};
+use host_support::{finish, listed, until};
 use serde_json::json;
 
 async fn add_tool(host: &Host, server: &str, name: &str) {
@@ -65,11 +65,7 @@ async fn a_server_cannot_take_over_another_servers_tool_name() {
         Ok(host) => {
             let mut events = host.events();
             add_tool(&host, "a", "b__echo").await;
-            until(
-                &mut events,
-                |e| matches!(e, HostEvent::Listed { server, .. } if server == "a"),
-            )
-            .await;
+            listed(&mut events, "a").await;
             let r = host
                 .call_tool("a__b__echo", json!({"text": "who"}))
                 .await

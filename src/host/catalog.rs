@@ -177,7 +177,7 @@ impl HostShared {
             handler,
             catalog: Mutex::default(),
             changed: watch::Sender::new(0),
-            events: EventHub::new(config.max_queued_event_bytes, early),
+            events: EventHub::new(config.max_queued_event_bytes, "host events", early),
         }
     }
 
@@ -186,7 +186,7 @@ impl HostShared {
     }
 
     pub(crate) fn subscribe(&self) -> HostEvents {
-        self.events.subscribe()
+        self.events.events()
     }
 
     pub(crate) fn emit(&self, event: HostEvent) {
@@ -439,6 +439,10 @@ impl HostShared {
             // Nobody waits for this one: its shutdown runs on its own.
             HostShutdown::empty().add(ticket.name.clone(), taken);
         }
+        self.emit(HostEvent::Removed {
+            server: ticket.name.clone(),
+            reason: "its add was cancelled".into(),
+        });
         self.touch();
     }
 

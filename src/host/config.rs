@@ -10,16 +10,11 @@ use ractor::ActorCell;
 use serde::{Deserialize, Serialize};
 
 use super::events::{subscription, HostEvents, Subscriber};
-use super::naming::Naming;
+use super::naming::{Naming, DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
 use crate::client::ClientConfig;
 use crate::client::ClientHandler;
 use crate::error::ConfigError;
 
-/// The default separator between a server's name and a tool's.
-pub const DEFAULT_SEPARATOR: &str = "__";
-/// The default longest namespaced name: the limit hosts impose on tool
-/// names.
-pub const DEFAULT_MAX_NAME_LEN: usize = 64;
 /// The shortest `max_name_len` accepted: room for a shortened name's hash.
 const MIN_NAME_LEN: usize = 16;
 /// The default of [`HostConfig::max_queued_event_bytes`].

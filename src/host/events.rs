@@ -9,6 +9,9 @@
 //! holds in events too); past it, events for that subscriber are dropped,
 //! counted ([`HostEvents::dropped`]) and logged, never queued. The servers
 //! and the other subscribers are not slowed down by it.
+//!
+//! The fan-out itself ([`Fanout`]) knows nothing of events: any item with
+//! a cost can go through it.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,106 +30,75 @@ struct Account {
     dropped: AtomicU64,
 }
 
-/// An event and what it costs its subscriber.
+/// An item and what it costs its subscriber.
 #[derive(Debug)]
-struct Queued {
-    event: HostEvent,
+struct Queued<T> {
+    item: T,
     cost: usize,
 }
 
-/// A subscription to a host's events: see [`Host::events`](super::Host::events).
-///
-/// Bounded: while more than
-/// [`max_queued_event_bytes`](super::HostConfig::max_queued_event_bytes)
-/// of events wait unread here, new ones are dropped and counted in
-/// [`dropped`](Self::dropped). Keep reading.
+/// The receiving side of one bounded subscription.
 #[derive(Debug)]
-pub struct HostEvents {
-    rx: mpsc::UnboundedReceiver<Queued>,
+struct Receiver<T> {
+    rx: mpsc::UnboundedReceiver<Queued<T>>,
     account: Arc<Account>,
 }
 
-impl HostEvents {
-    /// The next event; `None` once the host has stopped and every event
-    /// was read.
-    ///
-    /// Cancel safety: cancel safe.
-    pub async fn recv(&mut self) -> Option<HostEvent> {
-        let q = self.rx.recv().await?;
-        Some(self.take(q))
-    }
-
-    /// The next event if one is waiting.
-    pub fn try_recv(&mut self) -> Result<HostEvent, TryRecvError> {
-        let q = self.rx.try_recv()?;
-        Ok(self.take(q))
-    }
-
-    /// Events dropped for this subscriber because it had too many bytes
-    /// unread.
-    pub fn dropped(&self) -> u64 {
-        self.account.dropped.load(Ordering::Relaxed)
-    }
-
-    /// Bytes of events waiting unread (as counted against the bound).
-    pub fn held_bytes(&self) -> usize {
-        self.account.held.load(Ordering::Acquire)
-    }
-
-    fn take(&self, q: Queued) -> HostEvent {
+impl<T> Receiver<T> {
+    fn take(&self, q: Queued<T>) -> T {
         self.account.held.fetch_sub(q.cost, Ordering::AcqRel);
-        q.event
+        q.item
     }
 }
 
-/// The sending side of one subscription, made before the host exists
-/// ([`HostOptions::subscribe`](super::HostOptions::subscribe)).
+/// The sending side of one subscription.
 #[derive(Debug)]
-pub(crate) struct Subscriber {
-    tx: mpsc::UnboundedSender<Queued>,
+pub(crate) struct Subscriber<T = HostEvent> {
+    tx: mpsc::UnboundedSender<Queued<T>>,
     account: Arc<Account>,
 }
 
-/// A new subscription: its sending side and the user's receiver.
-pub(crate) fn subscription() -> (Subscriber, HostEvents) {
+fn channel<T>() -> (Subscriber<T>, Receiver<T>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let account = Arc::new(Account::default());
-    (
-        Subscriber {
-            tx,
-            account: account.clone(),
-        },
-        HostEvents { rx, account },
-    )
+    let sub = Subscriber {
+        tx,
+        account: account.clone(),
+    };
+    (sub, Receiver { rx, account })
 }
 
-/// Every live subscriber of one host.
+/// Every live subscriber of one stream, each bounded to `limit` bytes
+/// unread.
 #[derive(Debug)]
-pub(crate) struct EventHub {
-    subscribers: Mutex<Vec<Subscriber>>,
+pub(crate) struct Fanout<T> {
+    subscribers: Mutex<Vec<Subscriber<T>>>,
     limit: usize,
+    /// What the stream is, for the log.
+    what: &'static str,
 }
 
-impl EventHub {
-    pub(crate) fn new(limit: usize, early: Vec<Subscriber>) -> Self {
+impl<T: Clone> Fanout<T> {
+    pub(crate) fn new(limit: usize, what: &'static str, early: Vec<Subscriber<T>>) -> Self {
         Self {
             subscribers: Mutex::new(early),
             limit,
+            what,
         }
     }
 
-    pub(crate) fn subscribe(&self) -> HostEvents {
-        let (sub, events) = subscription();
+    fn subscribe(&self) -> Receiver<T> {
+        let (sub, rx) = channel();
         crate::sync::lock(&self.subscribers).push(sub);
-        events
+        rx
     }
 
-    /// Delivers `event` to every subscriber with room for it.
-    pub(crate) fn publish(&self, event: HostEvent) {
+    /// Delivers `item`, which costs `cost` bytes, to every subscriber with
+    /// room for it; counts it as dropped for the others.
+    fn send(&self, item: T, cost: usize) {
         let mut subs = crate::sync::lock(&self.subscribers);
         subs.retain(|s| !s.tx.is_closed());
-        let cost = cost(&event);
-        let mut event = Some(event);
+        let mut item = Some(item);
         let last = subs.len().saturating_sub(1);
         for (i, s) in subs.iter().enumerate() {
             let held = s.account.held.load(Ordering::Acquire);
@@ -138,29 +110,86 @@ impl EventHub {
                         dropped,
                         held,
                         limit = self.limit,
-                        "a host events subscriber is not reading: events dropped"
+                        stream = self.what,
+                        "a subscriber is not reading: items dropped"
                     );
                 }
                 continue;
             }
             // The last one gets the original, the others copies.
-            let copy = if i == last {
-                event.take()
-            } else {
-                event.clone()
-            };
-            let Some(event) = copy else { break };
+            let copy = if i == last { item.take() } else { item.clone() };
+            let Some(item) = copy else { break };
             s.account.held.fetch_add(cost, Ordering::AcqRel);
-            if s.tx.send(Queued { event, cost }).is_err() {
+            if s.tx.send(Queued { item, cost }).is_err() {
                 s.account.held.fetch_sub(cost, Ordering::AcqRel);
             }
         }
     }
 }
 
-/// What an event holds in memory: its own size and its strings.
-fn cost(event: &HostEvent) -> usize {
-    let strings = match event {
+/// A subscription to a host's events: see [`Host::events`](super::Host::events).
+///
+/// Bounded: while more than
+/// [`max_queued_event_bytes`](super::HostConfig::max_queued_event_bytes)
+/// of events wait unread here, new ones are dropped and counted in
+/// [`dropped`](Self::dropped). Keep reading.
+#[derive(Debug)]
+pub struct HostEvents(Receiver<HostEvent>);
+
+impl HostEvents {
+    /// The next event; `None` once the host has stopped and every event
+    /// was read.
+    ///
+    /// Cancel safety: cancel safe.
+    pub async fn recv(&mut self) -> Option<HostEvent> {
+        let q = self.0.rx.recv().await?;
+        Some(self.0.take(q))
+    }
+
+    /// The next event if one is waiting.
+    pub fn try_recv(&mut self) -> Result<HostEvent, TryRecvError> {
+        let q = self.0.rx.try_recv()?;
+        Ok(self.0.take(q))
+    }
+
+    /// Events dropped for this subscriber because it had too many bytes
+    /// unread.
+    pub fn dropped(&self) -> u64 {
+        self.0.account.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of events waiting unread (as counted against the bound).
+    pub fn held_bytes(&self) -> usize {
+        self.0.account.held.load(Ordering::Acquire)
+    }
+}
+
+/// A subscription made before the host exists
+/// ([`HostOptions::subscribe`](super::HostOptions::subscribe)): its
+/// sending side and the user's receiver.
+pub(crate) fn subscription() -> (Subscriber, HostEvents) {
+    let (sub, rx) = channel();
+    (sub, HostEvents(rx))
+}
+
+/// The host's events.
+pub(crate) type EventHub = Fanout<HostEvent>;
+
+impl EventHub {
+    pub(crate) fn events(&self) -> HostEvents {
+        HostEvents(self.subscribe())
+    }
+
+    /// Delivers `event` to every subscriber with room for it.
+    pub(crate) fn publish(&self, event: HostEvent) {
+        let cost = std::mem::size_of::<Queued<HostEvent>>() + strings(&event);
+        self.send(event, cost);
+    }
+}
+
+/// The bytes of an event's strings.
+fn strings(event: &HostEvent) -> usize {
+    match event {
         HostEvent::Lifecycle { server, event } => server.len() + lifecycle_strings(event),
         HostEvent::Listed { server, .. } => server.len(),
         HostEvent::ListFailed { server, error } => server.len() + error.len(),
@@ -172,8 +201,7 @@ fn cost(event: &HostEvent) -> usize {
                 + c.dropped.server.len()
                 + c.dropped.name.len()
         }
-    };
-    std::mem::size_of::<Queued>() + strings
+    }
 }
 
 /// The strings of a client's event (a close reason is counted as a
@@ -208,8 +236,8 @@ mod tests {
     #[test]
     fn a_subscriber_that_does_not_read_holds_at_most_the_limit() {
         let (early, mut slow) = subscription();
-        let hub = EventHub::new(10_000, vec![early]);
-        let mut fast = hub.subscribe();
+        let hub = EventHub::new(10_000, "test", vec![early]);
+        let mut fast = hub.events();
         let mut got_fast = 0;
         for k in 0..1000 {
             hub.publish(line(k));
@@ -233,8 +261,8 @@ mod tests {
 
     #[test]
     fn a_subscriber_that_is_gone_is_forgotten() {
-        let hub = EventHub::new(10, Vec::new());
-        drop(hub.subscribe());
+        let hub = EventHub::new(10, "test", Vec::new());
+        drop(hub.events());
         hub.publish(line(1));
         assert!(crate::sync::lock(&hub.subscribers).is_empty());
     }

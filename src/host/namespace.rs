@@ -278,13 +278,6 @@ mod tests {
 
     use super::*;
 
-    fn naming() -> Naming {
-        Naming {
-            separator: "__".into(),
-            max_len: 64,
-        }
-    }
-
     fn items(kind: ItemKind, names: &[&str]) -> Vec<Arc<Item>> {
         let key = if kind == ItemKind::Resource {
             "uri"
@@ -310,9 +303,14 @@ mod tests {
             let old = self.lists.remove(server).unwrap_or_default();
             let lists = &self.lists;
             let lists_of = |s: &str| lists.get(s).map(Vec::as_slice);
-            let c = self
-                .ns
-                .update(&naming(), kind, &Arc::from(server), &old, &new, &lists_of);
+            let c = self.ns.update(
+                &Naming::default(),
+                kind,
+                &Arc::from(server),
+                &old,
+                &new,
+                &lists_of,
+            );
             self.lists.insert(server.to_owned(), new);
             c
         }

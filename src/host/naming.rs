@@ -18,6 +18,11 @@
 
 use crate::error::ConfigError;
 
+/// The default separator between a server's name and a tool's.
+pub const DEFAULT_SEPARATOR: &str = "__";
+/// The default longest namespaced name: the limit hosts impose on tool
+/// names.
+pub const DEFAULT_MAX_NAME_LEN: usize = 64;
 /// Hex digits of the hash that ends a shortened name.
 const HASH_DIGITS: usize = 8;
 
@@ -26,6 +31,15 @@ const HASH_DIGITS: usize = 8;
 pub(crate) struct Naming {
     pub(crate) separator: String,
     pub(crate) max_len: usize,
+}
+
+impl Default for Naming {
+    fn default() -> Self {
+        Naming {
+            separator: DEFAULT_SEPARATOR.to_owned(),
+            max_len: DEFAULT_MAX_NAME_LEN,
+        }
+    }
 }
 
 impl Naming {
@@ -123,20 +137,16 @@ fn sanitize(name: &str) -> String {
 mod tests {
     use super::*;
 
-    fn naming() -> Naming {
-        Naming {
-            separator: "__".into(),
-            max_len: 64,
-        }
-    }
-
     #[test]
     fn names_join_server_and_item_with_the_separator() {
         assert_eq!(
-            naming().join("time", "get_current_time"),
+            Naming::default().join("time", "get_current_time"),
             "time__get_current_time"
         );
-        assert_eq!(naming().join("my.server", "do it!"), "my_server__do_it_");
+        assert_eq!(
+            Naming::default().join("my.server", "do it!"),
+            "my_server__do_it_"
+        );
         let dotted = Naming {
             separator: ".".into(),
             max_len: 64,
@@ -146,7 +156,7 @@ mod tests {
 
     #[test]
     fn long_names_are_cut_to_the_limit_and_stay_distinct() {
-        let n = naming();
+        let n = Naming::default();
         let server = "server-with-a-rather-long-name";
         let long_a = n.join(server, &"a".repeat(60));
         let long_b = n.join(server, &format!("{}b", "a".repeat(59)));
@@ -162,7 +172,7 @@ mod tests {
 
     #[test]
     fn a_server_name_is_refused_when_a_name_could_mean_two_servers() {
-        let n = naming();
+        let n = Naming::default();
         let ok = |name: &str, others: &[&str]| n.check_server(name, others.iter().copied());
         ok("a", &["b", "a-b"]).unwrap();
         ok("a-", &[]).unwrap();

@@ -41,3 +41,13 @@ pub fn assert_all_gone(shutdowns: &[ServerShutdown]) {
 pub async fn finish(host: Host) {
     assert_all_gone(&host.stop().wait().await);
 }
+
+/// Receives events until the server `server` was listed; returns that
+/// event.
+pub async fn listed(events: &mut HostEvents, server: &str) -> HostEvent {
+    until(
+        events,
+        |e| matches!(e, HostEvent::Listed { server: s, .. } if s == server),
+    )
+    .await
+}
