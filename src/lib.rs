@@ -212,6 +212,8 @@ mod deadline;
 pub mod error;
 pub mod framing;
 pub mod host;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod jsonrpc;
 mod line_io;
 pub mod protocol;

@@ -733,6 +733,14 @@ impl Handler for Router {
     fn serving(&self, handle: ServerHandle) {
         lock(&self.inner.handles).push(handle);
     }
+
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        self.routes()
+            .tools
+            .iter()
+            .find(|(t, _)| t.name == name)
+            .map(|(t, _)| t.input_schema.clone())
+    }
 }
 
 impl Router {

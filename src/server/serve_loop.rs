@@ -69,7 +69,7 @@ const INBOUND_CAPACITY: usize = 16;
 const NOTIFICATION_CAPACITY: usize = 64;
 
 /// What a request task produces.
-enum TaskOut {
+pub(crate) enum TaskOut {
     Line(Vec<u8>),
     SerializeFailed(serde_json::Error),
 }
@@ -545,7 +545,7 @@ fn internal(message: String) -> ErrorObject {
 }
 
 /// Modern methods whose results carry cache hints (2026-07-28 schema).
-const CACHEABLE: &[&str] = &[
+pub(crate) const CACHEABLE: &[&str] = &[
     "tools/list",
     "prompts/list",
     "resources/list",
@@ -555,15 +555,15 @@ const CACHEABLE: &[&str] = &[
 
 /// What the transport adds to a modern result.
 #[derive(Clone, Copy)]
-struct Shape {
-    era: Era,
-    cacheable: bool,
-    ttl_ms: u64,
-    scope: &'static str,
+pub(crate) struct Shape {
+    pub(crate) era: Era,
+    pub(crate) cacheable: bool,
+    pub(crate) ttl_ms: u64,
+    pub(crate) scope: &'static str,
 }
 
 /// Turns a handler's outcome into the response line.
-fn finish(
+pub(crate) fn finish(
     id: &RequestId,
     shape: Shape,
     result: Result<Value, HandlerError>,
