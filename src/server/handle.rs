@@ -59,6 +59,7 @@ pub(crate) trait Outlet: Send + Sync {
 
     /// Closes the request's stream for the client to reconnect and resume
     /// it; false where streams are not resumable.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     fn close_for_polling(&self) -> bool {
         false
     }
@@ -250,6 +251,7 @@ impl ServerHandle {
     }
 
     /// A handle whose messages go to one request's stream.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn with_outlet(shared: &Arc<SessionShared>, outlet: Arc<dyn Outlet>) -> Self {
         Self {
             token: LifetimeToken(Arc::downgrade(shared)),

@@ -55,6 +55,8 @@ pub struct Who {
 pub struct Counts {
     pub finished: AtomicUsize,
     pub dropped: AtomicUsize,
+    /// Notifications the `big` tool could not queue (bounds reached).
+    pub refused: AtomicUsize,
 }
 
 struct CountDrop(Arc<Counts>, bool);
