@@ -85,7 +85,8 @@ async fn headers_that_disagree_with_the_body_get_400_header_mismatch() {
         ("mcp-method", "tools/call"),
     ];
     let call = json!({ "name": "echo", "arguments": { "text": "x" } });
-    let cases: Vec<(Vec<(&str, &str)>, u16, i64)> = vec![
+    type Case<'a> = (Vec<(&'a str, &'a str)>, u16, i64);
+    let cases: Vec<Case> = vec![
         (vec![base[0], base[1]], 400, -32020), // no Mcp-Name
         (vec![base[0], base[1], ("mcp-name", "other")], 400, -32020), // wrong name
         (

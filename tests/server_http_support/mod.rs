@@ -122,25 +122,24 @@ pub fn router(counts: Arc<Counts>) -> Router {
                 Ok(CallToolResult::text(format!("closed={closed}")))
             },
         )
-        .tool(
-            "big",
-            "Sends n notifications of 1 KiB.",
-            |a: Sleep, ctx: RequestContext| async move {
-                let mut refused = 0;
-                for _ in 0..a.ms {
-                    if ctx
-                        .notify(
-                            "notifications/message",
-                            Some(json!({"level": "info", "data": "x".repeat(1024)})),
-                        )
-                        .is_err()
-                    {
-                        refused += 1;
+        .tool("big", "Sends ms notifications of 1 KiB.", {
+            let counts = counts.clone();
+            move |a: Sleep, ctx: RequestContext| {
+                let counts = counts.clone();
+                async move {
+                    let mut refused = 0;
+                    for _ in 0..a.ms {
+                        let data = json!({ "level": "info", "data": "x".repeat(1024) });
+                        if ctx.notify("notifications/message", Some(data)).is_err() {
+                            refused += 1;
+                        }
                     }
+                    counts.refused.fetch_add(refused, Ordering::SeqCst);
+                    counts.finished.fetch_add(1, Ordering::SeqCst);
+                    Ok(CallToolResult::text(format!("refused={refused}")))
                 }
-                Ok(CallToolResult::text(format!("refused={refused}")))
-            },
-        )
+            }
+        })
         .prompt("greet", "Greets.", |a: Who, _ctx| async move {
             Ok(GetPromptResult {
                 messages: vec![PromptMessage::text(Role::User, format!("Hello {}", a.name))],
