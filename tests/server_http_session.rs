@@ -399,3 +399,40 @@ async fn a_duplicate_in_flight_id_is_refused() {
     );
     s.handle.stop();
 }
+
+#[tokio::test]
+async fn deleting_a_session_cancels_its_running_requests() {
+    let s = start(config()).await;
+    let sid = open_session(s.addr, json!({})).await;
+    let r = legacy(
+        s.addr,
+        &sid,
+        json!(1),
+        "tools/call",
+        json!({ "name": "sleep", "arguments": { "ms": 60000 }, "_meta": { "progressToken": 1 } }),
+    )
+    .await;
+    let mut ev = r.sse();
+    assert_eq!(
+        ev.next_message().await.unwrap()["method"],
+        "notifications/progress"
+    );
+    let d = send(
+        s.addr,
+        request(
+            "DELETE",
+            s.addr,
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(d.status, 200);
+    assert_eq!(
+        ev.next_message().await,
+        None,
+        "the stream ends without an answer"
+    );
+    assert!(eventually(|| s.counts.dropped.load(Ordering::SeqCst) == 1).await);
+    s.handle.stop();
+}

@@ -748,7 +748,7 @@ fn delete(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
         Err(r) => return r,
     };
     core.sessions.remove(&session.id);
-    session.end();
+    core.end_session(&session);
     tracing::info!(server = %core.name(), session = %session.id, "session ended by the client (DELETE)");
     gate::empty(StatusCode::OK)
 }
