@@ -192,16 +192,7 @@ async fn sessions_beyond_max_sessions_get_503_until_idle_ones_expire() {
 async fn a_session_with_an_open_stream_does_not_expire() {
     let s = start(config().session_idle_timeout(Duration::from_millis(100))).await;
     let sid = open_session(s.addr, json!({})).await;
-    let g = send(
-        s.addr,
-        request(
-            "GET",
-            s.addr,
-            &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
-            None,
-        ),
-    )
-    .await;
+    let g = get(s.addr, &sid, &[]).await;
     assert_eq!(g.status, 200);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(

@@ -36,7 +36,7 @@ use crate::sync::AbortOnDrop;
 
 use crate::framing::LineFramer;
 use crate::jsonrpc::{
-    codes, encode, ErrorObject, Message, Notification, Outcome, ParseError, Request, RequestId,
+    codes, encode, ErrorObject, Message, Notification, ParseError, Request, RequestId,
 };
 use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
 use crate::line_io::BurstHint;
@@ -338,20 +338,7 @@ impl<H: Handler> Session<H> {
         match m {
             Message::Request(req) => self.on_request(req, charge),
             Message::Notification(n) => self.on_notification(n, charge),
-            Message::Response(r) => {
-                let reply = match r.outcome {
-                    Outcome::Result(raw) => Ok(raw),
-                    Outcome::Error(e) => Err(e),
-                };
-                match r.id {
-                    Some(id) => {
-                        if !self.shared.resolve(&id, reply) {
-                            tracing::debug!(%id, "response to no pending request: dropped");
-                        }
-                    }
-                    None => tracing::debug!("response with null id: dropped"),
-                }
-            }
+            Message::Response(r) => self.shared.route_response(r),
         }
     }
 

@@ -449,3 +449,21 @@ pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
     }
     true
 }
+
+/// A legacy `sleep` of `ms` with progress, its stream read up to the first
+/// progress notification (the request is running).
+pub async fn sleeping(addr: SocketAddr, sid: &str, id: Value, ms: u64) -> Events {
+    let params =
+        json!({ "name": "sleep", "arguments": { "ms": ms }, "_meta": { "progressToken": id } });
+    let mut ev = legacy(addr, sid, id, "tools/call", params).await.sse();
+    let first = ev.next_message().await.expect("a progress notification");
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    ev
+}
+
+/// GET on a session (its stream, or a resumption with `last-event-id`).
+pub async fn get(addr: SocketAddr, sid: &str, extra: &[(&str, &str)]) -> Resp {
+    let mut headers = vec![("mcp-session-id", sid), ("mcp-protocol-version", LEGACY)];
+    headers.extend_from_slice(extra);
+    send(addr, request("GET", addr, &headers, None)).await
+}

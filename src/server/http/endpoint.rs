@@ -20,7 +20,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::http::headers;
-use crate::jsonrpc::{codes, encode, Message, Outcome, ParseError, RequestId};
+use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
 use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::server::dispatch::{route, Route};
 use crate::server::footprint;
@@ -460,18 +460,7 @@ async fn post_legacy(
             gate::empty(StatusCode::ACCEPTED)
         }
         Message::Response(r) => {
-            let reply = match r.outcome {
-                Outcome::Result(raw) => Ok(raw),
-                Outcome::Error(e) => Err(e),
-            };
-            match r.id {
-                Some(id) => {
-                    if !session.shared.resolve(&id, reply) {
-                        tracing::debug!(%id, "response to no pending request: dropped");
-                    }
-                }
-                None => tracing::debug!("response with null id: dropped"),
-            }
+            session.shared.route_response(r);
             gate::empty(StatusCode::ACCEPTED)
         }
     }
@@ -683,21 +672,27 @@ fn status_of_answer(data: &[u8]) -> StatusCode {
     }
 }
 
-/// GET: a session's SSE stream, or the resumption of one of its streams
-/// after `Last-Event-ID`.
-fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
+/// The session of a GET or DELETE: 405 in the 2026-07-28 era (and for a
+/// request that names neither a session nor a version: nothing to serve
+/// there), then as for POST.
+fn session_of_get_or_delete(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
     if era_of(h, false) == Era::Modern
         || (!h.contains_key(headers::SESSION_ID) && !h.contains_key(headers::PROTOCOL_VERSION))
     {
-        return gate::not_allowed("POST");
+        return Err(gate::not_allowed("POST"));
     }
-    let session = match session_of(&core, h) {
+    let session = session_of(core, h)?;
+    legacy_version_ok(h)?;
+    Ok(session)
+}
+
+/// GET: a session's SSE stream, or the resumption of one of its streams
+/// after `Last-Event-ID`.
+fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
+    let session = match session_of_get_or_delete(&core, h) {
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(r) = legacy_version_ok(h) {
-        return r;
-    }
     if !Accepts::of(h).sse {
         return gate::rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -738,12 +733,7 @@ fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
 
 /// DELETE: ends a session.
 fn delete(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
-    if era_of(h, false) == Era::Modern
-        || (!h.contains_key(headers::SESSION_ID) && !h.contains_key(headers::PROTOCOL_VERSION))
-    {
-        return gate::not_allowed("POST");
-    }
-    let session = match session_of(&core, h) {
+    let session = match session_of_get_or_delete(&core, h) {
         Ok(s) => s,
         Err(r) => return r,
     };
