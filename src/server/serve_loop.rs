@@ -381,20 +381,10 @@ impl<H: Handler> Session<H> {
 
     fn spawn(&mut self, req: Request, d: Dispatch, charge: Charge) {
         let rs = Arc::new(RequestShared::default());
-        let ctx = RequestContext {
-            id: req.id.clone(),
-            method: req.method.clone(),
-            era: d.era,
-            meta: d.meta,
-            client_capabilities: d.client_capabilities,
-            input_responses: d.input_responses,
-            request_state: d.request_state,
-            handle: ServerHandle::new(&self.shared),
-            shared: rs.clone(),
-        };
+        let era = d.era;
+        let ctx = RequestContext::new(&req, d, ServerHandle::new(&self.shared), rs.clone());
         let handler = self.handler.clone();
         let id = req.id.clone();
-        let era = d.era;
         tracing::debug!(%id, method = %req.method, %era, "request started");
         let id_for_map = id.clone();
         let shape = Shape {
