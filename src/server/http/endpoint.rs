@@ -19,6 +19,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::deadline::After;
 use crate::http::headers;
 use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
 use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
@@ -119,9 +120,11 @@ async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body>
     }
 }
 
-/// Reads the body within `max_message_bytes`, and within the bytes all
-/// bodies being read may take (`max_inbound_bytes`, waited for: a client
-/// sending many bodies at once waits, it does not grow memory).
+/// Reads the body within `max_message_bytes` and `body_timeout`. What
+/// all bodies being read hold together is bounded by `max_inbound_bytes`:
+/// each chunk takes room as it arrives (waiting while there is none), so a
+/// client that announces a large body and stalls holds only what it sent,
+/// and only until `body_timeout`.
 async fn read_body(core: &Core, h: &HeaderMap, body: Body) -> Result<Bytes, Response<Body>> {
     use http_body_util::BodyExt as _;
     let limit = core.config.server.max_message_bytes;
@@ -132,26 +135,67 @@ async fn read_body(core: &Core, h: &HeaderMap, body: Body) -> Result<Bytes, Resp
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large(limit));
     }
-    let want = declared.unwrap_or(limit).clamp(1, core.body_room_total);
-    let _room = core
-        .body_room
-        .clone()
-        .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
-        .await;
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(too_large(limit))
-        }
-        Err(e) => Err(gate::rpc_error(
-            StatusCode::BAD_REQUEST,
+    let deadline = tokio::time::Instant::now().after(core.config.body_timeout);
+    let mut body = body;
+    let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
+    let mut room: Option<tokio::sync::OwnedSemaphorePermit> = None;
+    let timed_out = || {
+        gate::rpc_error(
+            StatusCode::REQUEST_TIMEOUT,
             None,
-            codes::PARSE_ERROR,
-            format!("reading the body failed: {e}"),
-        )),
+            codes::INVALID_REQUEST,
+            format!(
+                "the body did not arrive within body_timeout ({:?})",
+                core.config.body_timeout
+            ),
+        )
+    };
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(timed_out()),
+            Ok(None) => return Ok(buf.freeze()),
+            Ok(Some(Err(e))) => {
+                return Err(gate::rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    codes::PARSE_ERROR,
+                    format!("reading the body failed: {e}"),
+                ))
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if buf.len().saturating_add(data.len()) > limit {
+            return Err(too_large(limit));
+        }
+        // At most the whole room at once (a body larger than
+        // max_inbound_bytes is read once it is alone).
+        let want = data.len().min(
+            core.body_room_total
+                .saturating_sub(room.as_ref().map_or(0, |r| r.num_permits())),
+        );
+        if want > 0 {
+            let n = u32::try_from(want).unwrap_or(u32::MAX);
+            let take = core.body_room.clone().acquire_many_owned(n);
+            match tokio::time::timeout_at(deadline, take).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Err(_)) => {
+                    return Err(gate::rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        None,
+                        -32000,
+                        "the server is stopping",
+                    ))
+                }
+                Ok(Ok(p)) => match &mut room {
+                    Some(r) => r.merge(p),
+                    None => room = Some(p),
+                },
+            }
+        }
+        buf.extend_from_slice(&data);
     }
 }
 
