@@ -119,6 +119,9 @@ pub(crate) struct Core {
     pub(crate) body_room: Arc<Semaphore>,
     /// The permits `body_room` started with.
     pub(crate) body_room_total: usize,
+    /// 2026-07-28 era requests (but `subscriptions/listen` streams) running
+    /// at once, for the whole server (`max_in_flight`); more wait.
+    pub(crate) modern_slots: Arc<Semaphore>,
     running: Mutex<HashMap<u64, Running>>,
     next_key: AtomicU64,
     /// Woken when a request ends.
@@ -151,6 +154,7 @@ impl Core {
             .min(Semaphore::MAX_PERMITS)
             .min(u32::MAX as usize);
         let body_room = Arc::new(Semaphore::new(body_room_total));
+        let config_in_flight = config.server.max_in_flight;
         let core = Arc::new(Core {
             global: Counter::new(config.max_buffered_bytes),
             config,
@@ -160,6 +164,7 @@ impl Core {
             inbound,
             body_room,
             body_room_total,
+            modern_slots: Arc::new(Semaphore::new(config_in_flight)),
             running: Mutex::new(HashMap::new()),
             next_key: AtomicU64::new(1),
             ended: Notify::new(),

@@ -306,9 +306,15 @@ async fn post_modern(
     match route(&core.root, &req) {
         Route::Answer(a) => answer_now(Some(req.id), a, true),
         Route::Dispatch(d) => {
+            // Listen streams are held open for long: they take no slot.
+            let permit = if req.method == methods::SUBSCRIPTIONS_LISTEN {
+                None
+            } else {
+                core.modern_slots.clone().acquire_owned().await.ok()
+            };
             let stream = core.modern_stream();
             let root = core.root.clone();
-            match core.start(req, d, &root, None, stream.clone(), charge, None) {
+            match core.start(req, d, &root, None, stream.clone(), charge, permit) {
                 Ok(key) => respond(&core, stream, Kind::Modern { key }, accepts).await,
                 // Modern requests are never refused as duplicates (no session).
                 Err(Duplicate) => gate::rpc_error(
