@@ -84,6 +84,26 @@ pub struct RequestContext {
 }
 
 impl RequestContext {
+    /// The context of a request routed by [`route`](super::dispatch::route).
+    pub(crate) fn new(
+        req: &crate::jsonrpc::Request,
+        d: super::dispatch::Dispatch,
+        handle: ServerHandle,
+        shared: Arc<RequestShared>,
+    ) -> Self {
+        RequestContext {
+            id: req.id.clone(),
+            method: req.method.clone(),
+            era: d.era,
+            meta: d.meta,
+            client_capabilities: d.client_capabilities,
+            input_responses: d.input_responses,
+            request_state: d.request_state,
+            handle,
+            shared,
+        }
+    }
+
     /// The request's id.
     pub fn id(&self) -> &RequestId {
         &self.id

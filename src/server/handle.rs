@@ -56,6 +56,29 @@ pub(crate) enum ServePhase {
 
 type Reply = Result<crate::jsonrpc::RawJson, ErrorObject>;
 
+/// Where a request's messages go when its transport gives each request a
+/// stream of its own (HTTP): notifications and server-to-client requests
+/// sent through that request's context take this path instead of the
+/// session's queue.
+pub(crate) trait Outlet: Send + Sync {
+    /// Queues one serialised message (a line) on the request's stream.
+    fn send_line(&self, line: Vec<u8>) -> Result<(), SendError>;
+
+    /// Closes the request's stream for the client to reconnect and resume
+    /// it; false where streams are not resumable.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    fn close_for_polling(&self) -> bool {
+        false
+    }
+}
+
+/// Transports with many sessions (HTTP) find one by its id, for the
+/// per-session variants of [`ServerHandle`]'s methods.
+pub(crate) trait Sessions: Send + Sync {
+    /// The session with this id, if it is live.
+    fn find(&self, id: &str) -> Option<Arc<SessionShared>>;
+}
+
 /// State shared between the session and every handle and context.
 pub(crate) struct SessionShared {
     pub(crate) config: ServerConfig,
@@ -72,6 +95,14 @@ pub(crate) struct SessionShared {
     pub(crate) inbound: Arc<InboundBudget>,
     session: Mutex<SessionState>,
     pending: PendingTable<oneshot::Sender<Reply>>,
+    /// The transport's diagnostic name (`"stdio"`, `"http"`).
+    pub(crate) transport: &'static str,
+    /// Set by transports with many sessions: where the per-session
+    /// variants of the handle's methods look sessions up.
+    pub(crate) sessions: std::sync::OnceLock<Weak<dyn Sessions>>,
+    /// Set by transports whose session output is not one byte stream
+    /// (HTTP): where [`send_line`](Self::send_line) queues instead of `out`.
+    pub(crate) outlet: std::sync::OnceLock<Arc<dyn Outlet>>,
 }
 
 impl SessionShared {
@@ -88,6 +119,9 @@ impl SessionShared {
             inbound,
             session: Mutex::new(SessionState::default()),
             pending: PendingTable::default(),
+            transport: "stdio",
+            sessions: std::sync::OnceLock::new(),
+            outlet: std::sync::OnceLock::new(),
         }
     }
 
@@ -104,6 +138,9 @@ impl SessionShared {
     pub(crate) fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(SendError::TransportGone);
+        }
+        if let Some(o) = self.outlet.get() {
+            return o.send_line(line);
         }
         self.out.try_send(line).map_err(|e| match e {
             QueueError::Full { limit, .. } | QueueError::TooLarge { limit, .. } => {
@@ -122,6 +159,23 @@ impl SessionShared {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Routes a client's response (result or error) to the pending
+    /// server-to-client request of its id; one nobody waits for is dropped.
+    pub(crate) fn route_response(&self, r: crate::jsonrpc::Response) {
+        let reply = match r.outcome {
+            crate::jsonrpc::Outcome::Result(raw) => Ok(raw),
+            crate::jsonrpc::Outcome::Error(e) => Err(e),
+        };
+        match r.id {
+            Some(id) => {
+                if !self.resolve(&id, reply) {
+                    tracing::debug!(%id, "response to no pending request: dropped");
+                }
+            }
+            None => tracing::debug!("response with null id: dropped"),
         }
     }
 
@@ -198,15 +252,60 @@ impl ListKind {
 /// handle does not keep the transport alive: once serving has ended or the
 /// [`StdioServer`](super::StdioServer) was dropped, sending fails with
 /// [`SendError::TransportGone`] and [`stop`](Self::stop) does nothing.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ServerHandle {
     pub(crate) token: LifetimeToken,
+    /// The stream of the request whose context holds this handle, on
+    /// transports that give each request one (HTTP); `None` otherwise.
+    pub(crate) outlet: Option<Arc<dyn Outlet>>,
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("token", &self.token)
+            .field("request_stream", &self.outlet.is_some())
+            .finish()
+    }
 }
 
 impl ServerHandle {
     pub(crate) fn new(shared: &Arc<SessionShared>) -> Self {
         Self {
             token: LifetimeToken(Arc::downgrade(shared)),
+            outlet: None,
+        }
+    }
+
+    /// A handle whose messages go to one request's stream.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn with_outlet(shared: &Arc<SessionShared>, outlet: Arc<dyn Outlet>) -> Self {
+        Self {
+            token: LifetimeToken(Arc::downgrade(shared)),
+            outlet: Some(outlet),
+        }
+    }
+
+    /// Queues a line on this handle's path: the request's stream if it has
+    /// one, else the session's queue.
+    fn send_line(&self, shared: &SessionShared, line: Vec<u8>) -> Result<(), SendError> {
+        match &self.outlet {
+            Some(o) if !shared.closed.load(Ordering::Acquire) => o.send_line(line),
+            _ => shared.send_line(line),
+        }
+    }
+
+    /// The handle of one session: this one on a single-session transport
+    /// (stdio, whose session is [`STDIO_SESSION`]), else the session the
+    /// transport finds by `session`.
+    fn for_session(&self, session: &str) -> Result<ServerHandle, SendError> {
+        let shared = self.shared()?;
+        match shared.sessions.get().and_then(Weak::upgrade) {
+            Some(sessions) => sessions
+                .find(session)
+                .map(|s| ServerHandle::new(&s))
+                .ok_or_else(|| SendError::UnknownSession(session.to_owned())),
+            None => check_session(session).map(|()| self.clone()),
         }
     }
 
@@ -217,9 +316,10 @@ impl ServerHandle {
         }
     }
 
-    /// The transport's diagnostic name: `"stdio"`.
+    /// The transport's diagnostic name: `"stdio"` or `"http"` (`"stdio"`
+    /// once the transport is gone).
     pub fn name(&self) -> &'static str {
-        "stdio"
+        self.token.0.upgrade().map_or("stdio", |s| s.transport)
     }
 
     /// The lifetime token of the transport.
@@ -269,11 +369,12 @@ impl ServerHandle {
     }
 
     /// [`client_capabilities`](Self::client_capabilities) of one session
-    /// (stdio has one: [`STDIO_SESSION`]).
+    /// (stdio has one: [`STDIO_SESSION`]; HTTP sessions are named by their
+    /// `MCP-Session-Id`).
     pub fn client_capabilities_for_session(&self, session: &str) -> Option<Value> {
-        (session == STDIO_SESSION)
-            .then(|| self.client_capabilities())
-            .flatten()
+        self.for_session(session)
+            .ok()
+            .and_then(|h| h.client_capabilities())
     }
 
     /// The client's `clientInfo` as last reported.
@@ -308,7 +409,7 @@ impl ServerHandle {
         let shared = self.shared()?;
         let line = encode::notification(method, params.as_ref())
             .map_err(|e| SendError::Serialize(e.to_string()))?;
-        shared.send_line(line)
+        self.send_line(&shared, line)
     }
 
     /// [`notify`](Self::notify) addressed to one session.
@@ -318,8 +419,7 @@ impl ServerHandle {
         method: &str,
         params: Option<Value>,
     ) -> Result<(), SendError> {
-        check_session(session)?;
-        self.notify(method, params)
+        self.for_session(session)?.notify(method, params)
     }
 
     /// Sends `notifications/progress` for `token`.
@@ -387,8 +487,7 @@ impl ServerHandle {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, SendError> {
-        check_session(session)?;
-        self.request(method, params).await
+        self.for_session(session)?.request(method, params).await
     }
 
     /// [`request`](Self::request) with an explicit timeout.
@@ -417,7 +516,7 @@ impl ServerHandle {
                 .map_err(|e| SendError::Serialize(e.to_string()))?;
             let (tx, rx) = oneshot::channel();
             shared.pending.insert(id.clone(), tx);
-            if let Err(e) = shared.send_line(line) {
+            if let Err(e) = self.send_line(&shared, line) {
                 shared.pending.remove(&id);
                 return Err(e);
             }
@@ -426,6 +525,7 @@ impl ServerHandle {
             // abort of the handler awaiting it), the entry goes.
             let guard = Pending {
                 shared: Arc::downgrade(&shared),
+                outlet: self.outlet.clone(),
                 id,
                 reason: "abandoned by the server",
             };
@@ -453,6 +553,8 @@ impl ServerHandle {
 /// handler left its entry behind for good.
 struct Pending {
     shared: Weak<SessionShared>,
+    /// The path the request took, for its cancellation.
+    outlet: Option<Arc<dyn Outlet>>,
     id: RequestId,
     /// The `reason` sent with the cancellation.
     reason: &'static str,
@@ -473,7 +575,10 @@ impl Drop for Pending {
             Some(&json!({ "requestId": id, "reason": self.reason })),
         )
         .map_err(|e| SendError::Serialize(e.to_string()))
-        .and_then(|line| shared.send_line(line));
+        .and_then(|line| match &self.outlet {
+            Some(o) => o.send_line(line),
+            None => shared.send_line(line),
+        });
         if let Err(e) = sent {
             tracing::debug!(%id, error = %e, "cancellation of a withdrawn request not sent");
         }

@@ -192,6 +192,8 @@ mod footprint;
 #[cfg(unix)]
 mod guard;
 mod handle;
+#[cfg(feature = "http")]
+pub mod http;
 mod output;
 mod process_stdio;
 mod request_handler;

@@ -75,6 +75,16 @@ pub trait Handler: Send + Sync + 'static {
         let _ = handle;
     }
 
+    /// The `inputSchema` of tool `name`, if this handler knows it. The
+    /// Streamable HTTP transport (2026-07-28 era) checks a `tools/call`'s
+    /// `Mcp-Param-*` headers against the schema's `x-mcp-header`
+    /// annotations; without a schema nothing is checked. The default knows
+    /// none; [`Router`](super::Router) answers for its tools.
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        let _ = name;
+        None
+    }
+
     /// Receives one notification. Notifications are delivered one at a time,
     /// in arrival order, on a task of their own (a slow one delays later
     /// notifications, never requests). An `Err` ends serving with
@@ -97,6 +107,10 @@ impl<H: Handler> Handler for Arc<H> {
 
     fn serving(&self, handle: ServerHandle) {
         (**self).serving(handle)
+    }
+
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        (**self).tool_input_schema(name)
     }
 
     fn handle_request(

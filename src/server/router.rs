@@ -801,6 +801,14 @@ impl Handler for Router {
         handles.retain(|h| h.lifetime_token().is_alive());
         handles.push(handle);
     }
+
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        self.routes()
+            .tools
+            .iter()
+            .find(|(t, _)| t.name == name)
+            .map(|(t, _)| t.input_schema.clone())
+    }
 }
 
 impl Router {

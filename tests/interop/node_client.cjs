@@ -1,22 +1,26 @@
 // Drives the conduit-mcp example server with the official TypeScript SDK
 // client (legacy era: the SDK speaks the initialize handshake).
 //
-// Usage: NODE_PATH=<peers>/node/node_modules node node_client.cjs SERVER_BINARY
+// Usage: NODE_PATH=<peers>/node/node_modules node node_client.cjs SERVER
+// SERVER: the server binary (stdio), or an http:// URL (Streamable HTTP).
 // Prints "ok <check>" per passed check and "done"; any failure exits non-zero.
 "use strict";
 
 const assert = require("node:assert/strict");
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { ListRootsRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 async function main(binary) {
-  const transport = new StdioClientTransport({
-    command: binary,
-    args: [],
-    env: { ...process.env, RUST_LOG: "conduit_mcp=debug,info" },
-    stderr: "inherit",
-  });
+  const transport = binary.startsWith("http://")
+    ? new StreamableHTTPClientTransport(new URL(binary))
+    : new StdioClientTransport({
+        command: binary,
+        args: [],
+        env: { ...process.env, RUST_LOG: "conduit_mcp=debug,info" },
+        stderr: "inherit",
+      });
   const client = new Client({ name: "node-interop", version: "1" }, { capabilities: { roots: {} } });
   client.setRequestHandler(ListRootsRequestSchema, async () => ({
     roots: [{ uri: "file:///interop/node", name: "node" }],
@@ -74,6 +78,9 @@ async function main(binary) {
   assert.equal(prompt.messages[0].content.text, "Say hello to Node.");
   console.log("ok resource_and_prompt");
 
+  if (transport.terminateSession) {
+    await transport.terminateSession(); // HTTP: DELETE the session
+  }
   await client.close();
   console.log("done");
 }

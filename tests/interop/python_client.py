@@ -1,6 +1,7 @@
 """Drives the conduit-mcp example server with the Python `mcp` package's client.
 
-Usage: python_client.py SERVER_BINARY MODE
+Usage: python_client.py SERVER MODE
+  SERVER: the server binary (stdio), or an http:// URL (Streamable HTTP).
   MODE: "legacy" (initialize handshake), "auto" (server/discover probe; the
   example server is dual-era, so this ends up modern), or a modern version.
 
@@ -16,7 +17,10 @@ from mcp import Client, StdioServerParameters
 
 
 async def main(binary: str, mode: str) -> None:
-    params = StdioServerParameters(command=binary, args=[], env={"RUST_LOG": "conduit_mcp=debug,info"})
+    if binary.startswith("http://"):
+        params = binary
+    else:
+        params = StdioServerParameters(command=binary, args=[], env={"RUST_LOG": "conduit_mcp=debug,info"})
 
     async def list_roots(_ctx):
         return types.ListRootsResult(roots=[types.Root(uri="file:///interop/python", name="py")])

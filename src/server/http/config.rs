@@ -1,0 +1,297 @@
+//! [`HttpConfig`]: the HTTP side of a server (the endpoint, who may call
+//! it, and every bound, in bytes where memory is concerned), around the
+//! [`ServerConfig`] it shares with stdio.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::secret::Secret;
+use crate::server::{ServerConfig, ServerError};
+
+/// Default [`HttpConfig::path`].
+pub const DEFAULT_PATH: &str = "/mcp";
+/// Default [`HttpConfig::max_sessions`].
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// Default [`HttpConfig::session_queue_bytes`]: 4 MiB.
+pub const DEFAULT_SESSION_QUEUE_BYTES: usize = 4 * 1024 * 1024;
+/// Default [`HttpConfig::replay_bytes`]: 256 KiB.
+pub const DEFAULT_REPLAY_BYTES: usize = 256 * 1024;
+/// Default [`HttpConfig::max_buffered_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 64 * 1024 * 1024;
+/// Default [`HttpConfig::session_idle_timeout`]: 10 minutes.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default [`HttpConfig::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default [`HttpConfig::keep_alive`]: 15 s.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Default [`HttpConfig::sse_retry`]: 1 s.
+pub const DEFAULT_SSE_RETRY: Duration = Duration::from_secs(1);
+/// Default [`HttpConfig::body_timeout`]: 30 s.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Which values of a header are accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allow {
+    /// Loopback names only: `localhost`, `127.0.0.1`, `[::1]`, any port
+    /// (the default: right for a server bound to 127.0.0.1).
+    Loopback,
+    /// These values (case-insensitive): for hosts, host names with or
+    /// without a port (`example.com`, `example.com:8443`); for origins,
+    /// whole origins (`https://app.example.com`).
+    List(Vec<String>),
+    /// Any value. Only behind something that checks it for you.
+    Any,
+}
+
+/// A check of each request before it reaches MCP (a bearer token, a
+/// signature): returns whether to let the request in; `false` answers
+/// 401 Unauthorized.
+pub type Authorize = Arc<dyn Fn(&axum::http::request::Parts) -> bool + Send + Sync>;
+
+/// How an [`HttpServer`](super::HttpServer) (or [`HttpService`](super::HttpService))
+/// behaves: the [`ServerConfig`] it shares with stdio, and the HTTP side.
+///
+/// The safe choices are the defaults: loopback hosts and origins only, no
+/// request without a valid `Host`, every buffer bounded in bytes. The
+/// limits are per request, per stream, per session and for the whole
+/// server, so a client that opens streams and never reads them, or opens
+/// sessions and never closes them, holds at most
+/// [`max_buffered_bytes`](Self::max_buffered_bytes) of queued messages
+/// and [`max_sessions`](Self::max_sessions) sessions.
+#[derive(Clone)]
+pub struct HttpConfig {
+    /// Identity, capabilities and the limits shared with stdio. Its
+    /// `max_message_bytes` (default 8 MiB) bounds a request body; its
+    /// `max_inbound_bytes` (default 64 MiB) bounds the bodies being read
+    /// and the parsed messages held, across all requests; its
+    /// `max_in_flight` bounds the requests of one 2025-11-25 session, and
+    /// the 2026-07-28 requests of the whole server (`subscriptions/listen`
+    /// streams aside), running at once (more wait); its `stop_drain` is the grace given to in-flight
+    /// requests on [`stop`](crate::server::ServerHandle::stop).
+    pub server: ServerConfig,
+    /// The MCP endpoint's path. Default [`DEFAULT_PATH`] (`/mcp`).
+    pub path: String,
+    /// Accepted `Host` headers (against DNS rebinding): a request with
+    /// another host is refused with 403. Default [`Allow::Loopback`]; a
+    /// server reachable under other names must list them.
+    pub allowed_hosts: Allow,
+    /// Accepted `Origin` headers (sent by browsers): a request with another
+    /// origin is refused with 403; a request without one (not from a
+    /// browser) is accepted. Default [`Allow::Loopback`].
+    pub allowed_origins: Allow,
+    /// 2025-11-25 era: the most sessions at once. An `initialize` beyond it
+    /// is refused with 503 until a session ends (DELETE or idle expiry).
+    /// Default [`DEFAULT_MAX_SESSIONS`].
+    pub max_sessions: usize,
+    /// 2025-11-25 era: bytes of messages one session may have queued and
+    /// not yet delivered, over all its streams (the GET stream and each
+    /// request's). Past it, notifications are refused
+    /// ([`SendError::QueueFull`](crate::server::SendError::QueueFull));
+    /// a request's final answer is always queued. In the 2026-07-28 era
+    /// the same bound applies to each request's stream. Default
+    /// [`DEFAULT_SESSION_QUEUE_BYTES`] (4 MiB).
+    pub session_queue_bytes: usize,
+    /// 2025-11-25 era: bytes of already delivered events each SSE stream
+    /// keeps for resumption (`Last-Event-ID`); older ones are dropped.
+    /// Default [`DEFAULT_REPLAY_BYTES`] (256 KiB).
+    pub replay_bytes: usize,
+    /// Bytes of queued and replayable events over all streams of all
+    /// sessions. Past it, notifications are refused and replay buffers
+    /// are trimmed. Default [`DEFAULT_MAX_BUFFERED_BYTES`] (64 MiB).
+    pub max_buffered_bytes: usize,
+    /// 2025-11-25 era: a session with no request and no open stream for
+    /// this long ends (its id then gets 404). Default
+    /// [`DEFAULT_SESSION_IDLE_TIMEOUT`] (10 minutes).
+    pub session_idle_timeout: Duration,
+    /// [`HttpServer`](super::HttpServer) only: the most TCP connections at
+    /// once; more wait in the kernel's accept queue. Default
+    /// [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
+    /// An SSE comment is sent on a stream idle for this long, so proxies
+    /// and clients keep it open; a request whose answer takes longer than
+    /// this is answered as an SSE stream. Default [`DEFAULT_KEEP_ALIVE`].
+    pub keep_alive: Duration,
+    /// 2025-11-25 era: the `retry` sent at the start of each SSE stream
+    /// (how long a client waits before reconnecting). Default
+    /// [`DEFAULT_SSE_RETRY`].
+    pub sse_retry: Duration,
+    /// How long a request body may take to arrive: a body still incomplete
+    /// then is refused with 408 (what it had sent is released). Default
+    /// [`DEFAULT_BODY_TIMEOUT`] (30 s).
+    pub body_timeout: Duration,
+    pub(crate) bearer: Option<Secret>,
+    pub(crate) authorize: Option<Authorize>,
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("server", &self.server)
+            .field("path", &self.path)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_queue_bytes", &self.session_queue_bytes)
+            .field("replay_bytes", &self.replay_bytes)
+            .field("max_buffered_bytes", &self.max_buffered_bytes)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("keep_alive", &self.keep_alive)
+            .field("sse_retry", &self.sse_retry)
+            .field("body_timeout", &self.body_timeout)
+            .field("bearer", &self.bearer)
+            .field("authorize", &self.authorize.is_some())
+            .finish()
+    }
+}
+
+impl HttpConfig {
+    /// The defaults around `server`.
+    pub fn new(server: ServerConfig) -> Self {
+        HttpConfig {
+            server,
+            path: DEFAULT_PATH.to_owned(),
+            allowed_hosts: Allow::Loopback,
+            allowed_origins: Allow::Loopback,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_queue_bytes: DEFAULT_SESSION_QUEUE_BYTES,
+            replay_bytes: DEFAULT_REPLAY_BYTES,
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+            sse_retry: DEFAULT_SSE_RETRY,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            bearer: None,
+            authorize: None,
+        }
+    }
+
+    /// Sets [`path`](Self::path).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Sets [`allowed_hosts`](Self::allowed_hosts).
+    pub fn allowed_hosts(mut self, allow: Allow) -> Self {
+        self.allowed_hosts = allow;
+        self
+    }
+
+    /// Sets [`allowed_origins`](Self::allowed_origins).
+    pub fn allowed_origins(mut self, allow: Allow) -> Self {
+        self.allowed_origins = allow;
+        self
+    }
+
+    /// Sets [`max_sessions`](Self::max_sessions).
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.max_sessions = n;
+        self
+    }
+
+    /// Sets [`session_queue_bytes`](Self::session_queue_bytes).
+    pub fn session_queue_bytes(mut self, bytes: usize) -> Self {
+        self.session_queue_bytes = bytes;
+        self
+    }
+
+    /// Sets [`replay_bytes`](Self::replay_bytes).
+    pub fn replay_bytes(mut self, bytes: usize) -> Self {
+        self.replay_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_buffered_bytes`](Self::max_buffered_bytes).
+    pub fn max_buffered_bytes(mut self, bytes: usize) -> Self {
+        self.max_buffered_bytes = bytes;
+        self
+    }
+
+    /// Sets [`session_idle_timeout`](Self::session_idle_timeout).
+    pub fn session_idle_timeout(mut self, d: Duration) -> Self {
+        self.session_idle_timeout = d;
+        self
+    }
+
+    /// Sets [`max_connections`](Self::max_connections).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// Sets [`keep_alive`](Self::keep_alive).
+    pub fn keep_alive(mut self, d: Duration) -> Self {
+        self.keep_alive = d;
+        self
+    }
+
+    /// Sets [`sse_retry`](Self::sse_retry).
+    pub fn sse_retry(mut self, d: Duration) -> Self {
+        self.sse_retry = d;
+        self
+    }
+
+    /// Sets [`body_timeout`](Self::body_timeout).
+    pub fn body_timeout(mut self, d: Duration) -> Self {
+        self.body_timeout = d;
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on every request (compared
+    /// in constant time); others get 401 with `WWW-Authenticate: Bearer`.
+    /// The token is never logged.
+    pub fn bearer_token(mut self, token: Secret) -> Self {
+        self.bearer = Some(token);
+        self
+    }
+
+    /// Runs `check` on every request's head before anything else but the
+    /// `Host`/`Origin` checks; `false` answers 401. (Any tower layer on the
+    /// [`router`](super::HttpService::router) works too.)
+    pub fn authorize(
+        mut self,
+        check: impl Fn(&axum::http::request::Parts) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.authorize = Some(Arc::new(check));
+        self
+    }
+
+    /// Checks the configuration; the error names the offending field.
+    pub fn validate(&self) -> Result<(), ServerError> {
+        self.server.validate()?;
+        let bad = |key: &'static str, reason: &str| {
+            Err(ServerError::InvalidConfig {
+                key,
+                reason: reason.to_owned(),
+            })
+        };
+        if !self.path.starts_with('/') {
+            return bad("path", "must start with '/'");
+        }
+        if self.max_sessions == 0 {
+            return bad("max_sessions", "must be at least 1");
+        }
+        if self.max_connections == 0 {
+            return bad("max_connections", "must be at least 1");
+        }
+        if self.session_queue_bytes < 1024 {
+            return bad("session_queue_bytes", "must be at least 1024");
+        }
+        if self.max_buffered_bytes < self.session_queue_bytes {
+            return bad("max_buffered_bytes", "must be at least session_queue_bytes");
+        }
+        if self.keep_alive.is_zero() {
+            return bad("keep_alive", "must be positive");
+        }
+        if self.body_timeout.is_zero() {
+            return bad("body_timeout", "must be positive");
+        }
+        if self.session_idle_timeout.is_zero() {
+            return bad("session_idle_timeout", "must be positive");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,794 @@
+//! The MCP endpoint: one route, POST for every message, GET and DELETE for
+//! the 2025-11-25 era's sessions, both eras told apart per request.
+//!
+//! A request's era: the `MCP-Protocol-Version` header names it; without the
+//! header, a body carrying the 2026-07-28 `_meta` is modern and anything
+//! else (an `initialize`, a session's traffic from a client older than
+//! 2025-06-18) legacy. A legacy request with a `MCP-Session-Id` header and
+//! an unknown version is legacy (and refused with 400 for that version).
+
+// A refusal is the HTTP response itself: returned as is, once per request.
+#![allow(clippy::result_large_err)]
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::deadline::After;
+use crate::http::headers;
+use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
+use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::server::dispatch::{route, Route};
+use crate::server::footprint;
+use crate::server::handle::ServerHandle;
+
+use super::core::{Core, Duplicate};
+use super::gate::{self, Accepts};
+use super::modern;
+use super::session::{self, Session};
+use super::stream::{self, First, SseBody, Stream};
+
+/// The router of one endpoint.
+pub(crate) fn router(core: Arc<Core>) -> axum::Router {
+    let path = core.config.path.clone();
+    axum::Router::new()
+        .route(&path, axum::routing::any(endpoint))
+        .with_state(core)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+fn era_of(h: &HeaderMap, body_is_modern: bool) -> Era {
+    let version = h
+        .get(headers::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok());
+    let has_session = h.contains_key(headers::SESSION_ID);
+    match version {
+        Some(v) if MODERN_VERSIONS.contains(&v) => Era::Modern,
+        Some(v) if LEGACY_VERSIONS.contains(&v) => Era::Legacy,
+        Some(_) if has_session => Era::Legacy,
+        Some(_) => Era::Modern,
+        None if body_is_modern && !has_session => Era::Modern,
+        None => Era::Legacy,
+    }
+}
+
+/// Whether a message carries the 2026-07-28 era's `_meta`.
+fn has_modern_meta(m: &Message) -> bool {
+    let params = match m {
+        Message::Request(r) => r.params.as_ref(),
+        Message::Notification(n) => n.params.as_ref(),
+        Message::Response(_) => None,
+    };
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+        .is_some_and(|m| {
+            m.contains_key(meta::PROTOCOL_VERSION) || m.contains_key(meta::CLIENT_CAPABILITIES)
+        })
+}
+
+async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let c = &core.config;
+    if !gate::host_allowed(&c.allowed_hosts, &parts.headers) {
+        tracing::warn!(server = %core.name(), host = ?parts.headers.get(header::HOST), "request refused: Host not allowed (DNS rebinding protection)");
+        return gate::rpc_error(
+            StatusCode::FORBIDDEN,
+            None,
+            -32000,
+            "Forbidden: Host not allowed",
+        );
+    }
+    if !gate::origin_allowed(&c.allowed_origins, &parts.headers) {
+        tracing::warn!(server = %core.name(), origin = ?parts.headers.get(header::ORIGIN), "request refused: Origin not allowed");
+        return gate::rpc_error(
+            StatusCode::FORBIDDEN,
+            None,
+            -32000,
+            "Forbidden: Origin not allowed",
+        );
+    }
+    if !gate::authorized(c, &parts) {
+        let mut r = gate::rpc_error(StatusCode::UNAUTHORIZED, None, -32000, "Unauthorized");
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return r;
+    }
+    if core.stopping.load(Ordering::Acquire) {
+        return gate::rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            -32000,
+            "the server is stopping",
+        );
+    }
+    match parts.method {
+        Method::POST => post(core, parts.headers, body).await,
+        Method::GET => get(core, &parts.headers),
+        Method::DELETE => delete(core, &parts.headers),
+        _ => gate::not_allowed("GET, POST, DELETE"),
+    }
+}
+
+/// Reads the body within `max_message_bytes` and `body_timeout`. What
+/// all bodies being read hold together is bounded by `max_inbound_bytes`:
+/// each chunk takes room as it arrives (waiting while there is none), so a
+/// client that announces a large body and stalls holds only what it sent,
+/// and only until `body_timeout`.
+async fn read_body(core: &Core, h: &HeaderMap, body: Body) -> Result<Bytes, Response<Body>> {
+    use http_body_util::BodyExt as _;
+    let limit = core.config.server.max_message_bytes;
+    let declared = h
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    let deadline = tokio::time::Instant::now().after(core.config.body_timeout);
+    let mut body = body;
+    let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
+    let mut room: Option<tokio::sync::OwnedSemaphorePermit> = None;
+    let timed_out = || {
+        gate::rpc_error(
+            StatusCode::REQUEST_TIMEOUT,
+            None,
+            codes::INVALID_REQUEST,
+            format!(
+                "the body did not arrive within body_timeout ({:?})",
+                core.config.body_timeout
+            ),
+        )
+    };
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(timed_out()),
+            Ok(None) => return Ok(buf.freeze()),
+            Ok(Some(Err(e))) => {
+                return Err(gate::rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    codes::PARSE_ERROR,
+                    format!("reading the body failed: {e}"),
+                ))
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if buf.len().saturating_add(data.len()) > limit {
+            return Err(too_large(limit));
+        }
+        // At most the whole room at once (a body larger than
+        // max_inbound_bytes is read once it is alone).
+        let want = data.len().min(
+            core.body_room_total
+                .saturating_sub(room.as_ref().map_or(0, |r| r.num_permits())),
+        );
+        if want > 0 {
+            let n = u32::try_from(want).unwrap_or(u32::MAX);
+            let take = core.body_room.clone().acquire_many_owned(n);
+            match tokio::time::timeout_at(deadline, take).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Err(_)) => {
+                    return Err(gate::rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        None,
+                        -32000,
+                        "the server is stopping",
+                    ))
+                }
+                Ok(Ok(p)) => match &mut room {
+                    Some(r) => r.merge(p),
+                    None => room = Some(p),
+                },
+            }
+        }
+        buf.extend_from_slice(&data);
+    }
+}
+
+fn too_large(limit: usize) -> Response<Body> {
+    gate::rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        None,
+        codes::INVALID_REQUEST,
+        format!("the body exceeds max_message_bytes ({limit} bytes)"),
+    )
+}
+
+async fn post(core: Arc<Core>, h: HeaderMap, body: Body) -> Response<Body> {
+    let accepts = Accepts::of(&h);
+    if !accepts.json && !accepts.sse {
+        return gate::rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            codes::INVALID_REQUEST,
+            "Not Acceptable: accept application/json and text/event-stream",
+        );
+    }
+    let bytes = match read_body(&core, &h, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    // Charged before parsing, as on stdio: what the parsed message will hold.
+    let Some(charge) = core.inbound.try_take(footprint::estimate(&bytes)) else {
+        let mut r = gate::rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            -32000,
+            "server busy: max_inbound_bytes in use",
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    };
+    let msg = match Message::parse(&bytes) {
+        Ok(m) => m,
+        Err(ParseError::NotJson(_)) => {
+            return gate::rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                codes::PARSE_ERROR,
+                "Parse error: the body is not JSON",
+            )
+        }
+        Err(ParseError::Batch) => {
+            return gate::rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                codes::INVALID_REQUEST,
+                "JSON-RPC batch arrays are not supported",
+            )
+        }
+        Err(ParseError::Invalid { reason, id }) => {
+            return gate::rpc_error(
+                StatusCode::BAD_REQUEST,
+                id,
+                codes::INVALID_REQUEST,
+                format!("Invalid Request: {reason}"),
+            )
+        }
+    };
+    drop(bytes);
+    match era_of(&h, has_modern_meta(&msg)) {
+        Era::Modern => post_modern(core, &h, msg, charge, accepts).await,
+        Era::Legacy => post_legacy(core, &h, msg, charge, accepts).await,
+    }
+}
+
+fn request_id(m: &Message) -> Option<RequestId> {
+    match m {
+        Message::Request(r) => Some(r.id.clone()),
+        Message::Response(r) => r.id.clone(),
+        Message::Notification(_) => None,
+    }
+}
+
+async fn post_modern(
+    core: Arc<Core>,
+    h: &HeaderMap,
+    msg: Message,
+    charge: crate::server::budget::Charge,
+    accepts: Accepts,
+) -> Response<Body> {
+    let req = match msg {
+        Message::Request(r) => r,
+        // This revision defines no client notifications over HTTP (closing
+        // a stream is the cancellation): accepted and ignored.
+        Message::Notification(n) => {
+            tracing::debug!(method = %n.method, "2026-07-28 notification over HTTP ignored");
+            return gate::empty(StatusCode::ACCEPTED);
+        }
+        Message::Response(r) => {
+            return gate::rpc_error(
+                StatusCode::BAD_REQUEST,
+                r.id,
+                codes::INVALID_REQUEST,
+                "clients send no responses in the 2026-07-28 era",
+            );
+        }
+    };
+    if let Err((status, e)) = modern::check(h, &req, |name| core.handler.tool_input_schema(name)) {
+        return gate::error_object(status, Some(req.id), &e);
+    }
+    match route(&core.root, &req) {
+        Route::Answer(a) => answer_now(Some(req.id), a, true),
+        Route::Dispatch(d) => {
+            // Listen streams are held open for long: they take no slot.
+            let permit = if req.method == methods::SUBSCRIPTIONS_LISTEN {
+                None
+            } else {
+                core.modern_slots.clone().acquire_owned().await.ok()
+            };
+            let stream = core.modern_stream();
+            let root = core.root.clone();
+            match core.start(req, d, &root, None, stream.clone(), charge, permit) {
+                Ok(key) => respond(&core, stream, Kind::Modern { key }, accepts).await,
+                // Modern requests are never refused as duplicates (no session).
+                Err(Duplicate) => gate::rpc_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    None,
+                    codes::INTERNAL_ERROR,
+                    "internal error",
+                ),
+            }
+        }
+    }
+}
+
+/// An answer the transport gives itself (no handler ran).
+fn answer_now(
+    id: Option<RequestId>,
+    a: Result<Value, crate::jsonrpc::ErrorObject>,
+    modern: bool,
+) -> Response<Body> {
+    match a {
+        Ok(v) => match encode::result(&id, &v) {
+            Ok(line) => gate::json(StatusCode::OK, line),
+            Err(e) => gate::rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                id,
+                codes::INTERNAL_ERROR,
+                e.to_string(),
+            ),
+        },
+        Err(e) => {
+            let status = if modern {
+                gate::status_for(e.code)
+            } else {
+                StatusCode::OK
+            };
+            gate::error_object(status, id, &e)
+        }
+    }
+}
+
+fn session_of(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
+    let Some(raw) = h.get(headers::SESSION_ID) else {
+        return Err(gate::rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32000,
+            "Bad Request: the Mcp-Session-Id header is required (send initialize first)",
+        ));
+    };
+    let found = raw.to_str().ok().and_then(|id| core.sessions.get(id));
+    match found {
+        Some(s) => Ok(s),
+        None => Err(gate::rpc_error(
+            StatusCode::NOT_FOUND,
+            None,
+            -32001,
+            "Session not found",
+        )),
+    }
+}
+
+/// A legacy request's version header, when present, must be a legacy
+/// version.
+fn legacy_version_ok(h: &HeaderMap) -> Result<(), Response<Body>> {
+    match h.get(headers::PROTOCOL_VERSION) {
+        None => Ok(()),
+        Some(v) if v.to_str().is_ok_and(|v| LEGACY_VERSIONS.contains(&v)) => Ok(()),
+        Some(v) => Err(gate::rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32000,
+            format!(
+                "Bad Request: unsupported MCP-Protocol-Version {:?} (supported: {})",
+                String::from_utf8_lossy(v.as_bytes()),
+                LEGACY_VERSIONS.join(", ")
+            ),
+        )),
+    }
+}
+
+async fn post_legacy(
+    core: Arc<Core>,
+    h: &HeaderMap,
+    msg: Message,
+    charge: crate::server::budget::Charge,
+    accepts: Accepts,
+) -> Response<Body> {
+    if let Message::Request(req) = &msg {
+        if req.method == methods::INITIALIZE {
+            return initialize(&core, req);
+        }
+    }
+    let id = request_id(&msg);
+    let session = match session_of(&core, h) {
+        Ok(s) => s,
+        Err(mut r) => {
+            if let Some(id) = id {
+                // Carry the request's id when there is one.
+                let status = r.status();
+                let body = if status == StatusCode::NOT_FOUND {
+                    encode::error(
+                        &Some(id),
+                        &crate::jsonrpc::ErrorObject::new(-32001, "Session not found"),
+                    )
+                } else {
+                    encode::error(&Some(id), &crate::jsonrpc::ErrorObject::new(-32000, "Bad Request: the Mcp-Session-Id header is required (send initialize first)"))
+                };
+                r = gate::json(status, body);
+            }
+            return r;
+        }
+    };
+    if let Err(r) = legacy_version_ok(h) {
+        return r;
+    }
+    session.touch();
+    match msg {
+        Message::Request(req) => {
+            match route(&session.shared, &req) {
+                Route::Answer(a) => answer_now(Some(req.id), a, false),
+                Route::Dispatch(d) => {
+                    let Ok(permit) = session.slots.clone().acquire_owned().await else {
+                        return gate::rpc_error(
+                            StatusCode::NOT_FOUND,
+                            Some(req.id),
+                            -32001,
+                            "Session not found",
+                        );
+                    };
+                    let stream = session.new_stream(&core.config, &core.global);
+                    let number = stream.number;
+                    let id = req.id.clone();
+                    match core.start(
+                        req,
+                        d,
+                        &session.shared,
+                        Some(&session),
+                        stream.clone(),
+                        charge,
+                        Some(permit),
+                    ) {
+                        Ok(_) => respond(&core, stream, Kind::Legacy { session }, accepts).await,
+                        Err(Duplicate) => {
+                            session.retire(number, false);
+                            gate::rpc_error(
+                            StatusCode::BAD_REQUEST,
+                            Some(id.clone()),
+                            codes::INVALID_REQUEST,
+                            format!("duplicate request id {id}: a request with this id is in flight"),
+                        )
+                        }
+                    }
+                }
+            }
+        }
+        Message::Notification(n) => {
+            match n.method.as_str() {
+                methods::CANCELLED => {
+                    if let Some(rid) = crate::protocol::cancelled_request_id(&n) {
+                        let key = crate::sync::lock(&session.in_flight).get(&rid).copied();
+                        match key {
+                            Some(key) => {
+                                tracing::debug!(session = %session.id, id = %rid, "request cancelled by the client");
+                                core.cancel(key);
+                            }
+                            None => {
+                                tracing::debug!(id = %rid, "cancellation of an unknown or finished request ignored")
+                            }
+                        }
+                    }
+                    return gate::empty(StatusCode::ACCEPTED);
+                }
+                methods::INITIALIZED => {
+                    session.shared.session().initialized = true;
+                    tracing::info!(session = %session.id, "client sent notifications/initialized");
+                }
+                _ => {}
+            }
+            let handle = ServerHandle::new(&session.shared);
+            let method = n.method.clone();
+            let handler = core.handler.clone();
+            // In a task of its own: a panic is reported, not propagated.
+            let done = tokio::spawn(async move {
+                let _charge = charge;
+                handler.notification(n, handle).await
+            })
+            .await;
+            match done {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(%method, error = %e, "notification handler failed"),
+                Err(e) => tracing::warn!(%method, error = %e, "notification handler panicked"),
+            }
+            gate::empty(StatusCode::ACCEPTED)
+        }
+        Message::Response(r) => {
+            session.shared.route_response(r);
+            gate::empty(StatusCode::ACCEPTED)
+        }
+    }
+}
+
+/// `initialize`: a new session, its id in `MCP-Session-Id`.
+fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request) -> Response<Body> {
+    let id = match session::mint_id() {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!(error = %e, "no randomness for a session id");
+            return gate::rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(req.id.clone()),
+                codes::INTERNAL_ERROR,
+                "no session id could be made",
+            );
+        }
+    };
+    let session = core.new_session(id.clone());
+    match route(&session.shared, req) {
+        Route::Answer(Ok(v)) => {
+            if !core.sessions.insert(session.clone()) {
+                session.end();
+                tracing::warn!(server = %core.name(), max = core.config.max_sessions, "initialize refused: max_sessions reached");
+                let mut r = gate::rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Some(req.id.clone()),
+                    -32000,
+                    format!(
+                        "too many sessions (max_sessions = {})",
+                        core.config.max_sessions
+                    ),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return r;
+            }
+            tracing::info!(server = %core.name(), session = %id, sessions = core.sessions.len(), "session opened");
+            let mut r = answer_now(Some(req.id.clone()), Ok(v), false);
+            if let Ok(v) = HeaderValue::from_str(&id) {
+                r.headers_mut().insert(headers::SESSION_ID, v);
+            }
+            r
+        }
+        Route::Answer(Err(e)) => {
+            session.end();
+            gate::error_object(StatusCode::BAD_REQUEST, Some(req.id.clone()), &e)
+        }
+        Route::Dispatch(_) => {
+            session.end();
+            gate::rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(req.id.clone()),
+                codes::INTERNAL_ERROR,
+                "initialize was not answered",
+            )
+        }
+    }
+}
+
+/// Whose response this is.
+enum Kind {
+    Legacy { session: Arc<Session> },
+    Modern { key: u64 },
+}
+
+/// Cancels a modern request if its response goes away first.
+struct CancelOnDrop {
+    core: std::sync::Weak<Core>,
+    key: Option<u64>,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) -> Option<u64> {
+        self.key.take()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let (Some(key), Some(core)) = (self.key, self.core.upgrade()) {
+            tracing::debug!(key, "response closed by the client: request cancelled");
+            core.cancel(key);
+        }
+    }
+}
+
+fn sse_response(body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// The response to a request the handler runs: JSON when its answer comes
+/// alone (and soon), else an SSE stream of its messages and answer.
+async fn respond(
+    core: &Arc<Core>,
+    stream: Arc<Stream>,
+    kind: Kind,
+    accepts: Accepts,
+) -> Response<Body> {
+    let mut guard = CancelOnDrop {
+        core: Arc::downgrade(core),
+        key: match &kind {
+            Kind::Modern { key } => Some(*key),
+            Kind::Legacy { .. } => None,
+        },
+    };
+    let first = if accepts.json {
+        let patience = if accepts.sse {
+            core.config.keep_alive
+        } else {
+            std::time::Duration::MAX
+        };
+        if accepts.sse {
+            stream.first(patience).await
+        } else {
+            // JSON only: wait for the answer; messages before it have
+            // nowhere to go.
+            stream.first_answer().await
+        }
+    } else {
+        First::Events
+    };
+    let modern = matches!(kind, Kind::Modern { .. });
+    match first {
+        First::Answer(data) => {
+            guard.disarm();
+            if let Kind::Legacy { session } = &kind {
+                session.retire(stream.number, false);
+            }
+            let status = if modern {
+                status_of_answer(&data)
+            } else {
+                StatusCode::OK
+            };
+            let mut body = data.to_vec();
+            body.push(b'\n');
+            gate::json(status, body)
+        }
+        First::Closed => {
+            guard.disarm();
+            if let Kind::Legacy { session } = &kind {
+                session.retire(stream.number, false);
+            }
+            sse_response(Body::empty())
+        }
+        First::Events => {
+            let generation = stream.attach(0);
+            let prelude = stream.priming(0, core.config.sse_retry);
+            let mut body =
+                SseBody::new(stream.clone(), generation, prelude, core.config.keep_alive);
+            if let Some(key) = guard.disarm() {
+                let weak = Arc::downgrade(core);
+                body = body.on_drop(Box::new(move || {
+                    if let Some(core) = weak.upgrade() {
+                        tracing::debug!(
+                            key,
+                            "SSE response closed by the client: request cancelled"
+                        );
+                        core.cancel(key);
+                    }
+                }));
+            }
+            if let Kind::Legacy { session } = kind {
+                body = watch_open(body, &session, stream);
+            }
+            sse_response(Body::new(body))
+        }
+    }
+}
+
+/// Counts an open SSE response in its session (an idle session has none),
+/// and retires a request stream once it was read to its end.
+fn watch_open(body: SseBody, session: &Arc<Session>, stream: Arc<Stream>) -> SseBody {
+    session.open_streams.fetch_add(1, Ordering::AcqRel);
+    let weak = Arc::downgrade(session);
+    body.on_close(Box::new(move || {
+        if let Some(s) = weak.upgrade() {
+            s.open_streams.fetch_sub(1, Ordering::AcqRel);
+            s.touch();
+            if stream.number != 0 && stream.drained() {
+                s.retire(stream.number, true);
+            }
+        }
+    }))
+}
+
+/// The HTTP status of a modern answer: by its error code, if an error.
+fn status_of_answer(data: &[u8]) -> StatusCode {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        error: Option<Code>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    match serde_json::from_slice::<Peek>(data) {
+        Ok(Peek { error: Some(c) }) => gate::status_for(c.code),
+        _ => StatusCode::OK,
+    }
+}
+
+/// The session of a GET or DELETE: 405 in the 2026-07-28 era (and for a
+/// request that names neither a session nor a version: nothing to serve
+/// there), then as for POST.
+fn session_of_get_or_delete(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
+    if era_of(h, false) == Era::Modern
+        || (!h.contains_key(headers::SESSION_ID) && !h.contains_key(headers::PROTOCOL_VERSION))
+    {
+        return Err(gate::not_allowed("POST"));
+    }
+    let session = session_of(core, h)?;
+    legacy_version_ok(h)?;
+    Ok(session)
+}
+
+/// GET: a session's SSE stream, or the resumption of one of its streams
+/// after `Last-Event-ID`.
+fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
+    let session = match session_of_get_or_delete(&core, h) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    if !Accepts::of(h).sse {
+        return gate::rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            codes::INVALID_REQUEST,
+            "Not Acceptable: accept text/event-stream",
+        );
+    }
+    session.touch();
+    let (stream, after) = match h.get(headers::LAST_EVENT_ID) {
+        Some(raw) => {
+            let Some((number, seq)) = raw.to_str().ok().and_then(stream::parse_event_id) else {
+                return gate::rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    codes::INVALID_REQUEST,
+                    "Bad Request: malformed Last-Event-ID",
+                );
+            };
+            match session.stream(number) {
+                Some(s) if !(s.drained() && number != 0) => (s, seq),
+                // Ended and read, or forgotten: nothing more on that stream.
+                _ => return gate::empty(StatusCode::NO_CONTENT),
+            }
+        }
+        None => {
+            let s = session.standalone.clone();
+            let after = s.delivered();
+            (s, after)
+        }
+    };
+    tracing::debug!(session = %session.id, stream = stream.number, after, "SSE stream attached");
+    let generation = stream.attach(after);
+    let prelude = stream.priming(after, core.config.sse_retry);
+    let body = SseBody::new(stream.clone(), generation, prelude, core.config.keep_alive);
+    sse_response(Body::new(watch_open(body, &session, stream)))
+}
+
+/// DELETE: ends a session.
+fn delete(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
+    let session = match session_of_get_or_delete(&core, h) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    core.sessions.remove(&session.id);
+    core.end_session(&session);
+    tracing::info!(server = %core.name(), session = %session.id, "session ended by the client (DELETE)");
+    gate::empty(StatusCode::OK)
+}

@@ -1,0 +1,295 @@
+//! What a request must pass before MCP sees it: its `Host` (against DNS
+//! rebinding), its `Origin` (browsers), the authorization hook; and the
+//! small helpers that build the error responses.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+
+use crate::jsonrpc::{codes, encode, ErrorObject, RequestId};
+
+use super::config::{Allow, HttpConfig};
+
+/// The loopback names a local server answers to.
+const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+/// The host part of a `Host` header or an origin's authority (the port
+/// removed, lower-cased).
+fn host_part(authority: &str) -> String {
+    let a = authority.trim().to_ascii_lowercase();
+    if a.starts_with('[') {
+        // An IPv6 literal: `[::1]` or `[::1]:8080`.
+        return match a.find(']') {
+            Some(end) => a[..=end].to_owned(),
+            None => a,
+        };
+    }
+    match a.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h.to_owned(),
+        _ => a,
+    }
+}
+
+/// Whether the `Host` header is one this server answers to.
+pub(crate) fn host_allowed(allow: &Allow, headers: &HeaderMap) -> bool {
+    if *allow == Allow::Any {
+        return true;
+    }
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    let name = host_part(host);
+    match allow {
+        Allow::Any => true,
+        Allow::Loopback => LOOPBACK.contains(&name.as_str()),
+        Allow::List(list) => {
+            let full = host.trim().to_ascii_lowercase();
+            list.iter()
+                .any(|h| h.eq_ignore_ascii_case(&name) || h.eq_ignore_ascii_case(&full))
+        }
+    }
+}
+
+/// Whether the `Origin` header, if any, is allowed (a request without one
+/// does not come from a browser page).
+pub(crate) fn origin_allowed(allow: &Allow, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    match allow {
+        Allow::Any => true,
+        Allow::List(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin.trim())),
+        Allow::Loopback => {
+            let o = origin.trim().to_ascii_lowercase();
+            let authority = o
+                .strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"));
+            authority.is_some_and(|a| !a.contains('/') && LOOPBACK.contains(&host_part(a).as_str()))
+        }
+    }
+}
+
+/// Compares in time that depends on the lengths only.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+/// Whether the request passes the configured authorization.
+pub(crate) fn authorized(config: &HttpConfig, parts: &axum::http::request::Parts) -> bool {
+    if let Some(token) = &config.bearer {
+        let given = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, rest) = v.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
+            });
+        match given {
+            Some(g) if same_secret(g.as_bytes(), token.expose().as_bytes()) => {}
+            _ => return false,
+        }
+    }
+    config.authorize.as_ref().is_none_or(|f| f(parts))
+}
+
+/// A JSON body with `status`.
+pub(crate) fn json(status: StatusCode, body: impl Into<Body>) -> Response<Body> {
+    let mut r = Response::new(body.into());
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// A JSON-RPC error response with `status`.
+pub(crate) fn rpc_error(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: i64,
+    message: impl Into<String>,
+) -> Response<Body> {
+    error_object(status, id, &ErrorObject::new(code, message))
+}
+
+/// A JSON-RPC error response with `status`, from an error object.
+pub(crate) fn error_object(
+    status: StatusCode,
+    id: Option<RequestId>,
+    e: &ErrorObject,
+) -> Response<Body> {
+    json(status, encode::error(&id, e))
+}
+
+/// A response with no body.
+pub(crate) fn empty(status: StatusCode) -> Response<Body> {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = status;
+    r
+}
+
+/// 405 with the methods the endpoint allows for this era.
+pub(crate) fn not_allowed(allow: &'static str) -> Response<Body> {
+    let mut r = rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        codes::INVALID_REQUEST,
+        "Method Not Allowed",
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+/// The HTTP status of a 2026-07-28 era error answer: 404 for an unknown
+/// method, 400 for a malformed request (and the era's protocol errors),
+/// else 200 (the error is the handler's answer).
+pub(crate) fn status_for(code: i64) -> StatusCode {
+    match code {
+        codes::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        codes::PARSE_ERROR
+        | codes::INVALID_REQUEST
+        | codes::INVALID_PARAMS
+        | codes::HEADER_MISMATCH
+        | codes::MISSING_CLIENT_CAPABILITY
+        | codes::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// What the client's `Accept` header allows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Accepts {
+    pub(crate) json: bool,
+    pub(crate) sse: bool,
+}
+
+impl Accepts {
+    pub(crate) fn of(headers: &HeaderMap) -> Accepts {
+        let values: Vec<&str> = headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        if values.is_empty() {
+            return Accepts {
+                json: true,
+                sse: true,
+            };
+        }
+        let mut a = Accepts {
+            json: false,
+            sse: false,
+        };
+        for range in values.iter().flat_map(|v| v.split(',')) {
+            let media = range
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            match media.as_str() {
+                "*/*" => {
+                    a.json = true;
+                    a.sse = true;
+                }
+                "application/json" | "application/*" => a.json = true,
+                "text/event-stream" | "text/*" => a.sse = true,
+                _ => {}
+            }
+        }
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn loopback_hosts_pass_and_others_do_not() {
+        for ok in ["localhost", "127.0.0.1:8080", "[::1]:3000", "LOCALHOST:1"] {
+            assert!(
+                host_allowed(&Allow::Loopback, &headers(&[("host", ok)])),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "evil.example.com",
+            "127.0.0.1.evil.com",
+            "localhost.evil:80",
+            "[::2]",
+        ] {
+            assert!(
+                !host_allowed(&Allow::Loopback, &headers(&[("host", bad)])),
+                "{bad}"
+            );
+        }
+        assert!(!host_allowed(&Allow::Loopback, &HeaderMap::new()));
+        let list = Allow::List(vec!["mcp.example.com".into()]);
+        assert!(host_allowed(
+            &list,
+            &headers(&[("host", "mcp.example.com:443")])
+        ));
+        assert!(!host_allowed(&list, &headers(&[("host", "localhost")])));
+    }
+
+    #[test]
+    fn origins_are_checked_only_when_sent() {
+        assert!(origin_allowed(&Allow::Loopback, &HeaderMap::new()));
+        assert!(origin_allowed(
+            &Allow::Loopback,
+            &headers(&[("origin", "http://127.0.0.1:5173")])
+        ));
+        for bad in [
+            "http://evil.example.com",
+            "null",
+            "http://localhost.evil.com",
+            "file://localhost",
+        ] {
+            assert!(
+                !origin_allowed(&Allow::Loopback, &headers(&[("origin", bad)])),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+        assert!(!same_secret(b"", b"a"));
+    }
+
+    #[test]
+    fn accept_ranges() {
+        let a = Accepts::of(&headers(&[(
+            "accept",
+            "application/json, text/event-stream",
+        )]));
+        assert!(a.json && a.sse);
+        let a = Accepts::of(&headers(&[("accept", "text/event-stream")]));
+        assert!(!a.json && a.sse);
+        let a = Accepts::of(&headers(&[("accept", "text/html")]));
+        assert!(!a.json && !a.sse);
+    }
+}

@@ -1,0 +1,377 @@
+//! 2026-07-28 era: a request's HTTP headers checked against its body
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and the `Mcp-Param-*`
+//! headers a tool's `x-mcp-header` annotations ask for), so that an
+//! intermediary routing on the headers and this server reading the body
+//! cannot be told two different stories.
+
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Map, Value};
+
+use crate::http::headers;
+use crate::jsonrpc::{codes, ErrorObject, Request};
+use crate::protocol::{meta, methods};
+
+/// Methods of the 2025-11-25 era that the 2026-07-28 era removed: a modern
+/// request for one is an unknown method (404, -32601).
+const REMOVED: &[&str] = &[
+    methods::INITIALIZE,
+    methods::PING,
+    methods::LOGGING_SET_LEVEL,
+    methods::RESOURCES_SUBSCRIBE,
+    methods::RESOURCES_UNSUBSCRIBE,
+];
+
+/// Why a request was refused before it reached the server: the status and
+/// the JSON-RPC error.
+pub(crate) type Refusal = (StatusCode, ErrorObject);
+
+fn mismatch(message: String) -> Refusal {
+    (
+        StatusCode::BAD_REQUEST,
+        ErrorObject::new(
+            codes::HEADER_MISMATCH,
+            format!("Header mismatch: {message}"),
+        ),
+    )
+}
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a [u8]> {
+    h.get(name).map(|v| v.as_bytes())
+}
+
+/// Checks `req`'s headers; `tool_schema` gives a tool's `inputSchema`.
+pub(crate) fn check(
+    h: &HeaderMap,
+    req: &Request,
+    tool_schema: impl FnOnce(&str) -> Option<Value>,
+) -> Result<(), Refusal> {
+    let Some(version) = header(h, headers::PROTOCOL_VERSION) else {
+        return Err(mismatch(
+            "the MCP-Protocol-Version header is missing".into(),
+        ));
+    };
+    let meta_map = req
+        .params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object);
+    let meta_version = meta_map
+        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    let caps = meta_map.and_then(|m| m.get(meta::CLIENT_CAPABILITIES));
+    let (Some(meta_version), Some(Value::Object(_))) = (meta_version, caps) else {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!(
+                    "Invalid params: _meta must carry {} (a string) and {} (an object)",
+                    meta::PROTOCOL_VERSION,
+                    meta::CLIENT_CAPABILITIES
+                ),
+            ),
+        ));
+    };
+    if version != meta_version.as_bytes() {
+        return Err(mismatch(format!(
+            "MCP-Protocol-Version header value '{}' does not match body value '{meta_version}'",
+            String::from_utf8_lossy(version)
+        )));
+    }
+    match header(h, headers::METHOD) {
+        None => return Err(mismatch("the Mcp-Method header is missing".into())),
+        Some(m) if m != req.method.as_bytes() => {
+            return Err(mismatch(format!(
+                "Mcp-Method header value '{}' does not match body value '{}'",
+                String::from_utf8_lossy(m),
+                req.method
+            )))
+        }
+        Some(_) => {}
+    }
+    if let Some(body_name) = headers::name_source(&req.method, req.params.as_ref()) {
+        let Some(raw) = header(h, headers::NAME) else {
+            return Err(mismatch("the Mcp-Name header is missing".into()));
+        };
+        let given = headers::decode_value(raw)
+            .map_err(|e| mismatch(format!("the Mcp-Name header is invalid: {e}")))?;
+        if body_name != Some(given.as_str()) {
+            return Err(mismatch(format!(
+                "Mcp-Name header value '{given}' does not match body value '{}'",
+                body_name.unwrap_or("")
+            )));
+        }
+    }
+    if REMOVED.contains(&req.method.as_str()) {
+        return Err((
+            StatusCode::NOT_FOUND,
+            ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!(
+                    "Method not found: {} (not part of {meta_version})",
+                    req.method
+                ),
+            ),
+        ));
+    }
+    if req.method == methods::TOOLS_CALL {
+        let params = req.params.as_ref();
+        let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+        if let Some(schema) = name.and_then(tool_schema) {
+            let empty = Map::new();
+            let args = params
+                .and_then(|p| p.get("arguments"))
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            check_params(h, &schema, args)?;
+        }
+    }
+    Ok(())
+}
+
+/// An `x-mcp-header` annotation: the header's name part and the property
+/// path it mirrors.
+struct Mirrored {
+    name: String,
+    path: Vec<String>,
+}
+
+/// The annotations statically reachable from the schema's root (through
+/// `properties` only, as the specification requires).
+fn annotations(schema: &Value, path: &mut Vec<String>, out: &mut Vec<Mirrored>) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (key, sub) in props {
+        path.push(key.clone());
+        if let Some(name) = sub.get("x-mcp-header").and_then(Value::as_str) {
+            if headers::is_token(name) {
+                out.push(Mirrored {
+                    name: name.to_owned(),
+                    path: path.clone(),
+                });
+            }
+        }
+        annotations(sub, path, out);
+        path.pop();
+    }
+}
+
+fn value_at<'a>(args: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    let mut v = args.get(first)?;
+    for key in rest {
+        v = v.get(key)?;
+    }
+    Some(v)
+}
+
+/// Whether a header value and a body value agree (integers numerically).
+fn same(header: &str, body: &Value) -> bool {
+    match body {
+        Value::Number(n) if n.is_i64() || n.is_u64() => header
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .zip(n.as_f64())
+            .is_some_and(|(a, b)| a == b),
+        other => headers::param_value(other).as_deref() == Some(header),
+    }
+}
+
+fn check_params(h: &HeaderMap, schema: &Value, args: &Map<String, Value>) -> Result<(), Refusal> {
+    let mut found = Vec::new();
+    annotations(schema, &mut Vec::new(), &mut found);
+    for m in found {
+        let header_name = format!("{}{}", headers::PARAM_PREFIX, m.name.to_ascii_lowercase());
+        let given = match header(h, &header_name) {
+            Some(raw) => Some(headers::decode_value(raw).map_err(|e| {
+                mismatch(format!("the Mcp-Param-{} header is invalid: {e}", m.name))
+            })?),
+            None => None,
+        };
+        let body = value_at(args, &m.path).filter(|v| !v.is_null());
+        match (given, body) {
+            (None, None) => {}
+            (Some(g), Some(b)) if same(&g, b) => {}
+            (None, Some(_)) => {
+                return Err(mismatch(format!(
+                    "the Mcp-Param-{} header is missing (argument {} is set)",
+                    m.name,
+                    m.path.join(".")
+                )))
+            }
+            (Some(g), None) => {
+                return Err(mismatch(format!(
+                    "Mcp-Param-{} header value '{g}' but argument {} is not set",
+                    m.name,
+                    m.path.join(".")
+                )))
+            }
+            (Some(g), Some(b)) => {
+                return Err(mismatch(format!(
+                    "Mcp-Param-{} header value '{g}' does not match body value {b}",
+                    m.name
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use serde_json::json;
+
+    fn req(method: &str, params: Value) -> Request {
+        let line =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string();
+        match crate::jsonrpc::Message::parse(line.as_bytes()) {
+            Ok(crate::jsonrpc::Message::Request(r)) => r,
+            other => panic!("not a request: {other:?}"),
+        }
+    }
+
+    fn meta() -> Value {
+        json!({ meta::PROTOCOL_VERSION: "2026-07-28", meta::CLIENT_CAPABILITIES: {} })
+    }
+
+    fn hdrs(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    fn code(r: Result<(), Refusal>) -> Option<(u16, i64)> {
+        r.err().map(|(s, e)| (s.as_u16(), e.code))
+    }
+
+    const BASE: [(&str, &str); 2] = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+    ];
+
+    #[test]
+    fn headers_must_mirror_the_body() {
+        let schema = json!({ "type": "object", "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "n": { "type": "integer", "x-mcp-header": "N" },
+            "q": { "type": "string" } } });
+        let call = |args: Value| {
+            req(
+                "tools/call",
+                json!({ "name": "sql", "arguments": args, "_meta": meta() }),
+            )
+        };
+        let with = |extra: &[(&str, &str)]| {
+            let mut all: Vec<(&str, &str)> = BASE.to_vec();
+            all.push(("mcp-name", "sql"));
+            all.extend_from_slice(extra);
+            hdrs(&all)
+        };
+        let s = || Some(schema.clone());
+        let ok = check(
+            &with(&[("mcp-param-region", "us-west1"), ("mcp-param-n", "42.0")]),
+            &call(json!({ "region": "us-west1", "n": 42, "q": "x" })),
+            |_| s(),
+        );
+        assert_eq!(code(ok), None);
+        // Missing, different, unexpected, and base64-encoded values.
+        assert_eq!(
+            code(check(
+                &with(&[("mcp-param-n", "42")]),
+                &call(json!({ "region": "a", "n": 42 })),
+                |_| s()
+            )),
+            Some((400, -32020))
+        );
+        assert_eq!(
+            code(check(
+                &with(&[("mcp-param-region", "b")]),
+                &call(json!({ "region": "a" })),
+                |_| s()
+            )),
+            Some((400, -32020))
+        );
+        assert_eq!(
+            code(check(
+                &with(&[("mcp-param-region", "a")]),
+                &call(json!({})),
+                |_| s()
+            )),
+            Some((400, -32020))
+        );
+        assert_eq!(
+            code(check(
+                &with(&[("mcp-param-region", "=?base64?SGVsbG8sIOS4lueVjA==?=")]),
+                &call(json!({ "region": "Hello, 世界" })),
+                |_| s()
+            )),
+            None
+        );
+        // Mcp-Name: missing, mismatched, sentinel.
+        assert_eq!(
+            code(check(&hdrs(&BASE), &call(json!({})), |_| None)),
+            Some((400, -32020))
+        );
+        let named = |n: &str| {
+            let mut v: Vec<(&str, &str)> = BASE.to_vec();
+            v.push(("mcp-name", n));
+            hdrs(&v)
+        };
+        assert_eq!(
+            code(check(&named("other"), &call(json!({})), |_| None)),
+            Some((400, -32020))
+        );
+        assert_eq!(
+            code(check(&named("=?base64?c3Fs?="), &call(json!({})), |_| None)),
+            None
+        );
+    }
+
+    #[test]
+    fn version_meta_and_method_checks_come_in_order() {
+        let r = req("server/discover", json!({ "_meta": meta() }));
+        let h = |v: &str, m: &str| hdrs(&[("mcp-protocol-version", v), ("mcp-method", m)]);
+        assert_eq!(
+            code(check(&h("2026-07-28", "server/discover"), &r, |_| None)),
+            None
+        );
+        assert_eq!(
+            code(check(
+                &hdrs(&[("mcp-method", "server/discover")]),
+                &r,
+                |_| None
+            )),
+            Some((400, -32020))
+        );
+        assert_eq!(
+            code(check(
+                &h("2026-07-28", "server/discover"),
+                &req("server/discover", json!({})),
+                |_| None
+            )),
+            Some((400, -32602))
+        );
+        assert_eq!(
+            code(check(&h("2025-11-25", "server/discover"), &r, |_| None)),
+            Some((400, -32020))
+        );
+        assert_eq!(
+            code(check(&h("2026-07-28", "tools/list"), &r, |_| None)),
+            Some((400, -32020))
+        );
+        let ping = req("ping", json!({ "_meta": meta() }));
+        assert_eq!(
+            code(check(&h("2026-07-28", "ping"), &ping, |_| None)),
+            Some((404, -32601))
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! 2025-11-25 era sessions: minted by `initialize`, named by a random
+//! `MCP-Session-Id`, ended by DELETE, idle expiry or the server's stop.
+//!
+//! A session is what a stdio connection is: one [`SessionShared`] (what the
+//! client declared, the pending server-to-client requests, the lifetime of
+//! its handles), plus its SSE streams: the GET stream (number 0), where
+//! messages not tied to a request go, and one per request answered as a
+//! stream, kept for resumption until delivered (and a few after).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use crate::jsonrpc::RequestId;
+use crate::line_io::WriteQueue;
+use crate::server::handle::{SessionShared, Sessions};
+
+use super::config::HttpConfig;
+use super::stream::{Counter, Stream};
+
+/// Streams kept after they were delivered, in case the client missed the
+/// end and resumes.
+const ENDED_KEPT: usize = 8;
+
+/// A session's streams.
+#[derive(Default)]
+struct Streams {
+    live: HashMap<u64, Arc<Stream>>,
+    ended: VecDeque<Arc<Stream>>,
+    next: u64,
+}
+
+/// One 2025-11-25 era session.
+pub(crate) struct Session {
+    pub(crate) id: String,
+    pub(crate) shared: Arc<SessionShared>,
+    /// Bytes queued over all its streams.
+    pub(crate) queue: Arc<Counter>,
+    /// The GET stream: messages not tied to a request.
+    pub(crate) standalone: Arc<Stream>,
+    streams: Mutex<Streams>,
+    /// Requests running, by id (duplicates refused; cancellations find
+    /// them here): keys into the server's table of running requests.
+    pub(crate) in_flight: Mutex<HashMap<RequestId, u64>>,
+    /// `max_in_flight` requests at once; more wait.
+    pub(crate) slots: Arc<Semaphore>,
+    last_seen: Mutex<Instant>,
+    /// Open SSE responses (an idle session has none).
+    pub(crate) open_streams: AtomicUsize,
+}
+
+impl Session {
+    pub(crate) fn new(
+        id: String,
+        config: &HttpConfig,
+        global: &Arc<Counter>,
+        inbound: &Arc<crate::server::budget::InboundBudget>,
+    ) -> Arc<Self> {
+        // The session's own queue is unused (the outlet below takes its
+        // messages); it exists because SessionShared owns one.
+        let (out, _rx) = WriteQueue::new(1024);
+        let mut shared = SessionShared::new(config.server.clone(), out);
+        shared.inbound = inbound.clone();
+        shared.transport = "http";
+        let queue = Counter::new(config.session_queue_bytes);
+        let standalone = Stream::new(0, true, config.replay_bytes, queue.clone(), global.clone());
+        let shared = Arc::new(shared);
+        let _ = shared.outlet.set(standalone.clone());
+        Arc::new(Session {
+            id,
+            shared,
+            queue,
+            standalone,
+            streams: Mutex::new(Streams {
+                next: 1,
+                ..Streams::default()
+            }),
+            in_flight: Mutex::new(HashMap::new()),
+            slots: Arc::new(Semaphore::new(config.server.max_in_flight)),
+            last_seen: Mutex::new(Instant::now()),
+            open_streams: AtomicUsize::new(0),
+        })
+    }
+
+    /// Records activity (idle expiry counts from the last one).
+    pub(crate) fn touch(&self) {
+        *crate::sync::lock(&self.last_seen) = Instant::now();
+    }
+
+    /// Whether the session has been idle (no request running, no stream
+    /// open) since `before`.
+    fn idle_since(&self, before: Instant) -> bool {
+        *crate::sync::lock(&self.last_seen) < before
+            && self.open_streams.load(Ordering::Acquire) == 0
+            && crate::sync::lock(&self.in_flight).is_empty()
+    }
+
+    /// A new request stream.
+    pub(crate) fn new_stream(&self, config: &HttpConfig, global: &Arc<Counter>) -> Arc<Stream> {
+        let mut s = crate::sync::lock(&self.streams);
+        let number = s.next;
+        s.next += 1;
+        let stream = Stream::new(
+            number,
+            true,
+            config.replay_bytes,
+            self.queue.clone(),
+            global.clone(),
+        );
+        s.live.insert(number, stream.clone());
+        stream
+    }
+
+    /// The stream with this number (0: the GET stream).
+    pub(crate) fn stream(&self, number: u64) -> Option<Arc<Stream>> {
+        if number == 0 {
+            return Some(self.standalone.clone());
+        }
+        let s = crate::sync::lock(&self.streams);
+        s.live
+            .get(&number)
+            .or_else(|| s.ended.iter().find(|st| st.number == number))
+            .cloned()
+    }
+
+    /// Moves an ended request stream out of the live ones: to the few kept
+    /// for a late resumption (`keep`), or away (answered as JSON: nothing
+    /// to resume). So live streams are those of running requests and those
+    /// being read, whatever clients do.
+    pub(crate) fn retire(&self, number: u64, keep: bool) {
+        let mut s = crate::sync::lock(&self.streams);
+        let stream = s.live.remove(&number);
+        if !keep {
+            s.ended.retain(|st| st.number != number);
+            return;
+        }
+        if let Some(stream) = stream {
+            s.ended.push_back(stream);
+            if s.ended.len() > ENDED_KEPT {
+                s.ended.pop_front();
+            }
+        }
+    }
+
+    /// Streams held: live, and kept after their end.
+    #[cfg(test)]
+    pub(crate) fn held_streams(&self) -> (usize, usize) {
+        let s = crate::sync::lock(&self.streams);
+        (s.live.len(), s.ended.len())
+    }
+
+    /// Ends the session: its handles become inert, its pending
+    /// server-to-client requests fail, its streams close.
+    pub(crate) fn end(&self) {
+        self.shared.close();
+        self.standalone.close();
+        let s = crate::sync::lock(&self.streams);
+        for stream in s.live.values() {
+            stream.close();
+        }
+    }
+}
+
+/// The live sessions, by id.
+pub(crate) struct SessionTable {
+    map: Mutex<HashMap<String, Arc<Session>>>,
+    max: usize,
+}
+
+impl SessionTable {
+    pub(crate) fn new(max: usize) -> Arc<Self> {
+        Arc::new(SessionTable {
+            map: Mutex::new(HashMap::new()),
+            max,
+        })
+    }
+
+    /// Adds a session, unless the table is full.
+    pub(crate) fn insert(&self, session: Arc<Session>) -> bool {
+        let mut map = crate::sync::lock(&self.map);
+        if map.len() >= self.max {
+            return false;
+        }
+        map.insert(session.id.clone(), session);
+        true
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        crate::sync::lock(&self.map).get(id).cloned()
+    }
+
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        crate::sync::lock(&self.map).remove(id)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        crate::sync::lock(&self.map).len()
+    }
+
+    pub(crate) fn all(&self) -> Vec<Arc<Session>> {
+        crate::sync::lock(&self.map).values().cloned().collect()
+    }
+
+    /// Removes the sessions idle since `before`; returns them.
+    pub(crate) fn take_idle(&self, before: Instant) -> Vec<Arc<Session>> {
+        let mut map = crate::sync::lock(&self.map);
+        let idle: Vec<String> = map
+            .iter()
+            .filter(|(_, s)| s.idle_since(before))
+            .map(|(k, _)| k.clone())
+            .collect();
+        idle.iter().filter_map(|k| map.remove(k)).collect()
+    }
+}
+
+impl Sessions for SessionTable {
+    fn find(&self, id: &str) -> Option<Arc<SessionShared>> {
+        self.get(id).map(|s| s.shared.clone())
+    }
+}
+
+/// A fresh session id: 128 random bits from the operating system, as 32
+/// hexadecimal digits (visible ASCII, as the transport requires).
+pub(crate) fn mint_id() -> Result<String, getrandom::Error> {
+    let mut raw = [0u8; 16];
+    getrandom::fill(&mut raw)?;
+    Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A session's running request, removed from both tables when it ends.
+pub(crate) fn forget(session: &Weak<Session>, id: &RequestId, key: u64) {
+    if let Some(s) = session.upgrade() {
+        let mut m = crate::sync::lock(&s.in_flight);
+        if m.get(id) == Some(&key) {
+            m.remove(id);
+        }
+        drop(m);
+        s.touch();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_random_visible_ascii() {
+        let a = mint_id().unwrap();
+        let b = mint_id().unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(crate::http::headers::is_visible_ascii(&a));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,311 @@
+//! Streamable HTTP safety: `Host` and `Origin` checks (DNS rebinding), the
+//! bearer-token hook, the body limit, and the bounds on sessions and on
+//! what a session may have queued.
+
+#[path = "server_http_support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use conduit_mcp::secret::Secret;
+use conduit_mcp::server::http::Allow;
+use conduit_mcp::server::SendError;
+use serde_json::json;
+use support::*;
+
+fn init() -> serde_json::Value {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } } })
+}
+
+#[tokio::test]
+async fn a_foreign_host_or_origin_is_refused_with_403_and_loopback_ones_pass() {
+    let s = start(config()).await;
+    let port = s.addr.port().to_string();
+    let cases = [
+        (format!("evil.example.com:{port}"), None, 403),
+        (
+            format!("127.0.0.1:{port}"),
+            Some("http://evil.example.com".to_owned()),
+            403,
+        ),
+        (format!("127.0.0.1:{port}"), Some("null".to_owned()), 403),
+        (
+            format!("localhost:{port}"),
+            Some(format!("http://localhost:{port}")),
+            200,
+        ),
+        (
+            format!("127.0.0.1:{port}"),
+            Some("http://127.0.0.1:5173".to_owned()),
+            200,
+        ),
+        (format!("[::1]:{port}"), None, 200),
+    ];
+    for (host, origin, status) in cases {
+        let mut req = request("POST", s.addr, &[], Some(&init()));
+        req.headers_mut().insert("host", host.parse().unwrap());
+        if let Some(o) = &origin {
+            req.headers_mut().insert("origin", o.parse().unwrap());
+        }
+        let r = send(s.addr, req).await;
+        assert_eq!(r.status, status, "host {host}, origin {origin:?}");
+    }
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn listed_hosts_replace_the_loopback_default() {
+    let s = start(config().allowed_hosts(Allow::List(vec!["mcp.example.com".into()]))).await;
+    let mut req = request("POST", s.addr, &[], Some(&init()));
+    req.headers_mut()
+        .insert("host", "mcp.example.com".parse().unwrap());
+    assert_eq!(send(s.addr, req).await.status, 200);
+    let req = request("POST", s.addr, &[], Some(&init()));
+    assert_eq!(
+        send(s.addr, req).await.status,
+        403,
+        "127.0.0.1 is no longer listed"
+    );
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn a_bearer_token_is_required_when_configured() {
+    let s = start(config().bearer_token(Secret::new("s3cret"))).await;
+    let r = post(s.addr, &[], init()).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate").as_deref(), Some("Bearer"));
+    assert_eq!(
+        post(s.addr, &[("authorization", "Bearer wrong")], init())
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        post(s.addr, &[("authorization", "Bearer s3cret")], init())
+            .await
+            .status,
+        200
+    );
+    s.handle.stop();
+    // A closure hook sees the request's head.
+    let s = start(config().authorize(|parts| parts.headers.contains_key("x-api-key"))).await;
+    assert_eq!(post(s.addr, &[], init()).await.status, 401);
+    assert_eq!(
+        post(s.addr, &[("x-api-key", "k")], init()).await.status,
+        200
+    );
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn a_body_over_max_message_bytes_gets_413() {
+    let mut c = config();
+    c.server = c.server.max_message_bytes(4096);
+    let s = start(c).await;
+    let big = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "pad": "x".repeat(5000) } });
+    assert_eq!(post(s.addr, &[], big.clone()).await.status, 413);
+    // Without a Content-Length (chunked), the limit holds while reading.
+    let body = serde_json::to_vec(&big).unwrap();
+    let half = body.len() / 2;
+    let chunked = TwoChunks(vec![
+        bytes::Bytes::copy_from_slice(&body[..half]),
+        bytes::Bytes::copy_from_slice(&body[half..]),
+    ]);
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{}/mcp", s.addr))
+        .header("host", s.addr.to_string())
+        .header("content-type", "application/json")
+        .body(chunked)
+        .unwrap();
+    let tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let (mut tx, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let r = tx.send_request(req).await.unwrap();
+    assert_eq!(r.status(), 413);
+    assert_eq!(
+        post(s.addr, &[], init()).await.status,
+        200,
+        "a small one still passes"
+    );
+    s.handle.stop();
+}
+
+/// A body sent in chunks, its length not announced.
+struct TwoChunks(Vec<bytes::Bytes>);
+
+impl http_body::Body for TwoChunks {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+        let next = (!self.0.is_empty()).then(|| Ok(http_body::Frame::data(self.0.remove(0))));
+        std::task::Poll::Ready(next)
+    }
+}
+
+#[tokio::test]
+async fn sessions_beyond_max_sessions_get_503_until_idle_ones_expire() {
+    let s = start(
+        config()
+            .max_sessions(3)
+            .session_idle_timeout(Duration::from_millis(300)),
+    )
+    .await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(open_session(s.addr, json!({})).await);
+    }
+    let r = post(s.addr, &[], init()).await;
+    assert_eq!(r.status, 503);
+    assert!(r.header("retry-after").is_some());
+    // Nobody uses them: they expire (polled with initialize, which does
+    // not touch them), and their ids then get 404.
+    let mut opened = None;
+    for _ in 0..200 {
+        let r = post(s.addr, &[], init()).await;
+        if r.status == 200 {
+            opened = r.header("mcp-session-id");
+            break;
+        }
+        assert_eq!(r.status, 503);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(opened.is_some(), "no idle session expired");
+    assert_eq!(
+        legacy(s.addr, &ids[0], json!(1), "tools/list", json!({}))
+            .await
+            .status,
+        404
+    );
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn a_session_with_an_open_stream_does_not_expire() {
+    let s = start(config().session_idle_timeout(Duration::from_millis(100))).await;
+    let sid = open_session(s.addr, json!({})).await;
+    let g = get(s.addr, &sid, &[]).await;
+    assert_eq!(g.status, 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        legacy(s.addr, &sid, json!(1), "tools/list", json!({}))
+            .await
+            .status,
+        200
+    );
+    drop(g);
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn what_a_session_may_queue_is_bounded_in_bytes() {
+    // Nobody reads the GET streams: messages wait, within the bounds.
+    let s = start(
+        config()
+            .session_queue_bytes(64 * 1024)
+            .max_buffered_bytes(256 * 1024),
+    )
+    .await;
+    let mut sessions = Vec::new();
+    for _ in 0..8 {
+        sessions.push(open_session(s.addr, json!({})).await);
+    }
+    let data = "x".repeat(1000);
+    let mut queued = Vec::new();
+    for sid in &sessions {
+        let mut n = 0usize;
+        let mut full = None;
+        for _ in 0..10_000 {
+            match s.handle.notify_session(
+                sid,
+                "notifications/message",
+                Some(json!({ "level": "info", "data": data })),
+            ) {
+                Ok(()) => n += 1,
+                Err(SendError::QueueFull { limit }) => {
+                    full = Some(limit);
+                    break;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(full.is_some(), "10,000 KiB queued without reaching a bound");
+        queued.push((n, full.unwrap_or(0)));
+    }
+    println!("messages of ~1 KiB queued per session before QueueFull (limit): {queued:?}");
+    // The first sessions stop at their own 64 KiB, the later ones at what
+    // the 256 KiB server-wide bound leaves.
+    assert!(queued[0].0 <= 64 && queued[0].1 == 64 * 1024, "{queued:?}");
+    let total: usize = queued.iter().map(|q| q.0).sum();
+    assert!(
+        total * 1000 <= 256 * 1024,
+        "total {total} KiB over the server-wide bound"
+    );
+    assert!(queued.last().unwrap().1 == 256 * 1024, "{queued:?}");
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn clients_that_stall_their_bodies_do_not_stall_other_requests() {
+    use tokio::io::AsyncWriteExt;
+    let mut c = config();
+    c.server = c
+        .server
+        .max_inbound_bytes(1024 * 1024)
+        .max_message_bytes(1024 * 1024);
+    let s = start(c).await;
+    // Two clients announce 1 MiB bodies (all the room bodies may take),
+    // send 10 bytes, and stall.
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let mut tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{{\"jsonrpc\"",
+            s.addr
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        stalled.push(tcp);
+    }
+    let started = std::time::Instant::now();
+    let r = tokio::time::timeout(Duration::from_secs(3), post(s.addr, &[], init())).await;
+    let took = started.elapsed();
+    println!(
+        "an initialize behind two stalled 1 MiB bodies: {:?} after {took:?}",
+        r.as_ref().map(|r| r.status)
+    );
+    assert_eq!(
+        r.expect("the request waited behind the stalled bodies")
+            .status,
+        200
+    );
+    s.handle.stop();
+    drop(stalled);
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_within_body_timeout_gets_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = start(config().body_timeout(Duration::from_millis(300))).await;
+    let mut tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{",
+        s.addr
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(PATIENCE, tcp.read(&mut buf))
+        .await
+        .expect("an answer")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    s.handle.stop();
+}
