@@ -11,9 +11,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use conduit_mcp::cluster::SinkMsg;
+use conduit_mcp::cluster::{NodeConfig, SinkMsg};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use ractor_cluster::{NodeServer, NodeServerMessage};
+use ractor_cluster::NodeServerMessage;
 use tokio::sync::mpsc;
 
 /// The environment variable that makes this binary a node in a role.
@@ -34,17 +34,12 @@ pub fn role() -> Option<Vec<String>> {
     Some(spec.split(' ').map(str::to_owned).collect())
 }
 
-/// A node server named `name` on `port` (loopback), started.
+/// A node server named `name@localhost` on `port` (loopback), started.
 pub async fn node(name: &str, port: u16) -> ActorRef<NodeServerMessage> {
-    let server = NodeServer::new(
-        port,
-        COOKIE.into(),
-        name.into(),
-        "localhost".into(),
-        None,
-        None,
-    )
-    .with_listen_addr(LOOPBACK);
+    let server = NodeConfig::new(name, "localhost", COOKIE)
+        .port(port)
+        .build()
+        .expect("node config");
     let (node, _) = Actor::spawn(None, server, ()).await.expect("node server");
     node
 }
@@ -163,7 +158,11 @@ impl Actor for Spy {
     type State = Seen;
     type Arguments = Seen;
 
-    async fn pre_start(&self, _: ActorRef<SinkMsg>, seen: Seen) -> Result<Seen, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        _: ActorRef<SinkMsg>,
+        seen: Seen,
+    ) -> Result<Seen, ActorProcessingErr> {
         Ok(seen)
     }
 
@@ -174,6 +173,7 @@ impl Actor for Spy {
         seen: &mut Seen,
     ) -> Result<(), ActorProcessingErr> {
         let entry = match msg {
+            SinkMsg::Ticket(b) => ("ticket", b),
             SinkMsg::Progress(b) => ("progress", b),
             SinkMsg::Notification(b) => ("notification", b),
         };
@@ -188,6 +188,16 @@ pub async fn spy(group: &str) -> (ActorRef<SinkMsg>, Seen) {
     let (spy, _) = Actor::spawn(None, Spy, seen.clone()).await.unwrap();
     ractor::pg::join(group.to_owned(), vec![spy.get_cell()]);
     (spy, seen)
+}
+
+/// The payloads of kind `kind` a spy has seen, as JSON.
+pub fn seen_json(seen: &Seen, kind: &str) -> Vec<serde_json::Value> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k == kind)
+        .filter_map(|(_, b)| serde_json::from_slice(b).ok())
+        .collect()
 }
 
 /// A test certificate authority and certificates signed by it, made with
@@ -210,8 +220,19 @@ pub fn make_certificates(dir: &std::path::Path, leaves: &[&str]) -> Option<Vec<u
     )
     .ok()?;
     let mut made = openssl(&[
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-        "/CN=conduit test CA", "-keyout", "ca.key", "-out", "ca.pem",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=conduit test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
     ]);
     for leaf in leaves {
         let (key, csr, cert) = (
@@ -220,16 +241,100 @@ pub fn make_certificates(dir: &std::path::Path, leaves: &[&str]) -> Option<Vec<u
             format!("{leaf}.pem"),
         );
         let subject = format!("/CN={leaf}");
-        made = made
-            && openssl(&[
-                "req", "-newkey", "rsa:2048", "-nodes", "-subj", &subject, "-keyout", &key,
-                "-out", &csr,
-            ])
-            && openssl(&[
-                "x509", "-req", "-in", &csr, "-CA", "ca.pem", "-CAkey", "ca.key",
-                "-CAcreateserial", "-days", "1", "-extfile", "leaf.ext", "-out", &cert,
+        made =
+            made && openssl(&[
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", &subject, "-keyout", &key, "-out",
+                &csr,
+            ]) && openssl(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-extfile",
+                "leaf.ext",
+                "-out",
+                &cert,
             ]);
     }
     made.then(|| std::fs::read(dir.join("ca.pem")).ok())
         .flatten()
+}
+
+/// A message that never leaves this process.
+pub struct Nop;
+impl ractor::Message for Nop {}
+
+/// An actor that does nothing, and is not shown to other nodes.
+pub struct Filler;
+
+impl Actor for Filler {
+    type Msg = Nop;
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<Nop>, _: ()) -> Result<(), ActorProcessingErr> {
+        Ok(())
+    }
+}
+
+/// Spawns and stops `n` actors: later actors get larger pids.
+pub async fn spend_pids(n: usize) {
+    for _ in 0..n {
+        let (a, h) = Actor::spawn(None, Filler, ()).await.unwrap();
+        a.stop(None);
+        let _ = h.await;
+    }
+}
+
+/// What a node server reports about its sessions.
+pub struct Events(mpsc::UnboundedSender<(&'static str, String)>);
+
+impl ractor_cluster::NodeEventSubscription for Events {
+    fn node_session_opened(&self, s: ractor_cluster::node::NodeServerSessionInformation) {
+        let _ = self.0.send(("opened", s.peer_addr));
+    }
+    fn node_session_disconnected(&self, s: ractor_cluster::node::NodeServerSessionInformation) {
+        let _ = self.0.send(("disconnected", s.peer_addr));
+    }
+    fn node_session_authenticated(&self, s: ractor_cluster::node::NodeServerSessionInformation) {
+        let _ = self.0.send(("authenticated", s.peer_addr));
+    }
+}
+
+/// The session events of `node` from now on.
+pub fn session_events(
+    node: &ActorRef<NodeServerMessage>,
+) -> mpsc::UnboundedReceiver<(&'static str, String)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    node.cast(NodeServerMessage::SubscribeToEvents {
+        id: "test".into(),
+        subscription: Box::new(Events(tx)),
+    })
+    .unwrap();
+    rx
+}
+
+/// The first session event that ends the question: `authenticated` or
+/// `disconnected`.
+pub async fn session_outcome(
+    events: &mut mpsc::UnboundedReceiver<(&'static str, String)>,
+    limit: Duration,
+) -> &'static str {
+    let wait = async {
+        loop {
+            match events.recv().await {
+                Some(("opened", _)) => continue,
+                Some((what, _)) => return what,
+                None => return "gone",
+            }
+        }
+    };
+    tokio::time::timeout(limit, wait).await.unwrap_or("nothing")
 }
