@@ -474,17 +474,9 @@ async fn a_node_that_claims_a_served_name_gets_none_of_the_calls() {
 async fn a_node_without_the_notifications_grant_receives_none_even_from_the_group() {
     const TEST: &str = "a_node_without_the_notifications_grant_receives_none_even_from_the_group";
     let _serial = role_or_serial!();
-    let (_a, port_a, _, _) = start_a(TEST, "standard", "node-a").await;
-    let b = start_b(&[port_a]).await;
-    let servers = RemoteServers::start().await.unwrap();
-    let fixture = servers
-        .wait_for("fixture", Duration::from_secs(20))
-        .await
-        .unwrap();
-    let limited = servers
-        .wait_for("fixture-limited", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let cl = Cluster::two_nodes(TEST).await;
+    let fixture = cl.find("fixture").await;
+    let limited = cl.find("fixture-limited").await;
     // The attack of old: join the notification group of the limited server.
     let (_spy, seen) = cluster_support::spy("conduit-mcp/notifications/fixture-limited").await;
     // And the front door.
@@ -521,21 +513,15 @@ async fn a_node_without_the_notifications_grant_receives_none_even_from_the_grou
         ),
     );
     assert_eq!(n, 0, "{n} notifications leaked");
-    servers.stop();
-    b.stop(None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_is_refused_without_its_grant() {
     const TEST: &str = "the_session_is_refused_without_its_grant";
     let _serial = role_or_serial!();
-    let (_a, port_a, _, pid) = start_a(TEST, "standard", "node-a").await;
-    let b = start_b(&[port_a]).await;
-    let servers = RemoteServers::start().await.unwrap();
-    let limited = servers
-        .wait_for("fixture-limited", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let cl = Cluster::two_nodes(TEST).await;
+    let pid = cl.fixture_pid;
+    let limited = cl.find("fixture-limited").await;
     let session = limited.session(Duration::from_secs(10)).await;
     figure(
         "cluster: session of a server exposed with tools/list and tools/call only",
@@ -552,30 +538,78 @@ async fn the_session_is_refused_without_its_grant() {
     );
     // Granted methods still work.
     assert!(limited.list_tools(Duration::from_secs(10)).await.is_ok());
-    servers.stop();
-    b.stop(None);
 }
 
-/// Node A, node C (the attacker, connected to A) and node B (this test,
-/// connected to both).
-async fn three_nodes(
-    test: &str,
-) -> (
-    Node,
-    Node,
-    std::path::PathBuf,
-    ractor::ActorRef<ractor_cluster::NodeServerMessage>,
-    RemoteServers,
-) {
-    let (a, port_a, log, _) = start_a(test, "standard", "node-a").await;
-    let port_c = free_port();
-    let mut c = Node::spawn(test, &format!("attack node-c {port_c} 127.0.0.1:{port_a}"));
-    c.expect("READY", Duration::from_secs(30)).await;
-    // Node B's sink gets a pid node C has not reached (see COPY_SINK).
-    cluster_support::spend_pids(3000).await;
-    let b = start_b(&[port_a, port_c]).await;
-    let servers = RemoteServers::start().await.unwrap();
-    (a, c, log, b, servers)
+/// The nodes of one test: node A (a child), maybe node C (the attacker, a
+/// child connected to A), and node B (this test, connected to both) with
+/// its `RemoteServers`; node B's side is stopped when it is dropped.
+struct Cluster {
+    a: Node,
+    port_a: u16,
+    log: std::path::PathBuf,
+    fixture_pid: u32,
+    c: Option<Node>,
+    b: ractor::ActorRef<ractor_cluster::NodeServerMessage>,
+    servers: RemoteServers,
+}
+
+impl Cluster {
+    /// Node A (profile `standard`) and node B.
+    async fn two_nodes(test: &str) -> Cluster {
+        let (a, port_a, log, fixture_pid) = start_a(test, "standard", "node-a").await;
+        let b = start_b(&[port_a]).await;
+        let servers = RemoteServers::start().await.unwrap();
+        Cluster {
+            a,
+            port_a,
+            log,
+            fixture_pid,
+            c: None,
+            b,
+            servers,
+        }
+    }
+
+    /// Node A, node C and node B.
+    async fn three_nodes(test: &str) -> Cluster {
+        let (a, port_a, log, fixture_pid) = start_a(test, "standard", "node-a").await;
+        let port_c = free_port();
+        let mut c = Node::spawn(test, &format!("attack node-c {port_c} 127.0.0.1:{port_a}"));
+        c.expect("READY", Duration::from_secs(30)).await;
+        // Node B's sink gets a pid node C has not reached (see COPY_SINK).
+        cluster_support::spend_pids(3000).await;
+        let b = start_b(&[port_a, port_c]).await;
+        let servers = RemoteServers::start().await.unwrap();
+        Cluster {
+            a,
+            port_a,
+            log,
+            fixture_pid,
+            c: Some(c),
+            b,
+            servers,
+        }
+    }
+
+    /// Server `name`, once node B knows it.
+    async fn find(&self, name: &str) -> conduit_mcp::cluster::RemoteServer {
+        self.servers
+            .wait_for(name, Duration::from_secs(20))
+            .await
+            .unwrap()
+    }
+
+    /// Node C.
+    fn c(&mut self) -> &mut Node {
+        self.c.as_mut().expect("node C")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.servers.stop();
+        self.b.stop(None);
+    }
 }
 
 /// Starts `sleep ms` on `fixture` with progress; returns once it runs on
@@ -609,45 +643,34 @@ async fn slow_call(
 async fn a_forged_cancel_from_another_node_does_not_cancel_a_call() {
     const TEST: &str = "a_forged_cancel_from_another_node_does_not_cancel_a_call";
     let _serial = role_or_serial!();
-    let (_a, mut c, _, b, servers) = three_nodes(TEST).await;
-    let fixture = servers
-        .wait_for("fixture", Duration::from_secs(20))
-        .await
-        .unwrap();
-    let (call, _progress) = slow_call(&fixture, 3000, None).await;
-    let running = Instant::now();
-    c.send("FORGE_CANCEL fixture 16");
-    let sent = c.expect("DONE ", Duration::from_secs(20)).await;
-    // A sanity check, not a synchronisation: the forged cancels reached the
-    // gateway (the attacker's barrier) while the 3 s call still ran.
-    assert!(
-        running.elapsed() < Duration::from_millis(2500),
-        "the attack came too late"
-    );
+    let mut cl = Cluster::three_nodes(TEST).await;
+    let fixture = cl.find("fixture").await;
+    let (call, _progress) = slow_call(&fixture, 8000, None).await;
+    cl.c().send("FORGE_CANCEL fixture 16");
+    let sent = cl.c().expect("DONE ", Duration::from_secs(20)).await;
+    // The forged cancels reached the gateway (the attacker's barrier) while
+    // the call still ran; else the test proves nothing.
+    assert!(!call.is_finished(), "the attack came after the call ended");
     let r = call.await.unwrap();
     figure(
         "cluster: node C sends Cancel for ids 1..16 (its own ticket, a made-up one, the old format)",
         format!("{sent} forged cancels; the victim's call ended with {:?}", r.as_ref().map(|_| "its result")),
     );
     assert!(r.is_ok(), "{r:?}");
-    servers.stop();
-    b.stop(None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reused_call_id_from_another_node_does_not_take_the_call_over() {
     const TEST: &str = "a_reused_call_id_from_another_node_does_not_take_the_call_over";
     let _serial = role_or_serial!();
-    let (_a, mut c, log, b, servers) = three_nodes(TEST).await;
-    let fixture = servers
-        .wait_for("fixture", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let mut cl = Cluster::three_nodes(TEST).await;
+    let log = cl.log.clone();
+    let fixture = cl.find("fixture").await;
     let cancel = CancelToken::new();
     let (call, _progress) = slow_call(&fixture, 20_000, Some(cancel.clone())).await;
     let cancels_before = logged(&log, "notifications/cancelled");
-    c.send("REUSE fixture 4 3000");
-    c.expect("STARTED", Duration::from_secs(30)).await;
+    cl.c().send("REUSE fixture 4 3000");
+    cl.c().expect("STARTED", Duration::from_secs(30)).await;
     cancel.cancel();
     assert!(matches!(call.await.unwrap(), Err(RemoteError::Cancelled)));
     // The victim's cancel reaches the server (for the victim's request).
@@ -655,7 +678,7 @@ async fn a_reused_call_id_from_another_node_does_not_take_the_call_over() {
         logged(&log, "notifications/cancelled") > cancels_before
     })
     .await;
-    let taken = c.expect("RESULT ", Duration::from_secs(30)).await;
+    let taken = cl.c().expect("RESULT ", Duration::from_secs(30)).await;
     let cancels = logged(&log, "notifications/cancelled") - cancels_before;
     figure(
         "cluster: node C runs calls under the ids node B uses, node B cancels its own",
@@ -666,32 +689,29 @@ async fn a_reused_call_id_from_another_node_does_not_take_the_call_over() {
         reached.is_some() && cancels == 1,
         "{cancels} cancellations reached the server"
     );
-    servers.stop();
-    b.stop(None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_progress_and_notifications_into_a_sink_are_dropped() {
     const TEST: &str = "forged_progress_and_notifications_into_a_sink_are_dropped";
     let _serial = role_or_serial!();
-    let (_a, mut c, _, b, servers) = three_nodes(TEST).await;
-    let fixture = servers
-        .wait_for("fixture", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let mut cl = Cluster::three_nodes(TEST).await;
+    let fixture = cl.find("fixture").await;
     let mut notes = fixture
         .notifications(Duration::from_secs(10))
         .await
         .unwrap();
     let (call, mut prx) = slow_call(&fixture, 3000, None).await;
-    c.send("FORGE_SINKS fixture 16");
-    let sent: u64 = c
+    cl.c().send("FORGE_SINKS fixture 16");
+    let sent: u64 = cl
+        .c()
         .expect("DONE ", Duration::from_secs(20))
         .await
         .parse()
         .unwrap();
     // Every forged message is handled (and rejected) by the sink.
-    let handled = common::eventually(Duration::from_secs(20), || servers.rejected() >= sent).await;
+    let handled =
+        common::eventually(Duration::from_secs(20), || cl.servers.rejected() >= sent).await;
     assert!(call.await.unwrap().is_ok());
     let (mut forged, mut real) = (0, 0);
     while let Ok(p) = prx.try_recv() {
@@ -706,36 +726,31 @@ async fn forged_progress_and_notifications_into_a_sink_are_dropped() {
     }
     figure(
         "cluster: node C casts forged tickets, progress and notifications into node B's sink",
-        format!("{sent} forged messages sent, {} rejected by the sink, {forged} delivered to node B's caller", servers.rejected()),
+        format!("{sent} forged messages sent, {} rejected by the sink, {forged} delivered to node B's caller", cl.servers.rejected()),
     );
     assert!(
         handled.is_some(),
         "{} of {sent} rejected",
-        servers.rejected()
+        cl.servers.rejected()
     );
     assert_eq!(forged, 0);
     assert!(real > 0, "the call's own progress still arrives");
-    servers.stop();
-    b.stop(None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_copies_a_callers_sink_gets_no_ticket() {
     const TEST: &str = "a_node_that_copies_a_callers_sink_gets_no_ticket";
     let _serial = role_or_serial!();
-    let (_a, mut c, _, b, servers) = three_nodes(TEST).await;
-    let fixture = servers
-        .wait_for("fixture", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let mut cl = Cluster::three_nodes(TEST).await;
+    let fixture = cl.find("fixture").await;
     // Node C copies node B's sink (same group, same pid) before node B
     // asks for its first ticket.
-    c.send("COPY_SINK fixture");
-    let copied = c.expect("COPIED ", Duration::from_secs(30)).await;
+    cl.c().send("COPY_SINK fixture");
+    let copied = cl.c().expect("COPIED ", Duration::from_secs(30)).await;
     assert_eq!(copied, "1", "node C could not copy the sink");
     let r = fixture.request("echo", None, RemoteOptions::new()).await;
-    c.send("TICKETS");
-    let seen = c.expect("SEEN ", Duration::from_secs(10)).await;
+    cl.c().send("TICKETS");
+    let seen = cl.c().expect("SEEN ", Duration::from_secs(10)).await;
     figure(
         "cluster: node C copies node B's sink (group and pid) before node B's first call",
         format!("node B's call: {r:?}; tickets the copy received: {seen}"),
@@ -745,26 +760,16 @@ async fn a_node_that_copies_a_callers_sink_gets_no_ticket() {
         "{r:?}"
     );
     assert_eq!(seen, "0");
-    servers.stop();
-    b.stop(None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_past_the_per_node_cap_are_refused_and_memory_stays_bounded() {
     const TEST: &str = "calls_past_the_per_node_cap_are_refused_and_memory_stays_bounded";
     let _serial = role_or_serial!();
-    let (a, port_a, _, _) = start_a(TEST, "standard", "node-a").await;
-    let b = start_b(&[port_a]).await;
-    let servers = RemoteServers::start().await.unwrap();
-    let cold = servers
-        .wait_for("cold", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let cl = Cluster::two_nodes(TEST).await;
+    let cold = cl.find("cold").await;
     // The per-gateway cap (8 here), with one node far under its own.
-    let tight = servers
-        .wait_for("cold-tight", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let tight = cl.find("cold-tight").await;
     let tight_calls: Vec<_> = (0..9)
         .map(|_| {
             let tight = tight.clone();
@@ -806,7 +811,7 @@ async fn calls_past_the_per_node_cap_are_refused_and_memory_stays_bounded() {
 
     const N: usize = 50_000;
     const CAP: usize = 64;
-    let rss_before = cluster_support::rss_kib(a.pid());
+    let rss_before = cluster_support::rss_kib(cl.a.pid());
     let t = Instant::now();
     let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let calls: Vec<_> = (0..N)
@@ -839,7 +844,7 @@ async fn calls_past_the_per_node_cap_are_refused_and_memory_stays_bounded() {
     .await;
     let elapsed = t.elapsed();
     let rss_after = cluster_support::settled_rss_kib(
-        a.pid(),
+        cl.a.pid(),
         Duration::from_millis(500),
         Duration::from_secs(10),
     )
@@ -863,21 +868,14 @@ async fn calls_past_the_per_node_cap_are_refused_and_memory_stays_bounded() {
         "node A grew to {} MiB",
         rss_after / 1024
     );
-    servers.stop();
-    b.stop(None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeout_is_clamped_on_the_node_that_serves() {
     const TEST: &str = "the_timeout_is_clamped_on_the_node_that_serves";
     let _serial = role_or_serial!();
-    let (_a, port_a, _, _) = start_a(TEST, "standard", "node-a").await;
-    let b = start_b(&[port_a]).await;
-    let servers = RemoteServers::start().await.unwrap();
-    let clamped = servers
-        .wait_for("fixture-clamped", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let cl = Cluster::two_nodes(TEST).await;
+    let clamped = cl.find("fixture-clamped").await;
     let t = Instant::now();
     let r = clamped
         .request(
@@ -894,8 +892,6 @@ async fn the_timeout_is_clamped_on_the_node_that_serves() {
         matches!(r, Err(RemoteError::Timeout { after_ms: 500 })),
         "{r:?}"
     );
-    servers.stop();
-    b.stop(None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1016,18 +1012,13 @@ async fn with_mutual_tls_only_a_node_with_a_client_certificate_connects() {
 async fn a_subscriber_that_stops_reading_leaves_the_serving_node_bounded() {
     const TEST: &str = "a_subscriber_that_stops_reading_leaves_the_serving_node_bounded";
     let _serial = role_or_serial!();
-    let (a, port_a, _, _) = start_a(TEST, "standard", "node-a").await;
+    let cl = Cluster::two_nodes(TEST).await;
     let mut s = Node::spawn(
         TEST,
-        &format!("subscribe node-s {} 127.0.0.1:{port_a}", free_port()),
+        &format!("subscribe node-s {} 127.0.0.1:{}", free_port(), cl.port_a),
     );
     s.expect("SUBSCRIBED", Duration::from_secs(30)).await;
-    let b = start_b(&[port_a]).await;
-    let servers = RemoteServers::start().await.unwrap();
-    let fixture = servers
-        .wait_for("fixture", Duration::from_secs(20))
-        .await
-        .unwrap();
+    let fixture = cl.find("fixture").await;
     // The subscriber's node stops reading anything (its process stopped).
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(s.pid() as i32),
@@ -1037,7 +1028,7 @@ async fn a_subscriber_that_stops_reading_leaves_the_serving_node_bounded() {
     // Two floods: a queue without a bound grows with each; a bounded one
     // fills once (the window) and stays.
     const N: u64 = 300_000;
-    let mut rss = vec![cluster_support::rss_kib(a.pid())];
+    let mut rss = vec![cluster_support::rss_kib(cl.a.pid())];
     for _ in 0..2 {
         // The call returns once node A's client has read every notification.
         fixture
@@ -1050,7 +1041,7 @@ async fn a_subscriber_that_stops_reading_leaves_the_serving_node_bounded() {
             .unwrap();
         rss.push(
             cluster_support::settled_rss_kib(
-                a.pid(),
+                cl.a.pid(),
                 Duration::from_millis(1000),
                 Duration::from_secs(30),
             )
@@ -1069,6 +1060,30 @@ async fn a_subscriber_that_stops_reading_leaves_the_serving_node_bounded() {
         "two floods grew node A by {} MiB",
         (rss[2].saturating_sub(rss[0])) / 1024
     );
-    servers.stop();
-    b.stop(None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_of_a_node_that_goes_away_are_cancelled_on_the_serving_node() {
+    const TEST: &str = "the_calls_of_a_node_that_goes_away_are_cancelled_on_the_serving_node";
+    let _serial = role_or_serial!();
+    let mut cl = Cluster::three_nodes(TEST).await;
+    let before = logged(&cl.log, "notifications/cancelled");
+    cl.c().send("REUSE fixture 4 30000");
+    cl.c().expect("STARTED", Duration::from_secs(30)).await;
+    // Node C dies with 4 calls in flight on node A.
+    let killed = Instant::now();
+    drop(cl.c.take());
+    let cancelled = common::eventually(Duration::from_secs(20), || {
+        logged(&cl.log, "notifications/cancelled") >= before + 4
+    })
+    .await;
+    figure(
+        "cluster: a calling node SIGKILLed with 4 calls in flight on node A",
+        format!(
+            "the server got {} cancellations, the last {:?} after the kill",
+            logged(&cl.log, "notifications/cancelled") - before,
+            cancelled.map(|_| killed.elapsed())
+        ),
+    );
+    assert!(cancelled.is_some(), "the calls of the dead node ran on");
 }

@@ -626,11 +626,11 @@ fn remote_error(e: Error, timeout_ms: u64) -> RemoteError {
     }
 }
 
-/// Casts `msg` (of `bytes` bytes) to a route's sink if its node's window
-/// has room; else drops it, noting the first drop and every 1000th.
-fn send_within_window(route: &Route, bytes: u64, msg: SinkMsg, what: &str) {
-    if route.window.try_take(bytes) {
-        let _ = ActorRef::<SinkMsg>::from(route.sink.clone()).cast(msg);
+/// Casts `bytes` (as `msg`) to a route's sink if its node's window has
+/// room; else drops them, noting the first drop and every 1000th.
+fn send_within_window(route: &Route, bytes: Vec<u8>, msg: fn(Vec<u8>) -> SinkMsg, what: &str) {
+    if route.window.try_take(bytes.len() as u64) {
+        let _ = ActorRef::<SinkMsg>::from(route.sink.clone()).cast(msg(bytes));
         return;
     }
     let dropped = route.window.dropped();
@@ -649,13 +649,7 @@ async fn forward_progress(id: u64, route: Route, mut rx: mpsc::UnboundedReceiver
             id,
             params: p.raw,
         };
-        let bytes = wire::encode(&env);
-        send_within_window(
-            &route,
-            bytes.len() as u64,
-            SinkMsg::Progress(bytes),
-            "progress",
-        );
+        send_within_window(&route, wire::encode(&env), SinkMsg::Progress, "progress");
     }
 }
 
@@ -673,12 +667,7 @@ async fn forward_notifications(server: String, client: Client, shared: Arc<Share
                 params: n.params.clone(),
             };
             let bytes = wire::encode(&env);
-            send_within_window(
-                &route,
-                bytes.len() as u64,
-                SinkMsg::Notification(bytes),
-                "notification",
-            );
+            send_within_window(&route, bytes, SinkMsg::Notification, "notification");
         }
     }
 }

@@ -392,8 +392,9 @@ impl RemoteServers {
     }
 
     /// Messages the sink dropped because they did not come from a gateway
-    /// this node holds a ticket from (forged, or progress for a call that
-    /// went to another gateway).
+    /// this node holds a ticket from: forged ones, progress for a call that
+    /// went to another gateway, and tickets for a hello that had already
+    /// given up.
     pub fn rejected(&self) -> u64 {
         self.inner.routes.rejected()
     }
