@@ -1087,3 +1087,39 @@ async fn the_calls_of_a_node_that_goes_away_are_cancelled_on_the_serving_node() 
     );
     assert!(cancelled.is_some(), "the calls of the dead node ran on");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_exposed_with_the_deprecated_server_call_grants_nothing() {
+    const TEST: &str = "a_server_exposed_with_the_deprecated_server_call_grants_nothing";
+    let _serial = role_or_serial!();
+    let cl = Cluster::two_nodes(TEST).await;
+    let deprecated = cl.find("fixture-deprecated").await;
+    for (method, r) in [
+        (
+            "echo",
+            deprecated
+                .request("echo", None, RemoteOptions::new())
+                .await
+                .map(|_| ()),
+        ),
+        (
+            "tools/list",
+            deprecated
+                .list_tools(Duration::from_secs(10))
+                .await
+                .map(|_| ()),
+        ),
+        (
+            "session",
+            deprecated
+                .session(Duration::from_secs(10))
+                .await
+                .map(|_| ()),
+        ),
+    ] {
+        assert!(
+            matches!(&r, Err(RemoteError::Refused { method: m, .. }) if m == method),
+            "{method}: {r:?}"
+        );
+    }
+}

@@ -401,21 +401,25 @@ impl GatewayState {
     /// Casts a ticket to the sink that asked: the one member of its group
     /// with its pid. The hello's sender is not known (ractor_cluster does
     /// not say), and group members and pids are whatever each node
-    /// declares, so when another node also shows a member with that pid
-    /// in that group, no ticket is sent at all: the nonce would reach it.
+    /// declares, so when two other nodes show a member with that pid in
+    /// that group, no ticket is sent at all: the nonce would reach both.
     fn hello(&mut self, myself: &ActorRef<GatewayMsg>, hello: Hello) -> Result<(), RemoteError> {
         let members: Vec<ActorCell> = ractor::pg::get_members(&hello.group)
             .into_iter()
             .filter(|c| c.get_id().pid() == hello.pid)
             .collect();
-        let sink = match members.as_slice() {
-            [one] => one.clone(),
-            [] => {
+        // A member on this node keeps the nonce in this process: it goes
+        // first (a copy elsewhere cannot learn anything from it).
+        let local = members.iter().find(|c| c.get_id().is_local());
+        let sink = match (local, members.as_slice()) {
+            (Some(here), _) => here.clone(),
+            (None, [one]) => one.clone(),
+            (None, []) => {
                 return Err(RemoteError::NotAdmitted {
                     reason: format!("no sink with pid {} in `{}` here", hello.pid, hello.group),
                 })
             }
-            many => {
+            (None, many) => {
                 let nodes: Vec<String> = many
                     .iter()
                     .map(|c| NodeKey::of(c.get_id()).to_string())

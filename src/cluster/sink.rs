@@ -32,10 +32,16 @@ use crate::sync::lock;
 use crate::Progress;
 
 /// A ticket this node holds at one gateway.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Admission {
     pub(crate) ticket: String,
     pub(crate) secret: String,
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Admission(<redacted>)")
+    }
 }
 
 /// A hello waiting for its ticket.
