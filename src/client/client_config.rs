@@ -252,11 +252,13 @@ pub struct ClientConfig {
     /// together (default 100,000; the largest real lists hold thousands).
     pub max_list_items: usize,
     /// Bytes the pages of one paginated list may hold in memory once parsed
-    /// (default 64 MiB; estimated as every memory bound of the crate is,
+    /// (default 256 MiB; estimated as every memory bound of the crate is,
     /// from the parsed JSON, on the high side). Parsed JSON holds many times
     /// its text (about 16 times for a list of small tools): the default
-    /// admits about 43,000 small tools (about 4 MiB of JSON text), not one
-    /// 8 MiB page of them.
+    /// admits any single page up to the default `max_message_bytes` (8 MiB
+    /// of text, about 128 MiB parsed), so a list that one legal answer can
+    /// carry is never refused; the item cap usually ends an endless list
+    /// first.
     pub max_list_bytes: usize,
 }
 
@@ -295,7 +297,7 @@ impl ClientConfig {
             refresh_tools_on_list_changed: false,
             max_list_pages: 1_000,
             max_list_items: 100_000,
-            max_list_bytes: 64 * 1024 * 1024,
+            max_list_bytes: 256 * 1024 * 1024,
         }
     }
 
