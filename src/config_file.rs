@@ -59,12 +59,21 @@ use crate::host::HostConfig;
 mod entry;
 mod env_file;
 mod interpolate;
+mod read;
 
 use self::entry::Outcome;
 use self::interpolate::Variables;
 
 /// The key that holds this library's options, per server and for the host.
 pub const OPTIONS_KEY: &str = "conduit";
+
+/// The largest config file read, in bytes (4 MiB): a longer one is refused
+/// with [`ConfigFileError::TooLarge`].
+pub const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The largest `envFile` read, in bytes (1 MiB): a longer one is refused
+/// with [`ConfigFileError::TooLarge`].
+pub const MAX_ENV_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Where the servers of each format live, as key paths from the top.
 const SECTIONS: &[&[&str]] = &[&["mcpServers"], &["servers"], &["mcp", "servers"]];
@@ -184,6 +193,38 @@ pub enum ConfigFileError {
         /// What is wrong with it.
         problem: String,
     },
+    /// The config file, or an `envFile`, is longer than its limit
+    /// ([`MAX_CONFIG_FILE_BYTES`], [`MAX_ENV_FILE_BYTES`]). Nothing past the
+    /// limit was read.
+    #[error("{}{} is {bytes} bytes, over the limit of {limit} bytes", place(.file, .key), path.display())]
+    TooLarge {
+        /// The config file.
+        file: PathBuf,
+        /// The `envFile` key, for an env file; `None` for the config file.
+        key: Option<String>,
+        /// The file refused (the config file itself, or the env file).
+        path: PathBuf,
+        /// Its length (for a file that grew while it was read: at least
+        /// this).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The config file, or an `envFile`, is not a regular file: a FIFO, a
+    /// device (`/dev/zero`), a directory or a socket. It was not read (a
+    /// FIFO is opened without waiting for a writer).
+    #[error("{}{} is a {kind}, not a regular file", place(.file, .key), path.display())]
+    NotAFile {
+        /// The config file.
+        file: PathBuf,
+        /// The `envFile` key, for an env file; `None` for the config file.
+        key: Option<String>,
+        /// The path refused.
+        path: PathBuf,
+        /// What it is: `"FIFO"`, `"character device"`, `"block device"`,
+        /// `"socket"`, `"directory"` or `"special file"`.
+        kind: &'static str,
+    },
     /// Two entries have the same name (in `mcpServers` and `servers`).
     #[error("{}: server `{name}` is defined twice", file.display())]
     Duplicate {
@@ -194,15 +235,67 @@ pub enum ConfigFileError {
     },
 }
 
+/// Where a file error happened: the config file, and the key for a file
+/// it names (`/p/.mcp.json: `mcpServers.s.envFile`: env file `).
+fn place(file: &Path, key: &Option<String>) -> String {
+    match key {
+        Some(key) => format!("{}: `{key}`: env file ", file.display()),
+        None => String::new(),
+    }
+}
+
+impl ConfigFileError {
+    /// The error of a file that could not be read: the config file itself
+    /// (`key` is `None`) or the env file at `key`.
+    fn unreadable(file: &Path, key: Option<&str>, path: &Path, problem: read::Problem) -> Self {
+        let (file, path) = (file.to_owned(), path.to_owned());
+        let key = key.map(str::to_owned);
+        match (problem, key) {
+            (read::Problem::Io(source), None) => ConfigFileError::Read { file, source },
+            (read::Problem::Io(source), Some(key)) => ConfigFileError::EnvFile {
+                file,
+                key,
+                env_file: path,
+                source,
+            },
+            (read::Problem::NotAFile(kind), key) => ConfigFileError::NotAFile {
+                file,
+                key,
+                path,
+                kind,
+            },
+            (read::Problem::TooLarge(bytes), key) => ConfigFileError::TooLarge {
+                limit: if key.is_some() {
+                    MAX_ENV_FILE_BYTES
+                } else {
+                    MAX_CONFIG_FILE_BYTES
+                },
+                file,
+                key,
+                path,
+                bytes,
+            },
+        }
+    }
+}
+
 impl ServersFile {
     /// Reads the file at `path`, expanding variables from this process's
     /// environment.
+    ///
+    /// The file, and every `envFile` it names, must be a regular file of at
+    /// most [`MAX_CONFIG_FILE_BYTES`] (env files: [`MAX_ENV_FILE_BYTES`]);
+    /// anything else is refused without being read
+    /// ([`ConfigFileError::NotAFile`], [`ConfigFileError::TooLarge`]). Files
+    /// are opened non-blocking, so a FIFO or a device never makes this wait:
+    /// it only reads regular files, and is safe to call from async code.
+    ///
+    /// Loading a file is deciding to run every command in it: see
+    /// [the security model](self#security-model).
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
-            file: path.to_owned(),
-            source,
-        })?;
+        let text = read::read_text(path, MAX_CONFIG_FILE_BYTES)
+            .map_err(|p| ConfigFileError::unreadable(path, None, path, p))?;
         Self::parse(&text, path, &|name| std::env::var(name).ok())
     }
 

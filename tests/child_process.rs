@@ -748,3 +748,51 @@ fn watchdog_role() {
         "exec of a non-executable format must fail"
     );
 }
+
+// ------------------------------- issue 20, item 15: a stderr file that is a FIFO
+//
+// `stderr: {"file": PATH}` comes from config files too. Opening a FIFO for
+// writing waits for a reader, for ever, and the open ran on a runtime
+// worker. Now the file is opened non-blocking: a FIFO nobody reads is an
+// error at once; one with a reader is used (and the server's end blocks,
+// as a file's does).
+
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+#[test]
+fn a_stderr_file_that_is_a_fifo_without_reader_fails_the_start_at_once() {
+    let _g = serial();
+    let dir = common::tempdir("stderr-fifo");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let cfg = common::config(&[]).stderr(StderrMode::File(fifo.clone()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let r = rt.block_on(async {
+            let t = Instant::now();
+            let r = tokio::time::timeout(Duration::from_secs(3), Client::start(cfg)).await;
+            (
+                t.elapsed(),
+                r.map(|r| r.map(|c| drop(c.stop())).map_err(|e| e.to_string())),
+            )
+        });
+        let _ = tx.send(r);
+    });
+    let r = rx.recv_timeout(Duration::from_secs(10));
+    figure("stderr file is a FIFO nobody reads", format!("{r:?}"));
+    let (took, r) = r.expect("Client::start blocked its runtime's thread");
+    let e = r
+        .expect("Client::start returned before its timeout")
+        .expect_err("a FIFO without reader cannot take stderr");
+    assert!(e.contains("stderr"), "{e}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,6 +1,7 @@
 //! Pure functions that turn configuration into what is spawned: executable
 //! resolution, the batch-file rule and the child's environment.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -155,7 +156,9 @@ fn kind(p: &Path) -> Kind {
 
 /// The child's whole environment: the allowlisted variables of `inherited`
 /// (minus values starting with `()`, exported shell functions), then
-/// `configured`, which wins. Secret values are exposed here and only here.
+/// `configured`, which wins (its last value of a name, if it repeats one).
+/// Secret values are exposed here and only here. Linear in the number of
+/// variables.
 pub(crate) fn child_env<I>(
     inherited: I,
     configured: &[(String, EnvValue)],
@@ -164,17 +167,24 @@ where
     I: IntoIterator<Item = (OsString, OsString)>,
 {
     let allow = inherited_env_names();
+    let mut names = HashSet::with_capacity(configured.len());
+    // The last value of each configured name, found from the end.
+    let mut set: Vec<(OsString, OsString)> = configured
+        .iter()
+        .rev()
+        .filter(|(k, _)| names.insert(k.as_str()))
+        .map(|(k, v)| (k.into(), v.expose().into()))
+        .collect();
+    set.reverse();
     let mut out: Vec<(OsString, OsString)> = inherited
         .into_iter()
         .filter(|(k, v)| {
-            k.to_str().is_some_and(|k| allow.contains(&k))
+            k.to_str()
+                .is_some_and(|k| allow.contains(&k) && !names.contains(k))
                 && !v.as_encoded_bytes().starts_with(b"()")
         })
         .collect();
-    for (k, v) in configured {
-        out.retain(|(ek, _)| ek != k.as_str());
-        out.push((k.into(), v.expose().into()));
-    }
+    out.append(&mut set);
     out
 }
 
@@ -182,6 +192,7 @@ where
 pub(crate) fn effective_path(configured: &[(String, EnvValue)]) -> Option<String> {
     configured
         .iter()
+        .rev()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.expose().to_owned())
         .or_else(|| std::env::var("PATH").ok())

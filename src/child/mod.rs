@@ -222,15 +222,49 @@ fn io_err(exe: &Path) -> impl FnOnce(std::io::Error) -> SpawnError + '_ {
 }
 
 /// Opens a [`Stderr::File`] for appending.
+///
+/// The path may come from a config file and name a FIFO, whose open for
+/// writing waits for a reader for ever (here, on a runtime worker). So it
+/// is opened non-blocking: a FIFO nobody reads is refused at once (ENXIO),
+/// anything else opens as before; then the descriptor is made blocking
+/// again, since the server shares it and must not see `EAGAIN`.
 fn open_stderr_file(path: &Path) -> Result<std::fs::File, SpawnError> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|source| SpawnError::StderrFile {
-            path: path.display().to_string(),
-            source,
-        })
+    let err = |source| SpawnError::StderrFile {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = options.open(path).map_err(|e| {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            return err(std::io::Error::new(
+                e.kind(),
+                "a FIFO that nobody reads (opening it would wait for a reader)",
+            ));
+        }
+        err(e)
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl on a descriptor this function owns, with integer
+        // arguments only.
+        let cleared = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+        };
+        if !cleared {
+            return Err(err(std::io::Error::last_os_error()));
+        }
+    }
+    Ok(file)
 }
 
 /// The environment as `KEY=VALUE` pairs, for the platform code.

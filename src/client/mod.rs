@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use crate::deadline::After;
 
 mod client_config;
-pub(crate) use client_config::set_env;
+pub(crate) use client_config::{merge_env, set_env};
 mod connection;
 mod direct;
 mod discovery;

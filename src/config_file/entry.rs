@@ -5,8 +5,8 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::interpolate::{Problem, Variables};
-use super::{env_file, ConfigFileError, OPTIONS_KEY};
-use crate::client::{set_env, ClientConfig, StderrMode};
+use super::{env_file, read, ConfigFileError, OPTIONS_KEY};
+use crate::client::{merge_env, ClientConfig, StderrMode};
 use crate::secret::{EnvValue, Secret};
 
 /// Fields of [`ClientConfig`] that an entry sets with its own keys, so
@@ -166,23 +166,19 @@ fn args(ctx: &Context<'_>, key: &str, v: Option<&Value>) -> Result<Vec<String>, 
 }
 
 /// `envFile` (every value a secret), then `env` over it (a value that came
-/// from the environment a secret, a literal one plain).
+/// from the environment a secret, a literal one plain). Linear in the
+/// number of variables: a repeated name is resolved once, at the end.
 fn environment(
     ctx: &Context<'_>,
     key: &str,
     entry: &Map<String, Value>,
 ) -> Result<Vec<(String, EnvValue)>, ConfigFileError> {
     let mut env: Vec<(String, EnvValue)> = Vec::new();
-    let mut set = |k: String, v: EnvValue| set_env(&mut env, k, v);
     if let Some(v) = entry.get("envFile") {
         let file_key = format!("{key}.envFile");
         let path = ctx.path(&file_key, v)?;
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigFileError::EnvFile {
-            file: ctx.file.to_owned(),
-            key: file_key.clone(),
-            env_file: path.clone(),
-            source,
-        })?;
+        let text = read::read_text(&path, super::MAX_ENV_FILE_BYTES)
+            .map_err(|p| ConfigFileError::unreadable(ctx.file, Some(&file_key), &path, p))?;
         let vars = env_file::parse(&text).map_err(|e| ConfigFileError::EnvFileSyntax {
             file: ctx.file.to_owned(),
             key: file_key.clone(),
@@ -190,10 +186,9 @@ fn environment(
             line: e.line,
             problem: e.problem,
         })?;
-        for (k, v) in vars {
-            set(k, Secret::new(v).into());
-        }
+        env.extend(vars.into_iter().map(|(k, v)| (k, Secret::new(v).into())));
     }
+    let mut own = Vec::new();
     if let Some(v) = entry.get("env") {
         let env_key = format!("{key}.env");
         let vars = v
@@ -210,9 +205,10 @@ fn environment(
             } else {
                 EnvValue::Plain(text)
             };
-            set(k.clone(), value);
+            own.push((k.clone(), value));
         }
     }
+    merge_env(&mut env, own);
     Ok(env)
 }
 
