@@ -26,7 +26,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use serde_json::Value;
 
-use crate::client::{set_env, ClientConfig};
+use crate::client::{merge_env, plain_dir, ClientConfig};
 use crate::client::{Client, RequestOptions};
 use crate::config_file::ServersFile;
 use crate::error::Error;
@@ -218,11 +218,13 @@ pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
     if let Some(era) = options.era {
         config.era = era.into();
     }
-    for (k, v) in &options.env {
-        set_env(&mut config.env, k.clone(), EnvValue::Plain(v.clone()));
-    }
+    let env = options.env.iter();
+    merge_env(
+        &mut config.env,
+        env.map(|(k, v)| (k.clone(), EnvValue::Plain(v.clone()))),
+    );
     if let Some(cd) = &options.cd {
-        config.cd = Some(cd.clone());
+        config.cd = Some(plain_dir(cd.clone()));
     }
     if let Some(stderr) = &options.stderr {
         config.stderr = stderr.clone();

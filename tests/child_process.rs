@@ -796,3 +796,82 @@ fn a_stderr_file_that_is_a_fifo_without_reader_fails_the_start_at_once() {
     assert!(took < Duration::from_secs(2), "{took:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+// ------------------- issue 20, item 8: the executable checked is the one run
+//
+// A bare command is looked up in PATH. A relative PATH entry (`rel`) was
+// resolved against this process's directory, and the relative match
+// (`rel/tool`) handed to the child, which changes to its own directory
+// (`cd`) before execve: it ran `<cd>/rel/tool`, not the file found. Now the
+// match is made absolute before the spawn. The test runs as a role (its
+// own process) because it changes this process's directory.
+
+const PATH_ROLE: &str = "CONDUIT_TEST_ROLE_RELATIVE_PATH";
+
+#[test]
+fn a_relative_path_entry_runs_the_file_found_not_one_under_the_server_s_cd() {
+    if std::env::var(PATH_ROLE).is_ok() {
+        return relative_path_role();
+    }
+    let _g = serial();
+    let o = outcome(&run_role(
+        "a_relative_path_entry_runs_the_file_found_not_one_under_the_server_s_cd",
+        PATH_ROLE,
+        Duration::from_secs(60),
+    ));
+    figure(
+        "PATH=rel, cd=OTHER: the tool found as rel/tool, and the one that ran",
+        format!("ran {} (found {})", o["ran"], o["found"]),
+    );
+    assert_eq!(
+        o["ran"], "checked",
+        "the server ran <cd>/rel/tool, not the rel/tool found in PATH: {o:?}"
+    );
+}
+
+/// A script at `dir/rel/tool` that runs the fixture with `marker` as a
+/// free argument (reported by fixture/info).
+fn tool_script(dir: &std::path::Path, marker: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let rel = dir.join("rel");
+    std::fs::create_dir_all(&rel).unwrap();
+    let tool = rel.join("tool");
+    let script = format!(
+        "#!/bin/sh\nexec '{}' --print-args -- {marker}\n",
+        common::fixture()
+    );
+    std::fs::write(&tool, script).unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn relative_path_role() {
+    let here = common::tempdir("relative-path-here");
+    let there = common::tempdir("relative-path-there");
+    tool_script(&here, "checked");
+    tool_script(&there, "decoy");
+    std::env::set_current_dir(&here).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ran = rt.block_on(async {
+        let cfg = common::config(&[])
+            .command("tool")
+            .env("PATH", "rel")
+            .cd(&there);
+        let mut cfg = cfg;
+        cfg.args.clear();
+        let client = Client::start(cfg).await.unwrap();
+        let info = client.request("fixture/info", None).await.unwrap();
+        client.stop().wait().await;
+        info["args"]
+            .as_array()
+            .and_then(|a| a.last())
+            .and_then(|v| v.as_str())
+            .unwrap_or("none")
+            .to_owned()
+    });
+    println!("OUTCOME ran={ran} found={}/rel/tool", here.display());
+    let _ = std::fs::remove_dir_all(&here);
+    let _ = std::fs::remove_dir_all(&there);
+}

@@ -69,7 +69,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::SpawnError;
-use crate::secret::EnvValue;
+use crate::secret::{Arg, EnvValue, MaybeSecret};
 
 pub(crate) mod command;
 #[cfg(target_os = "linux")]
@@ -114,13 +114,13 @@ pub(crate) struct Spec {
     pub(crate) name: String,
     /// A bare name looked up in `PATH` (the configured `PATH` wins), or an
     /// absolute path.
-    pub(crate) command: String,
+    pub(crate) command: Arg,
     /// Arguments, passed literally.
-    pub(crate) args: Vec<String>,
+    pub(crate) args: Vec<Arg>,
     /// Variables set after the allowlist (see [`command::child_env`]).
     pub(crate) env: Vec<(String, EnvValue)>,
     /// Working directory; `None` keeps this process's.
-    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) cwd: Option<MaybeSecret>,
     /// Where stderr goes.
     pub(crate) stderr: Stderr,
     /// Windows: allow `.bat`/`.cmd` (see [`command::check_batch_file`]).
@@ -177,7 +177,7 @@ impl std::fmt::Debug for Spawned {
 pub(crate) async fn spawn(spec: &Spec) -> Result<Spawned, SpawnError> {
     let exe =
         command::resolve_executable(&spec.command, command::effective_path(&spec.env).as_deref())?;
-    command::check_batch_file(&exe.to_string_lossy(), &spec.args, spec.allow_batch_files)?;
+    command::check_batch_file(&exe.name(), &spec.args, spec.allow_batch_files)?;
     let env = command::child_env(std::env::vars_os(), &spec.env);
     imp::spawn(spec, &exe, env).await
 }
@@ -214,9 +214,9 @@ fn start<P: shutdown::Process + 'static>(
 }
 
 /// The error of a failed spawn of `exe`.
-fn io_err(exe: &Path) -> impl FnOnce(std::io::Error) -> SpawnError + '_ {
+fn io_err(exe: &command::Executable) -> impl FnOnce(std::io::Error) -> SpawnError + '_ {
     move |source| SpawnError::Io {
-        executable: exe.display().to_string(),
+        executable: exe.name().to_string(),
         source,
     }
 }

@@ -36,8 +36,8 @@ pub(super) async fn run(
             .to_string_lossy()
             .into_owned();
     }
-    let mut config = ClientConfig::new(exe);
-    config.args = args.to_vec();
+    let config = ClientConfig::new(exe).args(args);
+    let mut config = config;
     apply_options(options, &mut config);
     with_client(options, config, command).await
 }

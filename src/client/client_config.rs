@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ConfigError;
 use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel};
-use crate::secret::EnvValue;
+use crate::secret::{Arg, EnvValue, MaybeSecret};
 
 /// Default write-queue limit: 16 MiB of unwritten messages.
 pub const DEFAULT_MAX_WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
@@ -128,16 +128,21 @@ pub struct ClientConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The executable: a name looked up in PATH at every connection attempt,
-    /// or an absolute path. Must not contain whitespace.
-    pub command: String,
-    /// Arguments, passed literally (no shell).
-    pub args: Vec<String>,
+    /// or an absolute path. Must not contain whitespace. A
+    /// [`Secret`](crate::Secret) is revealed only at spawn (errors and logs
+    /// show `***`).
+    pub command: Arg,
+    /// Arguments, passed literally (no shell). Each may be a
+    /// [`Secret`](crate::Secret), revealed only at spawn.
+    pub args: Vec<Arg>,
     /// Variables set in the child's environment, after the allowlist.
     #[serde(with = "crate::serde_support::env_map")]
     pub env: Vec<(String, EnvValue)>,
-    /// Working directory (absolute, existing); `None` = this process's.
+    /// Working directory (absolute, existing, valid Unicode); `None` = this
+    /// process's. It may be a [`Secret`](crate::Secret) (a config file's
+    /// `cwd` taken from the environment is one).
     #[serde(alias = "cwd", skip_serializing_if = "Option::is_none")]
-    pub cd: Option<PathBuf>,
+    pub cd: Option<MaybeSecret>,
     /// Where stderr goes.
     pub stderr: StderrMode,
     /// Allow `.bat`/`.cmd` executables (Windows). `cmd.exe` runs them with
@@ -230,7 +235,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// A configuration running `command` with default options.
-    pub fn new(command: impl Into<String>) -> Self {
+    pub fn new(command: impl Into<Arg>) -> Self {
         Self {
             name: None,
             command: command.into(),
@@ -270,7 +275,7 @@ impl ClientConfig {
     }
 
     /// Sets the executable (see [`command`](Self::command)).
-    pub fn command(mut self, command: impl Into<String>) -> Self {
+    pub fn command(mut self, command: impl Into<Arg>) -> Self {
         self.command = command.into();
         self
     }
@@ -282,14 +287,15 @@ impl ClientConfig {
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: Into<String>,
+        S: Into<Arg>,
     {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
-    /// Adds one argument.
-    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+    /// Adds one argument (a [`Secret`](crate::Secret) too:
+    /// `.arg(Secret::new(token))`).
+    pub fn arg(mut self, arg: impl Into<Arg>) -> Self {
         self.args.push(arg.into());
         self
     }
@@ -314,9 +320,11 @@ impl ClientConfig {
         self
     }
 
-    /// Sets the working directory.
+    /// Sets the working directory (to make it a secret, assign
+    /// [`cd`](Self::cd) a [`Secret`](crate::Secret)). A path that is not
+    /// valid Unicode is refused by [`validate`](Self::validate).
     pub fn cd(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.cd = Some(dir.into());
+        self.cd = Some(plain_dir(dir.into()));
         self
     }
 
@@ -511,13 +519,15 @@ impl ClientConfig {
         }
     }
 
-    /// The name used in logs: `name`, or the command's file name.
+    /// The name used in logs: `name`, or the command's file name (`***`
+    /// for a secret command).
     pub fn display_name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| {
-            Path::new(&self.command)
+        self.name.clone().unwrap_or_else(|| match &self.command {
+            MaybeSecret::Plain(command) => Path::new(command)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| self.command.clone())
+                .unwrap_or_else(|| command.clone()),
+            secret => secret.to_string(),
         })
     }
 
@@ -531,9 +541,11 @@ impl ClientConfig {
 
     /// `command`: a bare name without whitespace, or an absolute path (which
     /// may hold spaces, as macOS's "Application Support" does, if it
-    /// exists); and the Windows batch-file rule.
+    /// exists); and the Windows batch-file rule. A secret command is named
+    /// `Secret(***)` in the errors.
     fn validate_command(&self) -> Result<(), ConfigError> {
-        let cmd = &self.command;
+        let shown = &self.command;
+        let cmd = self.command.expose();
         let path = Path::new(cmd);
         if cmd.is_empty() {
             return Err(ConfigError::new("command", "must not be empty"));
@@ -544,21 +556,21 @@ impl ClientConfig {
         if cmd.chars().any(char::is_whitespace) && !(path.is_absolute() && path.is_file()) {
             return Err(ConfigError::new(
                 "command",
-                format!("{cmd:?} contains whitespace; put arguments in `args`"),
+                format!("{shown:?} contains whitespace; put arguments in `args`"),
             ));
         }
         if path.components().count() > 1 && !path.is_absolute() {
             return Err(ConfigError::new(
                 "command",
-                format!("{cmd:?} must be a bare name looked up in PATH or an absolute path"),
+                format!("{shown:?} must be a bare name looked up in PATH or an absolute path"),
             ));
         }
-        crate::child::command::check_batch_file(cmd, &self.args, self.allow_batch_files)
+        crate::child::command::check_batch_file(&self.command, &self.args, self.allow_batch_files)
     }
 
     /// `args` and `env`: nothing a C string cannot hold, valid names.
     fn validate_args_and_env(&self) -> Result<(), ConfigError> {
-        if let Some(i) = self.args.iter().position(|a| a.contains('\0')) {
+        if let Some(i) = self.args.iter().position(|a| a.expose().contains('\0')) {
             return Err(ConfigError::new(
                 "args",
                 format!("argument {i} contains a NUL byte"),
@@ -581,19 +593,27 @@ impl ClientConfig {
         Ok(())
     }
 
-    /// `cd` and a stderr file: absolute (and the directory existing).
+    /// `cd` and a stderr file: absolute (and the directory existing). A
+    /// secret `cd` is named `***` in the errors.
     fn validate_paths(&self) -> Result<(), ConfigError> {
-        if let Some(cd) = &self.cd {
+        if let Some(shown) = &self.cd {
+            let cd = Path::new(shown.expose());
+            if shown.expose().contains('\0') {
+                return Err(ConfigError::new(
+                    "cd",
+                    "contains a NUL byte, or is not valid Unicode",
+                ));
+            }
             if !cd.is_absolute() {
                 return Err(ConfigError::new(
                     "cd",
-                    format!("{} is not an absolute path", cd.display()),
+                    format!("{shown} is not an absolute path"),
                 ));
             }
             if !cd.is_dir() {
                 return Err(ConfigError::new(
                     "cd",
-                    format!("{} is not an existing directory", cd.display()),
+                    format!("{shown} is not an existing directory"),
                 ));
             }
         }
@@ -648,9 +668,19 @@ impl ClientConfig {
     }
 }
 
+/// A directory as plain text. One that is not valid Unicode gets a NUL
+/// byte, so that [`ClientConfig::validate`] refuses it rather than run the
+/// server in another directory with a similar name.
+pub(crate) fn plain_dir(dir: PathBuf) -> MaybeSecret {
+    MaybeSecret::Plain(match dir.into_os_string().into_string() {
+        Ok(dir) => dir,
+        Err(dir) => format!("{}\0", dir.to_string_lossy()),
+    })
+}
+
 /// Sets `key` in `env`: a later value replaces an earlier one (the rule of
 /// [`ClientConfig::env`], config files and the `mcp` command alike).
-pub(crate) fn set_env(env: &mut Vec<(String, EnvValue)>, key: String, value: EnvValue) {
+fn set_env(env: &mut Vec<(String, EnvValue)>, key: String, value: EnvValue) {
     merge_env(env, [(key, value)]);
 }
 
@@ -802,7 +832,7 @@ mod tests {
             refresh_tools_on_list_changed,
         } = c;
         assert_eq!(name.as_deref(), Some("n"));
-        assert_eq!((command.as_str(), args.len(), env.len()), ("/bin/y", 1, 1));
+        assert_eq!((command.expose(), args.len(), env.len()), ("/bin/y", 1, 1));
         assert_eq!(cd, Some("/".into()));
         assert_eq!(stderr, StderrMode::Discard);
         assert!(allow_batch_files && group_watchdog && refresh_tools_on_list_changed);

@@ -39,7 +39,7 @@ impl Prepared {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         exe: &Path,
-        args: &[String],
+        args: &[crate::secret::Arg],
         env: &super::Env,
         cwd: Option<&Path>,
         stdio: [Option<OwnedFd>; 3],
@@ -52,8 +52,9 @@ impl Prepared {
         let path = path_cstring(exe)?;
         let mut argv = Vec::with_capacity(args.len() + 1);
         argv.push(path.clone());
+        // Secret arguments are revealed here, for the child only.
         for a in args {
-            argv.push(cstring(a.as_bytes())?);
+            argv.push(cstring(a.expose().as_bytes())?);
         }
         let envp = env
             .iter()

@@ -55,6 +55,7 @@ use libc::pid_t;
 use tokio::net::unix::pipe;
 use tracing::debug;
 
+use super::command::Executable;
 use super::shutdown::{Process, Sig};
 use super::{io_err, open_stderr_file, Env, Spawned, Spec, Stderr};
 use crate::error::{ChildExit, SpawnError};
@@ -77,7 +78,7 @@ pub(crate) type ChildStdout = pipe::Receiver;
 pub(crate) type ChildStderr = pipe::Receiver;
 
 /// Spawns `spec` (already resolved to `exe`, with its whole environment).
-pub(super) async fn spawn(spec: &Spec, exe: &Path, env: Env) -> Result<Spawned, SpawnError> {
+pub(super) async fn spawn(spec: &Spec, exe: &Executable, env: Env) -> Result<Spawned, SpawnError> {
     let err = io_err(exe);
     let (child_stdin, our_stdin) = pipe2().map_err(io_err(exe))?;
     let (our_stdout, child_stdout) = pipe2().map_err(io_err(exe))?;
@@ -106,10 +107,10 @@ pub(super) async fn spawn(spec: &Spec, exe: &Path, env: Env) -> Result<Spawned, 
         None => (None, None),
     };
     let prepared = Prepared::new(
-        exe,
+        &exe.path,
         &spec.args,
         &env,
-        spec.cwd.as_deref(),
+        spec.cwd.as_ref().map(|cwd| Path::new(cwd.expose())),
         [Some(child_stdin), Some(child_stdout), child_stderr],
         spec.process_group,
         spec.die_with_parent,

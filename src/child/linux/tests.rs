@@ -96,7 +96,7 @@ async fn reports_exec_chdir_and_nul_failures() {
     std::fs::write(&file, b"\x00\x01\x02 not a program\n").unwrap();
     std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut spec = sh("");
-    spec.command = file.display().to_string();
+    spec.command = file.display().to_string().into();
     spec.args.clear();
     spec.group_watchdog = true;
     match spawn_spec(&spec).await.unwrap_err() {
