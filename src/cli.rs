@@ -2,12 +2,15 @@
 //! from the command line.
 //!
 //! ```text
-//! cargo install conduit-mcp --features cli
+//! cargo install --path . --features cli      # from a checkout
 //! mcp discover -- npx -y @modelcontextprotocol/server-everything
 //! mcp call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
 //! mcp servers --config ~/.cursor/mcp.json
 //! mcp tools --config .mcp.json
 //! ```
+//!
+//! A config file (`--config`) runs every command in it; `--verbose` first
+//! prints the file and each command line (secrets as `***`).
 //!
 //! Run `mcp --help` for the whole usage (every subcommand has `--help`;
 //! `mcp completions SHELL` prints a completion script). Exit codes: 0
@@ -37,6 +40,7 @@ mod args;
 mod hosted;
 mod progress;
 mod single;
+mod verbose;
 
 use self::args::{Cli, Command, Options};
 use self::progress::ProgressView;
@@ -145,6 +149,9 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
         )),
         (Some(path), command) => {
             let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
+            if options.verbose {
+                verbose::config_file(&file.path);
+            }
             hosted::run(&options, file, command).await
         }
         (None, command) => single::run(&options, command, server).await,

@@ -15,9 +15,9 @@
 //! |---|---|
 //! | `command` | the executable: a bare name looked up in `PATH`, an absolute path, or a path relative to **the config file's directory** (`./server.js`, `bin/srv`) |
 //! | `args` | arguments, literally (no shell) |
-//! | `env` | variables for the server; a value that uses an environment variable (`${TOKEN}`) is kept as a [`Secret`](crate::Secret) |
+//! | `env` | variables for the server |
 //! | `cwd` | the server's working directory, relative to the config file's directory; by default that directory itself |
-//! | `envFile` | a dotenv file (relative to the config file's directory) whose values are all [`Secret`](crate::Secret)s; `env` wins over it |
+//! | `envFile` | a dotenv file (relative to the config file's directory), a regular file of at most [`MAX_ENV_FILE_BYTES`]; `env` wins over it |
 //! | `disabled` | `true`: not started (listed in [`ServersFile::disabled`]) |
 //! | `type` | `"stdio"` or absent; any other type, or an entry with a `url` and no `command`, is reported in [`ServersFile::unsupported`], by name, and the rest of the file is read |
 //! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd` and `name` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`) |
@@ -34,6 +34,38 @@
 //! `${pathSeparator}` and `${/}`. An unset variable is an error that names
 //! the key and the variable; so is a variable only an editor can resolve
 //! (`${input:...}`, `${command:...}`).
+//!
+//! # Security model
+//!
+//! - **A config file runs every command in it.** Loading one is deciding to
+//!   run, as this process's user, each `command` with its `args`, `env` and
+//!   `cwd`: there is no workspace trust, no sandbox and no prompt. Read a
+//!   file before you load it (one from a cloned repository is that
+//!   repository's choice of programs); `mcp --verbose` prints the file and
+//!   each command line before it runs.
+//! - **Secrets.** Every value taken from an environment variable (`${VAR}`,
+//!   `${env:VAR}`, `${VAR:-default}` when VAR is set) and every value of an
+//!   `envFile` is a [`Secret`](crate::Secret) wherever it lands: in
+//!   `command`, an argument of `args`, `cwd` or `env`
+//!   ([`MaybeSecret`](crate::MaybeSecret)). It is revealed only to the
+//!   spawn; `Debug`, `Display`, errors, logs and the serialised config show
+//!   `***` or `{"redacted": true}`. `${userHome}`, the workspace variables,
+//!   a default and text written in the file are plain. Errors name the key
+//!   (`mcpServers.gh.args[1]`), an env file's line, variable and column,
+//!   never a value. Paths this process only reads (`envFile`) are shown in
+//!   errors.
+//! - **Bounds.** The config file must be a regular file of at most
+//!   [`MAX_CONFIG_FILE_BYTES`], an `envFile` one of at most
+//!   [`MAX_ENV_FILE_BYTES`]: a FIFO, a device (`/dev/zero`), a directory or
+//!   a longer file is refused ([`ConfigFileError::NotAFile`],
+//!   [`ConfigFileError::TooLarge`]) without waiting and without reading
+//!   past the limit, and an env file is parsed in linear time. A stderr
+//!   file that is a FIFO nobody reads fails the spawn at once.
+//! - **Which program runs.** A bare `command` is looked up in the server's
+//!   `PATH` (its `env` wins over this process's); a relative `PATH` entry is
+//!   taken from this process's current directory, and the match is run by
+//!   its absolute path, so the file that was checked is the one that runs,
+//!   whatever `cwd` says.
 //!
 //! ```no_run
 //! use conduit_mcp::config_file::ServersFile;

@@ -14,7 +14,8 @@
 //! # The life of one child
 //!
 //! 1. [`spawn`] resolves the command (bare name in `PATH`, or an absolute
-//!    path), builds the environment from the allowlist plus the configured
+//!    path) to an absolute path (see [`command::resolve_executable`]),
+//!    builds the environment from the allowlist plus the configured
 //!    variables, and starts the child (Linux: `clone(CLONE_VM |
 //!    CLONE_VFORK)` on a dedicated thread, see below; elsewhere
 //!    `tokio::process`). A task that owns the child starts at once.

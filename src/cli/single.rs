@@ -49,6 +49,9 @@ pub(super) async fn with_client(
     config: ClientConfig,
     command: Command,
 ) -> Result<Output, Fail> {
+    if options.verbose {
+        super::verbose::server(&config);
+    }
     let client = Client::start(config).await.map_err(|e| match e {
         StartError::Config(c) => Fail::Usage(c.to_string()),
         StartError::Spawn(s) => Fail::Usage(s.to_string()),

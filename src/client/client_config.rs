@@ -109,8 +109,9 @@ impl Backoff {
 /// below, durations in milliseconds under names ending in `_ms`
 /// (`request_timeout_ms`, `stdin_grace_ms`, ...), `env` as an object, and
 /// every missing field at its default; an unknown field is an error. A
-/// [`Secret`](crate::Secret) in `env` is written as `{"redacted": true}`
-/// and never with its value (see [`secret`](crate::secret)).
+/// [`Secret`](crate::Secret) in `command`, `args`, `env` or `cd` is written
+/// as `{"redacted": true}` and never with its value (see
+/// [`secret`](crate::secret)).
 ///
 /// ```
 /// use conduit_mcp::ClientConfig;
