@@ -17,28 +17,46 @@
 //!    path) to an absolute path (see [`command::resolve_executable`]),
 //!    builds the environment from the allowlist plus the configured
 //!    variables, and starts the child (Linux: `clone(CLONE_VM |
-//!    CLONE_VFORK)` on a dedicated thread, see below; elsewhere
-//!    `tokio::process`). A task that owns the child starts at once.
+//!    CLONE_VFORK)` on a dedicated thread, see below; with a process group,
+//!    on x86_64 and aarch64, from a per-server reaper that adopts the
+//!    child's orphans; elsewhere `tokio::process`). A task that owns the
+//!    child starts at once.
 //! 2. That task learns of the exit from the kernel (a pidfd, or a thread in
-//!    `waitid(WNOWAIT)`), **without reaping**: the exit status is published,
-//!    the leader stays a zombie, and so its pid and its process-group id
-//!    cannot be reused by an unrelated process.
+//!    `waitid(WNOWAIT)`, or the reaper's report), **without reaping**: the
+//!    exit status is published, the leader stays a zombie, and so its pid
+//!    and its process-group id cannot be reused by an unrelated process.
 //! 3. When the guard is dropped or triggered, the escalation runs: stdin is
 //!    closed (by whoever owns it: the writer drops it on the same signal),
-//!    wait up to `stdin` grace for the leader to exit and its group to
-//!    empty, SIGTERM to the group, wait up to `term` grace, SIGKILL, wait.
-//!    Every signal goes out while the leader is unreaped.
-//! 4. Last, the group watchdog (if any) is disarmed and the leader reaped;
-//!    then the report is published.
+//!    wait up to `stdin` grace for the leader to exit and its group (and
+//!    the descendants the reaper adopted) to empty, SIGTERM to the group
+//!    and those descendants, wait up to `term` grace, SIGKILL, wait. Every
+//!    signal goes out while the leader is unreaped.
+//! 4. Last, the group watchdog (if any) is disarmed and the leader reaped
+//!    (the reaper, released, kills what is left, reaps the leader and
+//!    exits); then the report is published.
+//!
+//! What a shutdown ends, on Linux with a process group (the default): the
+//! server, every member of its group, and every descendant that left the
+//! group (`setsid`, `setpgid`, a daemon's double fork), since each is
+//! adopted by the reaper when its parent dies. Not caught: a process the
+//! server has another, already running process start for it (a systemd or
+//! D-Bus service, a container daemon, an existing tmux server, ssh); a
+//! descendant that became another user; adopted descendants without
+//! `/proc/thread-self/children` (they are reaped, not signalled). If this
+//! process is SIGKILLed, the reaper ends the whole tree; if it dumps core or
+//! is OOM-killed, the reaper, which shares its memory, ends with it: the
+//! server dies by `PR_SET_PDEATHSIG` and the rest as without a reaper (the
+//! group watchdog still ends the group).
 //!
 //! # Platform behaviour
 //!
 //! - **Linux**: spawned without `fork` (see [`linux`]), exit watched through
 //!   a pidfd (Linux 5.3+; a thread per child blocked in `waitid` on older
-//!   kernels), every descriptor above 2 closed in the child before `exec`
-//!   (`close_range`, or a walk of `/proc/self/fd` before Linux 5.9),
-//!   `PR_SET_PDEATHSIG` from a spawning thread that lives as long as the
-//!   process, and the optional group watchdog.
+//!   kernels) or reported by the reaper, every descriptor above 2 closed in
+//!   the child before `exec` (`close_range`, or a walk of `/proc/self/fd`
+//!   before Linux 5.9), `PR_SET_PDEATHSIG` from a spawning thread that
+//!   lives as long as the process, the per-server reaper (x86_64, aarch64,
+//!   with a process group) and the optional group watchdog.
 //! - **Other unix and Windows**: `tokio::process`, which reaps the leader
 //!   when it exits; after that, a group signal of the escalation could in
 //!   theory reach a group that reused the number (there is no way to wait
@@ -57,6 +75,10 @@
 //! - the group watchdog stays a member of the group it kills: while it
 //!   lives, the number is taken, and it signals its own group
 //!   (`killpg(0)`);
+//! - the reaper signals only its own unreaped children (an adopted pid is
+//!   its own until it reaps it), and keeps the leader a zombie until it is
+//!   released; if the reaper is killed from outside, nothing is signalled
+//!   by the leader's pid any more;
 //! - dropping a [`Child`](linux::Child) before the end (the runtime shut
 //!   down mid-escalation) sends SIGKILL to the group and the leader before
 //!   reaping it.

@@ -109,5 +109,5 @@ impl Process for Child {
         false
     }
 
-    fn release(&mut self) {}
+    async fn release(&mut self) {}
 }

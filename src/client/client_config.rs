@@ -193,7 +193,11 @@ pub struct ClientConfig {
     /// Consecutive failed restarts before giving up (default 5).
     pub max_reconnects: u32,
     /// Put the child in its own process group and signal the whole group
-    /// (default on), so a launcher's children (npx, uvx) are ended too.
+    /// (default on), so a launcher's children (npx, uvx) are ended too. On
+    /// Linux (x86_64, aarch64) the server then also runs under a small
+    /// reaper process that adopts every descendant leaving the group (a
+    /// daemon that calls `setsid` and double-forks), and the shutdown ends
+    /// those too.
     pub kill_process_group: bool,
     /// Linux: the child is SIGKILLed when this process dies, even by
     /// SIGKILL (default on; `PR_SET_PDEATHSIG`, set from a spawning thread

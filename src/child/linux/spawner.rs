@@ -40,7 +40,7 @@ pub(super) async fn launch(p: Prepared) -> io::Result<Launched> {
     submit(Box::new(move || {
         let result = super::clone::launch(p);
         if let Err(Ok(orphan)) = tx.send(result) {
-            super::abandon(orphan.pid, true, orphan.watchdog);
+            super::abandon(orphan, true);
         }
     }))?;
     rx.await
