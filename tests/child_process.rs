@@ -764,36 +764,21 @@ fn watchdog_role() {
 // error at once; one with a reader is used (and the server's end blocks,
 // as a file's does).
 
-fn mkfifo(path: &std::path::Path) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo reads a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
-}
-
 #[test]
 fn a_stderr_file_that_is_a_fifo_without_reader_fails_the_start_at_once() {
     let _g = serial();
     let dir = common::tempdir("stderr-fifo");
     let fifo = dir.join("fifo");
-    mkfifo(&fifo);
+    common::mkfifo(&fifo);
     let cfg = common::config(&[]).stderr(StderrMode::File(fifo.clone()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let r = rt.block_on(async {
-            let t = Instant::now();
-            let r = tokio::time::timeout(Duration::from_secs(3), Client::start(cfg)).await;
-            (
-                t.elapsed(),
-                r.map(|r| r.map(|c| drop(c.stop())).map_err(|e| e.to_string())),
-            )
-        });
-        let _ = tx.send(r);
+    let r = common::on_own_runtime(Duration::from_secs(10), || async {
+        let t = Instant::now();
+        let r = tokio::time::timeout(Duration::from_secs(3), Client::start(cfg)).await;
+        (
+            t.elapsed(),
+            r.map(|r| r.map(|c| drop(c.stop())).map_err(|e| e.to_string())),
+        )
     });
-    let r = rx.recv_timeout(Duration::from_secs(10));
     figure("stderr file is a FIFO nobody reads", format!("{r:?}"));
     let (took, r) = r.expect("Client::start blocked its runtime's thread");
     let e = r

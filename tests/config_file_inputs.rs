@@ -39,12 +39,6 @@ fn load_within(path: &Path, limit: Duration) -> Option<Result<ServersFile, Confi
     rx.recv_timeout(limit).ok()
 }
 
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo reads a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
-}
-
 #[test]
 fn a_config_file_or_env_file_at_dev_zero_is_refused_with_memory_bounded() {
     let dir = common::tempdir("cfg-dev-zero");
@@ -85,7 +79,7 @@ fn a_config_file_or_env_file_at_dev_zero_is_refused_with_memory_bounded() {
 fn a_fifo_as_config_file_or_env_file_is_refused_at_once() {
     let dir = common::tempdir("cfg-fifo");
     let fifo = dir.join("fifo");
-    mkfifo(&fifo);
+    common::mkfifo(&fifo);
     let config = config_with_env_file(&dir, &fifo);
     let t = Instant::now();
     let as_config = load_within(&fifo, Duration::from_secs(5));
@@ -128,24 +122,15 @@ fn a_fifo_as_config_file_or_env_file_is_refused_at_once() {
 fn host_load_of_a_fifo_env_file_never_blocks_the_runtime() {
     let dir = common::tempdir("cfg-fifo-host");
     let fifo = dir.join("fifo");
-    mkfifo(&fifo);
+    common::mkfifo(&fifo);
     let config = config_with_env_file(&dir, &fifo);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let r = rt.block_on(async {
-            tokio::time::timeout(
-                Duration::from_secs(3),
-                conduit_mcp::host::Host::load(&config),
-            )
-            .await
-        });
-        let _ = tx.send(r.map(|r| r.map(|_| ()).map_err(|e| e.to_string())));
+    let r = common::on_own_runtime(Duration::from_secs(10), || async move {
+        let r = tokio::time::timeout(
+            Duration::from_secs(3),
+            conduit_mcp::host::Host::load(&config),
+        );
+        r.await.map(|r| r.map(|_| ()).map_err(|e| e.to_string()))
     });
-    let r = rx.recv_timeout(Duration::from_secs(10));
     figure("Host::load with a FIFO envFile", format!("{r:?}"));
     let r = r.expect("Host::load blocked the runtime's thread");
     let e = r

@@ -88,38 +88,22 @@ fn arg<T: Into<c_long>>(v: T) -> c_long {
 /// `read(fd, buf)`.
 pub(super) fn read(fd: c_int, buf: &mut [u8]) -> Result<usize, c_int> {
     // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
-    let r = unsafe {
-        syscall(
-            libc::SYS_read,
-            [
-                arg(fd),
-                buf.as_mut_ptr() as c_long,
-                buf.len() as c_long,
-                0,
-                0,
-                0,
-            ],
-        )
-    };
-    check(r).map(|n| n as usize)
+    unsafe { transfer(libc::SYS_read, fd, buf.as_mut_ptr() as c_long, buf.len()) }
 }
 
 /// `write(fd, buf)`.
 pub(super) fn write(fd: c_int, buf: &[u8]) -> Result<usize, c_int> {
     // SAFETY: the kernel reads `buf.len()` bytes of `buf`.
-    let r = unsafe {
-        syscall(
-            libc::SYS_write,
-            [
-                arg(fd),
-                buf.as_ptr() as c_long,
-                buf.len() as c_long,
-                0,
-                0,
-                0,
-            ],
-        )
-    };
+    unsafe { transfer(libc::SYS_write, fd, buf.as_ptr() as c_long, buf.len()) }
+}
+
+/// `read` or `write` (`n`) of `len` bytes at `buf`.
+///
+/// # Safety
+/// `buf` must point to `len` live bytes (writable for a read).
+unsafe fn transfer(n: c_long, fd: c_int, buf: c_long, len: usize) -> Result<usize, c_int> {
+    // SAFETY: as the caller guarantees.
+    let r = unsafe { syscall(n, [arg(fd), buf, len as c_long, 0, 0, 0]) };
     check(r).map(|n| n as usize)
 }
 
