@@ -29,7 +29,7 @@ pub(super) async fn run(
     }
     match command {
         Command::Servers => servers(options, &file, host).await,
-        Command::Tools if options.server.is_none() => all_tools(host).await,
+        Command::Tools if options.server.is_none() => all_tools(options, host).await,
         Command::Call { tool, args, .. } if options.server.is_none() => {
             let args = args.unwrap_or_else(|| json!({}));
             call(options, &file, host, &tool, args).await
@@ -85,9 +85,13 @@ fn unknown(file: &ServersFile, name: &str) -> Fail {
 /// Starts a host of `config`, runs `work` on it (or stops at Ctrl-C), then
 /// stops every server and waits until their processes are gone.
 async fn with_host<T>(
+    options: &Options,
     config: HostConfig,
     work: impl AsyncFnOnce(&Host) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
+    if options.verbose {
+        config.servers.values().for_each(super::verbose::server);
+    }
     let host = tokio::select! {
         h = Host::start(config) => h.map_err(host_failure)?,
         f = interrupted() => return Err(f),
@@ -120,7 +124,7 @@ async fn servers(
             .ok_or_else(|| unknown(file, name))?;
         config.servers = [(name.clone(), one)].into();
     }
-    let summaries = with_host(config, async |host: &Host| Ok(host.servers())).await?;
+    let summaries = with_host(options, config, async |host: &Host| Ok(host.servers())).await?;
     let width = summaries
         .iter()
         .map(|s| s.name.len())
@@ -182,8 +186,8 @@ fn not_ready(s: &ServerSummary) -> String {
 }
 
 /// `mcp tools --config FILE`: every server's tools, namespaced.
-async fn all_tools(config: HostConfig) -> Result<Output, Fail> {
-    let (tools, collisions, failed) = with_host(config, async |host: &Host| {
+async fn all_tools(options: &Options, config: HostConfig) -> Result<Output, Fail> {
+    let (tools, collisions, failed) = with_host(options, config, async |host: &Host| {
         let failed: Vec<ServerSummary> = host
             .servers()
             .into_iter()
@@ -232,7 +236,7 @@ async fn call(
             server_names(file)
         )));
     }
-    let result = with_host(config, async |host: &Host| {
+    let result = with_host(options, config, async |host: &Host| {
         let mut opts = RequestOptions::new();
         if let Some(t) = options.timeout {
             opts = opts.timeout(t);
