@@ -24,7 +24,9 @@
 //!   `test_trigger_tool_change`, `test_dynamic_prompt` by
 //!   `test_trigger_prompt_change`), and the diagnostic tools of the
 //!   stateless scenario (`test_missing_capability`,
-//!   `test_streaming_elicitation`, `test_logging_tool`);
+//!   `test_streaming_elicitation`, `test_logging_tool`), and
+//!   `test_reconnection`, which closes its SSE stream mid-call (resumed by
+//!   the client with `Last-Event-ID`);
 //! - resources `test://static-text`, `test://static-binary`,
 //!   `test://watched-resource` (subscribable; `test_trigger_resource_update`
 //!   changes it) and the template `test://template/{id}/data`;
@@ -890,6 +892,20 @@ fn diagnostic_tools(router: &Router) {
                     "Streaming complete: {}",
                     elicit_text(&r)
                 )))
+            },
+        )
+        .tool(
+            "test_reconnection",
+            "Tests SSE stream disconnection and client reconnection (SEP-1699): the stream closes mid-call and the result comes after the client reconnects",
+            |_: NoArguments, ctx: RequestContext| async move {
+                // Over HTTP in the session era the client resumes with
+                // Last-Event-ID after the `retry` delay; elsewhere this is
+                // a plain call.
+                conduit_mcp::server::http::close_sse_stream(&ctx);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok(CallToolResult::text(
+                    "Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.",
+                ))
             },
         )
         .tool(

@@ -93,7 +93,9 @@ async fn every_typed_helper_in_both_eras() {
             matches!(&read.contents[0], ResourceContents::Text(t) if t.text.contains("example server"))
         );
         let e = client.read_resource("demo://nothing").await.unwrap_err();
-        assert_eq!(e.server_error().map(|e| e.code), Some(-32002), "{e}");
+        // -32002 up to 2025-11-25; -32602 in 2026-07-28 (SEP-2164).
+        let code = if era == Era::Legacy { -32002 } else { -32602 };
+        assert_eq!(e.server_error().map(|e| e.code), Some(code), "{e}");
 
         let prompts = client.list_prompts().await.unwrap();
         assert_eq!(prompts[0].name, "greet");

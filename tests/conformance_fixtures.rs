@@ -628,11 +628,14 @@ async fn resources_read_as_the_suite_expects_in_both_eras() {
         let r = read("test://watched-resource").await;
         assert_eq!(r["contents"][0]["text"], "Watched resource content");
 
-        // sep-2164: an error naming the uri, never empty contents.
+        // sep-2164: an error naming the uri, never empty contents; in the
+        // modern era with -32602 (-32002 was the legacy code).
         let uri = "test://nonexistent-resource-for-conformance-testing";
+        let code = if era == Era::Legacy { -32002 } else { -32602 };
         match s.client.read_resource(uri).await {
             Err(conduit_mcp::Error::Server(e)) => {
-                assert_eq!(e.data, Some(json!({ "uri": uri })), "{era}")
+                assert_eq!(e.data, Some(json!({ "uri": uri })), "{era}");
+                assert_eq!(e.code, code, "{era}");
             }
             other => panic!("{era}: expected a JSON-RPC error, got {other:?}"),
         }

@@ -480,7 +480,7 @@ impl Router {
         };
         let Some((read, vars)) = found else {
             return Err(HandlerError::Rpc(
-                ErrorObject::new(RESOURCE_NOT_FOUND, "Resource not found")
+                ErrorObject::new(resource_not_found(ctx.era()), "Resource not found")
                     .with_data(json!({ "uri": p.uri })),
             ));
         };
@@ -615,8 +615,15 @@ fn session_of(
         .map_err(|e| HandlerError::Internal(e.to_string()))
 }
 
-/// The JSON-RPC code for an unknown resource (MCP).
-const RESOURCE_NOT_FOUND: i64 = -32002;
+/// The JSON-RPC code for an unknown resource: -32002 up to 2025-11-25;
+/// 2026-07-28 (SEP-2164) standardises on -32602 (invalid params), with the
+/// URI in `data` in both.
+fn resource_not_found(era: Era) -> i64 {
+    match era {
+        Era::Legacy => -32002,
+        Era::Modern => crate::jsonrpc::codes::INVALID_PARAMS,
+    }
+}
 
 /// Removes a listener from the router when its request ends.
 struct Unlisten<'a> {
