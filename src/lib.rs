@@ -226,9 +226,9 @@ mod transport;
 pub use child::{ShutdownHandle, ShutdownReport};
 pub use client::{
     forward_events, Backoff, CancelToken, Client, ClientConfig, ClientHandler, ClientResponder,
-    ClientShutdown, EraPreference, InboundRequest, LifecycleEvent, ListenEnd, Notifications,
-    Progress, RequestOptions, ServerSession, StartError, StartOptions, Status, StderrMode,
-    Subscription,
+    ClientShutdown, EraPreference, HttpOptions, InboundRequest, LifecycleEvent, ListenEnd,
+    Notifications, Progress, RequestOptions, ServerSession, StartError, StartOptions, Status,
+    StderrMode, Subscription,
 };
 pub use error::{ChildExit, CloseReason, ConfigError, Error, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};

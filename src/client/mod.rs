@@ -25,6 +25,7 @@ mod connection;
 mod direct;
 mod discovery;
 mod events;
+mod http_options;
 mod listen;
 mod notifications;
 mod reply_slot;
@@ -41,6 +42,8 @@ pub use client_config::{
     Backoff, ClientConfig, EraPreference, StderrMode, DEFAULT_MAX_WRITE_QUEUE_BYTES,
 };
 pub use events::{forward_events, LifecycleEvent};
+pub(crate) use http_options::display_url;
+pub use http_options::HttpOptions;
 pub use listen::{ListenEnd, Subscription};
 pub use notifications::Notifications;
 pub use request_options::{CancelToken, Progress, RequestOptions};
@@ -73,6 +76,20 @@ pub enum StartError {
     /// An actor of the tree could not be spawned.
     #[error("could not start the client's actors: {0}")]
     Actor(String),
+}
+
+/// The transport `config` asks for: HTTP when it has a URL, else stdio.
+fn transport_for(config: &ClientConfig) -> Result<Arc<dyn Transport>, ConfigError> {
+    #[cfg(feature = "http")]
+    if let Some(http) = &config.http {
+        return Ok(Arc::new(crate::transport::http::HttpTransport::new(
+            config.display_name(),
+            http,
+            config.max_message_bytes,
+            config.max_write_queue_bytes,
+        )?));
+    }
+    Ok(Arc::new(StdioTransport::new(config.stdio_options())))
 }
 
 /// Options of [`Client::start_with`] beyond the config.
@@ -159,7 +176,7 @@ impl Client {
         let typed = Arc::new(TypedState::new(config.log_level.clone()));
         let refresh_tools = config.refresh_tools_on_list_changed;
         let config = Arc::new(config);
-        let transport: Arc<dyn Transport> = Arc::new(StdioTransport::new(config.stdio_options()));
+        let transport = transport_for(&config)?;
         let shared = Arc::new(ClientShared::new(config, opts.handler));
         if let Some(tx) = opts.events {
             shared.add_event_subscriber(tx);
