@@ -239,15 +239,25 @@ pub(crate) async fn send(
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, Error> {
+    with_options(options, |opts| client.request_with(method, params, opts)).await
+}
+
+/// Runs `call` with request options holding the options' timeout, showing
+/// progress when asked (a list's pages share them).
+pub(crate) async fn with_options<F, Fut, T>(options: &Options, call: F) -> T
+where
+    F: FnOnce(RequestOptions) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
     let mut opts = RequestOptions::new();
     if let Some(t) = options.timeout {
         opts = opts.timeout(t);
     }
     if !options.progress {
-        return client.request_with(method, params, opts).await;
+        return call(opts).await;
     }
     let (opts, view) = ProgressView::attach(opts);
-    let r = client.request_with(method, params, opts).await;
+    let r = call(opts).await;
     // The sender went with the options: every notification is shown.
     view.finish().await;
     r

@@ -247,7 +247,10 @@ pub enum Error {
     /// The client gave up restarting the server.
     #[error("client gave up after {attempts} failed attempts: {last}")]
     GaveUp {
-        /// Consecutive failed attempts.
+        /// Deaths of the server counted within
+        /// [`restart_period`](crate::ClientConfig::restart_period), the
+        /// last one included: `max_reconnects` + 1, or fewer when the
+        /// handshake failed for good (restarting would meet the same server).
         attempts: u32,
         /// The last failure.
         last: String,
@@ -272,6 +275,38 @@ pub enum Error {
     /// A client-side failure that fits no other variant (an actor could not be spawned).
     #[error("{0}")]
     Internal(String),
+    /// A paginated list (`tools/list`, `resources/list`, ...) went past one
+    /// of its caps ([`max_list_pages`](crate::ClientConfig::max_list_pages),
+    /// [`max_list_items`](crate::ClientConfig::max_list_items),
+    /// [`max_list_bytes`](crate::ClientConfig::max_list_bytes)): the server
+    /// kept sending a `nextCursor`. What was fetched is dropped.
+    #[error(
+        "`{method}`: the list went past its cap of {limit} {cap} \
+         ({pages} pages, {items} items, {bytes} bytes held when it stopped)"
+    )]
+    ListTooLong {
+        /// The list method.
+        method: String,
+        /// The cap that was reached.
+        cap: ListCap,
+        /// Its configured value.
+        limit: usize,
+        /// Pages fetched.
+        pages: usize,
+        /// Items in them.
+        items: usize,
+        /// Bytes they hold in memory once parsed (an estimate).
+        bytes: usize,
+    },
+    /// The server sent, in one paginated list, a `nextCursor` it had sent
+    /// before: following it would loop. What was fetched is dropped.
+    #[error("`{method}`: the server repeated a cursor after {pages} pages (the list would loop)")]
+    RepeatedCursor {
+        /// The list method.
+        method: String,
+        /// Pages fetched, the one with the repeated cursor included.
+        pages: usize,
+    },
     /// The method does not exist in the server's protocol era (for example
     /// `resources/subscribe` with a modern server, `subscriptions/listen`
     /// with a legacy one). Nothing was sent.
@@ -282,6 +317,28 @@ pub enum Error {
         /// The session's era.
         era: crate::protocol::Era,
     },
+}
+
+/// The cap of a paginated list that was reached (see [`Error::ListTooLong`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListCap {
+    /// [`max_list_pages`](crate::ClientConfig::max_list_pages).
+    Pages,
+    /// [`max_list_items`](crate::ClientConfig::max_list_items).
+    Items,
+    /// [`max_list_bytes`](crate::ClientConfig::max_list_bytes).
+    Bytes,
+}
+
+impl fmt::Display for ListCap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ListCap::Pages => "pages",
+            ListCap::Items => "items",
+            ListCap::Bytes => "bytes",
+        })
+    }
 }
 
 impl Error {

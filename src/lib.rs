@@ -230,7 +230,7 @@ pub use client::{
     Notifications, Progress, RequestOptions, ServerSession, StartError, StartOptions, Status,
     StderrMode, Subscription,
 };
-pub use error::{ChildExit, CloseReason, ConfigError, Error, SpawnError};
+pub use error::{ChildExit, CloseReason, ConfigError, Error, ListCap, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};
 pub use protocol::{CallToolResult, Era, Implementation, Tool};
 pub use secret::{EnvValue, Secret};

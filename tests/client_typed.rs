@@ -83,7 +83,7 @@ async fn every_typed_helper_in_both_eras() {
             .await
             .unwrap();
         assert!(r.is_error(), "{r:?}");
-        assert!(r.joined_text().contains("invalid type"), "{r:?}");
+        assert!(r.joined_text().contains("\"two\" is not of type"), "{r:?}");
 
         let resources = client.list_resources().await.unwrap();
         assert_eq!(resources[0].uri, "demo://readme");

@@ -367,9 +367,17 @@ async fn stderr_flood_of_64_mib_inherited() {
 /// timeout, and calls made while no server runs wait for the next one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_racing_repeated_server_exits_all_resolve() {
-    let client = Client::start(common::config(&["--exit-after", "40", "--exit-code", "7"]))
-        .await
-        .unwrap();
+    // A server dying every 40 answers is a crash loop the client would give
+    // up on (max_reconnects within restart_period): here it restarts it
+    // for ever, with a constant backoff, as this test is about the calls.
+    let steady = conduit_mcp::Backoff {
+        initial: Duration::from_millis(20),
+        max: Duration::from_millis(20),
+        factor: 1.0,
+    };
+    let cfg =
+        common::config(&["--exit-after", "40", "--exit-code", "7"]).restarts(steady, u32::MAX);
+    let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
     let t = Instant::now();
     let tasks: Vec<_> = (0..8)

@@ -1,7 +1,8 @@
 //! The inbound byte budget (`ServerConfig::max_inbound_bytes`) as a client
 //! sees it: reading pauses when the parsed input held reaches the budget
-//! and resumes when a handler ends; cancellations and responses to the
-//! server's own requests still get through when the budget is full.
+//! and resumes when a handler ends; cancellations, pings and responses to
+//! the server's own requests still get through when the budget is full
+//! (`server_backlog.rs` has more on cancellations).
 //!
 //! The peak-memory figure under a hostile client is in `server_memory.rs`.
 
@@ -9,12 +10,7 @@ use conduit_mcp::server::{ServerError, MIN_INBOUND_BYTES};
 use serde_json::json;
 
 mod server_support;
-use server_support::{config, next_event, start, Event, TestHandler};
-
-/// A string param of `n` bytes: a request's estimate is about its size.
-fn pad(n: usize) -> String {
-    "x".repeat(n)
-}
+use server_support::{config, next_event, pad, start, Event, TestHandler};
 
 #[tokio::test]
 async fn reading_pauses_at_the_byte_budget_and_resumes_when_a_handler_ends() {
@@ -23,27 +19,18 @@ async fn reading_pauses_at_the_byte_budget_and_resumes_when_a_handler_ends() {
     let mut c = start(config().max_inbound_bytes(MIN_INBOUND_BYTES), h);
     c.initialize(json!({})).await;
     // Two requests of 0.4 MiB fit in 1 MiB; the third does not.
-    for (id, g) in [(1, "g1"), (2, "g2"), (3, "g3")] {
-        c.request(
-            json!(id),
-            "wait",
-            json!({ "gate": g, "pad": pad(400 * 1024) }),
-        )
-        .await;
-    }
-    c.request(json!("after"), "ping", json!({})).await;
+    c.three_requests_over_a_1_mib_budget().await;
     assert_eq!(next_event(&mut events).await, Event::Started(json!(1)));
     assert_eq!(next_event(&mut events).await, Event::Started(json!(2)));
-    // Request 3 and the ping behind it are not read until bytes are
-    // released: the ping's answer comes only after request 1's.
+    // Request 3 waits for room (a ping goes past it: answered at once),
+    // and starts when request 1 ends and releases its bytes.
+    let before = c.until_ping("while-full").await;
+    assert!(before.is_empty(), "{before:?}");
     gate.notify_one();
     let first = c.recv().await;
     assert_eq!(first["id"], json!(1), "{first}");
     assert_eq!(first["result"]["opened"], "g1");
     assert_eq!(next_event(&mut events).await, Event::Started(json!(3)));
-    let pong = c.recv().await;
-    assert_eq!(pong["id"], "after", "{pong}");
-    assert_eq!(pong["result"], json!({}));
 }
 
 #[tokio::test]
@@ -59,11 +46,7 @@ async fn a_cancellation_is_read_while_one_oversized_request_holds_the_budget() {
     )
     .await;
     assert_eq!(next_event(&mut events).await, Event::Started(json!(1)));
-    c.send(
-        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": { "requestId": 1 } }),
-    )
-    .await;
+    c.cancel(json!(1)).await;
     assert_eq!(next_event(&mut events).await, Event::Dropped(json!(1)));
     // Its bytes were released: a new request is read and answered.
     let before = c.until_ping("after-cancel").await;

@@ -10,6 +10,9 @@
 //! ends when the child holds every request (the unbounded case) or logs
 //! (debug level, on stderr) that the byte budget paused reading, with the
 //! requests it can afford started: from then on it reads nothing more.
+//!
+//! The same way, a `Router` flooded with `resources/subscribe` of distinct
+//! 1 KiB URIs keeps at most its per-session cap of them.
 
 #![cfg(target_os = "linux")]
 
@@ -18,9 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use conduit_mcp::jsonrpc::Request;
-use conduit_mcp::protocol::Implementation;
+use conduit_mcp::protocol::{Implementation, ReadResourceResult, Resource};
 use conduit_mcp::server::{
-    Handler, HandlerError, RequestContext, ServerConfig, StdioServer, DEFAULT_MAX_INBOUND_BYTES,
+    Handler, HandlerError, RequestContext, Router, ServerConfig, StdioServer,
+    DEFAULT_MAX_INBOUND_BYTES,
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -68,6 +72,20 @@ fn memory_child() {
     eprintln!("child: serve ended: {end:?}");
 }
 
+/// This test binary re-run as a server child: only the test `name`, made
+/// active by the environment variable `env`.
+fn spawn_child(name: &str, env: &str, stderr: Stdio) -> tokio::process::Child {
+    tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(env, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
 fn status_kib(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("child status");
     status
@@ -101,15 +119,7 @@ struct Run {
 /// it either holds every request or says it paused reading with
 /// `expect_held` requests started; then kills it and reports.
 async fn flood(requests: usize, line_bytes: usize, expect_held: usize) -> Run {
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["memory_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child("memory_child", CHILD_ENV, Stdio::piped());
     let pid = child.id().expect("child pid");
     let mut stdin = child.stdin.take().unwrap();
     let (seen_tx, mut seen) = mpsc::unbounded_channel();
@@ -208,12 +218,13 @@ async fn flood(requests: usize, line_bytes: usize, expect_held: usize) -> Run {
 }
 
 /// The documented bound for messages of `parsed` bytes: the budget, or one
-/// message alone when it is larger, plus the 1/8 reserve for responses and
-/// cancellations; plus the next line, held unparsed while reading is
-/// paused, and an allowance for the allocator and the runtime.
+/// message alone when it is larger, plus the 1/8 reserve for control
+/// messages; plus two lines held unparsed while reading is paused (the
+/// request waiting for room and the line behind it), and an allowance for
+/// the allocator and the runtime.
 fn bound(parsed: u64, line_bytes: usize) -> u64 {
     let budget = DEFAULT_MAX_INBOUND_BYTES as u64;
-    budget.max(parsed) + budget / 8 + line_bytes as u64 + ALLOWANCE
+    budget.max(parsed) + budget / 8 + 2 * line_bytes as u64 + ALLOWANCE
 }
 
 const ALLOWANCE: u64 = 24 * MIB;
@@ -271,4 +282,105 @@ async fn hostile_1_mib_array_requests_fill_the_budget_and_no_more() {
     );
     assert!(run.paused, "the server never paused reading");
     assert_eq!(run.started, 3, "as many as fit in the budget");
+}
+
+// ------------------------------------------- legacy subscriptions (Router)
+
+const ROUTER_CHILD_ENV: &str = "CONDUIT_ROUTER_CHILD";
+/// `resources/subscribe` requests sent, each for a distinct 1 KiB URI.
+const SUBSCRIBES: usize = 100_000;
+const URI_BYTES: usize = 1024;
+
+/// The child's body for the subscription flood: a `Router` with one
+/// resource, served on its stdio with a 4 MiB inbound budget.
+#[test]
+fn router_child() {
+    if std::env::var_os(ROUTER_CHILD_ENV).is_none() {
+        return; // only meaningful as the child of the test below
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let end = rt.block_on(async {
+        let config =
+            ServerConfig::new(Implementation::new("router", "0")).max_inbound_bytes(4 << 20);
+        let router = Router::new().resource(Resource::new("demo://r", "r"), |_ctx| async {
+            Ok(ReadResourceResult::default())
+        });
+        StdioServer::new(config).serve(router).await
+    });
+    eprintln!("child: serve ended: {end:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_subscriptions_is_capped_per_session() {
+    let mut child = spawn_child("router_child", ROUTER_CHILD_ENV, Stdio::inherit());
+    let pid = child.id().expect("child pid");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The next protocol line (libtest's "running 1 test" may come first).
+    async fn next(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>) -> Value {
+        loop {
+            let l = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+                .await
+                .expect("the child hung")
+                .expect("read")
+                .expect("the child's output ended");
+            if let Some(at) = l.find("{\"jsonrpc\"") {
+                return serde_json::from_str(&l[at..]).expect("JSON");
+            }
+        }
+    }
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"init\",\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"hostile\",\"version\":\"0\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    assert_eq!(next(&mut lines).await["id"], "init");
+    let base_kib = status_kib(pid, "VmHWM:");
+
+    let writer = tokio::spawn(async move {
+        let pad = "x".repeat(URI_BYTES - 24);
+        let mut batch = Vec::with_capacity(1 << 20);
+        for i in 0..SUBSCRIBES {
+            batch.extend_from_slice(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"resources/subscribe\",\"params\":{{\"uri\":\"demo://r/{i:010}/{pad}\"}}}}\n")
+                    .as_bytes(),
+            );
+            if batch.len() >= 1 << 20 {
+                stdin.write_all(&batch).await?;
+                batch.clear();
+            }
+        }
+        stdin.write_all(&batch).await?;
+        Ok::<_, std::io::Error>(stdin) // keep our end open
+    });
+    let (mut accepted, mut refused, mut first_refusal) = (0usize, 0usize, None);
+    for _ in 0..SUBSCRIBES {
+        let m = next(&mut lines).await;
+        if m.get("result").is_some() {
+            accepted += 1;
+        } else {
+            refused += 1;
+            first_refusal.get_or_insert(m);
+        }
+    }
+    let peak_kib = status_kib(pid, "VmHWM:");
+    let rss_kib = status_kib(pid, "VmRSS:");
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    let _ = writer.await;
+    let growth = peak_kib.saturating_sub(base_kib) * 1024;
+    println!(
+        "{SUBSCRIBES} resources/subscribe of {URI_BYTES}-byte URIs, 4 MiB inbound budget: \
+         {accepted} accepted, {refused} refused; server peak RSS growth {} MiB \
+         (RSS at the end {} MiB); first refusal: {first_refusal:?}",
+        growth / MIB,
+        rss_kib / 1024
+    );
+    assert!(
+        growth <= 32 * MIB,
+        "the subscriptions grew the server by {} MiB",
+        growth / MIB
+    );
+    let refusal = first_refusal.expect("some subscriptions refused");
+    let message = refusal["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("max_subscription_bytes"), "{refusal}");
 }

@@ -134,7 +134,7 @@ async fn legacy_tools_errors_panics_and_a_list_change_at_run_time() {
         )
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "3");
-    // An argument error: a tool error with the decoding problem.
+    // An argument error: a tool error naming the argument and the rule.
     let r = p
         .call(
             3,
@@ -144,7 +144,10 @@ async fn legacy_tools_errors_panics_and_a_list_change_at_run_time() {
         .await;
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("missing field `b`"), "{text}");
+    assert!(
+        text.contains("\"b\"") && text.contains("required"),
+        "{text}"
+    );
     // A panic: a tool error too, and the session goes on.
     let r = p
         .call(
@@ -245,4 +248,292 @@ async fn modern_listen_streams_get_list_changes_and_end_at_eof() {
     let served = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
     assert_eq!(served.unwrap(), ServeEnd::Eof);
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+/// A router whose `note` tool logs at info and says whether the log was sent.
+fn noting_router() -> Router {
+    Router::new()
+        .tool(
+            "note",
+            "Logs at info.",
+            |_: NoArgs, ctx: RequestContext| async move {
+                let sent = ctx.log("info", json!("a note")).unwrap_or(false);
+                Ok(CallToolResult::text(sent.to_string()))
+            },
+        )
+        .resource(Resource::new("demo://a", "a"), |_ctx| async {
+            Ok(ReadResourceResult::default())
+        })
+}
+
+async fn legacy_init(p: &mut Peer) {
+    let init = p
+        .call(0, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }))
+        .await;
+    assert!(init.get("result").is_some(), "{init}");
+    p.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+        .await;
+}
+
+/// Pings and returns everything the server sent before the answer.
+async fn before_pong(p: &mut Peer, id: i64) -> Vec<Value> {
+    p.send(json!({ "jsonrpc": "2.0", "id": id, "method": "ping" }))
+        .await;
+    let mut before = Vec::new();
+    loop {
+        let m = p.recv().await;
+        if m["id"] == json!(id) && m.get("method").is_none() {
+            return before;
+        }
+        before.push(m);
+    }
+}
+
+#[tokio::test]
+async fn subscriptions_and_log_levels_belong_to_the_session_that_set_them() {
+    // One router, two sessions (as an HTTP server would serve them).
+    let router = noting_router();
+    let (mut a, task_a) = serve(router.clone());
+    let (mut b, task_b) = serve(router.clone());
+    legacy_init(&mut a).await;
+    legacy_init(&mut b).await;
+
+    let r = a
+        .call(1, "resources/subscribe", json!({ "uri": "demo://a" }))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    let r = a
+        .call(2, "logging/setLevel", json!({ "level": "error" }))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+
+    router.resource_updated("demo://a");
+    let told_a = before_pong(&mut a, 3).await;
+    let told_b = before_pong(&mut b, 3).await;
+    println!(
+        "resources/updated for a URI only session A subscribed: A got {}, B got {}",
+        told_a.len(),
+        told_b.len()
+    );
+    assert_eq!(told_a.len(), 1, "{told_a:?}");
+    assert_eq!(told_a[0]["method"], "notifications/resources/updated");
+    assert!(told_b.is_empty(), "B never subscribed: {told_b:?}");
+
+    // A asked for errors only; B set no level.
+    let note = |r: &Value| {
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let in_a = a
+        .call(4, "tools/call", json!({ "name": "note", "arguments": {} }))
+        .await;
+    let in_b = b
+        .call(4, "tools/call", json!({ "name": "note", "arguments": {} }))
+        .await;
+    println!(
+        "an info log after A's setLevel(error): sent in A: {:?}, in B: {:?}",
+        note(&in_a),
+        note(&in_b)
+    );
+    assert_eq!(note(&in_a).as_deref(), Some("false"), "{in_a}");
+    assert_eq!(note(&in_b).as_deref(), Some("true"), "{in_b}");
+
+    for (p, task) in [(a, task_a), (b, task_b)] {
+        drop(p); // closes its input
+        let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+        assert_eq!(end.unwrap(), ServeEnd::Eof);
+    }
+}
+
+#[tokio::test]
+async fn a_new_session_does_not_inherit_the_subscriptions_of_one_that_ended() {
+    let router = noting_router();
+    let (mut a, task_a) = serve(router.clone());
+    legacy_init(&mut a).await;
+    let r = a
+        .call(1, "resources/subscribe", json!({ "uri": "demo://a" }))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    drop(a);
+    let end = tokio::time::timeout(PATIENCE, task_a)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+
+    let (mut b, task_b) = serve(router.clone());
+    legacy_init(&mut b).await;
+    router.resource_updated("demo://a");
+    let told_b = before_pong(&mut b, 2).await;
+    assert!(told_b.is_empty(), "B never subscribed: {told_b:?}");
+    // Nor does a second initialize on one connection keep the first's.
+    let r = b
+        .call(3, "resources/subscribe", json!({ "uri": "demo://a" }))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    legacy_init(&mut b).await;
+    router.resource_updated("demo://a");
+    let told_b = before_pong(&mut b, 4).await;
+    assert!(told_b.is_empty(), "re-initialized: {told_b:?}");
+    drop(b);
+    let end = tokio::time::timeout(PATIENCE, task_b)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+}
+
+#[tokio::test]
+async fn subscriptions_and_set_level_are_legacy_methods() {
+    // 2026-07-28 replaced them with subscriptions/listen and the _meta
+    // level: a modern request for them is an unknown method.
+    let (mut p, task) = serve(noting_router());
+    for (id, method, params) in [
+        (1, "resources/subscribe", json!({ "uri": "demo://a" })),
+        (2, "logging/setLevel", json!({ "level": "error" })),
+    ] {
+        let r = p.call(id, method, modern(params)).await;
+        assert_eq!(r["error"]["code"], json!(-32601), "{method}: {r}");
+    }
+    drop(p);
+    let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+}
+
+/// Arguments whose schema says more than their Rust types.
+#[derive(Deserialize, JsonSchema)]
+struct Steps {
+    /// How many steps, 1 to 20.
+    #[schemars(range(min = 1, max = 20))]
+    count: u32,
+    /// A short label.
+    #[schemars(length(max = 8))]
+    label: Option<String>,
+}
+
+#[tokio::test]
+async fn arguments_are_checked_against_the_tools_input_schema_before_it_runs() {
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let steps = ran.clone();
+    let router = Router::new().tool(
+        "steps",
+        "Runs `count` steps.",
+        move |args: Steps, _ctx: RequestContext| {
+            let steps = steps.clone();
+            async move {
+                steps.fetch_add(args.count, std::sync::atomic::Ordering::SeqCst);
+                let label = args.label.unwrap_or_default();
+                Ok(CallToolResult::text(format!("ran {}{label}", args.count)))
+            }
+        },
+    );
+    let (mut p, task) = serve(router);
+    legacy_init(&mut p).await;
+    let text = |r: &Value| {
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let r = p
+        .call(
+            1,
+            "tools/call",
+            json!({ "name": "steps", "arguments": { "count": 3 } }),
+        )
+        .await;
+    assert_eq!(text(&r), "ran 3", "{r}");
+
+    let r = p
+        .call(
+            2,
+            "tools/call",
+            json!({ "name": "steps", "arguments": { "count": 99 } }),
+        )
+        .await;
+    let steps_run = ran.load(std::sync::atomic::Ordering::SeqCst) - 3;
+    println!("{{\"count\": 99}} with maximum 20: {steps_run} steps ran; answer: {r}");
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert_eq!(
+        steps_run, 0,
+        "the tool ran with arguments its schema refuses"
+    );
+    let t = text(&r);
+    assert!(t.contains("count") && t.contains("maximum"), "{t}");
+
+    // Every violation is named, with the argument and the rule.
+    let r = p
+        .call(
+            3,
+            "tools/call",
+            json!({ "name": "steps", "arguments": { "count": 0, "label": "far too long" } }),
+        )
+        .await;
+    let t = text(&r);
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(t.contains("count") && t.contains("minimum"), "{t}");
+    assert!(t.contains("label") && t.contains("maxLength"), "{t}");
+    let r = p
+        .call(4, "tools/call", json!({ "name": "steps", "arguments": {} }))
+        .await;
+    let t = text(&r);
+    assert!(t.contains("count") && t.contains("required"), "{t}");
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 3);
+
+    drop(p);
+    let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
+}
+
+#[tokio::test]
+async fn a_tool_with_a_hand_written_schema_is_checked_against_that_schema() {
+    let router = Router::new();
+    router.add_tool(
+        conduit_mcp::protocol::Tool {
+            name: "pick".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": { "a": { "type": "integer", "enum": [1, 2, 3] } },
+                "required": ["a"],
+                "additionalProperties": false,
+            }),
+            ..Default::default()
+        },
+        |args: Value, _ctx: RequestContext| async move {
+            Ok(CallToolResult::text(args["a"].to_string()))
+        },
+    );
+    let (mut p, task) = serve(router);
+    legacy_init(&mut p).await;
+    let r = p
+        .call(
+            1,
+            "tools/call",
+            json!({ "name": "pick", "arguments": { "a": 2 } }),
+        )
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "2", "{r}");
+    for (id, args, rule) in [
+        (2, json!({ "a": 7 }), "enum"),
+        (3, json!({ "a": 1, "b": 0 }), "additionalProperties"),
+    ] {
+        let r = p
+            .call(
+                id,
+                "tools/call",
+                json!({ "name": "pick", "arguments": args }),
+            )
+            .await;
+        assert_eq!(r["result"]["isError"], json!(true), "{r}");
+        let t = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(t.contains(rule), "{rule}: {t}");
+    }
+    drop(p);
+    let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+    assert_eq!(end.unwrap(), ServeEnd::Eof);
 }

@@ -102,6 +102,9 @@ async fn start_stop_and_crash_restart_cycles_leak_nothing() {
         max: Duration::from_millis(5),
         factor: 2.0,
     };
+    // Hundreds of crashes within restart_period: a crash loop the client
+    // would give up on; this test restarts it for ever.
+    cfg.max_reconnects = u32::MAX;
     let client = Client::start_with(
         cfg,
         StartOptions {

@@ -2,12 +2,13 @@
 //! after `--` (or one server of a config file).
 
 use std::ffi::OsString;
-use std::future::Future;
 
 use serde_json::{json, Value};
 
 use super::args::{Command, Options};
-use super::{apply_options, failure, interrupted, send, Fail, Output, DEFAULT_TIMEOUT};
+use super::{
+    apply_options, failure, interrupted, send, with_options, Fail, Output, DEFAULT_TIMEOUT,
+};
 use crate::client::ClientConfig;
 use crate::client::{Client, StartError};
 
@@ -80,16 +81,12 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
     match command {
         Command::Discover => Ok(session.to_json()),
         Command::Tools => {
-            let tools = all_pages("tools", |params| {
-                send(options, client, "tools/list", params)
+            // The client's loop, with its caps on pages, items and bytes.
+            let tools = with_options(options, |opts| {
+                client.list_all_with("tools/list", "tools", opts)
             })
             .await
-            .map_err(|e| match e {
-                PageError::Fetch(e) => failure(e),
-                PageError::RepeatedCursor(c) => {
-                    Fail::Transport(format!("tools/list: the server repeated cursor {c:?}"))
-                }
-            })?;
+            .map_err(failure)?;
             Ok(json!({ "tools": tools }))
         }
         Command::Call { tool, args, .. } => {
@@ -103,44 +100,6 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
             .map_err(failure),
         Command::Servers | Command::Completions { .. } => {
             Err(Fail::Usage("not a one-server subcommand".into()))
-        }
-    }
-}
-
-/// Why a paginated list stopped.
-#[derive(Debug)]
-enum PageError<E> {
-    /// A page could not be fetched.
-    Fetch(E),
-    /// The server sent a cursor it had sent before (it would loop).
-    RepeatedCursor(String),
-}
-
-/// Fetches every page of a `*/list` method with `fetch` (given the params
-/// of each page: `None`, then `{"cursor": ...}`) and concatenates the `key`
-/// arrays.
-async fn all_pages<F, Fut, E>(key: &str, mut fetch: F) -> Result<Vec<Value>, PageError<E>>
-where
-    F: FnMut(Option<Value>) -> Fut,
-    Fut: Future<Output = Result<Value, E>>,
-{
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut seen = std::collections::HashSet::new();
-    loop {
-        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let mut page = fetch(params).await.map_err(PageError::Fetch)?;
-        if let Some(list) = page.get_mut(key).and_then(Value::as_array_mut) {
-            items.append(list);
-        }
-        match page.get("nextCursor").and_then(Value::as_str) {
-            Some(next) if !next.is_empty() => {
-                if !seen.insert(next.to_owned()) {
-                    return Err(PageError::RepeatedCursor(next.to_owned()));
-                }
-                cursor = Some(next.to_owned());
-            }
-            _ => return Ok(items),
         }
     }
 }

@@ -183,10 +183,26 @@ pub struct ClientConfig {
     /// (default 16 MiB). Past it, notifications for that subscriber are
     /// dropped and counted ([`Notifications::dropped`](crate::Notifications::dropped)).
     pub max_queued_notification_bytes: usize,
-    /// Restart backoff.
+    /// Restart backoff. The delay grows with the restart's number (see
+    /// [`restart_period`](Self::restart_period)), so it keeps growing while
+    /// the server keeps dying, and starts from `initial` again once a
+    /// server has stayed up.
     pub backoff: Backoff,
-    /// Consecutive failed restarts before giving up (default 5).
+    /// Restarts allowed within [`restart_period`](Self::restart_period)
+    /// (default 5): when the server dies once more, the client gives up.
+    /// Counted whatever phase the server died in (spawn, handshake, or after
+    /// it was ready), as OTP's supervisors count restart intensity. 0: the
+    /// first death is final.
     pub max_reconnects: u32,
+    /// The period of [`max_reconnects`](Self::max_reconnects) (default
+    /// 60 s), measured in time a server was ready, not on the wall clock:
+    /// backoff waits and slow starts do not count, so a server that never
+    /// gets ready is given up after `max_reconnects` restarts whatever the
+    /// backoff. A death counts until servers have been ready for this long
+    /// after it; once none counts any more (a server stayed up this long),
+    /// restarts are numbered from 1 again and the backoff starts over.
+    #[serde(rename = "restart_period_ms", with = "crate::serde_support::millis")]
+    pub restart_period: Duration,
     /// Put the child in its own process group and signal the whole group
     /// (default on), so a launcher's children (npx, uvx) are ended too.
     pub kill_process_group: bool,
@@ -227,6 +243,22 @@ pub struct ClientConfig {
     /// (`notifications/tools/list_changed`; modern servers send it on a
     /// `subscriptions/listen` stream the client opens for it). Default off.
     pub refresh_tools_on_list_changed: bool,
+    /// Pages one paginated list (`tools/list`, `resources/list`, ...) may
+    /// have (default 1,000): a server that sends another `nextCursor` past
+    /// it makes the list fail with
+    /// [`Error::ListTooLong`](crate::Error::ListTooLong). Real servers send
+    /// one to a few dozen pages.
+    pub max_list_pages: usize,
+    /// Items (tools, resources, ...) one paginated list may hold, all pages
+    /// together (default 100,000; the largest real lists hold thousands).
+    pub max_list_items: usize,
+    /// Bytes the pages of one paginated list may hold in memory once parsed
+    /// (default 64 MiB; estimated as every memory bound of the crate is,
+    /// from the parsed JSON, on the high side). Parsed JSON holds many times
+    /// its text (about 16 times for a list of small tools): the default
+    /// admits about 43,000 small tools (about 4 MiB of JSON text), not one
+    /// 8 MiB page of them.
+    pub max_list_bytes: usize,
     /// A Streamable HTTP server instead of a child process (feature
     /// `http`; see [`ClientConfig::http`]). When set, `command`, `args`,
     /// `env`, `cd`, `stderr` and the process options are not used;
@@ -258,6 +290,7 @@ impl ClientConfig {
             max_queued_notification_bytes: 16 * 1024 * 1024,
             backoff: Backoff::default(),
             max_reconnects: 5,
+            restart_period: Duration::from_secs(60),
             kill_process_group: true,
             die_with_parent: true,
             group_watchdog: false,
@@ -268,6 +301,9 @@ impl ClientConfig {
             capabilities: serde_json::json!({}),
             log_level: None,
             refresh_tools_on_list_changed: false,
+            max_list_pages: 1_000,
+            max_list_items: 100_000,
+            max_list_bytes: 64 * 1024 * 1024,
             http: None,
         }
     }
@@ -466,6 +502,12 @@ impl ClientConfig {
         self
     }
 
+    /// Sets [`restart_period`](Self::restart_period).
+    pub fn restart_period(mut self, period: Duration) -> Self {
+        self.restart_period = period;
+        self
+    }
+
     /// Sets [`kill_process_group`](Self::kill_process_group).
     pub fn kill_process_group(mut self, on: bool) -> Self {
         self.kill_process_group = on;
@@ -512,6 +554,24 @@ impl ClientConfig {
     /// Sets [`refresh_tools_on_list_changed`](Self::refresh_tools_on_list_changed).
     pub fn refresh_tools_on_list_changed(mut self, on: bool) -> Self {
         self.refresh_tools_on_list_changed = on;
+        self
+    }
+
+    /// Sets [`max_list_pages`](Self::max_list_pages).
+    pub fn max_list_pages(mut self, pages: usize) -> Self {
+        self.max_list_pages = pages;
+        self
+    }
+
+    /// Sets [`max_list_items`](Self::max_list_items).
+    pub fn max_list_items(mut self, items: usize) -> Self {
+        self.max_list_items = items;
+        self
+    }
+
+    /// Sets [`max_list_bytes`](Self::max_list_bytes).
+    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
+        self.max_list_bytes = bytes;
         self
     }
 
@@ -672,6 +732,10 @@ impl ClientConfig {
             ("max_inbound_requests", self.max_inbound_requests == 0),
             ("write_stall_timeout", self.write_stall_timeout.is_zero()),
             ("request_timeout", self.request_timeout.is_zero()),
+            ("restart_period", self.restart_period.is_zero()),
+            ("max_list_pages", self.max_list_pages == 0),
+            ("max_list_items", self.max_list_items == 0),
+            ("max_list_bytes", self.max_list_bytes == 0),
         ];
         if let Some((key, _)) = positive.iter().find(|(_, zero)| *zero) {
             return Err(ConfigError::new(key, "must be positive"));
@@ -793,6 +857,7 @@ mod tests {
             .max_queued_notification_bytes(5)
             .backoff(b)
             .max_reconnects(6)
+            .restart_period(d)
             .kill_process_group(false)
             .die_with_parent(false)
             .group_watchdog(true)
@@ -806,6 +871,9 @@ mod tests {
             })
             .log_level(LoggingLevel::Warning)
             .refresh_tools_on_list_changed(true)
+            .max_list_pages(7)
+            .max_list_items(8)
+            .max_list_bytes(9)
             .http_options(HttpOptions::new("http://x/"));
         // Every field differs from its default (a new field without a
         // builder shows up here as a missing line).
@@ -828,6 +896,7 @@ mod tests {
             max_queued_notification_bytes,
             backoff,
             max_reconnects,
+            restart_period,
             kill_process_group,
             die_with_parent,
             group_watchdog,
@@ -838,6 +907,9 @@ mod tests {
             capabilities,
             log_level,
             refresh_tools_on_list_changed,
+            max_list_pages,
+            max_list_items,
+            max_list_bytes,
             http,
         } = c;
         assert_eq!(http.map(|h| h.url).as_deref(), Some("http://x/"));
@@ -850,7 +922,14 @@ mod tests {
         assert_eq!((max_message_bytes, max_junk_lines), (1, 2));
         assert_eq!((max_write_queue_bytes, max_inbound_requests), (3, 4));
         assert_eq!((max_queued_notification_bytes, max_reconnects), (5, 6));
-        for t in [stdin_grace, term_grace, probe_timeout, write_stall_timeout] {
+        assert_eq!((max_list_pages, max_list_items, max_list_bytes), (7, 8, 9));
+        for t in [
+            stdin_grace,
+            term_grace,
+            probe_timeout,
+            write_stall_timeout,
+            restart_period,
+        ] {
             assert_eq!(t, d);
         }
         assert_eq!((request_timeout, init_timeout), (d, d));

@@ -49,7 +49,7 @@ pub enum LifecycleEvent {
     Restarting {
         /// The client's name.
         name: String,
-        /// Consecutive failed attempts so far.
+        /// The restart's number (see [`Status::Restarting`](crate::Status::Restarting)).
         attempt: u32,
         /// The backoff delay.
         delay: Duration,

@@ -19,6 +19,7 @@ use super::events::LifecycleEvent;
 use super::notifications::{Hub, Notifications};
 use super::reply_slot::DownReason;
 use super::responder::ClientHandler;
+use super::restarts::{RestartIntensity, Verdict};
 use super::status::Status;
 use super::waiters::{fail_waiters, Pending};
 use crate::child::{ShutdownHandle, ShutdownReport};
@@ -69,6 +70,10 @@ pub(crate) struct ClientShared {
     processes: Mutex<Processes>,
     /// Spawns under way (see [`ClientShared::begin_spawn`]).
     spawning: watch::Sender<usize>,
+    /// Deaths of servers (and Connections) that still count against
+    /// `max_reconnects`: here, not in an actor, so that a respawned
+    /// Connection goes on counting.
+    restarts: Mutex<RestartIntensity>,
 }
 
 impl std::fmt::Debug for ClientShared {
@@ -91,7 +96,9 @@ impl Drop for SpawnTicket {
 impl ClientShared {
     pub(crate) fn new(config: Arc<ClientConfig>, handler: Option<Arc<dyn ClientHandler>>) -> Self {
         let name = config.display_name();
+        let restarts = RestartIntensity::new(config.max_reconnects, config.restart_period);
         Self {
+            restarts: Mutex::new(restarts),
             notifications: Hub::new(config.max_queued_notification_bytes, name.clone()),
             name,
             config,
@@ -179,6 +186,20 @@ impl ClientShared {
         lock(&self.link).as_ref().map(|c| c.link.clone())
     }
 
+    // ---- restarts ----
+
+    /// The running server became ready: its ready time counts towards
+    /// `restart_period` from now.
+    pub(crate) fn server_ready(&self) {
+        lock(&self.restarts).ready(tokio::time::Instant::now());
+    }
+
+    /// A server died (or could not be spawned, or its Connection died):
+    /// restart it, or give up.
+    pub(crate) fn count_death(&self) -> Verdict {
+        lock(&self.restarts).died(tokio::time::Instant::now())
+    }
+
     // ---- stopping and giving up ----
 
     /// Makes the client stopped, whatever state its actors are in: the
@@ -222,7 +243,8 @@ impl ClientShared {
     }
 
     /// Records the final give-up: status, the error later calls get, and
-    /// the event. `last` is the last failure, `attempts` how many in a row.
+    /// the event. `last` is the last failure, `attempts` how many deaths
+    /// counted within the restart period.
     pub(crate) fn give_up(&self, attempts: u32, last: &str) -> Error {
         let err = Error::GaveUp {
             attempts,

@@ -49,7 +49,10 @@ pub enum Status {
     Ready(Arc<ServerSession>),
     /// Waiting to restart after the server closed.
     Restarting {
-        /// Consecutive failed attempts so far.
+        /// The restart's number among the deaths counted within
+        /// [`restart_period`](crate::ClientConfig::restart_period): 1, 2, ...
+        /// while the server keeps dying; 1 again once a server has stayed
+        /// up that long.
         attempt: u32,
         /// Why the last server closed.
         reason: String,

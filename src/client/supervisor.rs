@@ -2,9 +2,11 @@
 //!
 //! It spawns the Connection linked under itself and publishes its reference
 //! to the user's handles. The Connection applies the server restart policy;
-//! the supervisor applies the same policy to the Connection itself if it
-//! dies unexpectedly (a panic or `kill()`), and stops when the Connection
-//! ends for good (the client was stopped, or it gave up).
+//! the supervisor applies the same policy, with the same count (a dead
+//! Connection is one more death of the server within the restart period),
+//! to the Connection itself if it dies unexpectedly (a panic or `kill()`),
+//! and stops when the Connection ends for good (the client was stopped, or
+//! it gave up).
 
 use std::sync::Arc;
 
@@ -13,6 +15,7 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::connection::{child_exit, Connection, ConnectionArgs, ConnectionMsg};
+use super::restarts::Verdict;
 use super::shared::ClientShared;
 use super::status::Status;
 use crate::error::SpawnError;
@@ -54,7 +57,6 @@ pub(crate) struct SupervisorState {
     shared: Arc<ClientShared>,
     transport: Arc<dyn Transport>,
     connection: Option<ActorRef<ConnectionMsg>>,
-    respawns: u32,
 }
 
 impl SupervisorState {
@@ -89,7 +91,6 @@ impl Actor for ClientSupervisor {
             shared: args.shared,
             transport: args.transport,
             connection: None,
-            respawns: 0,
         };
         st.spawn_connection(&myself, args.first).await?;
         Ok(st)
@@ -137,22 +138,24 @@ impl Actor for ClientSupervisor {
             myself.stop(why);
             return Ok(());
         }
-        st.respawns += 1;
-        let cfg = &st.shared.config;
-        if st.respawns > cfg.max_reconnects {
-            let last = format!(
-                "the connection actor died: {}",
-                why.unwrap_or_else(|| "killed".into())
-            );
-            warn!(server = %st.shared.name, reason = %last, "giving up");
-            let err = st.shared.give_up(st.respawns, &last);
-            myself.stop(Some(err.to_string()));
-            return Ok(());
-        }
-        let delay = cfg.backoff.delay(st.respawns);
-        warn!(server = %st.shared.name, reason = ?why, delay_ms = delay.as_millis() as u64, "connection actor died; respawning");
+        // Its server died with it: one death, counted with the servers'.
+        let attempt = match st.shared.count_death() {
+            Verdict::Restart { attempt } => attempt,
+            Verdict::GiveUp { attempts } => {
+                let last = format!(
+                    "the connection actor died: {}",
+                    why.unwrap_or_else(|| "killed".into())
+                );
+                warn!(server = %st.shared.name, reason = %last, "giving up");
+                let err = st.shared.give_up(attempts, &last);
+                myself.stop(Some(err.to_string()));
+                return Ok(());
+            }
+        };
+        let delay = st.shared.config.backoff.delay(attempt);
+        warn!(server = %st.shared.name, reason = ?why, attempt, delay_ms = delay.as_millis() as u64, "connection actor died; respawning");
         st.shared.set_status(Status::Restarting {
-            attempt: st.respawns,
+            attempt,
             reason: why.unwrap_or_else(|| "connection actor killed".into()),
         });
         myself.send_after(delay, || SupervisorMsg::Respawn);

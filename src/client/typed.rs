@@ -9,13 +9,14 @@
 //! exist in one era only fail locally with [`Error::Unsupported`] in the
 //! other.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use tracing::warn;
 
+use super::pagination::Pager;
 use super::status::ServerSession;
 use super::{Client, RequestOptions};
 use crate::error::Error;
@@ -120,7 +121,12 @@ impl Client {
         self.request(method, None).await.map(drop)
     }
 
-    /// Lists every tool, following `nextCursor` through all pages.
+    /// Lists every tool, following `nextCursor` through all pages, within
+    /// the list caps ([`max_list_pages`](crate::ClientConfig::max_list_pages),
+    /// [`max_list_items`](crate::ClientConfig::max_list_items),
+    /// [`max_list_bytes`](crate::ClientConfig::max_list_bytes)): past one,
+    /// or on a cursor the server repeats, it fails with
+    /// [`Error::ListTooLong`] or [`Error::RepeatedCursor`].
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         self.all_pages::<ListToolsResult>(methods::TOOLS_LIST).await
     }
@@ -172,13 +178,14 @@ impl Client {
         self.request_as(methods::TOOLS_CALL, params, opts).await
     }
 
-    /// Lists every resource (all pages).
+    /// Lists every resource (all pages, within the list caps: see
+    /// [`list_tools`](Self::list_tools)).
     pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
         self.all_pages::<ListResourcesResult>(methods::RESOURCES_LIST)
             .await
     }
 
-    /// Lists every resource template (all pages).
+    /// Lists every resource template (all pages, within the list caps).
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
         self.all_pages::<ListResourceTemplatesResult>(methods::RESOURCES_TEMPLATES_LIST)
             .await
@@ -210,7 +217,7 @@ impl Client {
             .await
     }
 
-    /// Lists every prompt (all pages).
+    /// Lists every prompt (all pages, within the list caps).
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
         self.all_pages::<ListPromptsResult>(methods::PROMPTS_LIST)
             .await
@@ -281,55 +288,74 @@ impl Client {
     }
 
     /// Follows `nextCursor` and concatenates the `key` arrays of every
-    /// page, as sent (the raw form of the typed `list_*` helpers). Stops
-    /// with an error if the server repeats a cursor (a loop).
+    /// page, as sent (the raw form of the typed `list_*` helpers), within
+    /// the list caps (see [`list_tools`](Self::list_tools)).
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, Error> {
-        self.paginate(method, |mut page: Value| {
+        self.list_all_with(method, key, RequestOptions::new()).await
+    }
+
+    /// [`list_all`](Self::list_all) with options (timeout, progress,
+    /// cancellation) for each page's request.
+    pub async fn list_all_with(
+        &self,
+        method: &str,
+        key: &str,
+        opts: RequestOptions,
+    ) -> Result<Vec<Value>, Error> {
+        self.paginate(method, &opts, |mut page: Value| {
             let items = match page.get_mut(key).map(Value::take) {
                 Some(Value::Array(items)) => items,
                 _ => Vec::new(),
             };
-            let next = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            (items, next)
+            let next = match page.get_mut("nextCursor").map(Value::take) {
+                Some(Value::String(c)) => Some(c),
+                _ => None,
+            };
+            Ok((items, next))
         })
         .await
     }
 
     /// Every page of a typed list.
     async fn all_pages<P: Page>(&self, method: &str) -> Result<Vec<P::Item>, Error> {
-        self.paginate(method, P::split).await
+        self.paginate(method, &RequestOptions::new(), |page| {
+            serde_json::from_value::<P>(page)
+                .map(P::split)
+                .map_err(|e| Error::Codec {
+                    method: method.to_owned(),
+                    problem: format!("could not decode the result: {e}"),
+                })
+        })
+        .await
     }
 
-    /// Requests `method` page after page, splitting each with `split`.
-    async fn paginate<P: DeserializeOwned, T>(
+    /// Requests `method` page after page, splitting each with `split`,
+    /// within the list caps. Each page is measured once parsed (what it
+    /// holds, see [`Pager`]) before it is split.
+    async fn paginate<T>(
         &self,
         method: &str,
-        split: impl Fn(P) -> (Vec<T>, Option<Cursor>),
+        opts: &RequestOptions,
+        split: impl Fn(Value) -> Result<(Vec<T>, Option<Cursor>), Error>,
     ) -> Result<Vec<T>, Error> {
+        let mut pager = Pager::new(method, &self.shared.config);
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
-        let mut seen = HashSet::new();
         loop {
-            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let page: P = self
-                .request_as(method, params, RequestOptions::new())
-                .await?;
-            let (mut items, next) = split(page);
+            let params = cursor.take().map(|c| json!({ "cursor": c }));
+            let page: Value = self.request_as(method, params, opts.clone()).await?;
+            let held = crate::jsonrpc::footprint::value(&page);
+            let (mut items, next) = split(page)?;
+            let next = pager
+                .page(items.len(), held)
+                .and_then(|()| pager.next(next))
+                .inspect_err(|e| {
+                    warn!(server = %self.shared.name, error = %e, "paginated list stopped");
+                })?;
             out.append(&mut items);
             match next {
-                Some(next) if !next.is_empty() => {
-                    if !seen.insert(next.clone()) {
-                        return Err(Error::Codec {
-                            method: method.into(),
-                            problem: format!("server repeated cursor {next:?}"),
-                        });
-                    }
-                    cursor = Some(next);
-                }
-                _ => return Ok(out),
+                Some(next) => cursor = Some(next),
+                None => return Ok(out),
             }
         }
     }

@@ -14,11 +14,14 @@
 //! - a message fits if the total stays within the limit;
 //! - a message is always admitted when nothing is held, so one message
 //!   larger than the budget is still served, alone. Never two;
-//! - responses and `notifications/cancelled` have a reserve of their own,
-//!   1/8 of the limit, used first: they end or unblock requests, so a full
-//!   budget (even one held by a single oversized request) must not keep
-//!   them out when they are next in line. One too large for the reserve
-//!   is admitted like any other message.
+//! - responses, `notifications/cancelled` and `ping` have a reserve of
+//!   their own, 1/8 of the limit, used first: they end or unblock requests
+//!   (or are answered at once), so a full budget (even one held by a
+//!   single oversized request) must not keep them out. One too large for
+//!   the reserve is admitted like any other message.
+//!
+//! Two may wait at once: the reader (for a control message) and the task
+//! holding the one request line that did not fit; a release wakes both.
 //!
 //! So the total stays within `limit + limit / 8`, or one message's estimate
 //! plus the reserve when that is larger.
@@ -113,8 +116,8 @@ impl InboundBudget {
             "inbound byte budget full: reading paused"
         );
         loop {
-            // Created before the check: a release in between leaves a
-            // permit (notify_one), so it is not missed.
+            // Created before the check: `notify_waiters` reaches it from
+            // here on, so a release in between is not missed.
             let released = self.released.notified();
             if let Some(c) = self.try_take(e) {
                 tracing::debug!(held = self.held(), "inbound byte budget: reading resumed");
@@ -141,8 +144,9 @@ impl Drop for Charge {
             &self.budget.held
         };
         pool.fetch_sub(self.bytes, Ordering::AcqRel);
-        // One waiter at most (the reader); a permit if it is not waiting yet.
-        self.budget.released.notify_one();
+        // Every waiter (two at most): each registered its `Notified` before
+        // its last try, so none misses this release.
+        self.budget.released.notify_waiters();
     }
 }
 

@@ -173,21 +173,27 @@ impl RequestContext {
     ///
     /// Modern era: only when the request's `_meta` carries
     /// `io.modelcontextprotocol/logLevel` and `level` is at least as severe
-    /// (the specification forbids log messages otherwise). Legacy era: always
-    /// (the level set by `logging/setLevel` is the handler's business).
-    /// Levels, least severe first: debug, info, notice, warning, error,
-    /// critical, alert, emergency; an unknown level counts as debug.
+    /// (the specification forbids log messages otherwise). Legacy era: when
+    /// the session set a level with `logging/setLevel` (recorded by a
+    /// [`Router`](super::Router): [`ServerHandle::log_level`]), only at least
+    /// as severe; otherwise always. Levels, least severe first: debug, info,
+    /// notice, warning, error, critical, alert, emergency; an unknown level
+    /// counts as debug.
     pub fn log(&self, level: &str, data: Value) -> Result<bool, SendError> {
-        if self.era == Era::Modern {
-            let wanted = self
+        let wanted = match self.era {
+            Era::Modern => match self
                 .meta
                 .as_ref()
                 .and_then(|m| m.get(crate::protocol::meta::LOG_LEVEL))
-                .and_then(Value::as_str);
-            match wanted {
-                Some(w) if severity(level) >= severity(w) => {}
-                _ => return Ok(false),
-            }
+                .and_then(Value::as_str)
+            {
+                Some(w) => severity(w),
+                None => return Ok(false),
+            },
+            Era::Legacy => self.handle.log_level().map_or(0, |l| l.severity()),
+        };
+        if severity(level) < wanted {
+            return Ok(false);
         }
         self.handle.notify_log(level, None, data).map(|()| true)
     }

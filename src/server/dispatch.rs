@@ -191,6 +191,9 @@ fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObjec
         st.client_info = params.and_then(|p| p.get("clientInfo")).cloned();
         st.era = Some(Era::Legacy);
         st.initialized = false;
+        // A new legacy session: nothing of the previous one carries over.
+        st.subscriptions = Default::default();
+        st.log_level = None;
     }
     tracing::info!(version, requested, "legacy session initialized");
     let c = &shared.config;

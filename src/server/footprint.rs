@@ -46,8 +46,10 @@ use crate::protocol::methods;
 pub(crate) struct Estimate {
     /// Estimated bytes held once parsed, until the message is done with.
     pub(crate) bytes: usize,
-    /// A response or a `notifications/cancelled`: it unblocks or ends
-    /// requests, so it may use the budget's headroom.
+    /// A response, a `notifications/cancelled` or a `ping` request: it
+    /// unblocks or ends requests, or asks whether the server is alive (and
+    /// is answered at once), so it may use the budget's headroom and go
+    /// past a request that waits for room.
     pub(crate) control: bool,
 }
 
@@ -87,7 +89,9 @@ pub(crate) fn estimate(line: &[u8]) -> Estimate {
                 .saturating_add(VALUE)
                 .saturating_add(w.heap)
                 .saturating_add(w.extra),
-            control: (w.is_response && !w.has_method) || (w.is_cancel && !w.has_id),
+            control: (w.is_response && !w.has_method)
+                || (w.is_cancel && !w.has_id)
+                || (w.is_ping && w.has_id),
         },
         Err(_) => Estimate {
             bytes: MESSAGE_OVERHEAD.saturating_add(line.len().saturating_mul(INVALID_FACTOR)),
@@ -152,6 +156,7 @@ mod fast {
                     Some(Walked {
                         heap: string_heap(s.len()),
                         is_cancel: role == Role::Method && s == methods::CANCELLED.as_bytes(),
+                        is_ping: role == Role::Method && s == methods::PING.as_bytes(),
                         ..Walked::default()
                     })
                 }
@@ -290,6 +295,7 @@ mod fast {
                             let w = self.value(Role::Method)?;
                             sum.has_method = true;
                             sum.is_cancel = w.is_cancel;
+                            sum.is_ping = w.is_ping;
                             Some(w)
                         }
                         (Role::Envelope, b"params") => Some(self.value(Role::Params)?),
@@ -390,6 +396,7 @@ struct Walked {
     has_id: bool,
     has_method: bool,
     is_cancel: bool,
+    is_ping: bool,
     is_response: bool,
 }
 
@@ -479,6 +486,7 @@ impl<'de> Visitor<'de> for Walker {
         Ok(Walked {
             heap: string_heap(s.len()),
             is_cancel: self.0 == Role::Method && s == methods::CANCELLED,
+            is_ping: self.0 == Role::Method && s == methods::PING,
             ..Walked::default()
         })
     }
@@ -522,6 +530,7 @@ impl<'de> Visitor<'de> for Walker {
                     let w = map.next_value_seed(Walker(Role::Method))?;
                     sum.has_method = true;
                     sum.is_cancel = w.is_cancel;
+                    sum.is_ping = w.is_ping;
                     w
                 }
                 Key::Params => map.next_value_seed(Walker(Role::Params))?,
@@ -604,10 +613,18 @@ mod tests {
         for line in [&result[..], error, cancel] {
             assert!(estimate(line).control, "{}", String::from_utf8_lossy(line));
         }
+        let ping = br#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#;
+        assert!(estimate(ping).control);
         let request_named_cancel =
             br#"{"jsonrpc":"2.0","id":1,"method":"notifications/cancelled","params":{}}"#;
         let other = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
-        for line in [&request_named_cancel[..], other, &request("{}")] {
+        let ping_notification = br#"{"jsonrpc":"2.0","method":"ping"}"#;
+        for line in [
+            &request_named_cancel[..],
+            other,
+            ping_notification,
+            &request("{}"),
+        ] {
             assert!(!estimate(line).control, "{}", String::from_utf8_lossy(line));
         }
     }

@@ -11,11 +11,12 @@ use tokio::sync::{oneshot, watch};
 
 use crate::jsonrpc::pending::PendingTable;
 use crate::jsonrpc::{encode, ErrorObject, RequestId};
-use crate::protocol::{methods, Era};
+use crate::protocol::{methods, Era, LoggingLevel};
 
 use super::budget::InboundBudget;
 use super::error::SendError;
 use super::server_config::ServerConfig;
+use super::subscriptions::Subscriptions;
 use crate::line_io::{QueueError, WriteQueue};
 
 /// The id of the one session of a stdio server (for the per-session
@@ -38,6 +39,12 @@ pub(crate) struct SessionState {
     pub(crate) era: Option<Era>,
     /// `notifications/initialized` was received.
     pub(crate) initialized: bool,
+    /// Legacy: the URIs of `resources/subscribe` (a [`Router`](super::Router)
+    /// records them), bounded by `max_subscription_bytes`.
+    pub(crate) subscriptions: Subscriptions,
+    /// Legacy: the level of the latest `logging/setLevel` (a
+    /// [`Router`](super::Router) records it).
+    pub(crate) log_level: Option<LoggingLevel>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +171,9 @@ impl SessionShared {
     /// Ends the lifetime: handles and contexts become inert, and pending
     /// server-to-client requests fail with [`SendError::TransportGone`].
     pub(crate) fn close(&self) {
+        // The session's subscriptions go with it, even while a handle or a
+        // context kept by user code keeps this value alive.
+        self.session().subscriptions = Subscriptions::default();
         self.input_closed.send_replace(true);
         self.closed.store(true, Ordering::Release);
         drop(self.pending.take_all());
@@ -361,6 +371,16 @@ impl ServerHandle {
     /// modern `_meta`).
     pub fn era(&self) -> Option<Era> {
         self.shared().ok().and_then(|s| s.session().era)
+    }
+
+    /// The level the client asked for with `logging/setLevel` in this
+    /// session (legacy era), as recorded by a [`Router`](super::Router);
+    /// `None` before one, for a modern client, or once the transport is
+    /// gone. [`RequestContext::log`](super::RequestContext::log) honours it.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.shared()
+            .ok()
+            .and_then(|s| s.session().log_level.clone())
     }
 
     /// Sends a notification. Never waits: the line is queued for the writer.

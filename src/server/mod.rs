@@ -38,9 +38,12 @@
 //!   in, never buffered whole), one writer task writes everything, many
 //!   queued lines per write call. Responses go out in completion order.
 //! - **Concurrency.** Every request runs in its own task, up to
-//!   [`ServerConfig::max_in_flight`] at once (default 64); then requests wait
-//!   in a backlog of the same size; then the server stops reading.
-//!   Cancellations and responses are still read while requests wait.
+//!   [`ServerConfig::max_in_flight`] at once (default 64); further requests
+//!   wait in a backlog bounded by the byte budget (below), not by a count,
+//!   so the lines behind them go on being read: cancellations, pings and
+//!   responses are acted on while requests wait (300 five-second calls then
+//!   a cancel for each: none runs to completion, a ping behind them is
+//!   answered in milliseconds).
 //! - **Memory, in bytes.** A count of messages bounds nothing (a
 //!   `serde_json::Value` costs 32 bytes per node: the 8 MiB line `[0,0,...]`
 //!   parses to 128 MiB). Every line is charged an estimate of its parsed
@@ -48,16 +51,19 @@
 //!   [`ServerConfig::max_inbound_bytes`] (default 64 MiB), and the charge is
 //!   held until the server is done with the message: its handler task ends
 //!   or is cancelled, or it is refused, answered by the transport, routed or
-//!   handled. When the next line does not fit, the server stops reading
-//!   (back-pressure, as when the backlog is full) until bytes are released.
-//!   A message larger than the budget is admitted when nothing else is
-//!   held, and then alone. Responses and `notifications/cancelled` have a
-//!   reserve of 1/8 of the budget, so they are read when the budget is
-//!   full. Held input peaks at the budget (or one message, if larger) plus
-//!   the 1/8 reserve, plus one line of up to `max_message_bytes` waiting
-//!   unparsed.
-//! - **Cancellation.** `notifications/cancelled` aborts the request's task
-//!   (or drops it from the backlog); no response is sent for it. A
+//!   handled. A message larger than the budget is admitted when nothing
+//!   else is held, and then alone. Responses, `notifications/cancelled` and
+//!   `ping` (control messages) have a reserve of 1/8 of the budget, so they
+//!   are read when the budget is full. A request line that does not fit is
+//!   held, unparsed, until bytes are released (one at most), and the lines
+//!   behind it are still read as long as they are control messages; the
+//!   first other line stops reading (back-pressure) until the held request
+//!   is in. Held input peaks at the budget (or one message, if larger) plus
+//!   the 1/8 reserve, plus two lines of up to `max_message_bytes` waiting
+//!   unparsed (the held request and the line behind it).
+//! - **Cancellation.** `notifications/cancelled` aborts the request's task,
+//!   or drops it from the backlog and releases its bytes at once, or drops
+//!   the request line held for room unread; no response is sent for it. A
 //!   server-to-client request it was awaiting is withdrawn: its pending
 //!   entry is removed and the client gets a `notifications/cancelled` for
 //!   it (the same happens when a [`ServerHandle::request`] future is
@@ -98,18 +104,21 @@
 //!
 //! # Caveats
 //!
-//! - While reading is paused (backlog full, or outbound queue full), the
-//!   client's responses to server-to-client requests are not read either: a
-//!   handler awaiting [`RequestContext::ask`] with every slot taken by such
-//!   handlers and the backlog full waits until its request times out
-//!   ([`ServerConfig::client_request_timeout`]).
-//! - Input is read in order: a line that does not fit the byte budget holds
-//!   up every line behind it, responses and cancellations included (their
-//!   reserve helps only when they are next in line). So a client that
-//!   follows requests the budget cannot afford with the cancellations that
-//!   would free it waits for a handler to end on its own (or for its asks
-//!   to time out); a message larger than the budget waits until nothing
-//!   else is held.
+//! - While reading is paused (outbound queue full, or a request waiting for
+//!   room in the budget with a line that is not a control message behind
+//!   it), the client's responses to server-to-client requests are not read
+//!   either: a handler awaiting [`RequestContext::ask`] with the budget full
+//!   of such handlers and their queued requests waits until its request
+//!   times out ([`ServerConfig::client_request_timeout`]).
+//! - Input is read in order, except that control messages go past the one
+//!   request held for room. So cancellations overtake a full backlog only
+//!   while the budget affords the requests before them: a client that
+//!   sends requests past the budget, then more requests, then the
+//!   cancellations that would free it, waits for a handler to end on its
+//!   own (or for its asks to time out); a message larger than the budget
+//!   waits until nothing else is held. The answer to a `ping` says that
+//!   every earlier line was read except, when the budget is full, the one
+//!   request held for room.
 //! - The byte budget counts the parsed message and the copies the transport
 //!   makes of it (the context's `_meta`, `inputResponses`,
 //!   `requestState`), not what handlers allocate: their clones of the
@@ -174,6 +183,7 @@
 //! reference to the transport's state was in the future).
 
 mod actor;
+mod backlog;
 mod budget;
 mod context;
 mod dispatch;
@@ -190,6 +200,7 @@ mod request_handler;
 mod router;
 mod serve_loop;
 mod server_config;
+mod subscriptions;
 
 use std::sync::Arc;
 
@@ -203,7 +214,7 @@ pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
 pub use server_config::{
     CacheScope, ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_OUTBOUND_BYTES, MIN_INBOUND_BYTES,
+    DEFAULT_MAX_OUTBOUND_BYTES, DEFAULT_MAX_SUBSCRIPTION_BYTES, MIN_INBOUND_BYTES,
 };
 
 use crate::line_io::{QueueReceiver, WriteQueue};

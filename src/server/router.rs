@@ -6,7 +6,8 @@
 //!
 //! The router answers `tools/list`, `tools/call`, `resources/list`,
 //! `resources/templates/list`, `resources/read`, the legacy
-//! `resources/subscribe`/`unsubscribe` and `logging/setLevel`,
+//! `resources/subscribe`/`unsubscribe` and `logging/setLevel` (kept per
+//! session, with the session: one router may serve many),
 //! `prompts/list`, `prompts/get`, `completion/complete` (with a completer)
 //! and the modern `subscriptions/listen`; anything else goes to its
 //! [`fallback`](Router::fallback), the raw escape hatch. It declares the
@@ -39,7 +40,6 @@
 //! ```
 
 use crate::sync::lock;
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, RwLock};
@@ -63,14 +63,16 @@ use crate::protocol::{
     SetLevelParams, SubscriptionFilter, Tool,
 };
 
+mod arguments;
 mod template;
+
+use arguments::ArgumentCheck;
 
 /// A boxed future of a route.
 pub type RouteFuture<T> = Pin<Box<dyn Future<Output = Result<T, HandlerError>> + Send>>;
 
-type ToolFn = dyn Fn(Map<String, Value>, RequestContext) -> Result<RouteFuture<CallToolResult>, String>
-    + Send
-    + Sync;
+type ToolFn =
+    dyn Fn(Value, RequestContext) -> Result<RouteFuture<CallToolResult>, String> + Send + Sync;
 type ReadFn = dyn Fn(String, Map<String, Value>, RequestContext) -> RouteFuture<ReadResourceResult>
     + Send
     + Sync;
@@ -92,13 +94,14 @@ pub fn schema_of<T: JsonSchema>() -> Value {
 }
 
 /// `args` decoded as `A`, or what is wrong with them.
-fn decode<A: DeserializeOwned>(args: Map<String, Value>) -> Result<A, String> {
-    serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())
+fn decode<A: DeserializeOwned>(args: Value) -> Result<A, String> {
+    serde_json::from_value(args).map_err(|e| e.to_string())
 }
 
 #[derive(Default)]
 struct Routes {
-    tools: Vec<(Tool, Arc<ToolFn>)>,
+    /// Each tool, its function, and its compiled `inputSchema`.
+    tools: Vec<(Tool, Arc<ToolFn>, Arc<ArgumentCheck>)>,
     resources: Vec<(Resource, Arc<ReadFn>)>,
     templates: Vec<(ResourceTemplate, template::UriTemplate, Arc<ReadFn>)>,
     prompts: Vec<(Prompt, Arc<PromptFn>)>,
@@ -120,9 +123,8 @@ struct Inner {
     handles: Mutex<Vec<ServerHandle>>,
     listeners: Mutex<Vec<(u64, Listener)>>,
     next_listener: std::sync::atomic::AtomicU64,
-    /// Legacy `resources/subscribe`d URIs.
-    subscribed: Mutex<BTreeSet<String>>,
-    /// The level of the latest legacy `logging/setLevel`.
+    /// The level of the latest legacy `logging/setLevel` of any session
+    /// (for [`Router::log_level`]; each session keeps its own).
     log_level: Mutex<Option<LoggingLevel>>,
 }
 
@@ -172,10 +174,13 @@ impl Router {
 
     /// Registers a tool: `name`, `description`, and `f`, called with the
     /// arguments decoded as `A` (its JSON Schema, generated from `A`, is
-    /// the tool's `inputSchema`). Arguments that do not decode make a tool
-    /// error result naming the problem; a panic in `f` makes a tool error
-    /// result too, and serving goes on. A tool of the same name is
-    /// replaced.
+    /// the tool's `inputSchema`). Arguments are first checked against that
+    /// schema (compiled here, once), so its bounds hold as well as `A`'s
+    /// types (`#[schemars(range(max = 20))]`, `length`, `pattern`, ...).
+    /// Arguments that break the schema or do not decode make a tool error
+    /// result (`isError: true`) naming each argument and the rule, and `f`
+    /// does not run; a panic in `f` makes a tool error result too, and
+    /// serving goes on. A tool of the same name is replaced.
     pub fn tool<A, F, Fut>(self, name: &str, description: &str, f: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -193,7 +198,10 @@ impl Router {
 
     /// [`tool`](Self::tool) at run time, with every member of the [`Tool`]
     /// (title, annotations, `outputSchema`, icons). An `input_schema` left
-    /// `null` is generated from `A`. Clients are told the list changed.
+    /// `null` is generated from `A`; a given one is what arguments are
+    /// checked against (a schema that does not compile is logged, and the
+    /// tool's calls are refused with the reason). Clients are told the
+    /// list changed.
     pub fn add_tool<A, F, Fut>(&self, mut tool: Tool, f: F)
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -207,10 +215,11 @@ impl Router {
             let a = decode::<A>(args)?;
             Ok(Box::pin(f(a, ctx)) as RouteFuture<CallToolResult>)
         });
+        let check = Arc::new(ArgumentCheck::compile(&tool.name, &tool.input_schema));
         {
             let mut r = self.routes_mut();
-            r.tools.retain(|(t, _)| t.name != tool.name);
-            r.tools.push((tool, call));
+            r.tools.retain(|(t, ..)| t.name != tool.name);
+            r.tools.push((tool, call, check));
         }
         self.changed(ListKind::Tools);
     }
@@ -220,7 +229,7 @@ impl Router {
         let removed = {
             let mut r = self.routes_mut();
             let before = r.tools.len();
-            r.tools.retain(|(t, _)| t.name != name);
+            r.tools.retain(|(t, ..)| t.name != name);
             r.tools.len() != before
         };
         if removed {
@@ -291,11 +300,13 @@ impl Router {
     /// changed.
     pub fn resource_updated(&self, uri: &str) {
         let params = serde_json::to_value(ResourceParams::new(uri)).ok();
-        if lock(&self.inner.subscribed).contains(uri) {
-            for h in self.live_handles() {
-                if h.era() == Some(Era::Legacy) {
-                    let _ = h.notify(methods::RESOURCES_UPDATED, params.clone());
-                }
+        for h in self.live_handles() {
+            let subscribed = h.shared().is_ok_and(|s| {
+                let st = s.session();
+                st.era == Some(Era::Legacy) && st.subscriptions.contains(uri)
+            });
+            if subscribed {
+                let _ = h.notify(methods::RESOURCES_UPDATED, params.clone());
             }
         }
         self.notify_listeners(methods::RESOURCES_UPDATED, params, |f| {
@@ -324,7 +335,7 @@ impl Router {
             ..Prompt::default()
         };
         let get: Arc<PromptFn> = Arc::new(move |args, ctx| {
-            let a = decode::<A>(args)?;
+            let a = decode::<A>(Value::Object(args))?;
             Ok(Box::pin(f(a, ctx)) as RouteFuture<GetPromptResult>)
         });
         {
@@ -360,7 +371,10 @@ impl Router {
         self
     }
 
-    /// The level of the latest legacy `logging/setLevel`, if any.
+    /// The level of the latest legacy `logging/setLevel` of any session
+    /// this router serves, if any. Each session keeps its own level, which
+    /// is the one to use: [`ServerHandle::log_level`] (through
+    /// [`RequestContext::handle`]), honoured by [`RequestContext::log`].
     pub fn log_level(&self) -> Option<LoggingLevel> {
         lock(&self.inner.log_level).clone()
     }
@@ -415,15 +429,23 @@ impl Router {
             .routes()
             .tools
             .iter()
-            .find(|(t, _)| t.name == p.name)
-            .map(|(_, f)| f.clone());
-        let Some(call) = call else {
+            .find(|(t, ..)| t.name == p.name)
+            .map(|(_, f, check)| (f.clone(), check.clone()));
+        let Some((call, check)) = call else {
             return Err(HandlerError::InvalidParams(format!(
                 "Unknown tool: {}",
                 p.name
             )));
         };
-        let result = match call(p.arguments.unwrap_or_default(), ctx) {
+        let args = Value::Object(p.arguments.unwrap_or_default());
+        if let Err(problem) = check.check(&args) {
+            tracing::debug!(tool = %p.name, %problem, "tool arguments refused by its inputSchema");
+            return to_value(CallToolResult::error(format!(
+                "invalid arguments for tool {}: {problem}",
+                p.name
+            )));
+        }
+        let result = match call(args, ctx) {
             Err(problem) => {
                 CallToolResult::error(format!("invalid arguments for tool {}: {problem}", p.name))
             }
@@ -548,16 +570,49 @@ impl Router {
         })
     }
 
-    fn subscription(&self, params: Value, subscribe: bool) -> Result<Value, HandlerError> {
+    /// Legacy `resources/subscribe` / `unsubscribe`: recorded in the
+    /// requesting session, within its `max_subscription_bytes`.
+    fn subscription(
+        &self,
+        params: Value,
+        subscribe: bool,
+        ctx: &RequestContext,
+    ) -> Result<Value, HandlerError> {
         let p: ResourceParams = parse_params(params)?;
-        let mut set = lock(&self.inner.subscribed);
+        let shared = session_of(ctx)?;
+        let limit = shared.config.max_subscription_bytes;
+        let mut st = shared.session();
         if subscribe {
-            set.insert(p.uri);
+            if let Err(full) = st.subscriptions.subscribe(p.uri, limit) {
+                tracing::debug!(
+                    server = %shared.config.server_info.name,
+                    limit,
+                    "resources/subscribe refused: max_subscription_bytes reached"
+                );
+                return Err(HandlerError::Rpc(full.to_error_object()));
+            }
         } else {
-            set.remove(&p.uri);
+            st.subscriptions.unsubscribe(&p.uri);
         }
         Ok(json!({}))
     }
+
+    /// Legacy `logging/setLevel`: recorded in the requesting session.
+    fn set_level(&self, params: Value, ctx: &RequestContext) -> Result<Value, HandlerError> {
+        let p: SetLevelParams = parse_params(params)?;
+        session_of(ctx)?.session().log_level = Some(p.level.clone());
+        *lock(&self.inner.log_level) = Some(p.level);
+        Ok(json!({}))
+    }
+}
+
+/// The state of the session `ctx`'s request came in.
+fn session_of(
+    ctx: &RequestContext,
+) -> Result<std::sync::Arc<super::handle::SessionShared>, HandlerError> {
+    ctx.handle()
+        .shared()
+        .map_err(|e| HandlerError::Internal(e.to_string()))
 }
 
 /// The JSON-RPC code for an unknown resource (MCP).
@@ -654,7 +709,12 @@ impl Handler for Router {
         let method = req.method.clone();
         match method.as_str() {
             methods::TOOLS_LIST => to_value(ListToolsResult {
-                tools: self.routes().tools.iter().map(|(t, _)| t.clone()).collect(),
+                tools: self
+                    .routes()
+                    .tools
+                    .iter()
+                    .map(|(t, ..)| t.clone())
+                    .collect(),
                 ..Default::default()
             }),
             methods::TOOLS_CALL => self.call_tool(params(), ctx).await,
@@ -677,8 +737,14 @@ impl Handler for Router {
                 ..Default::default()
             }),
             methods::RESOURCES_READ => self.read_resource(params(), ctx).await,
-            methods::RESOURCES_SUBSCRIBE => self.subscription(params(), true),
-            methods::RESOURCES_UNSUBSCRIBE => self.subscription(params(), false),
+            // Legacy only: 2026-07-28 has `subscriptions/listen` and the
+            // `_meta` log level instead.
+            methods::RESOURCES_SUBSCRIBE if ctx.era() == Era::Legacy => {
+                self.subscription(params(), true, &ctx)
+            }
+            methods::RESOURCES_UNSUBSCRIBE if ctx.era() == Era::Legacy => {
+                self.subscription(params(), false, &ctx)
+            }
             methods::PROMPTS_LIST => to_value(ListPromptsResult {
                 prompts: self
                     .routes()
@@ -689,10 +755,8 @@ impl Handler for Router {
                 ..Default::default()
             }),
             methods::PROMPTS_GET => self.get_prompt(params(), ctx).await,
-            methods::LOGGING_SET_LEVEL => {
-                let p: SetLevelParams = parse_params(params())?;
-                *lock(&self.inner.log_level) = Some(p.level);
-                Ok(json!({}))
+            methods::LOGGING_SET_LEVEL if ctx.era() == Era::Legacy => {
+                self.set_level(params(), &ctx)
             }
             methods::SUBSCRIPTIONS_LISTEN if ctx.era() == Era::Modern => {
                 self.listen(&req, ctx).await
@@ -731,15 +795,19 @@ impl Handler for Router {
     }
 
     fn serving(&self, handle: ServerHandle) {
-        lock(&self.inner.handles).push(handle);
+        // Sessions that ended go here too, not only when a list changes: a
+        // router serving session after session would keep every handle.
+        let mut handles = lock(&self.inner.handles);
+        handles.retain(|h| h.lifetime_token().is_alive());
+        handles.push(handle);
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
         self.routes()
             .tools
             .iter()
-            .find(|(t, _)| t.name == name)
-            .map(|(t, _)| t.input_schema.clone())
+            .find(|(t, _, _)| t.name == name)
+            .map(|(t, _, _)| t.input_schema.clone())
     }
 }
 

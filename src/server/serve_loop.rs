@@ -9,19 +9,22 @@
 //! ```
 //!
 //! The loop never awaits a handler or a write: it only routes. Requests
-//! beyond `max_in_flight` wait in a backlog of the same size; when the
-//! backlog is full, or the outbound queue is over its byte limit, the loop
-//! stops taking inbound messages, so the reader task stops reading
-//! (back-pressure reaches the client's writes).
+//! beyond `max_in_flight` wait in the [`Backlog`]; when the outbound queue
+//! is over its byte limit, the loop stops taking inbound messages, so the
+//! reader task stops reading (back-pressure reaches the client's writes).
 //!
-//! Memory is bounded in bytes too: the reader charges each line's estimated
-//! parsed size to the inbound budget before parsing it, and waits (reading
-//! nothing) while the budget cannot afford it. The [`Charge`] travels with
-//! the message (backlog, request task, notification queue) and is released
-//! when the message is done with; see [`budget`](super::budget).
+//! Memory is bounded in bytes: the reader charges each line's estimated
+//! parsed size to the inbound budget before parsing it. The [`Charge`]
+//! travels with the message (backlog, request task, notification queue)
+//! and is released when the message is done with; see
+//! [`budget`](super::budget). A request line the budget cannot afford is
+//! held (one at most) by a task that waits for room, while the reader reads
+//! on as long as what follows are control messages (cancellations,
+//! responses, pings): they do not wait behind the work they cancel or
+//! unblock. The first other line waits until the held one is in.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
@@ -42,11 +45,12 @@ use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
 use crate::line_io::BurstHint;
 use crate::protocol::{methods, Era};
 
+use super::backlog::Backlog;
 use super::budget::{Charge, InboundBudget};
 use super::context::{Recorded, RequestContext, RequestShared};
 use super::dispatch::{route, Dispatch, Route};
 use super::error::{HandlerError, ServerError};
-use super::footprint;
+use super::footprint::{self, Estimate};
 use super::handle::{ServePhase, ServerHandle, SessionShared};
 use super::output::Sink;
 use super::request_handler::Handler;
@@ -109,7 +113,7 @@ struct Session<H> {
     tasks: JoinSet<TaskOut>,
     in_flight: HashMap<RequestId, InFlight>,
     by_task: HashMap<tokio::task::Id, RequestId, BuildHasherDefault<TaskIdHasher>>,
-    backlog: VecDeque<(Request, Dispatch, Charge)>,
+    backlog: Backlog,
     notifications: mpsc::Sender<(Notification, Charge)>,
     /// A notification waiting for room in the handler's queue; reading is
     /// paused meanwhile.
@@ -131,7 +135,7 @@ pub(crate) async fn run<H: Handler>(
         tasks: JoinSet::new(),
         in_flight: HashMap::new(),
         by_task: HashMap::default(),
-        backlog: VecDeque::new(),
+        backlog: Backlog::default(),
         notifications: n_tx,
         stalled: None,
     };
@@ -230,7 +234,6 @@ impl<H: Handler> Session<H> {
         // register and unregister a waiter under a lock every time.
         let stop_requested = stopped(&mut stop);
         tokio::pin!(stop_requested);
-        let max = shared.config.max_in_flight;
         // A second sender, so a pending `reserve` does not borrow the
         // session.
         let notify_tx = self.notifications.clone();
@@ -240,10 +243,9 @@ impl<H: Handler> Session<H> {
                 return Ok(ServeEnd::Eof);
             }
             let out_full = shared.out.is_full();
-            let can_read = eof_deadline.is_none()
-                && self.backlog.len() < max
-                && !out_full
-                && self.stalled.is_none();
+            // The backlog is bounded by the byte budget (the reader's), not
+            // here: stopping at a count kept the cancellations behind it out.
+            let can_read = eof_deadline.is_none() && !out_full && self.stalled.is_none();
             tokio::select! {
                 biased;
                 _ = &mut stop_requested => return Ok(ServeEnd::Stopped),
@@ -356,7 +358,7 @@ impl<H: Handler> Session<H> {
     }
 
     fn is_active(&self, id: &RequestId) -> bool {
-        self.in_flight.contains_key(id) || self.backlog.iter().any(|(r, _, _)| &r.id == id)
+        self.in_flight.contains_key(id) || self.backlog.contains(id)
     }
 
     fn on_request(&mut self, req: Request, charge: Charge) {
@@ -386,7 +388,7 @@ impl<H: Handler> Session<H> {
                 if self.in_flight.len() < self.shared.config.max_in_flight {
                     self.spawn(req, d, charge);
                 } else {
-                    self.backlog.push_back((req, d, charge));
+                    self.backlog.push((req, d, charge));
                 }
             }
         }
@@ -470,7 +472,7 @@ impl<H: Handler> Session<H> {
 
     fn start_backlog(&mut self) {
         while self.in_flight.len() < self.shared.config.max_in_flight {
-            match self.backlog.pop_front() {
+            match self.backlog.pop() {
                 Some((req, d, charge)) => self.spawn(req, d, charge),
                 None => break,
             }
@@ -506,8 +508,7 @@ impl<H: Handler> Session<H> {
             self.by_task.remove(&f.task);
             tracing::debug!(%id, "request cancelled by the client");
             self.start_backlog();
-        } else if let Some(pos) = self.backlog.iter().position(|(r, _, _)| &r.id == id) {
-            self.backlog.remove(pos);
+        } else if self.backlog.remove(id) {
             tracing::debug!(%id, "queued request cancelled by the client");
         } else {
             tracing::debug!(%id, "cancellation of an unknown or finished request ignored");
@@ -627,29 +628,38 @@ async fn read_loop(
         budget,
         tx,
         burst,
+        held: None,
     };
     let end = read_lines(&mut input, &mut framer, &mut lines).await;
-    let InboundLines { budget, tx, .. } = lines;
     match end {
         ReadEnd::Eof => {
             tracing::info!("end of input (EOF)");
-            let last = admit(framer.remainder(), &budget).await;
-            if let Some(item) = last {
-                let _ = tx.send(item).await;
+            if lines.release_held().await == Flow::Stop {
+                return;
             }
-            let _ = tx.send(Inbound::Eof).await;
+            let last = admit(framer.remainder(), &lines.budget).await;
+            if let Some(item) = last {
+                let _ = lines.tx.send(item).await;
+            }
+            let _ = lines.tx.send(Inbound::Eof).await;
         }
         ReadEnd::Failed(e) => {
-            let _ = tx.send(Inbound::Failed(e)).await;
+            let _ = lines.tx.send(Inbound::Failed(e)).await;
         }
         // The session is gone.
         ReadEnd::Stopped => {}
     }
 }
 
-/// The client's input, line by line: each charged to the byte budget
-/// (waiting until it fits: nothing more is read meanwhile) and handed to
-/// the session; a line over the limit answered with -32600.
+/// The client's input, line by line: each charged to the byte budget and
+/// handed to the session; a line over the limit answered with -32600.
+///
+/// A request line the budget cannot afford is [`Held`]: a task waits for
+/// room and then hands it on, while the reader goes on with the lines
+/// behind it as long as they are control messages (cancellations,
+/// responses, pings), which have a reserve in the budget. The first line
+/// that is not waits until the held one is in (order is kept for all but
+/// control messages), and nothing more is read meanwhile.
 struct InboundLines {
     max: usize,
     budget: Arc<InboundBudget>,
@@ -657,6 +667,15 @@ struct InboundLines {
     /// Set when one read brings several requests: their answers follow
     /// together (see [`BurstHint`]).
     burst: BurstHint,
+    held: Option<Held>,
+}
+
+/// The one request line waiting for room in the budget.
+struct Held {
+    /// Its id, so that a cancellation of it can drop it before it is read.
+    id: Option<RequestId>,
+    /// Charges, parses and sends it once it fits; says whether to read on.
+    task: AbortOnDrop<Flow>,
 }
 
 impl InboundLines {
@@ -669,6 +688,76 @@ impl InboundLines {
             None => Flow::Go,
         }
     }
+
+    /// Leaves `line` to a task that waits until the budget affords it.
+    fn hold(&mut self, line: &[u8], e: Estimate) {
+        tracing::debug!(
+            held = self.budget.held(),
+            next = e.bytes,
+            "inbound byte budget full: a request waits, control messages read on"
+        );
+        let (budget, tx, line) = (self.budget.clone(), self.tx.clone(), line.to_vec());
+        let id = request_id(&line);
+        let task = tokio::spawn(async move {
+            let charge = budget.take(e).await;
+            tracing::debug!(
+                held = budget.held(),
+                "inbound byte budget: held request admitted"
+            );
+            match classify(&line, charge) {
+                Some(item) => match tx.send(item).await {
+                    Ok(()) => Flow::Go,
+                    Err(_) => Flow::Stop,
+                },
+                None => Flow::Go,
+            }
+        });
+        self.held = Some(Held {
+            id,
+            task: AbortOnDrop(task),
+        });
+    }
+
+    /// Waits until the held line (if any) is handed on.
+    async fn release_held(&mut self) -> Flow {
+        match self.held.take() {
+            Some(mut held) => (&mut held.task.0).await.unwrap_or(Flow::Stop),
+            None => Flow::Go,
+        }
+    }
+
+    /// A control message read past the held line. A cancellation of the
+    /// held request itself drops both, unless the request was handed on
+    /// meanwhile (then the cancellation follows it).
+    async fn overtake(&mut self, line: &[u8], e: Estimate) -> Flow {
+        let charge = self.budget.take(e).await;
+        let item = classify(line, charge);
+        let cancels_held = match (&item, &self.held) {
+            (Some(Inbound::Message(Message::Notification(n), _)), Some(held)) => {
+                n.method == methods::CANCELLED
+                    && held.id.is_some()
+                    && crate::protocol::cancelled_request_id(n) == held.id
+            }
+            _ => false,
+        };
+        if cancels_held {
+            if let Some(mut held) = self.held.take() {
+                held.task.0.abort();
+                match (&mut held.task.0).await {
+                    Ok(Flow::Go) => {} // already handed on: the session cancels it
+                    Ok(Flow::Stop) => return Flow::Stop,
+                    Err(_) => {
+                        tracing::debug!(
+                            id = ?held.id,
+                            "request cancelled while it waited for room: never read"
+                        );
+                        return Flow::Go;
+                    }
+                }
+            }
+        }
+        self.send(item).await
+    }
 }
 
 impl LineHandler for InboundLines {
@@ -677,13 +766,38 @@ impl LineHandler for InboundLines {
     }
 
     async fn line(&mut self, line: Cow<'_, [u8]>) -> Flow {
-        let item = admit(&line, &self.budget).await;
-        self.send(item).await
+        if is_blank(&line) {
+            return Flow::Go;
+        }
+        let e = footprint::estimate(&line);
+        if self.held.is_some() {
+            if e.control {
+                return self.overtake(&line, e).await;
+            }
+            if self.release_held().await == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        match self.budget.try_take(e) {
+            Some(charge) => self.send(classify(&line, charge)).await,
+            None if e.control => {
+                let charge = self.budget.take(e).await;
+                self.send(classify(&line, charge)).await
+            }
+            None => {
+                self.hold(&line, e);
+                Flow::Go
+            }
+        }
     }
 
     async fn too_large(&mut self, at_least: usize) -> Flow {
         let max = self.max;
         tracing::warn!(at_least, max, "inbound line over max_message_bytes refused");
+        // In order: after the held request, if any.
+        if self.release_held().await == Flow::Stop {
+            return Flow::Stop;
+        }
         let e = ErrorObject::new(
             codes::INVALID_REQUEST,
             format!("message exceeds max_message_bytes ({max} bytes)"),
@@ -693,10 +807,24 @@ impl LineHandler for InboundLines {
     }
 }
 
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// The `id` of a request line, read without building the rest.
+fn request_id(line: &[u8]) -> Option<RequestId> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        id: Option<RequestId>,
+    }
+    let body = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    serde_json::from_slice::<IdOnly>(body).ok()?.id
+}
+
 /// Charges a line's estimated parsed size to the budget (waiting until it
 /// fits), then classifies it. Blank lines are ignored.
 async fn admit(line: &[u8], budget: &Arc<InboundBudget>) -> Option<Inbound> {
-    if line.iter().all(u8::is_ascii_whitespace) {
+    if is_blank(line) {
         return None;
     }
     let charge = budget.take(footprint::estimate(line)).await;

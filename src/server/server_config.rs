@@ -18,6 +18,8 @@ pub const DEFAULT_MAX_OUTBOUND_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
 /// Smallest accepted [`ServerConfig::max_inbound_bytes`]: 1 MiB.
 pub const MIN_INBOUND_BYTES: usize = 1024 * 1024;
+/// Default bound on one session's legacy resource subscriptions: 1 MiB.
+pub const DEFAULT_MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
 
 pub use crate::protocol::CacheScope;
 
@@ -38,10 +40,11 @@ pub struct ServerConfig {
     /// are refused with -32600 and discarded without being buffered whole.
     pub max_message_bytes: usize,
     /// Largest number of request handlers running at once. Further requests
-    /// wait in a backlog of the same size; when that is full too, the server
-    /// stops reading (back-pressure on the client's writes). Reading also
-    /// stops earlier when [`max_inbound_bytes`](Self::max_inbound_bytes) is
-    /// reached: a count of messages is no bound on memory.
+    /// wait in a backlog bounded by
+    /// [`max_inbound_bytes`](Self::max_inbound_bytes) (a count of messages
+    /// is no bound on memory, and stopping at one kept the cancellations
+    /// behind the queued requests unread); when that is full, the server
+    /// stops reading requests (back-pressure on the client's writes).
     pub max_in_flight: usize,
     /// Bound on the memory held for parsed input, in bytes (default
     /// [`DEFAULT_MAX_INBOUND_BYTES`], at least [`MIN_INBOUND_BYTES`]).
@@ -54,9 +57,11 @@ pub struct ServerConfig {
     /// transport, routed (responses) or handled (notifications). A message
     /// is admitted when the total stays within this bound, or when nothing
     /// else is held (so one message larger than the bound is still served,
-    /// alone); responses and `notifications/cancelled` have a reserve of
-    /// their own, 1/8 of this bound, so they are read even when the budget
-    /// is full. Otherwise the server stops reading until enough is released
+    /// alone); responses, `notifications/cancelled` and `ping` have a
+    /// reserve of their own, 1/8 of this bound, so they are read even when
+    /// the budget is full. A request that does not fit waits, unparsed, for
+    /// enough to be released, while control messages behind it are still
+    /// read; the first other line stops reading until the request is in
     /// (back-pressure on the client's writes). The total therefore stays
     /// within 9/8 of this bound, or one message's estimate plus 1/8 of the
     /// bound when that is larger. What a handler allocates itself is not
@@ -67,6 +72,13 @@ pub struct ServerConfig {
     /// [`ServerHandle::notify`](super::ServerHandle::notify) fails with
     /// [`SendError::QueueFull`](super::SendError::QueueFull).
     pub max_outbound_bytes: usize,
+    /// Bound on the legacy `resources/subscribe` URIs one session holds
+    /// (served by [`Router`](super::Router)), in bytes: each URI's length
+    /// plus 64 for its entry (default [`DEFAULT_MAX_SUBSCRIPTION_BYTES`],
+    /// about 900 subscriptions of 1 KiB URIs). A subscription past it is
+    /// refused with -32602 naming this bound; unsubscribing frees room. The
+    /// subscriptions go when the session ends.
+    pub max_subscription_bytes: usize,
     /// After [`stop`](super::ServerHandle::stop): how long in-flight handlers
     /// may run to completion (their contexts see cancellation at once).
     /// Zero, the default, aborts them immediately.
@@ -106,6 +118,7 @@ impl ServerConfig {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_outbound_bytes: DEFAULT_MAX_OUTBOUND_BYTES,
             max_inbound_bytes: DEFAULT_MAX_INBOUND_BYTES,
+            max_subscription_bytes: DEFAULT_MAX_SUBSCRIPTION_BYTES,
             stop_drain: Duration::ZERO,
             eof_drain: Duration::from_secs(5),
             flush_timeout: Duration::from_secs(1),
@@ -143,6 +156,12 @@ impl ServerConfig {
     /// Sets [`max_outbound_bytes`](Self::max_outbound_bytes).
     pub fn max_outbound_bytes(mut self, bytes: usize) -> Self {
         self.max_outbound_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_subscription_bytes`](Self::max_subscription_bytes).
+    pub fn max_subscription_bytes(mut self, bytes: usize) -> Self {
+        self.max_subscription_bytes = bytes;
         self
     }
 

@@ -168,6 +168,11 @@ impl Handler for TestHandler {
     }
 }
 
+/// A string param of `n` bytes: a request's estimate is about its size.
+pub fn pad(n: usize) -> String {
+    "x".repeat(n)
+}
+
 pub fn config() -> ServerConfig {
     ServerConfig::new(Implementation::new("test-server", "0.0.1"))
         .capabilities(json!({ "tools": {} }))
@@ -242,6 +247,29 @@ impl Client {
                 return before;
             }
             before.push(m);
+        }
+    }
+
+    /// Sends `notifications/cancelled` for `id`.
+    pub async fn cancel(&mut self, id: Value) {
+        self.send(
+            json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": { "requestId": id } }),
+        )
+        .await;
+    }
+
+    /// Sends `wait` requests 1, 2 and 3 (gates `g1`..`g3`) of 0.4 MiB
+    /// each: under a budget of `MIN_INBOUND_BYTES` (1 MiB) the first two
+    /// fit and start, the third waits for room.
+    pub async fn three_requests_over_a_1_mib_budget(&mut self) {
+        for (id, g) in [(1, "g1"), (2, "g2"), (3, "g3")] {
+            self.request(
+                json!(id),
+                "wait",
+                json!({ "gate": g, "pad": pad(400 * 1024) }),
+            )
+            .await;
         }
     }
 

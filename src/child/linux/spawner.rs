@@ -33,18 +33,36 @@ static QUEUE: Mutex<Option<mpsc::Sender<Job>>> = Mutex::new(None);
 /// Clones the child on the spawning thread and waits for it to have called
 /// `execve` (or failed).
 ///
-/// Cancel safety: cancel safe. If the future is dropped, the spawning
-/// thread kills and reaps the child it could not hand over.
+/// Cancel safety: cancel safe. If the future is dropped, the child it could
+/// not hand over is killed and reaped, whether the drop came before the
+/// spawning thread sent it or after (while it waited in the channel).
 pub(super) async fn launch(p: Prepared) -> io::Result<Launched> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     submit(Box::new(move || {
-        let result = super::clone::launch(p);
-        if let Err(Ok(orphan)) = tx.send(result) {
+        // A refused send drops the hand-over, which ends the child.
+        let _ = tx.send(super::clone::launch(p).map(|l| Handover(Some(l))));
+    }))?;
+    let mut handover = rx
+        .await
+        .map_err(|_| io::Error::other("the spawning thread dropped a spawn"))??;
+    handover
+        .0
+        .take()
+        .ok_or_else(|| io::Error::other("a spawn was handed over twice"))
+}
+
+/// A launched child on its way to the caller. A value sent on a channel is
+/// dropped with the receiver if the receiving future goes before reading
+/// it: the child must end then, not run on with no owner (item 11 of
+/// issue 20: aborted starts left servers alive and zombies unreaped).
+struct Handover(Option<Launched>);
+
+impl Drop for Handover {
+    fn drop(&mut self) {
+        if let Some(orphan) = self.0.take() {
             super::abandon(orphan.pid, true, orphan.watchdog);
         }
-    }))?;
-    rx.await
-        .map_err(|_| io::Error::other("the spawning thread dropped a spawn"))?
+    }
 }
 
 /// Runs `job` on the spawning thread, starting it if needed.

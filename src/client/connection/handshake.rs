@@ -93,7 +93,7 @@ impl ConnectionState {
             server = %self.name(), pid = session.pid, era = %session.era,
             version = %session.protocol_version, "server ready"
         );
-        self.failures = 0;
+        self.shared.server_ready();
         if let Some(t) = self.handshake_timer.take() {
             t.abort();
         }

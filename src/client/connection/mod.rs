@@ -19,6 +19,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn};
 
 use super::events::LifecycleEvent;
+use super::restarts::Verdict;
 use super::shared::ClientShared;
 use super::status::{ServerSession, Status};
 use super::waiters::{self, Waiter};
@@ -106,8 +107,6 @@ pub(crate) struct ConnectionState {
     budget: Arc<Semaphore>,
     gen: u64,
     phase: LinkPhase,
-    /// Consecutive spawns that did not reach ready (failed spawns too).
-    failures: u32,
     /// The handshake failed for good: give up once the link has closed.
     give_up_after_close: Option<String>,
     /// Server requests being handled: their handler task, to abort on
@@ -273,7 +272,6 @@ impl Actor for Connection {
             budget: Arc::new(Semaphore::new(MAILBOX_BYTES)),
             gen: 0,
             phase: LinkPhase::Down,
-            failures: 0,
             give_up_after_close: None,
             inbound: HashMap::new(),
             inbound_serial: 0,
@@ -420,15 +418,17 @@ impl ConnectionState {
         if let Some(t) = self.handshake_timer.take() {
             t.abort();
         }
-        let was_ready = matches!(self.phase, LinkPhase::Ready(_));
         self.phase = LinkPhase::Down;
         for (_, (_, h)) in self.inbound.drain() {
             h.abort();
         }
-        if !was_ready {
-            self.failures += 1;
-        }
-        let attempt = self.failures.max(1);
+        // Whatever phase it died in (item 12 of issue 20: a count reset at
+        // ready was never reached by a server dying after its handshake).
+        let verdict = self.shared.count_death();
+        let attempt = match verdict {
+            Verdict::Restart { attempt } => attempt,
+            Verdict::GiveUp { attempts } => attempts,
+        };
         // The status leaves Ready before the close can be seen (a caller
         // failed by it, or a subscriber of the event, finds it restarting).
         self.shared.set_status(Status::Restarting {
@@ -451,11 +451,11 @@ impl ConnectionState {
             return;
         }
         if let Some(why) = self.give_up_after_close.take() {
-            self.give_up(myself, why);
+            self.give_up(myself, attempt, why);
             return;
         }
-        if self.failures > self.shared.config.max_reconnects {
-            self.give_up(myself, reason.to_string());
+        if let Verdict::GiveUp { .. } = verdict {
+            self.give_up(myself, attempt, reason.to_string());
             return;
         }
         let delay = self.shared.config.backoff.delay(attempt);
@@ -469,13 +469,13 @@ impl ConnectionState {
             return;
         }
         if let Err(e) = self.open_link(myself).await {
-            self.failures += 1;
-            warn!(server = %self.name(), error = %e, attempt = self.failures, "could not start server");
-            if self.failures > self.shared.config.max_reconnects {
-                self.give_up(myself, e.to_string());
-            } else {
-                let delay = self.shared.config.backoff.delay(self.failures);
-                self.restarting(myself, self.failures, delay, Some(e.to_string()));
+            warn!(server = %self.name(), error = %e, "could not start server");
+            match self.shared.count_death() {
+                Verdict::GiveUp { attempts } => self.give_up(myself, attempts, e.to_string()),
+                Verdict::Restart { attempt } => {
+                    let delay = self.shared.config.backoff.delay(attempt);
+                    self.restarting(myself, attempt, delay, Some(e.to_string()));
+                }
             }
         }
     }
@@ -501,9 +501,8 @@ impl ConnectionState {
         myself.send_after(delay, || ConnectionMsg::Reconnect);
     }
 
-    /// Gives up after `self.failures` consecutive failed attempts.
-    fn give_up(&mut self, myself: &ActorRef<ConnectionMsg>, last: String) {
-        let attempts = self.failures;
+    /// Gives up after `attempts` deaths within the restart period.
+    fn give_up(&mut self, myself: &ActorRef<ConnectionMsg>, attempts: u32, last: String) {
         warn!(server = %self.name(), attempts, last = %last, "giving up on the server");
         let err = self.shared.give_up(attempts, &last);
         myself.stop(Some(err.to_string()));

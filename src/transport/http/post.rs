@@ -272,7 +272,10 @@ async fn refused(core: &Arc<Core>, id: &RequestId, status: StatusCode, resp: Res
         Err(BodyError::Failed(e)) => return core.close(CloseReason::ConnectionFailed(e)),
     };
     if let Ok(Message::Response(mut r)) = Message::parse(&body) {
-        if matches!(r.outcome, Outcome::Error(_)) {
+        if let Outcome::Error(e) = &mut r.outcome {
+            // The code and data as sent (-32022's `supported` matters);
+            // the status said too, as an auth failure only says it there.
+            e.message = format!("HTTP {status}: {}", e.message);
             r.id = Some(id.clone());
             return core.deliver(Message::Response(r)).await;
         }

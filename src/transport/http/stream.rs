@@ -38,8 +38,10 @@ struct Position {
 
 /// How reading one HTTP response ended.
 enum Ended {
-    /// The body ended (cleanly or not): resumable.
+    /// The server ended the body.
     Eof,
+    /// The connection broke (what happened).
+    Broken(String),
     /// An event over the limit.
     TooLarge,
 }
@@ -60,8 +62,9 @@ async fn read_events(
             Ok(Some(c)) => c,
             Ok(None) => return Ended::Eof,
             Err(e) => {
-                debug!(server = %core.name(), error = %describe(e), "SSE stream broke");
-                return Ended::Eof;
+                let e = describe(e);
+                debug!(server = %core.name(), error = %e, "SSE stream broke");
+                return Ended::Broken(e);
             }
         };
         let events = match parser.feed(&chunk) {
@@ -171,10 +174,14 @@ pub(super) async fn read_post_stream(core: Arc<Core>, id: RequestId, resp: Respo
         }
         idle = if progressed { 0 } else { idle + 1 };
         if !resumable || pos.last_event_id.is_none() || idle > MAX_IDLE_RESUMES {
-            return core.unanswered(
-                id,
-                "the server ended the response stream without an answer".into(),
-            );
+            return match ended {
+                // Nothing to resume from: the connection is lost.
+                Ended::Broken(e) => core.close(CloseReason::ConnectionFailed(e)),
+                _ => core.unanswered(
+                    id,
+                    "the server ended the response stream without an answer".into(),
+                ),
+            };
         }
         debug!(server = %core.name(), %id, last_event_id = ?pos.last_event_id, "resuming the response stream");
         resp = match reopen(&core, &pos, true).await {
