@@ -558,3 +558,53 @@ async fn invalid_x_mcp_header_tools_are_dropped_and_valid_ones_kept() {
     assert_eq!(names, ["good"]);
     client.stop().wait().await;
 }
+
+#[tokio::test]
+async fn a_modern_listen_stream_carries_list_changes() {
+    use conduit_mcp::protocol::{ServerNotification, SubscriptionFilter};
+    let server = start(config()).await;
+    let client = Client::start(client_config(&server.url, EraPreference::Modern))
+        .await
+        .unwrap();
+    ready(&client).await;
+    let mut stream = client
+        .listen(SubscriptionFilter::all_list_changes())
+        .await
+        .unwrap();
+    // The server has the subscription once it acknowledged it.
+    let ack = tokio::time::timeout(PATIENCE, stream.next())
+        .await
+        .expect("ack");
+    assert!(
+        matches!(ack, Some(ServerNotification::SubscriptionsAcknowledged(_))),
+        "{ack:?}"
+    );
+    client
+        .call_tool("add_tool", json!({}), RequestOptions::default())
+        .await
+        .unwrap();
+    let n = tokio::time::timeout(PATIENCE, async {
+        loop {
+            match stream.next().await {
+                Some(ServerNotification::ToolsListChanged(n)) => return n,
+                Some(_) => continue,
+                None => panic!("the stream ended: {:?}", stream.end()),
+            }
+        }
+    })
+    .await
+    .expect("tools/list_changed on the listen stream");
+    let _ = n;
+    // The listen request outlives the request timeout; other calls go on.
+    let r = client
+        .call_tool(
+            "echo",
+            json!({ "text": "beside" }),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "beside");
+    drop(stream);
+    client.stop().wait().await;
+}
