@@ -44,6 +44,7 @@ pub use client_config::{
     Backoff, ClientConfig, EraPreference, StderrMode, DEFAULT_MAX_WRITE_QUEUE_BYTES,
 };
 pub use events::{forward_events, LifecycleEvent};
+#[cfg(feature = "http")]
 pub(crate) use http_options::display_url;
 pub use http_options::HttpOptions;
 pub use listen::{ListenEnd, Subscription};

@@ -49,6 +49,7 @@ pub(crate) enum TransportEvent {
     /// The request `id` will get no answer on this link, which stays open
     /// (HTTP: its response ended without one and cannot be resumed, or was
     /// over a limit): its caller fails now rather than at its timeout.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     Unanswered {
         /// The request.
         id: RequestId,
