@@ -122,7 +122,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Waits (up to 20 s) for an event that satisfies `pred`.
 async fn next(
-    events: &mut tokio::sync::mpsc::UnboundedReceiver<HostEvent>,
+    events: &mut conduit_mcp::host::HostEvents,
     pred: impl Fn(&HostEvent) -> bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::timeout(Duration::from_secs(20), async {

@@ -1,5 +1,6 @@
 //! Config files: the `mcpServers` files people already keep for their
-//! desktop hosts, read into a [`HostConfig`].
+//! desktop hosts, read into [`ClientConfig`]s (a host takes them with
+//! [`HostConfig::from_file`](crate::host::HostConfig::from_file)).
 //!
 //! | format | where | servers under |
 //! |---|---|---|
@@ -23,8 +24,10 @@
 //! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd` and `name` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`) |
 //!
 //! A top-level `conduit` object holds the host's options: the fields of
-//! [`HostConfig`]'s serialised form but `servers` (for example
-//! `{"separator": "__", "when_unavailable": "wait"}`).
+//! [`HostConfig`](crate::host::HostConfig)'s serialised form but `servers`
+//! (for example `{"separator": "__", "when_unavailable": "wait"}`), kept
+//! in [`ServersFile::host_options`] and read by
+//! [`HostConfig::from_file`](crate::host::HostConfig::from_file).
 //!
 //! Strings in `command`, `args`, `env`, `cwd` and `envFile` may use the
 //! variables those hosts expand: `${VAR}`, `${VAR:-default}` (the default
@@ -37,24 +40,24 @@
 //!
 //! ```no_run
 //! use conduit_mcp::config_file::ServersFile;
-//! use conduit_mcp::host::Host;
+//! use conduit_mcp::host::{Host, HostConfig};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let file = ServersFile::load(".mcp.json")?;
 //! for skipped in &file.unsupported {
 //!     eprintln!("not started: {skipped}");
 //! }
-//! let host = Host::start(file.host).await?;
+//! let host = Host::start(HostConfig::from_file(&file)?).await?;
 //! # Ok(()) }
 //! ```
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use crate::client::ClientConfig;
-use crate::host::HostConfig;
 
 mod entry;
 mod env_file;
@@ -75,9 +78,11 @@ const SECTIONS: &[&[&str]] = &[&["mcpServers"], &["servers"], &["mcp", "servers"
 pub struct ServersFile {
     /// The file (absolute).
     pub path: PathBuf,
-    /// The servers to start (every enabled stdio entry, by name) and the
-    /// host's options.
-    pub host: HostConfig,
+    /// The servers to start: every enabled stdio entry, by name.
+    pub servers: BTreeMap<String, ClientConfig>,
+    /// The host's options as written under the top-level `conduit` key
+    /// (an object without `servers`; empty if the key is absent).
+    pub host_options: Map<String, Value>,
     /// Entries with `"disabled": true`.
     pub disabled: Vec<String>,
     /// Entries this library cannot run (remote servers), with the reason.
@@ -237,7 +242,8 @@ impl ServersFile {
         let Value::Object(top) = top else {
             return Err(ctx.invalid("(top level)", "must be a JSON object"));
         };
-        let mut host = host_options(&ctx, &top)?;
+        let host_options = host_options(&ctx, &top)?;
+        let mut servers = BTreeMap::new();
         let mut disabled = Vec::new();
         let mut unsupported = Vec::new();
         let mut found = false;
@@ -255,7 +261,7 @@ impl ServersFile {
                 if name.trim().is_empty() {
                     return Err(ctx.invalid(&key, "a server name must not be empty"));
                 }
-                let known = host.servers.contains_key(name)
+                let known = servers.contains_key(name)
                     || disabled.contains(name)
                     || unsupported.iter().any(|u: &Unsupported| u.name == *name);
                 if known {
@@ -266,7 +272,7 @@ impl ServersFile {
                 }
                 match entry::read(&ctx, &key, name, value)? {
                     Outcome::Server(config) => {
-                        host.servers.insert(name.clone(), *config);
+                        servers.insert(name.clone(), *config);
                     }
                     Outcome::Disabled => disabled.push(name.clone()),
                     Outcome::Unsupported(reason) => unsupported.push(Unsupported {
@@ -281,7 +287,8 @@ impl ServersFile {
         }
         Ok(ServersFile {
             path: file,
-            host,
+            servers,
+            host_options,
             disabled,
             unsupported,
         })
@@ -289,7 +296,7 @@ impl ServersFile {
 
     /// The configuration of the server `name`, if the file starts one.
     pub fn server(&self, name: &str) -> Option<&ClientConfig> {
-        self.host.servers.get(name)
+        self.servers.get(name)
     }
 }
 
@@ -316,13 +323,14 @@ fn lookup<'a>(top: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> {
         .try_fold(top.get(*first)?, |v, k| v.as_object()?.get(*k))
 }
 
-/// The top-level options key, read as a [`HostConfig`] without servers.
+/// The top-level options key: an object without servers (its fields are
+/// the host's to read).
 fn host_options(
     ctx: &entry::Context<'_>,
     top: &Map<String, Value>,
-) -> Result<HostConfig, ConfigFileError> {
+) -> Result<Map<String, Value>, ConfigFileError> {
     let Some(options) = top.get(OPTIONS_KEY) else {
-        return Ok(HostConfig::default());
+        return Ok(Map::new());
     };
     let Value::Object(map) = options else {
         return Err(ctx.invalid(OPTIONS_KEY, "must be an object"));
@@ -333,5 +341,5 @@ fn host_options(
             "servers go under `mcpServers` or `servers`, not here",
         ));
     }
-    serde_json::from_value(options.clone()).map_err(|e| ctx.invalid(OPTIONS_KEY, e.to_string()))
+    Ok(map.clone())
 }

@@ -26,7 +26,8 @@
 //! ```
 //!
 //! Or from the config file you already keep for a desktop host:
-//! `Host::load(".mcp.json")` (see [`config_file`](crate::config_file)).
+//! `Host::load(".mcp.json")` (see [`config_file`](crate::config_file) and
+//! [`HostConfig::from_file`]).
 //!
 //! # What it does
 //!
@@ -35,53 +36,78 @@
 //!   it runs. A server that cannot start does not stop the others.
 //! - **One namespace** (see [`namespace`]): tools and prompts are named
 //!   `server` + separator + own name (`__` by default, configurable), kept
-//!   within 64 characters; collisions are reported ([`Host::collisions`],
-//!   [`HostEvent::Collision`]), never silently resolved. Resources keep
-//!   their URI. [`call_tool`](Host::call_tool), [`get_prompt`](Host::get_prompt)
+//!   within 64 characters. A server name that could make one name mean
+//!   two servers is refused, so a tool or prompt goes to the server its
+//!   name starts with. Resources keep their URI; a URI (or a name two
+//!   items of one server share) belongs to the first that listed it for
+//!   as long as it lists it, and a later claimant is reported
+//!   ([`Host::collisions`], [`HostEvent::Collision`]), never routed.
+//!   [`call_tool`](Host::call_tool), [`get_prompt`](Host::get_prompt)
 //!   and [`read_resource`](Host::read_resource) route by that name.
 //! - **Lists kept current**: refetched when a server (re)starts and on
-//!   `notifications/tools/list_changed` (prompts and resources likewise).
+//!   `notifications/tools/list_changed` (prompts and resources likewise),
+//!   coalesced (one fetch in flight and one pending per server, at most
+//!   about ten a second); a listing changes its own server's names only.
+//!   What the host keeps of an item is its JSON text, not a parsed tree.
 //! - **A restarting server is unavailable**: its calls fail at once with
 //!   [`HostError::Unavailable`] saying what it is doing, or wait for it
 //!   within their timeout ([`WhenUnavailable`]). A server that gave up
 //!   leaves the namespace; its reason stays in [`Host::servers`] and in
 //!   [`HostEvent::Removed`].
 //! - **Events tagged with the server's name**: every lifecycle event of
-//!   every client, plus listings, collisions and removals ([`Host::events`]).
+//!   every client, plus listings, collisions and removals ([`Host::events`]),
+//!   bounded in bytes per subscriber ([`HostEvents`]).
 //! - **One stop** ([`Host::stop`]) ends every server process; await it.
 //!   Dropping the last `Host` handle stops it too, and so does the end of
 //!   its supervisor actor (killed with your actor, for example).
+//!
+//! # Cancellation
+//!
+//! Dropping the future of [`Host::start`] (a timeout, a `select!`) stops
+//! every server it started, and every one still starting as soon as its
+//! start returns. Dropping the future of [`Host::add`] takes that server
+//! out of the host the same way: a start that did not return leaves no
+//! server behind. [`Host::remove`] and [`Host::stop`] of a server still
+//! starting stop it when its start returns; their
+//! [`wait`](HostShutdown::wait) waits for that too.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorRef};
-use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use crate::child::ShutdownReport;
 use crate::client::LifecycleEvent;
-use crate::client::{CallToolResult, Client, ClientShutdown, RequestOptions, StartOptions};
+use crate::client::{CallToolResult, Client, ClientShutdown, RequestOptions};
 use crate::client::{ServerSession, Status};
 use crate::config_file::ServersFile;
+use crate::protocol::{GetPromptResult, ReadResourceResult};
 use crate::ClientConfig;
 
 mod actor;
 mod catalog;
 mod config;
 mod error;
+mod events;
+mod from_file;
+mod items;
 pub(crate) mod listing;
 pub mod namespace;
+mod naming;
+mod start;
 mod watcher;
 
 pub use actor::HostMsg;
-pub use config::{
-    HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR,
-};
+pub use config::{HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_QUEUED_EVENT_BYTES};
 pub use error::HostError;
+pub use events::HostEvents;
 pub use namespace::{Collision, HostPrompt, HostResource, HostTool, ItemKind, ItemRef};
+pub use naming::{DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
 
 use self::actor::HostSupervisor;
 use self::catalog::HostShared;
@@ -222,9 +248,12 @@ impl Host {
 
     /// [`start`](Self::start) under a parent actor, with a handler or an
     /// early event subscriber.
+    ///
+    /// Cancel safety: dropping the future stops every server it started
+    /// (see [Cancellation](self#cancellation)).
     pub async fn start_with(config: HostConfig, opts: HostOptions) -> Result<Host, HostError> {
         config.validate()?;
-        let shared = Arc::new(HostShared::new(&config, opts.handler, opts.events));
+        let shared = Arc::new(HostShared::new(&config, opts.handler, opts.early));
         let spawned = match opts.supervisor {
             Some(parent) => Actor::spawn_linked(None, HostSupervisor, shared.clone(), parent).await,
             None => Actor::spawn(None, HostSupervisor, shared.clone()).await,
@@ -235,12 +264,17 @@ impl Host {
             shared,
             actor,
         };
-        let mut starts = tokio::task::JoinSet::new();
+        // The starts are the host's, not this future's: dropped, it drops
+        // the last handle, the host stops, and each start stops its client
+        // when it returns.
+        let mut starts = Vec::with_capacity(config.servers.len());
         for (name, client) in config.servers {
-            let host = host.clone();
-            starts.spawn(async move { host.start_server(name, client, true).await });
+            let ticket = host.shared.reserve(&name, client.request_timeout)?;
+            starts.push(start::spawn(&host, ticket, client, true));
         }
-        while starts.join_next().await.is_some() {}
+        for s in starts {
+            let _ = start::join(s).await;
+        }
         host.ready(config.ready_timeout).await;
         Ok(host)
     }
@@ -250,83 +284,42 @@ impl Host {
     /// out; use [`ServersFile`] to see them.
     pub async fn load(path: impl AsRef<Path>) -> Result<Host, HostError> {
         let file = ServersFile::load(path)?;
+        let config = HostConfig::from_file(&file)?;
         for u in &file.unsupported {
             warn!(server = %u.name, reason = %u.reason, file = %file.path.display(), "host: entry not supported; not started");
         }
         for name in &file.disabled {
             info!(server = %name, file = %file.path.display(), "host: entry disabled; not started");
         }
-        Self::start(file.host).await
+        Self::start(config).await
     }
 
     /// Adds the server `name` and starts it; returns once its process is
     /// spawned (its tools join the namespace when it is ready: see
     /// [`ready`](Self::ready)). Fails, leaving the host as it was, if the
-    /// name is taken or the server cannot start.
+    /// name is taken or refused (see [`HostConfig::validate`]), or the
+    /// server cannot start.
+    ///
+    /// Cancel safety: dropping the future takes the server out of the host
+    /// again and stops it (see [Cancellation](self#cancellation)).
     pub async fn add(
         &self,
         name: impl Into<String>,
         config: ClientConfig,
     ) -> Result<(), HostError> {
-        self.start_server(name.into(), config, false).await
-    }
-
-    async fn start_server(
-        &self,
-        name: String,
-        mut config: ClientConfig,
-        keep_failure: bool,
-    ) -> Result<(), HostError> {
-        if name.trim().is_empty() {
-            return Err(crate::error::ConfigError::new(
-                "servers",
-                "a server name must not be empty",
-            )
-            .into());
-        }
-        self.shared.reserve(&name, config.request_timeout)?;
-        config.name.get_or_insert_with(|| name.clone());
-        let (tx, rx) = mpsc::unbounded_channel();
-        let opts = StartOptions {
-            handler: self.shared.handler.clone(),
-            supervisor: Some(self.actor.get_cell()),
-            events: Some(tx),
-        };
-        match Client::start_with(config, opts).await {
-            Ok(client) => {
-                info!(server = %name, "host: server started");
-                let watcher = watcher::spawn(self.shared.clone(), name.clone(), client.clone(), rx);
-                if !self.shared.fill(&name, client.clone(), watcher) {
-                    drop(client.stop());
-                    return Err(HostError::Stopped);
-                }
-                self.shared.touch();
-                Ok(())
-            }
-            Err(source) => {
-                warn!(server = %name, error = %source, "host: server could not start");
-                self.shared
-                    .failed(&name, format!("could not start: {source}"), keep_failure);
-                Err(HostError::Start {
-                    server: name,
-                    source,
-                })
-            }
-        }
+        let name: String = name.into();
+        let ticket = self.shared.reserve(&name, config.request_timeout)?;
+        let guard = start::CancelOnDrop::new(&self.shared, ticket.clone());
+        let result = start::join(start::spawn(self, ticket, config, false)).await;
+        guard.disarm();
+        result
     }
 
     /// Stops the server `name` and takes it out of the host and the
     /// namespace. Await the result's [`wait`](HostShutdown::wait) for its
     /// process to be gone.
     pub fn remove(&self, name: &str) -> Result<HostShutdown, HostError> {
-        let client = self.shared.remove(name)?;
-        info!(server = %name, "host: server removed");
-        Ok(HostShutdown {
-            servers: client
-                .map(|c| (name.to_owned(), c.stop()))
-                .into_iter()
-                .collect(),
-        })
+        self.shared.remove(name)
     }
 
     /// Waits until every server is ready and listed, or will never be
@@ -358,33 +351,37 @@ impl Host {
         self.actor.get_cell()
     }
 
-    /// Subscribes to the host's events from now on (unbounded: keep
-    /// reading). Use [`HostOptions::events`] to see the first spawns too.
-    pub fn events(&self) -> mpsc::UnboundedReceiver<HostEvent> {
+    /// Subscribes to the host's events from now on. Bounded: a subscriber
+    /// that leaves more than
+    /// [`max_queued_event_bytes`](HostConfig::max_queued_event_bytes)
+    /// unread loses the next events (counted in [`HostEvents::dropped`]);
+    /// keep reading. Use [`HostOptions::subscribe`] to see the first
+    /// spawns too.
+    pub fn events(&self) -> HostEvents {
         self.shared.subscribe()
     }
 
     /// Every tool of the namespace, by namespaced name.
     pub fn tools(&self) -> Vec<HostTool> {
-        self.shared
-            .with_namespace(|ns| ns.tools.values().cloned().collect())
+        let holders = self.shared.holders(ItemKind::Tool);
+        holders.iter().map(|(name, h)| h.tool(name)).collect()
     }
 
     /// Every prompt of the namespace, by namespaced name.
     pub fn prompts(&self) -> Vec<HostPrompt> {
-        self.shared
-            .with_namespace(|ns| ns.prompts.values().cloned().collect())
+        let holders = self.shared.holders(ItemKind::Prompt);
+        holders.iter().map(|(name, h)| h.prompt(name)).collect()
     }
 
     /// Every resource of every server, by URI.
     pub fn resources(&self) -> Vec<HostResource> {
-        self.shared
-            .with_namespace(|ns| ns.resources.values().cloned().collect())
+        let holders = self.shared.holders(ItemKind::Resource);
+        holders.iter().map(|(uri, h)| h.resource(uri)).collect()
     }
 
-    /// The names that collided in the current namespace.
+    /// The names that are contested now: who holds each, who is left out.
     pub fn collisions(&self) -> Vec<Collision> {
-        self.shared.with_namespace(|ns| ns.collisions.clone())
+        self.shared.collisions()
     }
 
     /// Calls the tool `name` (namespaced, as in [`tools`](Self::tools))
@@ -416,14 +413,17 @@ impl Host {
             })
     }
 
-    /// Gets the prompt `name` (namespaced) with `arguments`; the result as
-    /// the server sent it.
-    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, HostError> {
+    /// Gets the prompt `name` (namespaced) with `arguments`, a JSON object
+    /// of string values (see [`Client::get_prompt`]).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<GetPromptResult, HostError> {
         let route = self.shared.route(ItemKind::Prompt, name).await?;
-        let params = json!({ "name": route.own, "arguments": arguments });
         route
             .client
-            .request("prompts/get", Some(params))
+            .get_prompt(&route.own, arguments)
             .await
             .map_err(|source| HostError::Call {
                 server: route.server,
@@ -431,13 +431,13 @@ impl Host {
             })
     }
 
-    /// Reads the resource `uri` from the server that listed it; the result
-    /// as the server sent it.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, HostError> {
+    /// Reads the resource `uri` from the server that holds it (the first
+    /// that listed it).
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, HostError> {
         let route = self.shared.route(ItemKind::Resource, uri).await?;
         route
             .client
-            .request("resources/read", Some(json!({ "uri": route.own })))
+            .read_resource(&route.own)
             .await
             .map_err(|source| HostError::Call {
                 server: route.server,
@@ -450,9 +450,9 @@ impl Host {
     /// the result's [`wait`](HostShutdown::wait) for every process to be
     /// gone.
     pub fn stop(&self) -> HostShutdown {
-        let servers = self.shared.stop_all();
+        let shutdown = self.shared.stop_all();
         self.actor.stop(Some("host stopped".into()));
-        HostShutdown { servers }
+        shutdown
     }
 }
 
@@ -462,6 +462,9 @@ impl Host {
 #[must_use = "the stop has begun; await .wait() to know when the servers are gone"]
 pub struct HostShutdown {
     servers: Vec<(String, ClientShutdown)>,
+    /// Servers that were still starting: each start stops its client when
+    /// it returns, and sends its shutdown here.
+    starting: Vec<oneshot::Receiver<(String, ClientShutdown)>>,
 }
 
 /// One server's processes, shut down.
@@ -476,8 +479,17 @@ pub struct ServerShutdown {
 }
 
 impl HostShutdown {
-    /// Waits until every server process is shut down and reaped. The
-    /// shutdowns run at the same time; this takes as long as the slowest.
+    pub(crate) fn empty() -> Self {
+        HostShutdown {
+            servers: Vec::new(),
+            starting: Vec::new(),
+        }
+    }
+
+    /// Waits until every server process is shut down and reaped (a server
+    /// that was still starting: once its start returned and it was
+    /// stopped). The shutdowns run at the same time; this takes as long as
+    /// the slowest.
     ///
     /// Cancel safety: cancel safe; the shutdowns go on regardless.
     pub async fn wait(self) -> Vec<ServerShutdown> {
@@ -487,6 +499,15 @@ impl HostShutdown {
                 name,
                 reports: shutdown.wait().await,
             });
+        }
+        for starting in self.starting {
+            // Gone without a client: the start failed, nothing ran.
+            if let Ok((name, shutdown)) = starting.await {
+                out.push(ServerShutdown {
+                    name,
+                    reports: shutdown.wait().await,
+                });
+            }
         }
         out
     }

@@ -6,7 +6,9 @@
 //!   tree that restarts the server, discovers its protocol era, and always
 //!   ends it.
 //! - [`server::StdioServer`] serves MCP over this process's stdin/stdout
-//!   (or any async byte streams).
+//!   (or any async byte streams); with feature `http`,
+//!   `server::http::HttpServer` serves the same handlers over Streamable
+//!   HTTP.
 //! - [`host::Host`] runs many clients as one supervised subtree, with one
 //!   namespace of tools (`server__tool`), loaded from the config files
 //!   people already keep ([`config_file`]: `mcpServers`, VS Code's
@@ -59,6 +61,8 @@
 //! | [`host`] | many clients as one supervised subtree and one tool namespace |
 //! | [`config_file`] | the files that list servers (`mcpServers`, VS Code's `servers`) |
 //! | [`server`] | serving MCP over stdio or any streams, and the tool [`server::Router`] |
+//! | `server::http` (feature `http`) | the same over Streamable HTTP: both eras on one endpoint, sessions, SSE streams and their resumption, limits, the axum service form |
+//! | `http` (feature `http`) | what both halves of Streamable HTTP share: SSE framing and parsing, MCP header names and checks, the base64 sentinel (the seam a client transport over HTTP reuses) |
 //! | [`protocol`] | typed MCP messages (tools, resources, prompts, ...) for both eras |
 //! | [`jsonrpc`], [`framing`] | the wire format shared by both halves |
 //! | [`error`], [`secret`] | typed errors; values kept out of logs |

@@ -8,7 +8,7 @@ mod host_support;
 use std::path::{Path, PathBuf};
 
 use conduit_mcp::config_file::{ConfigFileError, ServersFile};
-use conduit_mcp::host::{Host, WhenUnavailable};
+use conduit_mcp::host::{Host, HostConfig, WhenUnavailable};
 use conduit_mcp::{EnvValue, EraPreference, StderrMode};
 use serde_json::json;
 
@@ -67,7 +67,7 @@ fn claude_desktop_config() {
     );
     let file = load(&path, &[]).unwrap();
     assert_eq!(
-        file.host.servers.keys().collect::<Vec<_>>(),
+        file.servers.keys().collect::<Vec<_>>(),
         ["filesystem", "github"]
     );
     let fs = file.server("filesystem").unwrap();
@@ -187,8 +187,9 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
     assert_eq!(file.server("tools").unwrap().max_reconnects, 5);
     assert_eq!(file.disabled, ["off"]);
     assert!(file.server("off").is_none());
-    assert_eq!(file.host.separator, "--");
-    assert_eq!(file.host.when_unavailable, WhenUnavailable::Wait);
+    let host = HostConfig::from_file(&file).unwrap();
+    assert_eq!(host.separator, "--");
+    assert_eq!(host.when_unavailable, WhenUnavailable::Wait);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -222,7 +223,7 @@ fn vscode_mcp_json_with_comments_env_file_inputs_and_types() {
 }"#,
     );
     let file = load(&path, &[]).unwrap();
-    assert_eq!(file.host.servers.len(), 1);
+    assert_eq!(file.servers.len(), 1);
     let memory = file.server("memory").unwrap();
     assert_eq!(memory.args[1], "@modelcontextprotocol/server-memory");
     // Every env-file value is a secret; `env` wins over it.
@@ -244,7 +245,7 @@ fn vscode_mcp_json_with_comments_env_file_inputs_and_types() {
         env_of(&file, "memory", "WS"),
         Some(&EnvValue::Plain(ws.into()))
     );
-    let debug = format!("{:?}", file.host);
+    let debug = format!("{file:?}");
     assert!(!debug.contains("from-env-file"), "{debug}");
     let mut names: Vec<&str> = file.unsupported.iter().map(|u| u.name.as_str()).collect();
     names.sort();
@@ -329,7 +330,10 @@ fn errors_name_the_file_the_key_and_the_variable() {
     ];
     for (text, tag, needles) in cases {
         let path = write(&dir, &format!("{tag}.json"), text);
-        let e = load(&path, &[]).expect_err(tag).to_string();
+        let e = load(&path, &[])
+            .and_then(|f| HostConfig::from_file(&f))
+            .expect_err(tag)
+            .to_string();
         assert!(e.contains(path.to_str().unwrap()), "{tag}: no file in {e}");
         for n in *needles {
             assert!(e.contains(n), "{tag}: {n:?} not in {e}");
@@ -381,7 +385,9 @@ async fn a_server_started_from_a_file_gets_its_command_cwd_and_env() {
 }"#,
     );
     let file = ServersFile::load(&path).unwrap();
-    let host = Host::start(file.host).await.unwrap();
+    let host = Host::start(HostConfig::from_file(&file).unwrap())
+        .await
+        .unwrap();
     assert!(host.server("fx").unwrap().is_ready());
     let info = host
         .client("fx")

@@ -17,10 +17,9 @@ mod peers;
 use conduit_mcp::config_file::ServersFile;
 use conduit_mcp::host::{Host, HostError, HostEvent};
 use conduit_mcp::LifecycleEvent;
-use host_support::{assert_all_gone, until};
+use host_support::{assert_all_gone, listed, until};
 use peers::{everything_js, peers, py_server_script, time_server, venv_python};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 /// A `.mcp.json` as Claude Code keeps it, with `${PEERS}` for the peers'
 /// folder (expanded from the environment given to the parser).
@@ -85,12 +84,11 @@ async fn a_host_of_the_real_servers_serves_one_namespace_and_survives_a_crash() 
     let file = ServersFile::parse(&std::fs::read_to_string(&path).unwrap(), &path, &env).unwrap();
     assert_eq!(file.unsupported.len(), 1);
     assert_eq!(file.unsupported[0].name, "remote");
-    assert_eq!(file.host.servers.len(), 5);
+    assert_eq!(file.servers.len(), 5);
 
-    let (tx, mut events) = mpsc::unbounded_channel();
-    let host = Host::start_with(file.host, conduit_mcp::host::HostOptions::new().events(tx))
-        .await
-        .unwrap();
+    let (opts, mut events) = conduit_mcp::host::HostOptions::new().subscribe();
+    let config = conduit_mcp::host::HostConfig::from_file(&file).unwrap();
+    let host = Host::start_with(config, opts).await.unwrap();
     for s in host.servers() {
         assert!(s.is_ready(), "{s:?}");
         eprintln!(
@@ -149,6 +147,7 @@ async fn a_host_of_the_real_servers_serves_one_namespace_and_survives_a_crash() 
         .find(|r| r.uri.ends_with("hello.gz"))
         .expect("the new resource is listed");
     let read = host.read_resource(&gz.uri).await.unwrap();
+    let read = serde_json::to_value(&read).unwrap();
     assert!(read["contents"][0]["blob"].is_string(), "{read}");
 
     // The Python server crashes: it is unavailable while it restarts, and
@@ -174,11 +173,7 @@ async fn a_host_of_the_real_servers_serves_one_namespace_and_survives_a_crash() 
             text(&r)
         );
     }
-    until(
-        &mut events,
-        |e| matches!(e, HostEvent::Listed { server, .. } if server == "py"),
-    )
-    .await;
+    listed(&mut events, "py").await;
     let r = host
         .call_tool("py__add", json!({"a": 20, "b": 22}))
         .await

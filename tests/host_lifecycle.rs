@@ -11,10 +11,9 @@ use std::time::Duration;
 use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, HostOptions, WhenUnavailable};
 use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{Backoff, ClientConfig, Status};
-use host_support::{assert_all_gone, until, PATIENCE};
+use host_support::{assert_all_gone, listed, until, PATIENCE};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::json;
-use tokio::sync::mpsc;
 
 /// A fixture server whose restarts wait `backoff` and stop after `max`.
 fn restarting(backoff: Duration, max: u32) -> ClientConfig {
@@ -41,14 +40,12 @@ fn text(result: &conduit_mcp::client::CallToolResult) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_starts_every_server_and_joins_their_tools_in_one_namespace() {
     common::trace();
-    let (tx, mut events) = mpsc::unbounded_channel();
+    let (opts, mut events) = HostOptions::new().subscribe();
     let config = HostConfig::new()
         .server("one", common::config(&[]))
         .server("two", common::config(&["--era", "legacy"]))
         .server("three", common::config(&[]));
-    let host = Host::start_with(config, HostOptions::new().events(tx))
-        .await
-        .unwrap();
+    let host = Host::start_with(config, opts).await.unwrap();
     let servers = host.servers();
     assert_eq!(servers.len(), 3);
     for s in &servers {
@@ -211,11 +208,7 @@ async fn a_crashed_server_is_unavailable_while_the_others_keep_serving() {
     ));
 
     // Restarted: listed again, and serving.
-    until(
-        &mut events,
-        |e| matches!(e, HostEvent::Listed { server, .. } if server == "crashy"),
-    )
-    .await;
+    listed(&mut events, "crashy").await;
     let r = host
         .call_tool("crashy__echo", json!({"text": "back"}))
         .await
@@ -319,11 +312,7 @@ async fn servers_are_added_and_removed_at_run_time() {
     host.add("late", common::config(&["--era", "legacy"]))
         .await
         .unwrap();
-    until(
-        &mut events,
-        |e| matches!(e, HostEvent::Listed { server, .. } if server == "late"),
-    )
-    .await;
+    listed(&mut events, "late").await;
     let summaries = host.ready(PATIENCE).await;
     assert!(summaries.iter().all(|s| s.is_ready()), "{summaries:?}");
     let r = host
@@ -451,4 +440,121 @@ async fn the_host_is_a_subtree_of_the_users_actor_and_dies_with_it() {
         host.call_tool("a__echo", json!({})).await,
         Err(HostError::Stopped)
     ));
+}
+
+/// The fixture's arguments, from the server now running as `server`.
+async fn args_of(host: &Host, server: &str) -> Vec<String> {
+    let info = host
+        .client(server)
+        .unwrap()
+        .request("fixture/info", None)
+        .await
+        .unwrap();
+    serde_json::from_value(info["args"].clone()).unwrap()
+}
+
+/// The pid a `--pid-file` server wrote, if it got that far.
+fn pid_in(file: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(file)
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_remove_add_of_one_name_runs_the_last_config() {
+    let host = Host::start(HostConfig::new()).await.unwrap();
+    let dir = common::tempdir("host-readd");
+    let rounds = 20;
+    let (mut wrong, mut b_failed, mut a_survived, mut raced) = (0, 0, 0, 0);
+    for round in 0..rounds {
+        let a_pid = dir.join(format!("a-{round}"));
+        let a = common::config(&["--pid-file", a_pid.to_str().unwrap(), "--", "config-A"]);
+        let b = common::config(&["--", "config-B"]);
+        // `add(A)` is polled first: it reserves "x" and starts A; then "x"
+        // is removed and added again with B while A starts.
+        let (ra, (removed, rb)) = tokio::join!(host.add("x", a), async {
+            let removed = host.remove("x");
+            (removed, host.add("x", b).await)
+        });
+        let removed_while_starting = ra.is_err();
+        raced += usize::from(removed_while_starting);
+        if let Ok(r) = removed {
+            r.wait().await;
+        }
+        if let Err(e) = &rb {
+            eprintln!("round {round}: add(B): {e}");
+            b_failed += 1;
+        }
+        if let Some(x) = host.client("x") {
+            x.ready(PATIENCE).await.unwrap();
+            if !args_of(&host, "x").await.contains(&"config-B".to_owned()) {
+                wrong += 1;
+            }
+        }
+        if let Ok(r) = host.remove("x") {
+            r.wait().await;
+        }
+        // A ran under a name that was removed: its process ends.
+        let gone = common::eventually(Duration::from_secs(10), || {
+            pid_in(&a_pid).is_none_or(|p| !common::alive(p))
+        })
+        .await;
+        a_survived += usize::from(gone.is_none());
+    }
+    eprintln!(
+        "{rounds} rounds ({raced} removed A while it started): config A ran as x {wrong}, \
+         add(B) failed {b_failed}, A outlived its removal {a_survived}"
+    );
+    assert_eq!((wrong, b_failed, a_survived), (0, 0, 0));
+    assert!(host.servers().is_empty(), "{:?}", host.servers());
+    assert_all_gone(&host.stop().wait().await);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_start_does_not_remove_the_next_server_of_its_name() {
+    let host = Host::start(HostConfig::new()).await.unwrap();
+    let rounds = 10;
+    let (mut lost, mut raced) = (0, 0);
+    for round in 0..rounds {
+        let bad = ClientConfig::new("conduit-mcp-no-such-server-exe");
+        let good = common::config(&[]);
+        let (_, (removed, rb)) = tokio::join!(host.add("y", bad), async {
+            let removed = host.remove("y").is_ok();
+            (removed, host.add("y", good).await)
+        });
+        raced += usize::from(removed);
+        let kept = host.server("y").is_some();
+        if rb.is_err() || !kept {
+            eprintln!("round {round}: add(good) = {rb:?}, in the host: {kept}");
+            lost += 1;
+        }
+        if let Ok(r) = host.remove("y") {
+            assert_all_gone(&r.wait().await);
+        }
+    }
+    eprintln!("{rounds} rounds ({raced} removed the failing one while it started): the good server was lost {lost}");
+    assert_eq!(lost, 0);
+    assert_all_gone(&host.stop().wait().await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_waits_without_a_time_limit_does_not_overflow() {
+    let slow = common::config(&["--start-delay-ms", "300"]).request_timeout(Duration::MAX);
+    let config = HostConfig::new()
+        .server("slow", slow)
+        .when_unavailable(WhenUnavailable::Wait)
+        .ready_timeout(Duration::from_millis(1));
+    let host = Host::start(config).await.unwrap();
+    assert!(!host.server("slow").unwrap().listed, "listed too soon");
+    let r = host
+        .call_tool("slow__echo", json!({"text": "late"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "late");
+    assert_all_gone(&host.stop().wait().await);
 }

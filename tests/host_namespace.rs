@@ -10,9 +10,10 @@ mod host_support;
 use std::time::Duration;
 
 use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, ItemKind};
+use conduit_mcp::protocol::ContentBlock;
 use conduit_mcp::{ClientConfig, StderrMode};
-use host_support::{finish, until};
-use serde_json::{json, Value};
+use host_support::{finish, listed, until};
+use serde_json::json;
 
 async fn add_tool(host: &Host, server: &str, name: &str) {
     host.client(server)
@@ -52,104 +53,216 @@ async fn a_tools_list_changed_notification_refreshes_the_namespace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn names_that_collide_are_reported_and_the_first_server_keeps_them() {
-    // `my.fx` and `my_fx` both become `my_fx__...`; `my.fx` sorts first.
-    let config = HostConfig::new()
-        .server("my.fx", common::config(&[]))
-        .server("my_fx", common::config(&["--era", "legacy"]));
-    let host = Host::start(config).await.unwrap();
-    let collisions = host.collisions();
-    assert_eq!(collisions.len(), 5, "{collisions:?}");
-    for c in &collisions {
-        assert_eq!(c.kind, ItemKind::Tool);
-        assert_eq!(c.kept.server, "my.fx");
-        assert_eq!(c.dropped.server, "my_fx");
-        assert_eq!(c.kept.name, c.dropped.name);
-        assert_eq!(c.name, format!("my_fx__{}", c.kept.name));
-    }
-    assert_eq!(host.tools().len(), 5);
-    assert!(host.tools().iter().all(|t| t.server == "my.fx"));
-    // The name reaches the server that kept it: `my.fx` is the modern one.
-    let era = host.client("my.fx").unwrap().session().unwrap().era;
-    assert_eq!(era, conduit_mcp::Era::Modern);
-    let r = host
-        .call_tool("my_fx__echo", json!({"text": "first"}))
-        .await
-        .unwrap();
-    assert_eq!(r.joined_text(), "first");
-    finish(host).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_collision_that_appears_at_run_time_is_reported_as_an_event() {
-    // Server `a` adds a tool `b__echo`: `a__b__echo`, the name of server
-    // `a__b`'s `echo`. `a` sorts first and keeps it.
+async fn a_server_cannot_take_over_another_servers_tool_name() {
+    // Issue 20's attack: `a` adds `b__echo`, whose namespaced name is
+    // `a__b__echo`, the name of server `a__b`'s `echo`. A server name
+    // holding the separator is refused, so no name can mean two servers.
     let config = HostConfig::new()
         .server("a", common::config(&[]))
         .server("a__b", common::config(&[]));
+    match Host::start(config).await {
+        Err(HostError::Config(e)) => assert!(e.problem.contains("`a__b`"), "{e}"),
+        Ok(host) => {
+            let mut events = host.events();
+            add_tool(&host, "a", "b__echo").await;
+            listed(&mut events, "a").await;
+            let r = host
+                .call_tool("a__b__echo", json!({"text": "who"}))
+                .await
+                .map(|r| r.joined_text());
+            finish(host).await;
+            panic!("`a__b` was started beside `a`; `a__b__echo` answered {r:?}");
+        }
+        Err(other) => panic!("{other}"),
+    }
+    // Added at run time: refused the same way; the host goes on.
+    let config = HostConfig::new()
+        .server("a", common::config(&[]))
+        .server("my_fx", common::config(&[]));
     let host = Host::start(config).await.unwrap();
-    assert!(host.collisions().is_empty());
+    let e = host.add("a__b", common::config(&[])).await.unwrap_err();
+    assert!(matches!(e, HostError::Config(_)), "{e}");
+    assert!(host.server("a__b").is_none());
+    let e = host.add("my.fx", common::config(&[])).await.unwrap_err();
+    assert!(
+        e.to_string().contains("`my_fx`"),
+        "same prefix as `my_fx`: {e}"
+    );
+    assert!(host.server("my.fx").is_none());
+    let r = host.call_tool("a__echo", json!({"text": "still"})).await;
+    assert_eq!(r.unwrap().joined_text(), "still");
+    finish(host).await;
+}
+
+#[test]
+fn server_names_that_would_make_a_name_ambiguous_are_refused() {
+    let long = "s".repeat(54);
+    let cases: [(&[&str], &str); 5] = [
+        // Holds the separator.
+        (&["a", "a__b"], "`a__b`"),
+        // Two names, one prefix once sanitised.
+        (&["my.fx", "my_fx"], "`my_fx`"),
+        // `a_` + `__` + `x` reads as `a` + `__` + `_x`.
+        (&["a_"], "`a_`"),
+        (&["a-"], ""),
+        // Cut with the item's name: two servers could share the cut part.
+        (&[long.as_str()], "54"),
+    ];
+    for (names, culprit) in cases {
+        let config = names.iter().fold(HostConfig::new(), |c, n| {
+            c.server(*n, ClientConfig::new("unused"))
+        });
+        match (config.validate(), culprit) {
+            (Ok(()), "") => {}
+            (Ok(()), _) => panic!("{names:?} accepted"),
+            (Err(e), "") => panic!("{names:?} refused: {e}"),
+            (Err(e), _) => {
+                assert_eq!(e.key, "servers", "{e}");
+                assert!(e.problem.contains(culprit), "{names:?}: {e}");
+            }
+        }
+    }
+    // A longer limit makes room; another separator other names.
+    let mut config = HostConfig::new().server(long.as_str(), ClientConfig::new("unused"));
+    config.max_name_len = 128;
+    config.validate().unwrap();
+    let dotted = HostConfig::new()
+        .server("a", ClientConfig::new("unused"))
+        .server("a__b", ClientConfig::new("unused"))
+        .separator(".");
+    dotted.validate().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_uri_keeps_the_server_that_listed_it_first() {
+    // `attacker` sorts first; `victim` lists the URI first.
+    let config = HostConfig::new()
+        .server("attacker", common::config(&["--resources"]))
+        .server("victim", common::config(&["--resources"]));
+    let host = Host::start(config).await.unwrap();
     let mut events = host.events();
-    assert_eq!(
-        host.tools()
-            .into_iter()
-            .find(|t| t.name == "a__b__echo")
-            .unwrap()
-            .server,
-        "a__b"
-    );
-    add_tool(&host, "a", "b__echo").await;
-    let e = until(&mut events, |e| matches!(e, HostEvent::Collision(_))).await;
-    let HostEvent::Collision(c) = e else {
-        unreachable!()
+    let add = |server: &'static str| {
+        let client = host.client(server).unwrap();
+        async move {
+            client
+                .request(
+                    "fixture/add_resource",
+                    Some(json!({"uri": "victim://data"})),
+                )
+                .await
+                .unwrap();
+        }
     };
-    assert_eq!(c.name, "a__b__echo");
+    let listed = |server: &'static str| move |e: &HostEvent| matches!(e, HostEvent::Listed { server: s, resources: 1, .. } if s == server);
+    add("victim").await;
+    until(&mut events, listed("victim")).await;
+    add("attacker").await;
+    until(&mut events, listed("attacker")).await;
+    let e = until(&mut events, |e| matches!(e, HostEvent::Collision(_))).await;
     assert_eq!(
-        (c.kept.server.as_str(), c.kept.name.as_str()),
-        ("a", "b__echo")
+        e.server(),
+        "attacker",
+        "the later claimant is left out: {e:?}"
     );
+    let victim_pid = host.client("victim").unwrap().pid().unwrap();
+    let read = host.read_resource("victim://data").await.unwrap();
     assert_eq!(
-        (c.dropped.server.as_str(), c.dropped.name.as_str()),
-        ("a__b", "echo")
+        read.contents[0].as_text(),
+        Some(format!("victim://data from {victim_pid}").as_str()),
+        "the later claimant took the URI over"
     );
-    assert_eq!(host.collisions(), vec![c]);
-    let r = host
-        .call_tool("a__b__echo", json!({"text": "who"}))
+    let owner = host.resources();
+    assert_eq!(owner.len(), 1);
+    assert_eq!(owner[0].server, "victim");
+    let c = host.collisions();
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(
+        (
+            c[0].kind,
+            c[0].kept.server.as_str(),
+            c[0].dropped.server.as_str()
+        ),
+        (ItemKind::Resource, "victim", "attacker")
+    );
+    // The victim re-lists (a new resource): it keeps the URI.
+    host.client("victim")
+        .unwrap()
+        .request(
+            "fixture/add_resource",
+            Some(json!({"uri": "victim://more"})),
+        )
         .await
         .unwrap();
-    assert_eq!(r.joined_text(), "b__echo: who", "the fixture `a` answers");
+    until(
+        &mut events,
+        |e| matches!(e, HostEvent::Listed { server, resources: 2, .. } if server == "victim"),
+    )
+    .await;
+    assert_eq!(
+        host.resources()
+            .iter()
+            .find(|r| r.uri == "victim://data")
+            .map(|r| r.server.as_str()),
+        Some("victim")
+    );
+    // Once its holder is gone, the name passes to the next claimant.
+    host.remove("victim").unwrap().wait().await;
+    let r = host.resources();
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(
+        (r[0].uri.as_str(), r[0].server.as_str()),
+        ("victim://data", "attacker")
+    );
+    assert!(host.collisions().is_empty(), "{:?}", host.collisions());
     finish(host).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_names_are_kept_within_64_characters_and_still_routed() {
-    let long = "a-server-whose-name-alone-takes-up-nearly-all-of-the-limit";
-    let mut config = HostConfig::new().server(long, common::config(&[]));
+    let server = "a-server-with-a-rather-long-name";
+    let config = HostConfig::new().server(server, common::config(&[]));
     let host = Host::start(config.clone()).await.unwrap();
-    let tools = host.tools();
-    assert_eq!(tools.len(), 5);
-    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    for n in &names {
-        assert!(n.len() <= 64, "{n} is {} long", n.len());
+    let mut events = host.events();
+    // Two long tools that differ only past the cut.
+    let stem = "a-tool-whose-name-alone-is-longer-than-hosts-allow";
+    for end in ["one", "two"] {
+        add_tool(&host, server, &format!("{stem}-{end}")).await;
     }
-    // `...__ask_roots` (69) is cut and hashed; `...__add` (63) fits.
-    let add = format!("{long}__add");
-    assert!(names.contains(&add.as_str()), "{names:?}");
-    let cut = tools.iter().find(|t| t.tool.name == "ask_roots").unwrap();
-    assert_eq!(cut.name.len(), 64, "{}", cut.name);
-    assert_ne!(cut.name, format!("{long}__ask_roots"));
-    let r = host.call_tool(&add, json!({"a": 1, "b": 1})).await.unwrap();
-    assert_eq!(r.joined_text(), "2");
-    names.sort();
-    names.dedup();
-    assert_eq!(names.len(), 5);
+    until(&mut events, |e| {
+        matches!(e, HostEvent::Listed { tools: 7, .. })
+    })
+    .await;
+    let tools = host.tools();
+    assert_eq!(tools.len(), 7);
+    for t in &tools {
+        assert!(t.name.len() <= 64, "{} is {} long", t.name, t.name.len());
+        assert!(t.name.starts_with(&format!("{server}__")), "{}", t.name);
+    }
+    let cut: Vec<_> = tools
+        .iter()
+        .filter(|t| t.tool.name.starts_with(stem))
+        .collect();
+    assert_eq!(cut.len(), 2);
+    assert_ne!(cut[0].name, cut[1].name);
+    for t in cut {
+        assert_eq!(t.name.len(), 64, "{}", t.name);
+        let r = host
+            .call_tool(&t.name, json!({"text": "cut"}))
+            .await
+            .unwrap();
+        assert_eq!(r.joined_text(), format!("{}: cut", t.tool.name));
+    }
+    assert!(host.collisions().is_empty(), "{:?}", host.collisions());
     finish(host).await;
 
     // The limit and the separator are configurable.
-    config.max_name_len = 32;
+    let mut config = HostConfig::new().server("short", common::config(&[]));
+    config.max_name_len = 20;
     config.separator = ".".into();
     let host = Host::start(config).await.unwrap();
-    assert!(host.tools().iter().all(|t| t.name.len() <= 32));
+    let names: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
+    assert!(names.iter().all(|n| n.len() <= 20), "{names:?}");
+    assert!(names.contains(&"short.echo".to_owned()), "{names:?}");
     assert!(host.collisions().is_empty(), "{:?}", host.collisions());
     finish(host).await;
 }
@@ -189,10 +302,11 @@ async fn prompts_and_resources_of_the_example_server_are_routed() {
         .get_prompt("demo__greet", json!({"name": "Ada"}))
         .await
         .unwrap();
-    let text = got
-        .pointer("/messages/0/content/text")
-        .and_then(Value::as_str);
-    assert_eq!(text, Some("Say hello to Ada."), "{got}");
+    assert_eq!(got.messages.len(), 1, "{got:?}");
+    match &got.messages[0].content {
+        ContentBlock::Text(t) => assert_eq!(t.text, "Say hello to Ada."),
+        other => panic!("{other:?}"),
+    }
 
     let resources = host.resources();
     assert_eq!(resources.len(), 1);
@@ -201,12 +315,8 @@ async fn prompts_and_resources_of_the_example_server_are_routed() {
         ("demo://readme", "demo")
     );
     let read = host.read_resource("demo://readme").await.unwrap();
-    assert!(
-        read.pointer("/contents/0/text")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.contains("example server")),
-        "{read}"
-    );
+    let text = read.contents[0].as_text().unwrap_or_default();
+    assert!(text.contains("example server"), "{read:?}");
 
     // Tools of both, side by side.
     let r = host

@@ -9,6 +9,9 @@
 
 #![cfg(unix)]
 
+#[path = "interop/peers.rs"]
+mod peers;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -163,12 +166,6 @@ async fn serve() -> Served {
     }
 }
 
-fn peers() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target")
-        .join("peers")
-}
-
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
@@ -217,16 +214,14 @@ async fn finish(s: Served) {
 }
 
 fn python() -> Option<PathBuf> {
-    let py = peers().join("venv").join("bin").join("python");
-    if py.exists() {
-        Some(py)
-    } else {
+    let py = peers::venv_python();
+    if py.is_none() {
         println!(
             "skipped: Python mcp not installed at {} (run .ci/install-peers.sh)",
-            py.display()
+            peers::peers().join("venv").display()
         );
-        None
     }
+    py
 }
 
 #[tokio::test]
@@ -264,7 +259,7 @@ async fn python_mcp_client_over_http_in_the_2026_07_28_era() {
 
 #[tokio::test]
 async fn typescript_sdk_client_over_http_in_a_2025_11_25_session() {
-    let modules = peers().join("node").join("node_modules");
+    let modules = peers::peers().join("node").join("node_modules");
     if !modules.join("@modelcontextprotocol").join("sdk").exists() {
         println!(
             "skipped: @modelcontextprotocol/sdk not installed at {} (run .ci/install-peers.sh)",
@@ -272,12 +267,12 @@ async fn typescript_sdk_client_over_http_in_a_2025_11_25_session() {
         );
         return;
     }
-    let Some(node) = which("node") else {
+    if !peers::on_path("node") {
         println!("skipped: node not found in PATH");
         return;
-    };
+    }
     let s = serve().await;
-    let mut cmd = Command::new(node);
+    let mut cmd = Command::new("node");
     cmd.env("NODE_PATH", &modules)
         .arg(script("node_client.cjs"))
         .arg(&s.url);
@@ -285,12 +280,4 @@ async fn typescript_sdk_client_over_http_in_a_2025_11_25_session() {
     assert!(s.seen.cancelled.load(Ordering::SeqCst) >= 1);
     assert_eq!(s.seen.legacy_asks.load(Ordering::SeqCst), 1);
     finish(s).await;
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    })
 }

@@ -192,16 +192,7 @@ async fn sessions_beyond_max_sessions_get_503_until_idle_ones_expire() {
 async fn a_session_with_an_open_stream_does_not_expire() {
     let s = start(config().session_idle_timeout(Duration::from_millis(100))).await;
     let sid = open_session(s.addr, json!({})).await;
-    let g = send(
-        s.addr,
-        request(
-            "GET",
-            s.addr,
-            &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
-            None,
-        ),
-    )
-    .await;
+    let g = get(s.addr, &sid, &[]).await;
     assert_eq!(g.status, 200);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
@@ -259,5 +250,62 @@ async fn what_a_session_may_queue_is_bounded_in_bytes() {
         "total {total} KiB over the server-wide bound"
     );
     assert!(queued.last().unwrap().1 == 256 * 1024, "{queued:?}");
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn clients_that_stall_their_bodies_do_not_stall_other_requests() {
+    use tokio::io::AsyncWriteExt;
+    let mut c = config();
+    c.server = c
+        .server
+        .max_inbound_bytes(1024 * 1024)
+        .max_message_bytes(1024 * 1024);
+    let s = start(c).await;
+    // Two clients announce 1 MiB bodies (all the room bodies may take),
+    // send 10 bytes, and stall.
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let mut tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{{\"jsonrpc\"",
+            s.addr
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        stalled.push(tcp);
+    }
+    let started = std::time::Instant::now();
+    let r = tokio::time::timeout(Duration::from_secs(3), post(s.addr, &[], init())).await;
+    let took = started.elapsed();
+    println!(
+        "an initialize behind two stalled 1 MiB bodies: {:?} after {took:?}",
+        r.as_ref().map(|r| r.status)
+    );
+    assert_eq!(
+        r.expect("the request waited behind the stalled bodies")
+            .status,
+        200
+    );
+    s.handle.stop();
+    drop(stalled);
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_within_body_timeout_gets_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = start(config().body_timeout(Duration::from_millis(300))).await;
+    let mut tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{",
+        s.addr
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(PATIENCE, tcp.read(&mut buf))
+        .await
+        .expect("an answer")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     s.handle.stop();
 }

@@ -61,16 +61,7 @@ async fn unknown_and_deleted_sessions_get_404() {
     assert_eq!(d.status, 200);
     let r = legacy(s.addr, &sid, json!(2), "tools/list", json!({})).await;
     assert_eq!(r.status, 404);
-    let g = send(
-        s.addr,
-        request(
-            "GET",
-            s.addr,
-            &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
-            None,
-        ),
-    )
-    .await;
+    let g = get(s.addr, &sid, &[]).await;
     assert_eq!(g.status, 404);
     s.handle.stop();
 }
@@ -344,19 +335,7 @@ async fn a_client_that_disconnects_mid_stream_resumes_where_it_stopped() {
 async fn notifications_cancelled_aborts_the_request_and_ends_its_stream() {
     let s = start(config()).await;
     let sid = open_session(s.addr, json!({})).await;
-    let r = legacy(
-        s.addr,
-        &sid,
-        json!(5),
-        "tools/call",
-        json!({ "name": "sleep", "arguments": { "ms": 60000 }, "_meta": { "progressToken": 1 } }),
-    )
-    .await;
-    let mut ev = r.sse();
-    assert_eq!(
-        ev.next_message().await.unwrap()["method"],
-        "notifications/progress"
-    );
+    let mut ev = sleeping(s.addr, &sid, json!(5), 60000).await;
     let c = post(
         s.addr,
         &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
@@ -397,5 +376,30 @@ async fn a_duplicate_in_flight_id_is_refused() {
             .status,
         200
     );
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn deleting_a_session_cancels_its_running_requests() {
+    let s = start(config()).await;
+    let sid = open_session(s.addr, json!({})).await;
+    let mut ev = sleeping(s.addr, &sid, json!(1), 60000).await;
+    let d = send(
+        s.addr,
+        request(
+            "DELETE",
+            s.addr,
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(d.status, 200);
+    assert_eq!(
+        ev.next_message().await,
+        None,
+        "the stream ends without an answer"
+    );
+    assert!(eventually(|| s.counts.dropped.load(Ordering::SeqCst) == 1).await);
     s.handle.stop();
 }

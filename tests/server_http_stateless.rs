@@ -343,3 +343,36 @@ async fn a_request_without_modern_meta_or_session_is_legacy_and_refused() {
     assert_eq!(r.json().await["error"]["code"], -32602);
     s.handle.stop();
 }
+
+#[tokio::test]
+async fn requests_beyond_max_in_flight_wait_for_a_slot() {
+    let mut c = config();
+    c.server = c.server.max_in_flight(2);
+    let s = start(c).await;
+    let a = modern_sleeping(s.addr, 1, 60_000).await;
+    let _b = modern_sleeping(s.addr, 2, 60_000).await;
+    let addr = s.addr;
+    let third = tokio::spawn(async move { modern_sleeping(addr, 3, 60_000).await });
+    let counts = s.counts.clone();
+    assert!(eventually(|| counts.started.load(Ordering::SeqCst) == 2).await);
+    // The third waits (checked after a while: it must not have started).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s.counts.started.load(Ordering::SeqCst), 2);
+    // A listen stream takes no slot.
+    let listen = modern(
+        s.addr,
+        json!("l"),
+        "subscriptions/listen",
+        json!({ "notifications": {} }),
+    )
+    .await;
+    assert!(listen.is_sse());
+    drop(a); // cancels the first: its slot goes to the third
+    assert!(eventually(|| counts.started.load(Ordering::SeqCst) == 3).await);
+    let mut third = third.await.unwrap();
+    assert_eq!(
+        third.next_message().await.unwrap()["method"],
+        "notifications/progress"
+    );
+    s.handle.stop();
+}

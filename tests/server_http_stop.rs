@@ -55,16 +55,7 @@ async fn stop_answers_in_flight_requests_within_the_grace_then_closes_the_listen
         long.next_message().await.unwrap()["method"],
         "notifications/progress"
     );
-    let get = send(
-        s.addr,
-        request(
-            "GET",
-            s.addr,
-            &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
-            None,
-        ),
-    )
-    .await;
+    let get = get(s.addr, &sid, &[]).await;
     let mut get = get.sse();
     let listen = modern(
         s.addr,

@@ -17,25 +17,26 @@ use crate::host::{Host, HostConfig, ServerSummary};
 /// Runs `command` against the servers of `file`.
 pub(super) async fn run(
     options: &Options,
-    mut file: ServersFile,
+    file: ServersFile,
     command: Command,
 ) -> Result<Output, Fail> {
-    for config in file.host.servers.values_mut() {
+    let mut host = HostConfig::from_file(&file).map_err(|e| Fail::Usage(e.to_string()))?;
+    for config in host.servers.values_mut() {
         apply_options(options, config);
     }
     if let Some(t) = options.timeout {
-        file.host.ready_timeout = t;
+        host.ready_timeout = t;
     }
     match command {
-        Command::Servers => servers(options, file).await,
-        Command::Tools if options.server.is_none() => all_tools(file).await,
+        Command::Servers => servers(options, &file, host).await,
+        Command::Tools if options.server.is_none() => all_tools(host).await,
         Command::Call { tool, args, .. } if options.server.is_none() => {
-            call(options, file, &tool, args.unwrap_or_else(|| json!({}))).await
+            let args = args.unwrap_or_else(|| json!({}));
+            call(options, &file, host, &tool, args).await
         }
         command => {
             let name = one_server(options, &file)?;
-            let config = file
-                .host
+            let config = host
                 .servers
                 .remove(&name)
                 .ok_or_else(|| unknown(&file, &name))?;
@@ -49,20 +50,20 @@ fn one_server(options: &Options, file: &ServersFile) -> Result<String, Fail> {
     if let Some(name) = &options.server {
         return Ok(name.clone());
     }
-    let mut names = file.host.servers.keys();
+    let mut names = file.servers.keys();
     match (names.next(), names.next()) {
         (Some(only), None) => Ok(only.clone()),
         _ => Err(Fail::Usage(format!(
             "{} has {} servers ({}); choose one with --server NAME",
             file.path.display(),
-            file.host.servers.len(),
+            file.servers.len(),
             server_names(file)
         ))),
     }
 }
 
 fn server_names(file: &ServersFile) -> String {
-    let names: Vec<&str> = file.host.servers.keys().map(String::as_str).collect();
+    let names: Vec<&str> = file.servers.keys().map(String::as_str).collect();
     if names.is_empty() {
         "none to start".into()
     } else {
@@ -107,13 +108,16 @@ async fn with_host<T>(
 }
 
 /// `mcp servers`: one line per server.
-async fn servers(options: &Options, file: ServersFile) -> Result<Output, Fail> {
-    let mut config = file.host.clone();
+async fn servers(
+    options: &Options,
+    file: &ServersFile,
+    mut config: HostConfig,
+) -> Result<Output, Fail> {
     if let Some(name) = &options.server {
         let one = config
             .servers
             .remove(name)
-            .ok_or_else(|| unknown(&file, name))?;
+            .ok_or_else(|| unknown(file, name))?;
         config.servers = [(name.clone(), one)].into();
     }
     let summaries = with_host(config, async |host: &Host| Ok(host.servers())).await?;
@@ -178,8 +182,8 @@ fn not_ready(s: &ServerSummary) -> String {
 }
 
 /// `mcp tools --config FILE`: every server's tools, namespaced.
-async fn all_tools(file: ServersFile) -> Result<Output, Fail> {
-    let (tools, collisions, failed) = with_host(file.host, async |host: &Host| {
+async fn all_tools(config: HostConfig) -> Result<Output, Fail> {
+    let (tools, collisions, failed) = with_host(config, async |host: &Host| {
         let failed: Vec<ServerSummary> = host
             .servers()
             .into_iter()
@@ -212,11 +216,11 @@ async fn all_tools(file: ServersFile) -> Result<Output, Fail> {
 /// and calls through the host's namespace.
 async fn call(
     options: &Options,
-    file: ServersFile,
+    file: &ServersFile,
+    mut config: HostConfig,
     tool: &str,
     args: Value,
 ) -> Result<Output, Fail> {
-    let mut config = file.host.clone();
     let naming = config.naming();
     config
         .servers
@@ -225,7 +229,7 @@ async fn call(
         return Err(Fail::Usage(format!(
             "no tool named `{tool}`: a namespaced name starts with a server's name and `{}` (servers: {}); or use --server NAME with the server's own tool name",
             config.separator,
-            server_names(&file)
+            server_names(file)
         )));
     }
     let result = with_host(config, async |host: &Host| {

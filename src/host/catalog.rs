@@ -1,26 +1,50 @@
 //! What the host knows, shared by its handles and its watchers: the servers
 //! by name, their lists, the namespace built from them, and the event
 //! subscribers. One lock, never held across an `await`.
+//!
+//! Every change is one step under the lock. A server's reservation carries
+//! a generation ([`Ticket`]): whatever comes back later for it (the start's
+//! result, a listing, a status) applies only while that very reservation
+//! is in place. So a start that was removed, cancelled or overtaken by a
+//! new server of the same name can neither fill nor delete the new one's
+//! slot: its client is stopped instead, and whoever removed it can await
+//! that shutdown.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::config::{HostConfig, WhenUnavailable};
+use super::events::{EventHub, HostEvents, Subscriber};
+use super::items::{self, Lists};
 use super::listing::Fetched;
-use super::namespace::{ItemKind, Lists, Namespace, Naming};
-use super::{HostError, HostEvent, ServerSummary};
+use super::namespace::{Collision, Holder, ItemKind, Namespace};
+use super::naming::Naming;
+use super::{HostError, HostEvent, HostShutdown, ServerSummary};
 use crate::client::ClientHandler;
 use crate::client::Status;
 use crate::client::{Client, ClientShutdown};
 
+mod route;
+
+/// One reservation of a name: whatever comes back for it applies only
+/// while it is in place.
+#[derive(Debug, Clone)]
+pub(crate) struct Ticket {
+    pub(crate) name: String,
+    generation: u64,
+}
+
 /// One server of the host.
 pub(crate) struct Entry {
+    generation: u64,
+    /// The name, shared by the namespace's entries.
+    server: Arc<str>,
     /// `None` while it is being started, or if it could not start.
     client: Option<Client>,
     /// Why it could not start, or why it gave up.
@@ -50,6 +74,10 @@ impl Entry {
         let status = self.status();
         status.is_final() || (self.listed && matches!(status, Status::Ready(_)))
     }
+
+    fn is(&self, ticket: &Ticket) -> bool {
+        self.generation == ticket.generation
+    }
 }
 
 impl Drop for Entry {
@@ -60,19 +88,71 @@ impl Drop for Entry {
     }
 }
 
+/// A server taken out of the host: what is left to stop.
+enum Taken {
+    /// Its client, to stop.
+    Running(Client),
+    /// Its start is in flight: the client it brings is stopped on arrival,
+    /// and its shutdown sent here.
+    Starting(oneshot::Receiver<(String, ClientShutdown)>),
+    /// It never started.
+    Nothing,
+}
+
 #[derive(Default)]
 struct Catalog {
     servers: BTreeMap<String, Entry>,
     namespace: Namespace,
     stopped: bool,
+    next_generation: u64,
+    /// Starts in flight whose reservation was removed, by generation.
+    orphans: HashMap<u64, oneshot::Sender<(String, ClientShutdown)>>,
 }
 
-/// Where a call goes.
-pub(crate) struct Route {
-    pub(crate) server: String,
-    /// The item's own name (or URI) on its server.
-    pub(crate) own: String,
-    pub(crate) client: Client,
+impl Catalog {
+    /// Takes `name` out: its names leave the namespace (passing to their
+    /// next claimants); returns what is left to stop.
+    fn take(&mut self, naming: &Naming, name: &str) -> Option<Taken> {
+        let entry = self.servers.remove(name)?;
+        release(&mut self.namespace, &self.servers, naming, &entry);
+        Some(match (&entry.client, &entry.failure) {
+            (Some(c), _) => Taken::Running(c.clone()),
+            (None, None) => {
+                let (tx, rx) = oneshot::channel();
+                self.orphans.insert(entry.generation, tx);
+                Taken::Starting(rx)
+            }
+            (None, Some(_)) => Taken::Nothing,
+        })
+    }
+}
+
+impl HostShutdown {
+    /// Stops what is left of a server taken out of the host; its shutdown
+    /// joins this one.
+    fn add(&mut self, name: String, taken: Taken) {
+        match taken {
+            Taken::Running(client) => self.servers.push((name, client.stop())),
+            Taken::Starting(rx) => self.starting.push(rx),
+            Taken::Nothing => {}
+        }
+    }
+}
+
+/// Takes `entry`'s names out of the namespace (they pass to their next
+/// claimants among `servers`).
+fn release(ns: &mut Namespace, servers: &BTreeMap<String, Entry>, naming: &Naming, entry: &Entry) {
+    for kind in ItemKind::ALL {
+        let lists_of = |s: &str| servers.get(s).map(|e| e.lists.get(kind).as_slice());
+        ns.update(
+            naming,
+            kind,
+            &entry.server,
+            entry.lists.get(kind),
+            &[],
+            &lists_of,
+        );
+    }
 }
 
 pub(crate) struct HostShared {
@@ -82,14 +162,14 @@ pub(crate) struct HostShared {
     catalog: Mutex<Catalog>,
     /// Bumped whenever a server's status or lists may have changed.
     changed: watch::Sender<u64>,
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<HostEvent>>>,
+    events: EventHub,
 }
 
 impl HostShared {
     pub(crate) fn new(
         config: &HostConfig,
         handler: Option<Arc<dyn ClientHandler>>,
-        events: Option<mpsc::UnboundedSender<HostEvent>>,
+        early: Vec<Subscriber>,
     ) -> Self {
         HostShared {
             naming: config.naming(),
@@ -97,7 +177,7 @@ impl HostShared {
             handler,
             catalog: Mutex::default(),
             changed: watch::Sender::new(0),
-            subscribers: Mutex::new(events.into_iter().collect()),
+            events: EventHub::new(config.max_queued_event_bytes, "host events", early),
         }
     }
 
@@ -105,15 +185,12 @@ impl HostShared {
         crate::sync::lock(&self.catalog)
     }
 
-    pub(crate) fn subscribe(&self) -> mpsc::UnboundedReceiver<HostEvent> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        crate::sync::lock(&self.subscribers).push(tx);
-        rx
+    pub(crate) fn subscribe(&self) -> HostEvents {
+        self.events.events()
     }
 
     pub(crate) fn emit(&self, event: HostEvent) {
-        let mut subs = crate::sync::lock(&self.subscribers);
-        subs.retain(|tx| tx.send(event.clone()).is_ok());
+        self.events.publish(event);
     }
 
     /// Wakes whoever waits for the servers (see [`wait_settled`](Self::wait_settled)).
@@ -121,8 +198,16 @@ impl HostShared {
         self.changed.send_modify(|v| *v = v.wrapping_add(1));
     }
 
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
     /// Reserves `name` for a server being started.
-    pub(crate) fn reserve(&self, name: &str, request_timeout: Duration) -> Result<(), HostError> {
+    pub(crate) fn reserve(
+        &self,
+        name: &str,
+        request_timeout: Duration,
+    ) -> Result<Ticket, HostError> {
         let mut cat = self.lock();
         if cat.stopped {
             return Err(HostError::Stopped);
@@ -130,9 +215,15 @@ impl HostShared {
         if cat.servers.contains_key(name) {
             return Err(HostError::Duplicate(name.to_owned()));
         }
+        self.naming
+            .check_server(name, cat.servers.keys().map(String::as_str))?;
+        cat.next_generation += 1;
+        let generation = cat.next_generation;
         cat.servers.insert(
             name.to_owned(),
             Entry {
+                generation,
+                server: Arc::from(name),
                 client: None,
                 failure: None,
                 request_timeout,
@@ -144,44 +235,70 @@ impl HostShared {
                 watcher: None,
             },
         );
-        Ok(())
+        Ok(Ticket {
+            name: name.to_owned(),
+            generation,
+        })
     }
 
-    /// The started client of a reserved `name`, and its watcher. `false`
-    /// if the host was stopped (or the server removed) meanwhile: the
-    /// caller stops the client.
-    pub(crate) fn fill(&self, name: &str, client: Client, watcher: JoinHandle<()>) -> bool {
-        let mut cat = self.lock();
-        let stopped = cat.stopped;
-        match cat.servers.get_mut(name) {
-            Some(e) if !stopped && e.client.is_none() => {
-                e.client = Some(client);
-                e.watcher = Some(watcher);
-                true
-            }
-            _ => {
-                watcher.abort();
-                false
-            }
-        }
-    }
-
-    /// A reserved server that could not start: kept with its reason
-    /// (`keep`), or forgotten.
-    pub(crate) fn failed(&self, name: &str, reason: String, keep: bool) {
-        {
+    /// The started client of `ticket`, and its watcher. If the reservation
+    /// is gone (removed, cancelled, the host stopped), the client is
+    /// stopped and its shutdown handed to whoever removed it.
+    pub(crate) fn fill(
+        &self,
+        ticket: &Ticket,
+        client: Client,
+        watcher: JoinHandle<()>,
+    ) -> Result<(), HostError> {
+        let (orphan, stopped) = {
             let mut cat = self.lock();
-            if keep {
-                if let Some(e) = cat.servers.get_mut(name) {
-                    e.failure = Some(reason.clone());
+            let stopped = cat.stopped;
+            match cat.servers.get_mut(&ticket.name) {
+                Some(e) if !stopped && e.is(ticket) => {
+                    e.client = Some(client);
+                    e.watcher = Some(watcher);
+                    return Ok(());
                 }
-            } else {
-                cat.servers.remove(name);
+                _ => (cat.orphans.remove(&ticket.generation), stopped),
             }
+        };
+        watcher.abort();
+        info!(server = %ticket.name, "host: server removed while it started; stopping it");
+        let shutdown = client.stop();
+        if let Some(tx) = orphan {
+            let _ = tx.send((ticket.name.clone(), shutdown));
         }
-        if keep {
+        Err(if stopped {
+            HostError::Stopped
+        } else {
+            HostError::Removed {
+                server: ticket.name.clone(),
+                reason: "removed from the host while it started".into(),
+            }
+        })
+    }
+
+    /// `ticket`'s server could not start: kept with its reason (`keep`),
+    /// or forgotten.
+    pub(crate) fn failed(&self, ticket: &Ticket, reason: String, keep: bool) {
+        let kept = {
+            let mut cat = self.lock();
+            cat.orphans.remove(&ticket.generation);
+            match cat.servers.get_mut(&ticket.name) {
+                Some(e) if e.is(ticket) && keep => {
+                    e.failure = Some(reason.clone());
+                    true
+                }
+                Some(e) if e.is(ticket) => {
+                    cat.servers.remove(&ticket.name);
+                    false
+                }
+                _ => false,
+            }
+        };
+        if kept {
             self.emit(HostEvent::Removed {
-                server: name.to_owned(),
+                server: ticket.name.clone(),
                 reason,
             });
         }
@@ -189,135 +306,185 @@ impl HostShared {
     }
 
     /// Notes the first time a server is ready.
-    pub(crate) fn mark_ready(&self, name: &str) {
-        if let Some(e) = self.lock().servers.get_mut(name) {
-            e.ready_after.get_or_insert(e.added.elapsed());
+    pub(crate) fn mark_ready(&self, ticket: &Ticket) {
+        if let Some(e) = self.lock().servers.get_mut(&ticket.name) {
+            if e.is(ticket) {
+                e.ready_after.get_or_insert(e.added.elapsed());
+            }
         }
     }
 
-    /// Applies a listing: new lists, a new namespace, the events.
-    pub(crate) fn listed(&self, name: &str, fetched: Fetched) {
-        let error = fetched.error.clone();
-        let (counts, new_collisions) = {
+    /// Applies a listing: the lists that changed, the namespace for this
+    /// server only, the events.
+    pub(crate) fn listed(&self, ticket: &Ticket, fetched: Fetched) {
+        let name = &ticket.name;
+        let (counts, collisions, changed) = {
             let mut cat = self.lock();
-            let Some(entry) = cat.servers.get_mut(name) else {
+            let Catalog {
+                servers, namespace, ..
+            } = &mut *cat;
+            let Some(entry) = servers.get(name).filter(|e| e.is(ticket)) else {
                 return;
             };
-            fetched.apply(&mut entry.lists);
+            let mut changed = !entry.listed || entry.list_error != fetched.error;
+            let mut collisions = Vec::new();
+            let mut fresh = Vec::new();
+            for (kind, list) in fetched.lists {
+                if items::same(entry.lists.get(kind), &list) {
+                    continue;
+                }
+                let lists_of = |s: &str| servers.get(s).map(|e| e.lists.get(kind).as_slice());
+                collisions.extend(namespace.update(
+                    &self.naming,
+                    kind,
+                    &entry.server,
+                    entry.lists.get(kind),
+                    &list,
+                    &lists_of,
+                ));
+                fresh.push((kind, list));
+                changed = true;
+            }
+            let Some(entry) = servers.get_mut(name) else {
+                return;
+            };
+            for (kind, list) in fresh {
+                *entry.lists.get_mut(kind) = list;
+            }
             entry.listed = true;
-            entry.list_error = error.clone();
-            let l = &entry.lists;
-            let counts = (l.tools.len(), l.prompts.len(), l.resources.len());
-            (counts, self.rebuild(&mut cat))
+            entry.list_error.clone_from(&fetched.error);
+            (entry.lists.counts(), collisions, changed)
         };
         let (tools, prompts, resources) = counts;
-        info!(server = %name, tools, prompts, resources, "host: server listed");
-        if let Some(error) = error {
+        info!(server = %name, tools, prompts, resources, changed, "host: server listed");
+        if let Some(error) = fetched.error {
             warn!(server = %name, %error, "host: listing failed");
             self.emit(HostEvent::ListFailed {
-                server: name.to_owned(),
+                server: name.clone(),
                 error,
             });
         }
         self.emit(HostEvent::Listed {
-            server: name.to_owned(),
+            server: name.clone(),
             tools,
             prompts,
             resources,
         });
-        for c in new_collisions {
+        self.report(collisions);
+        if changed {
+            self.touch();
+        }
+    }
+
+    fn report(&self, collisions: Vec<Collision>) {
+        for c in collisions {
             warn!(collision = %c, "host: namespace collision");
             self.emit(HostEvent::Collision(c));
         }
-        self.touch();
     }
 
-    /// Removes a server that gave up from the namespace, keeping its reason.
-    pub(crate) fn retire(&self, name: &str, reason: String) {
+    /// Takes a server that gave up out of the namespace, keeping its reason.
+    pub(crate) fn retire(&self, ticket: &Ticket, reason: String) {
         {
             let mut cat = self.lock();
-            let Some(entry) = cat.servers.get_mut(name) else {
+            let Catalog {
+                servers, namespace, ..
+            } = &mut *cat;
+            let Some(entry) = servers.get(&ticket.name).filter(|e| e.is(ticket)) else {
                 return;
             };
-            entry.failure = Some(reason.clone());
-            entry.lists = Lists::default();
-            self.rebuild(&mut cat);
+            release(namespace, servers, &self.naming, entry);
+            if let Some(entry) = servers.get_mut(&ticket.name) {
+                entry.failure = Some(reason.clone());
+                entry.lists = Lists::default();
+            }
         }
-        info!(server = %name, %reason, "host: server removed from the namespace");
+        info!(server = %ticket.name, %reason, "host: server removed from the namespace");
         self.emit(HostEvent::Removed {
-            server: name.to_owned(),
+            server: ticket.name.clone(),
             reason,
         });
         self.touch();
     }
 
-    /// Takes `name` out of the host; its client to stop.
-    pub(crate) fn remove(&self, name: &str) -> Result<Option<Client>, HostError> {
-        let entry = {
-            let mut cat = self.lock();
-            let entry = cat
-                .servers
-                .remove(name)
-                .ok_or_else(|| HostError::UnknownServer(name.to_owned()))?;
-            self.rebuild(&mut cat);
-            entry
-        };
+    /// Takes `name` out of the host and stops it.
+    pub(crate) fn remove(&self, name: &str) -> Result<HostShutdown, HostError> {
+        let taken = self
+            .lock()
+            .take(&self.naming, name)
+            .ok_or_else(|| HostError::UnknownServer(name.to_owned()))?;
+        info!(server = %name, "host: server removed");
         self.emit(HostEvent::Removed {
             server: name.to_owned(),
             reason: "removed from the host".into(),
         });
         self.touch();
-        Ok(entry.client.clone())
+        let mut shutdown = HostShutdown::empty();
+        shutdown.add(name.to_owned(), taken);
+        Ok(shutdown)
+    }
+
+    /// An `add` that was dropped before it returned: its server goes
+    /// (if that reservation is still the one in place).
+    pub(crate) fn cancel(&self, ticket: &Ticket) {
+        let taken = {
+            let mut cat = self.lock();
+            if !cat.servers.get(&ticket.name).is_some_and(|e| e.is(ticket)) {
+                return;
+            }
+            cat.take(&self.naming, &ticket.name)
+        };
+        info!(server = %ticket.name, "host: add cancelled; server removed");
+        if let Some(taken) = taken {
+            // Nobody waits for this one: its shutdown runs on its own.
+            HostShutdown::empty().add(ticket.name.clone(), taken);
+        }
+        self.emit(HostEvent::Removed {
+            server: ticket.name.clone(),
+            reason: "its add was cancelled".into(),
+        });
+        self.touch();
     }
 
     /// Stops every server; no server is added after this.
-    pub(crate) fn stop_all(&self) -> Vec<(String, ClientShutdown)> {
-        let entries = {
+    pub(crate) fn stop_all(&self) -> HostShutdown {
+        let taken: Vec<(String, Taken)> = {
             let mut cat = self.lock();
             cat.stopped = true;
-            cat.namespace = Namespace::default();
-            std::mem::take(&mut cat.servers)
+            let names: Vec<String> = cat.servers.keys().cloned().collect();
+            names
+                .into_iter()
+                .filter_map(|n| {
+                    let t = cat.take(&self.naming, &n)?;
+                    Some((n, t))
+                })
+                .collect()
         };
         self.touch();
-        entries
-            .into_iter()
-            .filter_map(|(name, e)| {
-                let shutdown = e.client.as_ref()?.stop();
-                info!(server = %name, "host: server stopped");
-                Some((name, shutdown))
-            })
-            .collect()
-    }
-
-    /// Rebuilds the namespace; returns the collisions that are new.
-    fn rebuild(&self, cat: &mut Catalog) -> Vec<super::Collision> {
-        let ns = Namespace::build(
-            &self.naming,
-            cat.servers.iter().map(|(n, e)| (n.as_str(), &e.lists)),
-        );
-        let new = ns
-            .collisions
-            .iter()
-            .filter(|c| !cat.namespace.collisions.contains(c))
-            .cloned()
-            .collect();
-        cat.namespace = ns;
-        new
+        let mut shutdown = HostShutdown::empty();
+        for (name, t) in taken {
+            info!(server = %name, "host: server stopped");
+            shutdown.add(name, t);
+        }
+        shutdown
     }
 
     pub(crate) fn summaries(&self) -> Vec<ServerSummary> {
         let cat = self.lock();
         cat.servers
             .iter()
-            .map(|(name, e)| ServerSummary {
-                name: name.clone(),
-                status: e.status(),
-                tools: e.lists.tools.len(),
-                prompts: e.lists.prompts.len(),
-                resources: e.lists.resources.len(),
-                listed: e.listed,
-                ready_after: e.ready_after,
-                list_error: e.list_error.clone(),
+            .map(|(name, e)| {
+                let (tools, prompts, resources) = e.lists.counts();
+                ServerSummary {
+                    name: name.clone(),
+                    status: e.status(),
+                    tools,
+                    prompts,
+                    resources,
+                    listed: e.listed,
+                    ready_after: e.ready_after,
+                    list_error: e.list_error.clone(),
+                }
             })
             .collect()
     }
@@ -326,14 +493,26 @@ impl HostShared {
         self.lock().servers.get(name)?.client.clone()
     }
 
-    pub(crate) fn with_namespace<R>(&self, f: impl FnOnce(&Namespace) -> R) -> R {
-        f(&self.lock().namespace)
+    /// Every name of `kind` and its holder (the public views are built
+    /// from them outside the lock).
+    pub(crate) fn holders(&self, kind: ItemKind) -> Vec<(String, Holder)> {
+        let cat = self.lock();
+        cat.namespace
+            .table(kind)
+            .iter()
+            .map(|(k, h)| (k.clone(), h.clone()))
+            .collect()
+    }
+
+    pub(crate) fn collisions(&self) -> Vec<Collision> {
+        self.lock().namespace.collisions().to_vec()
     }
 
     /// Waits until every server is settled (ready and listed, or final),
     /// up to `timeout`.
     pub(crate) async fn wait_settled(&self, timeout: Duration) {
-        let mut rx = self.changed.subscribe();
+        use crate::deadline::After;
+        let mut rx = self.changes();
         let all = async {
             loop {
                 if self.lock().servers.values().all(Entry::settled) {
@@ -344,145 +523,6 @@ impl HostShared {
                 }
             }
         };
-        let _ = tokio::time::timeout(timeout, all).await;
-    }
-
-    /// Where the item `name` of `kind` goes, if its server can take a call
-    /// now (see [`WhenUnavailable`]); with `Wait`, waits (up to the
-    /// server's request timeout) for a server that was not listed yet.
-    pub(crate) async fn route(&self, kind: ItemKind, name: &str) -> Result<Route, HostError> {
-        let mut rx = self.changed.subscribe();
-        let mut deadline: Option<Instant> = None;
-        loop {
-            match self.route_now(kind, name) {
-                Err(RouteMiss::NotYet { timeout, .. })
-                    if self.when_unavailable == WhenUnavailable::Wait =>
-                {
-                    let until = *deadline.get_or_insert_with(|| Instant::now() + timeout);
-                    let changed = tokio::time::timeout_at(until, rx.changed()).await;
-                    if !matches!(changed, Ok(Ok(()))) {
-                        return self
-                            .route_now(kind, name)
-                            .map_err(|e| e.into_error(kind, name));
-                    }
-                }
-                r => return r.map_err(|e| e.into_error(kind, name)),
-            }
-        }
-    }
-
-    fn route_now(&self, kind: ItemKind, name: &str) -> Result<Route, RouteMiss> {
-        let cat = self.lock();
-        if cat.stopped {
-            return Err(RouteMiss::Error(HostError::Stopped));
-        }
-        let ns = &cat.namespace;
-        let found = match kind {
-            ItemKind::Tool => ns.tools.get(name).map(|t| (&t.server, t.tool.name.clone())),
-            ItemKind::Prompt => ns
-                .prompts
-                .get(name)
-                .map(|p| (&p.server, super::namespace::own_name(&p.prompt, "name"))),
-            ItemKind::Resource => ns.resources.get(name).map(|r| (&r.server, r.uri.clone())),
-        };
-        let Some((server, own)) = found else {
-            return Err(self.explain_miss(&cat, kind, name));
-        };
-        let entry = cat
-            .servers
-            .get(server)
-            .ok_or_else(|| RouteMiss::Error(HostError::UnknownServer(server.clone())))?;
-        let client = entry
-            .client
-            .clone()
-            .ok_or_else(|| RouteMiss::Error(HostError::UnknownServer(server.clone())))?;
-        match entry.status() {
-            Status::Ready(_) => {}
-            s if s.is_final() => {
-                return Err(RouteMiss::Error(HostError::Removed {
-                    server: server.clone(),
-                    reason: describe(&s),
-                }))
-            }
-            s if self.when_unavailable == WhenUnavailable::FailFast => {
-                return Err(RouteMiss::Error(HostError::Unavailable {
-                    server: server.clone(),
-                    state: describe(&s),
-                }))
-            }
-            // Wait: the client waits for its server within the call's timeout.
-            _ => {}
-        }
-        Ok(Route {
-            server: server.clone(),
-            own,
-            client,
-        })
-    }
-
-    /// Why `name` is not in the namespace: its server (found by prefix) is
-    /// not listed yet, or gave up; or no such item.
-    fn explain_miss(&self, cat: &Catalog, kind: ItemKind, name: &str) -> RouteMiss {
-        let owner = match kind {
-            ItemKind::Resource => None,
-            _ => cat
-                .servers
-                .iter()
-                .filter(|(server, _)| name.starts_with(&self.naming.prefix(server)))
-                .max_by_key(|(server, _)| server.len()),
-        };
-        match owner {
-            Some((server, e)) if e.status().is_final() => RouteMiss::Error(HostError::Removed {
-                server: server.clone(),
-                reason: describe(&e.status()),
-            }),
-            Some((server, e)) if !e.listed => RouteMiss::NotYet {
-                server: server.clone(),
-                timeout: e.request_timeout,
-            },
-            _ => RouteMiss::Unknown,
-        }
-    }
-}
-
-/// Why an item could not be routed now.
-enum RouteMiss {
-    /// Its server (found by the name's prefix) has not listed yet.
-    NotYet {
-        server: String,
-        timeout: Duration,
-    },
-    /// No server has it.
-    Unknown,
-    Error(HostError),
-}
-
-impl RouteMiss {
-    fn into_error(self, kind: ItemKind, name: &str) -> HostError {
-        match self {
-            RouteMiss::Error(e) => e,
-            RouteMiss::NotYet { server, .. } => HostError::Unavailable {
-                server,
-                state: "starting: its list is not known yet".into(),
-            },
-            RouteMiss::Unknown => match kind {
-                ItemKind::Tool => HostError::UnknownTool(name.to_owned()),
-                ItemKind::Prompt => HostError::UnknownPrompt(name.to_owned()),
-                ItemKind::Resource => HostError::UnknownResource(name.to_owned()),
-            },
-        }
-    }
-}
-
-/// A status, in words, for an error.
-fn describe(status: &Status) -> String {
-    match status {
-        Status::Starting => "starting".into(),
-        Status::Ready(_) => "ready".into(),
-        Status::Restarting { attempt, reason } => {
-            format!("restarting (attempt {attempt}) after: {reason}")
-        }
-        Status::GaveUp(reason) => reason.clone(),
-        Status::Stopped => "stopped".into(),
+        let _ = tokio::time::timeout_at(Instant::now().after(timeout), all).await;
     }
 }

@@ -8,21 +8,17 @@ use std::time::Duration;
 
 use ractor::ActorCell;
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
 
-use super::namespace::Naming;
-use super::HostEvent;
+use super::events::{subscription, HostEvents, Subscriber};
+use super::naming::{Naming, DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
 use crate::client::ClientConfig;
 use crate::client::ClientHandler;
 use crate::error::ConfigError;
 
-/// The default separator between a server's name and a tool's.
-pub const DEFAULT_SEPARATOR: &str = "__";
-/// The default longest namespaced name: the limit hosts impose on tool
-/// names.
-pub const DEFAULT_MAX_NAME_LEN: usize = 64;
 /// The shortest `max_name_len` accepted: room for a shortened name's hash.
 const MIN_NAME_LEN: usize = 16;
+/// The default of [`HostConfig::max_queued_event_bytes`].
+pub const DEFAULT_MAX_QUEUED_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
 /// What a call does when its server is restarting (or not yet ready).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -58,7 +54,8 @@ pub enum WhenUnavailable {
 #[non_exhaustive]
 pub struct HostConfig {
     /// The servers, by name. The name prefixes their tools' and prompts'
-    /// names, and tags their events.
+    /// names, and tags their events. A name that could make a namespaced
+    /// name mean two servers is refused (see [`validate`](Self::validate)).
     pub servers: BTreeMap<String, ClientConfig>,
     /// Between a server's name and a tool's: `server__tool` by default.
     pub separator: String,
@@ -72,6 +69,11 @@ pub struct HostConfig {
     /// on starting in the background.
     #[serde(rename = "ready_timeout_ms", with = "crate::serde_support::millis")]
     pub ready_timeout: Duration,
+    /// The most bytes of events one [`HostEvents`] subscriber may leave
+    /// unread (default 4 MiB; each event counts its strings and its own
+    /// size). Past it, that subscriber's events are dropped and counted
+    /// ([`HostEvents::dropped`]).
+    pub max_queued_event_bytes: usize,
 }
 
 impl Default for HostConfig {
@@ -82,6 +84,7 @@ impl Default for HostConfig {
             max_name_len: DEFAULT_MAX_NAME_LEN,
             when_unavailable: WhenUnavailable::default(),
             ready_timeout: Duration::from_secs(60),
+            max_queued_event_bytes: DEFAULT_MAX_QUEUED_EVENT_BYTES,
         }
     }
 }
@@ -117,6 +120,12 @@ impl HostConfig {
         self
     }
 
+    /// Sets [`max_queued_event_bytes`](Self::max_queued_event_bytes).
+    pub fn max_queued_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_event_bytes = bytes;
+        self
+    }
+
     /// How this configuration joins names.
     pub(crate) fn naming(&self) -> Naming {
         Naming {
@@ -125,8 +134,15 @@ impl HostConfig {
         }
     }
 
-    /// Checks the host's own options (each server's are checked when it
-    /// starts); the error names the key.
+    /// Checks the host's own options and the servers' names (each
+    /// server's own options are checked when it starts); the error names
+    /// the key.
+    ///
+    /// A server name is refused when a namespaced name could then mean two
+    /// servers: its sanitised form holds the separator or runs into it
+    /// (`a__b`, `a_` with `__`), equals another server's (`my.fx` and
+    /// `my_fx`), or, with the separator, is longer than `max_name_len`
+    /// less 9 (a cut name must keep it whole).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.separator.is_empty() {
             return Err(ConfigError::new("separator", "must not be empty"));
@@ -144,11 +160,15 @@ impl HostConfig {
         if self.ready_timeout.is_zero() {
             return Err(ConfigError::new("ready_timeout", "must be positive"));
         }
-        if let Some(name) = self.servers.keys().find(|n| n.trim().is_empty()) {
+        if self.max_queued_event_bytes == 0 {
             return Err(ConfigError::new(
-                "servers",
-                format!("server name {name:?} is empty"),
+                "max_queued_event_bytes",
+                "must be positive",
             ));
+        }
+        let naming = self.naming();
+        for name in self.servers.keys() {
+            naming.check_server(name, self.servers.keys().map(String::as_str))?;
         }
         Ok(())
     }
@@ -165,8 +185,8 @@ pub struct HostOptions {
     /// Answers every server's requests to the client (roots, sampling,
     /// elicitation) and modern input requests.
     pub handler: Option<Arc<dyn ClientHandler>>,
-    /// Receives every event from the first spawn on.
-    pub events: Option<mpsc::UnboundedSender<HostEvent>>,
+    /// Subscribers from the first spawn on ([`subscribe`](Self::subscribe)).
+    pub(crate) early: Vec<Subscriber>,
 }
 
 impl HostOptions {
@@ -187,10 +207,23 @@ impl HostOptions {
         self
     }
 
-    /// Subscribes `events` from the first spawn on.
-    pub fn events(mut self, events: mpsc::UnboundedSender<HostEvent>) -> Self {
-        self.events = Some(events);
-        self
+    /// Subscribes to the host's events from the first spawn on (bounded
+    /// like [`Host::events`](super::Host::events)).
+    ///
+    /// ```no_run
+    /// # async fn demo(config: conduit_mcp::host::HostConfig) -> Result<(), conduit_mcp::host::HostError> {
+    /// use conduit_mcp::host::{Host, HostOptions};
+    /// let (opts, mut events) = HostOptions::new().subscribe();
+    /// let host = Host::start_with(config, opts).await?;
+    /// while let Ok(event) = events.try_recv() {
+    ///     println!("{} {event:?}", event.server());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn subscribe(mut self) -> (Self, HostEvents) {
+        let (sub, events) = subscription();
+        self.early.push(sub);
+        (self, events)
     }
 }
 
@@ -199,7 +232,7 @@ impl std::fmt::Debug for HostOptions {
         f.debug_struct("HostOptions")
             .field("supervisor", &self.supervisor.as_ref().map(|s| s.get_id()))
             .field("handler", &self.handler.is_some())
-            .field("events", &self.events.is_some())
+            .field("early_subscribers", &self.early.len())
             .finish()
     }
 }

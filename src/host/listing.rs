@@ -1,10 +1,12 @@
-//! Listing a server's tools, prompts and resources, every page.
+//! Listing a server's tools, prompts and resources, every page, into the
+//! lean records the host keeps (see [`items`](super::items)).
 
-use serde_json::Value;
+use std::sync::Arc;
 
-use super::namespace::Lists;
+use super::items::{Item, List};
+use super::namespace::ItemKind;
+use crate::client::Client;
 use crate::client::ServerSession;
-use crate::client::{Client, Tool};
 use crate::error::Error;
 
 /// Which lists to (re)fetch.
@@ -41,28 +43,18 @@ impl Wanted {
 /// failure.
 #[derive(Debug, Default)]
 pub(crate) struct Fetched {
-    pub(crate) tools: Option<Vec<Tool>>,
-    pub(crate) prompts: Option<Vec<Value>>,
-    pub(crate) resources: Option<Vec<Value>>,
+    pub(crate) lists: Vec<(ItemKind, List)>,
     pub(crate) error: Option<String>,
 }
 
 impl Fetched {
-    /// Keeps the first failure.
-    fn failed(&mut self, what: &str, e: Error) {
-        self.error.get_or_insert_with(|| format!("{what}: {e}"));
-    }
-
-    /// Replaces the lists that were fetched.
-    pub(crate) fn apply(self, lists: &mut Lists) {
-        if let Some(t) = self.tools {
-            lists.tools = t;
-        }
-        if let Some(p) = self.prompts {
-            lists.prompts = p;
-        }
-        if let Some(r) = self.resources {
-            lists.resources = r;
+    /// Keeps the list, or the first failure.
+    fn keep(&mut self, kind: ItemKind, what: &str, list: Result<List, Error>) {
+        match list {
+            Ok(list) => self.lists.push((kind, list)),
+            Err(e) => {
+                self.error.get_or_insert_with(|| format!("{what}: {e}"));
+            }
         }
     }
 }
@@ -72,21 +64,42 @@ pub(crate) async fn fetch(client: Client, session: &ServerSession, wanted: Wante
     let declares = |cap: &str| session.capabilities.get(cap).is_some_and(|c| !c.is_null());
     let mut out = Fetched::default();
     if wanted.tools && declares("tools") {
-        match client.list_tools().await {
-            Ok(t) => out.tools = Some(t),
-            Err(e) => out.failed("tools/list", e),
-        }
+        // Every tool becomes text while the trees still stand, then the
+        // trees go at once: the texts sit together, and the trees' room is
+        // one free block the allocator can give back (freeing each tree as
+        // its text is made would scatter the texts over that room).
+        let tools = client.list_tools().await.map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| Item::tool(t).map(Arc::new))
+                .collect()
+        });
+        out.keep(ItemKind::Tool, "tools/list", tools);
     }
-    if wanted.prompts && declares("prompts") {
-        match client.list_all("prompts/list", "prompts").await {
-            Ok(p) => out.prompts = Some(p),
-            Err(e) => out.failed("prompts/list", e),
-        }
-    }
-    if wanted.resources && declares("resources") {
-        match client.list_all("resources/list", "resources").await {
-            Ok(r) => out.resources = Some(r),
-            Err(e) => out.failed("resources/list", e),
+    for (kind, on, method, key, field) in [
+        (
+            ItemKind::Prompt,
+            wanted.prompts,
+            "prompts/list",
+            "prompts",
+            "name",
+        ),
+        (
+            ItemKind::Resource,
+            wanted.resources,
+            "resources/list",
+            "resources",
+            "uri",
+        ),
+    ] {
+        if on && declares(key) {
+            let list = client.list_all(method, key).await.map(|items| {
+                items
+                    .into_iter()
+                    .filter_map(|v| Item::keyed(&v, field).map(Arc::new))
+                    .collect()
+            });
+            out.keep(kind, method, list);
         }
     }
     out

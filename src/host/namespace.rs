@@ -1,42 +1,39 @@
 //! One namespace over many servers: `server__tool` names, kept within the
-//! length hosts allow, and the collisions reported.
+//! length hosts allow, each name held by one server, and the collisions
+//! reported.
 //!
 //! A namespaced name is the server's name, the separator and the item's
 //! name, each name with every character outside `A-Z a-z 0-9 _ -` replaced
 //! by `_` (the characters model APIs accept in a tool name; the separator
 //! is kept as configured). A name longer than the limit is cut and ends
-//! with `_` and 8 hex digits of a hash of the whole name. Two items that
-//! end with the same name collide: the first (servers in name order, items
-//! in the order the server listed them) keeps it, the other is left out of
-//! the namespace and reported as a [`Collision`].
+//! with `_` and 8 hex digits of a hash of the whole name. A server name
+//! that could make one name mean two servers is refused (it holds the
+//! separator, or another server's name sanitises to it: see
+//! [`HostConfig::validate`](super::HostConfig::validate)), so a tool or a
+//! prompt always goes to the server its name starts with.
 //!
-//! Resources are addressed by URI, which names them across servers
-//! already: they are not renamed, and two servers listing the same URI
-//! collide.
+//! Resources are addressed by URI, which any server may list. A name (a
+//! URI, or two items of one server that end with the same name) belongs to
+//! the first item that claimed it, for as long as its server lists it: a
+//! later claimant is left out and reported as a [`Collision`], and it
+//! never takes the name over. When the holder stops listing it (or leaves
+//! the host), the name passes to the next claimant in the order they came.
+//!
+//! Each listing changes the namespace for its own server only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use super::items::ItemKind;
+
+use super::items::Item;
+use super::naming::Naming;
 use crate::client::Tool;
 
-/// Hex digits of the hash that ends a shortened name.
-const HASH_DIGITS: usize = 8;
-
-/// What kind of item a name belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ItemKind {
-    /// A tool (`tools/list`).
-    Tool,
-    /// A prompt (`prompts/list`).
-    Prompt,
-    /// A resource (`resources/list`), by URI.
-    Resource,
-}
-
 /// One server's item, by its own name (or URI).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ItemRef {
     /// The server's name in the host.
     pub server: String,
@@ -45,13 +42,13 @@ pub struct ItemRef {
 }
 
 /// Two items that would have had the same name in the namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Collision {
     /// Tool, prompt or resource.
     pub kind: ItemKind,
     /// The contested name (a URI for a resource).
     pub name: String,
-    /// The item that has the name.
+    /// The item that has the name: the first that claimed it.
     pub kept: ItemRef,
     /// The item left out of the namespace.
     pub dropped: ItemRef,
@@ -105,188 +102,172 @@ pub struct HostResource {
     pub resource: Value,
 }
 
-/// What one server listed.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Lists {
-    pub(crate) tools: Vec<Tool>,
-    pub(crate) prompts: Vec<Value>,
-    pub(crate) resources: Vec<Value>,
-}
-
-/// How names are joined.
+/// Who holds a name, and the item.
 #[derive(Debug, Clone)]
-pub(crate) struct Naming {
-    pub(crate) separator: String,
-    pub(crate) max_len: usize,
+pub(crate) struct Holder {
+    pub(crate) server: Arc<str>,
+    pub(crate) item: Arc<Item>,
 }
 
-impl Naming {
-    /// The namespaced name of `server`'s item `item`.
-    pub(crate) fn join(&self, server: &str, item: &str) -> String {
-        let full = format!("{}{}{}", sanitize(server), self.separator, sanitize(item));
-        self.shorten(full)
-    }
-
-    /// What every namespaced name of `server` starts with.
-    pub(crate) fn prefix(&self, server: &str) -> String {
-        format!("{}{}", sanitize(server), self.separator)
-    }
-
-    fn shorten(&self, full: String) -> String {
-        if full.len() <= self.max_len {
-            return full;
+impl Holder {
+    fn item_ref(&self) -> ItemRef {
+        ItemRef {
+            server: self.server.to_string(),
+            name: self.item.own.to_string(),
         }
-        let keep = self.max_len.saturating_sub(HASH_DIGITS + 1);
-        let mut cut = String::with_capacity(self.max_len);
-        for c in full.chars() {
-            if cut.len() + c.len_utf8() > keep {
-                break;
-            }
-            cut.push(c);
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> HostTool {
+        HostTool {
+            name: name.to_owned(),
+            server: self.server.to_string(),
+            tool: self.item.parse(|| Tool {
+                name: self.item.own.to_string(),
+                ..Tool::default()
+            }),
         }
-        // FNV-1a: stable across runs and builds, which a name must be.
-        let hash = full.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        format!("{cut}_{:0width$x}", hash as u32, width = HASH_DIGITS)
+    }
+
+    pub(crate) fn prompt(&self, name: &str) -> HostPrompt {
+        HostPrompt {
+            name: name.to_owned(),
+            server: self.server.to_string(),
+            prompt: self.item.parse(|| Value::Null),
+        }
+    }
+
+    pub(crate) fn resource(&self, uri: &str) -> HostResource {
+        HostResource {
+            uri: uri.to_owned(),
+            server: self.server.to_string(),
+            resource: self.item.parse(|| Value::Null),
+        }
     }
 }
 
-/// Every character outside `A-Z a-z 0-9 _ -` becomes `_`.
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The namespace built from every server's lists.
+/// The namespace: for each kind, every name and who holds it.
 #[derive(Debug, Default)]
 pub(crate) struct Namespace {
-    pub(crate) tools: BTreeMap<String, HostTool>,
-    pub(crate) prompts: BTreeMap<String, HostPrompt>,
-    pub(crate) resources: BTreeMap<String, HostResource>,
-    pub(crate) collisions: Vec<Collision>,
+    tables: [BTreeMap<String, Holder>; 3],
+    collisions: Vec<Collision>,
+}
+
+/// Another server's current list of one kind, by its name.
+pub(crate) type ListsOf<'a> = &'a dyn Fn(&str) -> Option<&'a [Arc<Item>]>;
+
+/// A server's current items of one kind, by their own names.
+struct ItemsOf<'a> {
+    server: Arc<str>,
+    by_name: HashMap<&'a str, &'a Arc<Item>>,
+}
+
+impl<'a> ItemsOf<'a> {
+    fn new(server: &str, lists_of: ListsOf<'a>) -> Self {
+        let by_name = lists_of(server)
+            .unwrap_or_default()
+            .iter()
+            .map(|i| (&*i.own, i))
+            .collect();
+        ItemsOf {
+            server: Arc::from(server),
+            by_name,
+        }
+    }
 }
 
 impl Namespace {
-    /// Joins the lists of `servers` (in the order given).
-    pub(crate) fn build<'a>(
+    /// The names of `kind` and their holders.
+    pub(crate) fn table(&self, kind: ItemKind) -> &BTreeMap<String, Holder> {
+        &self.tables[kind.index()]
+    }
+
+    pub(crate) fn collisions(&self) -> &[Collision] {
+        &self.collisions
+    }
+
+    /// `server`'s `kind` items were `old` and are now `new`: the names it
+    /// held and still lists stay its own, the ones it dropped pass to the
+    /// next claimant, and a name another server holds is left out (see the
+    /// module). `lists_of` gives the other servers' current lists. Returns
+    /// the collisions that are new. Costs the size of the two lists and of
+    /// the collisions, not of the namespace.
+    pub(crate) fn update(
+        &mut self,
         naming: &Naming,
-        servers: impl IntoIterator<Item = (&'a str, &'a Lists)>,
-    ) -> Namespace {
-        let mut ns = Namespace::default();
-        for (server, lists) in servers {
-            for tool in &lists.tools {
-                let item = HostTool {
-                    name: naming.join(server, &tool.name),
-                    server: server.to_owned(),
-                    tool: tool.clone(),
-                };
-                insert(&mut ns.tools, &mut ns.collisions, ItemKind::Tool, item);
+        kind: ItemKind,
+        server: &Arc<str>,
+        old: &[Arc<Item>],
+        new: &[Arc<Item>],
+        lists_of: ListsOf<'_>,
+    ) -> Vec<Collision> {
+        let key = |server: &str, item: &Item| match kind {
+            ItemKind::Resource => item.own.to_string(),
+            _ => naming.join(server, &item.own),
+        };
+        let table = &mut self.tables[kind.index()];
+        for item in old {
+            let k = key(server, item);
+            if table.get(&k).is_some_and(|h| h.server == *server) {
+                table.remove(&k);
             }
-            for prompt in &lists.prompts {
-                let Some(own) = prompt.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
-                let item = HostPrompt {
-                    name: naming.join(server, own),
-                    server: server.to_owned(),
-                    prompt: prompt.clone(),
-                };
-                insert(&mut ns.prompts, &mut ns.collisions, ItemKind::Prompt, item);
+        }
+        let (about, rest): (Vec<Collision>, Vec<Collision>) = std::mem::take(&mut self.collisions)
+            .into_iter()
+            .partition(|c| {
+                c.kind == kind && (*c.kept.server == **server || *c.dropped.server == **server)
+            });
+        self.collisions = rest;
+        let first_new = self.collisions.len();
+        for item in new {
+            self.claim(kind, key(server, item), server, item);
+        }
+        // Claimants that were left out for `server`: they claim again, in
+        // the order they came (a name `server` no longer lists is theirs).
+        let mut others: HashMap<&str, ItemsOf<'_>> = HashMap::new();
+        for c in &about {
+            let claimant = &c.dropped;
+            if *c.kept.server != **server || *claimant.server == **server {
+                continue;
             }
-            for resource in &lists.resources {
-                let Some(uri) = resource.get("uri").and_then(Value::as_str) else {
-                    continue;
-                };
-                let item = HostResource {
-                    uri: uri.to_owned(),
-                    server: server.to_owned(),
-                    resource: resource.clone(),
-                };
-                insert(
-                    &mut ns.resources,
-                    &mut ns.collisions,
-                    ItemKind::Resource,
-                    item,
+            let of = others
+                .entry(claimant.server.as_str())
+                .or_insert_with(|| ItemsOf::new(&claimant.server, lists_of));
+            if let Some(item) = of.by_name.get(claimant.name.as_str()).copied() {
+                let holder = of.server.clone();
+                self.claim(kind, key(&holder, item), &holder, item);
+            }
+        }
+        let before: HashSet<&Collision> = about.iter().collect();
+        self.collisions[first_new..]
+            .iter()
+            .filter(|c| !before.contains(c))
+            .cloned()
+            .collect()
+    }
+
+    /// `server`'s `item` claims `name`: it gets it if it is free, or is
+    /// left out.
+    fn claim(&mut self, kind: ItemKind, name: String, server: &Arc<str>, item: &Arc<Item>) {
+        let table = &mut self.tables[kind.index()];
+        match table.get(&name) {
+            Some(holder) => self.collisions.push(Collision {
+                kind,
+                kept: holder.item_ref(),
+                dropped: ItemRef {
+                    server: server.to_string(),
+                    name: item.own.to_string(),
+                },
+                name,
+            }),
+            None => {
+                table.insert(
+                    name,
+                    Holder {
+                        server: server.clone(),
+                        item: item.clone(),
+                    },
                 );
             }
-        }
-        ns
-    }
-}
-
-/// An item of the namespace: its name there, its server, its own name.
-pub(crate) trait Named {
-    fn key(&self) -> &str;
-    fn item(&self) -> ItemRef;
-}
-
-impl Named for HostTool {
-    fn key(&self) -> &str {
-        &self.name
-    }
-    fn item(&self) -> ItemRef {
-        ItemRef {
-            server: self.server.clone(),
-            name: self.tool.name.clone(),
-        }
-    }
-}
-
-impl Named for HostPrompt {
-    fn key(&self) -> &str {
-        &self.name
-    }
-    fn item(&self) -> ItemRef {
-        ItemRef {
-            server: self.server.clone(),
-            name: own_name(&self.prompt, "name"),
-        }
-    }
-}
-
-impl Named for HostResource {
-    fn key(&self) -> &str {
-        &self.uri
-    }
-    fn item(&self) -> ItemRef {
-        ItemRef {
-            server: self.server.clone(),
-            name: self.uri.clone(),
-        }
-    }
-}
-
-/// The string field `key` of a listed item ("" if absent).
-pub(crate) fn own_name(item: &Value, key: &str) -> String {
-    item.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn insert<T: Named>(
-    map: &mut BTreeMap<String, T>,
-    collisions: &mut Vec<Collision>,
-    kind: ItemKind,
-    item: T,
-) {
-    match map.get(item.key()) {
-        Some(kept) => collisions.push(Collision {
-            kind,
-            name: item.key().to_owned(),
-            kept: kept.item(),
-            dropped: item.item(),
-        }),
-        None => {
-            map.insert(item.key().to_owned(), item);
         }
     }
 }
@@ -297,112 +278,143 @@ mod tests {
 
     use super::*;
 
-    fn naming() -> Naming {
-        Naming {
-            separator: "__".into(),
-            max_len: 64,
+    fn items(kind: ItemKind, names: &[&str]) -> Vec<Arc<Item>> {
+        let key = if kind == ItemKind::Resource {
+            "uri"
+        } else {
+            "name"
+        };
+        names
+            .iter()
+            .map(|n| Arc::new(Item::keyed(&json!({ key: n }), key).unwrap()))
+            .collect()
+    }
+
+    /// A namespace and the servers' lists, updated together.
+    #[derive(Default)]
+    struct Fixture {
+        ns: Namespace,
+        lists: BTreeMap<String, Vec<Arc<Item>>>,
+    }
+
+    impl Fixture {
+        fn list(&mut self, kind: ItemKind, server: &str, names: &[&str]) -> Vec<Collision> {
+            let new = items(kind, names);
+            let old = self.lists.remove(server).unwrap_or_default();
+            let lists = &self.lists;
+            let lists_of = |s: &str| lists.get(s).map(Vec::as_slice);
+            let c = self.ns.update(
+                &Naming::default(),
+                kind,
+                &Arc::from(server),
+                &old,
+                &new,
+                &lists_of,
+            );
+            self.lists.insert(server.to_owned(), new);
+            c
+        }
+
+        fn holder(&self, kind: ItemKind, name: &str) -> Option<&str> {
+            self.ns.table(kind).get(name).map(|h| &*h.server)
         }
     }
 
-    fn tool(name: &str) -> Tool {
-        serde_json::from_value(json!({ "name": name, "inputSchema": {"type": "object"} })).unwrap()
-    }
-
-    fn lists(tools: &[&str]) -> Lists {
-        Lists {
-            tools: tools.iter().map(|t| tool(t)).collect(),
-            ..Lists::default()
+    #[test]
+    fn a_later_claimant_never_takes_a_name_over() {
+        for kind in ItemKind::ALL {
+            let mut f = Fixture::default();
+            // Resources keep their URI: two servers can name the same one.
+            let (name, mine, theirs) = match kind {
+                ItemKind::Resource => ("x://a", "x://a", "x://a"),
+                _ => ("z__a", "a", "a"),
+            };
+            assert!(f.list(kind, "z", &[mine]).is_empty());
+            if kind == ItemKind::Resource {
+                // `b` sorts first and comes second: it is left out.
+                let c = f.list(kind, "b", &[theirs]);
+                assert_eq!(c.len(), 1, "{kind:?}");
+                assert_eq!(
+                    (c[0].kept.server.as_str(), c[0].dropped.server.as_str()),
+                    ("z", "b")
+                );
+                assert_eq!(f.holder(kind, name), Some("z"));
+                // `z` lists again (the name still in it): it keeps it, and
+                // the collision is not new.
+                assert!(f.list(kind, "z", &[mine, "x://b"]).is_empty());
+                assert_eq!(f.holder(kind, name), Some("z"));
+                assert_eq!(f.ns.collisions().len(), 1);
+                // `b` lists again: still left out, not reported again.
+                assert!(f.list(kind, "b", &[theirs]).is_empty());
+                // `z` drops it: it passes to `b`.
+                assert!(f.list(kind, "z", &["x://b"]).is_empty());
+                assert_eq!(f.holder(kind, name), Some("b"));
+                assert!(f.ns.collisions().is_empty());
+                // `z` lists it again: now `z` is the later one.
+                let c = f.list(kind, "z", &[mine]);
+                assert_eq!(c[0].dropped.server, "z");
+                assert_eq!(f.holder(kind, name), Some("b"));
+            } else {
+                assert_eq!(f.holder(kind, name), Some("z"));
+            }
         }
     }
 
     #[test]
-    fn names_join_server_and_item_with_the_separator() {
+    fn two_items_of_one_server_with_one_name_keep_the_first() {
+        let mut f = Fixture::default();
+        let c = f.list(ItemKind::Tool, "s", &["do it", "do_it", "other"]);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].name, "s__do_it");
         assert_eq!(
-            naming().join("time", "get_current_time"),
-            "time__get_current_time"
+            (c[0].kept.name.as_str(), c[0].dropped.name.as_str()),
+            ("do it", "do_it")
         );
-        assert_eq!(naming().join("my.server", "do it!"), "my_server__do_it_");
-        let dotted = Naming {
-            separator: ".".into(),
-            max_len: 64,
-        };
-        assert_eq!(dotted.join("a", "b.c"), "a.b_c");
+        assert_eq!(f.ns.table(ItemKind::Tool).len(), 2);
+        // The first goes: the second has the name.
+        assert!(f.list(ItemKind::Tool, "s", &["do_it", "other"]).is_empty());
+        let h = &f.ns.table(ItemKind::Tool)["s__do_it"];
+        assert_eq!(&*h.item.own, "do_it");
+        assert!(f.ns.collisions().is_empty());
     }
 
     #[test]
-    fn long_names_are_cut_to_the_limit_and_stay_distinct() {
-        let n = naming();
-        let long_a = n.join("server-with-a-rather-long-name", &"a".repeat(60));
-        let long_b = n.join(
-            "server-with-a-rather-long-name",
-            &format!("{}b", "a".repeat(59)),
-        );
-        assert_eq!(long_a.len(), 64, "{long_a}");
-        assert_eq!(long_b.len(), 64, "{long_b}");
-        assert_ne!(long_a, long_b);
-        assert!(long_a.starts_with("server-with-a-rather-long-name__aaa"));
-        // Stable: the same input, the same name.
-        assert_eq!(
-            long_a,
-            n.join("server-with-a-rather-long-name", &"a".repeat(60))
-        );
-        let exact = format!("s__{}", "x".repeat(61));
-        assert_eq!(n.join("s", &"x".repeat(61)), exact);
+    fn a_listing_changes_the_names_of_its_own_server_only() {
+        let mut f = Fixture::default();
+        f.list(ItemKind::Tool, "a", &["x", "y"]);
+        f.list(ItemKind::Tool, "b", &["x"]);
+        f.list(ItemKind::Tool, "a", &["y", "z"]);
+        let names: Vec<&String> = f.ns.table(ItemKind::Tool).keys().collect();
+        assert_eq!(names, ["a__y", "a__z", "b__x"]);
+        f.list(ItemKind::Tool, "a", &[]);
+        let names: Vec<&String> = f.ns.table(ItemKind::Tool).keys().collect();
+        assert_eq!(names, ["b__x"]);
     }
 
     #[test]
-    fn collisions_keep_the_first_and_report_the_other() {
-        let a = lists(&["b__c", "echo"]);
-        let ab = lists(&["c"]);
-        let dotted = lists(&["echo"]);
-        let ns = Namespace::build(
-            &naming(),
-            [("a", &a), ("a__b", &ab), ("a.", &dotted), ("a_", &dotted)],
-        );
-        assert_eq!(
-            ns.tools.keys().collect::<Vec<_>>(),
-            ["a___echo", "a__b__c", "a__echo"]
-        );
-        assert_eq!(ns.tools["a__b__c"].server, "a");
-        assert_eq!(ns.collisions.len(), 2, "{:?}", ns.collisions);
-        let c = &ns.collisions[0];
-        assert_eq!(c.kind, ItemKind::Tool);
-        assert_eq!(c.name, "a__b__c");
-        assert_eq!(
-            (c.kept.server.as_str(), c.kept.name.as_str()),
-            ("a", "b__c")
-        );
-        assert_eq!(
-            (c.dropped.server.as_str(), c.dropped.name.as_str()),
-            ("a__b", "c")
-        );
-        assert_eq!(ns.collisions[1].dropped.server, "a_");
-    }
-
-    #[test]
-    fn prompts_are_namespaced_and_resources_keep_their_uri() {
-        let one = Lists {
-            prompts: vec![json!({"name": "greet"})],
-            resources: vec![json!({"uri": "file:///a", "name": "a"})],
-            ..Lists::default()
+    fn the_public_views_are_parsed_from_the_kept_text() {
+        let tool = Tool {
+            name: "t".into(),
+            description: Some("does t".into()),
+            input_schema: json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+            ..Tool::default()
         };
-        let two = Lists {
-            prompts: vec![json!({"name": "greet"}), json!({"no": "name"})],
-            resources: vec![json!({"uri": "file:///a"}), json!({"uri": "file:///b"})],
-            ..Lists::default()
+        let holder = Holder {
+            server: Arc::from("s"),
+            item: Arc::new(Item::tool(&tool).unwrap()),
         };
-        let ns = Namespace::build(&naming(), [("one", &one), ("two", &two)]);
+        let view = holder.tool("s__t");
+        assert_eq!(view.tool, tool);
+        assert_eq!((view.name.as_str(), view.server.as_str()), ("s__t", "s"));
+        let p = Holder {
+            server: Arc::from("s"),
+            item: Arc::new(
+                Item::keyed(&json!({"name": "greet", "arguments": []}), "name").unwrap(),
+            ),
+        };
         assert_eq!(
-            ns.prompts.keys().collect::<Vec<_>>(),
-            ["one__greet", "two__greet"]
+            p.prompt("s__greet").prompt,
+            json!({"name": "greet", "arguments": []})
         );
-        assert_eq!(
-            ns.resources.keys().collect::<Vec<_>>(),
-            ["file:///a", "file:///b"]
-        );
-        assert_eq!(ns.resources["file:///a"].server, "one");
-        assert_eq!(ns.collisions.len(), 1);
-        assert_eq!(ns.collisions[0].kind, ItemKind::Resource);
-        assert_eq!(ns.collisions[0].dropped.server, "two");
     }
 }

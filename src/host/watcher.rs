@@ -4,8 +4,11 @@
 //! - A new session (the first ready server, or one after a restart): every
 //!   list is fetched again.
 //! - `notifications/{tools,prompts,resources}/list_changed`: that list is
-//!   fetched again (several in a row cost one fetch once the one in flight
-//!   ends).
+//!   fetched again. Coalesced: one fetch in flight and one pending, however
+//!   many notifications come, and a fetch starts no sooner than
+//!   [`RELIST_GAP`] after the previous one ended, so a server that
+//!   announces changes without end makes the host list it at most about
+//!   ten times a second.
 //! - Not ready (restarting): a fetch in flight is dropped (its requests
 //!   cancelled); the lists stay, and calls see the server unavailable.
 //! - Gave up: the server leaves the namespace, with its reason.
@@ -17,25 +20,31 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tracing::debug;
 
-use super::catalog::HostShared;
+use super::catalog::{HostShared, Ticket};
 use super::listing::{fetch, Fetched, Wanted};
 use super::HostEvent;
 use crate::client::Client;
 use crate::client::LifecycleEvent;
 use crate::client::{ServerSession, Status};
+use crate::deadline::After;
+
+/// The least time between the end of a listing and the start of the next.
+pub(crate) const RELIST_GAP: Duration = Duration::from_millis(100);
 
 type Listing = Pin<Box<dyn Future<Output = Fetched> + Send>>;
 
-/// Starts watching `client` (the server `name`), whose lifecycle events
-/// arrive on `events`.
+/// Starts watching `client` (the server of `ticket`), whose lifecycle
+/// events arrive on `events`.
 pub(crate) fn spawn(
     shared: Arc<HostShared>,
-    name: String,
+    ticket: Ticket,
     client: Client,
     events: mpsc::UnboundedReceiver<LifecycleEvent>,
 ) -> JoinHandle<()> {
@@ -44,12 +53,13 @@ pub(crate) fn spawn(
     tokio::spawn(async move {
         let mut w = Watcher {
             shared,
-            name,
+            ticket,
             client,
             events,
             session: None,
             wanted: Wanted::default(),
             listing: None,
+            next_at: Instant::now(),
         };
         w.run(notes).await;
     })
@@ -57,7 +67,7 @@ pub(crate) fn spawn(
 
 struct Watcher {
     shared: Arc<HostShared>,
-    name: String,
+    ticket: Ticket,
     client: Client,
     events: mpsc::UnboundedReceiver<LifecycleEvent>,
     /// The session the lists belong to.
@@ -65,6 +75,8 @@ struct Watcher {
     /// Lists to fetch once the fetch in flight ends.
     wanted: Wanted,
     listing: Option<Listing>,
+    /// When the next listing may start.
+    next_at: Instant,
 }
 
 impl Watcher {
@@ -83,7 +95,7 @@ impl Watcher {
                     return;
                 }
             }
-            self.start_listing();
+            let gap = self.start_listing();
             tokio::select! {
                 changed = status.changed() => {
                     if changed.is_err() {
@@ -95,8 +107,10 @@ impl Watcher {
                 Some(note) = notes.recv() => self.wanted.note(&note.method),
                 fetched = poll_listing(&mut self.listing) => {
                     self.listing = None;
-                    self.shared.listed(&self.name, fetched);
+                    self.next_at = Instant::now().after(RELIST_GAP);
+                    self.shared.listed(&self.ticket, fetched);
                 }
+                () = tokio::time::sleep_until(self.next_at), if gap => {}
             }
         }
     }
@@ -111,11 +125,14 @@ impl Watcher {
                     .as_ref()
                     .is_some_and(|s| Arc::ptr_eq(s, &session));
                 if new {
-                    debug!(server = %self.name, "host: new session, listing");
-                    self.shared.mark_ready(&self.name);
+                    debug!(server = %self.ticket.name, "host: new session, listing");
+                    self.shared.mark_ready(&self.ticket);
                     self.session = Some(session);
                     self.wanted = Wanted::ALL;
                     self.listing = None;
+                    // A new session is listed at once (restarts have their
+                    // own backoff).
+                    self.next_at = Instant::now();
                 }
                 false
             }
@@ -124,7 +141,7 @@ impl Watcher {
                 // set: pass on every event before leaving.
                 self.pass_on_queued();
                 if let Status::GaveUp(reason) = s {
-                    self.shared.retire(&self.name, reason);
+                    self.shared.retire(&self.ticket, reason);
                 }
                 true
             }
@@ -135,20 +152,25 @@ impl Watcher {
         }
     }
 
-    /// Starts a fetch when one is wanted, none is in flight, and a server
-    /// is ready.
-    fn start_listing(&mut self) {
+    /// Starts a fetch when one is wanted, none is in flight, a server is
+    /// ready and the gap since the last one has passed; `true` if only the
+    /// gap holds it back.
+    fn start_listing(&mut self) -> bool {
         if self.listing.is_some() || !self.wanted.any() {
-            return;
+            return false;
         }
         let Some(session) = self.client.session() else {
-            return;
+            return false;
         };
+        if Instant::now() < self.next_at {
+            return true;
+        }
         let wanted = std::mem::take(&mut self.wanted);
         let client = self.client.clone();
         self.listing = Some(Box::pin(
             async move { fetch(client, &session, wanted).await },
         ));
+        false
     }
 
     fn pass_on_queued(&mut self) {
@@ -159,7 +181,7 @@ impl Watcher {
 
     fn pass_on(&self, event: LifecycleEvent) {
         self.shared.emit(HostEvent::Lifecycle {
-            server: self.name.clone(),
+            server: self.ticket.name.clone(),
             event,
         });
     }

@@ -84,9 +84,7 @@ pub struct RequestContext {
 }
 
 impl RequestContext {
-    /// The context of a request routed by [`route`](super::dispatch::route),
-    /// for transports that run requests themselves (HTTP).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    /// The context of a request routed by [`route`](super::dispatch::route).
     pub(crate) fn new(
         req: &crate::jsonrpc::Request,
         d: super::dispatch::Dispatch,

@@ -162,6 +162,23 @@ impl SessionShared {
         }
     }
 
+    /// Routes a client's response (result or error) to the pending
+    /// server-to-client request of its id; one nobody waits for is dropped.
+    pub(crate) fn route_response(&self, r: crate::jsonrpc::Response) {
+        let reply = match r.outcome {
+            crate::jsonrpc::Outcome::Result(raw) => Ok(raw),
+            crate::jsonrpc::Outcome::Error(e) => Err(e),
+        };
+        match r.id {
+            Some(id) => {
+                if !self.resolve(&id, reply) {
+                    tracing::debug!(%id, "response to no pending request: dropped");
+                }
+            }
+            None => tracing::debug!("response with null id: dropped"),
+        }
+    }
+
     /// Entries in the table of pending server-to-client requests.
     #[cfg(test)]
     pub(crate) fn pending_len(&self) -> usize {

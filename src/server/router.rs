@@ -806,8 +806,8 @@ impl Handler for Router {
         self.routes()
             .tools
             .iter()
-            .find(|(t, _, _)| t.name == name)
-            .map(|(t, _, _)| t.input_schema.clone())
+            .find(|(t, ..)| t.name == name)
+            .map(|(t, ..)| t.input_schema.clone())
     }
 }
 

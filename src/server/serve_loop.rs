@@ -39,7 +39,7 @@ use crate::sync::AbortOnDrop;
 
 use crate::framing::LineFramer;
 use crate::jsonrpc::{
-    codes, encode, ErrorObject, Message, Notification, Outcome, ParseError, Request, RequestId,
+    codes, encode, ErrorObject, Message, Notification, ParseError, Request, RequestId,
 };
 use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
 use crate::line_io::BurstHint;
@@ -340,20 +340,7 @@ impl<H: Handler> Session<H> {
         match m {
             Message::Request(req) => self.on_request(req, charge),
             Message::Notification(n) => self.on_notification(n, charge),
-            Message::Response(r) => {
-                let reply = match r.outcome {
-                    Outcome::Result(raw) => Ok(raw),
-                    Outcome::Error(e) => Err(e),
-                };
-                match r.id {
-                    Some(id) => {
-                        if !self.shared.resolve(&id, reply) {
-                            tracing::debug!(%id, "response to no pending request: dropped");
-                        }
-                    }
-                    None => tracing::debug!("response with null id: dropped"),
-                }
-            }
+            Message::Response(r) => self.shared.route_response(r),
         }
     }
 
@@ -396,20 +383,10 @@ impl<H: Handler> Session<H> {
 
     fn spawn(&mut self, req: Request, d: Dispatch, charge: Charge) {
         let rs = Arc::new(RequestShared::default());
-        let ctx = RequestContext {
-            id: req.id.clone(),
-            method: req.method.clone(),
-            era: d.era,
-            meta: d.meta,
-            client_capabilities: d.client_capabilities,
-            input_responses: d.input_responses,
-            request_state: d.request_state,
-            handle: ServerHandle::new(&self.shared),
-            shared: rs.clone(),
-        };
+        let era = d.era;
+        let ctx = RequestContext::new(&req, d, ServerHandle::new(&self.shared), rs.clone());
         let handler = self.handler.clone();
         let id = req.id.clone();
-        let era = d.era;
         tracing::debug!(%id, method = %req.method, %era, "request started");
         let id_for_map = id.clone();
         let shape = Shape {

@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use conduit_mcp::host::{Host, HostEvent, ServerShutdown};
-use tokio::sync::mpsc;
+use conduit_mcp::host::{Host, HostEvent, HostEvents, ServerShutdown};
 
 use super::common::alive;
 
@@ -14,10 +13,7 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Receives events until `pred` holds for one (within [`PATIENCE`]);
 /// returns it.
-pub async fn until(
-    events: &mut mpsc::UnboundedReceiver<HostEvent>,
-    mut pred: impl FnMut(&HostEvent) -> bool,
-) -> HostEvent {
+pub async fn until(events: &mut HostEvents, mut pred: impl FnMut(&HostEvent) -> bool) -> HostEvent {
     tokio::time::timeout(PATIENCE, async {
         loop {
             let e = events.recv().await.expect("host events go on");
@@ -44,4 +40,14 @@ pub fn assert_all_gone(shutdowns: &[ServerShutdown]) {
 /// Stops the host, waits, and checks that no process is left.
 pub async fn finish(host: Host) {
     assert_all_gone(&host.stop().wait().await);
+}
+
+/// Receives events until the server `server` was listed; returns that
+/// event.
+pub async fn listed(events: &mut HostEvents, server: &str) -> HostEvent {
+    until(
+        events,
+        |e| matches!(e, HostEvent::Listed { server: s, .. } if s == server),
+    )
+    .await
 }

@@ -53,6 +53,7 @@ pub struct Who {
 /// Counts the tool calls that ran to their end, and those dropped.
 #[derive(Default)]
 pub struct Counts {
+    pub started: AtomicUsize,
     pub finished: AtomicUsize,
     pub dropped: AtomicUsize,
     /// Notifications the `big` tool could not queue (bounds reached).
@@ -85,6 +86,7 @@ pub fn router(counts: Arc<Counts>) -> Router {
             move |a: Sleep, ctx: RequestContext| {
                 let counts = sleep_counts.clone();
                 async move {
+                    counts.started.fetch_add(1, Ordering::SeqCst);
                     let mut guard = CountDrop(counts.clone(), false);
                     for i in 0..10u64 {
                         let _ = ctx.progress(i as f64, Some(10.0), None);
@@ -448,4 +450,36 @@ pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     true
+}
+
+/// A legacy `sleep` of `ms` with progress, its stream read up to the first
+/// progress notification (the request is running).
+pub async fn sleeping(addr: SocketAddr, sid: &str, id: Value, ms: u64) -> Events {
+    let params =
+        json!({ "name": "sleep", "arguments": { "ms": ms }, "_meta": { "progressToken": id } });
+    let mut ev = legacy(addr, sid, id, "tools/call", params).await.sse();
+    let first = ev.next_message().await.expect("a progress notification");
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    ev
+}
+
+/// GET on a session (its stream, or a resumption with `last-event-id`).
+pub async fn get(addr: SocketAddr, sid: &str, extra: &[(&str, &str)]) -> Resp {
+    let mut headers = vec![("mcp-session-id", sid), ("mcp-protocol-version", LEGACY)];
+    headers.extend_from_slice(extra);
+    send(addr, request("GET", addr, &headers, None)).await
+}
+
+/// A modern `sleep` of `ms` with progress, as an SSE stream.
+pub async fn modern_sleeping(addr: SocketAddr, id: u64, ms: u64) -> Events {
+    let mut params = json!({ "name": "sleep", "arguments": { "ms": ms } });
+    params["_meta"] = meta();
+    params["_meta"]["progressToken"] = json!(id);
+    let headers = [
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "sleep"),
+    ];
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+    post(addr, &headers, body).await.sse()
 }

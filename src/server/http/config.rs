@@ -27,6 +27,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Default [`HttpConfig::sse_retry`]: 1 s.
 pub const DEFAULT_SSE_RETRY: Duration = Duration::from_secs(1);
+/// Default [`HttpConfig::body_timeout`]: 30 s.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Which values of a header are accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,8 +65,9 @@ pub struct HttpConfig {
     /// `max_message_bytes` (default 8 MiB) bounds a request body; its
     /// `max_inbound_bytes` (default 64 MiB) bounds the bodies being read
     /// and the parsed messages held, across all requests; its
-    /// `max_in_flight` bounds the requests of one session running at once
-    /// (more wait); its `stop_drain` is the grace given to in-flight
+    /// `max_in_flight` bounds the requests of one 2025-11-25 session, and
+    /// the 2026-07-28 requests of the whole server (`subscriptions/listen`
+    /// streams aside), running at once (more wait); its `stop_drain` is the grace given to in-flight
     /// requests on [`stop`](crate::server::ServerHandle::stop).
     pub server: ServerConfig,
     /// The MCP endpoint's path. Default [`DEFAULT_PATH`] (`/mcp`).
@@ -113,6 +116,10 @@ pub struct HttpConfig {
     /// (how long a client waits before reconnecting). Default
     /// [`DEFAULT_SSE_RETRY`].
     pub sse_retry: Duration,
+    /// How long a request body may take to arrive: a body still incomplete
+    /// then is refused with 408 (what it had sent is released). Default
+    /// [`DEFAULT_BODY_TIMEOUT`] (30 s).
+    pub body_timeout: Duration,
     pub(crate) bearer: Option<Secret>,
     pub(crate) authorize: Option<Authorize>,
 }
@@ -132,6 +139,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_connections", &self.max_connections)
             .field("keep_alive", &self.keep_alive)
             .field("sse_retry", &self.sse_retry)
+            .field("body_timeout", &self.body_timeout)
             .field("bearer", &self.bearer)
             .field("authorize", &self.authorize.is_some())
             .finish()
@@ -154,6 +162,7 @@ impl HttpConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             keep_alive: DEFAULT_KEEP_ALIVE,
             sse_retry: DEFAULT_SSE_RETRY,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
             bearer: None,
             authorize: None,
         }
@@ -225,6 +234,12 @@ impl HttpConfig {
         self
     }
 
+    /// Sets [`body_timeout`](Self::body_timeout).
+    pub fn body_timeout(mut self, d: Duration) -> Self {
+        self.body_timeout = d;
+        self
+    }
+
     /// Requires `Authorization: Bearer <token>` on every request (compared
     /// in constant time); others get 401 with `WWW-Authenticate: Bearer`.
     /// The token is never logged.
@@ -270,6 +285,9 @@ impl HttpConfig {
         }
         if self.keep_alive.is_zero() {
             return bad("keep_alive", "must be positive");
+        }
+        if self.body_timeout.is_zero() {
+            return bad("body_timeout", "must be positive");
         }
         if self.session_idle_timeout.is_zero() {
             return bad("session_idle_timeout", "must be positive");

@@ -119,6 +119,9 @@ pub(crate) struct Core {
     pub(crate) body_room: Arc<Semaphore>,
     /// The permits `body_room` started with.
     pub(crate) body_room_total: usize,
+    /// 2026-07-28 era requests (but `subscriptions/listen` streams) running
+    /// at once, for the whole server (`max_in_flight`); more wait.
+    pub(crate) modern_slots: Arc<Semaphore>,
     running: Mutex<HashMap<u64, Running>>,
     next_key: AtomicU64,
     /// Woken when a request ends.
@@ -151,6 +154,7 @@ impl Core {
             .min(Semaphore::MAX_PERMITS)
             .min(u32::MAX as usize);
         let body_room = Arc::new(Semaphore::new(body_room_total));
+        let config_in_flight = config.server.max_in_flight;
         let core = Arc::new(Core {
             global: Counter::new(config.max_buffered_bytes),
             config,
@@ -160,6 +164,7 @@ impl Core {
             inbound,
             body_room,
             body_room_total,
+            modern_slots: Arc::new(Semaphore::new(config_in_flight)),
             running: Mutex::new(HashMap::new()),
             next_key: AtomicU64::new(1),
             ended: Notify::new(),
@@ -307,6 +312,16 @@ impl Core {
         }
     }
 
+    /// Ends a session: its running requests are cancelled, its handles
+    /// become inert, its streams close.
+    pub(crate) fn end_session(&self, s: &Session) {
+        let keys: Vec<u64> = crate::sync::lock(&s.in_flight).values().copied().collect();
+        for key in keys {
+            self.cancel(key);
+        }
+        s.end();
+    }
+
     /// Requests running now.
     pub(crate) fn running(&self) -> usize {
         crate::sync::lock(&self.running).len()
@@ -367,7 +382,7 @@ impl Core {
         }
         for s in sessions {
             self.sessions.remove(&s.id);
-            s.end();
+            self.end_session(&s);
         }
     }
 
@@ -389,7 +404,7 @@ impl Core {
             };
             for s in core.sessions.take_idle(before) {
                 tracing::info!(server = %core.name(), session = %s.id, "session expired (idle)");
-                s.end();
+                core.end_session(&s);
             }
         }
     }
@@ -416,6 +431,22 @@ impl Drop for RunGuard {
         if let Some(s) = &self.session {
             session::forget(s, &self.id, self.key);
         }
+        self.end_stream(core.as_deref());
+        // Nobody reads the stream (the client left, or has not come back):
+        // it leaves the live ones, kept a while for a late resumption.
+        if let Some(s) = self.session.as_ref().and_then(Weak::upgrade) {
+            if !self.stream.attached() {
+                s.retire(self.stream.number, true);
+            }
+        }
+    }
+}
+
+impl RunGuard {
+    /// A request that ends without an answer (cancelled, aborted) closes
+    /// its stream, or, when the server is stopping, is answered with an
+    /// error saying so.
+    fn end_stream(&self, core: Option<&Core>) {
         if !self.stream.answered() {
             if core.is_some_and(|c| c.stopping.load(Ordering::Acquire)) {
                 let e = ErrorObject::new(
@@ -445,5 +476,99 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
             Ok(Poll::Pending) => Poll::Pending,
             Err(_) => Poll::Ready(Err(())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Seen from inside: what the session tables hold after clients that
+    //! misbehave.
+
+    use std::time::Duration;
+
+    use serde_json::json;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use crate::protocol::{CallToolResult, Implementation};
+    use crate::server::http::{HttpConfig, HttpService};
+    use crate::server::{RequestContext, Router, ServerConfig};
+
+    async fn raw(
+        addr: std::net::SocketAddr,
+        sid: Option<&str>,
+        body: &serde_json::Value,
+    ) -> TcpStream {
+        let body = body.to_string();
+        let sid = sid
+            .map(|s| format!("mcp-session-id: {s}\r\n"))
+            .unwrap_or_default();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n{sid}content-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Nothing {}
+
+    #[tokio::test]
+    async fn streams_of_requests_whose_clients_left_do_not_pile_up() {
+        let router = Router::new().tool(
+            "slow",
+            "Answers after 20 ms.",
+            |_: Nothing, _ctx: RequestContext| async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(CallToolResult::text("late"))
+            },
+        );
+        let config = HttpConfig::new(ServerConfig::new(Implementation::new("t", "0")));
+        let service = HttpService::new(config, router).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = service.router();
+        let served = tokio::spawn(async move { axum::serve(listener, app).await });
+        let mut init = raw(addr, None, &json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } } }))
+        .await;
+        let mut buf = vec![0u8; 4096];
+        let n = init.read(&mut buf).await.unwrap();
+        let head = String::from_utf8_lossy(&buf[..n]).to_string();
+        let sid = head
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-session-id: "))
+            .expect("a session id")
+            .trim()
+            .to_owned();
+        // 50 requests whose clients leave before the answer.
+        for i in 0..50 {
+            let tcp = raw(
+                addr,
+                Some(&sid),
+                &json!({ "jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": { "name": "slow", "arguments": {} } }),
+            )
+            .await;
+            drop(tcp);
+        }
+        let core = &service.core;
+        let session = core.sessions.get(&sid).expect("the session");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while core.running() > 0 || session.in_flight.lock().map(|m| m.len()).unwrap_or(0) > 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "requests never ended"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let (live, ended) = session.held_streams();
+        println!("after 50 abandoned requests: {live} live streams, {ended} kept after their end");
+        assert_eq!(live, 0);
+        assert!(ended <= 8, "{ended}");
+        service.handle().stop();
+        served.abort();
     }
 }

@@ -19,8 +19,9 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::deadline::After;
 use crate::http::headers;
-use crate::jsonrpc::{codes, encode, Message, Outcome, ParseError, RequestId};
+use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
 use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::server::dispatch::{route, Route};
 use crate::server::footprint;
@@ -119,9 +120,11 @@ async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body>
     }
 }
 
-/// Reads the body within `max_message_bytes`, and within the bytes all
-/// bodies being read may take (`max_inbound_bytes`, waited for: a client
-/// sending many bodies at once waits, it does not grow memory).
+/// Reads the body within `max_message_bytes` and `body_timeout`. What
+/// all bodies being read hold together is bounded by `max_inbound_bytes`:
+/// each chunk takes room as it arrives (waiting while there is none), so a
+/// client that announces a large body and stalls holds only what it sent,
+/// and only until `body_timeout`.
 async fn read_body(core: &Core, h: &HeaderMap, body: Body) -> Result<Bytes, Response<Body>> {
     use http_body_util::BodyExt as _;
     let limit = core.config.server.max_message_bytes;
@@ -132,26 +135,67 @@ async fn read_body(core: &Core, h: &HeaderMap, body: Body) -> Result<Bytes, Resp
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large(limit));
     }
-    let want = declared.unwrap_or(limit).clamp(1, core.body_room_total);
-    let _room = core
-        .body_room
-        .clone()
-        .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
-        .await;
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(too_large(limit))
-        }
-        Err(e) => Err(gate::rpc_error(
-            StatusCode::BAD_REQUEST,
+    let deadline = tokio::time::Instant::now().after(core.config.body_timeout);
+    let mut body = body;
+    let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
+    let mut room: Option<tokio::sync::OwnedSemaphorePermit> = None;
+    let timed_out = || {
+        gate::rpc_error(
+            StatusCode::REQUEST_TIMEOUT,
             None,
-            codes::PARSE_ERROR,
-            format!("reading the body failed: {e}"),
-        )),
+            codes::INVALID_REQUEST,
+            format!(
+                "the body did not arrive within body_timeout ({:?})",
+                core.config.body_timeout
+            ),
+        )
+    };
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(timed_out()),
+            Ok(None) => return Ok(buf.freeze()),
+            Ok(Some(Err(e))) => {
+                return Err(gate::rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    codes::PARSE_ERROR,
+                    format!("reading the body failed: {e}"),
+                ))
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if buf.len().saturating_add(data.len()) > limit {
+            return Err(too_large(limit));
+        }
+        // At most the whole room at once (a body larger than
+        // max_inbound_bytes is read once it is alone).
+        let want = data.len().min(
+            core.body_room_total
+                .saturating_sub(room.as_ref().map_or(0, |r| r.num_permits())),
+        );
+        if want > 0 {
+            let n = u32::try_from(want).unwrap_or(u32::MAX);
+            let take = core.body_room.clone().acquire_many_owned(n);
+            match tokio::time::timeout_at(deadline, take).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Err(_)) => {
+                    return Err(gate::rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        None,
+                        -32000,
+                        "the server is stopping",
+                    ))
+                }
+                Ok(Ok(p)) => match &mut room {
+                    Some(r) => r.merge(p),
+                    None => room = Some(p),
+                },
+            }
+        }
+        buf.extend_from_slice(&data);
     }
 }
 
@@ -262,9 +306,15 @@ async fn post_modern(
     match route(&core.root, &req) {
         Route::Answer(a) => answer_now(Some(req.id), a, true),
         Route::Dispatch(d) => {
+            // Listen streams are held open for long: they take no slot.
+            let permit = if req.method == methods::SUBSCRIPTIONS_LISTEN {
+                None
+            } else {
+                core.modern_slots.clone().acquire_owned().await.ok()
+            };
             let stream = core.modern_stream();
             let root = core.root.clone();
-            match core.start(req, d, &root, None, stream.clone(), charge, None) {
+            match core.start(req, d, &root, None, stream.clone(), charge, permit) {
                 Ok(key) => respond(&core, stream, Kind::Modern { key }, accepts).await,
                 // Modern requests are never refused as duplicates (no session).
                 Err(Duplicate) => gate::rpc_error(
@@ -460,18 +510,7 @@ async fn post_legacy(
             gate::empty(StatusCode::ACCEPTED)
         }
         Message::Response(r) => {
-            let reply = match r.outcome {
-                Outcome::Result(raw) => Ok(raw),
-                Outcome::Error(e) => Err(e),
-            };
-            match r.id {
-                Some(id) => {
-                    if !session.shared.resolve(&id, reply) {
-                        tracing::debug!(%id, "response to no pending request: dropped");
-                    }
-                }
-                None => tracing::debug!("response with null id: dropped"),
-            }
+            session.shared.route_response(r);
             gate::empty(StatusCode::ACCEPTED)
         }
     }
@@ -683,21 +722,27 @@ fn status_of_answer(data: &[u8]) -> StatusCode {
     }
 }
 
-/// GET: a session's SSE stream, or the resumption of one of its streams
-/// after `Last-Event-ID`.
-fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
+/// The session of a GET or DELETE: 405 in the 2026-07-28 era (and for a
+/// request that names neither a session nor a version: nothing to serve
+/// there), then as for POST.
+fn session_of_get_or_delete(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
     if era_of(h, false) == Era::Modern
         || (!h.contains_key(headers::SESSION_ID) && !h.contains_key(headers::PROTOCOL_VERSION))
     {
-        return gate::not_allowed("POST");
+        return Err(gate::not_allowed("POST"));
     }
-    let session = match session_of(&core, h) {
+    let session = session_of(core, h)?;
+    legacy_version_ok(h)?;
+    Ok(session)
+}
+
+/// GET: a session's SSE stream, or the resumption of one of its streams
+/// after `Last-Event-ID`.
+fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
+    let session = match session_of_get_or_delete(&core, h) {
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(r) = legacy_version_ok(h) {
-        return r;
-    }
     if !Accepts::of(h).sse {
         return gate::rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -738,17 +783,12 @@ fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
 
 /// DELETE: ends a session.
 fn delete(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
-    if era_of(h, false) == Era::Modern
-        || (!h.contains_key(headers::SESSION_ID) && !h.contains_key(headers::PROTOCOL_VERSION))
-    {
-        return gate::not_allowed("POST");
-    }
-    let session = match session_of(&core, h) {
+    let session = match session_of_get_or_delete(&core, h) {
         Ok(s) => s,
         Err(r) => return r,
     };
     core.sessions.remove(&session.id);
-    session.end();
+    core.end_session(&session);
     tracing::info!(server = %core.name(), session = %session.id, "session ended by the client (DELETE)");
     gate::empty(StatusCode::OK)
 }

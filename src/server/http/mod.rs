@@ -67,9 +67,10 @@
 //!   request (401 otherwise); any tower layer on [`HttpService::router`]
 //!   works too.
 //! - Every bound is in bytes where memory is concerned, with a default:
-//!   a body by `max_message_bytes` (8 MiB, 413 beyond), bodies being read
-//!   and parsed messages held by `max_inbound_bytes` (64 MiB, shared by all
-//!   requests), each session's queued messages by
+//!   a body by `max_message_bytes` (8 MiB, 413 beyond) and
+//!   [`HttpConfig::body_timeout`] (30 s, 408 beyond), bodies being read
+//!   (as their bytes arrive) and parsed messages held by `max_inbound_bytes`
+//!   (64 MiB, shared by all requests), each session's queued messages by
 //!   [`HttpConfig::session_queue_bytes`] (4 MiB), each stream's replay by
 //!   [`HttpConfig::replay_bytes`] (256 KiB), all queued events by
 //!   [`HttpConfig::max_buffered_bytes`] (64 MiB); sessions by
@@ -117,9 +118,10 @@ mod session;
 mod stream;
 
 pub use config::{
-    Allow, Authorize, HttpConfig, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BUFFERED_BYTES,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_PATH, DEFAULT_REPLAY_BYTES,
-    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSION_QUEUE_BYTES, DEFAULT_SSE_RETRY,
+    Allow, Authorize, HttpConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_KEEP_ALIVE,
+    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_PATH,
+    DEFAULT_REPLAY_BYTES, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSION_QUEUE_BYTES,
+    DEFAULT_SSE_RETRY,
 };
 pub use server::{HttpServer, HttpService};
 

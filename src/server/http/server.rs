@@ -232,7 +232,7 @@ async fn serve_on<H: Handler>(
 /// application's to close.
 #[derive(Clone)]
 pub struct HttpService {
-    core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl std::fmt::Debug for HttpService {

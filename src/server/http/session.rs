@@ -19,7 +19,6 @@ use crate::line_io::WriteQueue;
 use crate::server::handle::{SessionShared, Sessions};
 
 use super::config::HttpConfig;
-use super::core::Running;
 use super::stream::{Counter, Stream};
 
 /// Streams kept after they were delivered, in case the client missed the
@@ -127,18 +126,30 @@ impl Session {
             .cloned()
     }
 
-    /// Forgets a request stream that needs no resumption (answered as
-    /// JSON, or read to its end): it moves to the few kept after the end.
+    /// Moves an ended request stream out of the live ones: to the few kept
+    /// for a late resumption (`keep`), or away (answered as JSON: nothing
+    /// to resume). So live streams are those of running requests and those
+    /// being read, whatever clients do.
     pub(crate) fn retire(&self, number: u64, keep: bool) {
         let mut s = crate::sync::lock(&self.streams);
-        if let Some(stream) = s.live.remove(&number) {
-            if keep {
-                s.ended.push_back(stream);
-                if s.ended.len() > ENDED_KEPT {
-                    s.ended.pop_front();
-                }
+        let stream = s.live.remove(&number);
+        if !keep {
+            s.ended.retain(|st| st.number != number);
+            return;
+        }
+        if let Some(stream) = stream {
+            s.ended.push_back(stream);
+            if s.ended.len() > ENDED_KEPT {
+                s.ended.pop_front();
             }
         }
+    }
+
+    /// Streams held: live, and kept after their end.
+    #[cfg(test)]
+    pub(crate) fn held_streams(&self) -> (usize, usize) {
+        let s = crate::sync::lock(&self.streams);
+        (s.live.len(), s.ended.len())
     }
 
     /// Ends the session: its handles become inert, its pending
@@ -229,11 +240,6 @@ pub(crate) fn forget(session: &Weak<Session>, id: &RequestId, key: u64) {
         drop(m);
         s.touch();
     }
-}
-
-#[allow(dead_code)]
-fn _assert_running_is_send(r: Running) -> impl Send {
-    r
 }
 
 #[cfg(test)]

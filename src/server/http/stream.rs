@@ -272,6 +272,11 @@ impl Stream {
         self.lock().end == Some(End::Answered)
     }
 
+    /// Whether a consumer (an SSE response) reads the stream now.
+    pub(crate) fn attached(&self) -> bool {
+        self.lock().consumer != 0
+    }
+
     /// Whether the stream has ended and a consumer has taken everything.
     pub(crate) fn drained(&self) -> bool {
         let st = self.lock();

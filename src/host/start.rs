@@ -1,0 +1,100 @@
+//! Starting one server of a host, in a task of the host's rather than of
+//! the caller's future.
+//!
+//! `Client::start_with` is not cut short when the caller gives up (a
+//! timeout around [`Host::start`], a dropped [`Host::add`]): it runs to
+//! its end in its own task, and then either fills its reservation or,
+//! the reservation being gone, stops the client it got. A dropped `add`
+//! takes its reservation back ([`CancelOnDrop`]); a dropped `start`
+//! drops the last host handle, which stops the host. Either way nothing
+//! it started stays.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use super::catalog::{HostShared, Ticket};
+use super::{watcher, Host, HostError};
+use crate::client::{Client, ClientConfig, StartOptions};
+
+/// Starts the server of `ticket` with `config` in a task of its own; a
+/// server that cannot start is kept with its reason (`keep_failure`) or
+/// forgotten.
+pub(super) fn spawn(
+    host: &Host,
+    ticket: Ticket,
+    mut config: ClientConfig,
+    keep_failure: bool,
+) -> JoinHandle<Result<(), HostError>> {
+    let shared = host.shared.clone();
+    let parent = host.actor.get_cell();
+    tokio::spawn(async move {
+        config.name.get_or_insert_with(|| ticket.name.clone());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let opts = StartOptions {
+            handler: shared.handler.clone(),
+            supervisor: Some(parent),
+            events: Some(tx),
+        };
+        match Client::start_with(config, opts).await {
+            Ok(client) => {
+                info!(server = %ticket.name, "host: server started");
+                let watcher = watcher::spawn(shared.clone(), ticket.clone(), client.clone(), rx);
+                shared.fill(&ticket, client, watcher)?;
+                shared.touch();
+                Ok(())
+            }
+            Err(source) => {
+                warn!(server = %ticket.name, error = %source, "host: server could not start");
+                let reason = format!("could not start: {source}");
+                shared.failed(&ticket, reason, keep_failure);
+                Err(HostError::Start {
+                    server: ticket.name,
+                    source,
+                })
+            }
+        }
+    })
+}
+
+/// The result of a start; a panic in it is the caller's, as if the start
+/// had run in its own future.
+pub(super) async fn join(start: JoinHandle<Result<(), HostError>>) -> Result<(), HostError> {
+    match start.await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Cancelled: only the runtime's shutdown cancels it.
+        Err(_) => Err(HostError::Stopped),
+    }
+}
+
+/// Takes an `add`'s server back out of the host if its future is dropped
+/// before it returned.
+pub(super) struct CancelOnDrop {
+    shared: Arc<HostShared>,
+    ticket: Option<Ticket>,
+}
+
+impl CancelOnDrop {
+    pub(super) fn new(shared: &Arc<HostShared>, ticket: Ticket) -> Self {
+        Self {
+            shared: shared.clone(),
+            ticket: Some(ticket),
+        }
+    }
+
+    /// The add returned: its outcome stands.
+    pub(super) fn disarm(mut self) {
+        self.ticket = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.shared.cancel(&ticket);
+        }
+    }
+}
