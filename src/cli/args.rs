@@ -13,6 +13,7 @@ use crate::client::{EraPreference, StderrMode};
 const MAX_TIMEOUT: Duration = Duration::from_secs(366 * 24 * 3600);
 
 const USAGE: &str = "mcp [OPTIONS] SUBCOMMAND [ARGS] -- COMMAND [ARGS...]
+       mcp [OPTIONS] SUBCOMMAND [ARGS] --url URL [--header K=V]...
        mcp [OPTIONS] SUBCOMMAND [ARGS] --config FILE [--server NAME]
        mcp servers --config FILE
        mcp completions SHELL";
@@ -22,6 +23,10 @@ Everything after the first `--` is the server command and its arguments,
 passed literally (no shell); they may start with `-`. COMMAND is a name
 looked up in PATH or a path (a relative path is taken from the current
 directory).
+
+With --url URL instead, the server is a Streamable HTTP server at URL
+(feature http; both protocol eras); --header K=V adds a header to every
+request (repeatable; values are never printed or logged).
 
 With --config FILE instead (a Claude Desktop / Cursor / Claude Code
 `mcpServers` file, or VS Code's `servers`), the server is NAME from the
@@ -64,6 +69,7 @@ Exit codes:
 Examples:
   mcp discover -- node server.js
   mcp --era legacy tools -- uvx mcp-server-time
+  mcp tools --url https://mcp.example.com/mcp --header \"Authorization=Bearer $TOKEN\"
   mcp call get_current_time '{\"timezone\":\"UTC\"}' -- mcp-server-time
   mcp --progress call slow-tool '{}' -- ./my-server --flag
   mcp servers --config ~/.cursor/mcp.json
@@ -126,6 +132,13 @@ pub(crate) struct Options {
     /// With --config: the server to use
     #[arg(long, value_name = "NAME", global = true)]
     pub(crate) server: Option<String>,
+    /// Talk to the Streamable HTTP server at URL instead of `-- COMMAND`
+    #[arg(long, value_name = "URL", global = true)]
+    pub(crate) url: Option<String>,
+    /// With --url: send header K: V with every request (repeatable; the
+    /// value is held as a secret)
+    #[arg(long = "header", value_name = "K=V", global = true, value_parser = header_pair)]
+    pub(crate) header: Vec<(String, String)>,
 }
 
 /// The subcommands.
@@ -212,6 +225,14 @@ fn env_pair(v: &str) -> Result<(String, String), String> {
     match v.split_once('=') {
         Some((k, val)) if !k.is_empty() => Ok((k.to_owned(), val.to_owned())),
         _ => Err(format!("--env expects K=V, got {v:?}")),
+    }
+}
+
+fn header_pair(v: &str) -> Result<(String, String), String> {
+    match v.split_once('=') {
+        Some((k, val)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), val.trim().to_owned())),
+        // Not echoed: the value may be a token.
+        _ => Err("--header expects K=V (for example Authorization=Bearer ...)".into()),
     }
 }
 

@@ -1,5 +1,6 @@
 //! One server: `discover`, `tools`, `call`, `request` against the server
-//! after `--` (or one server of a config file).
+//! after `--`, the Streamable HTTP server of `--url`, or one server of a
+//! config file.
 
 use std::ffi::OsString;
 
@@ -39,6 +40,19 @@ pub(super) async fn run(
     }
     let mut config = ClientConfig::new(exe);
     config.args = args.to_vec();
+    apply_options(options, &mut config);
+    with_client(options, config, command).await
+}
+
+/// Runs `command` against the Streamable HTTP server of `--url`.
+pub(super) async fn run_url(options: &Options, command: Command) -> Result<Output, Fail> {
+    let Some(url) = &options.url else {
+        return Err(Fail::Usage("missing --url URL".into()));
+    };
+    let mut config = ClientConfig::http(url.clone());
+    for (k, v) in &options.header {
+        config = config.header(k.clone(), v.clone());
+    }
     apply_options(options, &mut config);
     with_client(options, config, command).await
 }

@@ -1,0 +1,114 @@
+//! `mcp --url URL [--header K=V]`: every subcommand against a Streamable
+//! HTTP server, with the output and exit codes of `-- COMMAND`.
+
+#[path = "server_http_support/mod.rs"]
+mod support;
+
+use std::process::Stdio;
+
+use conduit_mcp::Secret;
+use serde_json::Value;
+use support::{config, start, PATIENCE};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "not one JSON document ({e}): {}\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+async fn mcp(args: &[&str]) -> Out {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"));
+    cmd.args(args).stdin(Stdio::null()).kill_on_drop(true);
+    let out = tokio::time::timeout(PATIENCE * 3, cmd.output())
+        .await
+        .expect("mcp finished in time")
+        .expect("mcp ran");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_subcommand_works_over_a_url_with_the_exit_codes_of_stdio() {
+    let server = start(config()).await;
+    let url = server.url.as_str();
+    let out = mcp(&["discover", "--url", url]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["era"], "modern");
+    let out = mcp(&["--era", "legacy", "tools", "--url", url]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let tools = out.json();
+    assert!(
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "echo"),
+        "{tools}"
+    );
+    let out = mcp(&["call", "echo", r#"{"text":"hi"}"#, "--url", url]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["content"][0]["text"], "hi");
+    let out = mcp(&["request", "prompts/list", "--url", url]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["prompts"][0]["name"], "greet");
+    // A JSON-RPC error from the server: 1, the error printed.
+    let out = mcp(&["request", "no/such/method", "--url", url]).await;
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["code"], -32601);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_reach_the_server_and_never_show_and_failures_exit_3() {
+    let server = start(config().bearer_token(Secret::new("s3cret-t0ken"))).await;
+    let url = server.url.as_str();
+    let out = mcp(&[
+        "tools",
+        "--url",
+        url,
+        "--header",
+        "Authorization=Bearer s3cret-t0ken",
+        "--verbose",
+    ])
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("s3cret-t0ken"), "{}", out.stderr);
+    // Without it the server refuses: not ready, 3; the token never shown.
+    let out = mcp(&["tools", "--url", url]).await;
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("401"), "{}", out.stderr);
+    // Nothing listens there: 3.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = mcp(&[
+        "tools",
+        "--url",
+        &format!("http://{addr}/mcp"),
+        "--timeout-ms",
+        "5000",
+    ])
+    .await;
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    // Usage errors: 2.
+    let out = mcp(&["tools", "--url", "ftp://x/"]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let out = mcp(&["tools", "--header", "A=b", "--", "true"]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let out = mcp(&["tools", "--url", url, "--", "true"]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
