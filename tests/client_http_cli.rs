@@ -112,3 +112,49 @@ async fn headers_reach_the_server_and_never_show_and_failures_exit_3() {
     let out = mcp(&["tools", "--url", url, "--", "true"]).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_with_a_config_file_serves_url_entries_and_says_what_it_skipped() {
+    let server = start(config()).await;
+    let dir = std::env::temp_dir().join(format!("conduit-http-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(".mcp.json");
+    let text = serde_json::json!({ "mcpServers": {
+        "remote": { "type": "http", "url": server.url },
+        "old": { "type": "sse", "url": "http://127.0.0.1:9/sse" },
+        "off": { "command": "x", "disabled": true }
+    } });
+    std::fs::write(&path, text.to_string()).unwrap();
+    let file = path.to_str().unwrap();
+    let out = mcp(&["tools", "--config", file]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"remote__echo"), "{names:?}");
+    assert!(
+        out.stderr.contains("skipped old: type \"sse\""),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("skipped off: disabled"),
+        "{}",
+        out.stderr
+    );
+    let out = mcp(&[
+        "call",
+        "remote__echo",
+        r#"{"text":"via file"}"#,
+        "--config",
+        file,
+    ])
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["content"][0]["text"], "via file");
+    let _ = std::fs::remove_dir_all(dir);
+}

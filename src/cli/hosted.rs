@@ -29,7 +29,10 @@ pub(super) async fn run(
     }
     match command {
         Command::Servers => servers(options, &file, host).await,
-        Command::Tools if options.server.is_none() => all_tools(host).await,
+        Command::Tools if options.server.is_none() => {
+            skipped(&file);
+            all_tools(host).await
+        }
         Command::Call { tool, args, .. } if options.server.is_none() => {
             let args = args.unwrap_or_else(|| json!({}));
             call(options, &file, host, &tool, args).await
@@ -42,6 +45,17 @@ pub(super) async fn run(
                 .ok_or_else(|| unknown(&file, &name))?;
             single::with_client(options, config, command).await
         }
+    }
+}
+
+/// Says on stderr which entries of `file` are not served, and why (the
+/// output on stdout stays one JSON document).
+fn skipped(file: &ServersFile) {
+    for name in &file.disabled {
+        eprintln!("mcp: skipped {name}: disabled");
+    }
+    for u in &file.unsupported {
+        eprintln!("mcp: skipped {}: {}", u.name, u.reason);
     }
 }
 
