@@ -158,3 +158,83 @@ async fn tools_with_a_config_file_serves_url_entries_and_says_what_it_skipped() 
     assert_eq!(out.json()["content"][0]["text"], "via file");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_read_prompts_and_prompt_over_a_url_and_namespaced_with_a_config_file() {
+    let server = start(config()).await;
+    let url = server.url.as_str();
+    for era in ["modern", "legacy"] {
+        let out = mcp(&["--era", era, "resources", "--url", url]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.json()["resources"][0]["uri"], "test://static", "{era}");
+        let out = mcp(&["--era", era, "read", "test://static", "--url", url]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.json()["contents"][0]["text"], "static text", "{era}");
+        let out = mcp(&["--era", era, "prompts", "--url", url]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.json()["prompts"][0]["name"], "greet", "{era}");
+        let out = mcp(&[
+            "--era",
+            era,
+            "prompt",
+            "greet",
+            r#"{"name":"Ann"}"#,
+            "--url",
+            url,
+        ])
+        .await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(
+            out.json()["messages"][0]["content"]["text"],
+            "Hello Ann",
+            "{era}"
+        );
+        // A server error: 1, as for `call`.
+        let out = mcp(&["--era", era, "prompt", "nope", "--url", url]).await;
+        assert_eq!(out.code, 1, "{era}: {}\n{}", out.stdout, out.stderr);
+    }
+    // Through a config file: namespaced, with the server of each item.
+    let dir = std::env::temp_dir().join(format!("conduit-http-cli-ns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(".mcp.json");
+    let text = serde_json::json!({ "mcpServers": {
+        "remote": { "type": "http", "url": server.url },
+        "other": { "url": server.url }
+    } });
+    std::fs::write(&path, text.to_string()).unwrap();
+    let file = path.to_str().unwrap();
+    let out = mcp(&["prompts", "--config", file]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    let names: Vec<&str> = v["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"remote__greet") && names.contains(&"other__greet"),
+        "{names:?}"
+    );
+    let out = mcp(&[
+        "prompt",
+        "other__greet",
+        r#"{"name":"Bo"}"#,
+        "--config",
+        file,
+    ])
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["messages"][0]["content"]["text"], "Hello Bo");
+    let out = mcp(&["resources", "--config", file]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["resources"][0]["uri"], "test://static", "{v}");
+    assert!(v["resources"][0]["server"].is_string(), "{v}");
+    let out = mcp(&["read", "test://static", "--config", file]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["contents"][0]["text"], "static text");
+    let out = mcp(&["prompt", "nobody__greet", "--config", file]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let _ = std::fs::remove_dir_all(dir);
+}

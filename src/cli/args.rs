@@ -32,7 +32,9 @@ With --config FILE instead (a Claude Desktop / Cursor / Claude Code
 `mcpServers` file, or VS Code's `servers`), the server is NAME from the
 file (--server; not needed when the file has one server). `tools` without
 --server lists every server's tools with namespaced names (server__tool),
-`call server__tool` calls one, and `servers` starts every server and
+`call server__tool` calls one; `prompts` and `prompt server__name` do the
+same for prompts, `resources` lists every server's resources and `read URI`
+reads one from the server that lists it; `servers` starts every server and
 prints one line each.
 
 Subcommands:
@@ -44,6 +46,11 @@ Subcommands:
   request METHOD [JSON_PARAMS]
                            send any request; JSON_PARAMS is a JSON object
                            or array; prints the raw result
+  resources                print every resource (all pages)
+  read URI                 read a resource; prints its contents
+  prompts                  print every prompt (all pages)
+  prompt NAME [JSON_ARGS]  get a prompt; JSON_ARGS is a JSON object of
+                           strings (default {}); prints its messages
   servers                  (--config) start every server; one line each:
                            name, era, protocol version, tools, ready time,
                            or the error
@@ -180,6 +187,39 @@ pub(crate) enum Command {
         /// The params, a JSON object or array
         #[arg(value_name = "JSON_PARAMS", value_parser = json_params)]
         params: Option<Value>,
+    },
+    /// Print every resource (all pages of resources/list); with --config and
+    /// no --server, every server's, each with its server
+    #[command(
+        override_usage = "mcp resources [OPTIONS] -- COMMAND [ARGS...]\n       mcp resources [OPTIONS] --config FILE [--server NAME]"
+    )]
+    Resources,
+    /// `read URI`: read a resource and print its contents
+    #[command(
+        override_usage = "mcp read [OPTIONS] URI -- COMMAND [ARGS...]\n       mcp read [OPTIONS] URI --config FILE [--server NAME]"
+    )]
+    Read {
+        /// The resource's URI
+        #[arg(value_name = "URI")]
+        uri: String,
+    },
+    /// Print every prompt (all pages of prompts/list); with --config and no
+    /// --server, every server's, with namespaced names
+    #[command(
+        override_usage = "mcp prompts [OPTIONS] -- COMMAND [ARGS...]\n       mcp prompts [OPTIONS] --config FILE [--server NAME]"
+    )]
+    Prompts,
+    /// `prompt NAME [JSON_ARGS]`: get a prompt and print its messages
+    #[command(
+        override_usage = "mcp prompt [OPTIONS] NAME [JSON_ARGS] -- COMMAND [ARGS...]\n       mcp prompt [OPTIONS] NAME [JSON_ARGS] --config FILE [--server NAME]"
+    )]
+    Prompt {
+        /// The prompt (with --config and no --server: its namespaced name)
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// The arguments, a JSON object of strings (default {})
+        #[arg(value_name = "JSON_ARGS", value_parser = json_object)]
+        args: Option<Value>,
     },
     /// Start every server of --config FILE and print one line each: name,
     /// era, protocol version, tools, ready time, or the error

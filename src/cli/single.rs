@@ -1,4 +1,5 @@
-//! One server: `discover`, `tools`, `call`, `request` against the server
+//! One server: `discover`, `tools`, `call`, `request`, `resources`,
+//! `read`, `prompts`, `prompt` against the server
 //! after `--`, the Streamable HTTP server of `--url`, or one server of a
 //! config file.
 
@@ -94,15 +95,7 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
         .map_err(failure)?;
     match command {
         Command::Discover => Ok(session.to_json()),
-        Command::Tools => {
-            // The client's loop, with its caps on pages, items and bytes.
-            let tools = with_options(options, |opts| {
-                client.list_all_with("tools/list", "tools", opts)
-            })
-            .await
-            .map_err(failure)?;
-            Ok(json!({ "tools": tools }))
-        }
+        Command::Tools => list(options, client, "tools/list", "tools").await,
         Command::Call { tool, args, .. } => {
             let params = json!({ "name": tool, "arguments": args.unwrap_or_else(|| json!({})) });
             send(options, client, "tools/call", Some(params))
@@ -112,8 +105,28 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
         Command::Request { method, params, .. } => send(options, client, &method, params)
             .await
             .map_err(failure),
+        Command::Resources => list(options, client, "resources/list", "resources").await,
+        Command::Prompts => list(options, client, "prompts/list", "prompts").await,
+        Command::Read { uri } => {
+            let r = client.read_resource(&uri).await.map_err(failure)?;
+            serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
+        }
+        Command::Prompt { name, args } => {
+            let args = args.unwrap_or_else(|| json!({}));
+            let r = client.get_prompt(&name, args).await.map_err(failure)?;
+            serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
+        }
         Command::Servers | Command::Completions { .. } => {
             Err(Fail::Usage("not a one-server subcommand".into()))
         }
     }
+}
+
+/// Every page of `method`, as `{key: [...]}`: the client's loop, with its
+/// caps on pages, items and bytes.
+async fn list(options: &Options, client: &Client, method: &str, key: &str) -> Result<Value, Fail> {
+    let items = with_options(options, |opts| client.list_all_with(method, key, opts))
+        .await
+        .map_err(failure)?;
+    Ok(json!({ key: items }))
 }
