@@ -608,3 +608,50 @@ async fn a_modern_listen_stream_carries_list_changes() {
     drop(stream);
     client.stop().wait().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_request_of_a_session_follows_the_acknowledged_initialized() {
+    use std::sync::atomic::AtomicBool;
+    // The server takes its time acknowledging `notifications/initialized`;
+    // the session's first request must not overtake it.
+    let acknowledged = Arc::new(AtomicBool::new(false));
+    let overtaken = Arc::new(AtomicBool::new(false));
+    let (a, o) = (acknowledged.clone(), overtaken.clone());
+    let fake = Fake::start(
+        move |req, _| match req["method"].as_str().unwrap_or_default() {
+            "initialize" => (
+                200,
+                vec![("mcp-session-id", "s".into())],
+                result(
+                    req,
+                    json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": {} },
+                "serverInfo": { "name": "slow-ack", "version": "0" } }),
+                ),
+            ),
+            "notifications/initialized" => {
+                // A blocking pause inside the fake (its runtime has 2 workers).
+                std::thread::sleep(Duration::from_millis(300));
+                a.store(true, Ordering::SeqCst);
+                (202, vec![], String::new())
+            }
+            "tools/list" => {
+                if !a.load(Ordering::SeqCst) {
+                    o.store(true, Ordering::SeqCst);
+                }
+                (200, vec![], result(req, json!({ "tools": [] })))
+            }
+            _ => (400, vec![], String::new()),
+        },
+    )
+    .await;
+    let client = Client::start(client_config(&fake.url, EraPreference::Legacy))
+        .await
+        .unwrap();
+    client.list_tools().await.unwrap();
+    assert!(acknowledged.load(Ordering::SeqCst));
+    assert!(
+        !overtaken.load(Ordering::SeqCst),
+        "tools/list arrived before initialized was acknowledged"
+    );
+    client.stop().wait().await;
+}

@@ -47,15 +47,28 @@ pub(super) async fn dispatch(core: Arc<Core>, mut rx: QueueReceiver) {
                 Some(Item::Line { line, room, control }) => {
                     let held = (room as usize, if control { line.len() } else { 0 });
                     let tx = room_tx.clone();
-                    send_line(&core, line, move || { let _ = tx.send(held); });
+                    let release = move || { let _ = tx.send(held); };
+                    if let Some(first) = send_line(&core, line, release) {
+                        // `notifications/initialized` reaches the server
+                        // before the session's first request.
+                        tokio::select! {
+                            _ = &mut stopped => break,
+                            _ = first => {}
+                        }
+                    }
                 }
             }
         }
     }
 }
 
-/// Sends one serialised message.
-fn send_line(core: &Arc<Core>, mut line: Vec<u8>, release: impl FnOnce() + Send + 'static) {
+/// Sends one serialised message; for `notifications/initialized`, returns
+/// its task, which the dispatcher awaits before sending anything else.
+fn send_line(
+    core: &Arc<Core>,
+    mut line: Vec<u8>,
+    release: impl FnOnce() + Send + 'static,
+) -> Option<tokio::task::JoinHandle<()>> {
     while line.last().is_some_and(|b| b.is_ascii_whitespace()) {
         line.pop();
     }
@@ -65,7 +78,7 @@ fn send_line(core: &Arc<Core>, mut line: Vec<u8>, release: impl FnOnce() + Send 
             // Our own serialisation: cannot happen, but never panic.
             warn!(server = %core.name(), error = %e, "unparsable outgoing message dropped");
             release();
-            return;
+            return None;
         }
     };
     match &message {
@@ -86,7 +99,7 @@ fn send_line(core: &Arc<Core>, mut line: Vec<u8>, release: impl FnOnce() + Send 
                     }
                     debug!(server = %core.name(), %id, "request cancelled by closing its response");
                     release();
-                    return;
+                    return None;
                 }
             }
         }
@@ -126,12 +139,13 @@ fn send_line(core: &Arc<Core>, mut line: Vec<u8>, release: impl FnOnce() + Send 
         }
         Message::Notification(n) => {
             let core = core.clone();
-            tokio::spawn(async move {
-                let initialized = n.method == crate::protocol::methods::INITIALIZED;
+            let initialized = n.method == crate::protocol::methods::INITIALIZED;
+            let task = tokio::spawn(async move {
                 if post_other(&core, &n.method, line, headers, release).await && initialized {
                     stream::open_get(&core);
                 }
             });
+            return initialized.then_some(task);
         }
         Message::Response(_) => {
             let core = core.clone();
@@ -140,6 +154,7 @@ fn send_line(core: &Arc<Core>, mut line: Vec<u8>, release: impl FnOnce() + Send 
             });
         }
     }
+    None
 }
 
 /// Describes a transport error, with its causes, without the URL (its
