@@ -71,17 +71,13 @@ async fn a_legacy_session_keeps_its_id_calls_tools_and_ends_with_delete() {
         assert_eq!(p.header("mcp-protocol-version"), Some("2025-11-25"));
     }
     assert!(posts[0].header("mcp-session-id").is_none());
+    // The shutdown's wait covers the session's end: the DELETE was sent.
     client.stop().wait().await;
-    let delete = rec
-        .wait_for(PATIENCE, |s| {
-            s.method == "DELETE" && s.header("mcp-session-id") == Some(sid.as_str())
-        })
-        .await;
-    assert!(
-        delete.is_some(),
-        "no DELETE for the session: {:?}",
-        rec.all()
-    );
+    let deleted = rec
+        .all()
+        .iter()
+        .any(|s| s.method == "DELETE" && s.header("mcp-session-id") == Some(sid.as_str()));
+    assert!(deleted, "no DELETE for the session: {:?}", rec.all());
 }
 
 #[tokio::test]

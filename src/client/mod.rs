@@ -686,7 +686,8 @@ pub struct ClientShutdown {
 impl ClientShutdown {
     /// Waits until every server process this client started is shut down
     /// and reaped (including a spawn that was under way when the client
-    /// stopped). Returns one report per process, oldest first (the last
+    /// stopped), and, over HTTP, until the session was ended (its DELETE
+    /// answered, or given up after 5 s); HTTP servers have no report. Returns one report per process, oldest first (the last
     /// one is the server that was running when the client stopped); a
     /// client that restarted its server more than 256 times returns the
     /// 256 most recent.

@@ -34,6 +34,15 @@ pub(crate) enum TransportEvent {
         /// Resolves when the process is shut down.
         shutdown: ShutdownHandle,
     },
+    /// The link is not a process, but its end takes time (an HTTP
+    /// session's DELETE): `done` turns `true` when it is over, and the
+    /// client's shutdown waits for it. Delivered first, from within
+    /// [`Transport::open`], if at all.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Teardown {
+        /// `true` once the teardown is done.
+        done: tokio::sync::watch::Receiver<bool>,
+    },
     /// A message arrived.
     Message {
         /// The message.

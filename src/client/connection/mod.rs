@@ -171,6 +171,10 @@ impl Connection {
                 });
                 Delivery::Done
             }
+            TransportEvent::Teardown { done } => {
+                shared.register_teardown(done);
+                Delivery::Done
+            }
             TransportEvent::Message { message } => match message {
                 Message::Response(r) => match shared.pending.answer(r) {
                     waiters::Answer::Answered => Delivery::Done,

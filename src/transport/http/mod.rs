@@ -128,7 +128,11 @@ impl Transport for HttpTransport {
     fn open(&self, sink: EventSink, _supervisor: ActorCell) -> OpenFuture<'_> {
         Box::pin(async move {
             let (queue, rx) = WriteQueue::new(self.options.max_write_queue_bytes);
-            let core = Core::new(self.options.clone(), self.client.clone(), sink);
+            let core = Core::new(self.options.clone(), self.client.clone(), sink.clone());
+            // First: the client's shutdown waits for the session's end.
+            let _ = sink(TransportEvent::Teardown {
+                done: core.teardown.subscribe(),
+            });
             info!(server = %self.options.name, url = %shown_url(&self.options.url), "HTTP link opened");
             tokio::spawn(post::dispatch(core.clone(), rx));
             Ok(Arc::new(HttpLink { queue, core }) as Arc<dyn Link>)
@@ -174,6 +178,9 @@ pub(super) struct Core {
     sink: EventSink,
     closed: AtomicBool,
     stop: watch::Sender<bool>,
+    /// `true` once the link's end is done (the session's DELETE answered
+    /// or timed out).
+    teardown: watch::Sender<bool>,
     state: Mutex<State>,
 }
 
@@ -185,6 +192,7 @@ impl Core {
             sink,
             closed: AtomicBool::new(false),
             stop: watch::channel(false).0,
+            teardown: watch::channel(false).0,
             state: Mutex::new(State::default()),
         })
     }
@@ -248,8 +256,11 @@ impl Core {
                 .map(|id| (id, st.legacy_version.clone()))
         };
         info!(server = %self.name(), reason = %reason, "HTTP link closed");
-        if let Some((id, version)) = session {
-            post::end_session(self.clone(), id, version);
+        match session {
+            Some((id, version)) => post::end_session(self.clone(), id, version),
+            None => {
+                let _ = self.teardown.send(true);
+            }
         }
         let _ = (self.sink)(TransportEvent::Closed(reason));
     }

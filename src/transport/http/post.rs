@@ -404,7 +404,8 @@ pub(super) async fn read_body(mut resp: Response, limit: usize) -> Result<Vec<u8
 }
 
 /// Ends the session with DELETE, in the background (a server that does
-/// not answer within [`DELETE_TIMEOUT`] is left to expire it).
+/// not answer within [`DELETE_TIMEOUT`] is left to expire it); the link's
+/// teardown is done after it, which the client's shutdown waits for.
 pub(super) fn end_session(core: Arc<Core>, session: String, version: Option<String>) {
     let mut h = core.opts.headers.clone();
     if let Ok(v) = reqwest::header::HeaderValue::from_str(&session) {
@@ -414,6 +415,7 @@ pub(super) fn end_session(core: Arc<Core>, session: String, version: Option<Stri
         h.insert(mcp::PROTOCOL_VERSION, v);
     }
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        let _ = core.teardown.send(true);
         return;
     };
     rt.spawn(async move {
@@ -430,5 +432,6 @@ pub(super) fn end_session(core: Arc<Core>, session: String, version: Option<Stri
                 debug!(server = %core.name(), error = %describe(e), "DELETE of the session failed")
             }
         }
+        let _ = core.teardown.send(true);
     });
 }
