@@ -32,6 +32,13 @@ async fn ready(client: &Client) -> Arc<conduit_mcp::ServerSession> {
     client.ready(PATIENCE).await.expect("ready")
 }
 
+/// A client of `url` in `era`, once ready, with its session.
+async fn connect(url: &str, era: EraPreference) -> (Client, Arc<conduit_mcp::ServerSession>) {
+    let client = Client::start(client_config(url, era)).await.unwrap();
+    let session = ready(&client).await;
+    (client, session)
+}
+
 fn text_of(r: &conduit_mcp::CallToolResult) -> String {
     serde_json::to_value(&r.content).unwrap()[0]["text"]
         .as_str()
@@ -43,10 +50,7 @@ fn text_of(r: &conduit_mcp::CallToolResult) -> String {
 async fn a_legacy_session_keeps_its_id_calls_tools_and_ends_with_delete() {
     let (cfg, rec) = Recorder::install(config());
     let server = start(cfg).await;
-    let client = Client::start(client_config(&server.url, EraPreference::Legacy))
-        .await
-        .unwrap();
-    let session = ready(&client).await;
+    let (client, session) = connect(&server.url, EraPreference::Legacy).await;
     assert_eq!(session.era, Era::Legacy);
     assert_eq!(session.protocol_version, "2025-11-25");
     let tools = client.list_tools().await.unwrap();
@@ -84,10 +88,7 @@ async fn a_legacy_session_keeps_its_id_calls_tools_and_ends_with_delete() {
 async fn discovery_picks_the_modern_era_and_tool_arguments_are_mirrored_into_headers() {
     let (cfg, rec) = Recorder::install(config());
     let server = start(cfg).await;
-    let client = Client::start(client_config(&server.url, EraPreference::Auto))
-        .await
-        .unwrap();
-    let session = ready(&client).await;
+    let (client, session) = connect(&server.url, EraPreference::Auto).await;
     assert_eq!(session.era, Era::Modern);
     client.list_tools().await.unwrap();
     // The server checks Mcp-Param-Region against the body (-32020 if absent).
@@ -147,10 +148,7 @@ async fn the_server_s_requests_are_answered_by_the_client_responder_in_both_eras
 async fn progress_arrives_on_the_answer_s_stream_in_both_eras() {
     let server = start(config()).await;
     for era in [EraPreference::Legacy, EraPreference::Modern] {
-        let client = Client::start(client_config(&server.url, era))
-            .await
-            .unwrap();
-        ready(&client).await;
+        let (client, _) = connect(&server.url, era).await;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let r = client
             .call_tool(
@@ -174,10 +172,7 @@ async fn progress_arrives_on_the_answer_s_stream_in_both_eras() {
 async fn a_response_stream_the_server_closes_is_resumed_with_last_event_id() {
     let (cfg, rec) = Recorder::install(config().sse_retry(Duration::from_millis(100)));
     let server = start(cfg).await;
-    let client = Client::start(client_config(&server.url, EraPreference::Legacy))
-        .await
-        .unwrap();
-    ready(&client).await;
+    let (client, _) = connect(&server.url, EraPreference::Legacy).await;
     let r = client
         .call_tool("poll", json!({}), RequestOptions::default())
         .await
@@ -196,10 +191,7 @@ async fn a_response_stream_the_server_closes_is_resumed_with_last_event_id() {
 async fn list_changes_arrive_on_the_session_s_get_stream() {
     let (cfg, rec) = Recorder::install(config());
     let server = start(cfg).await;
-    let client = Client::start(client_config(&server.url, EraPreference::Legacy))
-        .await
-        .unwrap();
-    ready(&client).await;
+    let (client, _) = connect(&server.url, EraPreference::Legacy).await;
     let mut notes = client.notifications();
     // The GET stream is open before the change is made.
     rec.wait_for(PATIENCE, |s| s.method == "GET")
@@ -231,10 +223,7 @@ async fn cancelling_a_call_stops_the_server_s_work_in_both_eras() {
         .into_iter()
         .enumerate()
     {
-        let client = Client::start(client_config(&server.url, era))
-            .await
-            .unwrap();
-        ready(&client).await;
+        let (client, _) = connect(&server.url, era).await;
         let token = CancelToken::new();
         let (tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
         let call = {
@@ -490,10 +479,7 @@ async fn a_probe_refused_with_400_falls_back_to_initialize_after_reading_the_bod
     })
     .await;
     let started = Instant::now();
-    let client = Client::start(client_config(&fake.url, EraPreference::Auto))
-        .await
-        .unwrap();
-    let session = ready(&client).await;
+    let (client, session) = connect(&fake.url, EraPreference::Auto).await;
     assert_eq!(session.era, Era::Legacy);
     assert_eq!(session.protocol_version, "2025-06-18");
     // At once, not after the probe timeout (3 s).
@@ -540,10 +526,7 @@ async fn invalid_x_mcp_header_tools_are_dropped_and_valid_ones_kept() {
         }
     })
     .await;
-    let client = Client::start(client_config(&fake.url, EraPreference::Modern))
-        .await
-        .unwrap();
-    ready(&client).await;
+    let (client, _) = connect(&fake.url, EraPreference::Modern).await;
     let names: Vec<String> = client
         .list_tools()
         .await
@@ -559,10 +542,7 @@ async fn invalid_x_mcp_header_tools_are_dropped_and_valid_ones_kept() {
 async fn a_modern_listen_stream_carries_list_changes() {
     use conduit_mcp::protocol::{ServerNotification, SubscriptionFilter};
     let server = start(config()).await;
-    let client = Client::start(client_config(&server.url, EraPreference::Modern))
-        .await
-        .unwrap();
-    ready(&client).await;
+    let (client, _) = connect(&server.url, EraPreference::Modern).await;
     let mut stream = client
         .listen(SubscriptionFilter::all_list_changes())
         .await

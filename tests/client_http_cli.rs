@@ -27,6 +27,27 @@ impl Out {
     }
 }
 
+/// `json` written as `.mcp.json` in a fresh directory named after `tag`;
+/// returns the directory (to remove) and the file's path.
+fn config_file(tag: &str, json: &Value) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("conduit-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(".mcp.json");
+    std::fs::write(&path, json.to_string()).unwrap();
+    let path = path.to_str().unwrap().to_owned();
+    (dir, path)
+}
+
+/// The `name`s of the items under `key` of a printed list.
+fn names(v: &Value, key: &str) -> Vec<String> {
+    v[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 async fn mcp(args: &[&str]) -> Out {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"));
     cmd.args(args).stdin(Stdio::null()).kill_on_drop(true);
@@ -116,26 +137,19 @@ async fn headers_reach_the_server_and_never_show_and_failures_exit_3() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_with_a_config_file_serves_url_entries_and_says_what_it_skipped() {
     let server = start(config()).await;
-    let dir = std::env::temp_dir().join(format!("conduit-http-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(".mcp.json");
-    let text = serde_json::json!({ "mcpServers": {
-        "remote": { "type": "http", "url": server.url },
-        "old": { "type": "sse", "url": "http://127.0.0.1:9/sse" },
-        "off": { "command": "x", "disabled": true }
-    } });
-    std::fs::write(&path, text.to_string()).unwrap();
-    let file = path.to_str().unwrap();
+    let (dir, file) = config_file(
+        "http-cli",
+        &serde_json::json!({ "mcpServers": {
+            "remote": { "type": "http", "url": server.url },
+            "old": { "type": "sse", "url": "http://127.0.0.1:9/sse" },
+            "off": { "command": "x", "disabled": true }
+        } }),
+    );
+    let file = file.as_str();
     let out = mcp(&["tools", "--config", file]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let v = out.json();
-    let names: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert!(names.contains(&"remote__echo"), "{names:?}");
+    let names = names(&out.json(), "tools");
+    assert!(names.iter().any(|n| n == "remote__echo"), "{names:?}");
     assert!(
         out.stderr.contains("skipped old: type \"sse\""),
         "{}",
@@ -194,26 +208,19 @@ async fn resources_read_prompts_and_prompt_over_a_url_and_namespaced_with_a_conf
         assert_eq!(out.code, 1, "{era}: {}\n{}", out.stdout, out.stderr);
     }
     // Through a config file: namespaced, with the server of each item.
-    let dir = std::env::temp_dir().join(format!("conduit-http-cli-ns-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(".mcp.json");
-    let text = serde_json::json!({ "mcpServers": {
-        "remote": { "type": "http", "url": server.url },
-        "other": { "url": server.url }
-    } });
-    std::fs::write(&path, text.to_string()).unwrap();
-    let file = path.to_str().unwrap();
+    let (dir, file) = config_file(
+        "http-cli-ns",
+        &serde_json::json!({ "mcpServers": {
+            "remote": { "type": "http", "url": server.url },
+            "other": { "url": server.url }
+        } }),
+    );
+    let file = file.as_str();
     let out = mcp(&["prompts", "--config", file]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let v = out.json();
-    let names: Vec<&str> = v["prompts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let names = names(&out.json(), "prompts");
     assert!(
-        names.contains(&"remote__greet") && names.contains(&"other__greet"),
+        names.iter().any(|n| n == "remote__greet") && names.iter().any(|n| n == "other__greet"),
         "{names:?}"
     );
     let out = mcp(&[

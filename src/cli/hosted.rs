@@ -267,6 +267,28 @@ async fn all_items(config: HostConfig, kind: &'static str) -> Result<Output, Fai
     Err(Fail::Transport(errors.join("\nerror: ")))
 }
 
+/// Keeps in `config` only the servers the namespaced `name` (of a `kind`)
+/// can belong to; a usage error when there is none.
+fn keep_owners(
+    file: &ServersFile,
+    config: &mut HostConfig,
+    kind: &str,
+    name: &str,
+) -> Result<(), Fail> {
+    let naming = config.naming();
+    config
+        .servers
+        .retain(|server, _| name.starts_with(&naming.prefix(server)));
+    if config.servers.is_empty() {
+        return Err(Fail::Usage(format!(
+            "no {kind} named `{name}`: a namespaced name starts with a server's name and `{}` (servers: {}); or use --server NAME with the server's own {kind} name",
+            config.separator,
+            server_names(file)
+        )));
+    }
+    Ok(())
+}
+
 /// `mcp call server__tool`: starts the server(s) the name can belong to,
 /// and calls through the host's namespace.
 async fn call(
@@ -276,17 +298,7 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> Result<Output, Fail> {
-    let naming = config.naming();
-    config
-        .servers
-        .retain(|name, _| tool.starts_with(&naming.prefix(name)));
-    if config.servers.is_empty() {
-        return Err(Fail::Usage(format!(
-            "no tool named `{tool}`: a namespaced name starts with a server's name and `{}` (servers: {}); or use --server NAME with the server's own tool name",
-            config.separator,
-            server_names(file)
-        )));
-    }
+    keep_owners(file, &mut config, "tool", tool)?;
     let result = with_host(config, async |host: &Host| {
         let mut opts = RequestOptions::new();
         if let Some(t) = options.timeout {
@@ -315,17 +327,7 @@ async fn prompt(
     name: &str,
     args: Value,
 ) -> Result<Output, Fail> {
-    let naming = config.naming();
-    config
-        .servers
-        .retain(|server, _| name.starts_with(&naming.prefix(server)));
-    if config.servers.is_empty() {
-        return Err(Fail::Usage(format!(
-            "no prompt named `{name}`: a namespaced name starts with a server's name and `{}` (servers: {}); or use --server NAME with the server's own prompt name",
-            config.separator,
-            server_names(file)
-        )));
-    }
+    keep_owners(file, &mut config, "prompt", name)?;
     let result = with_host(config, async |host: &Host| {
         let r = host.get_prompt(name, args).await.map_err(host_failure)?;
         serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
