@@ -631,3 +631,52 @@ async fn the_first_request_of_a_session_follows_the_acknowledged_initialized() {
     );
     client.stop().wait().await;
 }
+
+#[tokio::test]
+async fn notifications_a_subscriber_leaves_unread_are_bounded_in_bytes() {
+    let server = start(config()).await;
+    for era in [EraPreference::Legacy, EraPreference::Modern] {
+        let client =
+            Client::start(client_config(&server.url, era).max_queued_notification_bytes(16 * 1024))
+                .await
+                .unwrap();
+        ready(&client).await;
+        let notes = client.notifications();
+        // 200 log notifications of 1 KiB each, none read.
+        let r = client
+            .call_tool("big", json!({ "ms": 200 }), RequestOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(text_of(&r), "refused=0");
+        assert!(
+            notes.dropped() > 100,
+            "{era:?}: {} dropped",
+            notes.dropped()
+        );
+        client.stop().wait().await;
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_so_headers_never_reach_another_server() {
+    let elsewhere_hits = Arc::new(AtomicUsize::new(0));
+    let e = elsewhere_hits.clone();
+    let elsewhere = Fake::start(move |req, _| {
+        e.fetch_add(1, Ordering::SeqCst);
+        (200, vec![], result(req, json!({})))
+    })
+    .await;
+    let target = elsewhere.url.clone();
+    let redirecting =
+        Fake::start(move |_, _| (307, vec![("location", target.clone())], String::new())).await;
+    let client = Client::start(
+        client_config(&redirecting.url, EraPreference::Auto)
+            .header("Authorization", "Bearer not-for-elsewhere")
+            .max_reconnects(0),
+    )
+    .await
+    .unwrap();
+    let err = client.ready(PATIENCE).await.unwrap_err();
+    assert!(err.to_string().contains("307"), "{err}");
+    assert_eq!(elsewhere_hits.load(Ordering::SeqCst), 0);
+}

@@ -76,6 +76,8 @@ impl Recorder {
 /// be started again on the same port.
 pub struct Proxy {
     pub addr: SocketAddr,
+    /// Connections accepted so far.
+    pub accepted: Arc<std::sync::atomic::AtomicUsize>,
     target: SocketAddr,
     tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
     accept: Option<JoinHandle<()>>,
@@ -90,9 +92,11 @@ impl Proxy {
         let listener = TcpListener::bind(addr).await.expect("proxy bind");
         let addr = listener.local_addr().unwrap();
         let tasks: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
-        let t = tasks.clone();
+        let accepted: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+        let (t, n) = (tasks.clone(), accepted.clone());
         let accept = tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
+                n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let task = tokio::spawn(async move {
                     if let Ok(mut outbound) = TcpStream::connect(target).await {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
@@ -103,6 +107,7 @@ impl Proxy {
         });
         Proxy {
             addr,
+            accepted,
             target,
             tasks,
             accept: Some(accept),
