@@ -680,3 +680,32 @@ async fn a_redirect_is_not_followed_so_headers_never_reach_another_server() {
     assert!(err.to_string().contains("307"), "{err}");
     assert_eq!(elsewhere_hits.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn calls_that_timed_out_give_their_room_in_the_write_queue_back() {
+    let silent = http_support::Silent::start().await;
+    // Room for about three tools/call bodies in transit.
+    let client = Client::start(
+        client_config(&silent.url, EraPreference::Modern)
+            .max_write_queue_bytes(1024)
+            .request_timeout(Duration::from_millis(200)),
+    )
+    .await
+    .unwrap();
+    ready(&client).await;
+    for i in 0..8 {
+        let r = client
+            .call_tool(
+                "hang",
+                json!({ "n": i, "pad": "x".repeat(100) }),
+                RequestOptions::default(),
+            )
+            .await;
+        assert!(matches!(r, Err(Error::Timeout { .. })), "call {i}: {r:?}");
+    }
+    // Each timed-out call was cancelled (its response closed): the queue
+    // has room, and a call the server answers goes through.
+    let tools = client.list_tools().await;
+    assert!(matches!(tools, Ok(ref t) if t.is_empty()), "{tools:?}");
+    client.stop().wait().await;
+}

@@ -210,3 +210,84 @@ impl Drop for Fake {
 pub fn result(req: &serde_json::Value, result: serde_json::Value) -> String {
     serde_json::json!({ "jsonrpc": "2.0", "id": req["id"], "result": result }).to_string()
 }
+
+/// A raw HTTP/1.1 server for the 2026-07-28 era that answers
+/// `server/discover` and `tools/list` at once and never answers
+/// `tools/call` (it holds the connection: not even a response head).
+pub struct Silent {
+    pub url: String,
+    task: JoinHandle<()>,
+}
+
+impl Silent {
+    pub async fn start() -> Silent {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    loop {
+                        // One request: the head, then Content-Length bytes.
+                        let (head_end, len) = loop {
+                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                                let len = head
+                                    .lines()
+                                    .find_map(|l| l.strip_prefix("content-length:"))
+                                    .and_then(|v| v.trim().parse::<usize>().ok())
+                                    .unwrap_or(0);
+                                break (i + 4, len);
+                            }
+                            let mut chunk = [0u8; 4096];
+                            match conn.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        while buf.len() < head_end + len {
+                            let mut chunk = [0u8; 4096];
+                            match conn.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        let body: serde_json::Value =
+                            serde_json::from_slice(&buf[head_end..head_end + len])
+                                .unwrap_or_default();
+                        buf.drain(..head_end + len);
+                        let answer = match body["method"].as_str().unwrap_or_default() {
+                            "server/discover" => serde_json::json!({ "resultType": "complete",
+                                "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} } }),
+                            "tools/list" => {
+                                serde_json::json!({ "resultType": "complete", "tools": [] })
+                            }
+                            // Silence: hold the connection until the client drops it.
+                            _ => {
+                                let mut sink = [0u8; 1024];
+                                while matches!(conn.read(&mut sink).await, Ok(n) if n > 0) {}
+                                return;
+                            }
+                        };
+                        let text = result(&body, answer);
+                        let response = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+                            text.len()
+                        );
+                        if conn.write_all(response.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Silent { url, task }
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

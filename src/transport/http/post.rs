@@ -25,6 +25,20 @@ use crate::line_io::QueueReceiver;
 /// Room of one sent message: `(counted room, control bytes)`.
 type Room = (usize, usize);
 
+/// The room a message holds in the queue, given back when this is
+/// dropped: once its POST was sent or failed, and also when the task
+/// sending it is aborted (a cancelled call), so no room is ever lost.
+struct Held {
+    tx: mpsc::UnboundedSender<Room>,
+    room: Room,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let _ = self.tx.send(self.room);
+    }
+}
+
 /// Bytes of an error body read to explain an HTTP failure.
 const ERROR_BODY_BYTES: usize = 64 * 1024;
 
@@ -45,10 +59,11 @@ pub(super) async fn dispatch(core: Arc<Core>, mut rx: QueueReceiver) {
             item = rx.recv() => match item {
                 None | Some(Item::Close) => break,
                 Some(Item::Line { line, room, control }) => {
-                    let held = (room as usize, if control { line.len() } else { 0 });
-                    let tx = room_tx.clone();
-                    let release = move || { let _ = tx.send(held); };
-                    if let Some(first) = send_line(&core, line, release) {
+                    let held = Held {
+                        tx: room_tx.clone(),
+                        room: (room as usize, if control { line.len() } else { 0 }),
+                    };
+                    if let Some(first) = send_line(&core, line, held) {
                         // `notifications/initialized` reaches the server
                         // before the session's first request.
                         tokio::select! {
@@ -67,7 +82,7 @@ pub(super) async fn dispatch(core: Arc<Core>, mut rx: QueueReceiver) {
 fn send_line(
     core: &Arc<Core>,
     mut line: Vec<u8>,
-    release: impl FnOnce() + Send + 'static,
+    release: Held,
 ) -> Option<tokio::task::JoinHandle<()>> {
     while line.last().is_some_and(|b| b.is_ascii_whitespace()) {
         line.pop();
@@ -77,7 +92,7 @@ fn send_line(
         Err(e) => {
             // Our own serialisation: cannot happen, but never panic.
             warn!(server = %core.name(), error = %e, "unparsable outgoing message dropped");
-            release();
+            drop(release);
             return None;
         }
     };
@@ -88,17 +103,18 @@ fn send_line(
                 .as_ref()
                 .and_then(|p| p.get("requestId"))
                 .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
-            if let Some(id) = id {
-                let mut st = core.state();
-                if st.inflight.get(&id).is_some_and(|f| f.modern) {
-                    // 2026-07-28: closing the response is the cancellation.
-                    if let Some(f) = st.inflight.remove(&id) {
-                        if let Some(a) = f.abort {
-                            a.abort();
-                        }
-                    }
-                    debug!(server = %core.name(), %id, "request cancelled by closing its response");
-                    release();
+            // Nobody waits for the answer any more: its response is closed
+            // (and its room given back). In the 2026-07-28 era that is the
+            // cancellation; in a 2025-11-25 session the notification
+            // follows, as the server does not take a closed stream for one.
+            let cancelled = id.and_then(|id| core.state().inflight.remove(&id).map(|f| (id, f)));
+            if let Some((id, f)) = cancelled {
+                if let Some(a) = f.abort {
+                    a.abort();
+                }
+                debug!(server = %core.name(), %id, "request cancelled: its response closed");
+                if f.modern {
+                    drop(release);
                     return None;
                 }
             }
@@ -177,13 +193,13 @@ async fn post_other(
     what: &str,
     body: Vec<u8>,
     headers: reqwest::header::HeaderMap,
-    release: impl FnOnce(),
+    release: Held,
 ) -> bool {
     let sent = tokio::select! {
-        _ = core.stopped() => { release(); return false; }
+        _ = core.stopped() => { drop(release); return false; }
         r = core.client.post(core.opts.url.clone()).headers(headers).body(body).send() => r,
     };
-    release();
+    drop(release);
     match sent {
         Ok(resp) if resp.status().is_success() => true,
         Ok(resp) if resp.status() == StatusCode::NOT_FOUND && core.state().session_id.is_some() => {
@@ -208,7 +224,7 @@ async fn post_request(
     method: String,
     body: Vec<u8>,
     headers: reqwest::header::HeaderMap,
-    release: impl FnOnce(),
+    release: Held,
 ) {
     let sent = core
         .client
@@ -217,7 +233,7 @@ async fn post_request(
         .body(body)
         .send()
         .await;
-    release();
+    drop(release);
     match sent {
         Err(e) => core.close(CloseReason::ConnectionFailed(describe(e))),
         Ok(resp) => answer(&core, &id, &method, resp).await,
