@@ -16,15 +16,18 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use conduit_mcp::cluster::{Gateway, GatewayConfig, RemoteError, RemoteOptions, RemoteServers};
+use conduit_mcp::cluster::{
+    Gateway, GatewayConfig, NodeConfig, RemoteError, RemoteOptions, RemoteServers,
+};
 use conduit_mcp::jsonrpc::Request;
 use conduit_mcp::protocol::Implementation;
 use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
 use conduit_mcp::{Client, ClientConfig, RequestOptions};
 use ractor::Actor;
-use ractor_cluster::NodeServer;
 use serde_json::{json, Value};
 
+/// The cluster's shared secret. A real one is long and random (see the
+/// cluster module's "Security model"), and never in the source.
 const COOKIE: &str = "conduit-mcp-example-cookie";
 const LOOPBACK: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
@@ -89,17 +92,12 @@ async fn local_server() -> Result<Client, Box<dyn std::error::Error>> {
     Ok(client)
 }
 
-/// Node A: a node server on loopback, the server, a gateway exposing it.
+/// Node A: a node server on loopback, the server, a gateway exposing it
+/// with the methods other nodes may call.
 async fn node_a(port: u16) -> Result<(), Box<dyn std::error::Error>> {
-    let node = NodeServer::new(
-        port,
-        COOKIE.into(),
-        "node-a".into(),
-        "localhost".into(),
-        None,
-        None,
-    )
-    .with_listen_addr(LOOPBACK);
+    let node = NodeConfig::new("node-a", "localhost", COOKIE)
+        .port(port)
+        .build()?;
     let (_node, _) = Actor::spawn(None, node, ()).await?;
     let server = local_server().await?;
     let pid = server.pid().unwrap_or(0);
@@ -117,27 +115,18 @@ async fn node_a(port: u16) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Node B: connects to `addr`, finds the server, calls it.
+/// Node B: connects to `addr`, finds the server (on node-a only), calls
+/// it.
 async fn node_b(addr: &str) -> Result<RemoteServers, Box<dyn std::error::Error>> {
-    let port = std::net::TcpListener::bind((LOOPBACK, 0))?
-        .local_addr()?
-        .port();
-    let node = NodeServer::new(
-        port,
-        COOKIE.into(),
-        "node-b".into(),
-        "localhost".into(),
-        None,
-        None,
-    )
-    .with_listen_addr(LOOPBACK);
+    let node = NodeConfig::new("node-b", "localhost", COOKIE).build()?;
     let (node, _) = Actor::spawn(None, node, ()).await?;
     ractor_cluster::client_connect(&node, addr).await?;
-    let servers = RemoteServers::start().await?;
-    let echo = servers
-        .wait_for("echo", Duration::from_secs(20))
-        .await
-        .ok_or("no node exposes `echo`")?;
+    let servers = RemoteServers::builder()
+        .node_server(node)
+        .trust("echo", ["node-a@localhost"])
+        .start()
+        .await?;
+    let echo = servers.wait_for("echo", Duration::from_secs(20)).await?;
     let tools = echo.list_tools(Duration::from_secs(10)).await?;
     println!(
         "node B sees `echo` on node A, tools: {:?}",
@@ -169,7 +158,7 @@ async fn both() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let servers = node_b(&format!("127.0.0.1:{port}")).await?;
-    let remote = servers.find("echo").ok_or("echo vanished")?;
+    let remote = servers.find("echo")?;
     let local = local_server().await?;
 
     // The same call, the same server program: through node A, and local.

@@ -48,6 +48,7 @@ use conduit_mcp::protocol::{
     ElicitAction, ElicitResult, GetPromptResult, Implementation, ListRootsResult,
     ReadResourceResult, Reference, Resource, ResourceTemplate, Tool,
 };
+use conduit_mcp::server::http::{HttpConfig, HttpServer};
 use conduit_mcp::server::{
     HandlerError, InputRequest, RequestContext, Router, ServerConfig, StdioServer,
 };
@@ -125,22 +126,42 @@ async fn serve_stdio() -> ExitCode {
     }
 }
 
-// ==================== HTTP: wired by the lead after merging `http` ====
 /// Serves [`router`] with [`server_config`] over Streamable HTTP on
 /// `http://127.0.0.1:{port}/mcp`, both eras at once, until SIGTERM/SIGINT,
 /// then returns `ExitCode::SUCCESS`.
 ///
-/// Not built in this branch: the HTTP transport (`conduit_mcp::server::http`)
-/// comes from the `http` branch. Until it is wired here this says so and
-/// exits 2.
+/// One router serves every session and request, so a trigger tool called
+/// on one request reaches the streams of the others. The HTTP defaults
+/// (loopback `Host`/`Origin` on any port, 1024 sessions with idle expiry)
+/// are what a run of the suite needs.
 async fn serve_http(port: u16) -> ExitCode {
-    eprintln!(
-        "conformance_server: Streamable HTTP is not built in this branch \
-         (conduit_mcp::server::http); cannot serve http://127.0.0.1:{port}/mcp. Use --stdio."
-    );
-    ExitCode::from(2)
+    let config = HttpConfig::new(server_config());
+    let server = match HttpServer::bind(("127.0.0.1", port), config).await {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("conformance_server: cannot listen on 127.0.0.1:{port}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let handle = server.handle();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        handle.stop();
+    });
+    if let Ok(url) = server.url() {
+        eprintln!("conformance_server: serving {url}");
+    }
+    match server.serve(router()).await {
+        Ok(end) => {
+            tracing::info!(?end, "conformance server: HTTP serving ended");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("conformance_server: HTTP serving failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
-// ======================================================================
 
 /// Resolves on SIGTERM or SIGINT.
 async fn shutdown_signal() {

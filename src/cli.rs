@@ -2,12 +2,15 @@
 //! from the command line.
 //!
 //! ```text
-//! cargo install conduit-mcp --features cli
+//! cargo install --path . --features cli      # from a checkout
 //! mcp discover -- npx -y @modelcontextprotocol/server-everything
 //! mcp call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
 //! mcp servers --config ~/.cursor/mcp.json
 //! mcp tools --config .mcp.json
 //! ```
+//!
+//! A config file (`--config`) runs every command in it; `--verbose` first
+//! prints the file and each command line (secrets as `***`).
 //!
 //! Run `mcp --help` for the whole usage (every subcommand has `--help`;
 //! `mcp completions SHELL` prints a completion script). Exit codes: 0
@@ -26,7 +29,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use serde_json::Value;
 
-use crate::client::{set_env, ClientConfig};
+use crate::client::{merge_env, plain_dir, ClientConfig};
 use crate::client::{Client, RequestOptions};
 use crate::config_file::ServersFile;
 use crate::error::Error;
@@ -37,6 +40,7 @@ mod args;
 mod hosted;
 mod progress;
 mod single;
+mod verbose;
 
 use self::args::{Cli, Command, Options};
 use self::progress::ProgressView;
@@ -153,6 +157,9 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
         )),
         (Some(path), command) => {
             let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
+            if options.verbose {
+                verbose::config_file(&file.path);
+            }
             hosted::run(&options, file, command).await
         }
         (None, command) if options.url.is_some() => single::run_url(&options, command).await,
@@ -227,11 +234,13 @@ pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
     if let Some(era) = options.era {
         config.era = era.into();
     }
-    for (k, v) in &options.env {
-        set_env(&mut config.env, k.clone(), EnvValue::Plain(v.clone()));
-    }
+    let env = options.env.iter();
+    merge_env(
+        &mut config.env,
+        env.map(|(k, v)| (k.clone(), EnvValue::Plain(v.clone()))),
+    );
     if let Some(cd) = &options.cd {
-        config.cd = Some(cd.clone());
+        config.cd = Some(plain_dir(cd.clone()));
     }
     if let Some(stderr) = &options.stderr {
         config.stderr = stderr.clone();

@@ -16,9 +16,9 @@
 //! |---|---|
 //! | `command` | the executable: a bare name looked up in `PATH`, an absolute path, or a path relative to **the config file's directory** (`./server.js`, `bin/srv`) |
 //! | `args` | arguments, literally (no shell) |
-//! | `env` | variables for the server; a value that uses an environment variable (`${TOKEN}`) is kept as a [`Secret`](crate::Secret) |
+//! | `env` | variables for the server |
 //! | `cwd` | the server's working directory, relative to the config file's directory; by default that directory itself |
-//! | `envFile` | a dotenv file (relative to the config file's directory) whose values are all [`Secret`](crate::Secret)s; `env` wins over it |
+//! | `envFile` | a dotenv file (relative to the config file's directory), a regular file of at most [`MAX_ENV_FILE_BYTES`]; `env` wins over it |
 //! | `disabled` | `true`: not started (listed in [`ServersFile::disabled`]) |
 //! | `type` | `"stdio"` or absent for a process; `"http"` (VS Code, Claude Code), `"streamable-http"` or `"streamableHttp"`, or absent with a `url` and no `command`, for a Streamable HTTP server (feature `http`); any other type (the deprecated `"sse"` among them) is reported in [`ServersFile::unsupported`], by name and why, and the rest of the file is read |
 //! | `url` | a Streamable HTTP server's endpoint ([`ClientConfig::http`]) |
@@ -39,6 +39,38 @@
 //! `${pathSeparator}` and `${/}`. An unset variable is an error that names
 //! the key and the variable; so is a variable only an editor can resolve
 //! (`${input:...}`, `${command:...}`).
+//!
+//! # Security model
+//!
+//! - **A config file runs every command in it.** Loading one is deciding to
+//!   run, as this process's user, each `command` with its `args`, `env` and
+//!   `cwd`: there is no workspace trust, no sandbox and no prompt. Read a
+//!   file before you load it (one from a cloned repository is that
+//!   repository's choice of programs); `mcp --verbose` prints the file and
+//!   each command line before it runs.
+//! - **Secrets.** Every value taken from an environment variable (`${VAR}`,
+//!   `${env:VAR}`, `${VAR:-default}` when VAR is set) and every value of an
+//!   `envFile` is a [`Secret`](crate::Secret) wherever it lands: in
+//!   `command`, an argument of `args`, `cwd` or `env`
+//!   ([`MaybeSecret`](crate::MaybeSecret)). It is revealed only to the
+//!   spawn; `Debug`, `Display`, errors, logs and the serialised config show
+//!   `***` or `{"redacted": true}`. `${userHome}`, the workspace variables,
+//!   a default and text written in the file are plain. Errors name the key
+//!   (`mcpServers.gh.args[1]`), an env file's line, variable and column,
+//!   never a value. Paths this process only reads (`envFile`) are shown in
+//!   errors.
+//! - **Bounds.** The config file must be a regular file of at most
+//!   [`MAX_CONFIG_FILE_BYTES`], an `envFile` one of at most
+//!   [`MAX_ENV_FILE_BYTES`]: a FIFO, a device (`/dev/zero`), a directory or
+//!   a longer file is refused ([`ConfigFileError::NotAFile`],
+//!   [`ConfigFileError::TooLarge`]) without waiting and without reading
+//!   past the limit, and an env file is parsed in linear time. A stderr
+//!   file that is a FIFO nobody reads fails the spawn at once.
+//! - **Which program runs.** A bare `command` is looked up in the server's
+//!   `PATH` (its `env` wins over this process's); a relative `PATH` entry is
+//!   taken from this process's current directory, and the match is run by
+//!   its absolute path, so the file that was checked is the one that runs,
+//!   whatever `cwd` says.
 //!
 //! ```no_run
 //! use conduit_mcp::config_file::ServersFile;
@@ -64,12 +96,21 @@ use crate::client::ClientConfig;
 mod entry;
 mod env_file;
 mod interpolate;
+mod read;
 
 use self::entry::Outcome;
 use self::interpolate::Variables;
 
 /// The key that holds this library's options, per server and for the host.
 pub const OPTIONS_KEY: &str = "conduit";
+
+/// The largest config file read, in bytes (4 MiB): a longer one is refused
+/// with [`ConfigFileError::TooLarge`].
+pub const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The largest `envFile` read, in bytes (1 MiB): a longer one is refused
+/// with [`ConfigFileError::TooLarge`].
+pub const MAX_ENV_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Where the servers of each format live, as key paths from the top.
 const SECTIONS: &[&[&str]] = &[&["mcpServers"], &["servers"], &["mcp", "servers"]];
@@ -193,6 +234,38 @@ pub enum ConfigFileError {
         /// What is wrong with it.
         problem: String,
     },
+    /// The config file, or an `envFile`, is longer than its limit
+    /// ([`MAX_CONFIG_FILE_BYTES`], [`MAX_ENV_FILE_BYTES`]). Nothing past the
+    /// limit was read.
+    #[error("{}{} is {bytes} bytes, over the limit of {limit} bytes", place(.file, .key), path.display())]
+    TooLarge {
+        /// The config file.
+        file: PathBuf,
+        /// The `envFile` key, for an env file; `None` for the config file.
+        key: Option<String>,
+        /// The file refused (the config file itself, or the env file).
+        path: PathBuf,
+        /// Its length (for a file that grew while it was read: at least
+        /// this).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The config file, or an `envFile`, is not a regular file: a FIFO, a
+    /// device (`/dev/zero`), a directory or a socket. It was not read (a
+    /// FIFO is opened without waiting for a writer).
+    #[error("{}{} is a {kind}, not a regular file", place(.file, .key), path.display())]
+    NotAFile {
+        /// The config file.
+        file: PathBuf,
+        /// The `envFile` key, for an env file; `None` for the config file.
+        key: Option<String>,
+        /// The path refused.
+        path: PathBuf,
+        /// What it is: `"FIFO"`, `"character device"`, `"block device"`,
+        /// `"socket"`, `"directory"` or `"special file"`.
+        kind: &'static str,
+    },
     /// Two entries have the same name (in `mcpServers` and `servers`).
     #[error("{}: server `{name}` is defined twice", file.display())]
     Duplicate {
@@ -203,15 +276,67 @@ pub enum ConfigFileError {
     },
 }
 
+/// Where a file error happened: the config file, and the key for a file
+/// it names (`/p/.mcp.json: `mcpServers.s.envFile`: env file `).
+fn place(file: &Path, key: &Option<String>) -> String {
+    match key {
+        Some(key) => format!("{}: `{key}`: env file ", file.display()),
+        None => String::new(),
+    }
+}
+
+impl ConfigFileError {
+    /// The error of a file that could not be read: the config file itself
+    /// (`key` is `None`) or the env file at `key`.
+    fn unreadable(file: &Path, key: Option<&str>, path: &Path, problem: read::Problem) -> Self {
+        let (file, path) = (file.to_owned(), path.to_owned());
+        let key = key.map(str::to_owned);
+        match (problem, key) {
+            (read::Problem::Io(source), None) => ConfigFileError::Read { file, source },
+            (read::Problem::Io(source), Some(key)) => ConfigFileError::EnvFile {
+                file,
+                key,
+                env_file: path,
+                source,
+            },
+            (read::Problem::NotAFile(kind), key) => ConfigFileError::NotAFile {
+                file,
+                key,
+                path,
+                kind,
+            },
+            (read::Problem::TooLarge(bytes), key) => ConfigFileError::TooLarge {
+                limit: if key.is_some() {
+                    MAX_ENV_FILE_BYTES
+                } else {
+                    MAX_CONFIG_FILE_BYTES
+                },
+                file,
+                key,
+                path,
+                bytes,
+            },
+        }
+    }
+}
+
 impl ServersFile {
     /// Reads the file at `path`, expanding variables from this process's
     /// environment.
+    ///
+    /// The file, and every `envFile` it names, must be a regular file of at
+    /// most [`MAX_CONFIG_FILE_BYTES`] (env files: [`MAX_ENV_FILE_BYTES`]);
+    /// anything else is refused without being read
+    /// ([`ConfigFileError::NotAFile`], [`ConfigFileError::TooLarge`]). Files
+    /// are opened non-blocking, so a FIFO or a device never makes this wait:
+    /// it only reads regular files, and is safe to call from async code.
+    ///
+    /// Loading a file is deciding to run every command in it: see
+    /// [the security model](self#security-model).
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
-            file: path.to_owned(),
-            source,
-        })?;
+        let text = read::read_text(path, MAX_CONFIG_FILE_BYTES)
+            .map_err(|p| ConfigFileError::unreadable(path, None, path, p))?;
         Self::parse(&text, path, &|name| std::env::var(name).ok())
     }
 

@@ -238,4 +238,4 @@ pub use client::{
 pub use error::{ChildExit, CloseReason, ConfigError, Error, ListCap, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};
 pub use protocol::{CallToolResult, Era, Implementation, Tool};
-pub use secret::{EnvValue, Secret};
+pub use secret::{Arg, EnvValue, MaybeSecret, Secret};

@@ -1,4 +1,23 @@
-//! [`Secret`]: an environment value that is revealed only at spawn.
+//! [`Secret`]: a value that is revealed only at spawn, and [`MaybeSecret`]:
+//! text that is plain or a secret, the type of everything a server is
+//! started with: the command, each argument ([`Arg`]), each environment
+//! value ([`EnvValue`]) and the working directory.
+//!
+//! A config file keeps every value that came from the environment (`${VAR}`)
+//! or from an env file as a [`Secret`], wherever it lands (see
+//! [`config_file`](crate::config_file)); in code, pass a [`Secret`] where
+//! a value is one:
+//!
+//! ```
+//! use conduit_mcp::{ClientConfig, Secret};
+//! let config = ClientConfig::new("github-mcp")
+//!     .arg("--token")
+//!     .arg(Secret::new("ghp_example"))
+//!     .env("GITHUB_TOKEN", Secret::new("ghp_example"));
+//! let shown = format!("{config:?} {}", serde_json::to_string(&config)?);
+//! assert!(!shown.contains("ghp_example"));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 //!
 //! # Serialisation
 //!
@@ -9,8 +28,8 @@
 //! secrets again (for example from an env file, see
 //! [`config_file`](crate::config_file)) to run it. A secret is read from
 //! `{"secret": "value"}` (or, where a `Secret` alone is expected, from a
-//! plain string); an [`EnvValue`] read from a plain string is
-//! [`EnvValue::Plain`].
+//! plain string); a [`MaybeSecret`] read from a plain string is
+//! [`MaybeSecret::Plain`].
 
 use std::fmt;
 
@@ -20,7 +39,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// A value that must not appear in logs, `Debug`, `Display` or errors.
 ///
 /// The only way to read it is [`Secret::expose`], which the stdio transport
-/// calls when it builds the child's environment, immediately before spawning.
+/// calls when it builds the child's command line and environment,
+/// immediately before spawning.
 ///
 /// ```
 /// use conduit_mcp::Secret;
@@ -54,49 +74,132 @@ impl fmt::Display for Secret {
     }
 }
 
-/// An environment value: plain text, or a [`Secret`].
+/// Text that is plain, or a [`Secret`]: the command, an argument, an
+/// environment value or the working directory of a server.
+///
+/// `Debug` shows a plain value as a string and a secret as `Secret(***)`;
+/// `Display` shows a secret as `***`; serialised, a secret is
+/// `{"redacted": true}`. [`expose`](Self::expose) gives the value, for the
+/// spawn. It compares equal to a string with the same value:
+///
+/// ```
+/// use conduit_mcp::{Arg, Secret};
+/// let args: Vec<Arg> = vec!["--token".into(), Secret::new("t0k").into()];
+/// assert_eq!(args, ["--token", "t0k"]);
+/// assert_eq!(format!("{:?} {}", args, args[1]), r#"["--token", Secret(***)] ***"#);
+/// ```
 #[derive(Clone, PartialEq, Eq)]
-pub enum EnvValue {
+pub enum MaybeSecret {
     /// Shown in logs and `Debug`.
     Plain(String),
     /// Never shown.
     Secret(Secret),
 }
 
-impl EnvValue {
-    /// The value to put in the child's environment.
+/// An environment value (a [`MaybeSecret`]).
+pub type EnvValue = MaybeSecret;
+
+/// A command-line argument, or the command itself (a [`MaybeSecret`]).
+pub type Arg = MaybeSecret;
+
+impl MaybeSecret {
+    /// The value itself: what the child receives. Call only where the value
+    /// must be used.
     pub fn expose(&self) -> &str {
         match self {
-            EnvValue::Plain(s) => s,
-            EnvValue::Secret(s) => s.expose(),
+            MaybeSecret::Plain(s) => s,
+            MaybeSecret::Secret(s) => s.expose(),
         }
+    }
+
+    /// Whether it is a [`Secret`].
+    pub fn is_secret(&self) -> bool {
+        matches!(self, MaybeSecret::Secret(_))
     }
 }
 
-impl fmt::Debug for EnvValue {
+impl fmt::Debug for MaybeSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EnvValue::Plain(s) => fmt::Debug::fmt(s, f),
-            EnvValue::Secret(s) => fmt::Debug::fmt(s, f),
+            MaybeSecret::Plain(s) => fmt::Debug::fmt(s, f),
+            MaybeSecret::Secret(s) => fmt::Debug::fmt(s, f),
         }
     }
 }
 
-impl From<&str> for EnvValue {
+/// The plain text, or `***` for a secret.
+impl fmt::Display for MaybeSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MaybeSecret::Plain(s) => f.write_str(s),
+            MaybeSecret::Secret(s) => fmt::Display::fmt(s, f),
+        }
+    }
+}
+
+impl From<&str> for MaybeSecret {
     fn from(s: &str) -> Self {
-        EnvValue::Plain(s.to_owned())
+        MaybeSecret::Plain(s.to_owned())
     }
 }
 
-impl From<String> for EnvValue {
+impl From<&String> for MaybeSecret {
+    fn from(s: &String) -> Self {
+        MaybeSecret::Plain(s.clone())
+    }
+}
+
+impl From<String> for MaybeSecret {
     fn from(s: String) -> Self {
-        EnvValue::Plain(s)
+        MaybeSecret::Plain(s)
     }
 }
 
-impl From<Secret> for EnvValue {
+impl From<std::borrow::Cow<'_, str>> for MaybeSecret {
+    fn from(s: std::borrow::Cow<'_, str>) -> Self {
+        MaybeSecret::Plain(s.into_owned())
+    }
+}
+
+impl From<Secret> for MaybeSecret {
     fn from(s: Secret) -> Self {
-        EnvValue::Secret(s)
+        MaybeSecret::Secret(s)
+    }
+}
+
+impl PartialEq<str> for MaybeSecret {
+    fn eq(&self, other: &str) -> bool {
+        self.expose() == other
+    }
+}
+
+impl PartialEq<&str> for MaybeSecret {
+    fn eq(&self, other: &&str) -> bool {
+        self.expose() == *other
+    }
+}
+
+impl PartialEq<String> for MaybeSecret {
+    fn eq(&self, other: &String) -> bool {
+        self.expose() == other
+    }
+}
+
+impl PartialEq<MaybeSecret> for str {
+    fn eq(&self, other: &MaybeSecret) -> bool {
+        self == other.expose()
+    }
+}
+
+impl PartialEq<MaybeSecret> for &str {
+    fn eq(&self, other: &MaybeSecret) -> bool {
+        *self == other.expose()
+    }
+}
+
+impl PartialEq<MaybeSecret> for String {
+    fn eq(&self, other: &MaybeSecret) -> bool {
+        self == other.expose()
     }
 }
 
@@ -153,22 +256,22 @@ impl<'de> Deserialize<'de> for Secret {
     }
 }
 
-impl Serialize for EnvValue {
+impl Serialize for MaybeSecret {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            EnvValue::Plain(s) => serializer.serialize_str(s),
-            EnvValue::Secret(s) => s.serialize(serializer),
+            MaybeSecret::Plain(s) => serializer.serialize_str(s),
+            MaybeSecret::Secret(s) => s.serialize(serializer),
         }
     }
 }
 
-impl<'de> Deserialize<'de> for EnvValue {
+impl<'de> Deserialize<'de> for MaybeSecret {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match SecretForm::deserialize(deserializer)
             .map_err(|_| D::Error::custom("expected a string, or {\"secret\": \"value\"}"))?
         {
-            SecretForm::Value(v) => Ok(EnvValue::Plain(v)),
-            marked => marked.into_secret().map(EnvValue::Secret),
+            SecretForm::Value(v) => Ok(MaybeSecret::Plain(v)),
+            marked => marked.into_secret().map(MaybeSecret::Secret),
         }
     }
 }

@@ -526,8 +526,9 @@ const REUSE_ROLE: &str = "CONDUIT_TEST_ROLE_GROUP_REUSE";
 /// (b) The attack, root only. As in (a), the server exits by itself while
 /// its grandchild holds the shutdown open. Then, with every task of the
 /// client frozen (a current-thread runtime whose thread the test holds),
-/// the test kills and reaps the grandchild (this process is the
-/// subreaper), points the pid allocator at the leader's number
+/// the test kills the grandchild (reaped here if this process, a
+/// subreaper, adopted it; kept a zombie by the server's reaper, which
+/// adopts it first, otherwise), points the pid allocator at the leader's number
 /// (ns_last_pid) and starts an unrelated process in a new group: if the
 /// leader was reaped, it gets the leader's pid, and so leads a group with
 /// the old group's number. Then the tasks run again; the escalation must
@@ -594,9 +595,15 @@ fn reuse_role() {
     // Frozen from here: no task of the client runs until block_on again.
     assert!(common::alive(grandchild), "the shutdown must still wait");
     common::kill9(grandchild);
-    // SAFETY: waitpid on our (adopted) child.
-    let r = unsafe { libc::waitpid(grandchild as i32, std::ptr::null_mut(), 0) };
-    assert_eq!(r, grandchild as i32, "the grandchild is ours to reap");
+    // Adopted by the server's reaper (then it holds the group's number as
+    // a zombie until the release) or by this process (reaped here).
+    // SAFETY: waitpid on one pid.
+    unsafe { libc::waitpid(grandchild as i32, std::ptr::null_mut(), 0) };
+    let t = Instant::now();
+    while common::alive(grandchild) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!common::alive(grandchild), "the grandchild was SIGKILLed");
     let leader_state = common::proc_state(leader);
     common::set_ns_last_pid(leader - 1).unwrap();
     let mut victim = spawn_victim();
@@ -721,11 +728,11 @@ fn watchdog_role() {
     for pid in warm_last + 1..=common::read_ns_last_pid() {
         let _ = wait_child(pid, Duration::from_millis(200));
     }
-    // The failed start: its child and its watchdog take the next numbers.
-    let last = common::read_ns_last_pid();
+    // The failed start: its child and its watchdog took the last two
+    // numbers handed out (the child's reaper, if any, the one before).
     let started = rt.block_on(Client::start(cfg));
-    let child = last + 1;
-    let watchdog = last + 2;
+    let watchdog = common::read_ns_last_pid();
+    let child = watchdog - 1;
     // The failed child is reaped: offer its number to an unrelated group.
     common::set_ns_last_pid(child - 1).unwrap();
     let mut victim = spawn_victim();
@@ -747,4 +754,300 @@ fn watchdog_role() {
         started.is_err(),
         "exec of a non-executable format must fail"
     );
+}
+
+// ------------------------------- issue 20, item 15: a stderr file that is a FIFO
+//
+// `stderr: {"file": PATH}` comes from config files too. Opening a FIFO for
+// writing waits for a reader, for ever, and the open ran on a runtime
+// worker. Now the file is opened non-blocking: a FIFO nobody reads is an
+// error at once; one with a reader is used (and the server's end blocks,
+// as a file's does).
+
+#[test]
+fn a_stderr_file_that_is_a_fifo_without_reader_fails_the_start_at_once() {
+    let _g = serial();
+    let dir = common::tempdir("stderr-fifo");
+    let fifo = dir.join("fifo");
+    common::mkfifo(&fifo);
+    let cfg = common::config(&[]).stderr(StderrMode::File(fifo.clone()));
+    let r = common::on_own_runtime(Duration::from_secs(10), || async {
+        let t = Instant::now();
+        let r = tokio::time::timeout(Duration::from_secs(3), Client::start(cfg)).await;
+        (
+            t.elapsed(),
+            r.map(|r| r.map(|c| drop(c.stop())).map_err(|e| e.to_string())),
+        )
+    });
+    figure("stderr file is a FIFO nobody reads", format!("{r:?}"));
+    let (took, r) = r.expect("Client::start blocked its runtime's thread");
+    let e = r
+        .expect("Client::start returned before its timeout")
+        .expect_err("a FIFO without reader cannot take stderr");
+    assert!(e.contains("stderr"), "{e}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+// ------------------- issue 20, item 8: the executable checked is the one run
+//
+// A bare command is looked up in PATH. A relative PATH entry (`rel`) was
+// resolved against this process's directory, and the relative match
+// (`rel/tool`) handed to the child, which changes to its own directory
+// (`cd`) before execve: it ran `<cd>/rel/tool`, not the file found. Now the
+// match is made absolute before the spawn. The test runs as a role (its
+// own process) because it changes this process's directory.
+
+const PATH_ROLE: &str = "CONDUIT_TEST_ROLE_RELATIVE_PATH";
+
+#[test]
+fn a_relative_path_entry_runs_the_file_found_not_one_under_the_server_s_cd() {
+    if std::env::var(PATH_ROLE).is_ok() {
+        return relative_path_role();
+    }
+    let _g = serial();
+    let o = outcome(&run_role(
+        "a_relative_path_entry_runs_the_file_found_not_one_under_the_server_s_cd",
+        PATH_ROLE,
+        Duration::from_secs(60),
+    ));
+    figure(
+        "PATH=rel, cd=OTHER: the tool found as rel/tool, and the one that ran",
+        format!("ran {} (found {})", o["ran"], o["found"]),
+    );
+    assert_eq!(
+        o["ran"], "checked",
+        "the server ran <cd>/rel/tool, not the rel/tool found in PATH: {o:?}"
+    );
+}
+
+/// A script at `dir/rel/tool` that runs the fixture with `marker` as a
+/// free argument (reported by fixture/info).
+fn tool_script(dir: &std::path::Path, marker: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let rel = dir.join("rel");
+    std::fs::create_dir_all(&rel).unwrap();
+    let tool = rel.join("tool");
+    let script = format!(
+        "#!/bin/sh\nexec '{}' --print-args -- {marker}\n",
+        common::fixture()
+    );
+    std::fs::write(&tool, script).unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn relative_path_role() {
+    let here = common::tempdir("relative-path-here");
+    let there = common::tempdir("relative-path-there");
+    tool_script(&here, "checked");
+    tool_script(&there, "decoy");
+    std::env::set_current_dir(&here).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ran = rt.block_on(async {
+        let cfg = common::config(&[])
+            .command("tool")
+            .env("PATH", "rel")
+            .cd(&there);
+        let mut cfg = cfg;
+        cfg.args.clear();
+        let client = Client::start(cfg).await.unwrap();
+        let info = client.request("fixture/info", None).await.unwrap();
+        client.stop().wait().await;
+        info["args"]
+            .as_array()
+            .and_then(|a| a.last())
+            .and_then(|v| v.as_str())
+            .unwrap_or("none")
+            .to_owned()
+    });
+    println!("OUTCOME ran={ran} found={}/rel/tool", here.display());
+    let _ = std::fs::remove_dir_all(&here);
+    let _ = std::fs::remove_dir_all(&there);
+}
+
+// -------------- issue 20, item 16: a daemon that double-forks with setsid
+//
+// The server starts a daemon the classic way: a child calls setsid, starts
+// the daemon and exits, so the daemon is an orphan in a session and group
+// of its own. Group signals cannot reach it. Before the fix it outlived
+// the server's stop (re-parented to init, alive after `stop().wait()`).
+// Now a per-server reaper (PR_SET_CHILD_SUBREAPER) adopts it, and the
+// stop ends it with the server.
+
+#[test]
+fn a_daemon_that_double_forks_with_setsid_is_ended_with_its_server() {
+    run(async {
+        let dir = common::tempdir("setsid-daemon");
+        let pids = dir.join("pids");
+        let cfg = common::config(&["--daemon", pids.to_str().unwrap()]);
+        let client = Client::start(cfg).await.unwrap();
+        let leader = common::ready_pid(&client).await;
+        common::eventually(Duration::from_secs(5), || {
+            common::read_pids(&pids).len() == 2
+        })
+        .await
+        .expect("the daemon started");
+        let daemon = common::read_pids(&pids)[1];
+        let stat = common::proc_stat(daemon);
+        let t = Instant::now();
+        let reports = client.stop().wait().await;
+        let took = t.elapsed();
+        let alive_after = common::alive(daemon);
+        figure(
+            "daemon (setsid + double fork) of a stopped server",
+            format!(
+                "daemon {daemon} (state, ppid, pgrp) = {stat:?}, leader {leader}; \
+                 after stop().wait() ({took:.0?}): {}; reports {reports:?}",
+                if alive_after { "alive" } else { "gone" }
+            ),
+        );
+        if alive_after {
+            common::kill9(daemon);
+        }
+        let (_, _, pgrp) = stat.expect("the daemon was running");
+        assert_ne!(pgrp, leader, "the daemon must have left the server's group");
+        assert!(
+            !alive_after,
+            "the daemon {daemon} outlived its server's stop"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    });
+}
+
+/// The client's process SIGKILLed (no destructor runs): the server (which
+/// ignores EOF and SIGTERM), a member of its group and its setsid daemon
+/// all die, without the group watchdog. Before the reaper, the server died
+/// (PR_SET_PDEATHSIG) and the other two lived on under init.
+#[test]
+fn a_sigkilled_client_takes_its_server_s_whole_tree_with_it() {
+    if let Ok(dir) = std::env::var(TREE_ROLE) {
+        return tree_role(std::path::Path::new(&dir));
+    }
+    let _g = serial();
+    let dir = common::tempdir("sigkilled-tree");
+    let mut role = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_sigkilled_client_takes_its_server_s_whole_tree_with_it",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(TREE_ROLE, &dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (pids, daemon) = (dir.join("pids"), dir.join("daemon"));
+    let t = Instant::now();
+    while (common::read_pids(&pids).len() < 2 || common::read_pids(&daemon).len() < 2)
+        && t.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut tree = common::read_pids(&pids);
+    tree.push(
+        *common::read_pids(&daemon)
+            .last()
+            .expect("the daemon started"),
+    );
+    assert_eq!(tree.len(), 3, "server, grandchild, daemon: {tree:?}");
+    assert!(tree.iter().all(|p| common::alive(*p)), "{tree:?}");
+    role.kill().unwrap(); // SIGKILL: no destructor, no escalation runs.
+    role.wait().unwrap();
+    let t = Instant::now();
+    while tree.iter().any(|p| common::alive(*p)) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let survivors: Vec<u32> = tree.iter().copied().filter(|p| common::alive(*p)).collect();
+    figure(
+        "client process SIGKILLed, no group watchdog: server, group member, setsid daemon",
+        format!("{} of 3 alive {:.1?} later", survivors.len(), t.elapsed()),
+    );
+    for p in &survivors {
+        common::kill9(*p);
+    }
+    assert!(
+        survivors.is_empty(),
+        "outlived the client: {survivors:?} of {tree:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+const TREE_ROLE: &str = "CONDUIT_TEST_ROLE_SIGKILLED_TREE";
+
+fn tree_role(dir: &std::path::Path) {
+    let (pids, daemon) = (dir.join("pids"), dir.join("daemon"));
+    let cfg = common::config(&[
+        "--ignore-eof",
+        "--ignore-term",
+        "--grandchild",
+        "--pid-file",
+        pids.to_str().unwrap(),
+        "--daemon",
+        daemon.to_str().unwrap(),
+    ]);
+    assert!(!cfg.group_watchdog);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = Client::start(cfg).await.unwrap();
+        client.ready(Duration::from_secs(10)).await.unwrap();
+        std::future::pending::<()>().await;
+    });
+}
+
+/// The reaper is a process anyone of the same user can SIGKILL. Then the
+/// server dies with it (PR_SET_PDEATHSIG), the client sees the exit, and a
+/// stop still completes without signalling the dead server's number.
+#[test]
+fn a_reaper_killed_from_outside_takes_the_server_and_the_stop_completes() {
+    run(async {
+        let mut cfg = common::config(&[]);
+        cfg.backoff = no_restart_during_test();
+        let (client, mut events) = common::start_recording(cfg).await;
+        let leader = common::ready_pid(&client).await;
+        let (_, reaper, _) = common::proc_stat(leader).expect("the server runs");
+        assert_ne!(
+            reaper,
+            std::process::id(),
+            "the server's parent is its reaper"
+        );
+        common::kill9(reaper);
+        let closed = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(e) = events.recv().await {
+                if let LifecycleEvent::Closed {
+                    pid: Some(p),
+                    reason,
+                    ..
+                } = e
+                {
+                    if p == leader {
+                        return reason;
+                    }
+                }
+            }
+            panic!("events ended");
+        })
+        .await
+        .expect("the server's death was seen");
+        let t = Instant::now();
+        let reports = tokio::time::timeout(Duration::from_secs(10), client.stop().wait())
+            .await
+            .expect("the stop completes");
+        figure(
+            "reaper SIGKILLed from outside",
+            format!(
+                "closed: {closed}; stop().wait() {:.0?}; reports {reports:?}",
+                t.elapsed()
+            ),
+        );
+        assert!(!common::alive(leader));
+    });
 }

@@ -66,3 +66,82 @@ async fn secrets_never_leak() {
     assert!(logs.contains("server shut down"));
     assert!(!logs.contains(SECRET), "secret found in logs");
 }
+
+/// A token from the environment in `args` (the usual pattern of config
+/// files) reaches the server's argv, and nothing else: not the logs, not
+/// the client's Debug, not a spawn error. On a current-thread runtime, so
+/// that every task logs to this test's subscriber.
+#[tokio::test(flavor = "current_thread")]
+async fn a_token_in_the_arguments_reaches_the_server_and_nothing_else() {
+    let cap = Capture::default();
+    let writer = cap.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let dir = common::tempdir("secret-args");
+    let path = dir.join("mcp.json");
+    let text = json!({
+        "mcpServers": {
+            "fx": {
+                "command": common::fixture(),
+                "args": ["--print-args", "--", "--token", "${CONDUIT_TEST_ARG_TOKEN}"],
+                "conduit": { "stderr": "discard", "stdin_grace_ms": 500, "term_grace_ms": 500 }
+            },
+            "missing": { "command": "/no/such/dir/server", "args": ["${CONDUIT_TEST_ARG_TOKEN}"] }
+        }
+    });
+    std::fs::write(&path, text.to_string()).unwrap();
+    let token = |k: &str| (k == "CONDUIT_TEST_ARG_TOKEN").then(|| SECRET.to_owned());
+    let file = conduit_mcp::config_file::ServersFile::parse(
+        &std::fs::read_to_string(&path).unwrap(),
+        &path,
+        &token,
+    )
+    .unwrap();
+    let cfg = file.server("fx").unwrap().clone();
+    assert!(!format!("{cfg:?}").contains(SECRET), "{cfg:?}");
+    let text = serde_json::to_string(&cfg).unwrap();
+    assert!(
+        !text.contains(SECRET) && text.contains(r#"{"redacted":true}"#),
+        "{text}"
+    );
+    let e = serde_json::from_str::<ClientConfig>(&text).unwrap_err();
+    assert!(e.to_string().contains("redacted"), "{e}");
+    let client = Client::start(cfg).await.unwrap();
+    let info = client.request("fixture/info", None).await.unwrap();
+    assert_eq!(
+        info["args"],
+        json!(["--print-args", "--", "--token", SECRET]),
+        "the server gets the value"
+    );
+    assert!(!format!("{client:?}").contains(SECRET));
+    client.stop().wait().await;
+    let e = Client::start(file.server("missing").unwrap().clone())
+        .await
+        .unwrap_err();
+    assert!(!format!("{e} {e:?}").contains(SECRET), "{e}");
+
+    // The same from code: a secret command and argument.
+    let cfg = ClientConfig::new(Secret::new("/no/such/dir/server"))
+        .arg("--token")
+        .arg(Secret::new(SECRET));
+    assert!(!format!("{cfg:?}").contains(SECRET));
+    let e = Client::start(cfg).await.unwrap_err();
+    let shown = format!("{e} {e:?}");
+    assert!(
+        !shown.contains(SECRET) && !shown.contains("/no/such"),
+        "{shown}"
+    );
+
+    let logs = String::from_utf8(cap.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("server process spawned"),
+        "tracing captured nothing"
+    );
+    assert!(!logs.contains(SECRET), "secret found in logs");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -75,7 +75,7 @@ fn claude_desktop_config() {
     assert_eq!(fs.args[2], "/Users/me/Desktop");
     assert_eq!(fs.name.as_deref(), Some("filesystem"));
     // The default working directory is the file's.
-    assert_eq!(fs.cd.as_deref(), Some(dir.as_path()));
+    assert_eq!(fs.cd.as_ref().unwrap(), dir.to_str().unwrap());
     assert_eq!(
         env_of(&file, "github", "GITHUB_PERSONAL_ACCESS_TOKEN"),
         Some(&EnvValue::Plain("literal-token".into())),
@@ -171,7 +171,10 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
         "relative to the file's directory"
     );
     assert_eq!(local.args, ["--port", "8080", "fallback"]);
-    assert_eq!(local.cd.as_deref(), Some(project.join("work").as_path()));
+    assert_eq!(
+        local.cd.as_ref().unwrap(),
+        project.join("work").to_str().unwrap()
+    );
     assert_eq!(local.request_timeout.as_millis(), 5000);
     assert_eq!(local.stdin_grace.as_millis(), 250);
     assert_eq!(local.term_grace.as_millis(), 750);
@@ -411,5 +414,113 @@ async fn a_server_started_from_a_file_gets_its_command_cwd_and_env() {
         .unwrap();
     assert_eq!(r.joined_text(), "from a file");
     host_support::finish(host).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+// ---------------------------------------- issue 20, item 7: secrets everywhere
+//
+// A value that came from the environment (`${VAR}`, `${env:VAR}`) or from
+// an env file is a secret wherever it lands: `args` (the usual
+// `["--token", "${GITHUB_TOKEN}"]`), `command`, `cwd`, `env`. Before the
+// fix only `env` kept it: the token was in the Debug of the file and in the
+// serialised config.
+
+const TOKEN: &str = "ghp_s3cr3t_token_value_51f0";
+const BIN: &str = "/opt/s3cr3t-bin-7f3e/github-mcp";
+const DIR: &str = "/srv/s3cr3t-dir-9c1a";
+
+#[test]
+fn values_from_the_environment_are_secrets_in_args_command_and_cwd_too() {
+    let dir = common::tempdir("cfg-secret-args");
+    let path = write(
+        &dir,
+        ".mcp.json",
+        r#"{
+  "mcpServers": {
+    "gh": {
+      "command": "${GH_BIN}",
+      "args": ["--token", "${GITHUB_TOKEN}", "--header=Bearer ${env:GITHUB_TOKEN}", "${UNSET_VAR:-plain}"],
+      "cwd": "${GH_DIR}",
+      "env": { "AUTH": "Bearer ${GITHUB_TOKEN}" }
+    }
+  }
+}"#,
+    );
+    let file = load(
+        &path,
+        &[("GITHUB_TOKEN", TOKEN), ("GH_BIN", BIN), ("GH_DIR", DIR)],
+    )
+    .unwrap();
+    let gh = file.server("gh").unwrap();
+    let shown = [
+        ("Debug of the file", format!("{file:?}")),
+        ("Debug of the config", format!("{gh:?}")),
+        ("serialised config", serde_json::to_string(gh).unwrap()),
+        (
+            "serialised host",
+            serde_json::to_string(&HostConfig::from_file(&file).unwrap()).unwrap(),
+        ),
+    ];
+    for (what, text) in &shown {
+        for secret in [TOKEN, BIN, DIR] {
+            assert!(!text.contains(secret), "{what} shows {secret}: {text}");
+        }
+    }
+    // What came from the file itself stays readable; the rest is revealed
+    // only to the spawn.
+    let redacted = json!({"redacted": true});
+    assert_eq!(
+        serde_json::to_value(gh).unwrap()["args"],
+        json!(["--token", redacted, redacted, "plain"])
+    );
+    assert!(gh.args[1].is_secret() && !gh.args[0].is_secret() && !gh.args[3].is_secret());
+    assert_eq!(
+        gh.args,
+        [
+            "--token",
+            TOKEN,
+            &format!("--header=Bearer {TOKEN}"),
+            "plain"
+        ]
+    );
+    assert!(gh.command.is_secret() && gh.command == BIN);
+    let cd = gh.cd.as_ref().unwrap();
+    assert!(cd.is_secret() && cd == DIR);
+    assert!(env_of(&file, "gh", "AUTH").unwrap().is_secret());
+    // Validation errors name the key, never the value.
+    let e = gh.validate().unwrap_err();
+    assert_eq!(e.key, "cd", "{e}");
+    assert!(!format!("{e} {e:?}").contains("s3cr3t"), "{e}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn an_env_file_syntax_error_names_the_line_and_column_never_the_value() {
+    let dir = common::tempdir("cfg-secret-env-file");
+    let cases = [
+        format!("OK=1\nTOKEN=\"{TOKEN}\" trailing-{TOKEN}\n"),
+        format!("TOKEN='{TOKEN}'{TOKEN}\n"),
+        format!("TOKEN=\"{TOKEN}\\q{TOKEN}\"\n"),
+        format!("TOKEN=\"{TOKEN}\n"),
+        format!("{TOKEN}\n"),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        write(&dir, &format!("{i}.env"), text);
+        let config = write(
+            &dir,
+            &format!("{i}.json"),
+            &format!(r#"{{"mcpServers": {{"s": {{"command": "x", "envFile": "{i}.env"}}}}}}"#),
+        );
+        let e = load(&config, &[]).unwrap_err();
+        let shown = format!("{e} {e:?}");
+        assert!(
+            !shown.contains("s3cr3t"),
+            "case {i} shows the value: {shown}"
+        );
+        assert!(
+            matches!(e, ConfigFileError::EnvFileSyntax { .. }),
+            "case {i}: {e:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -228,7 +228,7 @@ async fn a_server_that_gives_up_leaves_the_namespace_with_its_reason() {
     let exe = dir.join("fragile-server");
     std::fs::copy(common::fixture(), &exe).unwrap();
     let mut fragile = restarting(Duration::from_millis(20), 1);
-    fragile.command = exe.to_str().unwrap().to_owned();
+    fragile.command = exe.to_str().unwrap().into();
     let config = HostConfig::new()
         .server("fragile", fragile)
         .server("steady", common::config(&[]));

@@ -1,11 +1,12 @@
 //! Pure functions that turn configuration into what is spawned: executable
 //! resolution, the batch-file rule and the child's environment.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::error::{ConfigError, SpawnError};
-use crate::secret::EnvValue;
+use crate::secret::{Arg, EnvValue, MaybeSecret, Secret};
 
 /// Variables inherited from this process's environment (POSIX).
 pub(crate) const INHERITED_ENV_POSIX: &[&str] =
@@ -47,11 +48,11 @@ pub(crate) const BATCH_REFUSED_CHARS: &[char] = &['"', '%', '^', '&', '|', '<', 
 /// arguments, so they are refused unless `allow`; when allowed, an argument
 /// containing any of [`BATCH_REFUSED_CHARS`] is still refused.
 pub(crate) fn check_batch_file(
-    command: &str,
-    args: &[String],
+    command: &Arg,
+    args: &[Arg],
     allow: bool,
 ) -> Result<(), ConfigError> {
-    let lower = command.to_ascii_lowercase();
+    let lower = command.expose().to_ascii_lowercase();
     if !(lower.ends_with(".bat") || lower.ends_with(".cmd")) {
         return Ok(());
     }
@@ -62,7 +63,8 @@ pub(crate) fn check_batch_file(
         ));
     }
     if let Some((i, c)) = args.iter().enumerate().find_map(|(i, a)| {
-        a.chars()
+        a.expose()
+            .chars()
             .find(|c| BATCH_REFUSED_CHARS.contains(c))
             .map(|c| (i, c))
     }) {
@@ -74,42 +76,86 @@ pub(crate) fn check_batch_file(
     Ok(())
 }
 
+/// The program to run: an absolute path, and how errors and logs name it.
+#[derive(Debug)]
+pub(crate) struct Executable {
+    /// Absolute, so the file that was checked is the one that runs, even
+    /// when the child changes directory first.
+    pub(crate) path: PathBuf,
+    /// Whether the command was a secret.
+    secret: bool,
+}
+
+impl Executable {
+    /// How errors and logs name it: the path, or `***` for a secret.
+    pub(crate) fn name(&self) -> Arg {
+        let path = self.path.to_string_lossy().into_owned();
+        if self.secret {
+            Secret::new(path).into()
+        } else {
+            MaybeSecret::Plain(path)
+        }
+    }
+}
+
 /// Resolves `command` to an executable: an absolute path is checked, a bare
 /// name is looked up in `path_var` (colon- or semicolon-separated).
+///
+/// The result is always absolute. A relative entry of `PATH` (`.`, `bin`;
+/// an empty one is skipped) is taken from this process's current
+/// directory, as a shell does, and the match is made absolute here: the
+/// child changes to its own directory (`cd`) before `execve`, which would
+/// otherwise run `<cd>/bin/tool` rather than the `bin/tool` found here.
 ///
 /// A path that does not exist is [`SpawnError::NotFound`]; one that exists
 /// but cannot be run (a directory, a file without execute permission) is
 /// [`SpawnError::NotExecutable`]. In a `PATH` search, a match that cannot
 /// be run is skipped like a shell does, and reported only if no later
-/// directory has one that can.
+/// directory has one that can. A secret command is named `***` in errors.
 pub(crate) fn resolve_executable(
-    command: &str,
+    command: &Arg,
     path_var: Option<&str>,
-) -> Result<PathBuf, SpawnError> {
-    let p = Path::new(command);
+) -> Result<Executable, SpawnError> {
+    let secret = command.is_secret();
+    let shown = |p: &Path| {
+        if secret {
+            command.to_string()
+        } else {
+            p.display().to_string()
+        }
+    };
+    let p = Path::new(command.expose());
     if p.is_absolute() {
         return match kind(p) {
-            Kind::Executable => Ok(p.to_path_buf()),
+            Kind::Executable => Ok(Executable {
+                path: p.to_path_buf(),
+                secret,
+            }),
             Kind::Missing => Err(SpawnError::NotFound {
-                command: command.to_owned(),
+                command: command.to_string(),
                 searched_path: false,
             }),
-            Kind::NotExecutable => Err(SpawnError::NotExecutable {
-                path: p.display().to_string(),
-            }),
+            Kind::NotExecutable => Err(SpawnError::NotExecutable { path: shown(p) }),
         };
     }
     let sep = if cfg!(windows) { ';' } else { ':' };
     let mut unrunnable = None;
     for dir in path_var.unwrap_or("").split(sep).filter(|d| !d.is_empty()) {
-        let candidate = Path::new(dir).join(command);
+        let candidate = Path::new(dir).join(p);
         let mut candidates = vec![candidate.clone()];
         if cfg!(windows) {
             candidates.extend(["exe", "cmd", "bat"].map(|ext| candidate.with_extension(ext)));
         }
         for c in candidates {
             match kind(&c) {
-                Kind::Executable => return Ok(c),
+                Kind::Executable => {
+                    // Made absolute against the directory it was found from.
+                    let path = std::path::absolute(&c).map_err(|source| SpawnError::Io {
+                        executable: shown(&c),
+                        source,
+                    })?;
+                    return Ok(Executable { path, secret });
+                }
                 Kind::NotExecutable => {
                     unrunnable.get_or_insert(c);
                 }
@@ -118,11 +164,9 @@ pub(crate) fn resolve_executable(
         }
     }
     Err(match unrunnable {
-        Some(p) => SpawnError::NotExecutable {
-            path: p.display().to_string(),
-        },
+        Some(p) => SpawnError::NotExecutable { path: shown(&p) },
         None => SpawnError::NotFound {
-            command: command.to_owned(),
+            command: command.to_string(),
             searched_path: true,
         },
     })
@@ -155,7 +199,9 @@ fn kind(p: &Path) -> Kind {
 
 /// The child's whole environment: the allowlisted variables of `inherited`
 /// (minus values starting with `()`, exported shell functions), then
-/// `configured`, which wins. Secret values are exposed here and only here.
+/// `configured`, which wins (its last value of a name, if it repeats one).
+/// Secret values are exposed here and only here. Linear in the number of
+/// variables.
 pub(crate) fn child_env<I>(
     inherited: I,
     configured: &[(String, EnvValue)],
@@ -164,17 +210,24 @@ where
     I: IntoIterator<Item = (OsString, OsString)>,
 {
     let allow = inherited_env_names();
+    let mut names = HashSet::with_capacity(configured.len());
+    // The last value of each configured name, found from the end.
+    let mut set: Vec<(OsString, OsString)> = configured
+        .iter()
+        .rev()
+        .filter(|(k, _)| names.insert(k.as_str()))
+        .map(|(k, v)| (k.into(), v.expose().into()))
+        .collect();
+    set.reverse();
     let mut out: Vec<(OsString, OsString)> = inherited
         .into_iter()
         .filter(|(k, v)| {
-            k.to_str().is_some_and(|k| allow.contains(&k))
+            k.to_str()
+                .is_some_and(|k| allow.contains(&k) && !names.contains(k))
                 && !v.as_encoded_bytes().starts_with(b"()")
         })
         .collect();
-    for (k, v) in configured {
-        out.retain(|(ek, _)| ek != k.as_str());
-        out.push((k.into(), v.expose().into()));
-    }
+    out.append(&mut set);
     out
 }
 
@@ -182,6 +235,7 @@ where
 pub(crate) fn effective_path(configured: &[(String, EnvValue)]) -> Option<String> {
     configured
         .iter()
+        .rev()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.expose().to_owned())
         .or_else(|| std::env::var("PATH").ok())
@@ -190,20 +244,22 @@ pub(crate) fn effective_path(configured: &[(String, EnvValue)]) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::secret::Secret;
 
     #[test]
     fn batch_files_refused_unless_allowed() {
-        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(check_batch_file("server.exe", &args(&["%x%"]), false).is_ok());
+        let args = |a: &[&str]| a.iter().map(|s| Arg::from(*s)).collect::<Vec<_>>();
+        let bat = Arg::from("run.bat");
+        assert!(check_batch_file(&"server.exe".into(), &args(&["%x%"]), false).is_ok());
         assert_eq!(
-            check_batch_file("npx.CMD", &[], false).unwrap_err().key,
+            check_batch_file(&"npx.CMD".into(), &[], false)
+                .unwrap_err()
+                .key,
             "allow_batch_files"
         );
-        assert!(check_batch_file("run.bat", &args(&["plain", "a-b"]), true).is_ok());
+        assert!(check_batch_file(&bat, &args(&["plain", "a-b"]), true).is_ok());
         for bad in ["\"", "%PATH%", "a^b", "a&b", "a|b", "<", ">"] {
             assert_eq!(
-                check_batch_file("run.bat", &args(&["ok", bad]), true)
+                check_batch_file(&bat, &args(&["ok", bad]), true)
                     .unwrap_err()
                     .key,
                 "args",
@@ -241,29 +297,63 @@ mod tests {
 
     #[test]
     fn resolves_in_path() {
-        let sh = resolve_executable("sh", Some("/nonexistent:/bin:/usr/bin")).unwrap();
-        assert!(sh.ends_with("sh"));
+        let resolve = |c: &str, path| resolve_executable(&c.into(), path);
+        let sh = resolve("sh", Some("/nonexistent:/bin:/usr/bin")).unwrap();
+        assert!(sh.path.ends_with("sh"));
         assert!(matches!(
-            resolve_executable("no-such-binary-xyz", Some("/bin")),
+            resolve("no-such-binary-xyz", Some("/bin")),
             Err(SpawnError::NotFound {
                 searched_path: true,
                 ..
             })
         ));
         assert!(matches!(
-            resolve_executable("/no/such/abs", None),
+            resolve("/no/such/abs", None),
             Err(SpawnError::NotFound { .. })
         ));
         // It exists, but cannot be run: say so, not "not found".
         for path in ["/etc/passwd", "/tmp"] {
-            match resolve_executable(path, None) {
+            match resolve(path, None) {
                 Err(SpawnError::NotExecutable { path: p }) => assert_eq!(p, path),
                 other => panic!("{path}: {other:?}"),
             }
         }
         assert!(matches!(
-            resolve_executable("passwd", Some("/etc")),
+            resolve("passwd", Some("/etc")),
             Err(SpawnError::NotExecutable { .. })
         ));
+    }
+
+    #[test]
+    fn a_match_through_a_relative_path_entry_is_made_absolute() {
+        // `../../..(..)/bin`, relative to this process's directory.
+        let depth = std::env::current_dir().unwrap().components().count() - 1;
+        let rel = format!("{}bin", "../".repeat(depth));
+        let sh = resolve_executable(&"sh".into(), Some(&rel)).unwrap();
+        assert!(sh.path.is_absolute(), "{}", sh.path.display());
+        assert!(sh.path.ends_with("bin/sh"));
+    }
+
+    #[test]
+    fn a_secret_command_is_never_named_in_errors() {
+        let secret: Arg = Secret::new("/no/such/s3cr3t-tool").into();
+        let relative: Arg = Secret::new("s3cr3t-tool").into();
+        let unrunnable: Arg = Secret::new("/etc/passwd").into();
+        for e in [
+            resolve_executable(&secret, None).unwrap_err(),
+            resolve_executable(&relative, Some("/bin")).unwrap_err(),
+            resolve_executable(&unrunnable, None).unwrap_err(),
+        ] {
+            let shown = format!("{e} {e:?}");
+            assert!(
+                !shown.contains("s3cr3t") && !shown.contains("passwd"),
+                "{shown}"
+            );
+        }
+        let sh: Arg = Secret::new("/bin/sh").into();
+        assert_eq!(
+            resolve_executable(&sh, None).unwrap().name().to_string(),
+            "***"
+        );
     }
 }

@@ -14,30 +14,49 @@
 //! # The life of one child
 //!
 //! 1. [`spawn`] resolves the command (bare name in `PATH`, or an absolute
-//!    path), builds the environment from the allowlist plus the configured
+//!    path) to an absolute path (see [`command::resolve_executable`]),
+//!    builds the environment from the allowlist plus the configured
 //!    variables, and starts the child (Linux: `clone(CLONE_VM |
-//!    CLONE_VFORK)` on a dedicated thread, see below; elsewhere
-//!    `tokio::process`). A task that owns the child starts at once.
+//!    CLONE_VFORK)` on a dedicated thread, see below; with a process group,
+//!    on x86_64 and aarch64, from a per-server reaper that adopts the
+//!    child's orphans; elsewhere `tokio::process`). A task that owns the
+//!    child starts at once.
 //! 2. That task learns of the exit from the kernel (a pidfd, or a thread in
-//!    `waitid(WNOWAIT)`), **without reaping**: the exit status is published,
-//!    the leader stays a zombie, and so its pid and its process-group id
-//!    cannot be reused by an unrelated process.
+//!    `waitid(WNOWAIT)`, or the reaper's report), **without reaping**: the
+//!    exit status is published, the leader stays a zombie, and so its pid
+//!    and its process-group id cannot be reused by an unrelated process.
 //! 3. When the guard is dropped or triggered, the escalation runs: stdin is
 //!    closed (by whoever owns it: the writer drops it on the same signal),
-//!    wait up to `stdin` grace for the leader to exit and its group to
-//!    empty, SIGTERM to the group, wait up to `term` grace, SIGKILL, wait.
-//!    Every signal goes out while the leader is unreaped.
-//! 4. Last, the group watchdog (if any) is disarmed and the leader reaped;
-//!    then the report is published.
+//!    wait up to `stdin` grace for the leader to exit and its group (and
+//!    the descendants the reaper adopted) to empty, SIGTERM to the group
+//!    and those descendants, wait up to `term` grace, SIGKILL, wait. Every
+//!    signal goes out while the leader is unreaped.
+//! 4. Last, the group watchdog (if any) is disarmed and the leader reaped
+//!    (the reaper, released, kills what is left, reaps the leader and
+//!    exits); then the report is published.
+//!
+//! What a shutdown ends, on Linux with a process group (the default): the
+//! server, every member of its group, and every descendant that left the
+//! group (`setsid`, `setpgid`, a daemon's double fork), since each is
+//! adopted by the reaper when its parent dies. Not caught: a process the
+//! server has another, already running process start for it (a systemd or
+//! D-Bus service, a container daemon, an existing tmux server, ssh); a
+//! descendant that became another user; adopted descendants without
+//! `/proc/thread-self/children` (they are reaped, not signalled). If this
+//! process is SIGKILLed, the reaper ends the whole tree; if it dumps core or
+//! is OOM-killed, the reaper, which shares its memory, ends with it: the
+//! server dies by `PR_SET_PDEATHSIG` and the rest as without a reaper (the
+//! group watchdog still ends the group).
 //!
 //! # Platform behaviour
 //!
 //! - **Linux**: spawned without `fork` (see [`linux`]), exit watched through
 //!   a pidfd (Linux 5.3+; a thread per child blocked in `waitid` on older
-//!   kernels), every descriptor above 2 closed in the child before `exec`
-//!   (`close_range`, or a walk of `/proc/self/fd` before Linux 5.9),
-//!   `PR_SET_PDEATHSIG` from a spawning thread that lives as long as the
-//!   process, and the optional group watchdog.
+//!   kernels) or reported by the reaper, every descriptor above 2 closed in
+//!   the child before `exec` (`close_range`, or a walk of `/proc/self/fd`
+//!   before Linux 5.9), `PR_SET_PDEATHSIG` from a spawning thread that
+//!   lives as long as the process, the per-server reaper (x86_64, aarch64,
+//!   with a process group) and the optional group watchdog.
 //! - **Other unix and Windows**: `tokio::process`, which reaps the leader
 //!   when it exits; after that, a group signal of the escalation could in
 //!   theory reach a group that reused the number (there is no way to wait
@@ -56,6 +75,10 @@
 //! - the group watchdog stays a member of the group it kills: while it
 //!   lives, the number is taken, and it signals its own group
 //!   (`killpg(0)`);
+//! - the reaper signals only its own unreaped children (an adopted pid is
+//!   its own until it reaps it), and keeps the leader a zombie until it is
+//!   released; if the reaper is killed from outside, nothing is signalled
+//!   by the leader's pid any more;
 //! - dropping a [`Child`](linux::Child) before the end (the runtime shut
 //!   down mid-escalation) sends SIGKILL to the group and the leader before
 //!   reaping it.
@@ -69,7 +92,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::SpawnError;
-use crate::secret::EnvValue;
+use crate::secret::{Arg, EnvValue, MaybeSecret};
 
 pub(crate) mod command;
 #[cfg(target_os = "linux")]
@@ -114,13 +137,13 @@ pub(crate) struct Spec {
     pub(crate) name: String,
     /// A bare name looked up in `PATH` (the configured `PATH` wins), or an
     /// absolute path.
-    pub(crate) command: String,
+    pub(crate) command: Arg,
     /// Arguments, passed literally.
-    pub(crate) args: Vec<String>,
+    pub(crate) args: Vec<Arg>,
     /// Variables set after the allowlist (see [`command::child_env`]).
     pub(crate) env: Vec<(String, EnvValue)>,
     /// Working directory; `None` keeps this process's.
-    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) cwd: Option<MaybeSecret>,
     /// Where stderr goes.
     pub(crate) stderr: Stderr,
     /// Windows: allow `.bat`/`.cmd` (see [`command::check_batch_file`]).
@@ -177,7 +200,7 @@ impl std::fmt::Debug for Spawned {
 pub(crate) async fn spawn(spec: &Spec) -> Result<Spawned, SpawnError> {
     let exe =
         command::resolve_executable(&spec.command, command::effective_path(&spec.env).as_deref())?;
-    command::check_batch_file(&exe.to_string_lossy(), &spec.args, spec.allow_batch_files)?;
+    command::check_batch_file(&exe.name(), &spec.args, spec.allow_batch_files)?;
     let env = command::child_env(std::env::vars_os(), &spec.env);
     imp::spawn(spec, &exe, env).await
 }
@@ -214,23 +237,57 @@ fn start<P: shutdown::Process + 'static>(
 }
 
 /// The error of a failed spawn of `exe`.
-fn io_err(exe: &Path) -> impl FnOnce(std::io::Error) -> SpawnError + '_ {
+fn io_err(exe: &command::Executable) -> impl FnOnce(std::io::Error) -> SpawnError + '_ {
     move |source| SpawnError::Io {
-        executable: exe.display().to_string(),
+        executable: exe.name().to_string(),
         source,
     }
 }
 
 /// Opens a [`Stderr::File`] for appending.
+///
+/// The path may come from a config file and name a FIFO, whose open for
+/// writing waits for a reader for ever (here, on a runtime worker). So it
+/// is opened non-blocking: a FIFO nobody reads is refused at once (ENXIO),
+/// anything else opens as before; then the descriptor is made blocking
+/// again, since the server shares it and must not see `EAGAIN`.
 fn open_stderr_file(path: &Path) -> Result<std::fs::File, SpawnError> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|source| SpawnError::StderrFile {
-            path: path.display().to_string(),
-            source,
-        })
+    let err = |source| SpawnError::StderrFile {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = options.open(path).map_err(|e| {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            return err(std::io::Error::new(
+                e.kind(),
+                "a FIFO that nobody reads (opening it would wait for a reader)",
+            ));
+        }
+        err(e)
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl on a descriptor this function owns, with integer
+        // arguments only.
+        let cleared = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+        };
+        if !cleared {
+            return Err(err(std::io::Error::last_os_error()));
+        }
+    }
+    Ok(file)
 }
 
 /// The environment as `KEY=VALUE` pairs, for the platform code.

@@ -5,9 +5,9 @@
 //! Windows has no process groups or signals: SIGTERM is skipped, SIGKILL is
 //! `TerminateProcess`. Not tested in CI.
 
-use std::path::Path;
 use std::process::Stdio;
 
+use super::command::Executable;
 use super::shutdown::{Process, Sig};
 use super::{io_err, open_stderr_file, Env, Spawned, Spec, Stderr};
 use crate::error::{ChildExit, SpawnError};
@@ -20,9 +20,10 @@ pub(crate) type ChildStdout = tokio::process::ChildStdout;
 pub(crate) type ChildStderr = tokio::process::ChildStderr;
 
 /// Spawns `spec` (already resolved to `exe`, with its whole environment).
-pub(super) async fn spawn(spec: &Spec, exe: &Path, env: Env) -> Result<Spawned, SpawnError> {
-    let mut cmd = tokio::process::Command::new(exe);
-    cmd.args(&spec.args)
+pub(super) async fn spawn(spec: &Spec, exe: &Executable, env: Env) -> Result<Spawned, SpawnError> {
+    let mut cmd = tokio::process::Command::new(&exe.path);
+    // Secret arguments are revealed here, for the child only.
+    cmd.args(spec.args.iter().map(|a| a.expose()))
         .env_clear()
         .envs(env)
         .stdin(Stdio::piped())
@@ -30,7 +31,7 @@ pub(super) async fn spawn(spec: &Spec, exe: &Path, env: Env) -> Result<Spawned, 
         // Safety net only: the escalation normally owns the whole shutdown.
         .kill_on_drop(true);
     if let Some(cd) = &spec.cwd {
-        cmd.current_dir(cd);
+        cmd.current_dir(cd.expose());
     }
     cmd.stderr(match &spec.stderr {
         Stderr::Inherit => Stdio::inherit(),
@@ -108,5 +109,5 @@ impl Process for Child {
         false
     }
 
-    fn release(&mut self) {}
+    async fn release(&mut self) {}
 }

@@ -201,8 +201,11 @@ pub(crate) trait Process: Send {
     /// Whether a live member of the group remains (the leader has exited).
     fn group_alive(&mut self) -> bool;
 
-    /// Disarms the group watchdog and reaps the leader. Called once, last.
-    fn release(&mut self);
+    /// Disarms the group watchdog and reaps the leader (the reaper, if
+    /// any, kills what is left and reaps it). Called once, last.
+    ///
+    /// Cancel safety: not cancel safe; it is awaited to the end.
+    fn release(&mut self) -> impl Future<Output = ()> + Send;
 }
 
 /// The escalation task's context.
@@ -268,7 +271,7 @@ impl<P: Process> Escalation<P> {
         if let Some(s) = out.exit {
             exit.send_replace(Some(s));
         }
-        self.process.release();
+        self.process.release().await;
         out.elapsed = start.elapsed();
         info!(
             server = %self.name, pid = self.pid, exit = ?out.exit, sent_term = out.sent_term,
@@ -377,7 +380,7 @@ mod tests {
             true
         }
 
-        fn release(&mut self) {
+        async fn release(&mut self) {
             assert!(!self.released, "released twice");
             self.released = true;
             self.log.lock().unwrap().push(Step::Release);

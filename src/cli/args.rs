@@ -37,6 +37,14 @@ same for prompts, `resources` lists every server's resources and `read URI`
 reads one from the server that lists it; `servers` starts every server and
 prints one line each.
 
+A config file runs every command in it, as you would by typing it: there
+is no workspace trust, so read a file (for example one from a cloned
+repository) before you pass it. --verbose prints the file and each command
+line, with its directory, before it runs (values taken from the
+environment or an env file show as ***). A command given as a bare name is
+looked up in PATH (a relative PATH entry is taken from the current
+directory) and run by its absolute path.
+
 Subcommands:
   discover                 print the session: era, protocolVersion,
                            serverInfo, capabilities, instructions, pid
@@ -128,12 +136,13 @@ pub(crate) struct Options {
     /// progress notification as one JSON line)
     #[arg(long, global = true)]
     pub(crate) progress: bool,
-    /// Log the client's activity to stderr (tracing; RUST_LOG overrides the
+    /// Say which config file and which commands are about to run, then log
+    /// the client's activity to stderr (tracing; RUST_LOG overrides the
     /// filter)
     #[arg(long, global = true)]
     pub(crate) verbose: bool,
     /// Run servers from this config file (mcpServers, or VS Code's servers)
-    /// instead of `-- COMMAND`
+    /// instead of `-- COMMAND`. It runs every command in it: read it first
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) config: Option<PathBuf>,
     /// With --config: the server to use

@@ -32,7 +32,7 @@ pub(super) async fn run(
         Command::Servers => servers(options, &file, host).await,
         Command::Tools if options.server.is_none() => {
             skipped(&file);
-            all_tools(host).await
+            all_tools(options, host).await
         }
         Command::Call { tool, args, .. } if options.server.is_none() => {
             let args = args.unwrap_or_else(|| json!({}));
@@ -40,18 +40,18 @@ pub(super) async fn run(
         }
         Command::Prompts if options.server.is_none() => {
             skipped(&file);
-            all_items(host, "prompts").await
+            all_items(options, host, "prompts").await
         }
         Command::Resources if options.server.is_none() => {
             skipped(&file);
-            all_items(host, "resources").await
+            all_items(options, host, "resources").await
         }
         Command::Prompt { name, args } if options.server.is_none() => {
             let args = args.unwrap_or_else(|| json!({}));
-            prompt(&file, host, &name, args).await
+            prompt(options, &file, host, &name, args).await
         }
         Command::Read { uri } if options.server.is_none() => {
-            let r = with_host(host, async |host: &Host| {
+            let r = with_host(options, host, async |host: &Host| {
                 let r = host.read_resource(&uri).await.map_err(host_failure)?;
                 serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
             })
@@ -120,9 +120,13 @@ fn unknown(file: &ServersFile, name: &str) -> Fail {
 /// Starts a host of `config`, runs `work` on it (or stops at Ctrl-C), then
 /// stops every server and waits until their processes are gone.
 async fn with_host<T>(
+    options: &Options,
     config: HostConfig,
     work: impl AsyncFnOnce(&Host) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
+    if options.verbose {
+        config.servers.values().for_each(super::verbose::server);
+    }
     let host = tokio::select! {
         h = Host::start(config) => h.map_err(host_failure)?,
         f = interrupted() => return Err(f),
@@ -155,7 +159,7 @@ async fn servers(
             .ok_or_else(|| unknown(file, name))?;
         config.servers = [(name.clone(), one)].into();
     }
-    let summaries = with_host(config, async |host: &Host| Ok(host.servers())).await?;
+    let summaries = with_host(options, config, async |host: &Host| Ok(host.servers())).await?;
     let width = summaries
         .iter()
         .map(|s| s.name.len())
@@ -217,15 +221,19 @@ fn not_ready(s: &ServerSummary) -> String {
 }
 
 /// `mcp tools --config FILE`: every server's tools, namespaced.
-async fn all_tools(config: HostConfig) -> Result<Output, Fail> {
-    all_items(config, "tools").await
+async fn all_tools(options: &Options, config: HostConfig) -> Result<Output, Fail> {
+    all_items(options, config, "tools").await
 }
 
 /// `mcp tools|prompts|resources --config FILE`: every server's items of
 /// `kind`, each with its server (and, for tools and prompts, its
 /// namespaced name).
-async fn all_items(config: HostConfig, kind: &'static str) -> Result<Output, Fail> {
-    let (items, collisions, failed) = with_host(config, async |host: &Host| {
+async fn all_items(
+    options: &Options,
+    config: HostConfig,
+    kind: &'static str,
+) -> Result<Output, Fail> {
+    let (items, collisions, failed) = with_host(options, config, async |host: &Host| {
         let failed: Vec<ServerSummary> = host
             .servers()
             .into_iter()
@@ -299,7 +307,7 @@ async fn call(
     args: Value,
 ) -> Result<Output, Fail> {
     keep_owners(file, &mut config, "tool", tool)?;
-    let result = with_host(config, async |host: &Host| {
+    let result = with_host(options, config, async |host: &Host| {
         let mut opts = RequestOptions::new();
         if let Some(t) = options.timeout {
             opts = opts.timeout(t);
@@ -322,13 +330,14 @@ async fn call(
 /// `mcp prompt server__name`: starts the server(s) the name can belong to,
 /// and gets the prompt through the host's namespace.
 async fn prompt(
+    options: &Options,
     file: &ServersFile,
     mut config: HostConfig,
     name: &str,
     args: Value,
 ) -> Result<Output, Fail> {
     keep_owners(file, &mut config, "prompt", name)?;
-    let result = with_host(config, async |host: &Host| {
+    let result = with_host(options, config, async |host: &Host| {
         let r = host.get_prompt(name, args).await.map_err(host_failure)?;
         serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
     })

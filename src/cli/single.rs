@@ -39,8 +39,8 @@ pub(super) async fn run(
             .to_string_lossy()
             .into_owned();
     }
-    let mut config = ClientConfig::new(exe);
-    config.args = args.to_vec();
+    let config = ClientConfig::new(exe).args(args);
+    let mut config = config;
     apply_options(options, &mut config);
     with_client(options, config, command).await
 }
@@ -65,6 +65,9 @@ pub(super) async fn with_client(
     config: ClientConfig,
     command: Command,
 ) -> Result<Output, Fail> {
+    if options.verbose {
+        super::verbose::server(&config);
+    }
     let client = Client::start(config).await.map_err(|e| match e {
         StartError::Config(c) => Fail::Usage(c.to_string()),
         StartError::Spawn(s) => Fail::Usage(s.to_string()),

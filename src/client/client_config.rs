@@ -10,7 +10,7 @@ use super::http_options::HttpOptions;
 use crate::error::ConfigError;
 use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel};
-use crate::secret::EnvValue;
+use crate::secret::{Arg, EnvValue, MaybeSecret};
 
 /// Default write-queue limit: 16 MiB of unwritten messages.
 pub const DEFAULT_MAX_WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
@@ -110,8 +110,9 @@ impl Backoff {
 /// below, durations in milliseconds under names ending in `_ms`
 /// (`request_timeout_ms`, `stdin_grace_ms`, ...), `env` as an object, and
 /// every missing field at its default; an unknown field is an error. A
-/// [`Secret`](crate::Secret) in `env` is written as `{"redacted": true}`
-/// and never with its value (see [`secret`](crate::secret)).
+/// [`Secret`](crate::Secret) in `command`, `args`, `env` or `cd` is written
+/// as `{"redacted": true}` and never with its value (see
+/// [`secret`](crate::secret)).
 ///
 /// ```
 /// use conduit_mcp::ClientConfig;
@@ -129,16 +130,21 @@ pub struct ClientConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The executable: a name looked up in PATH at every connection attempt,
-    /// or an absolute path. Must not contain whitespace.
-    pub command: String,
-    /// Arguments, passed literally (no shell).
-    pub args: Vec<String>,
+    /// or an absolute path. Must not contain whitespace. A
+    /// [`Secret`](crate::Secret) is revealed only at spawn (errors and logs
+    /// show `***`).
+    pub command: Arg,
+    /// Arguments, passed literally (no shell). Each may be a
+    /// [`Secret`](crate::Secret), revealed only at spawn.
+    pub args: Vec<Arg>,
     /// Variables set in the child's environment, after the allowlist.
     #[serde(with = "crate::serde_support::env_map")]
     pub env: Vec<(String, EnvValue)>,
-    /// Working directory (absolute, existing); `None` = this process's.
+    /// Working directory (absolute, existing, valid Unicode); `None` = this
+    /// process's. It may be a [`Secret`](crate::Secret) (a config file's
+    /// `cwd` taken from the environment is one).
     #[serde(alias = "cwd", skip_serializing_if = "Option::is_none")]
-    pub cd: Option<PathBuf>,
+    pub cd: Option<MaybeSecret>,
     /// Where stderr goes.
     pub stderr: StderrMode,
     /// Allow `.bat`/`.cmd` executables (Windows). `cmd.exe` runs them with
@@ -204,7 +210,11 @@ pub struct ClientConfig {
     #[serde(rename = "restart_period_ms", with = "crate::serde_support::millis")]
     pub restart_period: Duration,
     /// Put the child in its own process group and signal the whole group
-    /// (default on), so a launcher's children (npx, uvx) are ended too.
+    /// (default on), so a launcher's children (npx, uvx) are ended too. On
+    /// Linux (x86_64, aarch64) the server then also runs under a small
+    /// reaper process that adopts every descendant leaving the group (a
+    /// daemon that calls `setsid` and double-forks), and the shutdown ends
+    /// those too.
     pub kill_process_group: bool,
     /// Linux: the child is SIGKILLed when this process dies, even by
     /// SIGKILL (default on; `PR_SET_PDEATHSIG`, set from a spawning thread
@@ -253,11 +263,13 @@ pub struct ClientConfig {
     /// together (default 100,000; the largest real lists hold thousands).
     pub max_list_items: usize,
     /// Bytes the pages of one paginated list may hold in memory once parsed
-    /// (default 64 MiB; estimated as every memory bound of the crate is,
+    /// (default 256 MiB; estimated as every memory bound of the crate is,
     /// from the parsed JSON, on the high side). Parsed JSON holds many times
     /// its text (about 16 times for a list of small tools): the default
-    /// admits about 43,000 small tools (about 4 MiB of JSON text), not one
-    /// 8 MiB page of them.
+    /// admits any single page up to the default `max_message_bytes` (8 MiB
+    /// of text, about 128 MiB parsed), so a list that one legal answer can
+    /// carry is never refused; the item cap usually ends an endless list
+    /// first.
     pub max_list_bytes: usize,
     /// A Streamable HTTP server instead of a child process (feature
     /// `http`; see [`ClientConfig::http`]). When set, `command`, `args`,
@@ -270,7 +282,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// A configuration running `command` with default options.
-    pub fn new(command: impl Into<String>) -> Self {
+    pub fn new(command: impl Into<Arg>) -> Self {
         Self {
             name: None,
             command: command.into(),
@@ -303,7 +315,7 @@ impl ClientConfig {
             refresh_tools_on_list_changed: false,
             max_list_pages: 1_000,
             max_list_items: 100_000,
-            max_list_bytes: 64 * 1024 * 1024,
+            max_list_bytes: 256 * 1024 * 1024,
             http: None,
         }
     }
@@ -349,7 +361,7 @@ impl ClientConfig {
     }
 
     /// Sets the executable (see [`command`](Self::command)).
-    pub fn command(mut self, command: impl Into<String>) -> Self {
+    pub fn command(mut self, command: impl Into<Arg>) -> Self {
         self.command = command.into();
         self
     }
@@ -361,14 +373,15 @@ impl ClientConfig {
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: Into<String>,
+        S: Into<Arg>,
     {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
-    /// Adds one argument.
-    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+    /// Adds one argument (a [`Secret`](crate::Secret) too:
+    /// `.arg(Secret::new(token))`).
+    pub fn arg(mut self, arg: impl Into<Arg>) -> Self {
         self.args.push(arg.into());
         self
     }
@@ -386,15 +399,18 @@ impl ClientConfig {
         K: Into<String>,
         V: Into<EnvValue>,
     {
-        for (k, v) in vars {
-            self = self.env(k, v);
-        }
+        merge_env(
+            &mut self.env,
+            vars.into_iter().map(|(k, v)| (k.into(), v.into())),
+        );
         self
     }
 
-    /// Sets the working directory.
+    /// Sets the working directory (to make it a secret, assign
+    /// [`cd`](Self::cd) a [`Secret`](crate::Secret)). A path that is not
+    /// valid Unicode is refused by [`validate`](Self::validate).
     pub fn cd(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.cd = Some(dir.into());
+        self.cd = Some(plain_dir(dir.into()));
         self
     }
 
@@ -613,17 +629,19 @@ impl ClientConfig {
         }
     }
 
-    /// The name used in logs: `name`, or the command's file name (for
-    /// HTTP, the endpoint without credentials or query).
+    /// The name used in logs: `name`, or the command's file name (`***`
+    /// for a secret command; for HTTP, the endpoint without credentials or
+    /// query).
     pub fn display_name(&self) -> String {
         if let (None, Some(http)) = (&self.name, &self.http) {
             return http.display_url();
         }
-        self.name.clone().unwrap_or_else(|| {
-            Path::new(&self.command)
+        self.name.clone().unwrap_or_else(|| match &self.command {
+            MaybeSecret::Plain(command) => Path::new(command)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| self.command.clone())
+                .unwrap_or_else(|| command.clone()),
+            secret => secret.to_string(),
         })
     }
 
@@ -647,9 +665,11 @@ impl ClientConfig {
 
     /// `command`: a bare name without whitespace, or an absolute path (which
     /// may hold spaces, as macOS's "Application Support" does, if it
-    /// exists); and the Windows batch-file rule.
+    /// exists); and the Windows batch-file rule. A secret command is named
+    /// `Secret(***)` in the errors.
     fn validate_command(&self) -> Result<(), ConfigError> {
-        let cmd = &self.command;
+        let shown = &self.command;
+        let cmd = self.command.expose();
         let path = Path::new(cmd);
         if cmd.is_empty() {
             return Err(ConfigError::new("command", "must not be empty"));
@@ -660,21 +680,21 @@ impl ClientConfig {
         if cmd.chars().any(char::is_whitespace) && !(path.is_absolute() && path.is_file()) {
             return Err(ConfigError::new(
                 "command",
-                format!("{cmd:?} contains whitespace; put arguments in `args`"),
+                format!("{shown:?} contains whitespace; put arguments in `args`"),
             ));
         }
         if path.components().count() > 1 && !path.is_absolute() {
             return Err(ConfigError::new(
                 "command",
-                format!("{cmd:?} must be a bare name looked up in PATH or an absolute path"),
+                format!("{shown:?} must be a bare name looked up in PATH or an absolute path"),
             ));
         }
-        crate::child::command::check_batch_file(cmd, &self.args, self.allow_batch_files)
+        crate::child::command::check_batch_file(&self.command, &self.args, self.allow_batch_files)
     }
 
     /// `args` and `env`: nothing a C string cannot hold, valid names.
     fn validate_args_and_env(&self) -> Result<(), ConfigError> {
-        if let Some(i) = self.args.iter().position(|a| a.contains('\0')) {
+        if let Some(i) = self.args.iter().position(|a| a.expose().contains('\0')) {
             return Err(ConfigError::new(
                 "args",
                 format!("argument {i} contains a NUL byte"),
@@ -697,19 +717,27 @@ impl ClientConfig {
         Ok(())
     }
 
-    /// `cd` and a stderr file: absolute (and the directory existing).
+    /// `cd` and a stderr file: absolute (and the directory existing). A
+    /// secret `cd` is named `***` in the errors.
     fn validate_paths(&self) -> Result<(), ConfigError> {
-        if let Some(cd) = &self.cd {
+        if let Some(shown) = &self.cd {
+            let cd = Path::new(shown.expose());
+            if shown.expose().contains('\0') {
+                return Err(ConfigError::new(
+                    "cd",
+                    "contains a NUL byte, or is not valid Unicode",
+                ));
+            }
             if !cd.is_absolute() {
                 return Err(ConfigError::new(
                     "cd",
-                    format!("{} is not an absolute path", cd.display()),
+                    format!("{shown} is not an absolute path"),
                 ));
             }
             if !cd.is_dir() {
                 return Err(ConfigError::new(
                     "cd",
-                    format!("{} is not an existing directory", cd.display()),
+                    format!("{shown} is not an existing directory"),
                 ));
             }
         }
@@ -768,11 +796,40 @@ impl ClientConfig {
     }
 }
 
+/// A directory as plain text. One that is not valid Unicode gets a NUL
+/// byte, so that [`ClientConfig::validate`] refuses it rather than run the
+/// server in another directory with a similar name.
+pub(crate) fn plain_dir(dir: PathBuf) -> MaybeSecret {
+    MaybeSecret::Plain(match dir.into_os_string().into_string() {
+        Ok(dir) => dir,
+        Err(dir) => format!("{}\0", dir.to_string_lossy()),
+    })
+}
+
 /// Sets `key` in `env`: a later value replaces an earlier one (the rule of
 /// [`ClientConfig::env`], config files and the `mcp` command alike).
-pub(crate) fn set_env(env: &mut Vec<(String, EnvValue)>, key: String, value: EnvValue) {
-    env.retain(|(k, _)| *k != key);
-    env.push((key, value));
+fn set_env(env: &mut Vec<(String, EnvValue)>, key: String, value: EnvValue) {
+    merge_env(env, [(key, value)]);
+}
+
+/// Appends `more` to `env`, then keeps only the last value of each name, in
+/// the order of those last values: what setting them one by one with
+/// [`set_env`] gives, in time linear in the number of variables (an env
+/// file of 200,000 lines, set one by one, took minutes).
+pub(crate) fn merge_env<V>(
+    env: &mut Vec<(String, V)>,
+    more: impl IntoIterator<Item = (String, V)>,
+) {
+    env.extend(more);
+    let mut seen = std::collections::HashSet::with_capacity(env.len());
+    let keep: Vec<bool> = env
+        .iter()
+        .rev()
+        .map(|(k, _)| seen.insert(k.as_str()))
+        .collect();
+    // `retain` visits the elements once each, in order.
+    let mut last = keep.into_iter().rev();
+    env.retain(|_| last.next().unwrap_or(true));
 }
 
 #[cfg(test)]
@@ -914,7 +971,7 @@ mod tests {
         } = c;
         assert_eq!(http.map(|h| h.url).as_deref(), Some("http://x/"));
         assert_eq!(name.as_deref(), Some("n"));
-        assert_eq!((command.as_str(), args.len(), env.len()), ("/bin/y", 1, 1));
+        assert_eq!((command.expose(), args.len(), env.len()), ("/bin/y", 1, 1));
         assert_eq!(cd, Some("/".into()));
         assert_eq!(stderr, StderrMode::Discard);
         assert!(allow_batch_files && group_watchdog && refresh_tools_on_list_changed);

@@ -20,7 +20,9 @@ use tokio::time::Instant;
 use crate::deadline::After;
 
 mod client_config;
-pub(crate) use client_config::set_env;
+pub(crate) use client_config::merge_env;
+#[cfg(feature = "cli")]
+pub(crate) use client_config::plain_dir;
 mod connection;
 mod direct;
 mod discovery;

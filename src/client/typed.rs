@@ -20,6 +20,7 @@ use super::pagination::Pager;
 use super::status::ServerSession;
 use super::{Client, RequestOptions};
 use crate::error::Error;
+use crate::jsonrpc::RawJson;
 use crate::protocol::{
     meta, methods, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Cursor, Era,
     GetPromptParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -51,6 +52,14 @@ impl TypedState {
     fn level(&self) -> Option<LoggingLevel> {
         crate::sync::lock(&self.log_level).clone()
     }
+}
+
+/// Decodes one page of a list result, naming the method on failure.
+fn decode_page<P: DeserializeOwned>(method: &str, raw: &RawJson) -> Result<P, Error> {
+    raw.parse().map_err(|e| Error::Codec {
+        method: method.to_owned(),
+        problem: format!("could not decode the result: {e}"),
+    })
 }
 
 /// A list result: its items and the next page's cursor.
@@ -302,7 +311,8 @@ impl Client {
         key: &str,
         opts: RequestOptions,
     ) -> Result<Vec<Value>, Error> {
-        self.paginate(method, &opts, |mut page: Value| {
+        self.paginate(method, &opts, |raw: RawJson| {
+            let mut page: Value = decode_page(method, &raw)?;
             let items = match page.get_mut(key).map(Value::take) {
                 Some(Value::Array(items)) => items,
                 _ => Vec::new(),
@@ -318,34 +328,30 @@ impl Client {
 
     /// Every page of a typed list.
     async fn all_pages<P: Page>(&self, method: &str) -> Result<Vec<P::Item>, Error> {
-        self.paginate(method, &RequestOptions::new(), |page| {
-            serde_json::from_value::<P>(page)
-                .map(P::split)
-                .map_err(|e| Error::Codec {
-                    method: method.to_owned(),
-                    problem: format!("could not decode the result: {e}"),
-                })
+        self.paginate(method, &RequestOptions::new(), |raw: RawJson| {
+            decode_page::<P>(method, &raw).map(P::split)
         })
         .await
     }
 
     /// Requests `method` page after page, splitting each with `split`,
-    /// within the list caps. Each page is measured once parsed (what it
-    /// holds, see [`Pager`]) before it is split.
+    /// within the list caps. Each page is measured from its bytes (what it
+    /// would hold parsed, see [`Pager`]) and decoded straight into its
+    /// items: no JSON tree per page in between.
     async fn paginate<T>(
         &self,
         method: &str,
         opts: &RequestOptions,
-        split: impl Fn(Value) -> Result<(Vec<T>, Option<Cursor>), Error>,
+        split: impl Fn(RawJson) -> Result<(Vec<T>, Option<Cursor>), Error>,
     ) -> Result<Vec<T>, Error> {
         let mut pager = Pager::new(method, &self.shared.config);
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
             let params = cursor.take().map(|c| json!({ "cursor": c }));
-            let page: Value = self.request_as(method, params, opts.clone()).await?;
-            let held = crate::jsonrpc::footprint::value(&page);
-            let (mut items, next) = split(page)?;
+            let raw = self.request_raw(method, params, opts.clone()).await?;
+            let held = crate::jsonrpc::footprint::estimate(raw.as_bytes()).bytes;
+            let (mut items, next) = split(raw)?;
             let next = pager
                 .page(items.len(), held)
                 .and_then(|()| pager.next(next))

@@ -1,38 +1,50 @@
 //! The caller's side (node B): finds servers exposed by gateways on other
 //! nodes and calls them.
 //!
-//! [`RemoteServers`] owns a small local actor, the *sink*, in a process
-//! group of its own: gateways send it the progress of its calls and the
-//! notifications it subscribed to. A call is a ractor RPC to the gateway
-//! with the timeout inside the message. When the node hosting the gateway
-//! goes away, ractor_cluster stops the gateway's stand-in here, which drops
-//! every reply port of the calls in flight: each fails at once with
-//! [`RemoteError::NodeLost`], never with a timeout.
+//! [`RemoteServers`] owns a small local actor, the *sink* (see
+//! [`sink`](super::sink)), in a process group of its own. Before the first
+//! call to a gateway it asks that gateway for a ticket; calls,
+//! cancellations and subscriptions carry it. A call is a ractor RPC to the
+//! gateway with the timeout inside the message. When the node hosting the
+//! gateway goes away, ractor_cluster stops the gateway's stand-in here,
+//! which drops every reply port of the calls in flight: each fails at once
+//! with [`RemoteError::NodeLost`], never with a timeout.
+//!
+//! Finding a server by name checks who claims it: a gateway on this node
+//! first; else the claimants on other nodes, kept to the nodes trusted for
+//! that name ([`RemoteServersBuilder::trust`]); more than one claimant left
+//! is an error that names them ([`FindError::Ambiguous`]), never a pick.
 
-use crate::sync::lock;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ractor::rpc::CallResult;
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorCell, ActorId, ActorRef};
+use ractor_cluster::NodeServerMessage;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OnceCell};
 use tracing::debug;
 
-use super::wire::{
-    self, CallEnvelope, GatewayMsg, NotificationEnvelope, Operation, ProgressEnvelope, RemoteError,
-    SinkMsg,
-};
-use super::{notifications_group, server_group};
+use super::names::NodeNames;
+use super::notifications::RemoteNotifications;
+use super::server_group;
+use super::sink::{Admission, Routes, Sink};
+use super::token;
+use super::wire::{self, Call, CallKey, GatewayMsg, Hello, Op, RemoteError, SinkMsg, Subscription};
 use crate::client::{CallToolResult, Tool};
-use crate::jsonrpc::{Notification, RawJson};
+use crate::deadline::After;
+use crate::jsonrpc::RawJson;
+use crate::sync::lock;
 use crate::{CancelToken, Progress};
 
 /// How long a caller waits beyond the call's own timeout for the answer to
 /// cross back (the gateway answers `Timeout` itself at the timeout).
 const ANSWER_MARGIN: Duration = Duration::from_secs(5);
+
+/// Unread notifications one subscriber may hold, by default (bytes).
+pub const DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES: usize = 16 * 1024 * 1024;
 
 /// Options of one remote call.
 #[derive(Debug, Clone)]
@@ -58,13 +70,15 @@ impl RemoteOptions {
         Self::default()
     }
 
-    /// The call's timeout, applied on the node that hosts the server.
+    /// The call's timeout, applied on the node that hosts the server (which
+    /// may lower it to its own maximum).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    /// Asks for progress; each notification arrives on `tx`.
+    /// Asks for progress; each notification arrives on `tx` (unbounded:
+    /// yours to read, as with a local request's progress).
     pub fn progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
         self.progress = Some(tx);
         self
@@ -77,121 +91,406 @@ impl RemoteOptions {
     }
 }
 
-/// What the sink routes, shared with the handles.
-#[derive(Default)]
-struct Routes {
-    progress: Mutex<HashMap<u64, mpsc::UnboundedSender<Progress>>>,
-    notifications: Mutex<HashMap<String, Vec<mpsc::UnboundedSender<Notification>>>>,
-}
-
-/// Why [`RemoteServers::start`] failed.
+/// Why [`RemoteServersBuilder::start`] failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RemoteStartError {
     /// The sink actor could not be spawned.
     #[error("could not start the caller's sink actor: {0}")]
     Spawn(String),
+    /// Nodes are trusted for a server by name, and names are known only
+    /// through the node server.
+    #[error(
+        "trusting nodes for `{server}` needs the node server (RemoteServersBuilder::node_server)"
+    )]
+    TrustNeedsNodeServer {
+        /// The server with a trust list.
+        server: String,
+    },
+    /// The node server could not be followed.
+    #[error("could not follow the node server's sessions: {0}")]
+    NodeServer(String),
+}
+
+/// Why [`RemoteServers::find`] found no server to call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FindError {
+    /// No gateway known here exposes the name.
+    #[error("no gateway exposes `{server}`")]
+    NotFound {
+        /// The name asked for.
+        server: String,
+    },
+    /// More than one node (or more than one local gateway) claims the
+    /// name, and nothing says which one to call.
+    #[error("more than one gateway claims `{server}`: {}", nodes.join(", "))]
+    Ambiguous {
+        /// The name asked for.
+        server: String,
+        /// The claimants: node names, `node #<id>` where the name is not
+        /// known, `this node` for local gateways.
+        nodes: Vec<String>,
+    },
+    /// Only nodes not trusted for the name claim it.
+    #[error("`{server}` is claimed only by nodes not trusted for it: {}", nodes.join(", "))]
+    Untrusted {
+        /// The name asked for.
+        server: String,
+        /// The claimants.
+        nodes: Vec<String>,
+    },
+}
+
+/// Builds a [`RemoteServers`]: which nodes may serve which names.
+///
+/// ```no_run
+/// # async fn f(node: ractor::ActorRef<ractor_cluster::NodeServerMessage>) -> Result<(), Box<dyn std::error::Error>> {
+/// use conduit_mcp::cluster::RemoteServers;
+/// let servers = RemoteServers::builder()
+///     .node_server(node)
+///     // `files` is called only on node-a (as node-a declared itself).
+///     .trust("files", ["node-a@host-a"])
+///     .start()
+///     .await?;
+/// let files = servers.wait_for("files", std::time::Duration::from_secs(10)).await?;
+/// # let _ = files; Ok(()) }
+/// ```
+#[derive(Debug, Default)]
+pub struct RemoteServersBuilder {
+    node_server: Option<ActorRef<NodeServerMessage>>,
+    trust: HashMap<String, HashSet<String>>,
+    max_queued_notification_bytes: Option<usize>,
+}
+
+impl RemoteServersBuilder {
+    /// This node's `NodeServer`: names the nodes that claim a server
+    /// (needed by [`trust`](Self::trust); without it, a remote claimant is
+    /// `node #<id>`).
+    pub fn node_server(mut self, server: ActorRef<NodeServerMessage>) -> Self {
+        self.node_server = Some(server);
+        self
+    }
+
+    /// `server` is called only on `nodes` (names as the nodes declare
+    /// them: `name@hostname`), or on a gateway of this node. Without a
+    /// trust list for a name, any single claimant is called.
+    pub fn trust<I, S>(mut self, server: impl Into<String>, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.trust
+            .entry(server.into())
+            .or_default()
+            .extend(nodes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Unread notifications one subscriber may hold (default
+    /// [`DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES`]); past it, new ones are
+    /// dropped and counted ([`RemoteNotifications::dropped`]).
+    pub fn max_queued_notification_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_notification_bytes = Some(bytes);
+        self
+    }
+
+    /// Starts the sink. The node must be connected to the other nodes
+    /// (ractor_cluster's `NodeServer` and `client_connect`).
+    pub async fn start(self) -> Result<RemoteServers, RemoteStartError> {
+        if self.node_server.is_none() {
+            if let Some(server) = self.trust.keys().next() {
+                return Err(RemoteStartError::TrustNeedsNodeServer {
+                    server: server.clone(),
+                });
+            }
+        }
+        static SINKS: AtomicU64 = AtomicU64::new(0);
+        let group = format!(
+            "conduit-mcp/sink/{}/{}",
+            std::process::id(),
+            SINKS.fetch_add(1, Ordering::Relaxed)
+        );
+        let names = match self.node_server {
+            Some(server) => Some(
+                NodeNames::follow(server, group.clone())
+                    .await
+                    .map_err(RemoteStartError::NodeServer)?,
+            ),
+            None => None,
+        };
+        let routes = Arc::new(Routes::default());
+        let spawned = Actor::spawn(None, Sink, (group.clone(), routes.clone())).await;
+        let sink = match spawned {
+            Ok((sink, _)) => sink,
+            Err(e) => {
+                if let Some(n) = &names {
+                    n.stop();
+                }
+                return Err(RemoteStartError::Spawn(e.to_string()));
+            }
+        };
+        Ok(RemoteServers {
+            inner: Arc::new(Inner {
+                sink,
+                group,
+                routes,
+                next_id: AtomicU64::new(1),
+                names,
+                trust: self.trust,
+                max_queued_notification_bytes: self
+                    .max_queued_notification_bytes
+                    .unwrap_or(DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES),
+                admissions: Mutex::default(),
+            }),
+        })
+    }
+}
+
+/// A ticket at one gateway, fetched once.
+type Admitted = Arc<OnceCell<Admission>>;
+
+struct Inner {
+    sink: ActorRef<SinkMsg>,
+    /// The sink's process group.
+    group: String,
+    routes: Arc<Routes>,
+    next_id: AtomicU64,
+    names: Option<NodeNames>,
+    trust: HashMap<String, HashSet<String>>,
+    max_queued_notification_bytes: usize,
+    /// Tickets, by gateway.
+    admissions: Mutex<HashMap<ActorId, (ActorCell, Admitted)>>,
 }
 
 /// Node B's view of the servers exposed by gateways on other nodes.
 /// Cheap to clone; stopping it ([`stop`](Self::stop)) ends its sink.
 #[derive(Clone)]
 pub struct RemoteServers {
-    sink: ActorRef<SinkMsg>,
-    /// The sink's process group: the calls' `caller`.
-    group: String,
-    routes: Arc<Routes>,
-    next_id: Arc<AtomicU64>,
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for RemoteServers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteServers")
-            .field("sink", &self.group)
+            .field("sink", &self.inner.group)
+            .field("trust", &self.inner.trust)
             .finish()
     }
 }
 
+/// A claimant of a name: its gateway and the label of its node.
+struct Claimant {
+    cell: ActorCell,
+    node: String,
+    /// The node's declared name, if known.
+    name: Option<String>,
+}
+
 impl RemoteServers {
-    /// Starts the sink. The node must be connected to the other nodes
-    /// (ractor_cluster's `NodeServer` and `client_connect`).
+    /// Starts the sink with no node server and no trust list: a local
+    /// gateway, else a single remote claimant, is called
+    /// ([`builder`](Self::builder) for more).
     pub async fn start() -> Result<RemoteServers, RemoteStartError> {
-        static SINKS: AtomicU64 = AtomicU64::new(0);
-        let group = format!(
-            "conduit-mcp/sink/{}/{}/{}",
-            std::process::id(),
-            SINKS.fetch_add(1, Ordering::Relaxed),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        );
-        let routes = Arc::new(Routes::default());
-        let (sink, _) = Actor::spawn(None, Sink, (group.clone(), routes.clone()))
-            .await
-            .map_err(|e| RemoteStartError::Spawn(e.to_string()))?;
-        Ok(RemoteServers {
-            sink,
-            group,
-            routes,
-            next_id: Arc::new(AtomicU64::new(1)),
-        })
+        Self::builder().start().await
     }
 
-    /// The server exposed under `name` by some gateway, if one is known
-    /// now (process groups sync shortly after nodes connect: see
-    /// [`wait_for`](Self::wait_for)).
-    pub fn find(&self, name: &str) -> Option<RemoteServer> {
+    /// A builder: the node server, which nodes to trust for which name.
+    pub fn builder() -> RemoteServersBuilder {
+        RemoteServersBuilder::default()
+    }
+
+    /// The server exposed under `name`, if exactly one gateway may serve
+    /// it now: a gateway on this node if there is one, else the one
+    /// claimant on another node that is trusted for `name` (process groups
+    /// sync shortly after nodes connect: see [`wait_for`](Self::wait_for)).
+    pub fn find(&self, name: &str) -> Result<RemoteServer, FindError> {
         let members = ractor::pg::get_members(&server_group(name));
-        // Prefer a gateway on another node, the point of the exercise.
-        let cell = members
-            .iter()
-            .find(|c| !c.get_id().is_local())
-            .or_else(|| members.first())?
-            .clone();
-        Some(RemoteServer {
-            name: name.to_owned(),
-            gateway: ActorRef::from(cell),
-            servers: self.clone(),
-        })
+        let (local, remote): (Vec<ActorCell>, Vec<ActorCell>) =
+            members.into_iter().partition(|c| c.get_id().is_local());
+        let claimants: Vec<Claimant> = if local.is_empty() {
+            remote.into_iter().map(|c| self.claimant(c)).collect()
+        } else {
+            local
+                .into_iter()
+                .map(|cell| Claimant {
+                    cell,
+                    node: "this node".into(),
+                    name: None,
+                })
+                .collect()
+        };
+        let is_local = claimants
+            .first()
+            .is_some_and(|c| c.cell.get_id().is_local());
+        let (trusted, untrusted): (Vec<Claimant>, Vec<Claimant>) =
+            match (self.inner.trust.get(name), is_local) {
+                (Some(nodes), false) => claimants
+                    .into_iter()
+                    .partition(|c| c.name.as_ref().is_some_and(|n| nodes.contains(n))),
+                _ => (claimants, Vec::new()),
+            };
+        let labels = |cs: &[Claimant]| cs.iter().map(|c| c.node.clone()).collect();
+        match trusted.as_slice() {
+            [one] => Ok(RemoteServer {
+                name: name.to_owned(),
+                node: one.node.clone(),
+                gateway: ActorRef::from(one.cell.clone()),
+                servers: self.clone(),
+            }),
+            [] if untrusted.is_empty() => Err(FindError::NotFound {
+                server: name.to_owned(),
+            }),
+            [] => Err(FindError::Untrusted {
+                server: name.to_owned(),
+                nodes: labels(&untrusted),
+            }),
+            many => Err(FindError::Ambiguous {
+                server: name.to_owned(),
+                nodes: labels(many),
+            }),
+        }
     }
 
-    /// Waits (up to `timeout`) for a gateway exposing `name` to be known.
-    pub async fn wait_for(&self, name: &str, timeout: Duration) -> Option<RemoteServer> {
-        let deadline = tokio::time::Instant::now() + timeout;
+    fn claimant(&self, cell: ActorCell) -> Claimant {
+        let node_id = match cell.get_id() {
+            ActorId::Remote { node_id, .. } => node_id,
+            ActorId::Local(_) => 0,
+        };
+        let name = self.inner.names.as_ref().and_then(|n| n.name(node_id));
+        let node = name.clone().unwrap_or_else(|| format!("node #{node_id}"));
+        Claimant { cell, node, name }
+    }
+
+    /// Waits (up to `timeout`, which may be [`Duration::MAX`]) for
+    /// [`find`](Self::find) to succeed. An ambiguous name fails at once; a
+    /// name claimed only by untrusted nodes, or by none, is waited for (a
+    /// trusted gateway may still appear).
+    pub async fn wait_for(&self, name: &str, timeout: Duration) -> Result<RemoteServer, FindError> {
+        let deadline = tokio::time::Instant::now().after(timeout);
         loop {
-            if let Some(s) = self.find(name) {
-                return Some(s);
+            let mut found = self.find(name);
+            if let (Err(FindError::Ambiguous { .. }), Some(names)) = (&found, &self.inner.names) {
+                // Name the claimants whose names were not known yet.
+                names.refresh().await;
+                found = self.find(name);
             }
-            if tokio::time::Instant::now() >= deadline {
-                return None;
+            match &found {
+                Ok(_) | Err(FindError::Ambiguous { .. }) => return found,
+                Err(_) if tokio::time::Instant::now() >= deadline => return found,
+                // A claimant's name may not be known yet.
+                Err(FindError::Untrusted { .. }) => {
+                    if let Some(names) = &self.inner.names {
+                        names.refresh().await;
+                    }
+                }
+                Err(_) => {}
             }
             // Process groups have no change feed here: a short poll.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
-    /// Notifications of server `name` (on whichever node exposes it) from
-    /// now on. Unbounded: keep reading.
-    pub fn notifications(&self, name: &str) -> mpsc::UnboundedReceiver<Notification> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        lock(&self.routes.notifications)
-            .entry(name.to_owned())
-            .or_default()
-            .push(tx);
-        ractor::pg::join(notifications_group(name), vec![self.sink.get_cell()]);
-        rx
+    /// Messages the sink dropped because they did not come from a gateway
+    /// this node holds a ticket from: forged ones, progress for a call that
+    /// went to another gateway, and tickets for a hello that had already
+    /// given up.
+    pub fn rejected(&self) -> u64 {
+        self.inner.routes.rejected()
     }
 
-    /// Stops the sink: progress and notifications stop arriving.
+    /// Stops the sink: progress and notifications stop arriving, and the
+    /// tickets end.
     pub fn stop(&self) {
-        self.sink.stop(None);
+        if let Some(names) = &self.inner.names {
+            names.stop();
+        }
+        self.inner.sink.stop(None);
     }
+
+    /// This node's ticket at `gateway`, asked for if there is none yet.
+    async fn admission(
+        &self,
+        gateway: &ActorRef<GatewayMsg>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Admission, RemoteError> {
+        let cell = {
+            let mut all = lock(&self.inner.admissions);
+            // Gateways that stopped hold no ticket of ours any more.
+            all.retain(|_, (g, _)| g.get_status() < ractor::ActorStatus::Stopping);
+            all.entry(gateway.get_id())
+                .or_insert_with(|| (gateway.get_cell(), Admitted::default()))
+                .1
+                .clone()
+        };
+        cell.get_or_try_init(|| self.hello(gateway, deadline))
+            .await
+            .cloned()
+    }
+
+    /// Forgets the ticket at `gateway` (the gateway does not know it).
+    fn drop_admission(&self, gateway: &ActorRef<GatewayMsg>) {
+        lock(&self.inner.admissions).remove(&gateway.get_id());
+    }
+
+    /// Asks `gateway` for a ticket; it arrives at the sink.
+    async fn hello(
+        &self,
+        gateway: &ActorRef<GatewayMsg>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Admission, RemoteError> {
+        let routes = &self.inner.routes;
+        let nonce = token::fresh()?;
+        let ticket = routes.expect_ticket(&nonce, gateway);
+        struct Forget<'a>(&'a Routes, &'a str);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                self.0.forget_nonce(self.1);
+            }
+        }
+        let _forget = Forget(routes, &nonce);
+        let hello = Hello {
+            group: self.inner.group.clone(),
+            pid: self.inner.sink.get_id().pid(),
+            nonce: nonce.clone(),
+        };
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let answer = gateway
+            .call(|r| GatewayMsg::Hello(wire::encode(&hello), r), Some(left))
+            .await;
+        match answer {
+            Ok(CallResult::Success(bytes)) => {
+                wire::read_answer(bytes)?;
+            }
+            Ok(CallResult::Timeout) => {
+                return Err(RemoteError::Timeout {
+                    after_ms: millis(left),
+                })
+            }
+            Ok(CallResult::SenderError) | Err(_) => {
+                return Err(RemoteError::NodeLost {
+                    server: "the gateway".into(),
+                })
+            }
+        }
+        match tokio::time::timeout_at(deadline, ticket).await {
+            Ok(Ok(admission)) => Ok(admission),
+            _ => Err(RemoteError::NotAdmitted {
+                reason: "the gateway's ticket did not arrive in time".into(),
+            }),
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A server on another node, found by name.
 #[derive(Debug, Clone)]
 pub struct RemoteServer {
     name: String,
+    node: String,
     gateway: ActorRef<GatewayMsg>,
     servers: RemoteServers,
 }
@@ -200,6 +499,12 @@ impl RemoteServer {
     /// The name it is exposed under.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The node serving it: its declared name, `node #<id>` if the name is
+    /// not known, or `this node`.
+    pub fn node(&self) -> &str {
+        &self.node
     }
 
     /// Sends any request; the result comes back as the server's own bytes.
@@ -211,11 +516,9 @@ impl RemoteServer {
         params: Option<Value>,
         opts: RemoteOptions,
     ) -> Result<RawJson, RemoteError> {
-        let op = Operation::Request {
-            method: method.to_owned(),
-            params,
-        };
-        self.call(op, opts).await.map(RawJson::from_vec)
+        self.call(Op::Request, Some(method), params, opts)
+            .await
+            .map(RawJson::from_vec)
     }
 
     /// Calls a tool. A tool that fails is an `Ok` with `is_error`.
@@ -230,60 +533,154 @@ impl RemoteServer {
         raw.parse().map_err(|e| RemoteError::Codec(e.to_string()))
     }
 
-    /// Every tool of the server.
+    /// Every tool of the server (needs the `tools/list` grant).
     pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<Tool>, RemoteError> {
-        let bytes = self
-            .call(Operation::ListTools, RemoteOptions::new().timeout(timeout))
-            .await?;
+        let opts = RemoteOptions::new().timeout(timeout);
+        let bytes = self.call(Op::ListTools, None, None, opts).await?;
         serde_json::from_slice(&bytes).map_err(|e| RemoteError::Codec(e.to_string()))
     }
 
     /// The server's session (era, protocol version, server info,
-    /// capabilities, instructions, pid), as JSON.
+    /// capabilities, instructions, pid), as JSON (needs the `session`
+    /// grant).
     pub async fn session(&self, timeout: Duration) -> Result<Value, RemoteError> {
-        let bytes = self
-            .call(Operation::Session, RemoteOptions::new().timeout(timeout))
-            .await?;
+        let opts = RemoteOptions::new().timeout(timeout);
+        let bytes = self.call(Op::Session, None, None, opts).await?;
         serde_json::from_slice(&bytes).map_err(|e| RemoteError::Codec(e.to_string()))
     }
 
-    async fn call(&self, op: Operation, opts: RemoteOptions) -> Result<Vec<u8>, RemoteError> {
+    /// Subscribes to the server's notifications from now on (needs the
+    /// `notifications` grant: else [`RemoteError::Refused`]). Returns once
+    /// the gateway has taken the subscription.
+    pub async fn notifications(
+        &self,
+        timeout: Duration,
+    ) -> Result<RemoteNotifications, RemoteError> {
         let s = &self.servers;
-        let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-        let env = CallEnvelope {
-            caller: s.group.clone(),
-            id,
+        let deadline = tokio::time::Instant::now().after(timeout);
+        let admission = s.admission(&self.gateway, deadline).await?;
+        // Registered before asking: the first notification may come before
+        // the answer.
+        let rx = s.inner.routes.subscribe(
+            &admission.secret,
+            &self.name,
+            s.inner.max_queued_notification_bytes,
+        );
+        let sub = Subscription {
+            ticket: admission.ticket.clone(),
             server: self.name.clone(),
-            op,
-            timeout_ms: u64::try_from(opts.timeout.as_millis()).unwrap_or(u64::MAX),
-            progress_group: opts.progress.as_ref().map(|_| s.group.clone()),
         };
-        let bytes = serde_json::to_vec(&env).map_err(|e| RemoteError::Codec(e.to_string()))?;
-        let mut guard = InFlight {
-            gateway: &self.gateway,
-            routes: &s.routes,
-            key: format!("{}/{id}", s.group),
-            id,
-            done: false,
-        };
-        if let Some(tx) = opts.progress {
-            lock(&s.routes.progress).insert(id, tx);
-        }
-        let wait = opts.timeout.saturating_add(ANSWER_MARGIN);
-        let call = self
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let answer = self
             .gateway
-            .call(|reply| GatewayMsg::Call(bytes, reply), Some(wait));
+            .call(|r| GatewayMsg::Subscribe(wire::encode(&sub), r), Some(left))
+            .await;
+        let outcome = match answer {
+            Ok(CallResult::Success(bytes)) => wire::read_answer(bytes).map(|_| ()),
+            Ok(CallResult::Timeout) => Err(RemoteError::Timeout {
+                after_ms: millis(left),
+            }),
+            Ok(CallResult::SenderError) | Err(_) => Err(RemoteError::NodeLost {
+                server: self.name.clone(),
+            }),
+        };
+        match outcome {
+            Ok(()) => Ok(rx),
+            Err(e) => {
+                drop(rx);
+                s.inner.routes.prune(&admission.secret, &self.name);
+                if matches!(e, RemoteError::NotAdmitted { .. }) {
+                    s.drop_admission(&self.gateway);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn call(
+        &self,
+        op: Op,
+        method: Option<&str>,
+        params: Option<Value>,
+        opts: RemoteOptions,
+    ) -> Result<Vec<u8>, RemoteError> {
+        let params = params
+            .map(|p| serde_json::value::to_raw_value(&p))
+            .transpose()
+            .map_err(|e| RemoteError::Codec(e.to_string()))?;
+        let work = async {
+            let deadline =
+                tokio::time::Instant::now().after(opts.timeout.saturating_add(ANSWER_MARGIN));
+            let mut retried = false;
+            loop {
+                let r = self
+                    .call_once(op, method, params.clone(), &opts, deadline)
+                    .await;
+                // A ticket the gateway no longer knows (it dropped it, or
+                // restarted): ask for a new one, once.
+                match r {
+                    Err(RemoteError::NotAdmitted { .. }) if !retried => {
+                        self.servers.drop_admission(&self.gateway);
+                        retried = true;
+                    }
+                    other => return other,
+                }
+            }
+        };
         let cancelled = async {
             match &opts.cancel {
                 Some(c) => c.cancelled().await,
                 None => std::future::pending().await,
             }
         };
-        let outcome = tokio::select! {
-            r = call => r,
-            _ = cancelled => return Err(RemoteError::Cancelled),
+        tokio::select! {
+            r = work => r,
+            _ = cancelled => Err(RemoteError::Cancelled),
+        }
+    }
+
+    async fn call_once(
+        &self,
+        op: Op,
+        method: Option<&str>,
+        params: Option<Box<serde_json::value::RawValue>>,
+        opts: &RemoteOptions,
+        deadline: tokio::time::Instant,
+    ) -> Result<Vec<u8>, RemoteError> {
+        let s = &self.servers;
+        let admission = s.admission(&self.gateway, deadline).await?;
+        let id = s.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let env = Call {
+            ticket: admission.ticket.clone(),
+            id,
+            server: self.name.clone(),
+            op,
+            method: method.map(str::to_owned),
+            params,
+            timeout_ms: millis(opts.timeout),
+            progress: opts.progress.is_some(),
         };
-        guard.done = true;
+        let mut guard = InFlight {
+            gateway: &self.gateway,
+            routes: &s.inner.routes,
+            key: Some(CallKey {
+                ticket: admission.ticket.clone(),
+                id,
+            }),
+        };
+        if let Some(tx) = opts.progress.clone() {
+            s.inner.routes.route_progress(id, &admission.secret, tx);
+        }
+        let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let outcome = self
+            .gateway
+            .call(
+                |reply| GatewayMsg::Call(wire::encode(&env), reply),
+                Some(wait),
+            )
+            .await;
+        guard.key = None;
+        s.inner.routes.unroute_progress(id);
         match outcome {
             Ok(CallResult::Success(answer)) => wire::read_answer(answer),
             Ok(CallResult::Timeout) => Err(RemoteError::Timeout {
@@ -306,66 +703,15 @@ impl RemoteServer {
 struct InFlight<'a> {
     gateway: &'a ActorRef<GatewayMsg>,
     routes: &'a Routes,
-    key: String,
-    id: u64,
-    done: bool,
+    /// Still in flight.
+    key: Option<CallKey>,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        lock(&self.routes.progress).remove(&self.id);
-        if !self.done {
-            let _ = self
-                .gateway
-                .cast(GatewayMsg::Cancel(std::mem::take(&mut self.key)));
+        if let Some(key) = self.key.take() {
+            self.routes.unroute_progress(key.id);
+            let _ = self.gateway.cast(GatewayMsg::Cancel(wire::encode(&key)));
         }
-    }
-}
-
-/// The sink actor: routes what gateways send to this node's callers.
-struct Sink;
-
-impl Actor for Sink {
-    type Msg = SinkMsg;
-    type State = Arc<Routes>;
-    type Arguments = (String, Arc<Routes>);
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<SinkMsg>,
-        (group, routes): (String, Arc<Routes>),
-    ) -> Result<Arc<Routes>, ActorProcessingErr> {
-        ractor::pg::join(group, vec![myself.get_cell()]);
-        Ok(routes)
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<SinkMsg>,
-        msg: SinkMsg,
-        routes: &mut Arc<Routes>,
-    ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            SinkMsg::Progress(bytes) => {
-                if let Ok(p) = serde_json::from_slice::<ProgressEnvelope>(&bytes) {
-                    if let Some(tx) = lock(&routes.progress).get(&p.id) {
-                        let _ = tx.send(Progress::from_params(p.params));
-                    }
-                }
-            }
-            SinkMsg::Notification(bytes) => {
-                if let Ok(n) = serde_json::from_slice::<NotificationEnvelope>(&bytes) {
-                    let mut subs = lock(&routes.notifications);
-                    if let Some(list) = subs.get_mut(&n.server) {
-                        let note = Notification {
-                            method: n.method,
-                            params: n.params,
-                        };
-                        list.retain(|tx| tx.send(note.clone()).is_ok());
-                    }
-                }
-            }
-        }
-        Ok(())
     }
 }

@@ -1,6 +1,15 @@
 //! TLS between nodes, from PEM files: the two halves ractor_cluster takes
 //! (an acceptor for `NodeServer`, a connector for `client_connect_enc`).
 //!
+//! [`acceptor`] and [`connector`] encrypt and authenticate the listening
+//! node to the connecting one. [`mutual_acceptor`] and [`mutual_connector`]
+//! also make the connecting node show a certificate signed by an authority
+//! the listener trusts: a node without one cannot open a session at all,
+//! whatever cookie it holds. What the certificates do not do is name the
+//! node: the name a node declares in ractor_cluster's handshake is not
+//! checked against its certificate (see the
+//! [`Security model`](super#security-model)).
+//!
 //! ```no_run
 //! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
 //! use conduit_mcp::cluster::tls;
@@ -38,6 +47,10 @@ pub enum TlsError {
     /// The host name is not a valid DNS name or IP address.
     #[error("`{0}` is not a valid server name")]
     ServerName(String),
+    /// The client certificate verifier could not be built from the
+    /// authorities given.
+    #[error("client certificate verifier refused: {0}")]
+    ClientVerifier(String),
 }
 
 fn certs(pem: &[u8], what: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
@@ -56,30 +69,72 @@ fn certs(pem: &[u8], what: &'static str) -> Result<Vec<CertificateDer<'static>>,
     Ok(certs)
 }
 
-/// The node server's side: its certificate chain and private key (PEM).
-pub fn acceptor(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<IncomingEncryptionMode, TlsError> {
-    let chain = certs(cert_chain_pem, "certificate chain")?;
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Pem {
+fn key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_slice(pem).map_err(|e| TlsError::Pem {
         what: "private key",
         problem: e.to_string(),
-    })?;
-    let config = rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)?;
-    Ok(IncomingEncryptionMode::Tls(
-        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-    ))
+    })
 }
 
-/// The connecting side: trusts the certificate authorities in `ca_pem`.
-pub fn connector(ca_pem: &[u8]) -> Result<tokio_rustls::TlsConnector, TlsError> {
+fn roots(ca_pem: &[u8]) -> Result<rustls::RootCertStore, TlsError> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in certs(ca_pem, "certificate authorities")? {
         roots.add(cert)?;
     }
+    Ok(roots)
+}
+
+fn acceptor_from(config: rustls::ServerConfig) -> IncomingEncryptionMode {
+    IncomingEncryptionMode::Tls(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The node server's side: its certificate chain and private key (PEM).
+/// Connecting nodes show no certificate.
+pub fn acceptor(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<IncomingEncryptionMode, TlsError> {
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs(cert_chain_pem, "certificate chain")?, key(key_pem)?)?;
+    Ok(acceptor_from(config))
+}
+
+/// The node server's side with mutual TLS: its certificate chain and
+/// private key (PEM), and the authorities (PEM) that must have signed the
+/// certificate of every connecting node. A node that shows none, or one
+/// signed by another authority, fails the TLS handshake and never reaches
+/// ractor_cluster's.
+pub fn mutual_acceptor(
+    cert_chain_pem: &[u8],
+    key_pem: &[u8],
+    client_ca_pem: &[u8],
+) -> Result<IncomingEncryptionMode, TlsError> {
+    let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots(client_ca_pem)?))
+        .build()
+        .map_err(|e| TlsError::ClientVerifier(e.to_string()))?;
+    let config = rustls::ServerConfig::builder()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs(cert_chain_pem, "certificate chain")?, key(key_pem)?)?;
+    Ok(acceptor_from(config))
+}
+
+/// The connecting side: trusts the certificate authorities in `ca_pem`.
+pub fn connector(ca_pem: &[u8]) -> Result<tokio_rustls::TlsConnector, TlsError> {
     let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
+        .with_root_certificates(roots(ca_pem)?)
         .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// The connecting side with mutual TLS: trusts the authorities in
+/// `ca_pem`, and shows its own certificate chain and private key (PEM) to
+/// the node it connects to ([`mutual_acceptor`]).
+pub fn mutual_connector(
+    ca_pem: &[u8],
+    cert_chain_pem: &[u8],
+    key_pem: &[u8],
+) -> Result<tokio_rustls::TlsConnector, TlsError> {
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots(ca_pem)?)
+        .with_client_auth_cert(certs(cert_chain_pem, "certificate chain")?, key(key_pem)?)?;
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 

@@ -3,18 +3,24 @@
 //!
 //! The messages derive ractor_cluster's `RactorClusterMessage`: each
 //! variant's arguments are bytes that ractor_cluster frames as they are.
-//! Inside them:
+//! Inside them are JSON envelopes, except a call's answer: one tag byte,
+//! then either the server's result exactly as the server sent it ([`OK`]:
+//! no re-encoding, the caller decodes it), or a JSON [`RemoteError`]
+//! ([`ERR`]).
 //!
-//! - a call is a JSON [`CallEnvelope`];
-//! - its answer is one tag byte, then either the server's result exactly as
-//!   the server sent it ([`OK`]: no re-encoding, the caller decodes it), or a
-//!   JSON [`RemoteError`] ([`ERR`]);
-//! - progress and notifications are JSON objects ([`ProgressEnvelope`],
-//!   [`NotificationEnvelope`]).
+//! No envelope field says who sent it: ractor_cluster delivers a message
+//! without its sender, so a field would be whatever the sender chose. What
+//! a node may do rests on a *ticket* instead (see
+//! [`Security model`](super#security-model)): the gateway sends it, by
+//! cast, to the caller's sink on the caller's node only, and every later
+//! call, cancellation and subscription carries it. What the gateway sends
+//! the sink carries the ticket's *secret*, which only that gateway and
+//! that sink know.
 
 use ractor::RpcReplyPort;
 use ractor_cluster::RactorClusterMessage;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Tag of a successful answer: the result's bytes follow.
@@ -23,15 +29,33 @@ pub(crate) const OK: u8 = 0;
 pub(crate) const ERR: u8 = 1;
 
 /// The messages a gateway (node A) takes from other nodes.
+///
+/// Every answer is one tag byte, then the result's bytes or a JSON
+/// [`RemoteError`].
 #[derive(RactorClusterMessage)]
 pub enum GatewayMsg {
-    /// A call (a JSON envelope: caller, id, server, operation, timeout,
-    /// progress group); answered with one tag byte, then the server's
-    /// result bytes or a JSON [`RemoteError`].
+    /// Asks for a ticket (JSON: the sink's process group, the sink's pid,
+    /// a nonce). The gateway casts a ticket, with the nonce and a secret,
+    /// to the member of that group with that pid on each node (over that
+    /// node's own connection: a ticket is bound to the node it went to);
+    /// the answer says how many it sent.
+    #[rpc]
+    Hello(Vec<u8>, RpcReplyPort<Vec<u8>>),
+    /// A call (JSON: ticket, id, server, operation, timeout, whether
+    /// progress is wanted).
     #[rpc]
     Call(Vec<u8>, RpcReplyPort<Vec<u8>>),
-    /// Cancels the call `caller/id`.
-    Cancel(String),
+    /// Cancels a call (JSON: ticket, id).
+    Cancel(Vec<u8>),
+    /// Subscribes the ticket's sink to a server's notifications (JSON:
+    /// ticket, server), if the server's grants allow it.
+    #[rpc]
+    Subscribe(Vec<u8>, RpcReplyPort<Vec<u8>>),
+    /// Ends a subscription (JSON: ticket, server).
+    Unsubscribe(Vec<u8>),
+    /// The sink has handled this many bytes of what the gateway sent it
+    /// (JSON: ticket, bytes): room again in the node's forwarding window.
+    Ack(Vec<u8>),
     /// The names of the servers the gateway exposes (a JSON array).
     #[rpc]
     Servers(RpcReplyPort<Vec<u8>>),
@@ -40,24 +64,46 @@ pub enum GatewayMsg {
 /// The messages a caller's sink (node B) takes from gateways.
 #[derive(RactorClusterMessage)]
 pub enum SinkMsg {
-    /// A progress notification for a call (JSON: the call's id and the
-    /// `notifications/progress` params).
+    /// A ticket, answering a [`GatewayMsg::Hello`] (JSON: nonce, ticket,
+    /// secret, forwarding window).
+    Ticket(Vec<u8>),
+    /// A progress notification for a call (JSON: secret, the call's id and
+    /// the `notifications/progress` params).
     Progress(Vec<u8>),
-    /// A notification of a server (JSON: the server's name, the method
-    /// and the params).
+    /// A notification of a server (JSON: secret, the server's name, the
+    /// method and the params).
     Notification(Vec<u8>),
 }
 
-/// What a call asks for.
+/// Asks a gateway for a ticket.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub(crate) enum Operation {
-    /// Any request, its result returned raw.
-    Request {
-        method: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        params: Option<Value>,
-    },
+pub(crate) struct Hello {
+    /// The sink's process group.
+    pub(crate) group: String,
+    /// The sink's pid on its node.
+    pub(crate) pid: u64,
+    /// Pairs the ticket with this request at the sink.
+    pub(crate) nonce: String,
+}
+
+/// A gateway's ticket, sent to one sink.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Ticket {
+    pub(crate) nonce: String,
+    /// What the sink's node shows the gateway from now on.
+    pub(crate) ticket: String,
+    /// What the gateway shows the sink from now on.
+    pub(crate) secret: String,
+    /// Bytes the gateway sends the node before it waits for acks.
+    pub(crate) window: u64,
+}
+
+/// What a call asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Op {
+    /// Any request (`method`, `params`), its result returned raw.
+    Request,
     /// Every tool (all pages of `tools/list`).
     ListTools,
     /// The server's session (era, version, info, capabilities).
@@ -65,27 +111,51 @@ pub(crate) enum Operation {
 }
 
 /// One call from node B to a gateway.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct CallEnvelope {
-    /// The caller's sink (its process group's name): with `id`, the key of
-    /// the call for cancellation.
-    pub(crate) caller: String,
-    /// Unique for the caller's sink; used by cancellation and progress.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Call {
+    pub(crate) ticket: String,
+    /// Unique among the ticket's calls in flight.
     pub(crate) id: u64,
     /// The server, by the name the gateway exposes it under.
     pub(crate) server: String,
-    #[serde(flatten)]
-    pub(crate) op: Operation,
-    /// The call's timeout on node A, in milliseconds.
-    pub(crate) timeout_ms: u64,
-    /// The process group of the caller's sink, when progress is wanted.
+    pub(crate) op: Op,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) progress_group: Option<String>,
+    pub(crate) method: Option<String>,
+    /// Kept as text until the call is admitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) params: Option<Box<RawValue>>,
+    /// The caller's timeout, in milliseconds (the gateway may lower it).
+    pub(crate) timeout_ms: u64,
+    /// Whether the caller wants progress at its sink.
+    #[serde(default)]
+    pub(crate) progress: bool,
+}
+
+/// Names a call: for cancellation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CallKey {
+    pub(crate) ticket: String,
+    pub(crate) id: u64,
+}
+
+/// Names a subscription.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Subscription {
+    pub(crate) ticket: String,
+    pub(crate) server: String,
+}
+
+/// Bytes handled by a sink.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Ack {
+    pub(crate) ticket: String,
+    pub(crate) bytes: u64,
 }
 
 /// Progress of call `id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ProgressEnvelope {
+    pub(crate) secret: String,
     pub(crate) id: u64,
     /// The `notifications/progress` params, as the server sent them.
     pub(crate) params: Value,
@@ -94,10 +164,33 @@ pub(crate) struct ProgressEnvelope {
 /// A notification of server `server`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct NotificationEnvelope {
+    pub(crate) secret: String,
     pub(crate) server: String,
     pub(crate) method: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) params: Option<Value>,
+}
+
+/// Which cap a call met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CallCap {
+    /// Calls in flight from one node
+    /// ([`GatewayConfig::max_calls_per_node`](super::GatewayConfig::max_calls_per_node)).
+    PerNode,
+    /// Calls in flight through the gateway, from all nodes
+    /// ([`GatewayConfig::max_calls`](super::GatewayConfig::max_calls)).
+    PerGateway,
+}
+
+impl std::fmt::Display for CallCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CallCap::PerNode => "from one node",
+            CallCap::PerGateway => "through the gateway",
+        })
+    }
 }
 
 /// Why a call to a server on another node failed, as data.
@@ -123,10 +216,11 @@ pub enum RemoteError {
         /// Why, as node A's client said.
         reason: String,
     },
-    /// No answer within the call's timeout.
+    /// No answer within the call's timeout (the caller's, or the
+    /// gateway's maximum if that is lower).
     #[error("no answer within {after_ms} ms")]
     Timeout {
-        /// The timeout.
+        /// The timeout applied.
         after_ms: u64,
     },
     /// The call was cancelled.
@@ -138,13 +232,36 @@ pub enum RemoteError {
         /// The name asked for.
         server: String,
     },
-    /// The gateway's allowlist refuses this server or method.
-    #[error("refused: `{method}` on `{server}` is not allowed from other nodes")]
+    /// The server's grants do not include this method (or `session`, or
+    /// `notifications`).
+    #[error("refused: `{method}` on `{server}` is not granted to other nodes")]
     Refused {
         /// The server.
         server: String,
-        /// The method.
+        /// The method, or `session` or `notifications`.
         method: String,
+    },
+    /// Too many calls in flight: the call was refused, not queued.
+    #[error("too many calls in flight {scope}: the limit is {limit}")]
+    TooManyCalls {
+        /// Which cap.
+        scope: CallCap,
+        /// The cap.
+        limit: u64,
+    },
+    /// A call with this id is already in flight for this caller.
+    #[error("a call with id {id} is already in flight")]
+    DuplicateCall {
+        /// The id.
+        id: u64,
+    },
+    /// The gateway did not admit the caller: no ticket, an unknown or
+    /// expired one (tickets end with the caller's node connection), or no
+    /// ticket could be issued.
+    #[error("not admitted by the gateway: {reason}")]
+    NotAdmitted {
+        /// Why.
+        reason: String,
     },
     /// The answer is larger than what one cluster frame may carry.
     #[error("the answer is {bytes} bytes, over the {limit}-byte cluster frame limit")]
@@ -198,6 +315,20 @@ pub(crate) fn read_answer(mut bytes: Vec<u8>) -> Result<Vec<u8>, RemoteError> {
     }
 }
 
+/// JSON of an envelope (plain data: it always serialises).
+pub(crate) fn encode<T: Serialize>(envelope: &T) -> Vec<u8> {
+    serde_json::to_vec(envelope).unwrap_or_default()
+}
+
+/// An envelope from JSON, or the error to answer with.
+pub(crate) fn decode<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+    what: &str,
+) -> Result<T, RemoteError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| RemoteError::Codec(format!("a {what} that does not decode: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,8 +337,8 @@ mod tests {
     fn answers_round_trip_with_the_result_bytes_untouched() {
         let raw = br#"{"content":[{"type":"text","text":"\u00e9"}]}"#;
         assert_eq!(read_answer(answer(Ok(raw))).unwrap(), raw.to_vec());
-        let e = RemoteError::TooLarge {
-            bytes: 20,
+        let e = RemoteError::TooManyCalls {
+            scope: CallCap::PerNode,
             limit: 10,
         };
         assert_eq!(read_answer(answer(Err(&e))), Err(e));
@@ -219,23 +350,27 @@ mod tests {
     }
 
     #[test]
-    fn envelopes_are_plain_json() {
-        let c = CallEnvelope {
-            caller: "b".into(),
+    fn a_call_is_plain_json_with_its_params_kept_as_text() {
+        let c = Call {
+            ticket: "t".into(),
             id: 7,
             server: "files".into(),
-            op: Operation::Request {
-                method: "tools/call".into(),
-                params: Some(serde_json::json!({"name": "echo"})),
-            },
+            op: Op::Request,
+            method: Some("tools/call".into()),
+            params: Some(RawValue::from_string(r#"{"name": "echo"}"#.into()).unwrap()),
             timeout_ms: 1000,
-            progress_group: None,
+            progress: false,
         };
-        let text = serde_json::to_string(&c).unwrap();
+        let text = String::from_utf8(encode(&c)).unwrap();
         assert_eq!(
             text,
-            r#"{"caller":"b","id":7,"server":"files","op":"request","method":"tools/call","params":{"name":"echo"},"timeout_ms":1000}"#
+            r#"{"ticket":"t","id":7,"server":"files","op":"request","method":"tools/call","params":{"name": "echo"},"timeout_ms":1000,"progress":false}"#
         );
-        assert_eq!(serde_json::from_str::<CallEnvelope>(&text).unwrap(), c);
+        let back: Call = decode(text.as_bytes(), "call").unwrap();
+        assert_eq!(back.params.unwrap().get(), r#"{"name": "echo"}"#);
+        assert!(matches!(
+            decode::<Call>(b"{}", "call"),
+            Err(RemoteError::Codec(m)) if m.starts_with("a call that does not decode")
+        ));
     }
 }

@@ -5,9 +5,9 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::interpolate::{Problem, Variables};
-use super::{env_file, ConfigFileError, OPTIONS_KEY};
-use crate::client::{set_env, ClientConfig, StderrMode};
-use crate::secret::{EnvValue, Secret};
+use super::{env_file, read, ConfigFileError, OPTIONS_KEY};
+use crate::client::{merge_env, ClientConfig, StderrMode};
+use crate::secret::{Arg, EnvValue, MaybeSecret, Secret};
 
 /// Fields of [`ClientConfig`] that an entry sets with its own keys, so
 /// they may not appear under the options key.
@@ -61,18 +61,27 @@ impl Context<'_> {
             })
     }
 
-    /// The string at `key`, expanded.
-    fn string(&self, key: &str, v: &Value) -> Result<String, ConfigFileError> {
+    /// The string at `key`, expanded; whether part of it came from the
+    /// environment.
+    fn string(&self, key: &str, v: &Value) -> Result<(String, bool), ConfigFileError> {
         let s = v
             .as_str()
             .ok_or_else(|| self.invalid(key, "must be a string"))?;
-        Ok(self.expand(key, s)?.0)
+        self.expand(key, s)
+    }
+
+    /// The string at `key`, expanded: a [`Secret`] if part of it came from
+    /// the environment.
+    fn value(&self, key: &str, v: &Value) -> Result<MaybeSecret, ConfigFileError> {
+        let (text, from_env) = self.string(key, v)?;
+        Ok(keep(text, from_env))
     }
 
     /// A path at `key`, expanded; a relative one is taken from the file's
-    /// directory.
-    fn path(&self, key: &str, v: &Value) -> Result<PathBuf, ConfigFileError> {
-        Ok(self.resolve(Path::new(&self.string(key, v)?)))
+    /// directory. Whether part of it came from the environment.
+    fn path(&self, key: &str, v: &Value) -> Result<(PathBuf, bool), ConfigFileError> {
+        let (text, from_env) = self.string(key, v)?;
+        Ok((self.resolve(Path::new(&text)), from_env))
     }
 
     fn resolve(&self, p: &Path) -> PathBuf {
@@ -133,10 +142,11 @@ pub(super) fn read(
     config.name = Some(name.to_owned());
     config.command = command;
     config.args = args(ctx, &field("args"), entry.get("args"))?;
-    config.cd = Some(match entry.get("cwd") {
+    let (cwd, from_env) = match entry.get("cwd") {
         Some(cwd) => ctx.path(&field("cwd"), cwd)?,
-        None => ctx.dir.to_owned(),
-    });
+        None => (ctx.dir.to_owned(), false),
+    };
+    config.cd = Some(keep(cwd.to_string_lossy().into_owned(), from_env));
     config.env = environment(ctx, key, entry)?;
     if let StderrMode::File(p) = &config.stderr {
         config.stderr = StderrMode::File(ctx.resolve(p));
@@ -165,7 +175,9 @@ fn remote_server(
     let url = entry
         .get("url")
         .ok_or_else(|| ctx.invalid(&field("url"), "missing"))?;
-    let url = ctx.string(&field("url"), url)?;
+    // The URL may hold a token from the environment: logs show it without
+    // credentials or query (`HttpOptions::display_url`).
+    let url = ctx.string(&field("url"), url)?.0;
     let mut http = crate::client::HttpOptions::new(url);
     if let Some(h) = entry.get("headers") {
         let headers_key = field("headers");
@@ -186,20 +198,28 @@ fn remote_server(
     Ok(Outcome::Server(Box::new(config)))
 }
 
-/// `command`: a bare name stays (looked up in PATH); a relative path is
-/// taken from the file's directory.
-fn command_path(ctx: &Context<'_>, key: &str, v: &Value) -> Result<String, ConfigFileError> {
-    let command = ctx.string(key, v)?;
-    if Path::new(&command).components().count() > 1 {
-        return Ok(ctx
-            .resolve(Path::new(&command))
-            .to_string_lossy()
-            .into_owned());
+/// Text as a [`Secret`] if part of it came from the environment, plain
+/// otherwise.
+fn keep(text: String, from_env: bool) -> MaybeSecret {
+    if from_env {
+        Secret::new(text).into()
+    } else {
+        MaybeSecret::Plain(text)
     }
-    Ok(command)
 }
 
-fn args(ctx: &Context<'_>, key: &str, v: Option<&Value>) -> Result<Vec<String>, ConfigFileError> {
+/// `command`: a bare name stays (looked up in PATH); a relative path is
+/// taken from the file's directory.
+fn command_path(ctx: &Context<'_>, key: &str, v: &Value) -> Result<Arg, ConfigFileError> {
+    let (command, from_env) = ctx.string(key, v)?;
+    if Path::new(&command).components().count() > 1 {
+        let path = ctx.resolve(Path::new(&command));
+        return Ok(keep(path.to_string_lossy().into_owned(), from_env));
+    }
+    Ok(keep(command, from_env))
+}
+
+fn args(ctx: &Context<'_>, key: &str, v: Option<&Value>) -> Result<Vec<Arg>, ConfigFileError> {
     let Some(v) = v else {
         return Ok(Vec::new());
     };
@@ -209,28 +229,25 @@ fn args(ctx: &Context<'_>, key: &str, v: Option<&Value>) -> Result<Vec<String>, 
     items
         .iter()
         .enumerate()
-        .map(|(i, a)| ctx.string(&format!("{key}[{i}]"), a))
+        .map(|(i, a)| ctx.value(&format!("{key}[{i}]"), a))
         .collect()
 }
 
 /// `envFile` (every value a secret), then `env` over it (a value that came
-/// from the environment a secret, a literal one plain).
+/// from the environment a secret, a literal one plain). Linear in the
+/// number of variables: a repeated name is resolved once, at the end.
 fn environment(
     ctx: &Context<'_>,
     key: &str,
     entry: &Map<String, Value>,
 ) -> Result<Vec<(String, EnvValue)>, ConfigFileError> {
     let mut env: Vec<(String, EnvValue)> = Vec::new();
-    let mut set = |k: String, v: EnvValue| set_env(&mut env, k, v);
     if let Some(v) = entry.get("envFile") {
         let file_key = format!("{key}.envFile");
-        let path = ctx.path(&file_key, v)?;
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigFileError::EnvFile {
-            file: ctx.file.to_owned(),
-            key: file_key.clone(),
-            env_file: path.clone(),
-            source,
-        })?;
+        // A path this process reads, not passed on: shown in errors.
+        let (path, _) = ctx.path(&file_key, v)?;
+        let text = read::read_text(&path, super::MAX_ENV_FILE_BYTES)
+            .map_err(|p| ConfigFileError::unreadable(ctx.file, Some(&file_key), &path, p))?;
         let vars = env_file::parse(&text).map_err(|e| ConfigFileError::EnvFileSyntax {
             file: ctx.file.to_owned(),
             key: file_key.clone(),
@@ -238,10 +255,9 @@ fn environment(
             line: e.line,
             problem: e.problem,
         })?;
-        for (k, v) in vars {
-            set(k, Secret::new(v).into());
-        }
+        env.extend(vars.into_iter().map(|(k, v)| (k, Secret::new(v).into())));
     }
+    let mut own = Vec::new();
     if let Some(v) = entry.get("env") {
         let env_key = format!("{key}.env");
         let vars = v
@@ -253,14 +269,10 @@ fn environment(
                 .as_str()
                 .ok_or_else(|| ctx.invalid(&var_key, "must be a string"))?;
             let (text, from_env) = ctx.expand(&var_key, raw)?;
-            let value = if from_env {
-                Secret::new(text).into()
-            } else {
-                EnvValue::Plain(text)
-            };
-            set(k.clone(), value);
+            own.push((k.clone(), keep(text, from_env)));
         }
     }
+    merge_env(&mut env, own);
     Ok(env)
 }
 

@@ -5,20 +5,23 @@
 //! after it removed), or between single quotes (literally) or double quotes
 //! (with `\n`, `\r`, `\t`, `\"` and `\\` escapes). Values are not expanded.
 
-/// A line that could not be read, with its 1-based number.
+/// A line that could not be read, with its 1-based number. The problem
+/// says where (the variable's name, a column), never what the value holds:
+/// the values of an env file are secrets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LineError {
     pub(crate) line: usize,
     pub(crate) problem: String,
 }
 
-/// The variables of a dotenv text, in order (a repeated name: last wins).
+/// The variables of a dotenv text, in order (a repeated name: last wins),
+/// in time linear in the length of the text.
 pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, LineError> {
     let mut vars: Vec<(String, String)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
-        let fail = |problem: &str| LineError {
+        let fail = |problem: String| LineError {
             line: i + 1,
-            problem: problem.to_owned(),
+            problem,
         };
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -27,47 +30,55 @@ pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, LineError> {
         let line = line.strip_prefix("export ").unwrap_or(line);
         let (key, value) = line
             .split_once('=')
-            .ok_or_else(|| fail("expected KEY=VALUE"))?;
+            .ok_or_else(|| fail("expected NAME=VALUE".into()))?;
         let key = key.trim();
         if key.is_empty() || key.chars().any(|c| c.is_whitespace() || c == '\0') {
-            return Err(fail("the name is empty or contains whitespace"));
+            return Err(fail("the name is empty or contains whitespace".into()));
         }
-        let value = parse_value(value.trim()).map_err(|p| fail(&p))?;
-        vars.retain(|(k, _)| k != key);
+        let value = value.trim();
+        let value = parse_value(value).map_err(|(at, problem)| {
+            // Where in the line, counted in characters from 1.
+            let offset = value.as_ptr() as usize - raw.as_ptr() as usize + at;
+            let column = raw.get(..offset).map_or(0, |b| b.chars().count()) + 1;
+            fail(format!("the value of {key}, column {column}: {problem}"))
+        })?;
         vars.push((key.to_owned(), value));
     }
+    crate::client::merge_env(&mut vars, []);
     Ok(vars)
 }
 
-fn parse_value(v: &str) -> Result<String, String> {
-    let mut chars = v.chars();
+/// A value as written, quoted or not; on error, the byte offset in `v` of
+/// the problem and what it is (never the text).
+fn parse_value(v: &str) -> Result<String, (usize, &'static str)> {
+    let mut chars = v.char_indices();
     match chars.next() {
-        Some('\'') => {
-            let body = chars.as_str();
-            let end = body.find('\'').ok_or("unterminated single quote")?;
-            trailing(&body[end + 1..])?;
+        Some((_, '\'')) => {
+            let body = &v[1..];
+            let end = body.find('\'').ok_or((0, "unterminated single quote"))?;
+            trailing(v, 1 + end + 1)?;
             Ok(body[..end].to_owned())
         }
-        Some('"') => {
+        Some((_, '"')) => {
             let mut out = String::new();
-            while let Some(c) = chars.next() {
+            while let Some((at, c)) = chars.next() {
                 match c {
                     '"' => {
-                        trailing(chars.as_str())?;
+                        trailing(v, at + 1)?;
                         return Ok(out);
                     }
                     '\\' => out.push(match chars.next() {
-                        Some('n') => '\n',
-                        Some('r') => '\r',
-                        Some('t') => '\t',
-                        Some(c @ ('"' | '\\')) => c,
-                        Some(c) => return Err(format!("unknown escape \\{c}")),
-                        None => return Err("unterminated double quote".into()),
+                        Some((_, 'n')) => '\n',
+                        Some((_, 'r')) => '\r',
+                        Some((_, 't')) => '\t',
+                        Some((_, c @ ('"' | '\\'))) => c,
+                        Some(_) => return Err((at, "unknown escape sequence")),
+                        None => return Err((0, "unterminated double quote")),
                     }),
                     c => out.push(c),
                 }
             }
-            Err("unterminated double quote".into())
+            Err((0, "unterminated double quote"))
         }
         _ => {
             let value = match v.find(" #") {
@@ -79,13 +90,18 @@ fn parse_value(v: &str) -> Result<String, String> {
     }
 }
 
-/// What may follow a quoted value: nothing, or a comment.
-fn trailing(rest: &str) -> Result<(), String> {
-    let rest = rest.trim_start();
-    if rest.is_empty() || rest.starts_with('#') {
+/// What may follow a quoted value (from byte `from` of `v`): nothing, or a
+/// comment.
+fn trailing(v: &str, from: usize) -> Result<(), (usize, &'static str)> {
+    let rest = v.get(from..).unwrap_or("");
+    let text = rest.trim_start();
+    if text.is_empty() || text.starts_with('#') {
         Ok(())
     } else {
-        Err(format!("unexpected text after the closing quote: {rest:?}"))
+        Err((
+            from + rest.len() - text.len(),
+            "unexpected text after the closing quote",
+        ))
     }
 }
 
@@ -130,5 +146,27 @@ PLAIN=again
         ] {
             assert_eq!(parse(text).unwrap_err().line, line, "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_bad_line_is_reported_by_name_and_column_never_by_its_value() {
+        for (text, column, problem) in [
+            ("TOKEN=\"ghp_one\" ghp_two\n", 17, "unexpected text"),
+            ("TOKEN='ghp_one'ghp_two\n", 16, "unexpected text"),
+            ("  TOKEN=\"ghp\\q_one\"\n", 13, "unknown escape"),
+            ("TOKEN=\"ghp_one\n", 7, "unterminated double quote"),
+            ("TOKEN='ghp_one\n", 7, "unterminated single quote"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(!e.problem.contains("ghp"), "{text:?}: {}", e.problem);
+            let want = format!("the value of TOKEN, column {column}: {problem}");
+            assert!(
+                e.problem.starts_with(&want),
+                "{text:?}: {} (want {want})",
+                e.problem
+            );
+        }
+        let e = parse("ghp_secret_without_equals\n").unwrap_err();
+        assert!(!e.problem.contains("ghp"), "{}", e.problem);
     }
 }

@@ -12,6 +12,10 @@ use std::mem::size_of;
 
 use serde_json::Value;
 
+mod line;
+
+pub(crate) use line::{estimate, Estimate};
+
 use super::{Message, Outcome};
 
 /// Bytes held by `v` and everything below it, its own node included.

@@ -78,9 +78,9 @@ impl Backlog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jsonrpc::footprint::Estimate;
     use crate::protocol::Era;
     use crate::server::budget::InboundBudget;
-    use crate::server::footprint::Estimate;
 
     #[test]
     fn requests_start_in_order_and_a_cancelled_one_releases_its_bytes_at_once() {

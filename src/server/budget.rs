@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use super::footprint::Estimate;
+use crate::jsonrpc::footprint::Estimate;
 
 /// See the [module documentation](self).
 #[derive(Debug)]

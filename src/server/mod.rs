@@ -188,7 +188,6 @@ mod budget;
 mod context;
 mod dispatch;
 mod error;
-mod footprint;
 #[cfg(unix)]
 mod guard;
 mod handle;

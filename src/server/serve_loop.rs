@@ -50,11 +50,11 @@ use super::budget::{Charge, InboundBudget};
 use super::context::{Recorded, RequestContext, RequestShared};
 use super::dispatch::{route, Dispatch, Route};
 use super::error::{HandlerError, ServerError};
-use super::footprint::{self, Estimate};
 use super::handle::{ServePhase, ServerHandle, SessionShared};
 use super::output::Sink;
 use super::request_handler::Handler;
 use super::ServeEnd;
+use crate::jsonrpc::footprint::{self, Estimate};
 use crate::line_io::{self, QueueReceiver};
 
 /// Parsed input, from the reader task to the loop.

@@ -272,3 +272,30 @@ pub async fn ready_pid(client: &Client) -> u32 {
         .pid
         .expect("a server process")
 }
+
+/// Makes a FIFO at `path`.
+pub fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Runs the future `make` returns on a current-thread runtime on a thread
+/// of its own; `None` if it has not finished within `limit` (the thread is
+/// left behind: something blocked the runtime's only thread).
+pub fn on_own_runtime<T, F, Fut>(limit: Duration, make: F) -> Option<T>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+    T: Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(rt.block_on(make()));
+    });
+    rx.recv_timeout(limit).ok()
+}

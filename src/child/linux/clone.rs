@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use libc::{c_char, c_int, c_void, pid_t};
 
 use super::exit::wait_blocking;
+use super::reaper::Reaper;
 use super::watchdog::{Watchdog, WatchdogRead};
 use super::{above_stdio, cstring, path_cstring};
 
@@ -33,13 +34,15 @@ pub(crate) struct Prepared {
     pub(crate) die_with_parent: bool,
     /// The group watchdog's pipe.
     pub(crate) watchdog: Option<(WatchdogRead, Watchdog)>,
+    /// Clone the child from a reaper (see the `reaper` module).
+    pub(crate) reaper: bool,
 }
 
 impl Prepared {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         exe: &Path,
-        args: &[String],
+        args: &[crate::secret::Arg],
         env: &super::Env,
         cwd: Option<&Path>,
         stdio: [Option<OwnedFd>; 3],
@@ -47,13 +50,15 @@ impl Prepared {
         die_with_parent: bool,
         watchdog_read: Option<WatchdogRead>,
         watchdog_write: Option<Watchdog>,
+        reaper: bool,
     ) -> io::Result<Self> {
         use std::os::unix::ffi::OsStrExt;
         let path = path_cstring(exe)?;
         let mut argv = Vec::with_capacity(args.len() + 1);
         argv.push(path.clone());
+        // Secret arguments are revealed here, for the child only.
         for a in args {
-            argv.push(cstring(a.as_bytes())?);
+            argv.push(cstring(a.expose().as_bytes())?);
         }
         let envp = env
             .iter()
@@ -81,6 +86,7 @@ impl Prepared {
             process_group,
             die_with_parent,
             watchdog: watchdog_read.zip(watchdog_write),
+            reaper,
         })
     }
 }
@@ -91,6 +97,8 @@ pub(crate) struct Launched {
     pub(crate) pid: pid_t,
     /// The write end that keeps its group watchdog waiting, if any.
     pub(crate) watchdog: Option<Watchdog>,
+    /// Its parent, the reaper, if it was cloned from one.
+    pub(crate) reaper: Option<Reaper>,
 }
 
 /// Size of the stack the cloned child runs on until `execve`. The child
@@ -99,7 +107,7 @@ const CHILD_STACK_BYTES: usize = 64 * 1024;
 
 /// Everything the cloned child reads, prepared before `clone`; the child
 /// sees it through the shared memory.
-struct ChildSpec {
+pub(super) struct ChildSpec {
     path: *const c_char,
     argv: *const *const c_char,
     envp: *const *const c_char,
@@ -110,8 +118,9 @@ struct ChildSpec {
     stdio: [c_int; 3],
     process_group: bool,
     /// With `die_with_parent`: the pid `getppid` must return once
-    /// `PR_SET_PDEATHSIG` is set.
-    parent: Option<pid_t>,
+    /// `PR_SET_PDEATHSIG` is set (this process, or the reaper, which sets
+    /// it); 0 without.
+    parent: AtomicI32,
     /// The read end of the group watchdog's pipe.
     watchdog: Option<RawFd>,
     last_signal: c_int,
@@ -121,9 +130,29 @@ struct ChildSpec {
     watchdog_pid: AtomicI32,
 }
 
+impl ChildSpec {
+    /// Sets the pid the child must die with (the reaper's own).
+    pub(super) fn set_parent(&self, pid: pid_t) {
+        self.parent.store(pid, Ordering::Relaxed);
+    }
+
+    /// errno of the step that failed in the child; 0 if none did. Read
+    /// once the clone has returned.
+    pub(super) fn error(&self) -> c_int {
+        self.error.load(Ordering::Relaxed)
+    }
+
+    /// The group watchdog's pid (0: none). Read once the clone has returned.
+    pub(super) fn watchdog_pid(&self) -> pid_t {
+        self.watchdog_pid.load(Ordering::Relaxed)
+    }
+}
+
 /// Starts `p`'s child and returns once it has called `execve`; reaps it
-/// and returns the error of the step that failed otherwise. Call on the
-/// spawning thread (see the `spawner` module).
+/// and returns the error of the step that failed otherwise. With
+/// `p.reaper`, the child is cloned by a reaper (see the `reaper` module),
+/// which this returns with it. Call on the spawning thread (see the
+/// `spawner` module).
 pub(crate) fn launch(p: Prepared) -> io::Result<Launched> {
     let argv = null_terminated(&p.argv);
     let envp = null_terminated(&p.envp);
@@ -137,70 +166,100 @@ pub(crate) fn launch(p: Prepared) -> io::Result<Launched> {
             .each_ref()
             .map(|f| f.as_ref().map_or(-1, |f| f.as_raw_fd())),
         process_group: p.process_group,
-        // SAFETY: getpid has no preconditions.
-        parent: p.die_with_parent.then(|| unsafe { libc::getpid() }),
+        // The reaper sets its own pid, if there is one.
+        parent: AtomicI32::new(if p.die_with_parent && !p.reaper {
+            // SAFETY: getpid has no preconditions.
+            unsafe { libc::getpid() }
+        } else {
+            0
+        }),
         watchdog: p.watchdog.as_ref().map(|(rd, _)| rd.as_raw_fd()),
         last_signal: libc::SIGRTMAX(),
         error: AtomicI32::new(0),
         watchdog_pid: AtomicI32::new(0),
     };
-    let pid = clone_vfork(&spec)?;
+    let (pid, reaper) = if p.reaper {
+        let (reaper, pid) =
+            with_signals_blocked(|| super::reaper::launch(&spec, p.die_with_parent))?;
+        (pid, Some(reaper))
+    } else {
+        (clone_vfork(&spec)?, None)
+    };
     // The child has called execve or exited: its copies are its own now.
     let Prepared {
         stdio, watchdog, ..
     } = p;
     drop(stdio);
-    let watchdog = watchdog.map(|(_rd, wr)| wr.with_pid(spec.watchdog_pid.load(Ordering::Relaxed)));
-    let err = spec.error.load(Ordering::Relaxed);
+    let watchdog = watchdog.map(|(_rd, wr)| wr.with_pid(spec.watchdog_pid()));
+    let err = spec.error();
     if err != 0 {
         // A watchdog forked before the failed step must not kill anything:
         // disarm it, then reap the child (a vfork parent resumes only once
-        // it has exited).
+        // it has exited; the reaper reaps it when released).
         if let Some(w) = watchdog {
             w.disarm();
         }
-        let _ = wait_blocking(pid, 0);
+        match reaper {
+            Some(reaper) => reaper.end_blocking(),
+            None => {
+                let _ = wait_blocking(pid, 0);
+            }
+        }
         return Err(io::Error::from_raw_os_error(err));
     }
-    Ok(Launched { pid, watchdog })
+    Ok(Launched {
+        pid,
+        watchdog,
+        reaper,
+    })
+}
+
+/// Runs `f` with every signal blocked in this thread, then restores the
+/// mask. A child cloned meanwhile inherits the blocked mask, which keeps
+/// this process's handlers from running on the child's stack (and so in
+/// our memory) before the child has reset them; glibc's posix_spawn does
+/// the same.
+pub(super) fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset_t is plain data; sigfillset initialises it.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut saved: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `all` and `saved` are valid sigsets.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut saved);
+    }
+    let out = f();
+    // SAFETY: `saved` holds the mask read above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &saved, ptr::null_mut()) };
+    out
 }
 
 /// Runs [`child_main`] in a `CLONE_VM | CLONE_VFORK` child, returning its
-/// pid once it has called `execve` or exited.
-fn clone_vfork(spec: &ChildSpec) -> io::Result<pid_t> {
+/// pid once it has called `execve` or exited. Called by the spawning
+/// thread, or by a reaper during its launch.
+pub(super) fn clone_vfork(spec: &ChildSpec) -> io::Result<pid_t> {
     let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK_BYTES + 16);
     // Stacks grow down on every Linux target Rust supports; the ABI wants
     // the top 16-byte aligned.
     let top = stack.as_mut_ptr().wrapping_add(CHILD_STACK_BYTES + 16);
     let top = top.wrapping_sub(top as usize % 16);
-    // SAFETY: sigset_t is plain data; sigfillset initialises it.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut saved: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `all` and `saved` are valid sigsets. Blocking every signal
-    // in this thread, which the child inherits, keeps this process's
-    // handlers from running on the child's stack (and so in our memory)
-    // before the child has reset them; glibc's posix_spawn does the same.
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut saved);
-    }
     // SAFETY: `top` is the aligned end of a live allocation of
     // CHILD_STACK_BYTES that nothing else uses; `spec` and everything it
     // points to outlive the call, since this thread is suspended until the
     // child calls execve (its memory is replaced) or exits; `child_main`
     // never returns and only makes async-signal-safe calls.
-    let pid = unsafe {
-        libc::clone(
-            child_main,
-            top.cast::<c_void>(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            ptr::from_ref(spec).cast_mut().cast::<c_void>(),
-        )
-    };
-    let clone_error = io::Error::last_os_error();
-    // SAFETY: `saved` holds the mask read above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &saved, ptr::null_mut()) };
+    let (pid, clone_error) = with_signals_blocked(|| {
+        let pid = unsafe {
+            libc::clone(
+                child_main,
+                top.cast::<c_void>(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                ptr::from_ref(spec).cast_mut().cast::<c_void>(),
+            )
+        };
+        (pid, io::Error::last_os_error())
+    });
     drop(stack);
     if pid < 0 {
         return Err(clone_error);
@@ -252,7 +311,8 @@ unsafe fn exec_child(spec: &ChildSpec) -> c_int {
         if spec.process_group && libc::setpgid(0, 0) != 0 {
             return errno();
         }
-        if let Some(parent) = spec.parent {
+        let parent = spec.parent.load(Ordering::Relaxed);
+        if parent != 0 {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                 return errno();
             }

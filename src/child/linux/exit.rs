@@ -12,6 +12,7 @@ use tokio::io::Interest;
 use tokio::sync::watch;
 use tracing::warn;
 
+use super::reaper::ExitReports;
 use crate::error::ChildExit;
 
 /// Stack of the helper threads (fallback exit watcher, reaper of killed
@@ -25,6 +26,9 @@ pub(super) enum Exited {
     PidFd(AsyncFd<OwnedFd>),
     /// Without `pidfd_open`: set by a thread blocked in `waitid(WNOWAIT)`.
     Thread(watch::Receiver<bool>),
+    /// A child of the reaper: the reaper reports its exit (see the
+    /// `reaper` module).
+    Reported(ExitReports),
     /// Nobody watches (a child that is being abandoned).
     Unwatched,
 }
@@ -88,6 +92,7 @@ impl Exited {
                     io::Error::other("waitid reported an exit that a second waitid did not see")
                 })
             }
+            Exited::Reported(reports) => reports.wait().await,
             Exited::Unwatched => std::future::pending().await,
         }
     }
@@ -171,16 +176,36 @@ pub(super) fn kill_and_reap(pid: pid_t) {
     // SAFETY: kill only sends a signal; `pid` is our unreaped child, so it
     // names no other process.
     unsafe { libc::kill(pid, libc::SIGKILL) };
+    reap_eventually(pid, || ());
+}
+
+/// Reaps child `pid`, now if it has exited, else on a thread once it does;
+/// then runs `after` (which must wait for the reap: it frees what the
+/// child may still use). If no thread can be started, `after` never runs
+/// (what it holds is leaked rather than freed under a live child).
+pub(super) fn reap_eventually(pid: pid_t, after: impl FnOnce() + Send + 'static) {
     if !matches!(reap(pid), Ok(None)) {
+        after();
         return;
     }
+    let (tx, rx) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("conduit-mcp-reap".into())
         .stack_size(HELPER_STACK_BYTES)
         .spawn(move || {
             let _ = wait_blocking(pid, 0);
+            if let Ok(after) = rx.recv() {
+                let after: Box<dyn FnOnce() + Send> = after;
+                after();
+            }
         });
-    if let Err(e) = spawned {
-        warn!(pid, error = %e, "could not start a thread to reap a killed server; it stays a zombie until this process exits");
+    match spawned {
+        Ok(_) => {
+            let _ = tx.send(Box::new(after) as Box<dyn FnOnce() + Send>);
+        }
+        Err(e) => {
+            std::mem::forget(after);
+            warn!(pid, error = %e, "could not start a thread to reap a killed server; it stays a zombie until this process exits");
+        }
     }
 }

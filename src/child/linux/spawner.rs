@@ -60,7 +60,7 @@ struct Handover(Option<Launched>);
 impl Drop for Handover {
     fn drop(&mut self) {
         if let Some(orphan) = self.0.take() {
-            super::abandon(orphan.pid, true, orphan.watchdog);
+            super::abandon(orphan, true);
         }
     }
 }

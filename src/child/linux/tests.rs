@@ -96,7 +96,7 @@ async fn reports_exec_chdir_and_nul_failures() {
     std::fs::write(&file, b"\x00\x01\x02 not a program\n").unwrap();
     std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut spec = sh("");
-    spec.command = file.display().to_string();
+    spec.command = file.display().to_string().into();
     spec.args.clear();
     spec.group_watchdog = true;
     match spawn_spec(&spec).await.unwrap_err() {
@@ -116,7 +116,10 @@ async fn the_child_has_default_signals() {
 
 #[tokio::test]
 async fn the_thread_fallback_reports_the_exit_without_reaping() {
-    let s = spawn_spec(&sh("exit 7")).await.unwrap();
+    // Without a group there is no reaper: the child is ours to wait for.
+    let mut spec = sh("exit 7");
+    spec.process_group = false;
+    let s = spawn_spec(&spec).await.unwrap();
     let pid = s.pid as pid_t;
     let mut exited = Exited::thread(pid).unwrap();
     assert_eq!(exited.wait(pid).await.unwrap(), ChildExit::Code(7));

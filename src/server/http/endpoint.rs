@@ -21,10 +21,10 @@ use serde_json::Value;
 
 use crate::deadline::After;
 use crate::http::headers;
+use crate::jsonrpc::footprint;
 use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
 use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::server::dispatch::{route, Route};
-use crate::server::footprint;
 use crate::server::handle::ServerHandle;
 
 use super::core::{Core, Duplicate};

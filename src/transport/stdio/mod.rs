@@ -89,7 +89,7 @@ impl Transport for StdioTransport {
             let (owner, _) = Actor::spawn_linked(None, PortOwner, args, supervisor)
                 .await
                 .map_err(|e| SpawnError::Io {
-                    executable: opts.spec.command.clone(),
+                    executable: opts.spec.command.to_string(),
                     source: std::io::Error::other(format!("could not start the port owner: {e}")),
                 })?;
             let pipes = Pipes {

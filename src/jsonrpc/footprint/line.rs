@@ -1,7 +1,9 @@
-//! What one inbound line will cost in memory once the server has parsed it,
-//! estimated *before* parsing, so the byte budget
-//! ([`ServerConfig::max_inbound_bytes`](super::ServerConfig::max_inbound_bytes))
-//! can decline to build what it cannot afford.
+//! What one line (a message, or a result's bytes) will cost in memory once
+//! parsed, estimated *before* parsing, so the server's byte budget
+//! ([`ServerConfig::max_inbound_bytes`](crate::server::ServerConfig::max_inbound_bytes))
+//! can decline to build what it cannot afford, and the client's list caps
+//! ([`ClientConfig::max_list_bytes`](crate::ClientConfig::max_list_bytes))
+//! can count a page without building a tree of it.
 //!
 //! Why not the line's length: a `serde_json::Value` costs 32 bytes per node
 //! plus its heap, so the 8 MiB line `[0,0,0,...]` parses to 128 MiB, and
