@@ -146,10 +146,12 @@ async fn tools_with_a_config_file_serves_url_entries_and_says_what_it_skipped() 
         } }),
     );
     let file = file.as_str();
-    let out = mcp(&["tools", "--config", file]).await;
+    let out = mcp(&["tools", "--config", file, "--verbose"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let names = names(&out.json(), "tools");
     assert!(names.iter().any(|n| n == "remote__echo"), "{names:?}");
+    let said = format!("remote: Streamable HTTP at {}", server.url);
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
     assert!(
         out.stderr.contains("skipped old: type \"sse\""),
         "{}",
