@@ -13,7 +13,8 @@
 //! scenario's context gives, or arguments made from the tool's input
 //! schema), then lists and reads the resources and lists and gets the
 //! prompts the server declares. Some scenarios ask for less:
-//! `json-schema-ref-no-deref` and `request-metadata` only list the tools.
+//! `json-schema-ref-no-deref` and `request-metadata` only list the tools;
+//! `json-schema-2020-12-preservation` echoes one tool's input schema.
 //! Server requests and input requests are answered: elicitation accepts
 //! with every field's default (or a value of its type), sampling answers a
 //! text, roots an empty list.
@@ -96,6 +97,20 @@ async fn run(client: &Client, scenario: &str, context: &Value, caps: &Value) {
         Err(e) => return eprintln!("tools/list: {e}"),
     };
     if matches!(scenario, "json-schema-ref-no-deref" | "request-metadata") {
+        return;
+    }
+    if scenario == "json-schema-2020-12-preservation" {
+        // Echo the focal tool's input schema as this client holds it.
+        if let Some(focal) = tools.iter().find(|t| t.name == "json_schema_2020_12_tool") {
+            let args = json!({ "schema": focal.input_schema });
+            report(
+                "tools/call",
+                "json_schema_echo",
+                client
+                    .call_tool("json_schema_echo", args, RequestOptions::default())
+                    .await,
+            );
+        }
         return;
     }
     if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {
