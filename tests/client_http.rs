@@ -709,3 +709,55 @@ async fn calls_that_timed_out_give_their_room_in_the_write_queue_back() {
     assert!(matches!(tools, Ok(ref t) if t.is_empty()), "{tools:?}");
     client.stop().wait().await;
 }
+
+#[tokio::test]
+async fn a_tool_called_before_any_listing_still_gets_its_mcp_param_headers() {
+    let (cfg, rec) = Recorder::install(config());
+    let server = start(cfg).await;
+    let (client, session) = connect(&server.url, EraPreference::Modern).await;
+    assert_eq!(session.era, Era::Modern);
+    // No list_tools first: the server still requires Mcp-Param-Region.
+    let r = client
+        .call_tool(
+            "region",
+            json!({ "region": "eu-west" }),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "eu-west");
+    let call = rec
+        .wait_for(PATIENCE, |s| s.header("mcp-method") == Some("tools/call"))
+        .await
+        .unwrap();
+    assert_eq!(call.header("mcp-param-region"), Some("eu-west"));
+    client.stop().wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_get_stream_is_open_before_the_session_s_first_request() {
+    // A server may send requests not tied to any of the client's on the GET
+    // stream only (the TypeScript SDK drops them when it is not open): the
+    // session's first request must wait for it. This server is slow to
+    // accept the GET.
+    let order = Arc::new(std::sync::Mutex::new(Vec::<&'static str>::new()));
+    let o = order.clone();
+    let cfg = config().authorize(move |parts| {
+        if parts.method == "GET" {
+            std::thread::sleep(Duration::from_millis(300));
+            o.lock().unwrap().push("GET accepted");
+        } else if parts
+            .headers
+            .get("mcp-method")
+            .is_some_and(|m| m == "tools/list")
+        {
+            o.lock().unwrap().push("tools/list");
+        }
+        true
+    });
+    let server = start(cfg).await;
+    let (client, _) = connect(&server.url, EraPreference::Legacy).await;
+    client.list_tools().await.unwrap();
+    assert_eq!(*order.lock().unwrap(), ["GET accepted", "tools/list"]);
+    client.stop().wait().await;
+}

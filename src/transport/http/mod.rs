@@ -49,6 +49,7 @@ use crate::line_io::WriteQueue;
 use crate::transport::{Delivery, EventSink, Link, OpenFuture, Transport, TransportEvent};
 
 mod headers;
+mod learn;
 mod post;
 mod stream;
 mod tool_headers;
@@ -181,6 +182,8 @@ pub(super) struct Core {
     /// `true` once the link's end is done (the session's DELETE answered
     /// or timed out).
     teardown: watch::Sender<bool>,
+    /// Set once the link listed the tools itself (see `learn`).
+    tools_learned: tokio::sync::OnceCell<()>,
     state: Mutex<State>,
 }
 
@@ -193,6 +196,7 @@ impl Core {
             closed: AtomicBool::new(false),
             stop: watch::channel(false).0,
             teardown: watch::channel(false).0,
+            tools_learned: tokio::sync::OnceCell::new(),
             state: Mutex::new(State::default()),
         })
     }

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use super::{headers, stream, tool_headers, Core, Inflight};
+use super::{headers, learn, stream, Core, Inflight};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
 use crate::jsonrpc::{ErrorObject, Message, Outcome, RawJson, RequestId, Response as RpcResponse};
@@ -78,7 +78,8 @@ pub(super) async fn dispatch(core: Arc<Core>, mut rx: QueueReceiver) {
 }
 
 /// Sends one serialised message; for `notifications/initialized`, returns
-/// its task, which the dispatcher awaits before sending anything else.
+/// its task (acknowledged, then the GET stream opened), which the
+/// dispatcher awaits before sending anything else.
 fn send_line(
     core: &Arc<Core>,
     mut line: Vec<u8>,
@@ -138,14 +139,30 @@ fn send_line(
                     abort: None,
                 },
             );
-            let task = tokio::spawn(post_request(
-                core.clone(),
-                r.id,
-                r.method,
-                line,
-                headers,
-                release,
-            ));
+            // A modern call of a tool never listed on this link: list first,
+            // so its Mcp-Param-* headers can be sent.
+            let meta = (modern
+                && r.method == "tools/call"
+                && learn::unknown_tool(core, r.params.as_ref()))
+            .then(|| r.params.as_ref().and_then(|p| p.get("_meta")).cloned())
+            .flatten();
+            let task = tokio::spawn({
+                let core = core.clone();
+                async move {
+                    let headers = match meta {
+                        Some(meta) => {
+                            learn::list_once(&core, meta).await;
+                            headers::for_post(
+                                &core.opts.headers,
+                                &core.state(),
+                                &Message::Request(r.clone()),
+                            )
+                        }
+                        None => headers,
+                    };
+                    post_request(core, r.id, r.method, line, headers, release).await
+                }
+            });
             if let Some(f) = core.state().inflight.get_mut(&id) {
                 f.abort = Some(task.abort_handle());
             }
@@ -158,7 +175,7 @@ fn send_line(
             let initialized = n.method == crate::protocol::methods::INITIALIZED;
             let task = tokio::spawn(async move {
                 if post_other(&core, &n.method, line, headers, release).await && initialized {
-                    stream::open_get(&core);
+                    stream::open_get(&core).await;
                 }
             });
             return initialized.then_some(task);
@@ -361,21 +378,7 @@ fn learn(core: &Arc<Core>, method: &str, raw: &mut RawJson) {
             let Ok(mut v) = raw.parse::<Value>() else {
                 return;
             };
-            let (kept, dropped) = tool_headers::filter_tools(&mut v);
-            for (tool, why) in &dropped {
-                warn!(server = %core.name(), tool = %tool, reason = %why, "tool dropped: invalid x-mcp-header");
-            }
-            {
-                let mut st = core.state();
-                for (tool, pairs) in kept {
-                    if pairs.is_empty() {
-                        st.tool_headers.remove(&tool);
-                    } else {
-                        st.tool_headers.insert(tool, Arc::new(pairs));
-                    }
-                }
-            }
-            if !dropped.is_empty() {
+            if learn::from_result(core, &mut v) {
                 if let Ok(filtered) = RawJson::from_value(&v) {
                     *raw = filtered;
                 }

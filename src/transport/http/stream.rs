@@ -26,6 +26,9 @@ use crate::jsonrpc::{Message, RequestId};
 /// Wait before reconnecting when the server named no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
+/// How long the session's first request waits for the GET stream to open.
+const GET_READY_WAIT: Duration = Duration::from_secs(2);
+
 /// Resumptions of one response stream in a row that brought nothing.
 const MAX_IDLE_RESUMES: u32 = 5;
 
@@ -198,8 +201,12 @@ pub(super) async fn read_post_stream(core: Arc<Core>, id: RequestId, resp: Respo
 }
 
 /// Opens the session's GET stream once per link (2025-11-25 era, after
-/// `notifications/initialized`), in the background.
-pub(super) fn open_get(core: &Arc<Core>) {
+/// `notifications/initialized`), in the background. Resolves once the
+/// server accepted it (its response head came) or refused it, or after
+/// [`GET_READY_WAIT`]: a server may send requests not tied to one of the
+/// client's on that stream only, and drop them while it is not open, so
+/// the session's first request waits for it.
+pub(super) async fn open_get(core: &Arc<Core>) {
     {
         let mut st = core.state();
         if st.get_started || st.legacy_version.is_none() {
@@ -207,16 +214,23 @@ pub(super) fn open_get(core: &Arc<Core>) {
         }
         st.get_started = true;
     }
-    tokio::spawn(run_get(core.clone()));
+    let (opened, ready) = tokio::sync::oneshot::channel();
+    tokio::spawn(run_get(core.clone(), opened));
+    let _ = tokio::time::timeout(GET_READY_WAIT, ready).await;
 }
 
 /// Keeps the GET stream open: reopened after `retry` whenever it ends,
 /// until the link closes or the server refuses it.
-async fn run_get(core: Arc<Core>) {
+async fn run_get(core: Arc<Core>, opened: tokio::sync::oneshot::Sender<()>) {
     let mut pos = Position::default();
     let mut wait = false;
+    let mut opened = Some(opened);
     loop {
-        let resp = match reopen(&core, &pos, wait).await {
+        let reopened = reopen(&core, &pos, wait).await;
+        if let Some(o) = opened.take() {
+            let _ = o.send(());
+        }
+        let resp = match reopened {
             Reopened::Stream(r) => r,
             Reopened::Closed => return,
             Reopened::Refused(status) => {
