@@ -12,7 +12,7 @@ use reqwest::header::CONTENT_TYPE;
 use serde_json::{json, Value};
 use tracing::{debug, warn};
 
-use super::post::{read_body, BodyError};
+use super::answer::{read_body, BodyError};
 use super::tool_headers::{self, Pairs};
 use super::{headers, Core};
 use crate::http::sse::Parser;

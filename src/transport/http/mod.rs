@@ -48,6 +48,7 @@ use crate::jsonrpc::{Message, RequestId};
 use crate::line_io::WriteQueue;
 use crate::transport::{Delivery, EventSink, Link, OpenFuture, Transport, TransportEvent};
 
+mod answer;
 mod headers;
 mod learn;
 mod post;

@@ -16,7 +16,7 @@ use reqwest::header::{HeaderValue, ACCEPT};
 use reqwest::{Response, StatusCode};
 use tracing::{debug, warn};
 
-use super::post::{describe, received};
+use super::answer::{describe, received};
 use super::{headers, Core};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
