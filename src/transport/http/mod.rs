@@ -7,8 +7,8 @@
 //! stdio; the link's **dispatcher** task takes each from the byte-bounded
 //! [`WriteQueue`] and POSTs it on its own task (`post`), with the MCP
 //! headers the body implies (`headers`). Answers come back as JSON or as
-//! an SSE stream (`stream`), and everything the server sends, on any
-//! stream, goes to the link's sink, where the Connection's routing answers
+//! an SSE stream (`answer`, `stream`), and everything the server sends,
+//! on any stream, goes to the link's sink, where the Connection's routing answers
 //! callers by id. What the link learns from the traffic it carries:
 //!
 //! - the session id of an `initialize` answer and its protocol version,
@@ -21,8 +21,10 @@
 //!   annotations of the tools a `tools/list` answer carries (tools with
 //!   invalid annotations are dropped from it, as the specification says;
 //!   `tools/call` then mirrors the annotated arguments into
-//!   `Mcp-Param-*`); `notifications/cancelled` becomes closing the
-//!   request's response.
+//!   `Mcp-Param-*`; for a tool called before any listing, the link lists
+//!   the tools once itself: `learn`); `notifications/cancelled` becomes
+//!   closing the request's response (in a 2025-11-25 session the
+//!   notification is sent too).
 //!
 //! Failures map to the stdio link's: a server that cannot be reached, or a
 //! stream that breaks where it cannot be resumed, closes the link
