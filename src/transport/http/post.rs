@@ -1,7 +1,7 @@
 //! Sending: the dispatcher that turns each queued message into a POST (its
 //! answer is read by `answer`), and DELETE at the end of a session.
 //!
-//! The room a message holds in the [`WriteQueue`] is given back once its
+//! The room a message holds in the [`WriteQueue`](crate::line_io::WriteQueue) is given back once its
 //! POST has been sent (the response's head arrived, or it failed), so
 //! `max_write_queue_bytes` bounds the request bodies in transit, as it
 //! bounds the unwritten bytes of a stdio server.
