@@ -51,6 +51,7 @@ use crate::line_io::WriteQueue;
 use crate::transport::{Delivery, EventSink, Link, OpenFuture, Transport, TransportEvent};
 
 mod answer;
+mod auth;
 mod headers;
 mod learn;
 mod post;
@@ -70,6 +71,8 @@ pub(crate) struct HttpLinkOptions {
     pub(crate) max_message_bytes: usize,
     /// Bytes of request bodies being sent at once.
     pub(crate) max_write_queue_bytes: usize,
+    /// Authorization, when the server asks for it.
+    pub(crate) oauth: Option<crate::oauth::OAuth>,
 }
 
 /// Opens HTTP links to one endpoint; links share its connection pool.
@@ -122,6 +125,7 @@ impl HttpTransport {
                 headers,
                 max_message_bytes,
                 max_write_queue_bytes,
+                oauth: http.oauth.clone(),
             }),
             client,
         })
