@@ -66,11 +66,13 @@ mod error;
 mod fetch;
 mod grant;
 mod register;
+mod send;
 mod store;
 
 pub use authorizer::{AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer};
 pub(crate) use challenge::Challenge;
 pub use error::AuthError;
+pub(crate) use send::SendError;
 pub use store::{
     FileStore, MemoryStore, RegisteredClient, StoredAuth, TokenAuthMethod, TokenStore, Tokens,
 };
@@ -402,6 +404,61 @@ impl OAuth {
             add(&mut scopes, "offline_access");
         }
         scopes
+    }
+
+    /// Authorizes with the server of `http` now, before any client talks
+    /// to it (an interactive login does not then race a request's
+    /// timeout): sends it one harmless request (a `server/discover`) with
+    /// the token kept for it, if any, and authorizes (or refreshes) if it
+    /// asks. `Ok(true)` when the server asked for authorization and got it,
+    /// `Ok(false)` when the request went through as it was (the server is
+    /// not protected, or the kept token was accepted).
+    pub async fn login(&self, http: &crate::HttpOptions) -> Result<bool, AuthError> {
+        let url = Url::parse(http.url.trim()).map_err(|e| AuthError::Discovery {
+            url: fetch::shown(&http.url),
+            problem: e.to_string(),
+        })?;
+        let client =
+            crate::transport::http::build_client(http).map_err(|e| AuthError::Discovery {
+                url: fetch::shown(&http.url),
+                problem: e.to_string(),
+            })?;
+        let version = crate::protocol::MODERN_VERSION;
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": "conduit-login",
+            "method": "server/discover",
+            "params": { "_meta": {
+                "io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }},
+        })
+        .to_string();
+        let build = || {
+            let mut req = client
+                .post(url.clone())
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", version)
+                .header("mcp-method", "server/discover")
+                .body(body.clone());
+            for (k, v) in &http.headers {
+                req = req.header(k.as_str(), v.expose());
+            }
+            req
+        };
+        let before = self.bearer(&url).await?;
+        match self
+            .send(&client, &url, &fetch::shown(url.as_str()), build)
+            .await
+        {
+            Ok(_) => Ok(self.bearer(&url).await? != before),
+            Err(send::SendError::Auth(e)) => Err(e),
+            Err(send::SendError::Http(problem)) => Err(AuthError::Discovery {
+                url: fetch::shown(url.as_str()),
+                problem,
+            }),
+        }
     }
 
     /// Forgets the tokens kept for the server at `url` (its registration

@@ -55,6 +55,15 @@ pub(super) async fn run_url(options: &Options, command: Command) -> Result<Outpu
         config = config.header(k.clone(), v.clone());
     }
     apply_options(options, &mut config);
+    // A protected server: log in first (or reuse the kept token).
+    let oauth = super::login::oauth().map_err(Fail::Transport)?;
+    if let Some(http) = &config.http {
+        tokio::select! {
+            r = oauth.login(http) => r.map_err(|e| Fail::Transport(format!("authorization: {e}")))?,
+            f = super::interrupted() => return Err(f),
+        };
+    }
+    let config = config.oauth(oauth);
     with_client(options, config, command).await
 }
 

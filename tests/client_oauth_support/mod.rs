@@ -153,6 +153,21 @@ impl AuthFake {
                 }),
             )
             .route(
+                "/authorize",
+                get(move |S((st, base)): S<St>, uri: axum::http::Uri| async move {
+                    let q = form(uri.query().unwrap_or(""));
+                    let redirect = q.get("redirect_uri").cloned().unwrap_or_default();
+                    let (code, state, iss) = approve(&st, &base, q);
+                    let mut location = format!("{redirect}?code={code}&iss={}", iss.replace(':', "%3A").replace('/', "%2F"));
+                    if let Some(state) = state {
+                        location.push_str(&format!("&state={state}"));
+                    }
+                    let mut r = StatusCode::FOUND.into_response();
+                    r.headers_mut().insert("location", location.parse().unwrap());
+                    r
+                }),
+            )
+            .route(
                 "/register",
                 post(move |S((st, _)): S<St>, body: Bytes| async move {
                     let v: Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -311,26 +326,65 @@ impl AuthFake {
         let base = self.base.clone();
         move |req: AuthorizationRequest| {
             let query = req.url.split_once('?').map(|(_, q)| q).unwrap_or("");
-            let q = form(query);
-            let mut s = state.lock().unwrap();
-            s.seen.authorizations.push(q.clone());
-            s.next += 1;
-            let code = format!("code-{}", s.next);
-            s.codes.insert(
-                code.clone(),
-                (
-                    q.get("code_challenge").cloned().unwrap_or_default(),
-                    q.get("scope").cloned().unwrap_or_default(),
-                ),
-            );
-            let iss = s.knobs.redirect_iss.clone().unwrap_or(base.clone());
+            let (code, state, iss) = approve(&state, &base, form(query));
             std::future::ready(Ok(AuthorizationResponse::new(
                 Secret::new(code),
-                q.get("state").cloned(),
+                state,
                 Some(iss),
             )))
         }
     }
+}
+
+/// The authorization endpoint's work: records the request, issues a code
+/// for its challenge and scope; `(code, state, iss)` to redirect with.
+fn approve(
+    st: &Mutex<State>,
+    base: &str,
+    q: HashMap<String, String>,
+) -> (String, Option<String>, String) {
+    let mut s = st.lock().unwrap();
+    s.seen.authorizations.push(q.clone());
+    s.next += 1;
+    let code = format!("code-{}", s.next);
+    s.codes.insert(
+        code.clone(),
+        (
+            q.get("code_challenge").cloned().unwrap_or_default(),
+            q.get("scope").cloned().unwrap_or_default(),
+        ),
+    );
+    let iss = s.knobs.redirect_iss.clone().unwrap_or(base.to_owned());
+    (code, q.get("state").cloned(), iss)
+}
+
+/// A plain HTTP/1.1 GET of `url` (`http://host:port/...`): its status and
+/// `Location` header.
+pub async fn get(url: &str) -> (u16, Option<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut conn = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("connect");
+    let req = format!("GET {path} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n");
+    conn.write_all(req.as_bytes()).await.unwrap();
+    let mut text = Vec::new();
+    conn.read_to_end(&mut text).await.unwrap();
+    let text = String::from_utf8_lossy(&text);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let location = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("location: ")
+                .or_else(|| l.strip_prefix("Location: "))
+        })
+        .map(|l| l.trim().to_owned());
+    (status, location)
 }
 
 impl Drop for AuthFake {

@@ -4,23 +4,14 @@
 //! and send the request again, until the server accepts it or
 //! authorization gives up (its limit of attempts in a row).
 
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
-use reqwest::{RequestBuilder, Response, StatusCode};
+use reqwest::{RequestBuilder, Response};
 use serde_json::json;
-use tracing::info;
 
 use super::answer::describe;
 use super::Core;
 use crate::jsonrpc::{ErrorObject, Message, Outcome, RequestId, Response as RpcResponse};
-use crate::oauth::{AuthError, Challenge};
-
-/// Why a request got no response to read.
-pub(super) enum SendError {
-    /// The connection failed (what happened, without the URL).
-    Http(String),
-    /// Authorization failed or gave up.
-    Auth(AuthError),
-}
+use crate::oauth::AuthError;
+pub(super) use crate::oauth::SendError;
 
 /// Sends the request `build` makes (again for each attempt), with the
 /// link's access token, authorizing when the server asks.
@@ -28,46 +19,16 @@ pub(super) async fn send(
     core: &Core,
     build: impl Fn() -> RequestBuilder,
 ) -> Result<Response, SendError> {
-    let Some(oauth) = &core.opts.oauth else {
-        return build()
+    match &core.opts.oauth {
+        Some(oauth) => {
+            oauth
+                .send(&core.client, &core.opts.url, core.name(), build)
+                .await
+        }
+        None => build()
             .send()
             .await
-            .map_err(|e| SendError::Http(describe(e)));
-    };
-    let url = &core.opts.url;
-    loop {
-        let token = oauth.bearer(url).await.map_err(SendError::Auth)?;
-        let mut req = build();
-        if let Some(t) = &token {
-            if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", t.expose())) {
-                v.set_sensitive(true);
-                let mut h = HeaderMap::new();
-                h.insert(AUTHORIZATION, v);
-                // Replaces a configured Authorization header.
-                req = req.headers(h);
-            }
-        }
-        let resp = req.send().await.map_err(|e| SendError::Http(describe(e)))?;
-        let status = resp.status();
-        let challenge = Challenge::parse(
-            resp.headers()
-                .get_all(WWW_AUTHENTICATE)
-                .iter()
-                .filter_map(|v| v.to_str().ok()),
-        );
-        let step_up = status == StatusCode::FORBIDDEN && challenge.insufficient_scope();
-        if status != StatusCode::UNAUTHORIZED && !step_up {
-            if token.is_some() && status.is_success() {
-                oauth.accepted(url);
-            }
-            return Ok(resp);
-        }
-        drop(resp);
-        info!(server = %core.name(), %status, "the server asks for authorization");
-        oauth
-            .challenged(&core.client, url, step_up, &challenge, token.as_ref())
-            .await
-            .map_err(SendError::Auth)?;
+            .map_err(|e| SendError::Http(describe(e))),
     }
 }
 
