@@ -453,7 +453,11 @@ impl OAuth {
             .await
         {
             Ok(_) => Ok(self.bearer(&url).await? != before),
-            Err(send::SendError::Auth(e)) => Err(e),
+            Err(send::SendError::Auth(Some(status), e)) => Err(AuthError::Challenged {
+                status: status.as_u16(),
+                error: Box::new(e),
+            }),
+            Err(send::SendError::Auth(None, e)) => Err(e),
             Err(send::SendError::Http(problem)) => Err(AuthError::Discovery {
                 url: fetch::shown(url.as_str()),
                 problem,

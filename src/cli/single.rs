@@ -55,7 +55,9 @@ pub(super) async fn run_url(options: &Options, command: Command) -> Result<Outpu
         config = config.header(k.clone(), v.clone());
     }
     apply_options(options, &mut config);
-    // A protected server: log in first (or reuse the kept token).
+    // A protected server: log in first (or reuse the kept token); a bad
+    // configuration is still a usage error.
+    config.validate().map_err(|e| Fail::Usage(e.to_string()))?;
     let oauth = super::login::oauth().map_err(Fail::Transport)?;
     if let Some(http) = &config.http {
         tokio::select! {

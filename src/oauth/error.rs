@@ -113,6 +113,15 @@ pub enum AuthError {
         /// Authorizations tried.
         attempts: u32,
     },
+    /// The server answered `status` asking for authorization, and
+    /// authorizing failed.
+    #[error("the server asked for authorization (HTTP {status}), which failed: {error}")]
+    Challenged {
+        /// The status (401, or 403 for more scope).
+        status: u16,
+        /// Why authorizing failed.
+        error: Box<AuthError>,
+    },
     /// The token store failed.
     #[error("token store: {0}")]
     Store(String),

@@ -16,8 +16,19 @@ use super::{AuthError, OAuth};
 pub(crate) enum SendError {
     /// The connection failed (what happened, without the URL).
     Http(String),
-    /// Authorization failed or gave up.
-    Auth(AuthError),
+    /// Authorization failed or gave up, after the server answered this
+    /// status (`None`: before anything was sent).
+    Auth(Option<StatusCode>, AuthError),
+}
+
+impl SendError {
+    /// "authorization failed" with the status that asked for it.
+    pub(crate) fn auth_text(status: Option<StatusCode>, e: &AuthError) -> String {
+        match status {
+            Some(s) => format!("the server asked for authorization (HTTP {s}), which failed: {e}"),
+            None => format!("authorization failed: {e}"),
+        }
+    }
 }
 
 impl OAuth {
@@ -32,7 +43,10 @@ impl OAuth {
         build: impl Fn() -> RequestBuilder,
     ) -> Result<Response, SendError> {
         loop {
-            let token = self.bearer(url).await.map_err(SendError::Auth)?;
+            let token = self
+                .bearer(url)
+                .await
+                .map_err(|e| SendError::Auth(None, e))?;
             let mut req = build();
             if let Some(t) = &token {
                 if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", t.expose())) {
@@ -62,7 +76,7 @@ impl OAuth {
             info!(server = %name, %status, "the server asks for authorization");
             self.challenged(http, url, step_up, &challenge, token.as_ref())
                 .await
-                .map_err(SendError::Auth)?;
+                .map_err(|e| SendError::Auth(Some(status), e))?;
         }
     }
 }

@@ -34,9 +34,17 @@ pub(super) async fn send(
 
 /// Request `id` failed for want of authorization: its caller gets an
 /// error saying why.
-pub(super) async fn refused(core: &Core, id: &RequestId, e: AuthError) {
-    let error = ErrorObject::new(-32600, format!("authorization failed: {e}"))
-        .with_data(json!({ "authorization": true }));
+pub(super) async fn refused(
+    core: &Core,
+    id: &RequestId,
+    status: Option<reqwest::StatusCode>,
+    e: AuthError,
+) {
+    let mut data = json!({ "authorization": true });
+    if let Some(s) = status {
+        data["httpStatus"] = json!(s.as_u16());
+    }
+    let error = ErrorObject::new(-32600, SendError::auth_text(status, &e)).with_data(data);
     let r = RpcResponse {
         id: Some(id.clone()),
         outcome: Outcome::Error(error),

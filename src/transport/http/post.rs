@@ -217,7 +217,7 @@ async fn post_other(
             warn!(server = %core.name(), what, status = %resp.status(), "the server refused a message");
             false
         }
-        Err(SendError::Auth(e)) => {
+        Err(SendError::Auth(_, e)) => {
             warn!(server = %core.name(), what, error = %e, "a message was not sent: authorization failed");
             false
         }
@@ -248,7 +248,7 @@ async fn post_request(
     drop(release);
     match sent {
         Err(SendError::Http(e)) => core.close(CloseReason::ConnectionFailed(e)),
-        Err(SendError::Auth(e)) => auth::refused(&core, &id, e).await,
+        Err(SendError::Auth(status, e)) => auth::refused(&core, &id, status, e).await,
         Ok(resp) => answer(&core, &id, &method, resp).await,
     }
     core.state().inflight.remove(&id);
@@ -283,7 +283,7 @@ pub(super) fn end_session(core: Arc<Core>, session: String, version: Option<Stri
             Ok(Err(SendError::Http(e))) => {
                 debug!(server = %core.name(), error = %e, "DELETE of the session failed")
             }
-            Ok(Err(SendError::Auth(e))) => {
+            Ok(Err(SendError::Auth(_, e))) => {
                 debug!(server = %core.name(), error = %e, "DELETE of the session not authorized")
             }
             Err(_) => debug!(server = %core.name(), "DELETE of the session timed out"),

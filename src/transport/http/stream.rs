@@ -139,7 +139,7 @@ async fn reopen(core: &Arc<Core>, pos: &Position, wait: bool) -> Reopened {
             core.close(CloseReason::ConnectionFailed(e));
             Reopened::Closed
         }
-        Err(SendError::Auth(e)) => {
+        Err(SendError::Auth(_, e)) => {
             debug!(server = %core.name(), error = %e, "stream not authorized");
             Reopened::Refused(StatusCode::UNAUTHORIZED)
         }
