@@ -31,7 +31,7 @@
 //! authorization URL, bring back the redirect) and, if tokens should
 //! outlive the process, a [`TokenStore`] ([`FileStore`] keeps them in a
 //! file of mode 0600; the default [`MemoryStore`] in memory). Tokens and
-//! client secrets are [`Secret`](crate::Secret)s: never logged, redacted
+//! client secrets are [`Secret`]s: never logged, redacted
 //! in `Debug` and absent from errors.
 //!
 //! ```no_run
