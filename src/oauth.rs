@@ -72,6 +72,7 @@ mod store;
 pub use authorizer::{AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer};
 pub(crate) use challenge::Challenge;
 pub use error::AuthError;
+pub(crate) use fetch::describe;
 pub(crate) use send::SendError;
 pub use store::{
     FileStore, MemoryStore, RegisteredClient, StoredAuth, TokenAuthMethod, TokenStore, Tokens,
@@ -414,10 +415,7 @@ impl OAuth {
     /// `Ok(false)` when the request went through as it was (the server is
     /// not protected, or the kept token was accepted).
     pub async fn login(&self, http: &crate::HttpOptions) -> Result<bool, AuthError> {
-        let url = Url::parse(http.url.trim()).map_err(|e| AuthError::Discovery {
-            url: fetch::shown(&http.url),
-            problem: e.to_string(),
-        })?;
+        let url = parse(http.url.trim())?;
         let client =
             crate::transport::http::build_client(http).map_err(|e| AuthError::Discovery {
                 url: fetch::shown(&http.url),
@@ -468,11 +466,7 @@ impl OAuth {
     /// Forgets the tokens kept for the server at `url` (its registration
     /// stays).
     pub async fn forget(&self, url: &str) -> Result<(), AuthError> {
-        let url = Url::parse(url).map_err(|e| AuthError::Discovery {
-            url: fetch::shown(url),
-            problem: e.to_string(),
-        })?;
-        let sa = self.server(&url);
+        let sa = self.server(&parse(url)?);
         let _flow = sa.flow.lock().await;
         let mut auth = self.loaded(&sa).await?;
         auth.tokens = None;
@@ -482,12 +476,16 @@ impl OAuth {
     /// What the store holds for the server at `url` (its URL without
     /// query is the key).
     pub async fn stored(&self, url: &str) -> Result<StoredAuth, AuthError> {
-        let url = Url::parse(url).map_err(|e| AuthError::Discovery {
-            url: fetch::shown(url),
-            problem: e.to_string(),
-        })?;
-        let sa = self.server(&url);
+        let sa = self.server(&parse(url)?);
         let _flow = sa.flow.lock().await;
         self.loaded(&sa).await
     }
+}
+
+/// A server's URL, or why it is not one.
+fn parse(url: &str) -> Result<Url, AuthError> {
+    Url::parse(url).map_err(|e| AuthError::Discovery {
+        url: fetch::shown(url),
+        problem: e.to_string(),
+    })
 }
