@@ -19,6 +19,12 @@
 //! with every field's default (or a value of its type), sampling answers a
 //! text, roots an empty list.
 //!
+//! Protected servers (the `auth/` scenarios) are authorized through
+//! [`conduit_mcp::oauth`]: the authorizer follows the authorization
+//! endpoint's redirect itself (the suite approves at once), and a
+//! pre-registered client's id and secret come from the context, as the
+//! suite's reference client takes them.
+//!
 //! ```text
 //! cargo build --example conformance_client --features http
 //! conformance client --command target/debug/examples/conformance_client --requirements 2026-07-28
@@ -26,9 +32,11 @@
 
 use std::time::Duration;
 
+use conduit_mcp::oauth::{AuthorizationRequest, AuthorizationResponse, OAuth, OAuthConfig};
 use conduit_mcp::protocol::LEGACY_VERSIONS;
 use conduit_mcp::{
-    Client, ClientConfig, EraPreference, ErrorObject, InboundRequest, RequestOptions, StartOptions,
+    Client, ClientConfig, EraPreference, ErrorObject, InboundRequest, RequestOptions, Secret,
+    StartOptions,
 };
 use serde_json::{json, Map, Value};
 
@@ -62,6 +70,7 @@ async fn main() {
         EraPreference::Modern
     };
     let mut config = ClientConfig::http(&url)
+        .oauth(oauth(&context))
         .name(format!("conformance:{scenario}"))
         .era(era)
         .request_timeout(PATIENCE)
@@ -88,6 +97,53 @@ async fn main() {
     };
     run(&client, &scenario, &context, &session.capabilities).await;
     client.stop().wait().await;
+}
+
+/// The redirect URI registered for this client (nothing listens there:
+/// the authorizer reads the redirect from the authorization server's
+/// answer, as a browser would follow it).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// This client's metadata document URL (used as its client id where the
+/// authorization server supports Client ID Metadata Documents).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Authorization as the suite's scenarios expect of a client: the
+/// "user" approves at once (the authorization endpoint redirects
+/// straight back), credentials of a pre-registered client come from the
+/// context.
+fn oauth(context: &Value) -> OAuth {
+    let mut config = OAuthConfig::new(REDIRECT_URI, approve)
+        .client_name("conduit-mcp-conformance")
+        .client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(id) = context.get("client_id").and_then(Value::as_str) {
+        let secret = context
+            .get("client_secret")
+            .and_then(Value::as_str)
+            .map(Secret::new);
+        config = config.client(id, secret);
+    }
+    OAuth::new(config)
+}
+
+/// Visits the authorization URL and returns where it redirects to.
+async fn approve(req: AuthorizationRequest) -> Result<AuthorizationResponse, String> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let resp = http.get(&req.url).send().await.map_err(|e| e.to_string())?;
+    let location = resp
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            format!(
+                "no redirect from the authorization endpoint (HTTP {})",
+                resp.status()
+            )
+        })?;
+    AuthorizationResponse::from_redirect(location).map_err(|e| e.to_string())
 }
 
 /// What the scenario asks for, after the handshake.

@@ -38,6 +38,7 @@ use crate::secret::EnvValue;
 
 mod args;
 mod hosted;
+mod login;
 mod progress;
 mod single;
 mod verbose;

@@ -221,6 +221,8 @@ pub mod host;
 pub mod http;
 pub mod jsonrpc;
 mod line_io;
+#[cfg(feature = "http")]
+pub mod oauth;
 pub mod protocol;
 pub mod secret;
 mod serde_support;

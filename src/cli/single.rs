@@ -55,6 +55,17 @@ pub(super) async fn run_url(options: &Options, command: Command) -> Result<Outpu
         config = config.header(k.clone(), v.clone());
     }
     apply_options(options, &mut config);
+    // A protected server: log in first (or reuse the kept token); a bad
+    // configuration is still a usage error.
+    config.validate().map_err(|e| Fail::Usage(e.to_string()))?;
+    let oauth = super::login::oauth().map_err(Fail::Transport)?;
+    if let Some(http) = &config.http {
+        tokio::select! {
+            r = oauth.login(http) => r.map_err(|e| Fail::Transport(format!("authorization: {e}")))?,
+            f = super::interrupted() => return Err(f),
+        };
+    }
+    let config = config.oauth(oauth);
     with_client(options, config, command).await
 }
 

@@ -339,6 +339,16 @@ impl ClientConfig {
         config
     }
 
+    /// Authorizes with `oauth` when the HTTP server asks (feature `http`;
+    /// see [`oauth`](crate::oauth)); makes this an HTTP configuration for
+    /// an empty URL if it was not one.
+    #[cfg(feature = "http")]
+    pub fn oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+        let http = self.http.take().unwrap_or_else(|| HttpOptions::new(""));
+        self.http = Some(http.oauth(oauth));
+        self
+    }
+
     /// Sets one header sent with every HTTP request (held as a
     /// [`Secret`](crate::Secret)); makes this an HTTP configuration for
     /// an empty URL if it was not one.

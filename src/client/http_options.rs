@@ -40,6 +40,11 @@ pub struct HttpOptions {
         with = "crate::serde_support::millis"
     )]
     pub connect_timeout: Duration,
+    /// Authorization with OAuth 2.1 when the server asks for it (feature
+    /// `http`; see [`oauth`](crate::oauth)); not serialised.
+    #[cfg(feature = "http")]
+    #[serde(skip)]
+    pub oauth: Option<crate::oauth::OAuth>,
 }
 
 fn yes() -> bool {
@@ -58,7 +63,17 @@ impl HttpOptions {
             headers: Vec::new(),
             proxy_from_env: true,
             connect_timeout: default_connect_timeout(),
+            #[cfg(feature = "http")]
+            oauth: None,
         }
+    }
+
+    /// Authorizes with `oauth` when the server asks (a 401, or a 403 for
+    /// more scope; feature `http`); see [`oauth`](crate::oauth).
+    #[cfg(feature = "http")]
+    pub fn oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Sets one header (replacing an earlier value of the same name,

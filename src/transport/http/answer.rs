@@ -19,18 +19,9 @@ use crate::jsonrpc::{ErrorObject, Message, Outcome, RawJson, RequestId, Response
 const ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// Describes a transport error, with its causes, without the URL (its
-/// query may hold a token).
-pub(super) fn describe(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
+/// query may hold a token): written once, with the OAuth requests'.
+pub(super) use crate::oauth::describe;
+
 /// Reads the answer to request `id` from `resp`.
 pub(super) async fn answer(core: &Arc<Core>, id: &RequestId, method: &str, resp: Response) {
     let status = resp.status();

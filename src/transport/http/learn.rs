@@ -90,13 +90,14 @@ async fn request(core: &Arc<Core>, id: &RequestId, params: Value) -> Option<Valu
         .into_bytes();
     let message = Message::parse(&body).ok()?;
     let h = headers::for_post(&core.opts.headers, &core.state(), &message);
-    let sent = core
-        .client
-        .post(core.opts.url.clone())
-        .headers(h)
-        .body(body)
-        .send()
-        .await;
+    let body = bytes::Bytes::from(body);
+    let request = || {
+        core.client
+            .post(core.opts.url.clone())
+            .headers(h.clone())
+            .body(body.clone())
+    };
+    let sent = super::auth::send(core, request).await;
     let resp = match sent {
         Ok(r) if r.status().is_success() => r,
         Ok(r) => {

@@ -51,6 +51,7 @@ use crate::line_io::WriteQueue;
 use crate::transport::{Delivery, EventSink, Link, OpenFuture, Transport, TransportEvent};
 
 mod answer;
+mod auth;
 mod headers;
 mod learn;
 mod post;
@@ -70,6 +71,8 @@ pub(crate) struct HttpLinkOptions {
     pub(crate) max_message_bytes: usize,
     /// Bytes of request bodies being sent at once.
     pub(crate) max_write_queue_bytes: usize,
+    /// Authorization, when the server asks for it.
+    pub(crate) oauth: Option<crate::oauth::OAuth>,
 }
 
 /// Opens HTTP links to one endpoint; links share its connection pool.
@@ -103,18 +106,7 @@ impl HttpTransport {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(http.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .user_agent(concat!("conduit-mcp/", env!("CARGO_PKG_VERSION")))
-            // A redirect would re-send the headers (a token) elsewhere.
-            .redirect(reqwest::redirect::Policy::none());
-        if !http.proxy_from_env {
-            builder = builder.no_proxy();
-        }
-        let client = builder.build().map_err(|e| {
-            ConfigError::new("http", format!("could not build the HTTP client: {e}"))
-        })?;
+        let client = build_client(http)?;
         Ok(Self {
             options: Arc::new(HttpLinkOptions {
                 name,
@@ -122,10 +114,28 @@ impl HttpTransport {
                 headers,
                 max_message_bytes,
                 max_write_queue_bytes,
+                oauth: http.oauth.clone(),
             }),
             client,
         })
     }
+}
+
+/// The HTTP client for the server of `http`: its connect timeout and
+/// proxy settings, redirects never followed.
+pub(crate) fn build_client(http: &HttpOptions) -> Result<reqwest::Client, ConfigError> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(http.connect_timeout)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .user_agent(concat!("conduit-mcp/", env!("CARGO_PKG_VERSION")))
+        // A redirect would re-send the headers (a token) elsewhere.
+        .redirect(reqwest::redirect::Policy::none());
+    if !http.proxy_from_env {
+        builder = builder.no_proxy();
+    }
+    builder
+        .build()
+        .map_err(|e| ConfigError::new("http", format!("could not build the HTTP client: {e}")))
 }
 
 impl Transport for HttpTransport {

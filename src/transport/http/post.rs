@@ -13,7 +13,8 @@ use reqwest::StatusCode;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use super::answer::{answer, describe};
+use super::answer::answer;
+use super::auth::{self, SendError};
 use super::{headers, learn, stream, Core, Inflight};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
@@ -194,9 +195,16 @@ async fn post_other(
     headers: reqwest::header::HeaderMap,
     release: Held,
 ) -> bool {
+    let body = bytes::Bytes::from(body);
+    let request = || {
+        core.client
+            .post(core.opts.url.clone())
+            .headers(headers.clone())
+            .body(body.clone())
+    };
     let sent = tokio::select! {
         _ = core.stopped() => { drop(release); return false; }
-        r = core.client.post(core.opts.url.clone()).headers(headers).body(body).send() => r,
+        r = auth::send(core, request) => r,
     };
     drop(release);
     match sent {
@@ -209,8 +217,12 @@ async fn post_other(
             warn!(server = %core.name(), what, status = %resp.status(), "the server refused a message");
             false
         }
-        Err(e) => {
-            core.close(CloseReason::ConnectionFailed(describe(e)));
+        Err(SendError::Auth(_, e)) => {
+            warn!(server = %core.name(), what, error = %e, "a message was not sent: authorization failed");
+            false
+        }
+        Err(SendError::Http(e)) => {
+            core.close(CloseReason::ConnectionFailed(e));
             false
         }
     }
@@ -225,16 +237,18 @@ async fn post_request(
     headers: reqwest::header::HeaderMap,
     release: Held,
 ) {
-    let sent = core
-        .client
-        .post(core.opts.url.clone())
-        .headers(headers)
-        .body(body)
-        .send()
-        .await;
+    let body = bytes::Bytes::from(body);
+    let request = || {
+        core.client
+            .post(core.opts.url.clone())
+            .headers(headers.clone())
+            .body(body.clone())
+    };
+    let sent = auth::send(&core, request).await;
     drop(release);
     match sent {
-        Err(e) => core.close(CloseReason::ConnectionFailed(describe(e))),
+        Err(SendError::Http(e)) => core.close(CloseReason::ConnectionFailed(e)),
+        Err(SendError::Auth(status, e)) => auth::refused(&core, &id, status, e).await,
         Ok(resp) => answer(&core, &id, &method, resp).await,
     }
     core.state().inflight.remove(&id);
@@ -256,18 +270,23 @@ pub(super) fn end_session(core: Arc<Core>, session: String, version: Option<Stri
         return;
     };
     rt.spawn(async move {
-        let req = core
-            .client
-            .delete(core.opts.url.clone())
-            .headers(h)
-            .timeout(DELETE_TIMEOUT);
-        match req.send().await {
-            Ok(r) => {
+        let req = || {
+            core.client
+                .delete(core.opts.url.clone())
+                .headers(h.clone())
+                .timeout(DELETE_TIMEOUT)
+        };
+        match tokio::time::timeout(DELETE_TIMEOUT, auth::send(&core, req)).await {
+            Ok(Ok(r)) => {
                 debug!(server = %core.name(), status = %r.status(), "session ended with DELETE")
             }
-            Err(e) => {
-                debug!(server = %core.name(), error = %describe(e), "DELETE of the session failed")
+            Ok(Err(SendError::Http(e))) => {
+                debug!(server = %core.name(), error = %e, "DELETE of the session failed")
             }
+            Ok(Err(SendError::Auth(_, e))) => {
+                debug!(server = %core.name(), error = %e, "DELETE of the session not authorized")
+            }
+            Err(_) => debug!(server = %core.name(), "DELETE of the session timed out"),
         }
         let _ = core.teardown.send(true);
     });

@@ -17,6 +17,7 @@ use reqwest::{Response, StatusCode};
 use tracing::{debug, warn};
 
 use super::answer::{describe, received};
+use super::auth::{self, SendError};
 use super::{headers, Core};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
@@ -128,14 +129,19 @@ async fn reopen(core: &Arc<Core>, pos: &Position, wait: bool) -> Reopened {
     if let Some(Ok(v)) = pos.last_event_id.as_deref().map(HeaderValue::from_str) {
         h.insert(mcp::LAST_EVENT_ID, v);
     }
+    let request = || core.client.get(core.opts.url.clone()).headers(h.clone());
     let sent = tokio::select! {
         _ = core.stopped() => return Reopened::Closed,
-        r = core.client.get(core.opts.url.clone()).headers(h).send() => r,
+        r = auth::send(core, request) => r,
     };
     match sent {
-        Err(e) => {
-            core.close(CloseReason::ConnectionFailed(describe(e)));
+        Err(SendError::Http(e)) => {
+            core.close(CloseReason::ConnectionFailed(e));
             Reopened::Closed
+        }
+        Err(SendError::Auth(_, e)) => {
+            debug!(server = %core.name(), error = %e, "stream not authorized");
+            Reopened::Refused(StatusCode::UNAUTHORIZED)
         }
         Ok(r) if r.status() == StatusCode::NOT_FOUND && core.state().session_id.is_some() => {
             core.close(CloseReason::SessionExpired);

@@ -1,0 +1,128 @@
+//! [`AuthError`]: why authorizing with a protected server failed. Every
+//! variant carries what happened (URLs without their query, statuses,
+//! OAuth error codes), never a token, a code or a client secret.
+
+/// Why the client could not get (or keep) authorization for a protected
+/// server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// A metadata document could not be fetched or read.
+    #[error("discovery failed at {url}: {problem}")]
+    Discovery {
+        /// Where (no query).
+        url: String,
+        /// What went wrong.
+        problem: String,
+    },
+    /// The protected resource metadata names another resource than the
+    /// server this client talks to (RFC 9728 section 3.3).
+    #[error("the protected resource metadata is for {resource}, not for {server}")]
+    ResourceMismatch {
+        /// The metadata's `resource`.
+        resource: String,
+        /// The server's URL.
+        server: String,
+    },
+    /// The authorization server's metadata names another issuer than the
+    /// one it was fetched for (RFC 8414 section 3.3): it is not used.
+    #[error("the authorization server metadata says issuer {found:?}, expected {expected:?}")]
+    IssuerMismatch {
+        /// The issuer the metadata was fetched for.
+        expected: String,
+        /// The metadata's `issuer`.
+        found: String,
+    },
+    /// No authorization server metadata at any well-known location.
+    #[error("no authorization server metadata for {issuer}")]
+    NoMetadata {
+        /// The authorization server.
+        issuer: String,
+    },
+    /// The authorization server does not offer PKCE with S256, which the
+    /// client requires.
+    #[error("the authorization server {issuer} does not support PKCE with S256")]
+    NoPkce {
+        /// The authorization server.
+        issuer: String,
+    },
+    /// A URL that must be HTTPS (or plain HTTP on a loopback address) is not.
+    #[error("{what} {url} is neither https:// nor http:// on a loopback address")]
+    InsecureUrl {
+        /// What the URL is for.
+        what: &'static str,
+        /// The URL (no query).
+        url: String,
+    },
+    /// No way to identify the client to this authorization server: no
+    /// pre-registered id, no client metadata document it accepts, no
+    /// registration endpoint.
+    #[error("no client registration possible with {issuer}: configure a client id")]
+    NoRegistration {
+        /// The authorization server.
+        issuer: String,
+    },
+    /// Dynamic client registration was refused.
+    #[error("client registration at {url} failed: {problem}")]
+    Registration {
+        /// The registration endpoint.
+        url: String,
+        /// The status and OAuth error.
+        problem: String,
+    },
+    /// The application's [`Authorizer`](super::Authorizer) failed.
+    #[error("authorization was not completed: {0}")]
+    Authorizer(String),
+    /// The authorization server answered the authorization request with an
+    /// error (for example `access_denied`).
+    #[error("the authorization server refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Denied {
+        /// The OAuth error code.
+        error: String,
+        /// Its `error_description`.
+        description: Option<String>,
+    },
+    /// The authorization response is not the answer to this client's
+    /// request (its `state` differs): possible CSRF, not used.
+    #[error("the authorization response's state does not match the request")]
+    StateMismatch,
+    /// The authorization response has no `code`.
+    #[error("the authorization response carries no code")]
+    NoCode,
+    /// The authorization response's `iss` is missing although the server
+    /// announced it, or names another issuer (RFC 9207): not used.
+    #[error("the authorization response's issuer is {found:?}, expected {expected:?}")]
+    IssMismatch {
+        /// The issuer the request went to.
+        expected: String,
+        /// The response's `iss` (`None`: absent).
+        found: Option<String>,
+    },
+    /// The token endpoint refused or failed.
+    #[error("the token request to {url} failed: {problem}")]
+    Token {
+        /// The token endpoint.
+        url: String,
+        /// The status and OAuth error.
+        problem: String,
+    },
+    /// The server kept refusing: this many authorizations in a row did not
+    /// get a request through.
+    #[error("gave up after {attempts} authorizations in a row that the server did not accept")]
+    RetryLimit {
+        /// Authorizations tried.
+        attempts: u32,
+    },
+    /// The server answered `status` asking for authorization, and
+    /// authorizing failed.
+    #[error("the server asked for authorization (HTTP {status}), which failed: {error}")]
+    Challenged {
+        /// The status (401, or 403 for more scope).
+        status: u16,
+        /// Why authorizing failed.
+        error: Box<AuthError>,
+    },
+    /// The token store failed.
+    #[error("token store: {0}")]
+    Store(String),
+}

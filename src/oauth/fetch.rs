@@ -1,0 +1,132 @@
+//! The requests authorization makes (metadata, registration, token), on
+//! the link's own HTTP client (its proxy settings, TLS, no redirects
+//! followed), each with a deadline and its body read within a byte bound;
+//! and the adapter through which the `oauth2` crate sends its requests.
+
+use std::time::Duration;
+
+use oauth2::url::Host;
+use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::{Client, StatusCode, Url};
+use serde_json::Value;
+
+/// Largest metadata, registration or token answer read.
+const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Time allowed for one request of the flow.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A URL as errors and logs show it: no credentials, query or fragment.
+pub(crate) fn shown(url: &str) -> String {
+    crate::client::display_url(url)
+}
+
+/// `true` for `https://`, or `http://` to a loopback host.
+pub(crate) fn secure_enough(url: &Url) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host() {
+            Some(Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(Host::Ipv4(a)) => a.is_loopback(),
+            Some(Host::Ipv6(a)) => a.is_loopback(),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+/// What a JSON request got.
+pub(crate) enum Fetched {
+    /// A 2xx answer's JSON.
+    Json(Value),
+    /// Another status (the body's start, for the error).
+    Status(StatusCode, String),
+}
+
+/// Reads `resp`'s body, at most [`MAX_BODY_BYTES`].
+async fn body(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(describe)? {
+        if out.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(format!("the answer is over {MAX_BODY_BYTES} bytes"));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// A transport error with its causes, without the URL.
+pub(crate) fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Sends `req` and reads a JSON answer; `Err` when the request failed or
+/// a 2xx body is not JSON.
+async fn json(req: reqwest::RequestBuilder) -> Result<Fetched, String> {
+    let resp = req
+        .header(ACCEPT, HeaderValue::from_static("application/json"))
+        .timeout(REQUEST_TIMEOUT)
+        .send()
+        .await
+        .map_err(describe)?;
+    let status = resp.status();
+    let bytes = body(resp).await?;
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&bytes);
+        return Ok(Fetched::Status(status, text.chars().take(200).collect()));
+    }
+    serde_json::from_slice(&bytes)
+        .map(Fetched::Json)
+        .map_err(|e| format!("the answer is not JSON: {e}"))
+}
+
+/// GETs a JSON document.
+pub(crate) async fn get_json(client: &Client, url: &Url) -> Result<Fetched, String> {
+    json(client.get(url.clone())).await
+}
+
+/// POSTs a JSON body and reads a JSON answer.
+pub(crate) async fn post_json(client: &Client, url: &Url, body: &Value) -> Result<Fetched, String> {
+    let req = client
+        .post(url.clone())
+        .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+        .body(body.to_string());
+    json(req).await
+}
+
+/// Why a request of the `oauth2` crate failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct HttpFailure(String);
+
+/// Sends one request of the `oauth2` crate with `client`.
+pub(crate) async fn send(
+    client: Client,
+    request: oauth2::HttpRequest,
+) -> Result<oauth2::HttpResponse, HttpFailure> {
+    let (parts, body_bytes) = request.into_parts();
+    let url = Url::parse(&parts.uri.to_string()).map_err(|e| HttpFailure(e.to_string()))?;
+    let resp = client
+        .request(parts.method, url)
+        .headers(parts.headers)
+        .body(body_bytes)
+        .timeout(REQUEST_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| HttpFailure(describe(e)))?;
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = body(resp).await.map_err(HttpFailure)?;
+    let mut out = oauth2::http::Response::new(bytes);
+    *out.status_mut() = status;
+    *out.headers_mut() = headers;
+    Ok(out)
+}

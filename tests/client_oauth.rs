@@ -1,0 +1,270 @@
+//! The client authorizing with a protected Streamable HTTP server
+//! (`conduit_mcp::oauth`), against a small in-process resource and
+//! authorization server (`tests/client_oauth_support`): discovery,
+//! registration, PKCE and `resource`, the checks that stop a flow
+//! (issuer, `iss`, resource), scopes and step-up, refresh, and tokens kept
+//! in a file and reused.
+
+mod client_oauth_support;
+mod common;
+
+use std::time::Duration;
+
+use client_oauth_support::{AuthFake, Knobs};
+use conduit_mcp::oauth::{FileStore, OAuth, OAuthConfig, TokenStore};
+use conduit_mcp::{Client, ClientConfig, EraPreference, RequestOptions};
+
+const REDIRECT: &str = "http://127.0.0.1:9/callback";
+
+fn config(fake: &AuthFake, oauth: OAuth) -> ClientConfig {
+    ClientConfig::http(fake.url())
+        .oauth(oauth)
+        .era(EraPreference::Legacy)
+        .request_timeout(Duration::from_secs(20))
+        .max_reconnects(0)
+}
+
+async fn start(fake: &AuthFake, oauth: OAuth) -> Client {
+    let client = Client::start(config(fake, oauth)).await.expect("start");
+    client.ready(Duration::from_secs(20)).await.expect("ready");
+    client
+}
+
+#[tokio::test]
+async fn a_protected_server_is_authorized_with_registration_pkce_and_resource_and_then_used() {
+    let fake = AuthFake::start(Knobs {
+        challenge_scope: Some("mcp:read".into()),
+        ..Knobs::default()
+    })
+    .await;
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()));
+    let client = start(&fake, oauth).await;
+    let tools = client.list_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 1);
+    client.stop().wait().await;
+
+    fake.seen(|s| {
+        // Resource metadata from the challenge's URL, then the issuer's.
+        assert!(s
+            .metadata_gets
+            .contains(&"/.well-known/oauth-protected-resource/mcp".into()));
+        assert!(s
+            .metadata_gets
+            .contains(&"/.well-known/oauth-authorization-server".into()));
+        assert_eq!(s.registrations.len(), 1, "one dynamic registration");
+        let reg = &s.registrations[0];
+        assert_eq!(reg["redirect_uris"][0], REDIRECT);
+        assert_eq!(reg["application_type"], "native");
+        assert!(reg["grant_types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g == "refresh_token"));
+
+        assert_eq!(s.authorizations.len(), 1);
+        let a = &s.authorizations[0];
+        assert_eq!(a["response_type"], "code");
+        assert_eq!(a["client_id"], "client-1");
+        assert_eq!(a["code_challenge_method"], "S256");
+        assert_eq!(a["code_challenge"].len(), 43, "a base64url SHA-256");
+        assert_eq!(a["resource"], fake.url());
+        // The challenge's scope, and offline_access as the server offers it.
+        assert_eq!(a["scope"], "mcp:read offline_access");
+        assert!(a["state"].len() >= 16);
+
+        assert_eq!(s.token_requests.len(), 1);
+        let (t, basic) = &s.token_requests[0];
+        assert_eq!(t["grant_type"], "authorization_code");
+        assert_eq!(t["resource"], fake.url());
+        assert!(t["code_verifier"].len() >= 43);
+        assert!(!t.contains_key("client_secret"), "the secret goes in Basic");
+        assert!(basic.as_deref().unwrap().starts_with("Basic "));
+
+        // The first request went without a token; after authorizing,
+        // every request carried the issued one.
+        assert_eq!(s.mcp_tokens[0], None);
+        let authorized: Vec<_> = s.mcp_tokens.iter().skip(1).collect();
+        assert!(!authorized.is_empty());
+        assert!(
+            authorized.iter().all(|t| t.as_deref() == Some("access-2")),
+            "{authorized:?}"
+        );
+    });
+}
+
+#[tokio::test]
+async fn metadata_naming_another_issuer_is_not_used() {
+    let fake = AuthFake::start(Knobs {
+        metadata_issuer: Some("https://attacker.example.com".into()),
+        ..Knobs::default()
+    })
+    .await;
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()));
+    let client = Client::start(config(&fake, oauth)).await.unwrap();
+    let err = client
+        .ready(Duration::from_secs(20))
+        .await
+        .err()
+        .map(|e| e.to_string());
+    let calls = client.list_tools().await.err().map(|e| e.to_string());
+    client.stop().wait().await;
+    let text = format!("{err:?} {calls:?}");
+    assert!(text.contains("attacker.example.com"), "{text}");
+    fake.seen(|s| {
+        assert!(s.registrations.is_empty());
+        assert!(s.authorizations.is_empty());
+        assert!(s.token_requests.is_empty());
+    });
+}
+
+#[tokio::test]
+async fn a_redirect_from_another_issuer_is_refused_before_the_code_is_exchanged() {
+    let fake = AuthFake::start(Knobs {
+        redirect_iss: Some("https://evil.example.com".into()),
+        ..Knobs::default()
+    })
+    .await;
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()).max_attempts(1));
+    let client = Client::start(config(&fake, oauth)).await.unwrap();
+    let _ = client.ready(Duration::from_secs(20)).await;
+    client.stop().wait().await;
+    fake.seen(|s| {
+        assert_eq!(s.authorizations.len(), 1);
+        assert!(s.token_requests.is_empty(), "the code was not exchanged");
+    });
+}
+
+#[tokio::test]
+async fn resource_metadata_for_another_server_stops_authorization() {
+    let fake = AuthFake::start(Knobs {
+        resource: Some("https://evil.example.com/mcp".into()),
+        ..Knobs::default()
+    })
+    .await;
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()));
+    let client = Client::start(config(&fake, oauth)).await.unwrap();
+    let err = client
+        .ready(Duration::from_secs(20))
+        .await
+        .err()
+        .map(|e| e.to_string());
+    client.stop().wait().await;
+    assert!(format!("{err:?}").contains("evil.example.com"), "{err:?}");
+    fake.seen(|s| assert!(s.authorizations.is_empty() && s.registrations.is_empty()));
+}
+
+#[tokio::test]
+async fn step_up_asks_for_the_union_of_scopes_and_the_call_goes_through() {
+    let fake = AuthFake::start(Knobs {
+        challenge_scope: Some("mcp:read".into()),
+        call_scope: Some("mcp:write".into()),
+        ..Knobs::default()
+    })
+    .await;
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()).offline_access(false));
+    let client = start(&fake, oauth).await;
+    let r = client
+        .call_tool("t", serde_json::json!({}), RequestOptions::default())
+        .await;
+    client.stop().wait().await;
+    assert!(r.is_ok(), "{r:?}");
+    fake.seen(|s| {
+        let scopes: Vec<&str> = s
+            .authorizations
+            .iter()
+            .map(|a| a["scope"].as_str())
+            .collect();
+        assert_eq!(scopes, ["mcp:read", "mcp:read mcp:write"]);
+    });
+}
+
+#[tokio::test]
+async fn step_up_that_never_satisfies_the_server_gives_up_after_the_limit() {
+    let fake = AuthFake::start(Knobs {
+        call_scope: Some("mcp:admin".into()),
+        ..Knobs::default()
+    })
+    .await;
+    // The server grants what is asked but never mcp:admin: make it so.
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, {
+        let approve = fake.authorizer();
+        move |mut req: conduit_mcp::oauth::AuthorizationRequest| {
+            req.url = req.url.replace("mcp%3Aadmin", "mcp%3Aother");
+            approve(req)
+        }
+    }));
+    let client = start(&fake, oauth).await;
+    let r = client
+        .call_tool("t", serde_json::json!({}), RequestOptions::default())
+        .await;
+    client.stop().wait().await;
+    let text = r.expect_err("refused for good").to_string();
+    assert!(text.contains("gave up after 3"), "{text}");
+    // One authorization for the handshake's 401 (which then got
+    // through), then 3 step-ups in a row for the call; not one more.
+    fake.seen(|s| assert_eq!(s.authorizations.len(), 1 + 3, "{:?}", s.authorizations));
+}
+
+#[tokio::test]
+async fn a_refused_token_is_refreshed_without_asking_the_user_again() {
+    let fake = AuthFake::start(Knobs {
+        challenge_scope: Some("mcp:read".into()),
+        refresh: true,
+        ..Knobs::default()
+    })
+    .await;
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()));
+    let client = start(&fake, oauth).await;
+    client.list_tools().await.expect("first");
+    fake.revoke_access_tokens();
+    client.list_tools().await.expect("after the refresh");
+    client.stop().wait().await;
+    fake.seen(|s| {
+        assert_eq!(s.authorizations.len(), 1, "the user was asked once");
+        let grants: Vec<&str> = s
+            .token_requests
+            .iter()
+            .map(|(t, _)| t["grant_type"].as_str())
+            .collect();
+        assert_eq!(grants, ["authorization_code", "refresh_token"]);
+        let (refresh, _) = &s.token_requests[1];
+        assert_eq!(refresh["refresh_token"], "refresh-2");
+        assert_eq!(refresh["resource"], fake.url());
+    });
+}
+
+#[tokio::test]
+async fn tokens_kept_in_a_file_are_reused_by_the_next_client_and_only_the_owner_can_read_it() {
+    let fake = AuthFake::start(Knobs::default()).await;
+    let dir = common::tempdir("oauth-file-store");
+    let path = dir.join("tokens.json");
+    for _ in 0..2 {
+        let oauth =
+            OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()).store(FileStore::new(&path)));
+        let client = start(&fake, oauth).await;
+        client.list_tools().await.expect("tools/list");
+        client.stop().wait().await;
+    }
+    fake.seen(|s| {
+        assert_eq!(
+            s.authorizations.len(),
+            1,
+            "the second client reused the token"
+        );
+        assert_eq!(s.registrations.len(), 1);
+    });
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let stored = FileStore::new(&path).load(&fake.url()).unwrap().unwrap();
+    assert_eq!(stored.issuer.as_deref(), Some(fake.base.as_str()));
+    let shown = format!("{stored:?}");
+    assert!(
+        !shown.contains("access-") && !shown.contains("client-secret-1"),
+        "{shown}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}

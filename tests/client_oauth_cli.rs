@@ -1,0 +1,89 @@
+//! `mcp --url` and a protected server: the command prints the
+//! authorization URL, takes the browser's redirect on its loopback
+//! listener, keeps the tokens in its token file (mode 0600), and the next
+//! run reuses them without asking again.
+
+mod client_oauth_support;
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use client_oauth_support::{get, AuthFake, Knobs};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn mcp(args: &[&str], token_file: &std::path::Path) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(args)
+        .env("MCP_TOKEN_FILE", token_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("mcp runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_logs_in_through_the_browser_once_and_reuses_the_kept_token() {
+    let fake = AuthFake::start(Knobs::default()).await;
+    let dir = common::tempdir("oauth-cli");
+    let file = dir.join("tokens.json");
+    let url = fake.url();
+
+    // First run: the authorization URL on stderr; a "browser" visits it
+    // and follows the redirect back to mcp's listener.
+    let mut child = mcp(&["tools", "--url", &url], &file);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let auth_url = tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if let Some(u) = line
+                .trim()
+                .strip_prefix(&format!("{}/authorize?", fake.base))
+            {
+                return format!("{}/authorize?{u}", fake.base);
+            }
+        }
+        panic!("mcp ended without an authorization URL");
+    })
+    .await
+    .expect("the authorization URL in time");
+    let (status, location) = get(&auth_url).await;
+    assert_eq!(status, 302);
+    let (status, _) = get(&location.expect("a redirect")).await;
+    assert_eq!(status, 200, "mcp's listener took the redirect");
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .await
+        .unwrap();
+    let code = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(code.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("\"t\""), "{stdout}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    // Second run: the kept token; nobody is asked.
+    let out = mcp(&["tools", "--url", &url], &file).wait_with_output();
+    let out = tokio::time::timeout(PATIENCE, out).await.unwrap().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("needs authorization"), "{err}");
+    fake.seen(|s| {
+        assert_eq!(s.authorizations.len(), 1);
+        assert_eq!(s.registrations.len(), 1);
+    });
+    std::fs::remove_dir_all(dir).ok();
+}
