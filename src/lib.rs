@@ -1,5 +1,5 @@
-//! conduit-mcp: the Model Context Protocol (MCP) stdio transport on
-//! [`ractor`] and tokio.
+//! conduit-mcp: the Model Context Protocol (MCP) over stdio and Streamable
+//! HTTP, on [`ractor`] and tokio.
 //!
 //! - [`Client`] runs a local MCP server as a child process and talks to it
 //!   over its stdin/stdout (newline-delimited JSON-RPC), as a supervision
@@ -57,7 +57,7 @@
 //! |---|---|
 //! | `child` (private) | spawning and ending processes: all `unsafe`, every signal, the [`ShutdownHandle`]; imports nothing from the rest of the crate |
 //! | `line_io` (private) | the byte-bounded write queue, the writer and the line reader shared by both halves |
-//! | `transport` (private) | the Connection's seam: one child turned into a link (PortOwner, reader and writer tasks), or (feature `http`) one HTTP session: a POST per message, SSE streams and their resumption, the session's headers |
+//! | `transport` (private) | the Connection's seam: one child turned into a link (PortOwner, reader and writer tasks), or (feature `http`) one HTTP session: a POST per message, SSE streams and their resumption, the session's headers; where an HTTP server is ([`HttpOptions`]) and its authorization (`oauth`, public as `conduit_mcp::oauth`) |
 //! | [`client`] | the actor tree (ClientSupervisor, Connection) and the user's [`Client`] handle |
 //! | [`host`] | many clients as one supervised subtree and one tool namespace |
 //! | [`config_file`] | the files that list servers (`mcpServers`, VS Code's `servers`) |
@@ -222,7 +222,7 @@ pub mod http;
 pub mod jsonrpc;
 mod line_io;
 #[cfg(feature = "http")]
-pub mod oauth;
+pub use transport::http::oauth;
 pub mod protocol;
 pub mod secret;
 mod serde_support;

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::http_options::HttpOptions;
 use crate::error::ConfigError;
 use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel};
 use crate::secret::{Arg, EnvValue, MaybeSecret};
+use crate::transport::http_options::HttpOptions;
 
 /// Default write-queue limit: 16 MiB of unwritten messages.
 pub const DEFAULT_MAX_WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;

@@ -27,7 +27,6 @@ mod connection;
 mod direct;
 mod discovery;
 mod events;
-mod http_options;
 mod listen;
 mod notifications;
 mod pagination;
@@ -42,13 +41,11 @@ mod typed;
 mod waiters;
 
 pub use crate::protocol::{CallToolResult, Tool};
+pub use crate::transport::http_options::HttpOptions;
 pub use client_config::{
     Backoff, ClientConfig, EraPreference, StderrMode, DEFAULT_MAX_WRITE_QUEUE_BYTES,
 };
 pub use events::{forward_events, LifecycleEvent};
-#[cfg(feature = "http")]
-pub(crate) use http_options::display_url;
-pub use http_options::HttpOptions;
 pub use listen::{ListenEnd, Subscription};
 pub use notifications::Notifications;
 pub use request_options::{CancelToken, Progress, RequestOptions};

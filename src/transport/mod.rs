@@ -18,6 +18,7 @@ use crate::jsonrpc::{Message, RequestId};
 
 #[cfg(feature = "http")]
 pub(crate) mod http;
+pub(crate) mod http_options;
 pub(crate) mod stdio;
 
 pub(crate) use crate::line_io::WriteQueue;

@@ -37,23 +37,24 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use ractor::ActorCell;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::watch;
 use tracing::{debug, info};
 
-use crate::client::HttpOptions;
 use crate::error::{CloseReason, ConfigError};
 use crate::jsonrpc::{Message, RequestId};
 use crate::line_io::WriteQueue;
+use crate::transport::http_options::{display_url, HttpOptions};
 use crate::transport::{Delivery, EventSink, Link, OpenFuture, Transport, TransportEvent};
 
 mod answer;
 mod auth;
 mod headers;
+pub(crate) mod http_client;
 mod learn;
+pub mod oauth;
 mod post;
 mod stream;
 mod tool_headers;
@@ -106,7 +107,7 @@ impl HttpTransport {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let client = build_client(http)?;
+        let client = http_client::build(http)?;
         Ok(Self {
             options: Arc::new(HttpLinkOptions {
                 name,
@@ -119,23 +120,6 @@ impl HttpTransport {
             client,
         })
     }
-}
-
-/// The HTTP client for the server of `http`: its connect timeout and
-/// proxy settings, redirects never followed.
-pub(crate) fn build_client(http: &HttpOptions) -> Result<reqwest::Client, ConfigError> {
-    let mut builder = reqwest::Client::builder()
-        .connect_timeout(http.connect_timeout)
-        .pool_idle_timeout(Duration::from_secs(60))
-        .user_agent(concat!("conduit-mcp/", env!("CARGO_PKG_VERSION")))
-        // A redirect would re-send the headers (a token) elsewhere.
-        .redirect(reqwest::redirect::Policy::none());
-    if !http.proxy_from_env {
-        builder = builder.no_proxy();
-    }
-    builder
-        .build()
-        .map_err(|e| ConfigError::new("http", format!("could not build the HTTP client: {e}")))
 }
 
 impl Transport for HttpTransport {
@@ -156,7 +140,7 @@ impl Transport for HttpTransport {
 
 /// The endpoint as logs show it: no credentials, no query.
 fn shown_url(url: &reqwest::Url) -> String {
-    crate::client::display_url(url.as_str())
+    display_url(url.as_str())
 }
 
 /// One request sent and not yet answered.

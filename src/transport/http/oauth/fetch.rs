@@ -18,7 +18,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A URL as errors and logs show it: no credentials, query or fragment.
 pub(crate) fn shown(url: &str) -> String {
-    crate::client::display_url(url)
+    crate::transport::http_options::display_url(url)
 }
 
 /// `true` for `https://`, or `http://` to a loopback host.

@@ -417,7 +417,7 @@ impl OAuth {
     pub async fn login(&self, http: &crate::HttpOptions) -> Result<bool, AuthError> {
         let url = parse(http.url.trim())?;
         let client =
-            crate::transport::http::build_client(http).map_err(|e| AuthError::Discovery {
+            crate::transport::http::http_client::build(http).map_err(|e| AuthError::Discovery {
                 url: fetch::shown(&http.url),
                 problem: e.to_string(),
             })?;
