@@ -294,7 +294,8 @@ fn http_op(exe: &Path, peer: &str, op: &str, n: usize) -> Result<(), String> {
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(async move {
+    let cpu = child.cpu_ns();
+    let done = rt.block_on(async move {
         match op {
             "echo" => http::sequential(addr, flow, 0, n).await.map(|_| ()),
             "echo-50" => {
@@ -316,7 +317,13 @@ fn http_op(exe: &Path, peer: &str, op: &str, n: usize) -> Result<(), String> {
             }
             other => Err(format!("unknown op {other} for {peer}")),
         }
-    })
+    });
+    let cpu = child.cpu_ns().saturating_sub(cpu);
+    eprintln!(
+        "{peer} {op}: server CPU {:.2} us per operation",
+        cpu as f64 / 1e3 / n.max(1) as f64
+    );
+    done
 }
 
 fn floor_op(exe: &Path, op: &str, n: usize) -> Result<(), String> {

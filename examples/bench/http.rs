@@ -184,16 +184,31 @@ async fn floor_answer(
     r.unwrap_or_default()
 }
 
-/// A server child process; killed and reaped when dropped.
+/// A server child process; stopped (end of its stdin, then a kill after
+/// a second) and reaped when dropped.
 pub struct HttpChild {
     child: Child,
     pub addr: SocketAddr,
 }
 
 impl HttpChild {
-    /// Runs this binary as `--child MODE` and waits for its port.
+    /// Runs this binary as `--child MODE` and waits for its port. With
+    /// `BENCH_HTTP_WRAP` set (`strace -c -f -o FILE`, `perf record -g -o
+    /// FILE --`), the server runs under that command: a profile of the
+    /// server alone (it ends at the end of its stdin, so the wrapper writes
+    /// its report).
     pub fn start(exe: &Path, mode: &str) -> Result<HttpChild, String> {
-        let mut child = Command::new(exe)
+        let wrap = std::env::var("BENCH_HTTP_WRAP").unwrap_or_default();
+        let mut words = wrap.split_whitespace();
+        let mut cmd = match words.next() {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.args(words).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        let mut child = cmd
             .args(["--child", mode])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -230,6 +245,19 @@ impl HttpChild {
             .unwrap_or(0)
     }
 
+    /// CPU time the child's threads have run (ns), from the scheduler's
+    /// own accounting (`/proc/PID/task/*/schedstat`): what a request costs
+    /// the server, whatever else the machine runs.
+    pub fn cpu_ns(&self) -> u64 {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) else {
+            return 0;
+        };
+        dir.filter_map(Result::ok)
+            .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+            .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     /// The child's pid (for profilers).
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -238,6 +266,14 @@ impl HttpChild {
 
 impl Drop for HttpChild {
     fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            match self.child.try_wait() {
+                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+                _ => return,
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
