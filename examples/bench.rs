@@ -68,8 +68,10 @@ struct Plan {
     /// Sequential HTTP echo calls per round (after `http_warmup`).
     http_calls: usize,
     http_warmup: usize,
-    /// HTTP clients at once (each its own connection and session).
+    /// HTTP clients at once (each its own connection and session), and
+    /// how long they run.
     http_clients: usize,
+    http_tput: Duration,
     /// Idle sessions opened for the memory row.
     http_sessions: usize,
 }
@@ -89,6 +91,7 @@ impl Plan {
             http_calls: 2000,
             http_warmup: 200,
             http_clients: 50,
+            http_tput: Duration::from_millis(600),
             http_sessions: 1000,
         }
     }
@@ -103,10 +106,11 @@ impl Plan {
             clients: 100,
             probe_rounds: 1,
             agg: Duration::from_millis(150),
-            http_calls: 200,
-            http_warmup: 50,
+            http_calls: 50,
+            http_warmup: 10,
             http_clients: 50,
-            http_sessions: 100,
+            http_tput: Duration::from_millis(50),
+            http_sessions: 50,
         }
     }
 
@@ -127,6 +131,7 @@ impl Plan {
         }
         if let Some(n) = num("--tput-ms") {
             plan.tput = Duration::from_millis(n as u64);
+            plan.http_tput = plan.tput;
         }
         if let Some(n) = num("--bigs") {
             plan.bigs = n;
@@ -509,7 +514,12 @@ fn run_http(
     lat.sort_by(|a, b| a.total_cmp(b));
     r.add(peer, p50, percentile(&lat, 0.5));
     r.add(peer, p99, percentile(&lat, 0.99));
-    let (n, el) = rt.block_on(http::concurrent(addr, flow, plan.http_clients, plan.tput))?;
+    let (n, el) = rt.block_on(http::concurrent(
+        addr,
+        flow,
+        plan.http_clients,
+        plan.http_tput,
+    ))?;
     r.add(peer, rps, n as f64 / el.as_secs_f64());
     drop(child);
     Ok(())

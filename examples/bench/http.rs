@@ -553,7 +553,7 @@ pub async fn session_memory(
         c.new_session().await?;
     }
     // Let the sessions' own tasks (rmcp runs a worker per session) settle.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
     let after = child.rss_kib();
     Ok((after as f64 - before as f64) / sessions.max(1) as f64)
 }

@@ -528,6 +528,15 @@ pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu
         "conduit-mcp bench: {} rounds x (unpinned, pinned), medians; {} pings/round, {} in flight for {} ms, {} x 8 MiB, {} clients ({} probe rounds)\n",
         plan.rounds, plan.pings, plan.window, plan.tput.as_millis(), plan.bigs, plan.clients, plan.probe_rounds
     );
+    if has_http(free) || has_http(fixed) {
+        s += &format!(
+            "http: {} sequential calls/round, {} clients for {} ms, {} idle sessions\n",
+            plan.http_calls,
+            plan.http_clients,
+            plan.http_tput.as_millis(),
+            plan.http_sessions
+        );
+    }
     s += "columns: conduit = our client, era pinned to legacy; modern = our client, era pinned to modern;\n";
     s += "  server rows: our client (in the row's era) drives our StdioServer (conduit column) and an rmcp\n";
     s += "  stdio server (rmcp column), same echo tool. m/c = modern / conduit (legacy).\n";
