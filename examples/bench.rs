@@ -25,11 +25,20 @@
 //! with an `echo` tool) are driven by our client in each era. Idle-client
 //! memory and 100-client throughput run in fresh subprocesses (`--probe`)
 //! so one peer's freed memory cannot flatter the next.
+//!
+//! The HTTP rows (issue 21; `--only http` runs them alone): our
+//! `HttpServer` against rmcp's Streamable HTTP server, both with the `echo`
+//! tool, each in a child process of its own, driven by one HTTP client in
+//! this process (see `bench/http.rs`): sequential latency, 50 clients'
+//! rate, and the server's memory per idle session; the floor column is
+//! axum answering fixed bytes.
 
 #[path = "bench/child.rs"]
 mod child;
 #[path = "bench/diag.rs"]
 mod diag;
+#[path = "bench/http.rs"]
+mod http;
 #[path = "bench/peers.rs"]
 mod peers;
 #[path = "bench/report.rs"]
@@ -56,6 +65,15 @@ struct Plan {
     clients: usize,
     probe_rounds: usize,
     agg: Duration,
+    /// Sequential HTTP echo calls per round (after `http_warmup`).
+    http_calls: usize,
+    http_warmup: usize,
+    /// HTTP clients at once (each its own connection and session), and
+    /// how long they run.
+    http_clients: usize,
+    http_tput: Duration,
+    /// Idle sessions opened for the memory row.
+    http_sessions: usize,
 }
 
 impl Plan {
@@ -70,6 +88,11 @@ impl Plan {
             clients: 100,
             probe_rounds: 3,
             agg: Duration::from_millis(600),
+            http_calls: 2000,
+            http_warmup: 200,
+            http_clients: 50,
+            http_tput: Duration::from_millis(600),
+            http_sessions: 1000,
         }
     }
     fn quick() -> Self {
@@ -83,6 +106,11 @@ impl Plan {
             clients: 100,
             probe_rounds: 1,
             agg: Duration::from_millis(150),
+            http_calls: 50,
+            http_warmup: 10,
+            http_clients: 50,
+            http_tput: Duration::from_millis(50),
+            http_sessions: 50,
         }
     }
 
@@ -103,12 +131,20 @@ impl Plan {
         }
         if let Some(n) = num("--tput-ms") {
             plan.tput = Duration::from_millis(n as u64);
+            plan.http_tput = plan.tput;
         }
         if let Some(n) = num("--bigs") {
             plan.bigs = n;
         }
         if let Some(n) = num("--probe-rounds") {
             plan.probe_rounds = n;
+        }
+        if let Some(n) = num("--http-calls") {
+            plan.http_calls = n;
+            plan.http_warmup = plan.http_warmup.min(n);
+        }
+        if let Some(n) = num("--sessions") {
+            plan.http_sessions = n;
         }
         plan
     }
@@ -126,6 +162,8 @@ fn plan_args(args: &[String]) -> Vec<String> {
         "--tput-ms",
         "--bigs",
         "--probe-rounds",
+        "--http-calls",
+        "--sessions",
         "--only",
     ] {
         if let Some(v) = arg_value(args, k) {
@@ -445,8 +483,74 @@ async fn run_server(
     Ok(())
 }
 
+/// One HTTP server (`conduit-http`, `rmcp-http` or `http-floor`) in one
+/// flow, in a child of its own: sequential echo latency, then the rate of
+/// `http_clients` clients, each with one call in flight.
+fn run_http(
+    exe: &Path,
+    mode: &'static str,
+    flow: http::Flow,
+    plan: &Plan,
+    rt: &tokio::runtime::Runtime,
+    r: &mut Results,
+) -> Result<(), String> {
+    let peer = match mode {
+        "conduit-http" => "conduit",
+        "rmcp-http" => "rmcp",
+        _ => "floor",
+    };
+    let (p50, p99, rps) = match flow {
+        http::Flow::Legacy => ("http_p50", "http_p99", "http_rps_50"),
+        http::Flow::Modern => ("http_p50_modern", "http_p99_modern", "http_rps_50_modern"),
+    };
+    let child = http::HttpChild::start(exe, mode)?;
+    let addr = child.addr;
+    let mut lat = rt.block_on(http::sequential(
+        addr,
+        flow,
+        plan.http_warmup,
+        plan.http_calls,
+    ))?;
+    lat.sort_by(|a, b| a.total_cmp(b));
+    r.add(peer, p50, percentile(&lat, 0.5));
+    r.add(peer, p99, percentile(&lat, 0.99));
+    let (n, el) = rt.block_on(http::concurrent(
+        addr,
+        flow,
+        plan.http_clients,
+        plan.http_tput,
+    ))?;
+    r.add(peer, rps, n as f64 / el.as_secs_f64());
+    drop(child);
+    Ok(())
+}
+
+/// The memory per idle 2025-11-25 session of one HTTP server, in a fresh
+/// child.
+fn run_http_memory(
+    exe: &Path,
+    mode: &'static str,
+    plan: &Plan,
+    rt: &tokio::runtime::Runtime,
+    r: &mut Results,
+) -> Result<(), String> {
+    let peer = if mode == "conduit-http" {
+        "conduit"
+    } else {
+        "rmcp"
+    };
+    let child = http::HttpChild::start(exe, mode)?;
+    let kib = rt.block_on(http::session_memory(
+        &child,
+        plan.http_sessions,
+        plan.http_warmup,
+    ))?;
+    r.add(peer, "http_session_kib", kib);
+    Ok(())
+}
+
 /// One round: every client peer in rotating order, then the four server
-/// runs (two servers x two eras), also rotating.
+/// runs (two servers x two eras), also rotating, then the HTTP runs.
 fn run_round(
     exe: &Path,
     plan: &Plan,
@@ -481,6 +585,29 @@ fn run_round(
             let (mode, era) = runs[(round + k) % runs.len()];
             if let Err(e) = rt.block_on(run_server(exe, mode, era, plan, r)) {
                 eprintln!("round {round}: {mode} ({era:?}) failed: {e}");
+            }
+        }
+    }
+    if wants("http") {
+        let runs = [
+            ("conduit-http", http::Flow::Legacy),
+            ("rmcp-http", http::Flow::Legacy),
+            ("http-floor", http::Flow::Legacy),
+            ("conduit-http", http::Flow::Modern),
+            ("rmcp-http", http::Flow::Modern),
+            ("http-floor", http::Flow::Modern),
+        ];
+        for k in 0..runs.len() {
+            let (mode, flow) = runs[(round + k) % runs.len()];
+            if let Err(e) = run_http(exe, mode, flow, plan, rt, r) {
+                eprintln!("round {round}: {mode} ({flow:?}) failed: {e}");
+            }
+        }
+        let modes = ["conduit-http", "rmcp-http"];
+        for k in 0..modes.len() {
+            let mode = modes[(round + k) % modes.len()];
+            if let Err(e) = run_http_memory(exe, mode, plan, rt, r) {
+                eprintln!("round {round}: {mode} idle sessions failed: {e}");
             }
         }
     }
@@ -752,8 +879,8 @@ fn pin_cpu() -> usize {
 
 const USAGE: &str = "\
 usage: bench [--quick] [--json] [--samples] [--pinning both|on|off] [--rounds N] [--pings N]
-             [--tput-ms N] [--bigs N] [--probe-rounds N]
-             [--only floor,conduit,modern,rmcp,server,probe]
+             [--tput-ms N] [--bigs N] [--probe-rounds N] [--http-calls N] [--sessions N]
+             [--only floor,conduit,modern,rmcp,server,probe,http]
        bench --diag-spawn N       spawn-to-ready variants, N interleaved rounds
        bench --diag-ping N [--no-pin]  ping p50 of floor, conduit (multi-thread and
                                   current-thread runtimes, both eras) and rmcp, pinned to
@@ -773,6 +900,9 @@ fn main() {
             ),
             "conduit-server" => child::conduit_server::run(),
             "rmcp-server" => child::rmcp_server::run(),
+            "conduit-http" => http::conduit_server(),
+            "rmcp-http" => http::rmcp_server(),
+            "http-floor" => http::floor_server(),
             other => eprintln!("unknown child mode {other}"),
         }
         return;

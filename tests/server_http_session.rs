@@ -145,6 +145,25 @@ async fn an_answer_alone_comes_as_json_and_one_with_progress_as_an_sse_stream() 
 }
 
 #[tokio::test]
+async fn a_quiet_request_that_outlasts_keep_alive_is_answered_as_an_sse_stream() {
+    let s = start(config().keep_alive(std::time::Duration::from_millis(50))).await;
+    let sid = open_session(s.addr, json!({})).await;
+    let r = legacy(
+        s.addr,
+        &sid,
+        json!(1),
+        "tools/call",
+        json!({ "name": "quiet", "arguments": { "ms": 400 } }),
+    )
+    .await;
+    assert!(r.is_sse(), "answered as JSON: {:?}", r.headers);
+    let answer = r.json().await;
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["result"]["content"][0]["text"], "waited 400 ms");
+    s.handle.stop();
+}
+
+#[tokio::test]
 async fn a_server_to_client_request_travels_on_the_request_stream() {
     let s = start(config()).await;
     let sid = open_session(s.addr, json!({ "roots": {} })).await;

@@ -58,6 +58,30 @@ async fn discover_and_a_tool_call_stand_alone_with_their_meta() {
     s.handle.stop();
 }
 
+#[tokio::test]
+async fn an_answer_alone_comes_as_json_and_a_quiet_one_past_keep_alive_as_a_stream() {
+    let s = start(config().keep_alive(std::time::Duration::from_millis(50))).await;
+    let r = modern(
+        s.addr,
+        json!(1),
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "text": "x" } }),
+    )
+    .await;
+    assert!(!r.is_sse(), "{:?}", r.headers);
+    let r = modern(
+        s.addr,
+        json!(2),
+        "tools/call",
+        json!({ "name": "quiet", "arguments": { "ms": 400 } }),
+    )
+    .await;
+    assert!(r.is_sse(), "answered as JSON: {:?}", r.headers);
+    let v = r.json().await;
+    assert_eq!(v["result"]["content"][0]["text"], "waited 400 ms");
+    s.handle.stop();
+}
+
 /// A modern request with the given headers (on top of the defaults).
 async fn with_headers(
     s: &Running,

@@ -11,6 +11,8 @@
 //!   `server/discover` with -32601, as a legacy server does.
 //! - `conduit-server`: `conduit_mcp::server::StdioServer` with an `echo` tool.
 //! - `rmcp-server`: an rmcp stdio server with the same `echo` tool.
+//! - `conduit-http`, `rmcp-http`: the same two handlers over Streamable
+//!   HTTP (see `http.rs`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 
@@ -40,7 +42,7 @@ fn after<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
 }
 
 /// The raw JSON value of the top-level `"id":` (a number or a string).
-fn id_of(line: &[u8]) -> Option<&[u8]> {
+pub fn id_of(line: &[u8]) -> Option<&[u8]> {
     let rest = after(line, b"\"id\":")?;
     if rest.first() == Some(&b'"') {
         let end = memchr::memchr(b'"', &rest[1..])? + 2;
@@ -54,7 +56,7 @@ fn id_of(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// The string value of `"key":"..."` (no escapes expected).
-fn string_of<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+pub fn string_of<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     let rest = after(line, key)?;
     let rest = rest.strip_prefix(b"\"")?;
     let end = memchr::memchr(b'"', rest)?;
@@ -184,7 +186,8 @@ pub mod conduit_server {
     use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
     use serde_json::{json, Value};
 
-    struct Echo;
+    /// The `echo` tool (also served over HTTP by `conduit-http`).
+    pub struct Echo;
 
     impl Handler for Echo {
         async fn handle_request(
@@ -246,9 +249,21 @@ pub mod rmcp_server {
     use rmcp::service::RequestContext;
     use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
+    /// The `echo` tool (also served over HTTP by `rmcp-http`).
     #[derive(Clone)]
-    struct Echo {
+    pub struct Echo {
         tool: Tool,
+    }
+
+    /// The handler, its tool listed with the same schema as ours.
+    pub fn handler() -> Echo {
+        let schema = match super::echo_tool()["inputSchema"].clone() {
+            serde_json::Value::Object(m) => m,
+            _ => Default::default(),
+        };
+        Echo {
+            tool: Tool::new("echo", "Returns its text.", Arc::new(schema)),
+        }
     }
 
     impl ServerHandler for Echo {
@@ -289,15 +304,7 @@ pub mod rmcp_server {
             .build()
             .expect("runtime");
         rt.block_on(async {
-            let schema = match super::echo_tool()["inputSchema"].clone() {
-                serde_json::Value::Object(m) => m,
-                _ => Default::default(),
-            };
-            let tool = Tool::new("echo", "Returns its text.", Arc::new(schema));
-            match (Echo { tool })
-                .serve(rmcp::transport::io::stdio_pipes())
-                .await
-            {
+            match handler().serve(rmcp::transport::io::stdio_pipes()).await {
                 Ok(service) => {
                     let _ = service.waiting().await;
                 }

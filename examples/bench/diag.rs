@@ -1,12 +1,14 @@
 //! Diagnostics behind the bench's targets: `--diag-spawn` (what a spawn
-//! costs with single options changed) and `--diag-ping` (the ping round
-//! trip with the scheduler's CPU placement taken out).
+//! costs with single options changed), `--diag-ping` (the ping round
+//! trip with the scheduler's CPU placement taken out) and `--diag-op` (one
+//! kind of operation, for profilers).
 
 use std::path::Path;
 use std::time::Instant;
 
 use conduit_mcp::EraPreference;
 
+use super::http::{self, Conn, Flow, HttpChild};
 use super::peers::{ChildKind, Conduit, Floor, Rmcp};
 use super::{floor_ping_series, percentile, ping_series, us, vm_rss_kib};
 
@@ -236,9 +238,20 @@ pub fn pin_to_cpu(cpu: usize) {
 /// `window` (64 in flight, `n` in all), `big` (8 MiB results), `echo`
 /// (sequential echo tool calls), `echo-window` (64 in flight), `spawn`
 /// (start to ready, then close). Prints the time per operation.
+///
+/// The HTTP servers, driven by the bench's HTTP client: `conduit-http`,
+/// `rmcp-http` (2025-11-25 sessions), `conduit-http-modern`,
+/// `rmcp-http-modern` (2026-07-28), the floor (`floor-http`,
+/// `floor-http-modern`: axum answering fixed bytes), OP `echo`
+/// (sequential) or `echo-50`
+/// (50 clients, one call in flight each). The server's pid is printed
+/// first: `perf record -g -- bench --diag-op ...`, then
+/// `perf report --pid PID`.
 pub fn op(exe: &Path, peer: &str, op: &str, n: usize) {
     let t = Instant::now();
-    let done = if peer == "floor" {
+    let done = if peer.contains("-http") {
+        http_op(exe, peer, op, n)
+    } else if peer == "floor" {
         floor_op(exe, op, n)
     } else {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -262,6 +275,55 @@ pub fn op(exe: &Path, peer: &str, op: &str, n: usize) {
         ),
         Err(e) => eprintln!("{peer} {op}: {e}"),
     }
+}
+
+fn http_op(exe: &Path, peer: &str, op: &str, n: usize) -> Result<(), String> {
+    let (mode, flow) = match peer {
+        "conduit-http" => ("conduit-http", Flow::Legacy),
+        "rmcp-http" => ("rmcp-http", Flow::Legacy),
+        "conduit-http-modern" => ("conduit-http", Flow::Modern),
+        "rmcp-http-modern" => ("rmcp-http", Flow::Modern),
+        "floor-http" => ("http-floor", Flow::Legacy),
+        "floor-http-modern" => ("http-floor", Flow::Modern),
+        other => return Err(format!("unknown peer {other}")),
+    };
+    let child = HttpChild::start(exe, mode)?;
+    eprintln!("{peer}: server pid {}", child.pid());
+    let addr = child.addr;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let cpu = child.cpu_ns();
+    let done = rt.block_on(async move {
+        match op {
+            "echo" => http::sequential(addr, flow, 0, n).await.map(|_| ()),
+            "echo-50" => {
+                let clients: Vec<_> = (0..50).map(|k| n / 50 + usize::from(k < n % 50)).collect();
+                let mut set = tokio::task::JoinSet::new();
+                for share in clients {
+                    set.spawn(async move {
+                        let mut c = Conn::open(addr, flow).await?;
+                        for _ in 0..share {
+                            c.echo().await?;
+                        }
+                        Ok::<_, String>(())
+                    });
+                }
+                while let Some(r) = set.join_next().await {
+                    r.map_err(|e| e.to_string())??;
+                }
+                Ok(())
+            }
+            other => Err(format!("unknown op {other} for {peer}")),
+        }
+    });
+    let cpu = child.cpu_ns().saturating_sub(cpu);
+    eprintln!(
+        "{peer} {op}: server CPU {:.2} us per operation",
+        cpu as f64 / 1e3 / n.max(1) as f64
+    );
+    done
 }
 
 fn floor_op(exe: &Path, op: &str, n: usize) -> Result<(), String> {

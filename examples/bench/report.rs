@@ -1,6 +1,6 @@
 //! What a run prints: the unpinned and pinned tables, the targets of
-//! issue #6 (unpinned, as before) and of issue #16 (pinned), and the same as
-//! JSON lines.
+//! issue #6 (unpinned, as before), of issue #16 (pinned) and of issue #21
+//! (HTTP, pinned), and the same as JSON lines.
 
 use std::time::Duration;
 
@@ -125,6 +125,43 @@ pub const ROWS: &[Row] = &[
         "server_p50_modern",
         "server: echo p50, seq., modern",
         "us",
+        false,
+        false,
+    ),
+    row("http_p50", "http: echo p50, sequential", "us", false, false),
+    row("http_p99", "http: echo p99, sequential", "us", false, false),
+    row(
+        "http_rps_50",
+        "http: echo, 50 clients",
+        "req/s",
+        true,
+        false,
+    ),
+    row(
+        "http_p50_modern",
+        "http: echo p50, seq., modern",
+        "us",
+        false,
+        false,
+    ),
+    row(
+        "http_p99_modern",
+        "http: echo p99, seq., modern",
+        "us",
+        false,
+        false,
+    ),
+    row(
+        "http_rps_50_modern",
+        "http: echo, 50 clients, modern",
+        "req/s",
+        true,
+        false,
+    ),
+    row(
+        "http_session_kib",
+        "http: server RSS per idle session",
+        "KiB",
         false,
         false,
     ),
@@ -386,6 +423,53 @@ fn targets_pinned(p: &Results, u: &Results) -> Vec<Target> {
     out
 }
 
+/// Issue #21's targets (HTTP: ours against rmcp's server), on `p` (the
+/// pinned figures, when there are any); the same ratios on `u` beside them.
+fn targets_http(p: &Results, u: &Results) -> Vec<Target> {
+    let both = |k: &str| {
+        (
+            ratio(p.median("conduit", k), p.median("rmcp", k)),
+            ratio(u.median("conduit", k), u.median("rmcp", k)),
+        )
+    };
+    let mut out = Vec::new();
+    for (name, k, at_least, limit) in [
+        ("http echo p50 <= 0.5 x rmcp's", "http_p50", false, 0.5),
+        (
+            "http echo, 50 clients >= 2 x rmcp's",
+            "http_rps_50",
+            true,
+            2.0,
+        ),
+        (
+            "http echo p50, modern <= 0.5 x rmcp's",
+            "http_p50_modern",
+            false,
+            0.5,
+        ),
+        (
+            "http echo, 50 clients, modern >= 2 x rmcp's",
+            "http_rps_50_modern",
+            true,
+            2.0,
+        ),
+    ] {
+        let (v, uv) = both(k);
+        out.push(ratio_target(name.into(), v, uv, at_least, limit));
+    }
+    out
+}
+
+fn has_http(r: &Results) -> bool {
+    r.samples.keys().any(|(_, m)| m.starts_with("http_"))
+}
+
+/// Whether the run had rows other than the HTTP ones (`--only http` has
+/// none: the stdio targets are not shown then).
+fn has_stdio(r: &Results) -> bool {
+    r.samples.keys().any(|(_, m)| !m.starts_with("http_"))
+}
+
 fn table(r: &Results) -> String {
     let mut s = String::new();
     s += &format!(
@@ -444,24 +528,49 @@ pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu
         "conduit-mcp bench: {} rounds x (unpinned, pinned), medians; {} pings/round, {} in flight for {} ms, {} x 8 MiB, {} clients ({} probe rounds)\n",
         plan.rounds, plan.pings, plan.window, plan.tput.as_millis(), plan.bigs, plan.clients, plan.probe_rounds
     );
+    if has_http(free) || has_http(fixed) {
+        s += &format!(
+            "http: {} sequential calls/round, {} clients for {} ms, {} idle sessions\n",
+            plan.http_calls,
+            plan.http_clients,
+            plan.http_tput.as_millis(),
+            plan.http_sessions
+        );
+    }
     s += "columns: conduit = our client, era pinned to legacy; modern = our client, era pinned to modern;\n";
     s += "  server rows: our client (in the row's era) drives our StdioServer (conduit column) and an rmcp\n";
     s += "  stdio server (rmcp column), same echo tool. m/c = modern / conduit (legacy).\n";
+    s += "  http rows: one HTTP/1 client in this process (keep-alive connections; 2025-11-25 sessions,\n";
+    s += "  or 2026-07-28 stateless in the modern rows) drives our HttpServer (conduit column) and\n";
+    s += "  rmcp's StreamableHttpService on axum (rmcp column), same echo tool, each in a child process;\n";
+    s += "  memory: the server's RSS growth per idle session. Floor column: axum on hyper answering\n";
+    s += "  fixed bytes after a byte scan (no JSON, no sessions): the client, loopback and HTTP alone.\n";
     s += "  spawn to ready, era auto: legacy column against a legacy-only child (probe refused, then\n";
     s += "  initialize), modern column against the dual-era child (probe answered).\n";
     if !free.samples.is_empty() {
         s += "\nunpinned:\n\n";
         s += &table(free);
-        s += "\ntargets of issue 6 (unpinned):\n";
-        s += &target_lines(&targets_unpinned(free), false);
+        if has_stdio(free) {
+            s += "\ntargets of issue 6 (unpinned):\n";
+            s += &target_lines(&targets_unpinned(free), false);
+        }
     }
     if !fixed.samples.is_empty() {
         s += &format!(
             "\npinned to CPU {cpu} (the client process, its runtime threads, the spawning thread and every child):\n\n"
         );
         s += &table(fixed);
-        s += "\ntargets of issue 16 (pinned; the same ratio unpinned in brackets):\n";
-        s += &target_lines(&targets_pinned(fixed, free), true);
+        if has_stdio(fixed) {
+            s += "\ntargets of issue 16 (pinned; the same ratio unpinned in brackets):\n";
+            s += &target_lines(&targets_pinned(fixed, free), true);
+        }
+    }
+    if has_http(fixed) {
+        s += "\ntargets of issue 21 (HTTP, pinned; the same ratio unpinned in brackets):\n";
+        s += &target_lines(&targets_http(fixed, free), true);
+    } else if has_http(free) {
+        s += "\ntargets of issue 21 (HTTP, unpinned):\n";
+        s += &target_lines(&targets_http(free, free), false);
     }
     s += &format!(
         "\ntotal time {:.1} s; bench process VmRSS at the end {} MiB\n",
@@ -504,12 +613,12 @@ fn value_lines(r: &Results, pinned: bool) -> String {
 pub fn json_lines(free: &Results, fixed: &Results) -> String {
     let mut s = value_lines(free, false);
     s += &value_lines(fixed, true);
-    let unpinned = if free.samples.is_empty() {
+    let unpinned = if !has_stdio(free) {
         Vec::new()
     } else {
         targets_unpinned(free)
     };
-    let pinned = if fixed.samples.is_empty() {
+    let pinned = if !has_stdio(fixed) {
         Vec::new()
     } else {
         targets_pinned(fixed, free)
@@ -520,6 +629,21 @@ pub fn json_lines(free: &Results, fixed: &Results) -> String {
     }
     for t in pinned {
         s += &serde_json::json!({"peer": "target", "metric": t.name, "value": t.value, "unit": t.unit, "met": t.met, "pinned": true, "unpinned": t.unpinned}).to_string();
+        s.push('\n');
+    }
+    let (http, pinned) = if has_http(fixed) {
+        (targets_http(fixed, free), true)
+    } else if has_http(free) {
+        (targets_http(free, free), false)
+    } else {
+        (Vec::new(), false)
+    };
+    for t in http {
+        let mut v = serde_json::json!({"peer": "target", "metric": t.name, "value": t.value, "unit": t.unit, "met": t.met, "pinned": pinned});
+        if pinned {
+            v["unpinned"] = serde_json::json!(t.unpinned);
+        }
+        s += &v.to_string();
         s.push('\n');
     }
     s

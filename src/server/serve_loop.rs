@@ -84,11 +84,12 @@ struct InFlight {
     shared: Arc<RequestShared>,
 }
 
-/// Hashes tokio task ids. The runtime hands them out, the client cannot
-/// choose them, so SipHash's defence against chosen keys buys nothing here
-/// (it was a third of the cost of the session's maps).
+/// Hashes tokio task ids (and the HTTP server's request keys). The runtime
+/// hands them out, the client cannot choose them, so SipHash's defence
+/// against chosen keys buys nothing here (it was a third of the cost of the
+/// session's maps).
 #[derive(Default)]
-struct TaskIdHasher(u64);
+pub(crate) struct TaskIdHasher(u64);
 
 impl Hasher for TaskIdHasher {
     fn finish(&self) -> u64 {

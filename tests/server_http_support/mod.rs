@@ -70,7 +70,8 @@ impl Drop for CountDrop {
     }
 }
 
-/// The test router: `echo`, `sleep` (progress), `log`, `roots` / `sample`
+/// The test router: `echo`, `sleep` (progress), `quiet` (sleeps without a
+/// word), `log`, `roots` / `sample`
 /// (ask the client), `poll` (closes its SSE stream, then answers),
 /// `region` (an `x-mcp-header` argument), `add_tool` (a list change), a
 /// resource and a prompt.
@@ -96,6 +97,14 @@ pub fn router(counts: Arc<Counts>) -> Router {
                     counts.finished.fetch_add(1, Ordering::SeqCst);
                     Ok(CallToolResult::text(format!("slept {} ms", a.ms)))
                 }
+            },
+        )
+        .tool(
+            "quiet",
+            "Sleeps, sending nothing, then answers.",
+            |a: Sleep, _ctx: RequestContext| async move {
+                tokio::time::sleep(Duration::from_millis(a.ms)).await;
+                Ok(CallToolResult::text(format!("waited {} ms", a.ms)))
             },
         )
         .tool(

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::BuildHasherDefault;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,7 +31,7 @@ use crate::server::dispatch::Dispatch;
 use crate::server::error::{HandlerError, SendError};
 use crate::server::handle::{Outlet, ServerHandle, SessionShared, Sessions};
 use crate::server::request_handler::Handler;
-use crate::server::serve_loop::{finish, Shape, TaskOut, CACHEABLE};
+use crate::server::serve_loop::{finish, Shape, TaskIdHasher, TaskOut, CACHEABLE};
 
 use super::config::HttpConfig;
 use super::session::{self, Session, SessionTable};
@@ -122,7 +123,9 @@ pub(crate) struct Core {
     /// 2026-07-28 era requests (but `subscriptions/listen` streams) running
     /// at once, for the whole server (`max_in_flight`); more wait.
     pub(crate) modern_slots: Arc<Semaphore>,
-    running: Mutex<HashMap<u64, Running>>,
+    /// By key: handed out here, never chosen by a client, so SipHash's
+    /// defence against chosen keys buys nothing.
+    running: Mutex<HashMap<u64, Running, BuildHasherDefault<TaskIdHasher>>>,
     next_key: AtomicU64,
     /// Woken when a request ends.
     ended: Notify,
@@ -165,7 +168,7 @@ impl Core {
             body_room,
             body_room_total,
             modern_slots: Arc::new(Semaphore::new(config_in_flight)),
-            running: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::default()),
             next_key: AtomicU64::new(1),
             ended: Notify::new(),
             stopping: AtomicBool::new(false),
@@ -258,7 +261,12 @@ impl Core {
             let _charge = charge;
             let _permit = permit;
             let id = req.id.clone();
-            let out = CatchUnwind(handler.request(req, ctx)).await;
+            let out = TellSlow {
+                inner: CatchUnwind(handler.request(req, ctx)),
+                stream: &guard.stream,
+                told: false,
+            }
+            .await;
             let line = match out {
                 Ok(result) => match finish(&id, shape, result, &task_rs.recorded) {
                     TaskOut::Line(line) => line,
@@ -459,6 +467,32 @@ impl RunGuard {
             } else {
                 self.stream.close();
             }
+        }
+    }
+}
+
+/// Tells the request's stream, once, that the handler did not answer at its
+/// first poll (the response then arms its keep-alive timer).
+struct TellSlow<'a, F> {
+    inner: F,
+    stream: &'a Stream,
+    told: bool,
+}
+
+impl<F: Future + Unpin> Future for TellSlow<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let me = &mut *self;
+        match Pin::new(&mut me.inner).poll(cx) {
+            Poll::Pending => {
+                if !me.told {
+                    me.told = true;
+                    me.stream.slow();
+                }
+                Poll::Pending
+            }
+            ready => ready,
         }
     }
 }

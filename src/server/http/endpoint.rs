@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -33,6 +33,11 @@ use super::modern;
 use super::session::{self, Session};
 use super::stream::{self, First, SseBody, Stream};
 
+/// The MCP header names as [`HeaderName`]s: a lookup by `&str` parses
+/// the name first, which costs as much as the lookup itself.
+const SESSION_ID: HeaderName = HeaderName::from_static(headers::SESSION_ID);
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(headers::PROTOCOL_VERSION);
+
 /// The router of one endpoint.
 pub(crate) fn router(core: Arc<Core>) -> axum::Router {
     let path = core.config.path.clone();
@@ -48,10 +53,8 @@ enum Era {
 }
 
 fn era_of(h: &HeaderMap, body_is_modern: bool) -> Era {
-    let version = h
-        .get(headers::PROTOCOL_VERSION)
-        .and_then(|v| v.to_str().ok());
-    let has_session = h.contains_key(headers::SESSION_ID);
+    let version = h.get(PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
+    let has_session = h.contains_key(SESSION_ID);
     match version {
         Some(v) if MODERN_VERSIONS.contains(&v) => Era::Modern,
         Some(v) if LEGACY_VERSIONS.contains(&v) => Era::Legacy,
@@ -356,7 +359,7 @@ fn answer_now(
 }
 
 fn session_of(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
-    let Some(raw) = h.get(headers::SESSION_ID) else {
+    let Some(raw) = h.get(SESSION_ID) else {
         return Err(gate::rpc_error(
             StatusCode::BAD_REQUEST,
             None,
@@ -379,7 +382,7 @@ fn session_of(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>
 /// A legacy request's version header, when present, must be a legacy
 /// version.
 fn legacy_version_ok(h: &HeaderMap) -> Result<(), Response<Body>> {
-    match h.get(headers::PROTOCOL_VERSION) {
+    match h.get(PROTOCOL_VERSION) {
         None => Ok(()),
         Some(v) if v.to_str().is_ok_and(|v| LEGACY_VERSIONS.contains(&v)) => Ok(()),
         Some(v) => Err(gate::rpc_error(
@@ -552,7 +555,7 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request) -> Response<Body>
             tracing::info!(server = %core.name(), session = %id, sessions = core.sessions.len(), "session opened");
             let mut r = answer_now(Some(req.id.clone()), Ok(v), false);
             if let Ok(v) = HeaderValue::from_str(&id) {
-                r.headers_mut().insert(headers::SESSION_ID, v);
+                r.headers_mut().insert(SESSION_ID, v);
             }
             r
         }
@@ -707,18 +710,32 @@ fn watch_open(body: SseBody, session: &Arc<Session>, stream: Arc<Stream>) -> Sse
 }
 
 /// The HTTP status of a modern answer: by its error code, if an error.
+///
+/// The answer is our encoder's line: `{"jsonrpc":"2.0","id":ID,` then
+/// `"result":` or `"error":`, compact. A quote inside a string is escaped,
+/// so the first `,"result":` or `,"error":` is the top-level member: found
+/// without walking a large result.
 fn status_of_answer(data: &[u8]) -> StatusCode {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        error: Option<Code>,
-    }
     #[derive(serde::Deserialize)]
     struct Code {
         code: i64,
     }
-    match serde_json::from_slice::<Peek>(data) {
-        Ok(Peek { error: Some(c) }) => gate::status_for(c.code),
-        _ => StatusCode::OK,
+    const ERROR: &[u8] = b",\"error\":";
+    // The first comma that starts either member (a searcher built per call
+    // would cost more than this short scan).
+    let Some(at) = memchr::memchr_iter(b',', data).find(|&i| {
+        let rest = &data[i..];
+        rest.starts_with(b",\"result\":") || rest.starts_with(ERROR)
+    }) else {
+        return StatusCode::OK;
+    };
+    if !data[at..].starts_with(ERROR) {
+        return StatusCode::OK;
+    }
+    let mut de = serde_json::Deserializer::from_slice(&data[at + ERROR.len()..]);
+    match <Code as serde::Deserialize>::deserialize(&mut de) {
+        Ok(c) => gate::status_for(c.code),
+        Err(_) => StatusCode::OK,
     }
 }
 
@@ -727,7 +744,7 @@ fn status_of_answer(data: &[u8]) -> StatusCode {
 /// there), then as for POST.
 fn session_of_get_or_delete(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
     if era_of(h, false) == Era::Modern
-        || (!h.contains_key(headers::SESSION_ID) && !h.contains_key(headers::PROTOCOL_VERSION))
+        || (!h.contains_key(SESSION_ID) && !h.contains_key(PROTOCOL_VERSION))
     {
         return Err(gate::not_allowed("POST"));
     }
@@ -791,4 +808,31 @@ fn delete(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
     core.end_session(&session);
     tracing::info!(server = %core.name(), session = %session.id, "session ended by the client (DELETE)");
     gate::empty(StatusCode::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_modern_answer_gets_the_status_of_its_error_code() {
+        let not_found = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#;
+        assert_eq!(status_of_answer(not_found), StatusCode::NOT_FOUND);
+        let invalid = br#"{"jsonrpc":"2.0","id":"a\"b","error":{"code":-32602,"message":"x"}}"#;
+        assert_eq!(status_of_answer(invalid), StatusCode::BAD_REQUEST);
+        let handler_error = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"x"}}"#;
+        assert_eq!(status_of_answer(handler_error), StatusCode::OK);
+        // An "error" inside a result is the result's business.
+        let result = br#"{"jsonrpc":"2.0","id":1,"result":{"a":1,"error":{"code":-32601}}}"#;
+        assert_eq!(status_of_answer(result), StatusCode::OK);
+        // So is one inside the id (a client chooses it).
+        let id = crate::jsonrpc::RequestId::String(r#"x,"error":{"code":-32601}"#.into());
+        let line = encode::result(&Some(id.clone()), &serde_json::json!({})).unwrap();
+        assert_eq!(status_of_answer(&line), StatusCode::OK);
+        let e = crate::jsonrpc::ErrorObject::new(-32602, "bad");
+        assert_eq!(
+            status_of_answer(&encode::error(&Some(id), &e)),
+            StatusCode::BAD_REQUEST
+        );
+    }
 }

@@ -13,20 +13,25 @@ use super::config::{Allow, HttpConfig};
 const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
 
 /// The host part of a `Host` header or an origin's authority (the port
-/// removed, lower-cased).
-fn host_part(authority: &str) -> String {
-    let a = authority.trim().to_ascii_lowercase();
+/// removed; compare it ignoring ASCII case).
+fn host_part(authority: &str) -> &str {
+    let a = authority.trim();
     if a.starts_with('[') {
         // An IPv6 literal: `[::1]` or `[::1]:8080`.
         return match a.find(']') {
-            Some(end) => a[..=end].to_owned(),
+            Some(end) => &a[..=end],
             None => a,
         };
     }
     match a.rsplit_once(':') {
-        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h.to_owned(),
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
         _ => a,
     }
+}
+
+/// Whether `name` is one of the loopback names.
+fn is_loopback(name: &str) -> bool {
+    LOOPBACK.iter().any(|l| l.eq_ignore_ascii_case(name))
 }
 
 /// Whether the `Host` header is one this server answers to.
@@ -40,11 +45,11 @@ pub(crate) fn host_allowed(allow: &Allow, headers: &HeaderMap) -> bool {
     let name = host_part(host);
     match allow {
         Allow::Any => true,
-        Allow::Loopback => LOOPBACK.contains(&name.as_str()),
+        Allow::Loopback => is_loopback(name),
         Allow::List(list) => {
-            let full = host.trim().to_ascii_lowercase();
+            let full = host.trim();
             list.iter()
-                .any(|h| h.eq_ignore_ascii_case(&name) || h.eq_ignore_ascii_case(&full))
+                .any(|h| h.eq_ignore_ascii_case(name) || h.eq_ignore_ascii_case(full))
         }
     }
 }
@@ -66,7 +71,7 @@ pub(crate) fn origin_allowed(allow: &Allow, headers: &HeaderMap) -> bool {
             let authority = o
                 .strip_prefix("http://")
                 .or_else(|| o.strip_prefix("https://"));
-            authority.is_some_and(|a| !a.contains('/') && LOOPBACK.contains(&host_part(a).as_str()))
+            authority.is_some_and(|a| !a.contains('/') && is_loopback(host_part(a)))
         }
     }
 }
@@ -176,37 +181,35 @@ pub(crate) struct Accepts {
 
 impl Accepts {
     pub(crate) fn of(headers: &HeaderMap) -> Accepts {
-        let values: Vec<&str> = headers
-            .get_all(header::ACCEPT)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect();
-        if values.is_empty() {
-            return Accepts {
-                json: true,
-                sse: true,
-            };
-        }
+        let mut any = false;
         let mut a = Accepts {
             json: false,
             sse: false,
         };
-        for range in values.iter().flat_map(|v| v.split(',')) {
-            let media = range
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            match media.as_str() {
-                "*/*" => {
-                    a.json = true;
-                    a.sse = true;
-                }
-                "application/json" | "application/*" => a.json = true,
-                "text/event-stream" | "text/*" => a.sse = true,
-                _ => {}
+        let values = headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok());
+        for range in values.flat_map(|v| {
+            any = true;
+            v.split(',')
+        }) {
+            let media = range.split(';').next().unwrap_or("").trim();
+            let is = |m: &str| media.eq_ignore_ascii_case(m);
+            if is("*/*") {
+                a.json = true;
+                a.sse = true;
+            } else if is("application/json") || is("application/*") {
+                a.json = true;
+            } else if is("text/event-stream") || is("text/*") {
+                a.sse = true;
             }
+        }
+        if !any {
+            return Accepts {
+                json: true,
+                sse: true,
+            };
         }
         a
     }
@@ -291,5 +294,9 @@ mod tests {
         assert!(!a.json && a.sse);
         let a = Accepts::of(&headers(&[("accept", "text/html")]));
         assert!(!a.json && !a.sse);
+        let a = Accepts::of(&headers(&[("accept", "Application/JSON; q=0.9, TEXT/*")]));
+        assert!(a.json && a.sse);
+        let a = Accepts::of(&HeaderMap::new());
+        assert!(a.json && a.sse);
     }
 }

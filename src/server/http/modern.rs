@@ -4,7 +4,7 @@
 //! intermediary routing on the headers and this server reading the body
 //! cannot be told two different stories.
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderName, StatusCode};
 use serde_json::{Map, Value};
 
 use crate::http::headers;
@@ -35,9 +35,15 @@ fn mismatch(message: String) -> Refusal {
     )
 }
 
-fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a [u8]> {
+fn header<'a>(h: &'a HeaderMap, name: &HeaderName) -> Option<&'a [u8]> {
     h.get(name).map(|v| v.as_bytes())
 }
+
+/// The header names as [`HeaderName`]s (a lookup by `&str` parses the name
+/// first).
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(headers::PROTOCOL_VERSION);
+const METHOD: HeaderName = HeaderName::from_static(headers::METHOD);
+const NAME: HeaderName = HeaderName::from_static(headers::NAME);
 
 /// Checks `req`'s headers; `tool_schema` gives a tool's `inputSchema`.
 pub(crate) fn check(
@@ -45,7 +51,7 @@ pub(crate) fn check(
     req: &Request,
     tool_schema: impl FnOnce(&str) -> Option<Value>,
 ) -> Result<(), Refusal> {
-    let Some(version) = header(h, headers::PROTOCOL_VERSION) else {
+    let Some(version) = header(h, &PROTOCOL_VERSION) else {
         return Err(mismatch(
             "the MCP-Protocol-Version header is missing".into(),
         ));
@@ -78,7 +84,7 @@ pub(crate) fn check(
             String::from_utf8_lossy(version)
         )));
     }
-    match header(h, headers::METHOD) {
+    match header(h, &METHOD) {
         None => return Err(mismatch("the Mcp-Method header is missing".into())),
         Some(m) if m != req.method.as_bytes() => {
             return Err(mismatch(format!(
@@ -90,7 +96,7 @@ pub(crate) fn check(
         Some(_) => {}
     }
     if let Some(body_name) = headers::name_source(&req.method, req.params.as_ref()) {
-        let Some(raw) = header(h, headers::NAME) else {
+        let Some(raw) = header(h, &NAME) else {
             return Err(mismatch("the Mcp-Name header is missing".into()));
         };
         let given = headers::decode_value(raw)
@@ -184,7 +190,7 @@ fn check_params(h: &HeaderMap, schema: &Value, args: &Map<String, Value>) -> Res
     annotations(schema, &mut Vec::new(), &mut found);
     for m in found {
         let header_name = format!("{}{}", headers::PARAM_PREFIX, m.name.to_ascii_lowercase());
-        let given = match header(h, &header_name) {
+        let given = match h.get(&header_name).map(|v| v.as_bytes()) {
             Some(raw) => Some(headers::decode_value(raw).map_err(|e| {
                 mismatch(format!("the Mcp-Param-{} header is invalid: {e}", m.name))
             })?),

@@ -6,6 +6,7 @@ use std::future::{Future, IntoFuture};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -171,10 +172,12 @@ async fn serve_on<H: Handler>(
     let done = start_tasks(&core);
     let app = endpoint::router(core.clone());
     let (kill_tx, kill_rx) = watch::channel(false);
+    let cut_flag = Arc::new(AtomicBool::new(false));
     let limited = Limited {
         inner: listener,
         slots: Arc::new(Semaphore::new(max_connections)),
         kill: kill_rx,
+        cut: cut_flag.clone(),
     };
     let signal = {
         let mut done = done.clone();
@@ -200,6 +203,7 @@ async fn serve_on<H: Handler>(
         r = &mut serve => r.map_err(ServerError::Read)?,
         () = cut => {
             tracing::warn!("connections still open after flush_timeout: cut");
+            cut_flag.store(true, Ordering::Release);
             let _ = kill_tx.send(true);
             let _ = tokio::time::timeout(Duration::from_secs(1), &mut serve).await;
         }
@@ -273,11 +277,12 @@ impl HttpService {
 }
 
 /// The listener, with at most `max_connections` connections at once, each
-/// cut when `kill` is set.
+/// cut when `kill` is set (and `cut`, the same fact read without a lock).
 struct Limited {
     inner: TcpListener,
     slots: Arc<Semaphore>,
     kill: watch::Receiver<bool>,
+    cut: Arc<AtomicBool>,
 }
 
 impl axum::serve::Listener for Limited {
@@ -302,6 +307,7 @@ impl axum::serve::Listener for Limited {
                             io,
                             _permit: permit,
                             killed,
+                            cut: self.cut.clone(),
                             dead: false,
                         },
                         addr,
@@ -323,19 +329,50 @@ impl axum::serve::Listener for Limited {
 
 /// A connection that holds one of the listener's slots, and fails its I/O
 /// once the server cuts connections.
+///
+/// Each operation reads the `cut` flag; the `killed` future, which wakes
+/// the connection's task on the cut, is polled only when the I/O itself is
+/// pending (once per request, not once per read and write: polling it
+/// costs about as much as the check of a request's headers).
 struct Conn {
     io: TcpStream,
     _permit: OwnedSemaphorePermit,
     killed: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+    cut: Arc<AtomicBool>,
     dead: bool,
 }
 
 impl Conn {
-    fn cut(&mut self, cx: &mut Context<'_>) -> bool {
+    /// Whether the server has cut connections.
+    fn is_cut(&mut self) -> bool {
+        if !self.dead && self.cut.load(Ordering::Acquire) {
+            self.dead = true;
+        }
+        self.dead
+    }
+
+    /// The I/O is pending: wake the task on the cut too (an idle
+    /// connection is cut as well); whether the cut has come.
+    fn cut_while_pending(&mut self, cx: &mut Context<'_>) -> bool {
         if !self.dead && self.killed.as_mut().poll(cx).is_ready() {
             self.dead = true;
         }
         self.dead
+    }
+
+    /// `io`'s poll, failing once the server cut connections.
+    fn guard<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: impl FnOnce(Pin<&mut TcpStream>, &mut Context<'_>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if self.is_cut() {
+            return Poll::Ready(Err(aborted()));
+        }
+        match io(Pin::new(&mut self.io), cx) {
+            Poll::Pending if self.cut_while_pending(cx) => Poll::Ready(Err(aborted())),
+            other => other,
+        }
     }
 }
 
@@ -349,10 +386,7 @@ impl AsyncRead for Conn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if self.cut(cx) {
-            return Poll::Ready(Err(aborted()));
-        }
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        self.guard(cx, |io, cx| io.poll_read(cx, buf))
     }
 }
 
@@ -362,17 +396,11 @@ impl AsyncWrite for Conn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if self.cut(cx) {
-            return Poll::Ready(Err(aborted()));
-        }
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        self.guard(cx, |io, cx| io.poll_write(cx, buf))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.cut(cx) {
-            return Poll::Ready(Err(aborted()));
-        }
-        Pin::new(&mut self.io).poll_flush(cx)
+        self.guard(cx, |io, cx| io.poll_flush(cx))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -384,10 +412,7 @@ impl AsyncWrite for Conn {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.cut(cx) {
-            return Poll::Ready(Err(aborted()));
-        }
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        self.guard(cx, |io, cx| io.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {

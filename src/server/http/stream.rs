@@ -92,6 +92,9 @@ struct State {
     /// The server closed the stream for the client to poll: the consumer
     /// (or the next one, after its priming event) ends.
     kick: bool,
+    /// The handler did not answer at its first poll (see
+    /// [`Stream::slow`]).
+    slow: bool,
 }
 
 /// What happened first on a request's stream (see [`Stream::first`]).
@@ -147,6 +150,7 @@ impl Stream {
                 generation: 0,
                 waker: None,
                 kick: false,
+                slow: false,
             }),
             changed: Notify::new(),
         })
@@ -283,16 +287,28 @@ impl Stream {
         st.end.is_some() && st.events.back().is_none_or(|&(seq, _)| seq <= st.sent)
     }
 
+    /// Marks the request as slow: its handler did not answer at its first
+    /// poll. Only then does [`first`](Self::first) arm its timer: a timer
+    /// per request, whose deadline is the runtime's earliest, costs a
+    /// wake-up of the thread parked on the runtime's driver (a system call
+    /// and a context switch) per request, and most handlers answer at once.
+    pub(crate) fn slow(&self) {
+        let mut st = self.lock();
+        st.slow = true;
+        self.changed.notify_waiters();
+    }
+
     /// Waits for what decides the shape of a request's response: its answer
     /// alone (JSON), events before it or `patience` passing (SSE), or the
-    /// end of the stream without an answer.
+    /// end of the stream without an answer. The patience is counted from
+    /// the call, its timer armed once the request is [`slow`](Self::slow).
     pub(crate) async fn first(&self, patience: Duration) -> First {
         let deadline = tokio::time::Instant::now() + patience.min(Duration::from_secs(3600));
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            {
+            let slow = {
                 let mut st = self.lock();
                 if st.kick {
                     return First::Events;
@@ -310,6 +326,11 @@ impl Stream {
                     (0, None) => {}
                     _ => return First::Events,
                 }
+                st.slow
+            };
+            if !slow {
+                changed.await;
+                continue;
             }
             tokio::select! {
                 _ = changed => {}
