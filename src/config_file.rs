@@ -21,7 +21,7 @@
 //! | `envFile` | a dotenv file (relative to the config file's directory), a regular file of at most [`MAX_ENV_FILE_BYTES`]; `env` wins over it |
 //! | `disabled` | `true`: not started (listed in [`ServersFile::disabled`]) |
 //! | `type` | `"stdio"` or absent; any other type, or an entry with a `url` and no `command`, is reported in [`ServersFile::unsupported`], by name, and the rest of the file is read |
-//! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd` and `name` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`) |
+//! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd` and `name` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`), and the gateway's `tools` and `lazy` ([`ServeOptions`]) |
 //!
 //! A top-level `conduit` object holds the host's options: the fields of
 //! [`HostConfig`](crate::host::HostConfig)'s serialised form but `servers`
@@ -124,10 +124,37 @@ pub struct ServersFile {
     /// The host's options as written under the top-level `conduit` key
     /// (an object without `servers`; empty if the key is absent).
     pub host_options: Map<String, Value>,
+    /// The gateway's options of each server in [`servers`](Self::servers)
+    /// (`conduit.tools`, `conduit.lazy`), by name; default for a server
+    /// that sets none.
+    pub serve: BTreeMap<String, ServeOptions>,
+    /// Each server's entry as written in the file (before expansion), by
+    /// name: a server whose entry changed is restarted by `mcp serve --watch`.
+    pub(crate) entries: BTreeMap<String, Value>,
     /// Entries with `"disabled": true`.
     pub disabled: Vec<String>,
     /// Entries this library cannot run (remote servers), with the reason.
     pub unsupported: Vec<Unsupported>,
+}
+
+/// What `mcp serve` (and [`HttpFront`](crate::host::front::HttpFront))
+/// reads from a server's `conduit` options beyond its client's: which of
+/// its tools are served, and whether it starts on first use.
+///
+/// ```json
+/// "conduit": { "tools": { "allow": ["get_*"], "deny": ["*_delete"] }, "lazy": true }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// `tools.allow`: glob patterns (`*` any run of characters, `?` one);
+    /// when not empty, only the tools matching one are listed and callable.
+    pub tools_allow: Vec<String>,
+    /// `tools.deny`: glob patterns; a tool matching one is neither listed
+    /// nor callable (deny wins over allow).
+    pub tools_deny: Vec<String>,
+    /// `lazy`: the server starts on its first use, not with the others.
+    pub lazy: bool,
 }
 
 /// An entry that was not read as a server, and why.
@@ -369,6 +396,8 @@ impl ServersFile {
         };
         let host_options = host_options(&ctx, &top)?;
         let mut servers = BTreeMap::new();
+        let mut serve = BTreeMap::new();
+        let mut raw_entries = BTreeMap::new();
         let mut disabled = Vec::new();
         let mut unsupported = Vec::new();
         let mut found = false;
@@ -396,8 +425,10 @@ impl ServersFile {
                     });
                 }
                 match entry::read(&ctx, &key, name, value)? {
-                    Outcome::Server(config) => {
+                    Outcome::Server(config, options) => {
                         servers.insert(name.clone(), *config);
+                        serve.insert(name.clone(), options);
+                        raw_entries.insert(name.clone(), value.clone());
                     }
                     Outcome::Disabled => disabled.push(name.clone()),
                     Outcome::Unsupported(reason) => unsupported.push(Unsupported {
@@ -413,6 +444,8 @@ impl ServersFile {
         Ok(ServersFile {
             path: file,
             servers,
+            serve,
+            entries: raw_entries,
             host_options,
             disabled,
             unsupported,
@@ -423,6 +456,19 @@ impl ServersFile {
     pub fn server(&self, name: &str) -> Option<&ClientConfig> {
         self.servers.get(name)
     }
+}
+
+/// The JSON (with comments) of the regular file at `path`, at most
+/// [`MAX_CONFIG_FILE_BYTES`]: for the other files a command reads (the
+/// gateway's tokens file), with the same bounds as a config file.
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+pub(crate) fn read_jsonc(path: &Path) -> Result<Value, ConfigFileError> {
+    let text = read::read_text(path, MAX_CONFIG_FILE_BYTES)
+        .map_err(|p| ConfigFileError::unreadable(path, None, path, p))?;
+    parse_jsonc(&text).map_err(|problem| ConfigFileError::Syntax {
+        file: path.to_owned(),
+        problem,
+    })
 }
 
 /// JSON with comments and trailing commas (VS Code's JSONC), nothing looser.

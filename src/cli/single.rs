@@ -101,7 +101,7 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
         Command::Request { method, params, .. } => send(options, client, &method, params)
             .await
             .map_err(failure),
-        Command::Servers | Command::Completions { .. } => {
+        Command::Servers | Command::Serve(_) | Command::Completions { .. } => {
             Err(Fail::Usage("not a one-server subcommand".into()))
         }
     }
