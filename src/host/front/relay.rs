@@ -17,7 +17,7 @@
 //! waits, with its answer slot, on the call's `asks` channel.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -57,6 +57,9 @@ pub(crate) struct Call {
     session: usize,
     /// 2026-07-28 front calls: where the server's requests wait.
     asks: Option<mpsc::UnboundedSender<Ask>>,
+    /// Held, waiting for its client's next round: a server's new request
+    /// is more likely another call's.
+    waiting: AtomicBool,
 }
 
 impl Call {
@@ -68,6 +71,11 @@ impl Call {
     /// A new round of the same call (2026-07-28 retries).
     pub(crate) fn set_ctx(&self, ctx: RequestContext) {
         *crate::sync::lock(&self.ctx) = ctx;
+    }
+
+    /// Marks the call held for its client's input (or running again).
+    pub(crate) fn set_waiting(&self, waiting: bool) {
+        self.waiting.store(waiting, Ordering::Release);
     }
 }
 
@@ -118,6 +126,7 @@ impl Relay {
             ctx: Mutex::new(ctx),
             session,
             asks,
+            waiting: AtomicBool::new(false),
         });
         crate::sync::lock(&self.calls)
             .entry(call.server.clone())
@@ -152,7 +161,13 @@ impl Relay {
                 return Ok(call);
             }
         }
-        let calls = self.calls_on(server);
+        let mut calls = self.calls_on(server);
+        // A call held for its client's input is not running on the server
+        // (its request is answered by the client's retry): a new request is
+        // another call's, unless every call is held.
+        if calls.iter().any(|c| !c.waiting.load(Ordering::Acquire)) {
+            calls.retain(|c| !c.waiting.load(Ordering::Acquire));
+        }
         let Some(first) = calls.first() else {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,

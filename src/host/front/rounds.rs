@@ -218,6 +218,7 @@ pub(crate) async fn resume(
         return Err(invalid("it belongs to another request"));
     }
     held.registered.call.set_ctx(ctx.clone());
+    held.registered.call.set_waiting(false);
     let responses: Map<String, Value> = params
         .as_ref()
         .and_then(|p| p.get("inputResponses"))
@@ -303,6 +304,14 @@ impl Held {
                     Ok(v) => {
                         let _ = reply.send(Ok(v));
                     }
+                    Err(e @ AskError::MissingCapability { .. }) => {
+                        // The client cannot give it: the call fails with
+                        // -32021 naming the capability, and the server's
+                        // call is cancelled (this held call is dropped).
+                        tracing::debug!(server, error = %e, "gateway: the server asked for a capability the client did not declare");
+                        let _ = reply.send(Err(ask_error(e.clone())));
+                        return Err(HandlerError::from(e));
+                    }
                     Err(e) => {
                         tracing::debug!(server, error = %e, "gateway: a server's request the client cannot take: answered with an error");
                         let _ = reply.send(Err(ask_error(e)));
@@ -313,12 +322,14 @@ impl Held {
                 return self.run(front, server, ctx).await;
             }
             self.pending = asked;
+            self.registered.call.set_waiting(true);
             match front.held.put(self) {
                 Ok(state) => {
                     ctx.set_request_state(state);
                     Err(HandlerError::InputRequired)
                 }
                 Err(mut held) => {
+                    held.registered.call.set_waiting(false);
                     tracing::warn!(server, max = front.held.max, "gateway: too many calls waiting for their clients' input; a server's request refused");
                     for (_, reply, _) in std::mem::take(&mut held.pending) {
                         let _ = reply.send(Err(ErrorObject::new(
