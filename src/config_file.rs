@@ -130,6 +130,7 @@ pub struct ServersFile {
     pub serve: BTreeMap<String, ServeOptions>,
     /// Each server's entry as written in the file (before expansion), by
     /// name: a server whose entry changed is restarted by `mcp serve --watch`.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
     pub(crate) entries: BTreeMap<String, Value>,
     /// Entries with `"disabled": true`.
     pub disabled: Vec<String>,

@@ -36,9 +36,15 @@ pub fn fixture(dir: &Path, name: &str, extra: &[&str]) -> Value {
     json!({ "command": common::fixture(), "args": args })
 }
 
+/// A gateway's address, and requests to any of its paths.
+pub struct At {
+    pub addr: SocketAddr,
+}
+
 /// A running `mcp serve`.
 pub struct Gateway {
     pub child: Child,
+    pub at: At,
     pub addr: SocketAddr,
     pub dir: PathBuf,
     /// Its stderr after the first line, collected by a task.
@@ -93,9 +99,18 @@ pub async fn serve_file(dir: &Path, config: &Path, args: &[&str], env: &[(&str, 
     });
     Gateway {
         child,
+        at: At { addr },
         addr,
         dir: dir.to_owned(),
         stderr,
+    }
+}
+
+impl std::ops::Deref for Gateway {
+    type Target = At;
+
+    fn deref(&self) -> &At {
+        &self.at
     }
 }
 
@@ -105,7 +120,7 @@ pub struct Ended {
     pub stderr: String,
 }
 
-impl Gateway {
+impl At {
     /// Sends `method` to `path` with `headers` and an optional JSON body.
     pub async fn send(
         &self,
@@ -210,7 +225,9 @@ impl Gateway {
         let status = r.status;
         (status, r.json().await)
     }
+}
 
+impl Gateway {
     /// The pids the fixture servers recorded.
     pub fn server_pids(&self) -> Vec<u32> {
         let mut pids = Vec::new();

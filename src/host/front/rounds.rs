@@ -40,6 +40,14 @@ use super::state::FrontState;
 /// The prefix of the gateway's own request states.
 const STATE_PREFIX: &str = "conduit-gw.";
 
+/// A server's request sent to the client: its key, its answer slot, and
+/// the request.
+type Pending = (
+    String,
+    oneshot::Sender<Result<Value, ErrorObject>>,
+    InputRequest,
+);
+
 /// A server call waiting for its front client's next round.
 pub(crate) struct Held {
     principal: usize,
@@ -50,11 +58,7 @@ pub(crate) struct Held {
     asks: mpsc::UnboundedReceiver<Ask>,
     /// The server's requests sent to the client, by key, with their answer
     /// slots.
-    pending: Vec<(
-        String,
-        oneshot::Sender<Result<Value, ErrorObject>>,
-        InputRequest,
-    )>,
+    pending: Vec<Pending>,
     next_key: u64,
     result: oneshot::Receiver<Result<RawJson, Error>>,
     progress: Option<mpsc::UnboundedReceiver<Progress>>,
@@ -85,13 +89,13 @@ impl HeldCalls {
 
     /// Keeps `held` under a new state until its retry or its expiry;
     /// `Err(held)` when the table is full.
-    fn put(self: &Arc<Self>, held: Held) -> Result<String, Held> {
+    fn put(self: &Arc<Self>, held: Held) -> Result<String, Box<Held>> {
         let Some(state) = mint() else {
-            return Err(held);
+            return Err(Box::new(held));
         };
         let mut table = crate::sync::lock(&self.table);
         if table.len() >= self.max {
-            return Err(held);
+            return Err(Box::new(held));
         }
         let weak: Weak<HeldCalls> = Arc::downgrade(self);
         let key = state.clone();
@@ -256,7 +260,7 @@ impl Held {
                 biased;
                 r = &mut self.result => {
                     self.drain_progress(ctx);
-                    let r = r.unwrap_or_else(|_| Err(Error::Stopped));
+                    let r = r.unwrap_or(Err(Error::Stopped));
                     return answer(server, r);
                 }
                 Some(ask) = self.asks.recv() => {

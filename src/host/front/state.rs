@@ -32,6 +32,9 @@ use super::relay::Relay;
 use super::rounds::HeldCalls;
 use super::single::Single;
 
+/// The start of a lazy server, shared by its concurrent first uses.
+type Start = OnceCell<Result<(), String>>;
+
 /// One of a caller's endpoints.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Endpoint {
@@ -64,7 +67,7 @@ pub(crate) struct FrontState {
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
     /// Lazy servers not started yet, and the start of each once begun.
     lazy: Mutex<BTreeMap<String, ClientConfig>>,
-    starting: Mutex<HashMap<String, Arc<OnceCell<Result<(), String>>>>>,
+    starting: Mutex<HashMap<String, Arc<Start>>>,
     /// A fingerprint of the namespace's tools, prompts and resources, to
     /// tell `/mcp`'s sessions only of the lists that changed.
     fingerprints: Mutex<[u64; 3]>,
