@@ -181,6 +181,7 @@ impl FrontState {
                     Ok(()) | Err(HostError::Duplicate(_)) => {
                         crate::sync::lock(&this.lazy).remove(name);
                         this.watch_server(name);
+                        this.wait_listed(name).await;
                         Ok(())
                     }
                     Err(e) => Err(e.to_string()),
@@ -193,6 +194,25 @@ impl FrontState {
             crate::sync::lock(&self.starting).remove(name);
         }
         result
+    }
+
+    /// Waits (at most [`READY_WAIT`]) until server `name` is ready and
+    /// listed, or will never be.
+    async fn wait_listed(&self, name: &str) {
+        let mut changes = self.host.shared.changes();
+        let settled = async {
+            loop {
+                match self.host.server(name) {
+                    Some(s) if s.is_ready() || s.status.is_final() => return,
+                    None => return,
+                    Some(_) => {}
+                }
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(READY_WAIT, settled).await;
     }
 
     /// The endpoint of `principal`, made if needed (for a server: once it
