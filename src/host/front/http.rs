@@ -277,6 +277,9 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
         if let Some(session) = s.session() {
             v["era"] = json!(session.era);
             v["protocolVersion"] = json!(session.protocol_version);
+            if let Some(pid) = session.pid {
+                v["pid"] = json!(pid);
+            }
         }
         if let Status::GaveUp(reason) = &s.status {
             v["reason"] = json!(reason);
