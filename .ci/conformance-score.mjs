@@ -1,7 +1,13 @@
 // Scores one run of the MCP conformance suite's server leg, for
 // .ci/conformance.sh.
 //
-//   node conformance-score.mjs <suite package dir> <revision> <results dir>
+//   node conformance-score.mjs <suite package dir> <revision> <results dir> [leg] [skip prefix]
+//
+// [leg] is `server` (the default) or `client` (.ci/conformance-client.sh:
+// the client leg's results are `<scenario>-<time>/`, under `auth/` for the
+// auth scenarios). Scored scenarios whose name starts with [skip prefix]
+// (for example `auth/`, left to another issue) are listed as skipped and
+// not counted.
 //
 // <results dir> is the suite's `-o` directory: one `server-<scenario>-<time>/`
 // per scenario, holding `checks.json` unless the scenario crashed. The
@@ -24,9 +30,11 @@ import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 
-const [pkgDir, revision, resultsDir] = process.argv.slice(2);
-if (!pkgDir || !revision || !resultsDir) {
-  console.error('usage: conformance-score.mjs <suite package dir> <revision> <results dir>');
+const [pkgDir, revision, resultsDir, leg = 'server', skipPrefix = ''] = process.argv.slice(2);
+if (!pkgDir || !revision || !resultsDir || !['server', 'client'].includes(leg)) {
+  console.error(
+    'usage: conformance-score.mjs <suite package dir> <revision> <results dir> [server|client] [skip prefix]'
+  );
   process.exit(2);
 }
 
@@ -35,23 +43,37 @@ const require = createRequire(resolve(pkgDir, 'package.json'));
 const YAML = require('yaml');
 const reqFile = join(pkgDir, 'requirements', `${revision}.yaml`);
 const requirements = YAML.parse(readFileSync(reqFile, 'utf8'));
-const scored = requirements.server ?? [];
-const notScored = (requirements.not_scored ?? []).filter((e) => e.leg === 'server');
+const listed = requirements[leg] ?? [];
+const skipped = skipPrefix ? listed.filter((s) => s.startsWith(skipPrefix)) : [];
+const scored = listed.filter((s) => !skipped.includes(s));
+const notScored = (requirements.not_scored ?? []).filter((e) => e.leg === leg);
 if (scored.length === 0) {
-  console.error(`${reqFile}: no server scenarios listed`);
+  console.error(`${reqFile}: no ${leg} scenarios listed`);
   process.exit(2);
 }
 
-// server-<scenario>-<ISO time with ':' and '.' as '-'>
-const DIR = /^server-(.+)-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z)$/;
+// server-<scenario>-<ISO time with ':' and '.' as '-'>; the client leg's
+// have no prefix, and a scenario `a/b` is `a/b-<time>`.
+const DIR =
+  leg === 'server'
+    ? /^server-(.+)-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z)$/
+    : /^(.+)-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z)$/;
 const runs = new Map();
-for (const name of existsSync(resultsDir) ? readdirSync(resultsDir) : []) {
-  const m = DIR.exec(name);
-  if (!m) continue;
-  const [, scenario, time] = m;
-  const prev = runs.get(scenario);
-  if (!prev || prev.time < time) runs.set(scenario, { time, dir: join(resultsDir, name) });
+function scan(dir, prefix) {
+  for (const name of existsSync(dir) ? readdirSync(dir, { withFileTypes: true }) : []) {
+    if (!name.isDirectory()) continue;
+    const m = DIR.exec(name.name);
+    if (!m) {
+      if (leg === 'client' && !prefix) scan(join(dir, name.name), `${name.name}/`);
+      continue;
+    }
+    const [, bare, time] = m;
+    const scenario = prefix + bare;
+    const prev = runs.get(scenario);
+    if (!prev || prev.time < time) runs.set(scenario, { time, dir: join(dir, name.name) });
+  }
 }
+scan(resultsDir, '');
 
 const oneLine = (s) => String(s ?? '').replace(/\s+/g, ' ').trim().slice(0, 400);
 
@@ -95,6 +117,9 @@ for (const scenario of scored) {
   for (const p of v.problems) console.log(`         ${p}`);
 }
 console.log(`${revision}: ${ok}/${scored.length} scenarios passed`);
+if (skipped.length > 0) {
+  console.log(`  skipped ${skipped.length} scenarios starting with ${skipPrefix} (not scored here)`);
+}
 
 if (notScored.length > 0) {
   console.log(`  not scored for ${revision} (information only):`);

@@ -139,10 +139,18 @@ impl From<Value> for Output {
 /// Runs the command; `server` is what followed `--`.
 async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
     let Cli { options, command } = cli;
-    if options.config.is_some() && !server.is_empty() {
+    let given = [
+        options.config.is_some(),
+        options.url.is_some(),
+        !server.is_empty(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
         return Err(Fail::Usage(
-            "give either --config FILE or a server command after `--`, not both".into(),
+            "give one of --config FILE, --url URL or a server command after `--`".into(),
         ));
+    }
+    if !options.header.is_empty() && options.url.is_none() {
+        return Err(Fail::Usage("--header needs --url URL".into()));
     }
     match (&options.config, command) {
         (_, Command::Completions { .. }) => Err(Fail::Usage("completions is handled first".into())),
@@ -160,6 +168,7 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
             }
             hosted::run(&options, file, command).await
         }
+        (None, command) if options.url.is_some() => single::run_url(&options, command).await,
         (None, command) => single::run(&options, command, server).await,
     }
 }

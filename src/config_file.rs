@@ -20,8 +20,10 @@
 //! | `cwd` | the server's working directory, relative to the config file's directory; by default that directory itself |
 //! | `envFile` | a dotenv file (relative to the config file's directory), a regular file of at most [`MAX_ENV_FILE_BYTES`]; `env` wins over it |
 //! | `disabled` | `true`: not started (listed in [`ServersFile::disabled`]) |
-//! | `type` | `"stdio"` or absent; any other type, or an entry with a `url` and no `command`, is reported in [`ServersFile::unsupported`], by name, and the rest of the file is read |
-//! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd` and `name` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`), and the gateway's `tools` and `lazy` ([`ServeOptions`]) |
+//! | `type` | `"stdio"` or absent for a process; `"http"` (VS Code, Claude Code), `"streamable-http"` or `"streamableHttp"`, or absent with a `url` and no `command`, for a Streamable HTTP server (feature `http`); any other type (the deprecated `"sse"` among them) is reported in [`ServersFile::unsupported`], by name and why, and the rest of the file is read |
+//! | `url` | a Streamable HTTP server's endpoint ([`ClientConfig::http`]) |
+//! | `headers` | headers sent with every HTTP request (`{"Authorization": "Bearer ${TOKEN}"}`), each value kept as a [`Secret`](crate::Secret) |
+//! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd`, `name` and `http` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`), and the gateway's `tools` and `lazy` ([`ServeOptions`]) |
 //!
 //! A top-level `conduit` object holds the host's options: the fields of
 //! [`HostConfig`](crate::host::HostConfig)'s serialised form but `servers`
@@ -29,7 +31,7 @@
 //! in [`ServersFile::host_options`] and read by
 //! [`HostConfig::from_file`](crate::host::HostConfig::from_file).
 //!
-//! Strings in `command`, `args`, `env`, `cwd` and `envFile` may use the
+//! Strings in `command`, `args`, `env`, `cwd`, `envFile`, `url` and `headers` may use the
 //! variables those hosts expand: `${VAR}`, `${VAR:-default}` (the default
 //! when VAR is unset or empty), `${env:VAR}`, `${userHome}`,
 //! `${workspaceFolder}` (the folder holding `.vscode/` for a file inside
@@ -119,7 +121,8 @@ const SECTIONS: &[&[&str]] = &[&["mcpServers"], &["servers"], &["mcp", "servers"
 pub struct ServersFile {
     /// The file (absolute).
     pub path: PathBuf,
-    /// The servers to start: every enabled stdio entry, by name.
+    /// The servers to start: every enabled stdio or Streamable HTTP entry,
+    /// by name.
     pub servers: BTreeMap<String, ClientConfig>,
     /// The host's options as written under the top-level `conduit` key
     /// (an object without `servers`; empty if the key is absent).
@@ -134,7 +137,8 @@ pub struct ServersFile {
     pub(crate) entries: BTreeMap<String, Value>,
     /// Entries with `"disabled": true`.
     pub disabled: Vec<String>,
-    /// Entries this library cannot run (remote servers), with the reason.
+    /// Entries this library cannot run (the deprecated HTTP+SSE transport,
+    /// unknown types), with the reason.
     pub unsupported: Vec<Unsupported>,
 }
 

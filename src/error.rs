@@ -106,6 +106,14 @@ pub enum CloseReason {
     /// The actor owning the process stopped unexpectedly.
     #[error("transport owner stopped: {0}")]
     OwnerDied(String),
+    /// HTTP: the server could not be reached, or a connection to it broke
+    /// where no resumption was possible.
+    #[error("HTTP connection to the server failed: {0}")]
+    ConnectionFailed(String),
+    /// HTTP, 2025-11-25 era: the server answered 404 to the session's id
+    /// (it ended or forgot the session); the client starts a new one.
+    #[error("the server ended the HTTP session (404 for its MCP-Session-Id)")]
+    SessionExpired,
 }
 
 impl CloseReason {
@@ -227,6 +235,15 @@ pub enum Error {
     /// The Connection actor went down (stopped, killed or crashed).
     #[error("connection went down: {0}")]
     ConnectionDown(String),
+    /// The transport says this request will get no answer, while the
+    /// connection stays up (HTTP: the response ended without one and could
+    /// not be resumed, or the answer was over `max_message_bytes`). The
+    /// server may or may not have acted on it. Not retried.
+    #[error("no answer: {problem}")]
+    Unanswered {
+        /// What happened.
+        problem: String,
+    },
     /// The client gave up restarting the server.
     #[error("client gave up after {attempts} failed attempts: {last}")]
     GaveUp {

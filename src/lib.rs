@@ -4,7 +4,8 @@
 //! - [`Client`] runs a local MCP server as a child process and talks to it
 //!   over its stdin/stdout (newline-delimited JSON-RPC), as a supervision
 //!   tree that restarts the server, discovers its protocol era, and always
-//!   ends it.
+//!   ends it; with feature `http`, the same `Client` talks to a remote
+//!   server over Streamable HTTP ([`ClientConfig::http`]).
 //! - [`server::StdioServer`] serves MCP over this process's stdin/stdout
 //!   (or any async byte streams); with feature `http`,
 //!   `server::http::HttpServer` serves the same handlers over Streamable
@@ -56,7 +57,7 @@
 //! |---|---|
 //! | `child` (private) | spawning and ending processes: all `unsafe`, every signal, the [`ShutdownHandle`]; imports nothing from the rest of the crate |
 //! | `line_io` (private) | the byte-bounded write queue, the writer and the line reader shared by both halves |
-//! | `transport` (private) | one child turned into a link: PortOwner, reader and writer tasks |
+//! | `transport` (private) | the Connection's seam: one child turned into a link (PortOwner, reader and writer tasks), or (feature `http`) one HTTP session: a POST per message, SSE streams and their resumption, the session's headers |
 //! | [`client`] | the actor tree (ClientSupervisor, Connection) and the user's [`Client`] handle |
 //! | [`host`] | many clients as one supervised subtree and one tool namespace |
 //! | [`config_file`] | the files that list servers (`mcpServers`, VS Code's `servers`) |
@@ -230,9 +231,9 @@ mod transport;
 pub use child::{ShutdownHandle, ShutdownReport};
 pub use client::{
     forward_events, Backoff, CancelToken, Client, ClientConfig, ClientHandler, ClientResponder,
-    ClientShutdown, EraPreference, InboundRequest, LifecycleEvent, ListenEnd, Notifications,
-    Progress, RequestOptions, ServerSession, StartError, StartOptions, Status, StderrMode,
-    Subscription,
+    ClientShutdown, EraPreference, HttpOptions, InboundRequest, LifecycleEvent, ListenEnd,
+    Notifications, Progress, RequestOptions, ServerSession, StartError, StartOptions, Status,
+    StderrMode, Subscription,
 };
 pub use error::{ChildExit, CloseReason, ConfigError, Error, ListCap, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};

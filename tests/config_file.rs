@@ -104,7 +104,12 @@ fn cursor_config_with_env_variables_and_a_remote_server() {
     );
     let file = load(
         &path,
-        &[("HOME", "/home/me"), ("REGION", "eu"), ("API_KEY", "k-123")],
+        &[
+            ("HOME", "/home/me"),
+            ("REGION", "eu"),
+            ("API_KEY", "k-123"),
+            ("NOPE", "t-456"),
+        ],
     )
     .unwrap();
     let api = file.server("api").unwrap();
@@ -119,14 +124,13 @@ fn cursor_config_with_env_variables_and_a_remote_server() {
         env_of(&file, "api", "MODE"),
         Some(&EnvValue::Plain("fast".into()))
     );
-    // The remote server is reported, by name; its variables are not read.
-    assert_eq!(file.unsupported.len(), 1);
-    assert_eq!(file.unsupported[0].name, "remote");
-    assert!(
-        file.unsupported[0].reason.contains("url"),
-        "{}",
-        file.unsupported[0]
-    );
+    // A `url` without a type is a Streamable HTTP server; its headers are
+    // secrets.
+    let remote = file.server("remote").unwrap().http.as_ref().unwrap();
+    assert_eq!(remote.url, "https://mcp.example.invalid/sse");
+    assert_eq!(remote.headers[0].1.expose(), "Bearer t-456");
+    assert!(!format!("{file:?}").contains("t-456"));
+    assert!(file.unsupported.is_empty());
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -226,7 +230,8 @@ fn vscode_mcp_json_with_comments_env_file_inputs_and_types() {
 }"#,
     );
     let file = load(&path, &[]).unwrap();
-    assert_eq!(file.servers.len(), 1);
+    assert_eq!(file.servers.len(), 2);
+    assert!(file.server("web").unwrap().http.is_some());
     let memory = file.server("memory").unwrap();
     assert_eq!(memory.args[1], "@modelcontextprotocol/server-memory");
     // Every env-file value is a secret; `env` wins over it.
@@ -252,8 +257,8 @@ fn vscode_mcp_json_with_comments_env_file_inputs_and_types() {
     assert!(!debug.contains("from-env-file"), "{debug}");
     let mut names: Vec<&str> = file.unsupported.iter().map(|u| u.name.as_str()).collect();
     names.sort();
-    assert_eq!(names, ["sse", "web"]);
-    assert!(file.unsupported.iter().all(|u| u.reason.contains("stdio")));
+    assert_eq!(names, ["sse"]);
+    assert!(file.unsupported[0].reason.contains("HTTP+SSE"));
     let _ = std::fs::remove_dir_all(dir);
 }
 

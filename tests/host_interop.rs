@@ -54,7 +54,7 @@ fn mcp_json() -> String {
       "args": ["--local-timezone", "${{TZ_FOR_TEST:-UTC}}"],
       "conduit": {{ "stderr": "discard" }}
     }},
-    "remote": {{ "type": "http", "url": "https://example.invalid/mcp" }},
+    "remote": {{ "type": "sse", "url": "https://example.invalid/sse" }},
   }},
 }}"#,
         fixture = common::fixture(),

@@ -495,7 +495,7 @@ fn config_file(dir: &Path, servers: &[(&str, &[&str])]) -> String {
             )
         })
         .collect();
-    entries.push(r#""remote": { "url": "https://example.invalid/mcp" }"#.into());
+    entries.push(r#""remote": { "type": "sse", "url": "https://example.invalid/sse" }"#.into());
     entries.push(r#""off": { "command": "x", "disabled": true }"#.into());
     let path = dir.join(".mcp.json");
     std::fs::write(

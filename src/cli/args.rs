@@ -13,6 +13,7 @@ use crate::client::{EraPreference, StderrMode};
 const MAX_TIMEOUT: Duration = Duration::from_secs(366 * 24 * 3600);
 
 const USAGE: &str = "mcp [OPTIONS] SUBCOMMAND [ARGS] -- COMMAND [ARGS...]
+       mcp [OPTIONS] SUBCOMMAND [ARGS] --url URL [--header K=V]...
        mcp [OPTIONS] SUBCOMMAND [ARGS] --config FILE [--server NAME]
        mcp servers --config FILE
        mcp serve --config FILE [--listen ADDR] [--token-env VAR | --tokens FILE]
@@ -24,11 +25,17 @@ passed literally (no shell); they may start with `-`. COMMAND is a name
 looked up in PATH or a path (a relative path is taken from the current
 directory).
 
+With --url URL instead, the server is a Streamable HTTP server at URL
+(feature http; both protocol eras); --header K=V adds a header to every
+request (repeatable; values are never printed or logged).
+
 With --config FILE instead (a Claude Desktop / Cursor / Claude Code
 `mcpServers` file, or VS Code's `servers`), the server is NAME from the
 file (--server; not needed when the file has one server). `tools` without
 --server lists every server's tools with namespaced names (server__tool),
-`call server__tool` calls one, and `servers` starts every server and
+`call server__tool` calls one; `prompts` and `prompt server__name` do the
+same for prompts, `resources` lists every server's resources and `read URI`
+reads one from the server that lists it; `servers` starts every server and
 prints one line each.
 
 A config file runs every command in it, as you would by typing it: there
@@ -48,6 +55,11 @@ Subcommands:
   request METHOD [JSON_PARAMS]
                            send any request; JSON_PARAMS is a JSON object
                            or array; prints the raw result
+  resources                print every resource (all pages)
+  read URI                 read a resource; prints its contents
+  prompts                  print every prompt (all pages)
+  prompt NAME [JSON_ARGS]  get a prompt; JSON_ARGS is a JSON object of
+                           strings (default {}); prints its messages
   servers                  (--config) start every server; one line each:
                            name, era, protocol version, tools, ready time,
                            or the error
@@ -75,6 +87,7 @@ Exit codes:
 Examples:
   mcp discover -- node server.js
   mcp --era legacy tools -- uvx mcp-server-time
+  mcp tools --url https://mcp.example.com/mcp --header \"Authorization=Bearer $TOKEN\"
   mcp call get_current_time '{\"timezone\":\"UTC\"}' -- mcp-server-time
   mcp --progress call slow-tool '{}' -- ./my-server --flag
   mcp servers --config ~/.cursor/mcp.json
@@ -138,6 +151,13 @@ pub(crate) struct Options {
     /// With --config: the server to use
     #[arg(long, value_name = "NAME", global = true)]
     pub(crate) server: Option<String>,
+    /// Talk to the Streamable HTTP server at URL instead of `-- COMMAND`
+    #[arg(long, value_name = "URL", global = true)]
+    pub(crate) url: Option<String>,
+    /// With --url: send header K: V with every request (repeatable; the
+    /// value is held as a secret)
+    #[arg(long = "header", value_name = "K=V", global = true, value_parser = header_pair)]
+    pub(crate) header: Vec<(String, String)>,
 }
 
 /// The subcommands.
@@ -179,6 +199,39 @@ pub(crate) enum Command {
         /// The params, a JSON object or array
         #[arg(value_name = "JSON_PARAMS", value_parser = json_params)]
         params: Option<Value>,
+    },
+    /// Print every resource (all pages of resources/list); with --config and
+    /// no --server, every server's, each with its server
+    #[command(
+        override_usage = "mcp resources [OPTIONS] -- COMMAND [ARGS...]\n       mcp resources [OPTIONS] --config FILE [--server NAME]"
+    )]
+    Resources,
+    /// `read URI`: read a resource and print its contents
+    #[command(
+        override_usage = "mcp read [OPTIONS] URI -- COMMAND [ARGS...]\n       mcp read [OPTIONS] URI --config FILE [--server NAME]"
+    )]
+    Read {
+        /// The resource's URI
+        #[arg(value_name = "URI")]
+        uri: String,
+    },
+    /// Print every prompt (all pages of prompts/list); with --config and no
+    /// --server, every server's, with namespaced names
+    #[command(
+        override_usage = "mcp prompts [OPTIONS] -- COMMAND [ARGS...]\n       mcp prompts [OPTIONS] --config FILE [--server NAME]"
+    )]
+    Prompts,
+    /// `prompt NAME [JSON_ARGS]`: get a prompt and print its messages
+    #[command(
+        override_usage = "mcp prompt [OPTIONS] NAME [JSON_ARGS] -- COMMAND [ARGS...]\n       mcp prompt [OPTIONS] NAME [JSON_ARGS] --config FILE [--server NAME]"
+    )]
+    Prompt {
+        /// The prompt (with --config and no --server: its namespaced name)
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// The arguments, a JSON object of strings (default {})
+        #[arg(value_name = "JSON_ARGS", value_parser = json_object)]
+        args: Option<Value>,
     },
     /// Start every server of --config FILE and print one line each: name,
     /// era, protocol version, tools, ready time, or the error
@@ -271,6 +324,14 @@ fn env_pair(v: &str) -> Result<(String, String), String> {
     match v.split_once('=') {
         Some((k, val)) if !k.is_empty() => Ok((k.to_owned(), val.to_owned())),
         _ => Err(format!("--env expects K=V, got {v:?}")),
+    }
+}
+
+fn header_pair(v: &str) -> Result<(String, String), String> {
+    match v.split_once('=') {
+        Some((k, val)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), val.trim().to_owned())),
+        // Not echoed: the value may be a token.
+        _ => Err("--header expects K=V (for example Authorization=Bearer ...)".into()),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `--config FILE`: the servers of a config file. One server (`--server`,
 //! or the file's only one) runs as after `--`; `tools`, `call
-//! server__tool` and `servers` run a [`Host`] of several.
+//! server__tool`, `prompts`, `prompt server__name`, `resources`, `read URI`
+//! and `servers` run a [`Host`] of several.
 
 use std::fmt::Write as _;
 
@@ -29,10 +30,33 @@ pub(super) async fn run(
     }
     match command {
         Command::Servers => servers(options, &file, host).await,
-        Command::Tools if options.server.is_none() => all_tools(options, host).await,
+        Command::Tools if options.server.is_none() => {
+            skipped(&file);
+            all_tools(options, host).await
+        }
         Command::Call { tool, args, .. } if options.server.is_none() => {
             let args = args.unwrap_or_else(|| json!({}));
             call(options, &file, host, &tool, args).await
+        }
+        Command::Prompts if options.server.is_none() => {
+            skipped(&file);
+            all_items(options, host, "prompts").await
+        }
+        Command::Resources if options.server.is_none() => {
+            skipped(&file);
+            all_items(options, host, "resources").await
+        }
+        Command::Prompt { name, args } if options.server.is_none() => {
+            let args = args.unwrap_or_else(|| json!({}));
+            prompt(options, &file, host, &name, args).await
+        }
+        Command::Read { uri } if options.server.is_none() => {
+            let r = with_host(options, host, async |host: &Host| {
+                let r = host.read_resource(&uri).await.map_err(host_failure)?;
+                serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
+            })
+            .await?;
+            Ok(r.into())
         }
         command => {
             let name = one_server(options, &file)?;
@@ -42,6 +66,17 @@ pub(super) async fn run(
                 .ok_or_else(|| unknown(&file, &name))?;
             single::with_client(options, config, command).await
         }
+    }
+}
+
+/// Says on stderr which entries of `file` are not served, and why (the
+/// output on stdout stays one JSON document).
+fn skipped(file: &ServersFile) {
+    for name in &file.disabled {
+        eprintln!("mcp: skipped {name}: disabled");
+    }
+    for u in &file.unsupported {
+        eprintln!("mcp: skipped {}: {}", u.name, u.reason);
     }
 }
 
@@ -187,33 +222,79 @@ fn not_ready(s: &ServerSummary) -> String {
 
 /// `mcp tools --config FILE`: every server's tools, namespaced.
 async fn all_tools(options: &Options, config: HostConfig) -> Result<Output, Fail> {
-    let (tools, collisions, failed) = with_host(options, config, async |host: &Host| {
+    all_items(options, config, "tools").await
+}
+
+/// `mcp tools|prompts|resources --config FILE`: every server's items of
+/// `kind`, each with its server (and, for tools and prompts, its
+/// namespaced name).
+async fn all_items(
+    options: &Options,
+    config: HostConfig,
+    kind: &'static str,
+) -> Result<Output, Fail> {
+    let (items, collisions, failed) = with_host(options, config, async |host: &Host| {
         let failed: Vec<ServerSummary> = host
             .servers()
             .into_iter()
             .filter(|s| !s.is_ready())
             .collect();
-        Ok((host.tools(), host.collisions(), failed))
+        let items: Vec<Value> = match kind {
+            "tools" => host
+                .tools()
+                .into_iter()
+                .map(|t| json!({ "name": t.name, "server": t.server, "tool": t.tool }))
+                .collect(),
+            "prompts" => host
+                .prompts()
+                .into_iter()
+                .map(|p| json!({ "name": p.name, "server": p.server, "prompt": p.prompt }))
+                .collect(),
+            _ => host
+                .resources()
+                .into_iter()
+                .map(|r| json!({ "uri": r.uri, "server": r.server, "resource": r.resource }))
+                .collect(),
+        };
+        Ok((items, host.collisions(), failed))
     })
     .await?;
     for c in &collisions {
         eprintln!("mcp: warning: {c}");
     }
-    let tools: Vec<Value> = tools
-        .into_iter()
-        .map(|t| json!({ "name": t.name, "server": t.server, "tool": t.tool }))
-        .collect();
     if failed.is_empty() {
-        return Ok(json!({ "tools": tools }).into());
+        return Ok(json!({ kind: items }).into());
     }
-    // The tools of the servers that are ready, and an error for the others.
+    // The items of the servers that are ready, and an error for the others.
     let mut out = std::io::stdout().lock();
-    let _ = super::print_json(&mut out, &json!({ "tools": tools }));
+    let _ = super::print_json(&mut out, &json!({ kind: items }));
     let errors: Vec<String> = failed
         .iter()
         .map(|s| format!("server {}: {}", s.name, not_ready(s)))
         .collect();
     Err(Fail::Transport(errors.join("\nerror: ")))
+}
+
+/// Keeps in `config` only the servers the namespaced `name` (of a `kind`)
+/// can belong to; a usage error when there is none.
+fn keep_owners(
+    file: &ServersFile,
+    config: &mut HostConfig,
+    kind: &str,
+    name: &str,
+) -> Result<(), Fail> {
+    let naming = config.naming();
+    config
+        .servers
+        .retain(|server, _| name.starts_with(&naming.prefix(server)));
+    if config.servers.is_empty() {
+        return Err(Fail::Usage(format!(
+            "no {kind} named `{name}`: a namespaced name starts with a server's name and `{}` (servers: {}); or use --server NAME with the server's own {kind} name",
+            config.separator,
+            server_names(file)
+        )));
+    }
+    Ok(())
 }
 
 /// `mcp call server__tool`: starts the server(s) the name can belong to,
@@ -225,17 +306,7 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> Result<Output, Fail> {
-    let naming = config.naming();
-    config
-        .servers
-        .retain(|name, _| tool.starts_with(&naming.prefix(name)));
-    if config.servers.is_empty() {
-        return Err(Fail::Usage(format!(
-            "no tool named `{tool}`: a namespaced name starts with a server's name and `{}` (servers: {}); or use --server NAME with the server's own tool name",
-            config.separator,
-            server_names(file)
-        )));
-    }
+    keep_owners(file, &mut config, "tool", tool)?;
     let result = with_host(options, config, async |host: &Host| {
         let mut opts = RequestOptions::new();
         if let Some(t) = options.timeout {
@@ -251,6 +322,24 @@ async fn call(
         };
         let result = result.map_err(host_failure)?;
         serde_json::to_value(result).map_err(|e| Fail::Transport(e.to_string()))
+    })
+    .await?;
+    Ok(result.into())
+}
+
+/// `mcp prompt server__name`: starts the server(s) the name can belong to,
+/// and gets the prompt through the host's namespace.
+async fn prompt(
+    options: &Options,
+    file: &ServersFile,
+    mut config: HostConfig,
+    name: &str,
+    args: Value,
+) -> Result<Output, Fail> {
+    keep_owners(file, &mut config, "prompt", name)?;
+    let result = with_host(options, config, async |host: &Host| {
+        let r = host.get_prompt(name, args).await.map_err(host_failure)?;
+        serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
     })
     .await?;
     Ok(result.into())

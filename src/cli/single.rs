@@ -1,5 +1,7 @@
-//! One server: `discover`, `tools`, `call`, `request` against the server
-//! after `--` (or one server of a config file).
+//! One server: `discover`, `tools`, `call`, `request`, `resources`,
+//! `read`, `prompts`, `prompt` against the server
+//! after `--`, the Streamable HTTP server of `--url`, or one server of a
+//! config file.
 
 use std::ffi::OsString;
 
@@ -39,6 +41,19 @@ pub(super) async fn run(
     }
     let config = ClientConfig::new(exe).args(args);
     let mut config = config;
+    apply_options(options, &mut config);
+    with_client(options, config, command).await
+}
+
+/// Runs `command` against the Streamable HTTP server of `--url`.
+pub(super) async fn run_url(options: &Options, command: Command) -> Result<Output, Fail> {
+    let Some(url) = &options.url else {
+        return Err(Fail::Usage("missing --url URL".into()));
+    };
+    let mut config = ClientConfig::http(url.clone());
+    for (k, v) in &options.header {
+        config = config.header(k.clone(), v.clone());
+    }
     apply_options(options, &mut config);
     with_client(options, config, command).await
 }
@@ -83,15 +98,7 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
         .map_err(failure)?;
     match command {
         Command::Discover => Ok(session.to_json()),
-        Command::Tools => {
-            // The client's loop, with its caps on pages, items and bytes.
-            let tools = with_options(options, |opts| {
-                client.list_all_with("tools/list", "tools", opts)
-            })
-            .await
-            .map_err(failure)?;
-            Ok(json!({ "tools": tools }))
-        }
+        Command::Tools => list(options, client, "tools/list", "tools").await,
         Command::Call { tool, args, .. } => {
             let params = json!({ "name": tool, "arguments": args.unwrap_or_else(|| json!({})) });
             send(options, client, "tools/call", Some(params))
@@ -101,8 +108,28 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
         Command::Request { method, params, .. } => send(options, client, &method, params)
             .await
             .map_err(failure),
+        Command::Resources => list(options, client, "resources/list", "resources").await,
+        Command::Prompts => list(options, client, "prompts/list", "prompts").await,
+        Command::Read { uri } => {
+            let r = client.read_resource(&uri).await.map_err(failure)?;
+            serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
+        }
+        Command::Prompt { name, args } => {
+            let args = args.unwrap_or_else(|| json!({}));
+            let r = client.get_prompt(&name, args).await.map_err(failure)?;
+            serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
+        }
         Command::Servers | Command::Serve(_) | Command::Completions { .. } => {
             Err(Fail::Usage("not a one-server subcommand".into()))
         }
     }
+}
+
+/// Every page of `method`, as `{key: [...]}`: the client's loop, with its
+/// caps on pages, items and bytes.
+async fn list(options: &Options, client: &Client, method: &str, key: &str) -> Result<Value, Fail> {
+    let items = with_options(options, |opts| client.list_all_with(method, key, opts))
+        .await
+        .map_err(failure)?;
+    Ok(json!({ key: items }))
 }

@@ -25,8 +25,15 @@ pub(super) fn server(config: &ClientConfig) {
 }
 
 /// `server NAME: COMMAND ARGS... (in DIR)`, or `running COMMAND ARGS...
-/// (in DIR)` for the command after `--`.
+/// (in DIR)` for the command after `--`; `NAME: Streamable HTTP at URL`
+/// for a remote server.
 fn describe(config: &ClientConfig) -> String {
+    if let Some(http) = &config.http {
+        // Nothing runs here: say where requests go (no credentials or
+        // query; header values never).
+        let name = config.name.as_deref().unwrap_or("the server");
+        return format!("{name}: Streamable HTTP at {}", http.display_url());
+    }
     let line: Vec<String> = std::iter::once(&config.command)
         .chain(&config.args)
         .map(word)

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::http_options::HttpOptions;
 use crate::error::ConfigError;
 use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel};
@@ -270,6 +271,13 @@ pub struct ClientConfig {
     /// carry is never refused; the item cap usually ends an endless list
     /// first.
     pub max_list_bytes: usize,
+    /// A Streamable HTTP server instead of a child process (feature
+    /// `http`; see [`ClientConfig::http`]). When set, `command`, `args`,
+    /// `env`, `cd`, `stderr` and the process options are not used;
+    /// `max_message_bytes` bounds each answer and each SSE event, and
+    /// `max_write_queue_bytes` the request bodies being sent at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpOptions>,
 }
 
 impl ClientConfig {
@@ -308,7 +316,42 @@ impl ClientConfig {
             max_list_pages: 1_000,
             max_list_items: 100_000,
             max_list_bytes: 256 * 1024 * 1024,
+            http: None,
         }
+    }
+
+    /// A configuration for the Streamable HTTP server at `url` (feature
+    /// `http`), with default options: the same [`Client`](crate::Client),
+    /// typed API, events, timeouts, cancellation, progress and restart
+    /// policy as over stdio.
+    ///
+    /// ```
+    /// use conduit_mcp::ClientConfig;
+    /// let config = ClientConfig::http("https://mcp.example.com/mcp")
+    ///     .header("Authorization", "Bearer s3cr3t")
+    ///     .max_reconnects(3);
+    /// assert!(config.validate().is_ok() || !cfg!(feature = "http"));
+    /// assert!(!format!("{config:?}").contains("s3cr3t"));
+    /// ```
+    pub fn http(url: impl Into<String>) -> Self {
+        let mut config = Self::new("");
+        config.http = Some(HttpOptions::new(url));
+        config
+    }
+
+    /// Sets one header sent with every HTTP request (held as a
+    /// [`Secret`](crate::Secret)); makes this an HTTP configuration for
+    /// an empty URL if it was not one.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let http = self.http.take().unwrap_or_else(|| HttpOptions::new(""));
+        self.http = Some(http.header(name, value));
+        self
+    }
+
+    /// Sets the HTTP options (see [`HttpOptions`]).
+    pub fn http_options(mut self, options: HttpOptions) -> Self {
+        self.http = Some(options);
+        self
     }
 
     /// Sets the name used in logs and events.
@@ -587,8 +630,12 @@ impl ClientConfig {
     }
 
     /// The name used in logs: `name`, or the command's file name (`***`
-    /// for a secret command).
+    /// for a secret command; for HTTP, the endpoint without credentials or
+    /// query).
     pub fn display_name(&self) -> String {
+        if let (None, Some(http)) = (&self.name, &self.http) {
+            return http.display_url();
+        }
         self.name.clone().unwrap_or_else(|| match &self.command {
             MaybeSecret::Plain(command) => Path::new(command)
                 .file_name()
@@ -600,6 +647,16 @@ impl ClientConfig {
 
     /// Checks every option; the error names the offending key.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(http) = &self.http {
+            if !cfg!(feature = "http") {
+                return Err(ConfigError::new(
+                    "http",
+                    "this build of conduit-mcp has no `http` feature",
+                ));
+            }
+            http.validate()?;
+            return self.validate_limits();
+        }
         self.validate_command()?;
         self.validate_args_and_env()?;
         self.validate_paths()?;
@@ -873,7 +930,8 @@ mod tests {
             .refresh_tools_on_list_changed(true)
             .max_list_pages(7)
             .max_list_items(8)
-            .max_list_bytes(9);
+            .max_list_bytes(9)
+            .http_options(HttpOptions::new("http://x/"));
         // Every field differs from its default (a new field without a
         // builder shows up here as a missing line).
         let ClientConfig {
@@ -909,7 +967,9 @@ mod tests {
             max_list_pages,
             max_list_items,
             max_list_bytes,
+            http,
         } = c;
+        assert_eq!(http.map(|h| h.url).as_deref(), Some("http://x/"));
         assert_eq!(name.as_deref(), Some("n"));
         assert_eq!((command.expose(), args.len(), env.len()), ("/bin/y", 1, 1));
         assert_eq!(cd, Some("/".into()));

@@ -74,9 +74,14 @@ pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
                 // -32022 without the modern data shape is not recognised.
                 return DiscoverVerdict::Legacy(format!("discover refused: {e}"));
             }
+            // The version asked for first when it is listed (a server that
+            // refused the request for another reason, such as a missing or
+            // mismatched `MCP-Protocol-Version` header over HTTP, and says
+            // it supports it: the Connection retries once, bounded).
             match MODERN_VERSIONS
                 .iter()
-                .find(|m| **m != requested && supported.iter().any(|s| s == *m))
+                .filter(|m| supported.iter().any(|s| s == **m))
+                .min_by_key(|m| **m != requested)
             {
                 Some(v) => DiscoverVerdict::Retry((*v).to_owned()),
                 None => DiscoverVerdict::Incompatible(format!(
@@ -200,6 +205,15 @@ mod tests {
             judge(&e, MODERN_VERSION),
             DiscoverVerdict::Incompatible(_)
         ));
+        // Refused, though it lists the version requested: retry with it.
+        let e = Outcome::Error(
+            ErrorObject::new(-32022, "unsupported")
+                .with_data(json!({"supported":[MODERN_VERSION],"requested":MODERN_VERSION})),
+        );
+        assert_eq!(
+            judge(&e, MODERN_VERSION),
+            DiscoverVerdict::Retry(MODERN_VERSION.into())
+        );
     }
 
     #[test]

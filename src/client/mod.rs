@@ -27,6 +27,7 @@ mod connection;
 mod direct;
 mod discovery;
 mod events;
+mod http_options;
 mod listen;
 mod notifications;
 mod pagination;
@@ -45,6 +46,9 @@ pub use client_config::{
     Backoff, ClientConfig, EraPreference, StderrMode, DEFAULT_MAX_WRITE_QUEUE_BYTES,
 };
 pub use events::{forward_events, LifecycleEvent};
+#[cfg(feature = "http")]
+pub(crate) use http_options::display_url;
+pub use http_options::HttpOptions;
 pub use listen::{ListenEnd, Subscription};
 pub use notifications::Notifications;
 pub use request_options::{CancelToken, Progress, RequestOptions};
@@ -77,6 +81,20 @@ pub enum StartError {
     /// An actor of the tree could not be spawned.
     #[error("could not start the client's actors: {0}")]
     Actor(String),
+}
+
+/// The transport `config` asks for: HTTP when it has a URL, else stdio.
+fn transport_for(config: &ClientConfig) -> Result<Arc<dyn Transport>, ConfigError> {
+    #[cfg(feature = "http")]
+    if let Some(http) = &config.http {
+        return Ok(Arc::new(crate::transport::http::HttpTransport::new(
+            config.display_name(),
+            http,
+            config.max_message_bytes,
+            config.max_write_queue_bytes,
+        )?));
+    }
+    Ok(Arc::new(StdioTransport::new(config.stdio_options())))
 }
 
 /// Options of [`Client::start_with`] beyond the config.
@@ -163,7 +181,7 @@ impl Client {
         let typed = Arc::new(TypedState::new(config.log_level.clone()));
         let refresh_tools = config.refresh_tools_on_list_changed;
         let config = Arc::new(config);
-        let transport: Arc<dyn Transport> = Arc::new(StdioTransport::new(config.stdio_options()));
+        let transport = transport_for(&config)?;
         let shared = Arc::new(ClientShared::new(config, opts.handler));
         if let Some(tx) = opts.events {
             shared.add_event_subscriber(tx);
@@ -671,7 +689,8 @@ pub struct ClientShutdown {
 impl ClientShutdown {
     /// Waits until every server process this client started is shut down
     /// and reaped (including a spawn that was under way when the client
-    /// stopped). Returns one report per process, oldest first (the last
+    /// stopped), and, over HTTP, until the session was ended (its DELETE
+    /// answered, or given up after 5 s); HTTP servers have no report. Returns one report per process, oldest first (the last
     /// one is the server that was running when the client stopped); a
     /// client that restarted its server more than 256 times returns the
     /// 256 most recent.

@@ -68,6 +68,9 @@ pub(crate) struct ClientShared {
     direct: watch::Sender<Option<Arc<Direct>>>,
     link: Mutex<Option<CurrentLink>>,
     processes: Mutex<Processes>,
+    /// Teardowns of links that are not processes (an HTTP session's
+    /// DELETE): `true` once done.
+    teardowns: Mutex<Vec<watch::Receiver<bool>>>,
     /// Spawns under way (see [`ClientShared::begin_spawn`]).
     spawning: watch::Sender<usize>,
     /// Deaths of servers (and Connections) that still count against
@@ -111,6 +114,7 @@ impl ClientShared {
             direct: watch::channel(None).0,
             link: Mutex::new(None),
             processes: Mutex::new(Processes::default()),
+            teardowns: Mutex::new(Vec::new()),
             spawning: watch::channel(0).0,
         }
     }
@@ -366,9 +370,18 @@ impl ClientShared {
         running.push(h);
     }
 
+    /// Records the teardown of a link that is not a process (finished
+    /// ones are forgotten).
+    pub(crate) fn register_teardown(&self, done: watch::Receiver<bool>) {
+        let mut t = lock(&self.teardowns);
+        t.retain(|d| !*d.borrow() && d.has_changed().is_ok());
+        t.push(done);
+    }
+
     /// Waits until the client has ended, no spawn is under way, and every
-    /// process it started is shut down; returns their reports, oldest
-    /// first (at most the [`MAX_REPORTS`] most recent).
+    /// process it started is shut down (and every link teardown done);
+    /// returns the processes' reports, oldest first (at most the
+    /// [`MAX_REPORTS`] most recent).
     pub(crate) async fn wait_processes(&self) -> Vec<ShutdownReport> {
         let mut status = self.status();
         while !status.borrow_and_update().is_final() {
@@ -386,6 +399,11 @@ impl ClientShared {
             if let Some(r) = h.wait().await {
                 out.push(r);
             }
+        }
+        let teardowns = lock(&self.teardowns).clone();
+        for mut done in teardowns {
+            // Err: the link is gone, and its teardown with it.
+            let _ = done.wait_for(|d| *d).await;
         }
         let skip = out.len().saturating_sub(MAX_REPORTS);
         out.drain(..skip);

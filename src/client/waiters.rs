@@ -100,6 +100,11 @@ impl Pending {
         }
     }
 
+    /// Removes the waiter of `id` if it is a caller's.
+    pub(crate) fn remove_if_caller(&self, id: &RequestId) -> Option<Waiter> {
+        self.take_caller(id)
+    }
+
     pub(crate) fn remove(&self, id: &RequestId) -> Option<Waiter> {
         self.0.remove(id)
     }

@@ -11,11 +11,12 @@ use crate::secret::{Arg, EnvValue, MaybeSecret, Secret};
 
 /// Fields of [`ClientConfig`] that an entry sets with its own keys, so
 /// they may not appear under the options key.
-const SET_BY_ENTRY: &[&str] = &["command", "args", "env", "cd", "cwd", "name"];
+const SET_BY_ENTRY: &[&str] = &["command", "args", "env", "cd", "cwd", "name", "http"];
 
 /// What one entry is.
 pub(super) enum Outcome {
-    /// A stdio server to start, and its gateway options.
+    /// A server to start (stdio, or Streamable HTTP with `config.http`),
+    /// and its gateway options.
     Server(Box<ClientConfig>, ServeOptions),
     /// `"disabled": true`.
     Disabled,
@@ -113,22 +114,28 @@ pub(super) fn read(
         Some(Value::Bool(true)) => return Ok(Outcome::Disabled),
         Some(_) => return Err(ctx.invalid(&field("disabled"), "must be true or false")),
     }
-    match entry.get("type") {
-        None => {}
-        Some(Value::String(t)) if t == "stdio" => {}
+    let remote = match entry.get("type") {
+        None => entry.contains_key("url") && !entry.contains_key("command"),
+        Some(Value::String(t)) if t == "stdio" => false,
+        Some(Value::String(t)) if REMOTE_TYPES.contains(&t.as_str()) => true,
+        Some(Value::String(t)) if t == "sse" => {
+            return Ok(Outcome::Unsupported(
+                "type \"sse\": the deprecated HTTP+SSE transport (MCP 2024-11-05) is not \
+                 supported; servers that speak Streamable HTTP work with type \"http\""
+                    .into(),
+            ))
+        }
         Some(Value::String(t)) => {
             return Ok(Outcome::Unsupported(format!(
-                "type {t:?}: only stdio servers are supported"
+                "type {t:?}: only stdio and Streamable HTTP (\"http\") servers are supported"
             )))
         }
         Some(_) => return Err(ctx.invalid(&field("type"), "must be a string")),
+    };
+    if remote {
+        return remote_server(ctx, key, name, entry);
     }
     let Some(command) = entry.get("command") else {
-        if entry.contains_key("url") {
-            return Ok(Outcome::Unsupported(
-                "a remote server (url): only stdio servers are supported".into(),
-            ));
-        }
         return Err(ctx.invalid(&field("command"), "missing"));
     };
     let command = command_path(ctx, &field("command"), command)?;
@@ -145,6 +152,50 @@ pub(super) fn read(
     if let StderrMode::File(p) = &config.stderr {
         config.stderr = StderrMode::File(ctx.resolve(p));
     }
+    Ok(Outcome::Server(Box::new(config), serve))
+}
+
+/// The `type`s of a Streamable HTTP server (`http`: VS Code, Claude Code;
+/// `streamable-http` and `streamableHttp`: other hosts).
+const REMOTE_TYPES: &[&str] = &["http", "streamable-http", "streamableHttp"];
+
+/// A Streamable HTTP server: `url` and `headers` (every header value a
+/// [`Secret`]: they hold tokens), variables expanded in both.
+fn remote_server(
+    ctx: &Context<'_>,
+    key: &str,
+    name: &str,
+    entry: &Map<String, Value>,
+) -> Result<Outcome, ConfigFileError> {
+    if !cfg!(feature = "http") {
+        return Ok(Outcome::Unsupported(
+            "a Streamable HTTP server: this build has no `http` feature".into(),
+        ));
+    }
+    let field = |f: &str| format!("{key}.{f}");
+    let url = entry
+        .get("url")
+        .ok_or_else(|| ctx.invalid(&field("url"), "missing"))?;
+    // The URL may hold a token from the environment: logs show it without
+    // credentials or query (`HttpOptions::display_url`).
+    let url = ctx.string(&field("url"), url)?.0;
+    let mut http = crate::client::HttpOptions::new(url);
+    if let Some(h) = entry.get("headers") {
+        let headers_key = field("headers");
+        let h = h
+            .as_object()
+            .ok_or_else(|| ctx.invalid(&headers_key, "must be an object of strings"))?;
+        for (k, v) in h {
+            let header_key = format!("{headers_key}.{k}");
+            let raw = v
+                .as_str()
+                .ok_or_else(|| ctx.invalid(&header_key, "must be a string"))?;
+            http = http.header(k.clone(), ctx.expand(&header_key, raw)?.0);
+        }
+    }
+    let (mut config, serve) = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
+    config.name = Some(name.to_owned());
+    config.http = Some(http);
     Ok(Outcome::Server(Box::new(config), serve))
 }
 

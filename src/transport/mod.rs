@@ -1,9 +1,10 @@
 //! The seam between the client's Connection actor and what carries its
 //! messages.
 //!
-//! A [`Transport`] opens [`Link`]s: one link per server process. The
-//! Connection only sees these traits; [`StdioTransport`] is the one
-//! implementation. Internal: nothing public accepts a transport.
+//! A [`Transport`] opens [`Link`]s: one link per server process (or, over
+//! HTTP, per session with the server). The Connection only sees these
+//! traits; [`StdioTransport`] and (feature `http`) [`http::HttpTransport`]
+//! implement them. Internal: nothing public accepts a transport.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,8 +14,10 @@ use ractor::ActorCell;
 
 use crate::child::ShutdownHandle;
 use crate::error::{CloseReason, SpawnError};
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, RequestId};
 
+#[cfg(feature = "http")]
+pub(crate) mod http;
 pub(crate) mod stdio;
 
 pub(crate) use crate::line_io::WriteQueue;
@@ -31,6 +34,15 @@ pub(crate) enum TransportEvent {
         /// Resolves when the process is shut down.
         shutdown: ShutdownHandle,
     },
+    /// The link is not a process, but its end takes time (an HTTP
+    /// session's DELETE): `done` turns `true` when it is over, and the
+    /// client's shutdown waits for it. Delivered first, from within
+    /// [`Transport::open`], if at all.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Teardown {
+        /// `true` once the teardown is done.
+        done: tokio::sync::watch::Receiver<bool>,
+    },
     /// A message arrived.
     Message {
         /// The message.
@@ -42,6 +54,16 @@ pub(crate) enum TransportEvent {
         pid: Option<u32>,
         /// The line, without its newline.
         line: String,
+    },
+    /// The request `id` will get no answer on this link, which stays open
+    /// (HTTP: its response ended without one and cannot be resumed, or was
+    /// over a limit): its caller fails now rather than at its timeout.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Unanswered {
+        /// The request.
+        id: RequestId,
+        /// What happened, for the caller's error.
+        problem: String,
     },
     /// The link closed; no more events follow. Sent exactly once.
     Closed(CloseReason),

@@ -130,7 +130,14 @@ impl ConnectionState {
                 session.pid = pid;
                 self.ready(session);
             }
+            DiscoverVerdict::Retry(v) if v == requested && self.reprobes >= MAX_REPROBES => self
+                .handshake_failed(format!(
+                    "server refused protocol version {v} {MAX_REPROBES} times while listing it as supported"
+                )),
             DiscoverVerdict::Retry(v) => {
+                if v == requested {
+                    self.reprobes += 1;
+                }
                 info!(server = %self.name(), version = %v, "server asked for another modern version");
                 self.probe(myself, v)
             }

@@ -22,7 +22,7 @@ use super::events::LifecycleEvent;
 use super::restarts::Verdict;
 use super::shared::ClientShared;
 use super::status::{ServerSession, Status};
-use super::waiters;
+use super::waiters::{self, Waiter};
 use crate::client::EraPreference;
 use crate::error::{CloseReason, Error, SpawnError};
 use crate::jsonrpc::{Message, RequestId};
@@ -171,6 +171,10 @@ impl Connection {
                 });
                 Delivery::Done
             }
+            TransportEvent::Teardown { done } => {
+                shared.register_teardown(done);
+                Delivery::Done
+            }
             TransportEvent::Message { message } => match message {
                 Message::Response(r) => match shared.pending.answer(r) {
                     waiters::Answer::Answered => Delivery::Done,
@@ -201,6 +205,15 @@ impl Connection {
                     pid,
                     line,
                 });
+                Delivery::Done
+            }
+            TransportEvent::Unanswered { id, problem } => {
+                // A caller's request only (the probe and `initialize` are
+                // settled by their answers or timeouts).
+                if let Some(Waiter::Caller { reply, .. }) = shared.pending.remove_if_caller(&id) {
+                    debug!(server = %shared.name, %id, problem = %problem, "request will get no answer");
+                    reply.answer(Err(Error::Unanswered { problem }));
+                }
                 Delivery::Done
             }
             TransportEvent::Closed(reason) => {

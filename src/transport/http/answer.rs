@@ -1,0 +1,196 @@
+//! Receiving the answer of one POST: JSON or an SSE stream, an HTTP error
+//! status read for the JSON-RPC error its body carries (a 400 with -32022,
+//! a 404 with -32601), 404 for the session, and what the link learns from
+//! the answers it delivers (the negotiated version, tools' annotations).
+//! Every body is read within a byte bound, never buffered past it.
+
+use std::sync::Arc;
+
+use reqwest::header::CONTENT_TYPE;
+use reqwest::{Response, StatusCode};
+use serde_json::{json, Value};
+
+use super::{learn, stream, Core};
+use crate::error::CloseReason;
+use crate::http::headers as mcp;
+use crate::jsonrpc::{ErrorObject, Message, Outcome, RawJson, RequestId, Response as RpcResponse};
+
+/// Bytes of an error body read to explain an HTTP failure.
+const ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// Describes a transport error, with its causes, without the URL (its
+/// query may hold a token).
+pub(super) fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+/// Reads the answer to request `id` from `resp`.
+pub(super) async fn answer(core: &Arc<Core>, id: &RequestId, method: &str, resp: Response) {
+    let status = resp.status();
+    if method == crate::protocol::methods::INITIALIZE && status.is_success() {
+        let session = resp
+            .headers()
+            .get(mcp::SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .filter(|s| mcp::is_visible_ascii(s))
+            .map(str::to_owned);
+        core.state().session_id = session;
+    }
+    if status == StatusCode::NOT_FOUND
+        && method != crate::protocol::methods::INITIALIZE
+        && core.state().session_id.is_some()
+    {
+        core.close(CloseReason::SessionExpired);
+        return;
+    }
+    if status == StatusCode::ACCEPTED {
+        // The answer will come on another stream (the GET stream).
+        return;
+    }
+    if !status.is_success() {
+        return refused(core, id, status, resp).await;
+    }
+    let sse = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
+    if sse {
+        stream::read_post_stream(core.clone(), id.clone(), resp).await;
+        return;
+    }
+    match read_body(resp, core.opts.max_message_bytes).await {
+        Ok(body) => match Message::parse_owned(body) {
+            Ok(m) => received(core, m).await,
+            Err(e) => core.unanswered(id.clone(), format!("the answer is not JSON-RPC: {e}")),
+        },
+        Err(BodyError::TooLarge { at_least }) => core.unanswered(
+            id.clone(),
+            format!(
+                "the answer is at least {at_least} bytes, over the {}-byte limit",
+                core.opts.max_message_bytes
+            ),
+        ),
+        Err(BodyError::Failed(e)) => core.close(CloseReason::ConnectionFailed(e)),
+    }
+}
+
+/// An HTTP error status for request `id`: the body's JSON-RPC error when
+/// it has one (a 400 carrying -32022, a 404 carrying -32601), else an
+/// error made of the status and the start of the body. Either way the
+/// caller (or the discovery probe, which then falls back) gets an answer.
+async fn refused(core: &Arc<Core>, id: &RequestId, status: StatusCode, resp: Response) {
+    let body = match read_body(resp, ERROR_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(BodyError::TooLarge { .. }) => Vec::new(),
+        Err(BodyError::Failed(e)) => return core.close(CloseReason::ConnectionFailed(e)),
+    };
+    if let Ok(Message::Response(mut r)) = Message::parse(&body) {
+        if let Outcome::Error(e) = &mut r.outcome {
+            // The code and data as sent (-32022's `supported` matters);
+            // the status said too, as an auth failure only says it there.
+            e.message = format!("HTTP {status}: {}", e.message);
+            r.id = Some(id.clone());
+            return core.deliver(Message::Response(r)).await;
+        }
+    }
+    let text = String::from_utf8_lossy(&body);
+    let excerpt: String = text.chars().take(200).collect();
+    let code = if status.is_client_error() {
+        -32600
+    } else {
+        -32603
+    };
+    let error = ErrorObject::new(code, format!("HTTP {status}: {}", excerpt.trim()))
+        .with_data(json!({ "httpStatus": status.as_u16() }));
+    let r = RpcResponse {
+        id: Some(id.clone()),
+        outcome: Outcome::Error(error),
+    };
+    core.deliver(Message::Response(r)).await
+}
+
+/// Delivers a message from the server, after what the link learns from
+/// it: the protocol version of an `initialize` answer, the annotations of
+/// a `tools/list` answer (whose invalid tools are dropped).
+pub(super) async fn received(core: &Arc<Core>, message: Message) {
+    let message = match message {
+        Message::Response(mut r) => {
+            let method =
+                r.id.as_ref()
+                    .and_then(|id| core.state().inflight.get(id).map(|f| f.method.clone()));
+            if let (Some(method), Outcome::Result(raw)) = (method.as_deref(), &mut r.outcome) {
+                learn(core, method, raw);
+            }
+            Message::Response(r)
+        }
+        m => m,
+    };
+    core.deliver(message).await
+}
+
+/// What the link keeps from the result of `method`.
+fn learn(core: &Arc<Core>, method: &str, raw: &mut RawJson) {
+    match method {
+        crate::protocol::methods::INITIALIZE => {
+            let version = raw.parse::<Value>().ok().and_then(|v| {
+                v.get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            core.state().legacy_version = version;
+        }
+        "tools/list" => {
+            let Ok(mut v) = raw.parse::<Value>() else {
+                return;
+            };
+            if learn::from_result(core, &mut v) {
+                if let Ok(filtered) = RawJson::from_value(&v) {
+                    *raw = filtered;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Why a body was not read.
+pub(super) enum BodyError {
+    /// Over the limit: reading stopped there.
+    TooLarge { at_least: usize },
+    /// The connection failed.
+    Failed(String),
+}
+
+/// Reads a whole body, at most `limit` bytes (never buffering more).
+pub(super) async fn read_body(mut resp: Response, limit: usize) -> Result<Vec<u8>, BodyError> {
+    if let Some(len) = resp.content_length() {
+        if len > limit as u64 {
+            return Err(BodyError::TooLarge {
+                at_least: usize::try_from(len).unwrap_or(usize::MAX),
+            });
+        }
+    }
+    let mut body = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > limit {
+                    return Err(BodyError::TooLarge {
+                        at_least: body.len() + chunk.len(),
+                    });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(BodyError::Failed(describe(e))),
+        }
+    }
+}
