@@ -357,3 +357,60 @@ async fn a_server_killed_with_sigkill_restarts_while_the_others_serve_and_metric
     assert_eq!(end.code, Some(0), "{}", end.stderr);
     assert!(all_gone(&pids), "{pids:?}");
 }
+
+#[tokio::test]
+async fn a_url_server_is_served_beside_a_stdio_one_in_one_namespace() {
+    let dir = tempdir("gw-url");
+    // A Streamable HTTP server of this crate: echo, sleep (progress), roots.
+    let remote = gateway_support::http::start(gateway_support::http::config()).await;
+    let servers = json!({
+        "local": fixture(&dir, "local", &[]),
+        "remote": { "type": "http", "url": remote.url },
+    });
+    let gw = serve(&dir, servers, &[], &[]).await;
+    let (status, health) = gw.health().await;
+    assert_eq!(status, 200, "{health}");
+    let names = tool_names(
+        &gw.modern("/mcp", &[], 1, "tools/list", json!({}))
+            .await
+            .json()
+            .await,
+    );
+    assert!(
+        names.contains(&"remote__echo".to_owned()) && names.contains(&"local__echo".to_owned()),
+        "{names:?}"
+    );
+    for (id, name) in [(2, "remote__echo"), (3, "local__echo")] {
+        let r = gw
+            .modern(
+                "/mcp",
+                &[],
+                id,
+                "tools/call",
+                json!({ "name": name, "arguments": { "text": name } }),
+            )
+            .await
+            .json()
+            .await;
+        assert_eq!(r["result"]["content"][0]["text"], name, "{r}");
+    }
+    // Its own endpoint, a 2025-11-25 session, progress passed through.
+    let sid = gw.session("/servers/remote/mcp", &[], json!({})).await;
+    let r = gw
+        .legacy(
+            "/servers/remote/mcp",
+            &sid,
+            &[],
+            4,
+            "tools/call",
+            json!({ "name": "sleep", "arguments": { "ms": 50 }, "_meta": { "progressToken": "p" } }),
+        )
+        .await;
+    let mut events = r.sse();
+    let first = events.next_message().await.unwrap();
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    assert_eq!(first["params"]["progressToken"], "p", "{first}");
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    remote.handle.stop();
+}
