@@ -75,7 +75,10 @@ fn server_bin() -> PathBuf {
 }
 
 fn mcp_bin() -> PathBuf {
-    examples_dir().parent().expect("the profile directory").join("mcp")
+    examples_dir()
+        .parent()
+        .expect("the profile directory")
+        .join("mcp")
 }
 
 fn peers_bin(name: &str) -> PathBuf {
@@ -179,17 +182,29 @@ impl Conn {
             .body(Full::new(Bytes::from(serde_json::to_vec(body).unwrap())))
             .unwrap();
         self.sender.ready().await.map_err(|e| e.to_string())?;
-        let resp = self.sender.send_request(req).await.map_err(|e| e.to_string())?;
+        let resp = self
+            .sender
+            .send_request(req)
+            .await
+            .map_err(|e| e.to_string())?;
         if let Some(s) = resp.headers().get("mcp-session-id") {
             self.session = s.to_str().ok().map(str::to_owned);
         }
         let status = resp.status();
-        let bytes = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
         if body.get("id").is_none() {
             return Ok(Value::Null);
         }
         if !status.is_success() {
-            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)));
+            return Err(format!(
+                "HTTP {status}: {}",
+                String::from_utf8_lossy(&bytes)
+            ));
         }
         let text = String::from_utf8_lossy(&bytes);
         if let Ok(v) = serde_json::from_str::<Value>(&text) {
@@ -218,7 +233,12 @@ impl Conn {
 }
 
 /// `clients` sessions calling `echo` through `addr`+`path` for the window.
-async fn load(addr: SocketAddr, path: &str, plan: Plan, root: Option<u32>) -> Result<Figures, String> {
+async fn load(
+    addr: SocketAddr,
+    path: &str,
+    plan: Plan,
+    root: Option<u32>,
+) -> Result<Figures, String> {
     let mut conns = Vec::with_capacity(plan.clients);
     for _ in 0..plan.clients {
         let mut c = Conn::open(addr, path).await?;
@@ -276,7 +296,12 @@ async fn load(addr: SocketAddr, path: &str, plan: Plan, root: Option<u32>) -> Re
     if let Some(s) = sampler {
         s.abort();
     }
-    Ok(summarize(all, plan.window, errors, peak.load(std::sync::atomic::Ordering::Relaxed)))
+    Ok(summarize(
+        all,
+        plan.window,
+        errors,
+        peak.load(std::sync::atomic::Ordering::Relaxed),
+    ))
 }
 
 fn summarize(mut lat: Vec<f64>, window: Duration, errors: usize, peak_kib: u64) -> Figures {
@@ -435,13 +460,18 @@ async fn stop(mut child: Child) {
             nix::sys::signal::Signal::SIGTERM,
         );
     }
-    if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .is_err()
+    {
         let _ = child.kill().await;
     }
 }
 
 fn arg(args: &[String], key: &str) -> Option<String> {
-    args.iter().position(|a| a == key).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == key)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 #[tokio::main]
@@ -450,7 +480,9 @@ async fn main() {
     let quick = args.iter().any(|a| a == "--quick");
     let json_out = args.iter().any(|a| a == "--json");
     let plan = Plan {
-        clients: arg(&args, "--clients").and_then(|v| v.parse().ok()).unwrap_or(50),
+        clients: arg(&args, "--clients")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50),
         window: Duration::from_secs(
             arg(&args, "--seconds")
                 .and_then(|v| v.parse().ok())
@@ -485,7 +517,11 @@ async fn main() {
         }
         for g in gateways(0, &config) {
             if !g.program.is_file() {
-                eprintln!("skipped {}: {} not installed (bash .ci/install-gateway-peers.sh)", g.name, g.program.display());
+                eprintln!(
+                    "skipped {}: {} not installed (bash .ci/install-gateway-peers.sh)",
+                    g.name,
+                    g.program.display()
+                );
                 continue;
             }
             let port = free_port();

@@ -555,3 +555,58 @@ async fn a_legacy_servers_request_during_calls_of_two_clients_is_refused_not_mis
     );
     f.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_2026_servers_list_change_reaches_2025_sessions_of_both_endpoints() {
+    let (f, at) = conf(EraPreference::Modern, FrontConfig::new()).await;
+    let mut streams = Vec::new();
+    for path in ["/mcp", SINGLE] {
+        let sid = at.session(path, &[], json!({})).await;
+        let get = at
+            .send(
+                "GET",
+                path,
+                &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+                None,
+            )
+            .await;
+        assert_eq!(get.status, 200);
+        streams.push((path, get.sse()));
+    }
+    let before = gateway_support::tool_names(
+        &at.modern("/mcp", &[], 1, "tools/list", json!({}))
+            .await
+            .json()
+            .await,
+    );
+    let toggled = at
+        .modern(
+            "/mcp",
+            &[],
+            2,
+            "tools/call",
+            json!({ "name": "conf__test_trigger_tool_change", "arguments": {} }),
+        )
+        .await
+        .json()
+        .await;
+    assert!(toggled["result"].is_object(), "{toggled}");
+    for (path, events) in &mut streams {
+        let n = events.next_message().await.expect("a notification");
+        assert_eq!(
+            n["method"], "notifications/tools/list_changed",
+            "{path}: {n}"
+        );
+    }
+    let after = gateway_support::tool_names(
+        &at.modern("/mcp", &[], 3, "tools/list", json!({}))
+            .await
+            .json()
+            .await,
+    );
+    assert_ne!(
+        before, after,
+        "the namespace did not follow the server's change"
+    );
+    f.shutdown().await;
+}

@@ -11,14 +11,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::{watch, OnceCell};
 
-use crate::client::{Client, ClientConfig, LifecycleEvent};
+use crate::client::{Client, ClientConfig, LifecycleEvent, Status};
 use crate::host::{Host, HostError, HostEvent, ItemKind};
-use crate::protocol::Implementation;
+use crate::protocol::{Era, Implementation, SubscriptionFilter};
 use crate::server::http::{Allow, HttpConfig, HttpService};
 use crate::server::{HandlerError, ListKind, Router, ServerConfig};
 
@@ -505,51 +505,108 @@ fn approximate_bytes(v: &Value) -> u64 {
     walk(v)
 }
 
-/// Follows one server's notifications until its client ends.
+/// Follows one server's notifications until its client ends. A
+/// 2026-07-28 server sends list changes only on a `subscriptions/listen`
+/// stream: one is kept open while it is ready (so that the host lists it
+/// again, and the front's sessions are told), its notifications read here
+/// through `notes` like a legacy server's.
 async fn watch_notes(
     front: Weak<FrontState>,
     server: Arc<str>,
     client: Client,
     mut notes: crate::client::Notifications,
 ) {
-    drop(client);
-    while let Some(n) = notes.recv().await {
-        let Some(front) = front.upgrade() else { return };
-        let params = n.params.unwrap_or(Value::Null);
-        match n.method.as_str() {
-            "notifications/message" => {
-                let level = params
-                    .get("level")
-                    .and_then(Value::as_str)
-                    .unwrap_or("info")
-                    .to_owned();
-                let data = params.get("data").cloned().unwrap_or(Value::Null);
-                for call in front.relay.calls_on(&server) {
-                    let _ = call.ctx().log(&level, data.clone());
+    let mut status = client.watch_status();
+    let mut stream: Option<crate::client::Subscription> = None;
+    // One refusal per session is enough: a server without the method is
+    // not asked again until it restarts.
+    let mut refused = false;
+    loop {
+        let modern_ready =
+            matches!(&*status.borrow_and_update(), Status::Ready(s) if s.era == Era::Modern);
+        if modern_ready && stream.is_none() && !refused {
+            match client.listen(SubscriptionFilter::all_list_changes()).await {
+                Ok(s) => stream = Some(s),
+                Err(e) => {
+                    tracing::debug!(server = %server, error = %e, "gateway: no subscriptions/listen stream for list changes");
+                    refused = true;
                 }
             }
-            "notifications/resources/updated" => {
-                if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                    for (e, m) in front.made() {
-                        let ours = match &e {
-                            Endpoint::Joined => true,
-                            Endpoint::Server(s) => *s == server,
-                        };
-                        if ours {
-                            m.hub.resource_updated(uri);
-                        }
+        }
+        tokio::select! {
+            n = notes.recv() => match n {
+                Some(n) => match front.upgrade() {
+                    Some(front) => on_note(&front, &server, n),
+                    None => return,
+                },
+                None => return,
+            },
+            changed = status.changed() => {
+                // A restart ends the stream: a new one for the new server.
+                stream = None;
+                refused = false;
+                if changed.is_err() || status.borrow().is_final() {
+                    return;
+                }
+            }
+            more = next_on(&mut stream) => {
+                // Read through `notes` above; the stream's own copy is
+                // dropped, and an ended stream is opened again.
+                if more.is_none() {
+                    stream = None;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+}
+
+/// The stream's next notification; never without a stream.
+async fn next_on(
+    stream: &mut Option<crate::client::Subscription>,
+) -> Option<crate::jsonrpc::Notification> {
+    match stream {
+        Some(s) => s.next_raw().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One notification of server `server`.
+fn on_note(front: &FrontState, server: &Arc<str>, n: crate::jsonrpc::Notification) {
+    let params = n.params.unwrap_or(Value::Null);
+    match n.method.as_str() {
+        "notifications/message" => {
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .unwrap_or("info")
+                .to_owned();
+            let data = params.get("data").cloned().unwrap_or(Value::Null);
+            for call in front.relay.calls_on(server) {
+                let _ = call.ctx().log(&level, data.clone());
+            }
+        }
+        "notifications/resources/updated" => {
+            if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                for (e, m) in front.made() {
+                    let ours = match &e {
+                        Endpoint::Joined => true,
+                        Endpoint::Server(s) => s == server,
+                    };
+                    if ours {
+                        m.hub.resource_updated(uri);
                     }
                 }
             }
-            method => {
-                let kind = match method {
-                    "notifications/tools/list_changed" => ListKind::Tools,
-                    "notifications/prompts/list_changed" => ListKind::Prompts,
-                    "notifications/resources/list_changed" => ListKind::Resources,
-                    _ => continue,
-                };
-                front.list_changed(|e| matches!(e, Endpoint::Server(s) if *s == server), kind);
-            }
+        }
+        method => {
+            let kind = match method {
+                "notifications/tools/list_changed" => ListKind::Tools,
+                "notifications/prompts/list_changed" => ListKind::Prompts,
+                "notifications/resources/list_changed" => ListKind::Resources,
+                _ => return,
+            };
+            front.list_changed(|e| matches!(e, Endpoint::Server(s) if s == server), kind);
         }
     }
 }
