@@ -610,3 +610,59 @@ async fn a_2026_servers_list_change_reaches_2025_sessions_of_both_endpoints() {
     );
     f.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_2025_sessions_resource_subscription_gets_a_2026_servers_updates() {
+    let (f, at) = conf(EraPreference::Modern, FrontConfig::new()).await;
+    let mut streams = Vec::new();
+    for (path, tool) in [
+        (SINGLE, "test_trigger_resource_update"),
+        ("/mcp", "conf__test_trigger_resource_update"),
+    ] {
+        let sid = at.session(path, &[], json!({})).await;
+        let sub = at
+            .legacy(
+                path,
+                &sid,
+                &[],
+                1,
+                "resources/subscribe",
+                json!({ "uri": "test://watched-resource" }),
+            )
+            .await
+            .json()
+            .await;
+        assert!(sub["result"].is_object(), "{path}: {sub}");
+        let get = at
+            .send(
+                "GET",
+                path,
+                &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+                None,
+            )
+            .await;
+        streams.push((path, tool, sid, get.sse()));
+    }
+    for (path, tool, sid, events) in &mut streams {
+        let r = at
+            .legacy(
+                path,
+                sid,
+                &[],
+                2,
+                "tools/call",
+                json!({ "name": tool, "arguments": {} }),
+            )
+            .await
+            .json()
+            .await;
+        assert!(r["result"].is_object(), "{r}");
+        let n = events.next_message().await.expect("an update");
+        assert_eq!(
+            n["method"], "notifications/resources/updated",
+            "{path}: {n}"
+        );
+        assert_eq!(n["params"]["uri"], "test://watched-resource", "{n}");
+    }
+    f.shutdown().await;
+}

@@ -117,6 +117,7 @@ mod relay;
 mod rounds;
 mod single;
 mod state;
+mod subscribe;
 
 pub use auth::{ClientGrant, MIN_TOKEN_LEN};
 pub use config::{

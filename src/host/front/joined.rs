@@ -19,6 +19,7 @@ use super::auth::Principal;
 use super::forward::{forward, READY_WAIT};
 use super::listen;
 use super::state::FrontState;
+use super::subscribe::subscription;
 
 /// The handler of one caller's `/mcp`.
 pub(crate) struct Joined {
@@ -264,14 +265,13 @@ impl Handler for Joined {
                 let uri = Self::string(&params, "uri")?;
                 let owner = self.resolve(&front, ItemKind::Resource, &uri).await?;
                 self.hub.handle_request(req.clone(), ctx.clone()).await?;
-                let legacy = front
-                    .target(&owner.server)
-                    .and_then(|t| t.client.session())
-                    .is_some_and(|s| s.era == Era::Legacy);
-                if legacy {
-                    self.send(&front, &owner, &req.method, params, &ctx).await?;
-                }
-                Ok(json!({}))
+                let target = front.target(&owner.server).ok_or_else(|| {
+                    HandlerError::Internal(format!(
+                        "server `{}` is no longer in the gateway",
+                        owner.server
+                    ))
+                })?;
+                subscription(&front, &self.principal, &target, &req.method, params, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
                 let p = listen::params(&req)?;

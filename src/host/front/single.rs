@@ -17,6 +17,7 @@ use super::auth::Principal;
 use super::forward::{forward, Target};
 use super::listen;
 use super::state::FrontState;
+use super::subscribe::subscription;
 
 /// The handler of one caller's `/servers/NAME/mcp`.
 pub(crate) struct Single {
@@ -99,22 +100,15 @@ impl Handler for Single {
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
                 self.hub.handle_request(req.clone(), ctx.clone()).await?;
-                if target
-                    .client
-                    .session()
-                    .is_some_and(|s| s.era == Era::Legacy)
-                {
-                    forward(
-                        &front,
-                        &self.principal,
-                        &target,
-                        &req.method,
-                        req.params,
-                        &ctx,
-                    )
-                    .await?;
-                }
-                Ok(json!({}))
+                subscription(
+                    &front,
+                    &self.principal,
+                    &target,
+                    &req.method,
+                    req.params,
+                    &ctx,
+                )
+                .await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
                 let modern = target

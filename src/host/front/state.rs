@@ -31,6 +31,7 @@ use super::metrics::{method_label, Metrics};
 use super::relay::Relay;
 use super::rounds::HeldCalls;
 use super::single::Single;
+use super::subscribe::ResourceWatches;
 
 /// The start of a lazy server, shared by its concurrent first uses.
 type Start = OnceCell<Result<(), String>>;
@@ -62,6 +63,8 @@ pub(crate) struct FrontState {
     pub(crate) held: Arc<HeldCalls>,
     pub(crate) metrics: Metrics,
     pub(crate) call_log: Option<CallLog>,
+    /// Resources watched on 2026-07-28 servers for 2025-11-25 sessions.
+    pub(crate) watches: ResourceWatches,
     services: Mutex<HashMap<(usize, Endpoint), Made>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
@@ -93,6 +96,7 @@ impl FrontState {
             held,
             metrics: Metrics::new(),
             call_log,
+            watches: ResourceWatches::default(),
             services: Mutex::new(HashMap::new()),
             tools: std::sync::RwLock::new(config.tools.clone()),
             lazy: Mutex::new(lazy),
@@ -329,6 +333,7 @@ impl FrontState {
     /// Stops and forgets the endpoints of server `name` (it was removed or
     /// changed: its sessions end, clients start new ones).
     pub(crate) fn drop_endpoints(&self, name: &str) {
+        self.watches.forget(name);
         let mut services = crate::sync::lock(&self.services);
         services.retain(|(_, e), m| {
             let theirs = matches!(e, Endpoint::Server(n) if &**n == name);
