@@ -414,3 +414,43 @@ async fn a_url_server_is_served_beside_a_stdio_one_in_one_namespace() {
     assert_eq!(end.code, Some(0), "{}", end.stderr);
     remote.handle.stop();
 }
+
+#[test]
+fn the_gateways_options_are_read_from_each_servers_conduit_key_and_errors_name_the_key() {
+    use conduit_mcp::config_file::ServersFile;
+    let path = std::path::Path::new("/tmp/servers.json");
+    let env = |_: &str| None;
+    let text = r#"{ "mcpServers": {
+        "a": { "command": "srv", "conduit": { "tools": { "allow": ["get_*"], "deny": ["get_secret"] }, "lazy": true, "request_timeout_ms": 5000 } },
+        "b": { "command": "srv" }
+    } }"#;
+    let file = ServersFile::parse(text, path, &env).unwrap();
+    let a = &file.serve["a"];
+    assert_eq!(a.tools_allow, vec!["get_*".to_owned()]);
+    assert_eq!(a.tools_deny, vec!["get_secret".to_owned()]);
+    assert!(a.lazy);
+    assert_eq!(file.servers["a"].request_timeout, Duration::from_secs(5));
+    assert_eq!(file.serve["b"], Default::default());
+    for (bad, key) in [
+        (
+            r#"{ "tools": { "allow": "get_*" } }"#,
+            "mcpServers.a.conduit.tools.allow",
+        ),
+        (
+            r#"{ "tools": { "allow": [""] } }"#,
+            "mcpServers.a.conduit.tools.allow[0]",
+        ),
+        (
+            r#"{ "tools": { "only": [] } }"#,
+            "mcpServers.a.conduit.tools.only",
+        ),
+        (r#"{ "lazy": "yes" }"#, "mcpServers.a.conduit.lazy"),
+    ] {
+        let text =
+            format!(r#"{{ "mcpServers": {{ "a": {{ "command": "srv", "conduit": {bad} }} }} }}"#);
+        let e = ServersFile::parse(&text, path, &env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("`{key}`")), "{bad}: {e}");
+    }
+}
