@@ -259,7 +259,8 @@ impl Gateway {
     }
 }
 
-/// A request to `path` with the usual headers.
+/// A request to `path` with the usual headers (the HTTP tests' request,
+/// at another path).
 pub fn request(
     method: &str,
     addr: SocketAddr,
@@ -267,21 +268,9 @@ pub fn request(
     headers: &[(&str, &str)],
     body: Option<&Value>,
 ) -> axum::http::Request<Full<Bytes>> {
-    let mut b = axum::http::Request::builder()
-        .method(method)
-        .uri(format!("http://{addr}{path}"))
-        .header("host", addr.to_string())
-        .header("accept", "application/json, text/event-stream");
-    if body.is_some() {
-        b = b.header("content-type", "application/json");
-    }
-    for (k, v) in headers {
-        b = b.header(*k, *v);
-    }
-    let bytes = body
-        .map(|v| serde_json::to_vec(v).unwrap())
-        .unwrap_or_default();
-    b.body(Full::new(Bytes::from(bytes))).unwrap()
+    let mut req = http::request(method, addr, headers, body);
+    *req.uri_mut() = format!("http://{addr}{path}").parse().unwrap();
+    req
 }
 
 /// The names of a `tools/list` result's tools.

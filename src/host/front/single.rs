@@ -76,6 +76,8 @@ impl Handler for Single {
         let front = self.front()?;
         let target = self.target(&front)?;
         let era = ctx.era();
+        let method = req.method.clone();
+        let pass = |params| forward(&front, &self.principal, &target, &method, params, &ctx);
         match req.method.as_str() {
             methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
                 // Kept for this session (its calls carry it to a 2026-07-28
@@ -86,15 +88,7 @@ impl Handler for Single {
                     .session()
                     .is_some_and(|s| s.era == Era::Legacy)
                 {
-                    forward(
-                        &front,
-                        &self.principal,
-                        &target,
-                        &req.method,
-                        req.params,
-                        &ctx,
-                    )
-                    .await?;
+                    pass(req.params).await?;
                 }
                 Ok(json!({}))
             }
@@ -138,26 +132,10 @@ impl Handler for Single {
                 if !self.tool_visible(&front, name) {
                     return Err(HandlerError::InvalidParams(format!("Unknown tool: {name}")));
                 }
-                forward(
-                    &front,
-                    &self.principal,
-                    &target,
-                    &req.method,
-                    req.params,
-                    &ctx,
-                )
-                .await
+                pass(req.params).await
             }
             methods::TOOLS_LIST if self.filtered(&front) => {
-                let mut v = forward(
-                    &front,
-                    &self.principal,
-                    &target,
-                    &req.method,
-                    req.params,
-                    &ctx,
-                )
-                .await?;
+                let mut v = pass(req.params).await?;
                 if let Some(tools) = v.get_mut("tools").and_then(Value::as_array_mut) {
                     tools.retain(|t| {
                         t.get("name")
@@ -167,17 +145,7 @@ impl Handler for Single {
                 }
                 Ok(v)
             }
-            _ => {
-                forward(
-                    &front,
-                    &self.principal,
-                    &target,
-                    &req.method,
-                    req.params,
-                    &ctx,
-                )
-                .await
-            }
+            _ => pass(req.params).await,
         }
     }
 
