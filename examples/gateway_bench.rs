@@ -18,7 +18,8 @@
 //! target/release/examples/gateway_bench --quick    # smoke run: 2 s each
 //! ```
 //!
-//! `--clients N`, `--seconds S`, `--json` (one JSON object per line on
+//! `--clients N`, `--seconds S`, `--only NAME` (one gateway: `mcp serve`,
+//! `supergateway`, `mcp-proxy`), `--json` (one JSON object per line on
 //! stdout, the table on stderr). A gateway whose program is missing is
 //! skipped, said so.
 
@@ -170,7 +171,8 @@ impl Conn {
     async fn post(&mut self, body: &Value) -> Result<Value, String> {
         let mut b = axum::http::Request::builder()
             .method("POST")
-            .uri(format!("http://{}{}", self.addr, self.path))
+            // Origin form (`/mcp`): what browsers and SDK clients send.
+            .uri(self.path.as_str())
             .header("host", self.addr.to_string())
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -368,10 +370,39 @@ async fn direct(plan: Plan) -> Result<Figures, String> {
     }
     let pid = client.pid();
     let mut f = summarize(all, plan.window, errors, 0);
-    f.peak_rss_mib = pid.map_or(0.0, |p| tree_rss_kib(p) as f64 / 1024.0)
-        + tree_rss_kib(std::process::id()) as f64 / 1024.0;
+    // The server's process only: the client lives in this process.
+    f.peak_rss_mib = pid.map_or(0.0, |p| tree_rss_kib(p) as f64 / 1024.0);
     client.stop().wait().await;
     Ok(f)
+}
+
+/// The HTTP floor: an axum server in this process answering every POST at
+/// once (`initialize` with a session id, any other request with an empty
+/// result), no MCP and no server behind it: what one HTTP round trip costs
+/// the load generator on this machine.
+async fn floor() -> SocketAddr {
+    async fn answer(body: Bytes) -> axum::response::Response {
+        let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let mut resp = match v.get("id") {
+            Some(id) => axum::response::IntoResponse::into_response((
+                [("content-type", "application/json")],
+                json!({ "jsonrpc": "2.0", "id": id, "result": {} }).to_string(),
+            )),
+            None => axum::response::IntoResponse::into_response(axum::http::StatusCode::ACCEPTED),
+        };
+        if v.get("method").and_then(Value::as_str) == Some("initialize") {
+            resp.headers_mut().insert(
+                "mcp-session-id",
+                axum::http::HeaderValue::from_static("floor"),
+            );
+        }
+        resp
+    }
+    let app = axum::Router::new().route("/mcp", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
 }
 
 /// A gateway under test: how to start it, and the path of its endpoint.
@@ -440,15 +471,21 @@ async fn start(g: &Gateway, port: u16) -> Result<Child, String> {
         .map_err(|e| format!("{}: {e}", g.program.display()))?;
     let deadline = Instant::now() + START;
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut last = String::new();
     while Instant::now() < deadline {
-        if let Ok(mut c) = Conn::open(addr, &g.path).await {
-            if c.initialize().await.is_ok() {
-                return Ok(child);
-            }
+        match Conn::open(addr, &g.path).await {
+            Ok(mut c) => match c.initialize().await {
+                Ok(()) => return Ok(child),
+                Err(e) => last = e,
+            },
+            Err(e) => last = e,
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Err(format!("{} did not answer within {START:?}", g.name))
+    Err(format!(
+        "{} did not answer within {START:?}: {last}",
+        g.name
+    ))
 }
 
 /// SIGTERM, then SIGKILL after 5 s; reaped.
@@ -515,7 +552,15 @@ async fn main() {
             Ok(f) => rows.push(("direct (conduit client, stdio)".into(), clients, f)),
             Err(e) => eprintln!("direct: {e}"),
         }
+        match load(floor().await, "/mcp", p, None).await {
+            Ok(f) => rows.push(("HTTP floor (axum, no MCP)".into(), clients, f)),
+            Err(e) => eprintln!("floor: {e}"),
+        }
+        let only = arg(&args, "--only");
         for g in gateways(0, &config) {
+            if only.as_deref().is_some_and(|o| o != g.name) {
+                continue;
+            }
             if !g.program.is_file() {
                 eprintln!(
                     "skipped {}: {} not installed (bash .ci/install-gateway-peers.sh)",
@@ -549,7 +594,7 @@ async fn main() {
 
     eprintln!(
         "\n{:<32} {:>7} {:>10} {:>9} {:>9} {:>12} {:>7}",
-        "gateway", "clients", "req/s", "p50 ms", "p99 ms", "peak RSS MiB", "errors"
+        "gateway", "clients", "req/s", "p50 ms", "p99 ms", "tree RSS MiB", "errors"
     );
     for (name, clients, f) in &rows {
         eprintln!(

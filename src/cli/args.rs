@@ -114,7 +114,7 @@ pub(crate) struct Cli {
 }
 
 /// Options of every subcommand (before or after it).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct Options {
     /// Bound each request, and the wait for the server to be ready, to N
     /// milliseconds (default 60000)

@@ -86,7 +86,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     let watching = args.watch.then(|| {
         let gateway = gateway.clone();
         let path = file.path.clone();
-        tokio::spawn(watch(gateway, path, file))
+        tokio::spawn(watch(gateway, path, file, options.clone()))
     });
     let signal = stop_signal().await;
     eprintln!("mcp serve: {signal}: stopping");
@@ -218,7 +218,7 @@ fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
 /// `--watch`: reads the file again whenever its length or modification
 /// time changes, and applies it. A file that does not read leaves
 /// everything as it was (and is said on stderr).
-async fn watch(gateway: HttpFront, path: PathBuf, mut applied: ServersFile) {
+async fn watch(gateway: HttpFront, path: PathBuf, mut applied: ServersFile, options: Options) {
     let mut seen = stamp(&path);
     loop {
         tokio::time::sleep(WATCH_EVERY).await;
@@ -228,7 +228,13 @@ async fn watch(gateway: HttpFront, path: PathBuf, mut applied: ServersFile) {
         }
         seen = now;
         let next = match ServersFile::load(&path) {
-            Ok(f) => f,
+            Ok(mut f) => {
+                // The command line's options, as at the start.
+                for config in f.servers.values_mut() {
+                    apply(&options, config);
+                }
+                f
+            }
             Err(e) => {
                 eprintln!("mcp serve: --watch: {e}; keeping the servers as they are");
                 continue;

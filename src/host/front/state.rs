@@ -143,7 +143,10 @@ impl FrontState {
 
     /// Whether `name` is a server of the front (started or lazy).
     pub(crate) fn knows(&self, name: &str) -> bool {
-        self.host.server(name).is_some() || crate::sync::lock(&self.lazy).contains_key(name)
+        // The client, not the summary: this runs on every request.
+        self.host.shared.client(name).is_some()
+            || crate::sync::lock(&self.lazy).contains_key(name)
+            || self.host.server(name).is_some()
     }
 
     /// The lazy servers not started yet.
