@@ -23,10 +23,13 @@ use super::state::FrontState;
 /// The most resources of one server watched at once.
 pub(crate) const MAX_PER_SERVER: usize = 256;
 
+/// A watched resource: its server and URI.
+type Watched = (Arc<str>, String);
+
 /// The streams kept open, by server and URI, with their subscribers.
 #[derive(Default)]
 pub(crate) struct ResourceWatches {
-    open: Mutex<HashMap<(Arc<str>, String), (usize, AbortOnDrop<()>)>>,
+    open: Mutex<HashMap<Watched, (usize, AbortOnDrop<()>)>>,
 }
 
 impl ResourceWatches {
