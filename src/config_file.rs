@@ -142,7 +142,7 @@ pub struct ServersFile {
     pub unsupported: Vec<Unsupported>,
 }
 
-/// What `mcp serve` (and [`HttpFront`](crate::host::front::HttpFront))
+/// What `mcp serve` (and `host::front::HttpFront`, feature `gateway`)
 /// reads from a server's `conduit` options beyond its client's: which of
 /// its tools are served, and whether it starts on first use.
 ///
