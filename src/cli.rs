@@ -7,6 +7,7 @@
 //! mcp call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
 //! mcp servers --config ~/.cursor/mcp.json
 //! mcp tools --config .mcp.json
+//! mcp serve --config .mcp.json --listen 127.0.0.1:8808
 //! ```
 //!
 //! A config file (`--config`) runs every command in it; `--verbose` first
@@ -40,6 +41,7 @@ mod args;
 mod hosted;
 mod login;
 mod progress;
+mod serve;
 mod single;
 mod verbose;
 
@@ -72,7 +74,7 @@ where
         Ok(cli) => cli,
         Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing SUBCOMMAND (discover, tools, call, request, servers or completions)\n\n{}\nFor more information, try '--help'.",
+                "error: missing SUBCOMMAND (discover, tools, call, request, servers, serve or completions)\n\n{}\nFor more information, try '--help'.",
                 Cli::command().render_usage()
             );
             return ExitCode::from(2);
@@ -156,6 +158,10 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
         (None, Command::Servers) => Err(Fail::Usage(
             "servers needs --config FILE (a file of mcpServers)".into(),
         )),
+        (None, Command::Serve(_)) => Err(Fail::Usage(
+            "serve needs --config FILE (a file of mcpServers)".into(),
+        )),
+        (Some(path), Command::Serve(args)) => serve::run(&options, path, args).await,
         (Some(path), command) => {
             let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
             if options.verbose {

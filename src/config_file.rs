@@ -23,7 +23,7 @@
 //! | `type` | `"stdio"` or absent for a process; `"http"` (VS Code, Claude Code), `"streamable-http"` or `"streamableHttp"`, or absent with a `url` and no `command`, for a Streamable HTTP server (feature `http`); any other type (the deprecated `"sse"` among them) is reported in [`ServersFile::unsupported`], by name and why, and the rest of the file is read |
 //! | `url` | a Streamable HTTP server's endpoint ([`ClientConfig::http`]) |
 //! | `headers` | headers sent with every HTTP request (`{"Authorization": "Bearer ${TOKEN}"}`), each value kept as a [`Secret`](crate::Secret) |
-//! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd`, `name` and `http` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`) |
+//! | `conduit` ([`OPTIONS_KEY`]) | this library's options for the server: any field of [`ClientConfig`]'s serialised form except `command`, `args`, `env`, `cd`, `name` and `http` (for example `{"request_timeout_ms": 30000, "era": "legacy", "stdin_grace_ms": 500, "max_reconnects": 3}`), and the gateway's `tools` and `lazy` ([`ServeOptions`]) |
 //!
 //! A top-level `conduit` object holds the host's options: the fields of
 //! [`HostConfig`](crate::host::HostConfig)'s serialised form but `servers`
@@ -127,11 +127,39 @@ pub struct ServersFile {
     /// The host's options as written under the top-level `conduit` key
     /// (an object without `servers`; empty if the key is absent).
     pub host_options: Map<String, Value>,
+    /// The gateway's options of each server in [`servers`](Self::servers)
+    /// (`conduit.tools`, `conduit.lazy`), by name; default for a server
+    /// that sets none.
+    pub serve: BTreeMap<String, ServeOptions>,
+    /// Each server's entry as written in the file (before expansion), by
+    /// name: a server whose entry changed is restarted by `mcp serve --watch`.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+    pub(crate) entries: BTreeMap<String, Value>,
     /// Entries with `"disabled": true`.
     pub disabled: Vec<String>,
     /// Entries this library cannot run (the deprecated HTTP+SSE transport,
     /// unknown types), with the reason.
     pub unsupported: Vec<Unsupported>,
+}
+
+/// What `mcp serve` (and `host::front::HttpFront`, feature `gateway`)
+/// reads from a server's `conduit` options beyond its client's: which of
+/// its tools are served, and whether it starts on first use.
+///
+/// ```json
+/// "conduit": { "tools": { "allow": ["get_*"], "deny": ["*_delete"] }, "lazy": true }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// `tools.allow`: glob patterns (`*` any run of characters, `?` one);
+    /// when not empty, only the tools matching one are listed and callable.
+    pub tools_allow: Vec<String>,
+    /// `tools.deny`: glob patterns; a tool matching one is neither listed
+    /// nor callable (deny wins over allow).
+    pub tools_deny: Vec<String>,
+    /// `lazy`: the server starts on its first use, not with the others.
+    pub lazy: bool,
 }
 
 /// An entry that was not read as a server, and why.
@@ -373,6 +401,8 @@ impl ServersFile {
         };
         let host_options = host_options(&ctx, &top)?;
         let mut servers = BTreeMap::new();
+        let mut serve = BTreeMap::new();
+        let mut raw_entries = BTreeMap::new();
         let mut disabled = Vec::new();
         let mut unsupported = Vec::new();
         let mut found = false;
@@ -400,8 +430,10 @@ impl ServersFile {
                     });
                 }
                 match entry::read(&ctx, &key, name, value)? {
-                    Outcome::Server(config) => {
+                    Outcome::Server(config, options) => {
                         servers.insert(name.clone(), *config);
+                        serve.insert(name.clone(), options);
+                        raw_entries.insert(name.clone(), value.clone());
                     }
                     Outcome::Disabled => disabled.push(name.clone()),
                     Outcome::Unsupported(reason) => unsupported.push(Unsupported {
@@ -417,6 +449,8 @@ impl ServersFile {
         Ok(ServersFile {
             path: file,
             servers,
+            serve,
+            entries: raw_entries,
             host_options,
             disabled,
             unsupported,
@@ -427,6 +461,19 @@ impl ServersFile {
     pub fn server(&self, name: &str) -> Option<&ClientConfig> {
         self.servers.get(name)
     }
+}
+
+/// The JSON (with comments) of the regular file at `path`, at most
+/// [`MAX_CONFIG_FILE_BYTES`]: for the other files a command reads (the
+/// gateway's tokens file), with the same bounds as a config file.
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+pub(crate) fn read_jsonc(path: &Path) -> Result<Value, ConfigFileError> {
+    let text = read::read_text(path, MAX_CONFIG_FILE_BYTES)
+        .map_err(|p| ConfigFileError::unreadable(path, None, path, p))?;
+    parse_jsonc(&text).map_err(|problem| ConfigFileError::Syntax {
+        file: path.to_owned(),
+        problem,
+    })
 }
 
 /// JSON with comments and trailing commas (VS Code's JSONC), nothing looser.

@@ -95,6 +95,8 @@ mod config;
 mod error;
 mod events;
 mod from_file;
+#[cfg(feature = "gateway")]
+pub mod front;
 mod items;
 pub(crate) mod listing;
 pub mod namespace;
@@ -253,7 +255,12 @@ impl Host {
     /// (see [Cancellation](self#cancellation)).
     pub async fn start_with(config: HostConfig, opts: HostOptions) -> Result<Host, HostError> {
         config.validate()?;
-        let shared = Arc::new(HostShared::new(&config, opts.handler, opts.early));
+        let shared = Arc::new(HostShared::new(
+            &config,
+            opts.handler,
+            opts.handler_for,
+            opts.early,
+        ));
         let spawned = match opts.supervisor {
             Some(parent) => Actor::spawn_linked(None, HostSupervisor, shared.clone(), parent).await,
             None => Actor::spawn(None, HostSupervisor, shared.clone()).await,

@@ -16,6 +16,7 @@ const USAGE: &str = "mcp [OPTIONS] SUBCOMMAND [ARGS] -- COMMAND [ARGS...]
        mcp [OPTIONS] SUBCOMMAND [ARGS] --url URL [--header K=V]...
        mcp [OPTIONS] SUBCOMMAND [ARGS] --config FILE [--server NAME]
        mcp servers --config FILE
+       mcp serve --config FILE [--listen ADDR] [--token-env VAR | --tokens FILE]
        mcp completions SHELL";
 
 const AFTER_HELP: &str = "\
@@ -62,6 +63,8 @@ Subcommands:
   servers                  (--config) start every server; one line each:
                            name, era, protocol version, tools, ready time,
                            or the error
+  serve                    (--config) serve every server over Streamable
+                           HTTP (see mcp serve --help)
   completions SHELL        print a shell completion script
 
 Output: the result is printed on stdout as one JSON document. Messages and
@@ -111,7 +114,7 @@ pub(crate) struct Cli {
 }
 
 /// Options of every subcommand (before or after it).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct Options {
     /// Bound each request, and the wait for the server to be ready, to N
     /// milliseconds (default 60000)
@@ -234,12 +237,59 @@ pub(crate) enum Command {
     /// era, protocol version, tools, ready time, or the error
     #[command(override_usage = "mcp servers [OPTIONS] --config FILE [--server NAME]")]
     Servers,
+    /// Serve the servers of --config FILE over Streamable HTTP, supervised:
+    /// POST /mcp (every server in one namespace), /servers/NAME/mcp (one
+    /// server as it is), GET /health, GET /metrics. Stops on SIGTERM or
+    /// SIGINT (exit 0, every server process gone)
+    #[command(
+        override_usage = "mcp serve --config FILE [--listen ADDR] [--token-env VAR | --tokens FILE] [OPTIONS]"
+    )]
+    Serve(ServeArgs),
     /// Print a completion script for SHELL on stdout
     Completions {
         /// The shell
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// The options of `mcp serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Listen on ADDR (host:port)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8808")]
+    pub(crate) listen: String,
+    /// Require `Authorization: Bearer TOKEN`, TOKEN read from the variable
+    /// VAR (access to every server and tool)
+    #[arg(long = "token-env", value_name = "VAR", conflicts_with = "tokens")]
+    pub(crate) token_env: Option<String>,
+    /// Per-client tokens, each with the servers and tools it may use: a
+    /// JSON file {"clients": {NAME: {"token_env"|"token": ..., "servers":
+    /// {SERVER|"*": [TOOL_GLOB...]}}}}
+    #[arg(long, value_name = "FILE", value_parser = absolute)]
+    pub(crate) tokens: Option<PathBuf>,
+    /// Allow listening on a non-loopback address without a token
+    #[arg(long = "insecure-no-auth")]
+    pub(crate) insecure_no_auth: bool,
+    /// Allow browser requests from ORIGIN (repeatable; loopback origins are
+    /// always allowed; `*` allows any); other origins get 403
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) allow_origin: Vec<String>,
+    /// Follow the config file: servers whose entry changed restart, added
+    /// ones start, removed ones stop; the others are untouched
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// Append one JSON line per call to FILE (time, client, server,
+    /// method, tool, duration, outcome)
+    #[arg(long = "log-calls", value_name = "FILE", value_parser = absolute)]
+    pub(crate) log_calls: Option<PathBuf>,
+    /// With --log-calls: each call's arguments too
+    #[arg(long = "log-arguments", requires = "log_calls")]
+    pub(crate) log_arguments: bool,
+    /// On SIGTERM/SIGINT, give calls in flight N milliseconds to finish
+    /// (default 10000)
+    #[arg(long = "grace-ms", value_name = "N", value_parser = timeout)]
+    pub(crate) grace: Option<Duration>,
 }
 
 /// `--era`.

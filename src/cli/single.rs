@@ -130,7 +130,7 @@ async fn execute(options: &Options, client: &Client, command: Command) -> Result
             let r = client.get_prompt(&name, args).await.map_err(failure)?;
             serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
         }
-        Command::Servers | Command::Completions { .. } => {
+        Command::Servers | Command::Serve(_) | Command::Completions { .. } => {
             Err(Fail::Usage("not a one-server subcommand".into()))
         }
     }

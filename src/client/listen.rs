@@ -16,7 +16,7 @@ use super::notifications::Notifications;
 use super::status::Status;
 use super::{Client, RequestOptions};
 use crate::error::Error;
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{Notification, RequestId};
 use crate::protocol::{
     meta, methods, Era, ListenParams, ListenResult, ServerNotification, SubscriptionFilter,
 };
@@ -63,12 +63,20 @@ impl Subscription {
     ///
     /// Cancel safety: cancel safe.
     pub async fn next(&mut self) -> Option<ServerNotification> {
+        self.next_raw().await.map(ServerNotification::from_raw)
+    }
+
+    /// [`next`](Self::next), as the server sent it (for a relay that passes
+    /// the stream on).
+    ///
+    /// Cancel safety: cancel safe.
+    pub async fn next_raw(&mut self) -> Option<Notification> {
         loop {
             let done = self.done.as_mut()?;
             tokio::select! {
                 biased;
                 n = self.notes.recv() => match n {
-                    Some(n) if self.belongs(&n.params) => return Some(ServerNotification::from_raw(n)),
+                    Some(n) if self.belongs(&n.params) => return Some(n),
                     Some(_) => {}
                     None => {
                         self.finish(Err(Error::Stopped));
@@ -81,7 +89,7 @@ impl Subscription {
                     while let Some(n) = self.notes.try_recv() {
                         if self.belongs(&n.params) {
                             self.finish(r);
-                            return Some(ServerNotification::from_raw(n));
+                            return Some(n);
                         }
                     }
                     self.finish(r);

@@ -351,7 +351,8 @@ impl Client {
             let (raw, era) = self.round(id, method, params.clone(), &opts, start).await?;
             // Only modern servers answer `input_required`: skip the scan of
             // (possibly large) legacy results.
-            if !MULTI_ROUND_METHODS.contains(&method)
+            if opts.single_round
+                || !MULTI_ROUND_METHODS.contains(&method)
                 || era != crate::protocol::Era::Modern
                 || memchr::memmem::find(raw.as_bytes(), b"input_required").is_none()
             {

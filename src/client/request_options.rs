@@ -88,6 +88,7 @@ pub struct RequestOptions {
     pub(crate) reset_timeout_on_progress: bool,
     pub(crate) max_total: Option<Duration>,
     pub(crate) cancel: Option<CancelToken>,
+    pub(crate) single_round: bool,
 }
 
 impl RequestOptions {
@@ -120,6 +121,16 @@ impl RequestOptions {
     /// Cancels the request when `token` is cancelled.
     pub fn cancel_token(mut self, token: CancelToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+
+    /// Modern era: returns an `input_required` result as the server sent
+    /// it, instead of fulfilling its input requests with the handler and
+    /// retrying. For a relay (a gateway) whose own client answers the
+    /// input requests and retries with `inputResponses` and the
+    /// `requestState` itself.
+    pub fn single_round(mut self) -> Self {
+        self.single_round = true;
         self
     }
 }

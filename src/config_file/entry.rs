@@ -5,7 +5,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::interpolate::{Problem, Variables};
-use super::{env_file, read, ConfigFileError, OPTIONS_KEY};
+use super::{env_file, read, ConfigFileError, ServeOptions, OPTIONS_KEY};
 use crate::client::{merge_env, ClientConfig, StderrMode};
 use crate::secret::{Arg, EnvValue, MaybeSecret, Secret};
 
@@ -15,8 +15,9 @@ const SET_BY_ENTRY: &[&str] = &["command", "args", "env", "cd", "cwd", "name", "
 
 /// What one entry is.
 pub(super) enum Outcome {
-    /// A server to start (stdio, or Streamable HTTP with `config.http`).
-    Server(Box<ClientConfig>),
+    /// A server to start (stdio, or Streamable HTTP with `config.http`),
+    /// and its gateway options.
+    Server(Box<ClientConfig>, ServeOptions),
     /// `"disabled": true`.
     Disabled,
     /// Not a stdio server: why.
@@ -138,7 +139,7 @@ pub(super) fn read(
         return Err(ctx.invalid(&field("command"), "missing"));
     };
     let command = command_path(ctx, &field("command"), command)?;
-    let mut config = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
+    let (mut config, serve) = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
     config.name = Some(name.to_owned());
     config.command = command;
     config.args = args(ctx, &field("args"), entry.get("args"))?;
@@ -151,7 +152,7 @@ pub(super) fn read(
     if let StderrMode::File(p) = &config.stderr {
         config.stderr = StderrMode::File(ctx.resolve(p));
     }
-    Ok(Outcome::Server(Box::new(config)))
+    Ok(Outcome::Server(Box::new(config), serve))
 }
 
 /// The `type`s of a Streamable HTTP server (`http`: VS Code, Claude Code;
@@ -192,10 +193,10 @@ fn remote_server(
             http = http.header(k.clone(), ctx.expand(&header_key, raw)?.0);
         }
     }
-    let mut config = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
+    let (mut config, serve) = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
     config.name = Some(name.to_owned());
     config.http = Some(http);
-    Ok(Outcome::Server(Box::new(config)))
+    Ok(Outcome::Server(Box::new(config), serve))
 }
 
 /// Text as a [`Secret`] if part of it came from the environment, plain
@@ -277,14 +278,17 @@ fn environment(
 }
 
 /// The options key, read as a [`ClientConfig`] (every missing field at its
-/// default).
+/// default) and the gateway's options (`tools`, `lazy`).
 fn options(
     ctx: &Context<'_>,
     key: &str,
     v: Option<&Value>,
-) -> Result<ClientConfig, ConfigFileError> {
+) -> Result<(ClientConfig, ServeOptions), ConfigFileError> {
     let Some(v) = v else {
-        return Ok(crate::serde_support::client_defaults());
+        return Ok((
+            crate::serde_support::client_defaults(),
+            ServeOptions::default(),
+        ));
     };
     let Value::Object(map) = v else {
         return Err(ctx.invalid(key, "must be an object"));
@@ -295,5 +299,57 @@ fn options(
             "set in the server entry itself, not among the options",
         ));
     }
-    serde_json::from_value(v.clone()).map_err(|e| ctx.invalid(key, e.to_string()))
+    let mut map = map.clone();
+    let serve = serve_options(ctx, key, &mut map)?;
+    let config =
+        serde_json::from_value(Value::Object(map)).map_err(|e| ctx.invalid(key, e.to_string()))?;
+    Ok((config, serve))
+}
+
+/// Takes the gateway's options (`tools.allow`, `tools.deny`, `lazy`) out of
+/// the options object.
+fn serve_options(
+    ctx: &Context<'_>,
+    key: &str,
+    map: &mut Map<String, Value>,
+) -> Result<ServeOptions, ConfigFileError> {
+    let mut serve = ServeOptions::default();
+    match map.remove("lazy") {
+        None => {}
+        Some(Value::Bool(b)) => serve.lazy = b,
+        Some(_) => return Err(ctx.invalid(&format!("{key}.lazy"), "must be true or false")),
+    }
+    let Some(tools) = map.remove("tools") else {
+        return Ok(serve);
+    };
+    let tools_key = format!("{key}.tools");
+    let Value::Object(tools) = tools else {
+        return Err(ctx.invalid(
+            &tools_key,
+            "must be an object: {\"allow\": [...], \"deny\": [...]}",
+        ));
+    };
+    for (k, v) in tools {
+        let list_key = format!("{tools_key}.{k}");
+        let target = match k.as_str() {
+            "allow" => &mut serve.tools_allow,
+            "deny" => &mut serve.tools_deny,
+            _ => return Err(ctx.invalid(&list_key, "unknown field: expected allow or deny")),
+        };
+        let Value::Array(items) = v else {
+            return Err(ctx.invalid(&list_key, "must be an array of glob patterns"));
+        };
+        for (i, item) in items.iter().enumerate() {
+            match item.as_str() {
+                Some(p) if !p.is_empty() => target.push(p.to_owned()),
+                _ => {
+                    return Err(ctx.invalid(
+                        &format!("{list_key}[{i}]"),
+                        "must be a non-empty glob pattern",
+                    ))
+                }
+            }
+        }
+    }
+    Ok(serve)
 }

@@ -23,7 +23,7 @@ use super::config::{HostConfig, WhenUnavailable};
 use super::events::{EventHub, HostEvents, Subscriber};
 use super::items::{self, Lists};
 use super::listing::Fetched;
-use super::namespace::{Collision, Holder, ItemKind, Namespace};
+use super::namespace::{Collision, Holder, ItemKind, ItemRef, Namespace};
 use super::naming::Naming;
 use super::{HostError, HostEvent, HostShutdown, ServerSummary};
 use crate::client::ClientHandler;
@@ -159,6 +159,7 @@ pub(crate) struct HostShared {
     pub(crate) naming: Naming,
     pub(crate) when_unavailable: WhenUnavailable,
     pub(crate) handler: Option<Arc<dyn ClientHandler>>,
+    pub(crate) handler_for: Option<super::config::HandlerFactory>,
     catalog: Mutex<Catalog>,
     /// Bumped whenever a server's status or lists may have changed.
     changed: watch::Sender<u64>,
@@ -169,16 +170,36 @@ impl HostShared {
     pub(crate) fn new(
         config: &HostConfig,
         handler: Option<Arc<dyn ClientHandler>>,
+        handler_for: Option<super::config::HandlerFactory>,
         early: Vec<Subscriber>,
     ) -> Self {
         HostShared {
             naming: config.naming(),
             when_unavailable: config.when_unavailable,
             handler,
+            handler_for,
             catalog: Mutex::default(),
             changed: watch::Sender::new(0),
             events: EventHub::new(config.max_queued_event_bytes, "host events", early),
         }
+    }
+
+    /// The handler of the server `name`'s requests.
+    pub(crate) fn handler_of(&self, name: &str) -> Option<Arc<dyn ClientHandler>> {
+        match &self.handler_for {
+            Some(make) => Some(make(name)),
+            None => self.handler.clone(),
+        }
+    }
+
+    /// Who holds the namespaced `name` of `kind` now, without waiting.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+    pub(crate) fn owner_of(&self, kind: ItemKind, name: &str) -> Option<ItemRef> {
+        let cat = self.lock();
+        cat.namespace.table(kind).get(name).map(|h| ItemRef {
+            server: h.server.to_string(),
+            name: h.item.own.to_string(),
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Catalog> {

@@ -174,6 +174,9 @@ impl HostConfig {
     }
 }
 
+/// Makes the handler of one server from its name.
+pub(crate) type HandlerFactory = Arc<dyn Fn(&str) -> Arc<dyn ClientHandler> + Send + Sync>;
+
 /// Options of [`Host::start_with`](super::Host::start_with) beyond the
 /// config.
 #[derive(Default)]
@@ -185,6 +188,9 @@ pub struct HostOptions {
     /// Answers every server's requests to the client (roots, sampling,
     /// elicitation) and modern input requests.
     pub handler: Option<Arc<dyn ClientHandler>>,
+    /// A handler per server, made from its name when it starts (wins over
+    /// [`handler`](Self::handler)); see [`handler_per_server`](Self::handler_per_server).
+    pub(crate) handler_for: Option<HandlerFactory>,
     /// Subscribers from the first spawn on ([`subscribe`](Self::subscribe)).
     pub(crate) early: Vec<Subscriber>,
 }
@@ -204,6 +210,19 @@ impl HostOptions {
     /// Sets the handler of the servers' requests.
     pub fn handler(mut self, handler: Arc<dyn ClientHandler>) -> Self {
         self.handler = Some(handler);
+        self
+    }
+
+    /// Answers each server's requests with the handler `make(name)` returns
+    /// when the server starts (or restarts after [`Host::add`](super::Host::add)):
+    /// for a handler that must know which server asks (a gateway relaying
+    /// each request to the client whose call it belongs to). Replaces
+    /// [`handler`](Self::handler).
+    pub fn handler_per_server(
+        mut self,
+        make: impl Fn(&str) -> Arc<dyn ClientHandler> + Send + Sync + 'static,
+    ) -> Self {
+        self.handler_for = Some(Arc::new(make));
         self
     }
 
@@ -232,6 +251,7 @@ impl std::fmt::Debug for HostOptions {
         f.debug_struct("HostOptions")
             .field("supervisor", &self.supervisor.as_ref().map(|s| s.get_id()))
             .field("handler", &self.handler.is_some())
+            .field("handler_per_server", &self.handler_for.is_some())
             .field("early_subscribers", &self.early.len())
             .finish()
     }

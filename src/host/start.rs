@@ -34,7 +34,7 @@ pub(super) fn spawn(
         config.name.get_or_insert_with(|| ticket.name.clone());
         let (tx, rx) = mpsc::unbounded_channel();
         let opts = StartOptions {
-            handler: shared.handler.clone(),
+            handler: shared.handler_of(&ticket.name),
             supervisor: Some(parent),
             events: Some(tx),
         };

@@ -388,7 +388,7 @@ impl Router {
     }
 
     /// Tells every client that the list of `kind` changed.
-    fn changed(&self, kind: ListKind) {
+    pub(crate) fn changed(&self, kind: ListKind) {
         for h in self.live_handles() {
             // Legacy clients get the notification; modern ones only on a
             // stream that asked for it.
@@ -533,6 +533,17 @@ impl Router {
                 ..Default::default()
             }
         };
+        self.serve_listen(req, ctx, agreed).await
+    }
+
+    /// Serves one `subscriptions/listen` stream for the notifications in
+    /// `agreed` (for a handler that decides what it can send itself).
+    pub(crate) async fn serve_listen(
+        &self,
+        req: &Request,
+        ctx: RequestContext,
+        agreed: SubscriptionFilter,
+    ) -> Result<Value, HandlerError> {
         let ack = json!({ "notifications": agreed });
         ctx.notify(
             methods::SUBSCRIPTIONS_ACKNOWLEDGED,

@@ -77,7 +77,7 @@ pub(crate) fn origin_allowed(allow: &Allow, headers: &HeaderMap) -> bool {
 }
 
 /// Compares in time that depends on the lengths only.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
     for i in 0..a.len().max(b.len()) {
         let x = a.get(i).copied().unwrap_or(0);

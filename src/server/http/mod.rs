@@ -111,7 +111,7 @@
 mod config;
 mod core;
 mod endpoint;
-mod gate;
+pub(crate) mod gate;
 mod modern;
 mod server;
 mod session;
@@ -123,6 +123,8 @@ pub use config::{
     DEFAULT_REPLAY_BYTES, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSION_QUEUE_BYTES,
     DEFAULT_SSE_RETRY,
 };
+#[cfg(feature = "gateway")]
+pub(crate) use server::serve_app;
 pub use server::{HttpServer, HttpService};
 
 /// The axum this crate builds on (its [`HttpService::router`] is an

@@ -171,6 +171,25 @@ async fn serve_on<H: Handler>(
     let core = Core::new(config, handler, root.clone());
     let done = start_tasks(&core);
     let app = endpoint::router(core.clone());
+    tracing::info!(server = %core.name(), %addr, path = %core.config.path, "http server listening");
+    root.phase.send_replace(ServePhase::Ready);
+    serve_app(listener, app, max_connections, done, flush)
+        .await
+        .map_err(ServerError::Read)?;
+    tracing::info!(server = %core.name(), "http server stopped");
+    Ok(ServeEnd::Stopped)
+}
+
+/// Serves `app` on `listener`, at most `max_connections` connections at
+/// once, until `done` turns true: then no connection is accepted, and those
+/// still open get `flush` to finish before they are cut.
+pub(crate) async fn serve_app(
+    listener: TcpListener,
+    app: axum::Router,
+    max_connections: usize,
+    done: watch::Receiver<bool>,
+    flush: Duration,
+) -> io::Result<()> {
     let (kill_tx, kill_rx) = watch::channel(false);
     let cut_flag = Arc::new(AtomicBool::new(false));
     let limited = Limited {
@@ -185,14 +204,12 @@ async fn serve_on<H: Handler>(
             let _ = done.wait_for(|d| *d).await;
         }
     };
-    tracing::info!(server = %core.name(), %addr, path = %core.config.path, "http server listening");
-    root.phase.send_replace(ServePhase::Ready);
     let serve = axum::serve(limited, app)
         .with_graceful_shutdown(signal)
         .into_future();
     tokio::pin!(serve);
-    // After the stop sequence, connections get `flush_timeout` to finish
-    // (a client reading its last events); then they are cut.
+    // After the stop sequence, connections get `flush` to finish (a client
+    // reading its last events); then they are cut.
     let cut = async {
         let mut done = done;
         let _ = done.wait_for(|d| *d).await;
@@ -200,7 +217,7 @@ async fn serve_on<H: Handler>(
     };
     tokio::select! {
         biased;
-        r = &mut serve => r.map_err(ServerError::Read)?,
+        r = &mut serve => r?,
         () = cut => {
             tracing::warn!("connections still open after flush_timeout: cut");
             cut_flag.store(true, Ordering::Release);
@@ -208,8 +225,7 @@ async fn serve_on<H: Handler>(
             let _ = tokio::time::timeout(Duration::from_secs(1), &mut serve).await;
         }
     }
-    tracing::info!(server = %core.name(), "http server stopped");
-    Ok(ServeEnd::Stopped)
+    Ok(())
 }
 
 /// The MCP endpoint as an axum [`Router`](axum::Router), to mount in an
@@ -237,6 +253,9 @@ async fn serve_on<H: Handler>(
 #[derive(Clone)]
 pub struct HttpService {
     pub(crate) core: Arc<Core>,
+    /// Turns true once the stop sequence has run.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+    pub(crate) done: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for HttpService {
@@ -254,14 +273,15 @@ impl HttpService {
         config.validate()?;
         let root = new_root(&config);
         let core = Core::new(config, handler, root.clone());
-        let mut done = start_tasks(&core);
+        let done = start_tasks(&core);
+        let mut closing = done.clone();
         tokio::spawn(async move {
-            if done.wait_for(|d| *d).await.is_ok() {
+            if closing.wait_for(|d| *d).await.is_ok() {
                 root.close();
             }
         });
         core.root.phase.send_replace(ServePhase::Ready);
-        Ok(HttpService { core })
+        Ok(HttpService { core, done })
     }
 
     /// A cloneable handle (see [`HttpServer::handle`]).

@@ -1,0 +1,646 @@
+//! The gateway benchmark: `mcp serve` against `supergateway` and
+//! `mcp-proxy` (npm, pinned by `.ci/install-gateway-peers.sh`), each in front
+//! of the same stdio server (`examples/server.rs`), driven by one load
+//! generator in one run: N concurrent Streamable HTTP clients (2025-11-25
+//! era sessions, each on its own keep-alive connection) calling its `echo`
+//! tool for a fixed time. Reported per gateway: requests/s, p50 and p99
+//! latency, and the peak memory (RSS) of its whole process tree (the proxy
+//! and every server process it started). The baseline is this crate's own
+//! client calling the same stdio server directly (one client shared by the
+//! N callers, as the gateway shares one per server).
+//!
+//! Build and run (release):
+//!
+//! ```text
+//! bash .ci/install-gateway-peers.sh
+//! cargo build --release --features cli --bin mcp --example server --example gateway_bench
+//! target/release/examples/gateway_bench            # 50 clients, 10 s each
+//! target/release/examples/gateway_bench --quick    # smoke run: 2 s each
+//! ```
+//!
+//! `--clients N`, `--seconds S`, `--only NAME` (one gateway: `mcp serve`,
+//! `supergateway`, `mcp-proxy`), `--json` (one JSON object per line on
+//! stdout, the table on stderr). A gateway whose program is missing is
+//! skipped, said so.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use conduit_mcp::{Client, ClientConfig, EraPreference, RequestOptions, StderrMode};
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+/// Before the measured window.
+const WARMUP: Duration = Duration::from_secs(1);
+/// For a gateway to accept connections.
+const START: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy)]
+struct Plan {
+    clients: usize,
+    window: Duration,
+}
+
+/// One measured run.
+#[derive(Debug, Clone)]
+struct Figures {
+    calls: usize,
+    seconds: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    peak_rss_mib: f64,
+    errors: usize,
+}
+
+impl Figures {
+    fn rps(&self) -> f64 {
+        self.calls as f64 / self.seconds
+    }
+}
+
+/// This binary's directory (`target/<profile>/examples`).
+fn examples_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the bench's own path");
+    exe.parent().expect("a directory").to_owned()
+}
+
+fn server_bin() -> PathBuf {
+    examples_dir().join("server")
+}
+
+fn mcp_bin() -> PathBuf {
+    examples_dir()
+        .parent()
+        .expect("the profile directory")
+        .join("mcp")
+}
+
+fn peers_bin(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/gateway-peers/node_modules/.bin")
+        .join(name)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The RSS of `pid` and all its descendants, in KiB.
+fn tree_rss_kib(root: u32) -> u64 {
+    let mut parents: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        parents.insert(pid, ppid);
+        let kib = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0);
+        rss.insert(pid, kib);
+    }
+    let in_tree = |mut p: u32| {
+        for _ in 0..64 {
+            if p == root {
+                return true;
+            }
+            match parents.get(&p) {
+                Some(&pp) if pp != 0 => p = pp,
+                _ => return false,
+            }
+        }
+        false
+    };
+    rss.iter()
+        .filter(|(p, _)| in_tree(**p))
+        .map(|(_, k)| *k)
+        .sum()
+}
+
+/// One HTTP/1 keep-alive connection.
+struct Conn {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    addr: SocketAddr,
+    path: String,
+    session: Option<String>,
+}
+
+impl Conn {
+    async fn open(addr: SocketAddr, path: &str) -> Result<Conn, String> {
+        let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| e.to_string())?;
+        tokio::spawn(conn);
+        Ok(Conn {
+            sender,
+            addr,
+            path: path.to_owned(),
+            session: None,
+        })
+    }
+
+    /// Posts one message; the JSON answer with `id` (from JSON or SSE), or
+    /// `Null` for a notification.
+    async fn post(&mut self, body: &Value) -> Result<Value, String> {
+        let mut b = axum::http::Request::builder()
+            .method("POST")
+            // Origin form (`/mcp`): what browsers and SDK clients send.
+            .uri(self.path.as_str())
+            .header("host", self.addr.to_string())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18");
+        if let Some(s) = &self.session {
+            b = b.header("mcp-session-id", s);
+        }
+        let req = b
+            .body(Full::new(Bytes::from(serde_json::to_vec(body).unwrap())))
+            .unwrap();
+        self.sender.ready().await.map_err(|e| e.to_string())?;
+        let resp = self
+            .sender
+            .send_request(req)
+            .await
+            .map_err(|e| e.to_string())?;
+        if let Some(s) = resp.headers().get("mcp-session-id") {
+            self.session = s.to_str().ok().map(str::to_owned);
+        }
+        let status = resp.status();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        if body.get("id").is_none() {
+            return Ok(Value::Null);
+        }
+        if !status.is_success() {
+            return Err(format!(
+                "HTTP {status}: {}",
+                String::from_utf8_lossy(&bytes)
+            ));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            return Ok(v);
+        }
+        // SSE: the data line holding the answer.
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id") == body.get("id"))
+            .ok_or_else(|| format!("no answer in: {text}"))
+    }
+
+    async fn initialize(&mut self) -> Result<(), String> {
+        let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "gateway-bench", "version": "1" } } });
+        let r = self.post(&init).await?;
+        if r.get("result").is_none() {
+            return Err(format!("initialize: {r}"));
+        }
+        self.post(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await?;
+        Ok(())
+    }
+}
+
+/// `clients` sessions calling `echo` through `addr`+`path` for the window.
+async fn load(
+    addr: SocketAddr,
+    path: &str,
+    plan: Plan,
+    root: Option<u32>,
+) -> Result<Figures, String> {
+    let mut conns = Vec::with_capacity(plan.clients);
+    for _ in 0..plan.clients {
+        let mut c = Conn::open(addr, path).await?;
+        c.initialize().await?;
+        conns.push(c);
+    }
+    let start = Instant::now();
+    let measure_from = start + WARMUP;
+    let end = measure_from + plan.window;
+    let peak = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sampler = root.map(|pid| {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                let kib = tokio::task::spawn_blocking(move || tree_rss_kib(pid))
+                    .await
+                    .unwrap_or(0);
+                peak.fetch_max(kib, std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    });
+    let mut tasks = Vec::new();
+    for (i, mut c) in conns.into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut errors = 0usize;
+            let mut id = 1u64;
+            while Instant::now() < end {
+                id += 1;
+                let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": { "name": "echo", "arguments": { "text": format!("client {i} call {id}") } } });
+                let t = Instant::now();
+                let r = c.post(&call).await;
+                let took = t.elapsed();
+                match r {
+                    Ok(v) if v.get("result").is_some() => {
+                        if t >= measure_from && t < end {
+                            lat.push(took.as_secs_f64() * 1000.0);
+                        }
+                    }
+                    _ => errors += 1,
+                }
+            }
+            (lat, errors)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (lat, e) = t.await.map_err(|e| e.to_string())?;
+        all.extend(lat);
+        errors += e;
+    }
+    if let Some(s) = sampler {
+        s.abort();
+    }
+    Ok(summarize(
+        all,
+        plan.window,
+        errors,
+        peak.load(std::sync::atomic::Ordering::Relaxed),
+    ))
+}
+
+fn summarize(mut lat: Vec<f64>, window: Duration, errors: usize, peak_kib: u64) -> Figures {
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| {
+        if lat.is_empty() {
+            return f64::NAN;
+        }
+        lat[((lat.len() - 1) as f64 * p).round() as usize]
+    };
+    Figures {
+        calls: lat.len(),
+        seconds: window.as_secs_f64(),
+        p50_ms: pct(0.50),
+        p99_ms: pct(0.99),
+        peak_rss_mib: peak_kib as f64 / 1024.0,
+        errors,
+    }
+}
+
+/// The direct baseline: this crate's client, `callers` tasks sharing it.
+async fn direct(plan: Plan) -> Result<Figures, String> {
+    let config = ClientConfig::new(server_bin().display().to_string())
+        .stderr(StderrMode::Discard)
+        .era(EraPreference::Legacy);
+    let client = Client::start(config).await.map_err(|e| e.to_string())?;
+    client.ready(START).await.map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let measure_from = start + WARMUP;
+    let end = measure_from + plan.window;
+    let mut tasks = Vec::new();
+    for i in 0..plan.clients {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut errors = 0;
+            let mut n = 0u64;
+            while Instant::now() < end {
+                n += 1;
+                let t = Instant::now();
+                let r = client
+                    .request_raw(
+                        "tools/call",
+                        Some(json!({ "name": "echo", "arguments": { "text": format!("client {i} call {n}") } })),
+                        RequestOptions::new(),
+                    )
+                    .await;
+                let took = t.elapsed();
+                match r {
+                    Ok(_) if t >= measure_from && t < end => lat.push(took.as_secs_f64() * 1000.0),
+                    Ok(_) => {}
+                    Err(_) => errors += 1,
+                }
+            }
+            (lat, errors)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (l, e) = t.await.map_err(|e| e.to_string())?;
+        all.extend(l);
+        errors += e;
+    }
+    let pid = client.pid();
+    let mut f = summarize(all, plan.window, errors, 0);
+    // The server's process only: the client lives in this process.
+    f.peak_rss_mib = pid.map_or(0.0, |p| tree_rss_kib(p) as f64 / 1024.0);
+    client.stop().wait().await;
+    Ok(f)
+}
+
+/// The HTTP floor: an axum server in this process answering every POST at
+/// once (`initialize` with a session id, any other request with an empty
+/// result), no MCP and no server behind it: what one HTTP round trip costs
+/// the load generator on this machine.
+async fn floor() -> SocketAddr {
+    async fn answer(body: Bytes) -> axum::response::Response {
+        let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let mut resp = match v.get("id") {
+            Some(id) => axum::response::IntoResponse::into_response((
+                [("content-type", "application/json")],
+                json!({ "jsonrpc": "2.0", "id": id, "result": {} }).to_string(),
+            )),
+            None => axum::response::IntoResponse::into_response(axum::http::StatusCode::ACCEPTED),
+        };
+        if v.get("method").and_then(Value::as_str) == Some("initialize") {
+            resp.headers_mut().insert(
+                "mcp-session-id",
+                axum::http::HeaderValue::from_static("floor"),
+            );
+        }
+        resp
+    }
+    let app = axum::Router::new().route("/mcp", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// A gateway under test: how to start it, and the path of its endpoint.
+struct Gateway {
+    name: &'static str,
+    program: PathBuf,
+    args: Vec<String>,
+    path: String,
+}
+
+fn gateways(port: u16, config: &Path) -> Vec<Gateway> {
+    let server = server_bin().display().to_string();
+    vec![
+        Gateway {
+            name: "mcp serve",
+            program: mcp_bin(),
+            args: vec![
+                "serve".into(),
+                "--config".into(),
+                config.display().to_string(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}"),
+            ],
+            path: "/servers/example/mcp".into(),
+        },
+        Gateway {
+            name: "supergateway",
+            program: peers_bin("supergateway"),
+            args: vec![
+                "--stdio".into(),
+                server.clone(),
+                "--outputTransport".into(),
+                "streamableHttp".into(),
+                "--stateful".into(),
+                "--port".into(),
+                port.to_string(),
+                "--logLevel".into(),
+                "none".into(),
+            ],
+            path: "/mcp".into(),
+        },
+        Gateway {
+            name: "mcp-proxy",
+            program: peers_bin("mcp-proxy"),
+            args: vec![
+                "--port".into(),
+                port.to_string(),
+                "--server".into(),
+                "stream".into(),
+                "--".into(),
+                server,
+            ],
+            path: "/mcp".into(),
+        },
+    ]
+}
+
+async fn start(g: &Gateway, port: u16) -> Result<Child, String> {
+    let child = Command::new(&g.program)
+        .args(&g.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", g.program.display()))?;
+    let deadline = Instant::now() + START;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match Conn::open(addr, &g.path).await {
+            Ok(mut c) => match c.initialize().await {
+                Ok(()) => return Ok(child),
+                Err(e) => last = e,
+            },
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(format!(
+        "{} did not answer within {START:?}: {last}",
+        g.name
+    ))
+}
+
+/// SIGTERM, then SIGKILL after 5 s; reaped.
+async fn stop(mut child: Child) {
+    if let Some(pid) = child.id() {
+        // Its whole group, in case it left servers behind.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    if tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.kill().await;
+    }
+}
+
+fn arg(args: &[String], key: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == key)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let json_out = args.iter().any(|a| a == "--json");
+    let plan = Plan {
+        clients: arg(&args, "--clients")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50),
+        window: Duration::from_secs(
+            arg(&args, "--seconds")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(if quick { 2 } else { 10 }),
+        ),
+    };
+    for p in [server_bin(), mcp_bin()] {
+        if !p.is_file() {
+            eprintln!(
+                "missing {}: cargo build --release --features cli --bin mcp --example server --example gateway_bench",
+                p.display()
+            );
+            std::process::exit(2);
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("gateway-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({ "mcpServers": { "example": { "command": server_bin(), "conduit": { "stderr": "discard" } } } })
+            .to_string(),
+    )
+    .unwrap();
+
+    let mut rows: Vec<(String, usize, Figures)> = Vec::new();
+    for clients in [1, plan.clients] {
+        let p = Plan { clients, ..plan };
+        match direct(p).await {
+            Ok(f) => rows.push(("direct (conduit client, stdio)".into(), clients, f)),
+            Err(e) => eprintln!("direct: {e}"),
+        }
+        match load(floor().await, "/mcp", p, None).await {
+            Ok(f) => rows.push(("HTTP floor (axum, no MCP)".into(), clients, f)),
+            Err(e) => eprintln!("floor: {e}"),
+        }
+        let only = arg(&args, "--only");
+        for g in gateways(0, &config) {
+            if only.as_deref().is_some_and(|o| o != g.name) {
+                continue;
+            }
+            if !g.program.is_file() {
+                eprintln!(
+                    "skipped {}: {} not installed (bash .ci/install-gateway-peers.sh)",
+                    g.name,
+                    g.program.display()
+                );
+                continue;
+            }
+            let port = free_port();
+            let g = gateways(port, &config)
+                .into_iter()
+                .find(|x| x.name == g.name)
+                .unwrap();
+            let child = match start(&g, port).await {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("{}: {e}", g.name);
+                    continue;
+                }
+            };
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            let r = load(addr, &g.path, p, child.id()).await;
+            stop(child).await;
+            match r {
+                Ok(f) => rows.push((g.name.into(), clients, f)),
+                Err(e) => eprintln!("{}: {e}", g.name),
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    eprintln!(
+        "\n{:<32} {:>7} {:>10} {:>9} {:>9} {:>12} {:>7}",
+        "gateway", "clients", "req/s", "p50 ms", "p99 ms", "tree RSS MiB", "errors"
+    );
+    for (name, clients, f) in &rows {
+        eprintln!(
+            "{:<32} {:>7} {:>10.0} {:>9.3} {:>9.3} {:>12.1} {:>7}",
+            name,
+            clients,
+            f.rps(),
+            f.p50_ms,
+            f.p99_ms,
+            f.peak_rss_mib,
+            f.errors
+        );
+        if json_out {
+            println!(
+                "{}",
+                json!({ "gateway": name, "clients": clients, "rps": f.rps(), "p50_ms": f.p50_ms,
+                        "p99_ms": f.p99_ms, "peak_rss_mib": f.peak_rss_mib, "errors": f.errors,
+                        "calls": f.calls, "seconds": f.seconds })
+            );
+        }
+    }
+    let find = |name: &str, clients: usize| {
+        rows.iter()
+            .find(|(n, c, _)| n.starts_with(name) && *c == clients)
+            .map(|(_, _, f)| f.clone())
+    };
+    if let Some(ours) = find("mcp serve", plan.clients) {
+        let best = ["supergateway", "mcp-proxy"]
+            .iter()
+            .filter_map(|n| find(n, plan.clients))
+            .map(|f| f.rps())
+            .fold(0.0f64, f64::max);
+        if best > 0.0 {
+            eprintln!(
+                "mcp serve / best proxy, requests/s at {} clients: {:.1}x (target >= 5x)",
+                plan.clients,
+                ours.rps() / best
+            );
+        }
+        for clients in [1, plan.clients] {
+            if let (Some(g), Some(d)) = (find("mcp serve", clients), find("direct", clients)) {
+                eprintln!(
+                    "mcp serve / direct, p50 latency at {clients} clients: {:.2}x (target <= 1.5x)",
+                    g.p50_ms / d.p50_ms
+                );
+            }
+        }
+    }
+}

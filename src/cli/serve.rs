@@ -1,0 +1,261 @@
+//! `mcp serve --config FILE`: the servers of a config file behind one
+//! Streamable HTTP endpoint, supervised ([`HttpFront`]); a thin layer that
+//! reads the options, refuses an open listener without a token, and stops
+//! on SIGTERM/SIGINT (exit 0 once every server process is gone).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use tokio::net::TcpListener;
+
+use super::args::{Options, ServeArgs};
+use super::{verbose, Fail, Output};
+use crate::client::{merge_env, plain_dir, ClientConfig};
+use crate::config_file::ServersFile;
+use crate::host::front::{Auth, ClientGrant, FrontConfig, HttpFront};
+use crate::host::HostConfig;
+use crate::secret::{EnvValue, Secret};
+use crate::server::http::Allow;
+
+/// How often `--watch` looks at the file.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// Runs the gateway until SIGTERM or SIGINT.
+pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Result<Output, Fail> {
+    let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
+    if options.verbose {
+        verbose::config_file(&file.path);
+    }
+    let addr = resolve(&args.listen)?;
+    let auth = auth(&args)?;
+    let loopback = addr.ip().is_loopback();
+    if !loopback && !auth.required() && !args.insecure_no_auth {
+        return Err(Fail::Usage(format!(
+            "refusing to listen on {addr} (not a loopback address) without a token: give --token-env VAR or --tokens FILE (or --insecure-no-auth to accept anyone who can reach it)"
+        )));
+    }
+    let mut host = HostConfig::from_file(&file).map_err(|e| Fail::Usage(e.to_string()))?;
+    for config in host.servers.values_mut() {
+        apply(options, config);
+        if options.verbose {
+            verbose::server(config);
+        }
+    }
+    if let Some(t) = options.timeout {
+        host.ready_timeout = t;
+    }
+    let mut front = FrontConfig::from_file(&file).auth(auth);
+    front.split_lazy(&file, &mut host.servers);
+    front.allowed_origins = args.allow_origin.clone();
+    // Behind a token a rebinding page has nothing to send; without one the
+    // listener is loopback (or the user said --insecure-no-auth).
+    front.allowed_hosts = if loopback {
+        Allow::Loopback
+    } else {
+        Allow::Any
+    };
+    if let Some(g) = args.grace {
+        front.grace = g;
+    }
+    if let Some(log) = &args.log_calls {
+        front = front.call_log(log, args.log_arguments);
+    }
+    // Bound first: a port in use is reported before any server starts.
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| Fail::Usage(format!("cannot listen on {addr}: {e}")))?;
+    let local = listener.local_addr().unwrap_or(addr);
+    let gateway = HttpFront::start(host, front)
+        .await
+        .map_err(|e| Fail::Usage(e.to_string()))?;
+    let servers = gateway.host().servers();
+    eprintln!(
+        "mcp serve: http://{local}/mcp ({} servers: {}; /servers/NAME/mcp, /health, /metrics)",
+        servers.len(),
+        servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let serving = tokio::spawn({
+        let gateway = gateway.clone();
+        async move { gateway.serve(listener).await }
+    });
+    let watching = args.watch.then(|| {
+        let gateway = gateway.clone();
+        let path = file.path.clone();
+        tokio::spawn(watch(gateway, path, file, options.clone()))
+    });
+    let signal = stop_signal().await;
+    eprintln!("mcp serve: {signal}: stopping");
+    if let Some(w) = watching {
+        w.abort();
+    }
+    gateway.shutdown().await;
+    match serving.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("mcp serve: the listener failed: {e}"),
+        Err(e) => eprintln!("mcp serve: the listener's task failed: {e}"),
+    }
+    eprintln!("mcp serve: stopped");
+    Ok(Output::Lines {
+        lines: Vec::new(),
+        all_ready: true,
+    })
+}
+
+/// The listen address (a name is resolved; the first address is used).
+fn resolve(listen: &str) -> Result<SocketAddr, Fail> {
+    use std::net::ToSocketAddrs;
+    let mut addrs = listen
+        .to_socket_addrs()
+        .map_err(|e| Fail::Usage(format!("--listen {listen}: {e}")))?;
+    addrs
+        .next()
+        .ok_or_else(|| Fail::Usage(format!("--listen {listen}: no address")))
+}
+
+/// `--token-env` or `--tokens`.
+fn auth(args: &ServeArgs) -> Result<Auth, Fail> {
+    if let Some(var) = &args.token_env {
+        let token = std::env::var(var)
+            .map_err(|_| Fail::Usage(format!("--token-env {var}: the variable is not set")))?;
+        if token.trim().is_empty() {
+            return Err(Fail::Usage(format!(
+                "--token-env {var}: the variable is empty"
+            )));
+        }
+        if token.chars().count() < crate::host::front::MIN_TOKEN_LEN {
+            tracing::warn!(
+                variable = %var,
+                "mcp serve: the token is short (under {} characters): use a long random one",
+                crate::host::front::MIN_TOKEN_LEN
+            );
+        }
+        return Ok(Auth::Bearer(Secret::new(token)));
+    }
+    if let Some(path) = &args.tokens {
+        warn_if_readable_by_others(path);
+        let clients = ClientGrant::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
+        if clients.is_empty() {
+            return Err(Fail::Usage(format!(
+                "--tokens {}: no clients in the file",
+                path.display()
+            )));
+        }
+        return Ok(Auth::Clients(clients));
+    }
+    Ok(Auth::None)
+}
+
+#[cfg(unix)]
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = std::fs::metadata(path) {
+        if m.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(file = %path.display(), "mcp serve: the tokens file is readable by others than its owner (chmod 600 it)");
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn warn_if_readable_by_others(_: &Path) {}
+
+/// The command-line options that apply to a served server: what was given
+/// wins; its restart policy stays the file's (supervised, not one shot).
+fn apply(options: &Options, config: &mut ClientConfig) {
+    if let Some(t) = options.timeout {
+        config.request_timeout = t;
+        config.init_timeout = t;
+    }
+    if let Some(era) = options.era {
+        config.era = era.into();
+    }
+    let env = options.env.iter();
+    merge_env(
+        &mut config.env,
+        env.map(|(k, v)| (k.clone(), EnvValue::Plain(v.clone()))),
+    );
+    if let Some(cd) = &options.cd {
+        config.cd = Some(plain_dir(cd.clone()));
+    }
+    if let Some(stderr) = &options.stderr {
+        config.stderr = stderr.clone();
+    }
+}
+
+/// SIGTERM or SIGINT, named.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+/// The file's length and modification time: what `--watch` compares.
+fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()?))
+}
+
+/// `--watch`: reads the file again whenever its length or modification
+/// time changes, and applies it. A file that does not read leaves
+/// everything as it was (and is said on stderr).
+async fn watch(gateway: HttpFront, path: PathBuf, mut applied: ServersFile, options: Options) {
+    let mut seen = stamp(&path);
+    loop {
+        tokio::time::sleep(WATCH_EVERY).await;
+        let now = stamp(&path);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        let next = match ServersFile::load(&path) {
+            Ok(mut f) => {
+                // The command line's options, as at the start.
+                for config in f.servers.values_mut() {
+                    apply(&options, config);
+                }
+                f
+            }
+            Err(e) => {
+                eprintln!("mcp serve: --watch: {e}; keeping the servers as they are");
+                continue;
+            }
+        };
+        if next.host_options != applied.host_options {
+            eprintln!("mcp serve: --watch: the host's options (top-level `conduit`) changed; they apply at the next start");
+        }
+        let done = gateway.reload(&applied, &next).await;
+        for (what, names) in [
+            ("restarted", &done.restarted),
+            ("added", &done.added),
+            ("removed", &done.removed),
+        ] {
+            if !names.is_empty() {
+                eprintln!("mcp serve: --watch: {what}: {}", names.join(", "));
+            }
+        }
+        for (name, why) in &done.failed {
+            eprintln!("mcp serve: --watch: {name}: {why}");
+        }
+        applied = next;
+    }
+}

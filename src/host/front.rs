@@ -1,0 +1,387 @@
+//! The supervised gateway (feature `gateway`): a [`Host`]'s servers behind
+//! one Streamable HTTP endpoint, both protocol eras on the front whatever
+//! era each server speaks. `mcp serve` is a thin layer on [`HttpFront`].
+//!
+//! ```no_run
+//! use conduit_mcp::config_file::ServersFile;
+//! use conduit_mcp::host::front::{FrontConfig, HttpFront};
+//! use conduit_mcp::host::HostConfig;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let file = ServersFile::load(".mcp.json")?;
+//! let mut host = HostConfig::from_file(&file)?;
+//! let mut front = FrontConfig::from_file(&file); // conduit.tools filters
+//! front.split_lazy(&file, &mut host.servers);    // conduit.lazy servers
+//! let gateway = HttpFront::start(host, front).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8808").await?;
+//! let serving = tokio::spawn({
+//!     let gateway = gateway.clone();
+//!     async move { gateway.serve(listener).await }
+//! });
+//! tokio::signal::ctrl_c().await?;
+//! gateway.shutdown().await; // calls drain, every server process is gone
+//! serving.await??;
+//! # Ok(()) }
+//! ```
+//!
+//! # Endpoints
+//!
+//! - `/mcp`: every server in one namespace (`server__tool`, prompts
+//!   likewise, resources by URI), as [`Host`] joins them.
+//! - `/servers/NAME/mcp`: one server as it is (its own names, identity and
+//!   capabilities; every method passed on).
+//! - `GET /health`: JSON with each server's status; 200 when every server
+//!   is ready (lazy servers not started yet count as ready), else 503. No
+//!   token needed.
+//! - `GET /metrics`: Prometheus text (requests by server, method and
+//!   outcome, latency, in flight, restarts, answer bytes, readiness);
+//!   behind the token when one is set.
+//!
+//! Each endpoint is a [`server::http`](crate::server::http) endpoint (both
+//! eras, sessions, SSE, resumption, the byte bounds of
+//! [`FrontConfig::http`]); the front owns no protocol of its own, only the
+//! routing, the translation of `_meta` between eras, and the relay of the
+//! servers' requests to the client whose call they belong to.
+//!
+//! # Who may call
+//!
+//! [`Auth`]: no token (bind loopback), one bearer token, or per-client
+//! tokens ([`ClientGrant`]) each with the servers and tools it may use.
+//! Without a valid token: 401. A server outside the grant, or a call of a
+//! tool outside it: 403 (checked on the request body before MCP sees it);
+//! tools outside it are not listed. Tokens are compared in constant time.
+//! Each token has endpoints of its own, so its 2025-11-25 sessions cannot
+//! be used with another token. A request whose `Origin` is neither a
+//! loopback origin nor one of [`FrontConfig::allowed_origins`] gets 403;
+//! `Host` is checked as [`FrontConfig::allowed_hosts`] says.
+//!
+//! # Across eras
+//!
+//! | front client | server | progress, logs, cancellation | sampling, elicitation, roots |
+//! |---|---|---|---|
+//! | 2026-07-28 | 2026-07-28 | passed through | the server's `input_required` passed through (its `requestState` too) |
+//! | 2026-07-28 | legacy | passed through (logs of the call when its `_meta` asks) | the server's call is held open; the client gets `input_required` with the gateway's `requestState`, its retry's answer goes to the server's request |
+//! | 2025-11-25 | 2026-07-28 | passed through | each input request goes to the session as a request on the call's SSE stream; the answer completes the round |
+//! | 2025-11-25 | legacy | passed through | the server's request goes to the session on the call's SSE stream |
+//!
+//! A 2026-07-28 server is told the front client's own capabilities with
+//! each call, so it asks only for what the client can give. Where a
+//! translation cannot be made, the answer is a JSON-RPC error that says
+//! why: a legacy server's request while calls of several clients are in
+//! flight on it (its request names no call, so it is refused rather than
+//! shown to a client it may not belong to), a request for a capability
+//! the client did not declare (-32601 to the server), a held call whose
+//! client did not come back within [`FrontConfig::input_timeout`] (the
+//! server's request fails and its call is cancelled), a `requestState`
+//! that is unknown, expired, used or another client's (-32602).
+//!
+//! # Stopping
+//!
+//! [`HttpFront::shutdown`]: no new connection is accepted and new requests
+//! get 503; calls in flight get [`FrontConfig::grace`] to finish (then
+//! they are answered with an error); every session ends; every server is
+//! stopped and its process group reaped.
+//!
+//! # Caveats
+//!
+//! - A legacy server's log messages say nothing of the call they belong
+//!   to: each goes to every call in flight on that server (their clients
+//!   may all use it).
+//! - `/mcp` lists no resource templates (their URIs name no server): read
+//!   them through `/servers/NAME/mcp`.
+//! - A lazy server starts on its first use, which waits for it to be
+//!   ready (up to 30 s).
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use crate::client::ClientConfig;
+use crate::config_file::ServersFile;
+use crate::host::{Host, HostConfig, HostError, HostOptions, ServerShutdown};
+
+mod auth;
+mod calllog;
+mod config;
+mod forward;
+mod glob;
+mod http;
+mod joined;
+mod listen;
+mod metrics;
+mod relay;
+mod rounds;
+mod single;
+mod state;
+mod subscribe;
+
+pub use auth::{ClientGrant, MIN_TOKEN_LEN};
+pub use config::{
+    Auth, FrontConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_HELD_CALLS,
+};
+
+use self::relay::Relay;
+use self::state::FrontState;
+
+/// Why a front could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrontError {
+    /// The host could not start, or a server name was refused.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The call log could not be opened.
+    #[error("cannot open the call log {}: {source}", path.display())]
+    CallLog {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A [`Host`] served over Streamable HTTP (see the [module docs](self)).
+/// Clones share the same front.
+#[derive(Clone)]
+pub struct HttpFront {
+    state: Arc<FrontState>,
+    app: axum::Router,
+}
+
+impl std::fmt::Debug for HttpFront {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpFront")
+            .field("host", &self.state.host)
+            .field("config", &self.state.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpFront {
+    /// Starts the host of `host` (every server but the lazy ones of
+    /// `config`) and the front before it. Returns once the servers are
+    /// ready or `host.ready_timeout` has passed (see [`Host::start`]).
+    pub async fn start(host: HostConfig, config: FrontConfig) -> Result<HttpFront, FrontError> {
+        Self::start_with(host, HostOptions::new(), config).await
+    }
+
+    /// [`start`](Self::start) under your supervisor or with an early event
+    /// subscriber ([`HostOptions`]). The servers' requests (sampling,
+    /// elicitation, roots) are the front's to answer: a handler set in
+    /// `opts` is replaced.
+    pub async fn start_with(
+        mut host: HostConfig,
+        mut opts: HostOptions,
+        config: FrontConfig,
+    ) -> Result<HttpFront, FrontError> {
+        for name in config.lazy.keys() {
+            host.servers.remove(name);
+        }
+        // Lazy servers' names are checked with the others now, not at
+        // their first use.
+        let mut all = host.clone();
+        for (name, c) in &config.lazy {
+            all.servers.insert(name.clone(), c.clone());
+        }
+        all.validate().map_err(HostError::from)?;
+        let call_log = match &config.call_log {
+            Some(path) => Some(calllog::CallLog::open(path, config.log_arguments).map_err(
+                |source| FrontError::CallLog {
+                    path: path.clone(),
+                    source,
+                },
+            )?),
+            None => None,
+        };
+        let relay = Arc::new(Relay::default());
+        let factory = relay.clone();
+        opts.handler = None;
+        opts = opts.handler_per_server(move |name| factory.handler_for(name));
+        let host = Host::start_with(host, opts).await?;
+        let state = FrontState::new(host, config, relay, call_log);
+        state.watch_all();
+        let app = http::router(state.clone());
+        tracing::info!(
+            servers = state.host.servers().len(),
+            lazy = state.lazy_names().len(),
+            "gateway: started"
+        );
+        Ok(HttpFront { state, app })
+    }
+
+    /// The host behind the front.
+    pub fn host(&self) -> &Host {
+        &self.state.host
+    }
+
+    /// The front's routes (`/mcp`, `/servers/{name}/mcp`, `/health`,
+    /// `/metrics`), to mount in an application that owns its listener.
+    pub fn router(&self) -> axum::Router {
+        self.app.clone()
+    }
+
+    /// Serves on `listener` (at most `http.max_connections` connections)
+    /// until [`shutdown`](Self::shutdown): then no connection is accepted,
+    /// and those still open are cut once the grace (and 2 s more) has
+    /// passed. Returns when every connection is closed.
+    pub async fn serve(&self, listener: TcpListener) -> io::Result<()> {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "gateway: listening");
+        }
+        let done = self.state.closing.subscribe();
+        let flush = self
+            .state
+            .config
+            .grace
+            .saturating_add(Duration::from_secs(2));
+        crate::server::http::serve_app(
+            listener,
+            self.app.clone(),
+            self.state.config.http.max_connections,
+            done,
+            flush,
+        )
+        .await
+    }
+
+    /// Stops: no new connection and a 503 for new requests; calls in
+    /// flight get [`FrontConfig::grace`]; every session ends; every server
+    /// stops and its processes are reaped before this returns.
+    ///
+    /// Cancel safety: the stop goes on if the future is dropped.
+    pub async fn shutdown(&self) -> Vec<ServerShutdown> {
+        let state = &self.state;
+        state.stopping.store(true, Ordering::Release);
+        state.closing.send_replace(true);
+        let made = state.made();
+        tracing::info!(endpoints = made.len(), grace = ?state.config.grace, "gateway: stopping");
+        for (_, m) in &made {
+            m.service.handle().stop();
+        }
+        for (_, m) in made {
+            let mut done = m.service.done.clone();
+            let _ = done.wait_for(|d| *d).await;
+        }
+        let reports = state.host.stop().wait().await;
+        tracing::info!(
+            servers = reports.len(),
+            "gateway: stopped; every server process is gone"
+        );
+        reports
+    }
+
+    /// Adds server `name` (started now, or on first use when `lazy`).
+    pub async fn add_server(
+        &self,
+        name: &str,
+        config: ClientConfig,
+        tools: Option<ToolFilter>,
+        lazy: bool,
+    ) -> Result<(), HostError> {
+        let mut check = HostConfig::new();
+        for s in self.state.host.servers() {
+            check.servers.insert(s.name, ClientConfig::new("x"));
+        }
+        for l in self.state.lazy_names() {
+            check.servers.insert(l, ClientConfig::new("x"));
+        }
+        if check.servers.contains_key(name) {
+            return Err(HostError::Duplicate(name.to_owned()));
+        }
+        check
+            .servers
+            .insert(name.to_owned(), ClientConfig::new("x"));
+        check.validate()?;
+        self.state.set_filter(name, tools);
+        if lazy {
+            self.state.add_lazy(name, config);
+            return Ok(());
+        }
+        self.state.host.add(name, config).await?;
+        self.state.watch_server(name);
+        Ok(())
+    }
+
+    /// Stops server `name` and takes it out (its `/servers/NAME/mcp`
+    /// sessions end; `/mcp`'s sessions are told its items are gone).
+    /// Returns once its processes are reaped.
+    pub async fn remove_server(&self, name: &str) -> Result<(), HostError> {
+        self.state.drop_endpoints(name);
+        if self.state.forget_lazy(name) {
+            self.state.set_filter(name, None);
+            return Ok(());
+        }
+        let shutdown = self.state.host.remove(name)?;
+        shutdown.wait().await;
+        self.state.set_filter(name, None);
+        Ok(())
+    }
+
+    /// Applies a config file read again (`mcp serve --watch`): servers
+    /// whose entry changed restart, added ones start, removed ones stop;
+    /// the others and their sessions are untouched. `previous` is the file
+    /// as last applied. Returns the names restarted, added and removed.
+    pub async fn reload(&self, previous: &ServersFile, next: &ServersFile) -> Reload {
+        let mut out = Reload::default();
+        let names: BTreeMap<&String, ()> = previous
+            .servers
+            .keys()
+            .chain(next.servers.keys())
+            .map(|n| (n, ()))
+            .collect();
+        for name in names.keys() {
+            let before = previous.entries.get(*name);
+            let after = next.entries.get(*name);
+            let options = next.serve.get(*name).cloned().unwrap_or_default();
+            match (before, after, next.servers.get(*name)) {
+                (Some(_), None, _) | (Some(_), Some(_), None) => {
+                    match self.remove_server(name).await {
+                        Ok(()) => out.removed.push((*name).clone()),
+                        Err(e) => out.failed.push(((*name).clone(), e.to_string())),
+                    }
+                }
+                (before, Some(after), Some(config)) => {
+                    if before == Some(after) {
+                        continue;
+                    }
+                    if before.is_some() {
+                        if let Err(e) = self.remove_server(name).await {
+                            out.failed.push(((*name).clone(), e.to_string()));
+                            continue;
+                        }
+                    }
+                    let filter = ToolFilter::from_options(&options);
+                    match self
+                        .add_server(name, config.clone(), Some(filter), options.lazy)
+                        .await
+                    {
+                        Ok(()) if before.is_some() => out.restarted.push((*name).clone()),
+                        Ok(()) => out.added.push((*name).clone()),
+                        Err(e) => out.failed.push(((*name).clone(), e.to_string())),
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// What [`HttpFront::reload`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reload {
+    /// Servers whose entry changed: stopped and started again.
+    pub restarted: Vec<String>,
+    /// New servers, started (or waiting for their first use).
+    pub added: Vec<String>,
+    /// Servers no longer in the file, stopped.
+    pub removed: Vec<String>,
+    /// Servers that could not be changed, with the reason.
+    pub failed: Vec<(String, String)>,
+}

@@ -1,0 +1,322 @@
+//! Who is calling: the bearer token of a request, compared in constant
+//! time with each configured token, gives the [`Principal`] whose grant
+//! decides which servers and tools it may use.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::http::{header, HeaderMap};
+use serde_json::Value;
+
+use crate::config_file::{read_jsonc, ConfigFileError};
+use crate::secret::Secret;
+use crate::server::http::gate::same_secret;
+
+use super::config::Auth;
+use super::glob::{self, Glob};
+
+/// The shortest token accepted from a tokens file.
+pub const MIN_TOKEN_LEN: usize = 16;
+/// The server key of a grant that covers every server.
+const ANY_SERVER: &str = "*";
+
+/// One client of the front: its token, and the servers and tools it may use.
+///
+/// A tokens file (`mcp serve --tokens FILE`, [`ClientGrant::load`]) lists
+/// them by name:
+///
+/// ```json
+/// { "clients": {
+///     "ci":    { "token_env": "CI_MCP_TOKEN", "servers": { "time": ["*"] } },
+///     "alice": { "token": "a-long-random-string-0123456789", "servers": { "*": ["*"], "files": ["read_*"] } }
+/// } }
+/// ```
+///
+/// `servers` maps a server's name (or `"*"`, every server) to glob patterns
+/// of its tools' own names (`*`, `?`); a server absent from it cannot be
+/// reached at all. A token is at least 16 characters; `token_env` names the
+/// variable that holds it (better than writing it in the file).
+#[derive(Clone)]
+pub struct ClientGrant {
+    /// The client's name (in logs, metrics and the call log; never its token).
+    pub name: String,
+    token: Secret,
+    servers: BTreeMap<String, Vec<Glob>>,
+}
+
+impl std::fmt::Debug for ClientGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientGrant")
+            .field("name", &self.name)
+            .field("token", &self.token)
+            .field("servers", &self.servers.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ClientGrant {
+    /// A client with `token` that may use nothing yet (see [`server`](Self::server)).
+    pub fn new(name: impl Into<String>, token: Secret) -> Self {
+        ClientGrant {
+            name: name.into(),
+            token,
+            servers: BTreeMap::new(),
+        }
+    }
+
+    /// Lets the client use `server` (`"*"`: every server), and of its tools
+    /// those matching one of `tools`.
+    pub fn server<I: IntoIterator<Item = S>, S: AsRef<str>>(
+        mut self,
+        server: impl Into<String>,
+        tools: I,
+    ) -> Self {
+        self.servers
+            .entry(server.into())
+            .or_default()
+            .extend(tools.into_iter().map(|t| Glob::new(t.as_ref())));
+        self
+    }
+
+    /// Reads a tokens file (JSON with comments; a regular file of at most
+    /// 4 MiB). Errors name the key, never a token.
+    pub fn load(path: impl AsRef<Path>) -> Result<Vec<ClientGrant>, ConfigFileError> {
+        let path = path.as_ref();
+        let text = read_jsonc(path)?;
+        Self::parse(&text, path, &|v| std::env::var(v).ok())
+    }
+
+    /// Reads a tokens file's JSON, `env` giving the variables of `token_env`.
+    pub fn parse(
+        v: &Value,
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Vec<ClientGrant>, ConfigFileError> {
+        let invalid = |key: &str, problem: &str| ConfigFileError::Invalid {
+            file: path.to_owned(),
+            key: key.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let clients = v
+            .get("clients")
+            .and_then(Value::as_object)
+            .ok_or_else(|| invalid("clients", "missing, or not an object of clients"))?;
+        let mut out: Vec<ClientGrant> = Vec::new();
+        for (name, c) in clients {
+            let key = format!("clients.{name}");
+            let c = c
+                .as_object()
+                .ok_or_else(|| invalid(&key, "must be an object"))?;
+            let token = match (c.get("token"), c.get("token_env")) {
+                (Some(Value::String(t)), None) => t.clone(),
+                (None, Some(Value::String(var))) => {
+                    env(var).ok_or_else(|| ConfigFileError::UnsetVariable {
+                        file: path.to_owned(),
+                        key: format!("{key}.token_env"),
+                        variable: var.clone(),
+                    })?
+                }
+                _ => {
+                    return Err(invalid(
+                        &key,
+                        "needs exactly one of `token` or `token_env` (a string)",
+                    ))
+                }
+            };
+            if token.chars().count() < MIN_TOKEN_LEN {
+                return Err(invalid(
+                    &format!("{key}.token"),
+                    &format!("too short: at least {MIN_TOKEN_LEN} characters"),
+                ));
+            }
+            if out.iter().any(|o| o.token.expose() == token.as_str()) {
+                return Err(invalid(
+                    &format!("{key}.token"),
+                    "the same token as another client",
+                ));
+            }
+            let servers = c
+                .get("servers")
+                .and_then(Value::as_object)
+                .ok_or_else(|| invalid(&format!("{key}.servers"), "missing, or not an object"))?;
+            let mut grant = ClientGrant::new(name.clone(), Secret::new(token));
+            for (server, tools) in servers {
+                let tkey = format!("{key}.servers.{server}");
+                let tools = tools
+                    .as_array()
+                    .ok_or_else(|| invalid(&tkey, "must be an array of tool patterns"))?;
+                let mut patterns = Vec::with_capacity(tools.len());
+                for (i, t) in tools.iter().enumerate() {
+                    match t.as_str() {
+                        Some(p) if !p.is_empty() => patterns.push(p.to_owned()),
+                        _ => {
+                            return Err(invalid(
+                                &format!("{tkey}[{i}]"),
+                                "must be a non-empty glob pattern",
+                            ))
+                        }
+                    }
+                }
+                grant = grant.server(server.clone(), patterns);
+            }
+            for k in c.keys() {
+                if !["token", "token_env", "servers"].contains(&k.as_str()) {
+                    return Err(invalid(&format!("{key}.{k}"), "unknown field"));
+                }
+            }
+            out.push(grant);
+        }
+        Ok(out)
+    }
+}
+
+/// The caller of one request, as its token says.
+#[derive(Debug)]
+pub(crate) struct Principal {
+    /// Its place among the front's principals (its endpoints are its own).
+    pub(crate) index: usize,
+    /// Its name: the client's, `token` for the one bearer token, or
+    /// `anonymous`.
+    pub(crate) name: Arc<str>,
+    /// What it may use; `None`: everything.
+    grants: Option<BTreeMap<String, Vec<Glob>>>,
+}
+
+impl Principal {
+    /// Whether it may reach `server` at all.
+    pub(crate) fn server_allowed(&self, server: &str) -> bool {
+        match &self.grants {
+            None => true,
+            Some(m) => m.contains_key(server) || m.contains_key(ANY_SERVER),
+        }
+    }
+
+    /// Whether it may see and call `server`'s tool `tool`.
+    pub(crate) fn tool_allowed(&self, server: &str, tool: &str) -> bool {
+        match &self.grants {
+            None => true,
+            Some(m) => [server, ANY_SERVER]
+                .iter()
+                .filter_map(|s| m.get(*s))
+                .any(|globs| glob::any(globs, tool)),
+        }
+    }
+
+    /// Whether some server or tool is out of its reach.
+    pub(crate) fn restricted(&self) -> bool {
+        self.grants.is_some()
+    }
+}
+
+/// The front's principals, and the check of a request's token.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    tokens: Vec<Secret>,
+    principals: Vec<Arc<Principal>>,
+}
+
+impl Gate {
+    pub(crate) fn new(auth: &Auth) -> Gate {
+        let (tokens, principals) = match auth {
+            Auth::None => (Vec::new(), vec![principal(0, "anonymous", None)]),
+            Auth::Bearer(t) => (vec![t.clone()], vec![principal(0, "token", None)]),
+            Auth::Clients(clients) => clients
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        c.token.clone(),
+                        principal(i, &c.name, Some(c.servers.clone())),
+                    )
+                })
+                .unzip(),
+        };
+        Gate { tokens, principals }
+    }
+
+    /// The caller of a request with these headers; `None`: no valid token
+    /// (401). Every token is compared, in time that depends on the lengths
+    /// only, whichever matches.
+    pub(crate) fn check(&self, headers: &HeaderMap) -> Option<Arc<Principal>> {
+        if self.tokens.is_empty() {
+            return self.principals.first().cloned();
+        }
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, rest) = v.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
+            })?;
+        let mut found = None;
+        for (i, t) in self.tokens.iter().enumerate() {
+            if same_secret(given.as_bytes(), t.expose().as_bytes()) && found.is_none() {
+                found = Some(i);
+            }
+        }
+        found.and_then(|i| self.principals.get(i).cloned())
+    }
+}
+
+fn principal(
+    index: usize,
+    name: &str,
+    grants: Option<BTreeMap<String, Vec<Glob>>>,
+) -> Arc<Principal> {
+    Arc::new(Principal {
+        index,
+        name: name.into(),
+        grants,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<Vec<ClientGrant>, ConfigFileError> {
+        ClientGrant::parse(&v, Path::new("/t/tokens.json"), &|k| {
+            (k == "CI").then(|| "ci-token-0123456789abcdef".to_owned())
+        })
+    }
+
+    #[test]
+    fn a_tokens_file_gives_each_client_its_servers_and_tools() {
+        let grants = parse(json!({ "clients": {
+            "ci": { "token_env": "CI", "servers": { "time": ["get_*"] } },
+            "admin": { "token": "admin-token-0123456789", "servers": { "*": ["*"] } }
+        }}))
+        .unwrap();
+        let gate = Gate::new(&Auth::Clients(grants));
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            "Bearer ci-token-0123456789abcdef".parse().unwrap(),
+        );
+        let ci = gate.check(&h).expect("the ci token");
+        assert_eq!(&*ci.name, "ci");
+        assert!(ci.server_allowed("time") && !ci.server_allowed("files"));
+        assert!(ci.tool_allowed("time", "get_time") && !ci.tool_allowed("time", "set_time"));
+        h.insert(header::AUTHORIZATION, "Bearer wrong".parse().unwrap());
+        assert!(gate.check(&h).is_none());
+        h.remove(header::AUTHORIZATION);
+        assert!(gate.check(&h).is_none());
+    }
+
+    #[test]
+    fn short_missing_or_shared_tokens_are_refused_by_key_without_the_token() {
+        for bad in [
+            json!({ "clients": { "a": { "token": "short", "servers": {} } } }),
+            json!({ "clients": { "a": { "token_env": "UNSET", "servers": {} } } }),
+            json!({ "clients": { "a": { "token": "same-token-0123456789", "servers": {} },
+                                 "b": { "token": "same-token-0123456789", "servers": {} } } }),
+            json!({ "clients": { "a": { "token": "a-token-0123456789abc" } } }),
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("clients."), "{e}");
+            assert!(!e.contains("same-token") && !e.contains("short\""), "{e}");
+        }
+    }
+}

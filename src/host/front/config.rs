@@ -1,0 +1,239 @@
+//! [`FrontConfig`]: how an [`HttpFront`](super::HttpFront) serves its host:
+//! who may call it ([`Auth`]), from which browser origins, which tools of
+//! each server are served ([`ToolFilter`]), which servers start on first
+//! use, the stop grace, and the HTTP limits of each endpoint.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::client::ClientConfig;
+use crate::config_file::{ServeOptions, ServersFile};
+use crate::protocol::Implementation;
+use crate::secret::Secret;
+use crate::server::http::{Allow, HttpConfig};
+use crate::server::ServerConfig;
+
+use super::auth::ClientGrant;
+use super::glob::{self, Glob};
+
+/// Default [`FrontConfig::grace`]: 10 s.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+/// Default [`FrontConfig::input_timeout`]: 5 minutes.
+pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default [`FrontConfig::max_held_calls`].
+pub const DEFAULT_MAX_HELD_CALLS: usize = 256;
+
+/// Who may call the front.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum Auth {
+    /// Anyone who reaches it (right for a loopback listener only).
+    #[default]
+    None,
+    /// One bearer token, with access to every server and tool.
+    Bearer(Secret),
+    /// Per-client tokens, each with the servers and tools it may use (see
+    /// [`ClientGrant`]; read from a file with [`ClientGrant::load`]).
+    Clients(Vec<ClientGrant>),
+}
+
+impl Auth {
+    /// Whether a token is needed.
+    pub fn required(&self) -> bool {
+        !matches!(self, Auth::None)
+    }
+}
+
+/// Which tools of one server are served: listed and callable alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    allow: Vec<Glob>,
+    deny: Vec<Glob>,
+}
+
+impl ToolFilter {
+    /// Every tool.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// Only tools matching one of `patterns` (`*`, `?`), unless denied.
+    pub fn allow<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, patterns: I) -> Self {
+        self.allow
+            .extend(patterns.into_iter().map(|p| Glob::new(p.as_ref())));
+        self
+    }
+
+    /// No tool matching one of `patterns` (deny wins over allow).
+    pub fn deny<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, patterns: I) -> Self {
+        self.deny
+            .extend(patterns.into_iter().map(|p| Glob::new(p.as_ref())));
+        self
+    }
+
+    /// Whether the tool `name` (the server's own name) is served.
+    pub fn allows(&self, name: &str) -> bool {
+        (self.allow.is_empty() || glob::any(&self.allow, name)) && !glob::any(&self.deny, name)
+    }
+
+    /// The filter a config file's `conduit.tools` sets.
+    pub fn from_options(options: &ServeOptions) -> Self {
+        Self::all()
+            .allow(&options.tools_allow)
+            .deny(&options.tools_deny)
+    }
+}
+
+/// How an [`HttpFront`](super::HttpFront) serves its host.
+///
+/// The defaults are the safe ones: no token (so bind loopback), loopback
+/// `Host` and `Origin` only, every tool served, a 10 s stop grace.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FrontConfig {
+    /// Who may call (default [`Auth::None`]). `/health` needs no token.
+    pub auth: Auth,
+    /// Browser origins allowed besides loopback ones (`Origin` headers; a
+    /// request without one is not from a browser and passes). Others get
+    /// 403. `"*"` allows any.
+    pub allowed_origins: Vec<String>,
+    /// Accepted `Host` headers (DNS rebinding): [`Allow::Loopback`] by
+    /// default; a front reached under other names lists them, or uses
+    /// [`Allow::Any`] behind a token.
+    pub allowed_hosts: Allow,
+    /// Per server: which of its tools are served.
+    pub tools: BTreeMap<String, ToolFilter>,
+    /// Servers started on their first use (a call, a listing of
+    /// `/servers/NAME/mcp`, or `/mcp`'s lists), not with the host.
+    pub lazy: BTreeMap<String, ClientConfig>,
+    /// On [`HttpFront::shutdown`](super::HttpFront::shutdown): how long
+    /// calls in flight get to finish before they are answered with an
+    /// error and every server stops.
+    pub grace: Duration,
+    /// A 2026-07-28 client whose call is waiting for its input (a legacy
+    /// server asked for sampling, elicitation or roots) has this long to
+    /// send it; then the server's request fails and the call is cancelled.
+    pub input_timeout: Duration,
+    /// The most calls kept waiting for their client's input at once (each
+    /// holds a server's call open); past it, a server's request for input
+    /// is refused.
+    pub max_held_calls: usize,
+    /// One JSON line per call to this file (time, client, server, method,
+    /// tool, duration, outcome).
+    pub call_log: Option<PathBuf>,
+    /// With [`call_log`](Self::call_log): each call's arguments too.
+    pub log_arguments: bool,
+    /// The HTTP limits of every endpoint (sessions, bytes, connections,
+    /// keep-alive; see [`HttpConfig`]). Its identity, path, hosts, origins
+    /// and authorization are the front's.
+    pub http: HttpConfig,
+}
+
+impl Default for FrontConfig {
+    fn default() -> Self {
+        FrontConfig {
+            auth: Auth::None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Allow::Loopback,
+            tools: BTreeMap::new(),
+            lazy: BTreeMap::new(),
+            grace: DEFAULT_GRACE,
+            input_timeout: DEFAULT_INPUT_TIMEOUT,
+            max_held_calls: DEFAULT_MAX_HELD_CALLS,
+            call_log: None,
+            log_arguments: false,
+            http: HttpConfig::new(ServerConfig::new(Implementation::new(
+                "conduit-mcp-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))),
+        }
+    }
+}
+
+impl FrontConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The tool filters of a config file's servers (`conduit.tools`).
+    /// Its lazy servers are split out by [`split_lazy`](Self::split_lazy).
+    pub fn from_file(file: &ServersFile) -> Self {
+        let mut c = Self::default();
+        for (name, options) in &file.serve {
+            let filter = ToolFilter::from_options(options);
+            if filter != ToolFilter::all() {
+                c.tools.insert(name.clone(), filter);
+            }
+        }
+        c
+    }
+
+    /// Moves the servers a config file marks `conduit.lazy` out of
+    /// `servers` (the host's) into [`lazy`](Self::lazy).
+    pub fn split_lazy(&mut self, file: &ServersFile, servers: &mut BTreeMap<String, ClientConfig>) {
+        for (name, options) in &file.serve {
+            if options.lazy {
+                if let Some(c) = servers.remove(name) {
+                    self.lazy.insert(name.clone(), c);
+                }
+            }
+        }
+    }
+
+    /// Sets [`auth`](Self::auth).
+    pub fn auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Allows one more browser origin.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Sets [`allowed_hosts`](Self::allowed_hosts).
+    pub fn allowed_hosts(mut self, allow: Allow) -> Self {
+        self.allowed_hosts = allow;
+        self
+    }
+
+    /// Sets the tool filter of `server`.
+    pub fn tools(mut self, server: impl Into<String>, filter: ToolFilter) -> Self {
+        self.tools.insert(server.into(), filter);
+        self
+    }
+
+    /// Adds a server started on first use.
+    pub fn lazy(mut self, name: impl Into<String>, config: ClientConfig) -> Self {
+        self.lazy.insert(name.into(), config);
+        self
+    }
+
+    /// Sets [`grace`](Self::grace).
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Sets [`input_timeout`](Self::input_timeout).
+    pub fn input_timeout(mut self, timeout: Duration) -> Self {
+        self.input_timeout = timeout;
+        self
+    }
+
+    /// Sets [`call_log`](Self::call_log) and [`log_arguments`](Self::log_arguments).
+    pub fn call_log(mut self, path: impl Into<PathBuf>, arguments: bool) -> Self {
+        self.call_log = Some(path.into());
+        self.log_arguments = arguments;
+        self
+    }
+
+    /// Sets the HTTP limits of every endpoint.
+    pub fn http(mut self, http: HttpConfig) -> Self {
+        self.http = http;
+        self
+    }
+}

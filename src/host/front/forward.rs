@@ -1,0 +1,240 @@
+//! One front request sent on to its server: its `_meta` translated for the
+//! server's era, its progress passed back, its cancellation passed on (the
+//! server's call is dropped with the front's, which cancels it), the
+//! server's requests routed to this call's client ([`relay`](super::relay)),
+//! and the answer returned as the server gave it.
+//!
+//! | front | server | input the server asks for |
+//! |---|---|---|
+//! | 2026-07-28 | 2026-07-28 | the server's `input_required` passed through as it is (its `requestState` too) |
+//! | 2025-11-25 | 2026-07-28 | fulfilled by the gateway's client: each input request goes to the front session as a request on the call's SSE stream |
+//! | 2025-11-25 | legacy | the server's request goes to the front session on the call's SSE stream |
+//! | 2026-07-28 | legacy | the server's call is held open; the front gets `input_required` with the gateway's `requestState`, and the retry's answer goes to the server's request ([`rounds`](super::rounds)) |
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use crate::client::{Client, Progress, RequestOptions};
+use crate::error::Error;
+use crate::jsonrpc::{codes, ErrorObject, RawJson};
+use crate::protocol::{meta, Era};
+use crate::server::{HandlerError, RequestContext};
+
+use super::auth::Principal;
+use super::relay::CURRENT;
+use super::rounds;
+use super::state::FrontState;
+
+/// How long a request waits for a server that is not ready (starting,
+/// restarting) before it fails.
+pub(crate) const READY_WAIT: Duration = Duration::from_secs(30);
+
+/// Methods whose 2026-07-28 results may be `input_required`.
+pub(crate) const MULTI_ROUND: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// Where a request goes.
+pub(crate) struct Target {
+    /// The server's name in the host.
+    pub(crate) server: Arc<str>,
+    pub(crate) client: Client,
+}
+
+/// Sends `method` with `params` (already in the server's own names) to
+/// `target` on behalf of the front request `ctx`, and returns the
+/// server's answer.
+pub(crate) async fn forward(
+    front: &Arc<FrontState>,
+    principal: &Arc<Principal>,
+    target: &Target,
+    method: &str,
+    params: Option<Value>,
+    ctx: &RequestContext,
+) -> Result<Value, HandlerError> {
+    let tool = match method {
+        "tools/call" | "prompts/get" => params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        _ => None,
+    };
+    let arguments = params.as_ref().and_then(|p| p.get("arguments")).cloned();
+    let mut record = front.observe(principal, &target.server, method, tool, arguments);
+    let result = route(front, principal, target, method, params, ctx).await;
+    record.finish(&result);
+    result
+}
+
+async fn route(
+    front: &Arc<FrontState>,
+    principal: &Arc<Principal>,
+    target: &Target,
+    method: &str,
+    params: Option<Value>,
+    ctx: &RequestContext,
+) -> Result<Value, HandlerError> {
+    let backend = backend_era(target).await?;
+    if ctx.era() == Era::Modern && backend == Era::Legacy {
+        if let Some(state) = rounds::our_state(&params) {
+            return rounds::resume(front, principal, target, method, params, state, ctx).await;
+        }
+        if MULTI_ROUND.contains(&method) {
+            let params = server_params(params, ctx, backend);
+            return rounds::start(front, principal, target, method, params, ctx).await;
+        }
+    }
+    let params = server_params(params, ctx, backend);
+    let registered = front
+        .relay
+        .register(&target.server, principal.clone(), ctx.clone(), None);
+    let mut opts = RequestOptions::new();
+    if ctx.era() == Era::Modern {
+        // The server's own `input_required` goes back to the front client
+        // as it is; its retry comes back here with the answers.
+        opts = opts.single_round();
+    }
+    let (opts, progress) = with_progress(opts, ctx);
+    let call = CURRENT.scope(
+        registered.call.clone(),
+        target.client.request_raw(method, params, opts),
+    );
+    let result = pass_progress(call, progress, ctx).await;
+    drop(registered);
+    answer(&target.server, result)
+}
+
+/// The server's era, waiting (a bounded time) for a server that is not
+/// ready.
+async fn backend_era(target: &Target) -> Result<Era, HandlerError> {
+    if let Some(s) = target.client.session() {
+        return Ok(s.era);
+    }
+    match target.client.ready(READY_WAIT).await {
+        Ok(s) => Ok(s.era),
+        Err(e) => Err(failure(&target.server, &e)),
+    }
+}
+
+/// Asks for progress when the front request did.
+pub(crate) fn with_progress(
+    opts: RequestOptions,
+    ctx: &RequestContext,
+) -> (RequestOptions, Option<mpsc::UnboundedReceiver<Progress>>) {
+    if ctx.progress_token().is_none() {
+        return (opts, None);
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    (opts.progress(tx), Some(rx))
+}
+
+/// Runs `call`, passing its progress to the front request.
+async fn pass_progress<F, T>(
+    call: F,
+    progress: Option<mpsc::UnboundedReceiver<Progress>>,
+    ctx: &RequestContext,
+) -> T
+where
+    F: std::future::Future<Output = T>,
+{
+    let Some(mut progress) = progress else {
+        return call.await;
+    };
+    tokio::pin!(call);
+    loop {
+        tokio::select! {
+            r = &mut call => {
+                while let Ok(p) = progress.try_recv() {
+                    send_progress(ctx, &p);
+                }
+                return r;
+            }
+            Some(p) = progress.recv() => send_progress(ctx, &p),
+        }
+    }
+}
+
+/// One progress notification of the server's call, as the front's.
+pub(crate) fn send_progress(ctx: &RequestContext, p: &Progress) {
+    let _ = ctx.progress(p.progress, p.total, p.message.as_deref());
+}
+
+/// The front request's params as the server's era wants them: the front's
+/// own progress token and protocol version out (the gateway's client sets
+/// its own); for a 2026-07-28 server, the front client's capabilities,
+/// identity and log level, so that the server asks only for what this
+/// client can give; for a legacy server, no `io.modelcontextprotocol/`
+/// keys and no retry fields.
+pub(crate) fn server_params(
+    params: Option<Value>,
+    ctx: &RequestContext,
+    backend: Era,
+) -> Option<Value> {
+    let mut p = match params {
+        Some(Value::Object(m)) => m,
+        None => Map::new(),
+        other => return other,
+    };
+    let mut m = match p.remove("_meta") {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    m.remove(meta::PROGRESS_TOKEN);
+    m.remove(meta::PROTOCOL_VERSION);
+    match backend {
+        Era::Modern => {
+            let caps = ctx
+                .client_capabilities()
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            m.insert(meta::CLIENT_CAPABILITIES.into(), caps);
+            if ctx.era() == Era::Legacy {
+                if let Some(info) = ctx.handle().client_info() {
+                    m.entry(meta::CLIENT_INFO).or_insert(info);
+                }
+                // A legacy client gets every log message of its calls
+                // unless it set a level.
+                let level = ctx
+                    .handle()
+                    .log_level()
+                    .map_or_else(|| "debug".to_owned(), |l| l.as_str().to_owned());
+                m.insert(meta::LOG_LEVEL.into(), json!(level));
+            }
+        }
+        Era::Legacy => {
+            m.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
+            p.remove("inputResponses");
+            p.remove("requestState");
+        }
+    }
+    if !m.is_empty() {
+        p.insert("_meta".into(), Value::Object(m));
+    }
+    Some(Value::Object(p))
+}
+
+/// The server's answer as the front's.
+pub(crate) fn answer(server: &str, result: Result<RawJson, Error>) -> Result<Value, HandlerError> {
+    match result {
+        Ok(raw) => raw.parse::<Value>().map_err(|e| {
+            HandlerError::Internal(format!(
+                "server `{server}` sent a result that is not JSON: {e}"
+            ))
+        }),
+        Err(e) => Err(failure(server, &e)),
+    }
+}
+
+/// A failed call as a JSON-RPC error: the server's own error as it is,
+/// anything else (timeout, crash, not ready) as -32603 naming the server.
+pub(crate) fn failure(server: &str, e: &Error) -> HandlerError {
+    match e.server_error() {
+        Some(obj) => HandlerError::Rpc(obj.clone()),
+        None => HandlerError::Rpc(
+            ErrorObject::new(codes::INTERNAL_ERROR, format!("server `{server}`: {e}"))
+                .with_data(json!({ "server": server })),
+        ),
+    }
+}

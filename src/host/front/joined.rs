@@ -1,0 +1,302 @@
+//! `/mcp`: every server in one namespace, as [`Host`](crate::host::Host)
+//! joins them (`server__tool`, prompts likewise, resources by URI), each
+//! list built from the host's catalog (the servers' own JSON, renamed) and
+//! each call routed to its server under its own name. What a caller sees
+//! is what its grant and each server's tool filter allow; a lazy server
+//! starts when the namespace is first listed or one of its names is
+//! called.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::{json, Map, Value};
+
+use crate::host::ItemKind;
+use crate::jsonrpc::{codes, ErrorObject, Request};
+use crate::protocol::{methods, Era, SubscriptionFilter};
+use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
+
+use super::auth::Principal;
+use super::forward::{forward, READY_WAIT};
+use super::listen;
+use super::state::FrontState;
+use super::subscribe::subscription;
+
+/// The handler of one caller's `/mcp`.
+pub(crate) struct Joined {
+    front: Weak<FrontState>,
+    principal: Arc<Principal>,
+    hub: Router,
+}
+
+/// Where a namespaced name goes.
+struct Owner {
+    server: String,
+    own: String,
+}
+
+impl Joined {
+    pub(crate) fn new(front: Weak<FrontState>, principal: Arc<Principal>, hub: Router) -> Self {
+        Joined {
+            front,
+            principal,
+            hub,
+        }
+    }
+
+    fn front(&self) -> Result<Arc<FrontState>, HandlerError> {
+        self.front
+            .upgrade()
+            .ok_or_else(|| HandlerError::Internal("the gateway is stopping".into()))
+    }
+
+    /// Whether the caller sees `server`'s item `own` of `kind`.
+    fn visible(&self, front: &FrontState, kind: ItemKind, server: &str, own: &str) -> bool {
+        if !self.principal.server_allowed(server) {
+            return false;
+        }
+        match kind {
+            ItemKind::Tool => {
+                front.serves_tool(server, own) && self.principal.tool_allowed(server, own)
+            }
+            _ => true,
+        }
+    }
+
+    /// Starts the lazy servers this caller may use, and waits (bounded) for
+    /// their lists.
+    async fn start_lazy(&self, front: &Arc<FrontState>) {
+        let mut started = false;
+        for name in front.lazy_names() {
+            if self.principal.server_allowed(&name) {
+                if let Err(e) = front.ensure_started(&name).await {
+                    tracing::warn!(server = %name, error = %e, "gateway: a lazy server could not start");
+                }
+                started = true;
+            }
+        }
+        if started {
+            front.host.ready(READY_WAIT).await;
+        }
+    }
+
+    /// The namespace's items of `kind` this caller sees, as JSON.
+    fn list(&self, front: &FrontState, kind: ItemKind) -> Vec<Value> {
+        let renamed = kind != ItemKind::Resource;
+        front
+            .host
+            .shared
+            .holders(kind)
+            .into_iter()
+            .filter(|(_, h)| self.visible(front, kind, &h.server, &h.item.own))
+            .filter_map(|(name, h)| {
+                let mut v: Value = serde_json::from_str(&h.item.raw).ok()?;
+                if renamed {
+                    v.as_object_mut()?
+                        .insert("name".into(), Value::String(name));
+                }
+                Some(v)
+            })
+            .collect()
+    }
+
+    /// The server and own name of the namespaced `name`; a lazy server
+    /// whose prefix it has is started first.
+    async fn resolve(
+        &self,
+        front: &Arc<FrontState>,
+        kind: ItemKind,
+        name: &str,
+    ) -> Result<Owner, HandlerError> {
+        let unknown = || {
+            let what = match kind {
+                ItemKind::Tool => "tool",
+                ItemKind::Prompt => "prompt",
+                _ => "resource",
+            };
+            HandlerError::Rpc(
+                ErrorObject::new(codes::INVALID_PARAMS, format!("Unknown {what}: {name}"))
+                    .with_data(json!({ "name": name })),
+            )
+        };
+        let found = |front: &FrontState| {
+            front.host.shared.owner_of(kind, name).map(|r| Owner {
+                server: r.server,
+                own: r.name,
+            })
+        };
+        let owner = match found(front) {
+            Some(o) => Some(o),
+            None if kind != ItemKind::Resource => {
+                let prefix = |s: &str| name.starts_with(&front.host.shared.naming.prefix(s));
+                match front.lazy_names().into_iter().find(|s| prefix(s)) {
+                    Some(server) if self.principal.server_allowed(&server) => {
+                        front
+                            .ensure_started(&server)
+                            .await
+                            .map_err(HandlerError::Internal)?;
+                        front.host.ready(READY_WAIT).await;
+                        found(front)
+                    }
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        let owner = owner.ok_or_else(unknown)?;
+        if !self.visible(front, kind, &owner.server, &owner.own) {
+            return Err(unknown());
+        }
+        Ok(owner)
+    }
+
+    /// Sends `req` to the server of `owner`, with `params`.
+    async fn send(
+        &self,
+        front: &Arc<FrontState>,
+        owner: &Owner,
+        method: &str,
+        params: Option<Value>,
+        ctx: &RequestContext,
+    ) -> Result<Value, HandlerError> {
+        let target = front.target(&owner.server).ok_or_else(|| {
+            HandlerError::Internal(format!(
+                "server `{}` is no longer in the gateway",
+                owner.server
+            ))
+        })?;
+        forward(front, &self.principal, &target, method, params, ctx).await
+    }
+
+    /// `params` with `key` set to `value`.
+    fn with(params: Option<Value>, key: &str, value: &str) -> Option<Value> {
+        let mut p = match params {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        p.insert(key.into(), Value::String(value.into()));
+        Some(Value::Object(p))
+    }
+
+    fn string(params: &Option<Value>, key: &str) -> Result<String, HandlerError> {
+        params
+            .as_ref()
+            .and_then(|p| p.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| HandlerError::InvalidParams(format!("missing `{key}`")))
+    }
+
+    async fn complete(
+        &self,
+        front: &Arc<FrontState>,
+        params: Option<Value>,
+        ctx: &RequestContext,
+    ) -> Result<Value, HandlerError> {
+        let reference = params
+            .as_ref()
+            .and_then(|p| p.get("ref"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let (kind, key) = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => (ItemKind::Prompt, "name"),
+            Some("ref/resource") => (ItemKind::Resource, "uri"),
+            _ => return Err(HandlerError::InvalidParams("unknown `ref` type".into())),
+        };
+        let name = reference
+            .get(key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| HandlerError::InvalidParams(format!("missing `ref.{key}`")))?;
+        let owner = self.resolve(front, kind, name).await?;
+        let mut p = params.unwrap_or_else(|| json!({}));
+        if let Some(r) = p.get_mut("ref").and_then(Value::as_object_mut) {
+            r.insert(key.into(), Value::String(owner.own.clone()));
+        }
+        self.send(front, &owner, methods::COMPLETION_COMPLETE, Some(p), ctx)
+            .await
+    }
+}
+
+impl Handler for Joined {
+    async fn handle_request(
+        &self,
+        req: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, HandlerError> {
+        let front = self.front()?;
+        let era = ctx.era();
+        let params = req.params.clone();
+        match req.method.as_str() {
+            methods::TOOLS_LIST => {
+                self.start_lazy(&front).await;
+                Ok(json!({ "tools": self.list(&front, ItemKind::Tool) }))
+            }
+            methods::PROMPTS_LIST => {
+                self.start_lazy(&front).await;
+                Ok(json!({ "prompts": self.list(&front, ItemKind::Prompt) }))
+            }
+            methods::RESOURCES_LIST => {
+                self.start_lazy(&front).await;
+                Ok(json!({ "resources": self.list(&front, ItemKind::Resource) }))
+            }
+            // Templates name no resource the namespace routes: read them
+            // through `/servers/NAME/mcp`.
+            methods::RESOURCES_TEMPLATES_LIST => Ok(json!({ "resourceTemplates": [] })),
+            methods::TOOLS_CALL | methods::PROMPTS_GET => {
+                let kind = if req.method == methods::TOOLS_CALL {
+                    ItemKind::Tool
+                } else {
+                    ItemKind::Prompt
+                };
+                let name = Self::string(&params, "name")?;
+                let owner = self.resolve(&front, kind, &name).await?;
+                let params = Self::with(params, "name", &owner.own);
+                self.send(&front, &owner, &req.method, params, &ctx).await
+            }
+            methods::RESOURCES_READ => {
+                let uri = Self::string(&params, "uri")?;
+                let owner = self.resolve(&front, ItemKind::Resource, &uri).await?;
+                self.send(&front, &owner, &req.method, params, &ctx).await
+            }
+            methods::COMPLETION_COMPLETE => self.complete(&front, params, &ctx).await,
+            methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
+                self.hub.handle_request(req, ctx).await
+            }
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
+                let uri = Self::string(&params, "uri")?;
+                let owner = self.resolve(&front, ItemKind::Resource, &uri).await?;
+                self.hub.handle_request(req.clone(), ctx.clone()).await?;
+                let target = front.target(&owner.server).ok_or_else(|| {
+                    HandlerError::Internal(format!(
+                        "server `{}` is no longer in the gateway",
+                        owner.server
+                    ))
+                })?;
+                subscription(&front, &self.principal, &target, &req.method, params, &ctx).await
+            }
+            methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
+                let p = listen::params(&req)?;
+                let all = json!({
+                    "tools": { "listChanged": true },
+                    "prompts": { "listChanged": true },
+                    "resources": { "listChanged": true, "subscribe": true },
+                });
+                let agreed: SubscriptionFilter = listen::agreed(&p.notifications, &all);
+                self.hub.serve_listen(&req, ctx, agreed).await
+            }
+            m => Err(HandlerError::MethodNotFound(m.to_owned())),
+        }
+    }
+
+    fn serving(&self, handle: ServerHandle) {
+        self.hub.serving(handle);
+    }
+
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        let front = self.front.upgrade()?;
+        let tools = front.host.shared.holders(ItemKind::Tool);
+        tools
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(n, h)| h.tool(n).tool.input_schema)
+    }
+}

@@ -1,0 +1,164 @@
+//! `/servers/NAME/mcp`: one server as it is, its own names, every method
+//! passed on; the front answers only what is per session (a legacy
+//! client's log level and resource subscriptions, kept by its hub) and
+//! serves `subscriptions/listen` (passed on to a 2026-07-28 server, kept
+//! by the hub for a legacy one), and applies the tool filter and the
+//! caller's grant to `tools/list` and `tools/call`.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::{json, Value};
+
+use crate::jsonrpc::{codes, ErrorObject, Request};
+use crate::protocol::{methods, Era, ListenParams};
+use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
+
+use super::auth::Principal;
+use super::forward::{forward, Target};
+use super::listen;
+use super::state::FrontState;
+use super::subscribe::subscription;
+
+/// The handler of one caller's `/servers/NAME/mcp`.
+pub(crate) struct Single {
+    front: Weak<FrontState>,
+    principal: Arc<Principal>,
+    server: Arc<str>,
+    hub: Router,
+}
+
+impl Single {
+    pub(crate) fn new(
+        front: Weak<FrontState>,
+        principal: Arc<Principal>,
+        server: Arc<str>,
+        hub: Router,
+    ) -> Self {
+        Single {
+            front,
+            principal,
+            server,
+            hub,
+        }
+    }
+
+    fn front(&self) -> Result<Arc<FrontState>, HandlerError> {
+        self.front
+            .upgrade()
+            .ok_or_else(|| HandlerError::Internal("the gateway is stopping".into()))
+    }
+
+    fn target(&self, front: &FrontState) -> Result<Target, HandlerError> {
+        front.target(&self.server).ok_or_else(|| {
+            HandlerError::Rpc(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("server `{}` is no longer in the gateway", self.server),
+            ))
+        })
+    }
+
+    /// Whether the caller may see and call the tool `name`.
+    fn tool_visible(&self, front: &FrontState, name: &str) -> bool {
+        front.serves_tool(&self.server, name) && self.principal.tool_allowed(&self.server, name)
+    }
+
+    fn filtered(&self, front: &FrontState) -> bool {
+        front.has_filter(&self.server) || self.principal.restricted()
+    }
+}
+
+impl Handler for Single {
+    async fn handle_request(
+        &self,
+        req: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, HandlerError> {
+        let front = self.front()?;
+        let target = self.target(&front)?;
+        let era = ctx.era();
+        let method = req.method.clone();
+        let pass = |params| forward(&front, &self.principal, &target, &method, params, &ctx);
+        match req.method.as_str() {
+            methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
+                // Kept for this session (its calls carry it to a 2026-07-28
+                // server); a legacy server is told too.
+                self.hub.handle_request(req.clone(), ctx.clone()).await?;
+                if target
+                    .client
+                    .session()
+                    .is_some_and(|s| s.era == Era::Legacy)
+                {
+                    pass(req.params).await?;
+                }
+                Ok(json!({}))
+            }
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
+                self.hub.handle_request(req.clone(), ctx.clone()).await?;
+                subscription(
+                    &front,
+                    &self.principal,
+                    &target,
+                    &req.method,
+                    req.params,
+                    &ctx,
+                )
+                .await
+            }
+            methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
+                let modern = target
+                    .client
+                    .session()
+                    .is_some_and(|s| s.era == Era::Modern);
+                if modern {
+                    listen::pass(&target, &req, ctx).await
+                } else {
+                    let p: ListenParams = listen::params(&req)?;
+                    let caps = target
+                        .client
+                        .session()
+                        .map(|s| s.capabilities.clone())
+                        .unwrap_or(Value::Null);
+                    let agreed = listen::agreed(&p.notifications, &caps);
+                    self.hub.serve_listen(&req, ctx, agreed).await
+                }
+            }
+            methods::TOOLS_CALL => {
+                let name = req
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if !self.tool_visible(&front, name) {
+                    return Err(HandlerError::InvalidParams(format!("Unknown tool: {name}")));
+                }
+                pass(req.params).await
+            }
+            methods::TOOLS_LIST if self.filtered(&front) => {
+                let mut v = pass(req.params).await?;
+                if let Some(tools) = v.get_mut("tools").and_then(Value::as_array_mut) {
+                    tools.retain(|t| {
+                        t.get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| self.tool_visible(&front, n))
+                    });
+                }
+                Ok(v)
+            }
+            _ => pass(req.params).await,
+        }
+    }
+
+    fn serving(&self, handle: ServerHandle) {
+        self.hub.serving(handle);
+    }
+
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        let front = self.front.upgrade()?;
+        let tools = front.host.shared.holders(crate::host::ItemKind::Tool);
+        tools
+            .iter()
+            .find(|(_, h)| *h.server == *self.server && &*h.item.own == name)
+            .map(|(n, h)| h.tool(n).tool.input_schema)
+    }
+}

@@ -1,0 +1,640 @@
+//! What the front's endpoints share: the host, the token check, the relay
+//! of server requests, the held calls, the metrics and call log, and one
+//! [`HttpService`] per (caller, endpoint), made on first use.
+//!
+//! A caller (a token's principal) gets endpoints of its own: its 2025-11-25
+//! sessions live in its services only, so another token cannot use them,
+//! and its handlers know what it may see. `/servers/NAME/mcp` is made once
+//! NAME is ready (its identity and capabilities are the server's), starting
+//! it first if it is lazy.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::{watch, OnceCell};
+
+use crate::client::{Client, ClientConfig, LifecycleEvent, Status};
+use crate::host::{Host, HostError, HostEvent, ItemKind};
+use crate::protocol::{Era, Implementation, SubscriptionFilter};
+use crate::server::http::{Allow, HttpConfig, HttpService};
+use crate::server::{HandlerError, ListKind, Router, ServerConfig};
+
+use super::auth::{Gate, Principal};
+use super::calllog::{now_rfc3339, CallLog, Line};
+use super::config::{FrontConfig, ToolFilter};
+use super::forward::{Target, READY_WAIT};
+use super::joined::Joined;
+use super::metrics::{method_label, Metrics};
+use super::relay::Relay;
+use super::rounds::HeldCalls;
+use super::single::Single;
+use super::subscribe::ResourceWatches;
+
+/// The start of a lazy server, shared by its concurrent first uses.
+type Start = OnceCell<Result<(), String>>;
+
+/// One of a caller's endpoints.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Endpoint {
+    /// `/mcp`: every server in one namespace.
+    Joined,
+    /// `/servers/NAME/mcp`.
+    Server(Arc<str>),
+}
+
+/// A made endpoint: its service, and the hub that tells its sessions of
+/// list changes and resource updates.
+#[derive(Clone)]
+pub(crate) struct Made {
+    pub(crate) service: HttpService,
+    pub(crate) hub: Router,
+    /// The service's routes, built once.
+    pub(crate) router: axum::Router,
+}
+
+pub(crate) struct FrontState {
+    pub(crate) host: Host,
+    pub(crate) config: FrontConfig,
+    pub(crate) gate: Gate,
+    pub(crate) relay: Arc<Relay>,
+    pub(crate) held: Arc<HeldCalls>,
+    pub(crate) metrics: Metrics,
+    pub(crate) call_log: Option<CallLog>,
+    /// Resources watched on 2026-07-28 servers for 2025-11-25 sessions.
+    pub(crate) watches: ResourceWatches,
+    services: Mutex<HashMap<(usize, Endpoint), Made>>,
+    /// Per server: which of its tools are served (changed by a reload).
+    tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
+    /// Lazy servers not started yet, and the start of each once begun.
+    lazy: Mutex<BTreeMap<String, ClientConfig>>,
+    starting: Mutex<HashMap<String, Arc<Start>>>,
+    /// A fingerprint of the namespace's tools, prompts and resources, to
+    /// tell `/mcp`'s sessions only of the lists that changed.
+    fingerprints: Mutex<[u64; 3]>,
+    pub(crate) stopping: AtomicBool,
+    /// True once the front stops accepting (its listener's signal).
+    pub(crate) closing: watch::Sender<bool>,
+}
+
+impl FrontState {
+    pub(crate) fn new(
+        host: Host,
+        config: FrontConfig,
+        relay: Arc<Relay>,
+        call_log: Option<CallLog>,
+    ) -> Arc<Self> {
+        let gate = Gate::new(&config.auth);
+        let held = HeldCalls::new(config.max_held_calls, config.input_timeout);
+        let lazy = config.lazy.clone();
+        Arc::new(FrontState {
+            host,
+            gate,
+            relay,
+            held,
+            metrics: Metrics::new(),
+            call_log,
+            watches: ResourceWatches::default(),
+            services: Mutex::new(HashMap::new()),
+            tools: std::sync::RwLock::new(config.tools.clone()),
+            lazy: Mutex::new(lazy),
+            starting: Mutex::new(HashMap::new()),
+            fingerprints: Mutex::new([0; 3]),
+            stopping: AtomicBool::new(false),
+            closing: watch::Sender::new(false),
+            config,
+        })
+    }
+
+    /// Whether `server`'s filter serves its tool `tool`.
+    pub(crate) fn serves_tool(&self, server: &str, tool: &str) -> bool {
+        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        tools.get(server).is_none_or(|f| f.allows(tool))
+    }
+
+    /// Whether `server` has a tool filter.
+    pub(crate) fn has_filter(&self, server: &str) -> bool {
+        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        tools.contains_key(server)
+    }
+
+    /// Sets (or, with `None`, removes) `server`'s tool filter.
+    pub(crate) fn set_filter(&self, server: &str, filter: Option<ToolFilter>) {
+        let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        match filter {
+            Some(f) if f != ToolFilter::all() => {
+                tools.insert(server.to_owned(), f);
+            }
+            _ => {
+                tools.remove(server);
+            }
+        }
+    }
+
+    /// The server `name`, as a call target, if the host has it.
+    pub(crate) fn target(&self, name: &str) -> Option<Target> {
+        self.host.client(name).map(|client| Target {
+            server: name.into(),
+            client,
+        })
+    }
+
+    /// Whether `name` is a server of the front (started or lazy).
+    pub(crate) fn knows(&self, name: &str) -> bool {
+        // The client, not the summary: this runs on every request.
+        self.host.shared.client(name).is_some()
+            || crate::sync::lock(&self.lazy).contains_key(name)
+            || self.host.server(name).is_some()
+    }
+
+    /// The lazy servers not started yet.
+    pub(crate) fn lazy_names(&self) -> Vec<String> {
+        crate::sync::lock(&self.lazy).keys().cloned().collect()
+    }
+
+    /// Adds a lazy server (started on first use).
+    pub(crate) fn add_lazy(&self, name: &str, config: ClientConfig) {
+        crate::sync::lock(&self.lazy).insert(name.to_owned(), config);
+        crate::sync::lock(&self.starting).remove(name);
+    }
+
+    /// Forgets a lazy server that was never started; whether it was one.
+    pub(crate) fn forget_lazy(&self, name: &str) -> bool {
+        crate::sync::lock(&self.starting).remove(name);
+        crate::sync::lock(&self.lazy).remove(name).is_some()
+    }
+
+    /// Starts the lazy server `name` if it is one and not started yet;
+    /// concurrent first uses share one start.
+    pub(crate) async fn ensure_started(self: &Arc<Self>, name: &str) -> Result<(), String> {
+        let config = crate::sync::lock(&self.lazy).get(name).cloned();
+        let Some(config) = config else {
+            return Ok(());
+        };
+        let cell = crate::sync::lock(&self.starting)
+            .entry(name.to_owned())
+            .or_default()
+            .clone();
+        let this = self.clone();
+        let result = cell
+            .get_or_init(|| async move {
+                tracing::info!(
+                    server = name,
+                    "gateway: starting a lazy server on its first use"
+                );
+                match this.host.add(name, config).await {
+                    Ok(()) | Err(HostError::Duplicate(_)) => {
+                        crate::sync::lock(&this.lazy).remove(name);
+                        this.watch_server(name);
+                        this.wait_listed(name).await;
+                        Ok(())
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+            .await
+            .clone();
+        if result.is_err() {
+            // A failed start may be tried again by the next use.
+            crate::sync::lock(&self.starting).remove(name);
+        }
+        result
+    }
+
+    /// Waits (at most [`READY_WAIT`]) until server `name` is ready and
+    /// listed, or will never be.
+    async fn wait_listed(&self, name: &str) {
+        let mut changes = self.host.shared.changes();
+        let settled = async {
+            loop {
+                match self.host.server(name) {
+                    Some(s) if s.is_ready() || s.status.is_final() => return,
+                    None => return,
+                    Some(_) => {}
+                }
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(READY_WAIT, settled).await;
+    }
+
+    /// The endpoint of `principal`, made if needed (for a server: once it
+    /// is ready).
+    pub(crate) async fn endpoint(
+        self: &Arc<Self>,
+        principal: &Arc<Principal>,
+        endpoint: &Endpoint,
+    ) -> Result<Made, HandlerError> {
+        let key = (principal.index, endpoint.clone());
+        if let Some(m) = crate::sync::lock(&self.services).get(&key) {
+            return Ok(m.clone());
+        }
+        let hub = Router::new();
+        let (config, handler_hub) = match endpoint {
+            Endpoint::Joined => (self.joined_config(), hub.clone()),
+            Endpoint::Server(name) => (self.single_config(name).await?, hub.clone()),
+        };
+        let weak = Arc::downgrade(self);
+        let service = match endpoint {
+            Endpoint::Joined => {
+                HttpService::new(config, Joined::new(weak, principal.clone(), handler_hub))
+            }
+            Endpoint::Server(name) => HttpService::new(
+                config,
+                Single::new(weak, principal.clone(), name.clone(), handler_hub),
+            ),
+        }
+        .map_err(|e| HandlerError::Internal(e.to_string()))?;
+        let router = service.router();
+        let made = Made {
+            service,
+            hub,
+            router,
+        };
+        let mut services = crate::sync::lock(&self.services);
+        if let Some(m) = services.get(&key) {
+            // Made meanwhile by another request: that one is kept.
+            made.service.handle().stop();
+            return Ok(m.clone());
+        }
+        if self.stopping.load(Ordering::Acquire) {
+            made.service.handle().stop();
+            return Err(HandlerError::Internal("the gateway is stopping".into()));
+        }
+        services.insert(key, made.clone());
+        Ok(made)
+    }
+
+    /// An endpoint's HTTP configuration: the front's limits, hosts and
+    /// (already checked) origins.
+    fn http_config(&self, server: ServerConfig) -> HttpConfig {
+        let mut c = self.config.http.clone();
+        c.server = server;
+        c.server.stop_drain = self.config.grace;
+        c.path = crate::server::http::DEFAULT_PATH.to_owned();
+        c.allowed_hosts = self.config.allowed_hosts.clone();
+        c.allowed_origins = Allow::Any;
+        c
+    }
+
+    fn joined_config(&self) -> HttpConfig {
+        let mut server = self.config.http.server.clone();
+        server.capabilities = serde_json::json!({
+            "tools": { "listChanged": true },
+            "prompts": { "listChanged": true },
+            "resources": { "listChanged": true, "subscribe": true },
+            "logging": {},
+            "completions": {},
+        });
+        if server.instructions.is_none() {
+            server.instructions = Some(
+                "Every server of this gateway in one namespace: tools and prompts are named server__name.".into(),
+            );
+        }
+        self.http_config(server)
+    }
+
+    /// `/servers/NAME/mcp` is the server as it is: its identity,
+    /// capabilities and instructions.
+    async fn single_config(self: &Arc<Self>, name: &str) -> Result<HttpConfig, HandlerError> {
+        self.ensure_started(name)
+            .await
+            .map_err(|e| HandlerError::Internal(format!("server `{name}` could not start: {e}")))?;
+        let target = self.target(name).ok_or_else(|| {
+            HandlerError::Internal(format!("no server named `{name}` in the gateway"))
+        })?;
+        let session = target
+            .client
+            .ready(READY_WAIT)
+            .await
+            .map_err(|e| super::forward::failure(name, &e))?;
+        let info = session
+            .server_info
+            .clone()
+            .unwrap_or_else(|| Implementation::new(name, "unknown"));
+        let mut server = ServerConfig::new(info).capabilities(session.capabilities.clone());
+        server.instructions = session.instructions.clone();
+        server.max_message_bytes = self.config.http.server.max_message_bytes;
+        server.max_in_flight = self.config.http.server.max_in_flight;
+        server.max_inbound_bytes = self.config.http.server.max_inbound_bytes;
+        server.max_outbound_bytes = self.config.http.server.max_outbound_bytes;
+        Ok(self.http_config(server))
+    }
+
+    /// Every made endpoint (for list changes, and the stop).
+    pub(crate) fn made(&self) -> Vec<(Endpoint, Made)> {
+        crate::sync::lock(&self.services)
+            .iter()
+            .map(|((_, e), m)| (e.clone(), m.clone()))
+            .collect()
+    }
+
+    /// Stops and forgets the endpoints of server `name` (it was removed or
+    /// changed: its sessions end, clients start new ones).
+    pub(crate) fn drop_endpoints(&self, name: &str) {
+        self.watches.forget(name);
+        let mut services = crate::sync::lock(&self.services);
+        services.retain(|(_, e), m| {
+            let theirs = matches!(e, Endpoint::Server(n) if &**n == name);
+            if theirs {
+                m.service.handle().stop();
+            }
+            !theirs
+        });
+    }
+
+    /// Tells the sessions of the endpoints `which` selects that a list
+    /// changed.
+    pub(crate) fn list_changed(&self, which: impl Fn(&Endpoint) -> bool, kind: ListKind) {
+        for (e, m) in self.made() {
+            if which(&e) {
+                m.hub.changed(kind);
+            }
+        }
+    }
+
+    /// The kinds of the namespace whose lists changed since last asked.
+    fn changed_kinds(&self) -> Vec<ListKind> {
+        use std::hash::{Hash, Hasher};
+        let kinds = [
+            (ItemKind::Tool, ListKind::Tools),
+            (ItemKind::Prompt, ListKind::Prompts),
+            (ItemKind::Resource, ListKind::Resources),
+        ];
+        let mut last = crate::sync::lock(&self.fingerprints);
+        let mut changed = Vec::new();
+        for (i, (item, list)) in kinds.into_iter().enumerate() {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for (name, holder) in self.host.shared.holders(item) {
+                name.hash(&mut h);
+                holder.server.hash(&mut h);
+                holder.item.raw.hash(&mut h);
+            }
+            let f = h.finish();
+            if last[i] != f {
+                last[i] = f;
+                changed.push(list);
+            }
+        }
+        changed
+    }
+
+    /// Follows server `name`'s notifications: log messages go to the calls
+    /// in flight on it, resource updates and list changes to the sessions
+    /// of its endpoints.
+    pub(crate) fn watch_server(self: &Arc<Self>, name: &str) {
+        let Some(client) = self.host.client(name) else {
+            return;
+        };
+        let weak = Arc::downgrade(self);
+        let server: Arc<str> = name.into();
+        let notes = client.notifications();
+        tokio::spawn(watch_notes(weak, server, client, notes));
+    }
+
+    /// Starts following every server and the host's events.
+    pub(crate) fn watch_all(self: &Arc<Self>) {
+        // The lists as they are now are the ones sessions start with.
+        let _ = self.changed_kinds();
+        for s in self.host.servers() {
+            self.watch_server(&s.name);
+        }
+        let weak = Arc::downgrade(self);
+        let events = self.host.events();
+        tokio::spawn(watch_host(weak, events));
+    }
+
+    /// Starts observing one call (metrics, call log); finish it with its
+    /// result, or drop it (cancelled).
+    pub(crate) fn observe<'a>(
+        &'a self,
+        principal: &'a Principal,
+        server: &'a str,
+        method: &'a str,
+        tool: Option<String>,
+        arguments: Option<Value>,
+    ) -> Record<'a> {
+        self.metrics.started(server);
+        Record {
+            front: self,
+            principal,
+            server,
+            method,
+            tool,
+            arguments,
+            start: Instant::now(),
+            done: false,
+        }
+    }
+}
+
+/// One call being observed.
+pub(crate) struct Record<'a> {
+    front: &'a FrontState,
+    principal: &'a Principal,
+    server: &'a str,
+    method: &'a str,
+    tool: Option<String>,
+    arguments: Option<Value>,
+    start: Instant,
+    done: bool,
+}
+
+impl Record<'_> {
+    /// Records the call's outcome.
+    pub(crate) fn finish(&mut self, result: &Result<Value, HandlerError>) {
+        let (outcome, code, bytes) = match result {
+            Ok(v) => {
+                let input = v.get("resultType").and_then(Value::as_str) == Some("input_required");
+                let outcome = if input { "input_required" } else { "ok" };
+                (outcome, None, approximate_bytes(v))
+            }
+            Err(HandlerError::InputRequired) => ("input_required", None, 0),
+            Err(e) => ("error", Some(e.to_error_object().code), 0),
+        };
+        self.write(outcome, code, bytes);
+    }
+
+    fn write(&mut self, outcome: &str, code: Option<i64>, bytes: u64) {
+        self.done = true;
+        let elapsed = self.start.elapsed();
+        let method = method_label(self.method);
+        self.front
+            .metrics
+            .finished(self.server, method, outcome, elapsed.as_secs_f64(), bytes);
+        if let Some(log) = &self.front.call_log {
+            log.write(&Line {
+                time: now_rfc3339(),
+                client: &self.principal.name,
+                server: self.server,
+                method: self.method,
+                tool: self.tool.as_deref(),
+                duration_ms: elapsed.as_secs_f64() * 1000.0,
+                outcome,
+                error: code,
+                arguments: if log.arguments {
+                    self.arguments.as_ref()
+                } else {
+                    None
+                },
+            });
+        }
+    }
+}
+
+impl Drop for Record<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.write("cancelled", None, 0);
+        }
+    }
+}
+
+/// The size of an answer, from its text content (cheap: no
+/// serialisation): what `/metrics` counts as response bytes.
+fn approximate_bytes(v: &Value) -> u64 {
+    fn walk(v: &Value) -> u64 {
+        match v {
+            Value::String(s) => s.len() as u64 + 2,
+            Value::Array(a) => a.iter().map(walk).sum::<u64>() + 2,
+            Value::Object(m) => {
+                m.iter()
+                    .map(|(k, v)| k.len() as u64 + 3 + walk(v))
+                    .sum::<u64>()
+                    + 2
+            }
+            _ => 8,
+        }
+    }
+    walk(v)
+}
+
+/// Follows one server's notifications until its client ends. A
+/// 2026-07-28 server sends list changes only on a `subscriptions/listen`
+/// stream: one is kept open while it is ready (so that the host lists it
+/// again, and the front's sessions are told), its notifications read here
+/// through `notes` like a legacy server's.
+async fn watch_notes(
+    front: Weak<FrontState>,
+    server: Arc<str>,
+    client: Client,
+    mut notes: crate::client::Notifications,
+) {
+    let mut status = client.watch_status();
+    let mut stream: Option<crate::client::Subscription> = None;
+    // One refusal per session is enough: a server without the method is
+    // not asked again until it restarts.
+    let mut refused = false;
+    loop {
+        let modern_ready =
+            matches!(&*status.borrow_and_update(), Status::Ready(s) if s.era == Era::Modern);
+        if modern_ready && stream.is_none() && !refused {
+            match client.listen(SubscriptionFilter::all_list_changes()).await {
+                Ok(s) => stream = Some(s),
+                Err(e) => {
+                    tracing::debug!(server = %server, error = %e, "gateway: no subscriptions/listen stream for list changes");
+                    refused = true;
+                }
+            }
+        }
+        tokio::select! {
+            n = notes.recv() => match n {
+                Some(n) => match front.upgrade() {
+                    Some(front) => on_note(&front, &server, n),
+                    None => return,
+                },
+                None => return,
+            },
+            changed = status.changed() => {
+                // A restart ends the stream: a new one for the new server.
+                stream = None;
+                refused = false;
+                if changed.is_err() || status.borrow().is_final() {
+                    return;
+                }
+            }
+            more = next_on(&mut stream) => {
+                // Read through `notes` above; the stream's own copy is
+                // dropped, and an ended stream is opened again.
+                if more.is_none() {
+                    stream = None;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+}
+
+/// The stream's next notification; never without a stream.
+async fn next_on(
+    stream: &mut Option<crate::client::Subscription>,
+) -> Option<crate::jsonrpc::Notification> {
+    match stream {
+        Some(s) => s.next_raw().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One notification of server `server`.
+fn on_note(front: &FrontState, server: &Arc<str>, n: crate::jsonrpc::Notification) {
+    let params = n.params.unwrap_or(Value::Null);
+    match n.method.as_str() {
+        "notifications/message" => {
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .unwrap_or("info")
+                .to_owned();
+            let data = params.get("data").cloned().unwrap_or(Value::Null);
+            for call in front.relay.calls_on(server) {
+                let _ = call.ctx().log(&level, data.clone());
+            }
+        }
+        "notifications/resources/updated" => {
+            if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                for (e, m) in front.made() {
+                    let ours = match &e {
+                        Endpoint::Joined => true,
+                        Endpoint::Server(s) => s == server,
+                    };
+                    if ours {
+                        m.hub.resource_updated(uri);
+                    }
+                }
+            }
+        }
+        method => {
+            let kind = match method {
+                "notifications/tools/list_changed" => ListKind::Tools,
+                "notifications/prompts/list_changed" => ListKind::Prompts,
+                "notifications/resources/list_changed" => ListKind::Resources,
+                _ => return,
+            };
+            front.list_changed(|e| matches!(e, Endpoint::Server(s) if s == server), kind);
+        }
+    }
+}
+
+/// Follows the host's events: `/mcp`'s lists changed (after the host
+/// listed again), restarts counted.
+async fn watch_host(front: Weak<FrontState>, mut events: crate::host::HostEvents) {
+    while let Some(event) = events.recv().await {
+        let Some(front) = front.upgrade() else { return };
+        match event {
+            HostEvent::Listed { .. } | HostEvent::Removed { .. } => {
+                for kind in front.changed_kinds() {
+                    front.list_changed(|e| *e == Endpoint::Joined, kind);
+                }
+            }
+            HostEvent::Lifecycle {
+                server,
+                event: LifecycleEvent::Restarting { .. },
+            } => front.metrics.restarted(&server),
+            _ => {}
+        }
+    }
+}

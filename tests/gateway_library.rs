@@ -1,0 +1,137 @@
+//! [`HttpFront`] as a library: mounted in the user's own axum app, its host
+//! under the user's own supervisor actor, stopped by the user.
+
+mod gateway_support;
+
+use std::time::Duration;
+
+use conduit_mcp::host::front::{FrontConfig, HttpFront, ToolFilter};
+use conduit_mcp::host::{HostConfig, HostOptions};
+use gateway_support::common::{self, tempdir};
+use gateway_support::http::send;
+use gateway_support::{all_gone, request, tool_names};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde_json::{json, Value};
+
+/// The user's own actor, parent of the host.
+struct Parent;
+
+impl Actor for Parent {
+    type Msg = ();
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
+        Ok(())
+    }
+}
+
+fn modern(
+    addr: std::net::SocketAddr,
+    path: &str,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> axum::http::Request<http_body_util::Full<bytes::Bytes>> {
+    let mut params = params;
+    params["_meta"] = gateway_support::http::meta();
+    let mut headers = vec![
+        ("mcp-protocol-version", gateway_support::MODERN),
+        ("mcp-method", method),
+    ];
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if let Some(n) = &name {
+        headers.push(("mcp-name", n.as_str()));
+    }
+    request(
+        "POST",
+        addr,
+        path,
+        &headers,
+        Some(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })),
+    )
+}
+
+#[tokio::test]
+async fn an_http_front_mounts_in_the_users_app_under_the_users_supervisor() {
+    let dir = tempdir("gw-library");
+    let pids = dir.join("a.pids");
+    let host =
+        HostConfig::new().server("a", common::config(&["--pid-file", pids.to_str().unwrap()]));
+    let (parent, parent_task) = Actor::spawn(None, Parent, ()).await.unwrap();
+    let front = HttpFront::start_with(
+        host,
+        HostOptions::new().supervisor(parent.get_cell()),
+        FrontConfig::new().tools("a", ToolFilter::all().deny(["fail", "sleep"])),
+    )
+    .await
+    .unwrap();
+
+    // The user's app: its own route beside the front's.
+    let app = axum::Router::new()
+        .route("/version", axum::routing::get(|| async { "1.2.3" }))
+        .merge(front.router());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let v = send(addr, request("GET", addr, "/version", &[], None)).await;
+    assert_eq!(&v.bytes().await[..], b"1.2.3");
+    let list = send(addr, modern(addr, "/mcp", 1, "tools/list", json!({})))
+        .await
+        .json()
+        .await;
+    let names = tool_names(&list);
+    assert!(names.contains(&"a__echo".to_owned()), "{names:?}");
+    assert!(
+        !names.contains(&"a__fail".to_owned()) && !names.contains(&"a__sleep".to_owned()),
+        "filtered tools are not listed: {names:?}"
+    );
+    let denied = send(
+        addr,
+        modern(
+            addr,
+            "/servers/a/mcp",
+            2,
+            "tools/call",
+            json!({ "name": "fail", "arguments": {} }),
+        ),
+    )
+    .await
+    .json()
+    .await;
+    assert_eq!(
+        denied["error"]["code"], -32602,
+        "filtered tools are not callable: {denied}"
+    );
+    let ok = send(
+        addr,
+        modern(
+            addr,
+            "/mcp",
+            3,
+            "tools/call",
+            json!({ "name": "a__echo", "arguments": { "text": "lib" } }),
+        ),
+    )
+    .await
+    .json()
+    .await;
+    assert_eq!(ok["result"]["content"][0]["text"], "lib", "{ok}");
+
+    // The user's supervisor goes: the host's servers go with it.
+    let server_pids = common::read_pids(&pids);
+    assert_eq!(server_pids.len(), 1);
+    parent.stop(None);
+    parent_task.await.unwrap();
+    let gone = common::eventually(Duration::from_secs(10), || all_gone(&server_pids)).await;
+    assert!(
+        gone.is_some(),
+        "the server outlived its supervisor: {server_pids:?}"
+    );
+    front.shutdown().await;
+    served.abort();
+}
