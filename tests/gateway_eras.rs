@@ -666,3 +666,43 @@ async fn a_2025_sessions_resource_subscription_gets_a_2026_servers_updates() {
     }
     f.shutdown().await;
 }
+
+/// The log messages of `notes`, their text.
+fn log_texts(notes: &[Value]) -> Vec<String> {
+    notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/message")
+        .map(|n| n["params"]["data"].to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_log_message_a_server_sends_before_its_answer_reaches_the_front_before_the_answer() {
+    // The server's last log line comes right before its answer: both must
+    // reach the front client, in that order, every time.
+    const CALLS: u64 = 12;
+    for era in [EraPreference::Legacy, EraPreference::Modern] {
+        let (f, at) = conf(era, FrontConfig::new()).await;
+        let sid = at.session(SINGLE, &[], json!({})).await;
+        for i in 0..CALLS {
+            let mut p = json!({ "name": "test_tool_with_logging", "arguments": {} });
+            p["_meta"] = json!({ "io.modelcontextprotocol/logLevel": "debug" });
+            let (notes, _) = stream(at.modern(SINGLE, &[], 100 + i, "tools/call", p).await).await;
+            let logs = log_texts(&notes);
+            assert_eq!(logs.len(), 3, "{era:?}: modern client, call {i}: {notes:?}");
+            assert!(logs[2].contains("completed"), "{era:?}: {logs:?}");
+
+            let p = json!({ "name": "test_tool_with_logging", "arguments": {} });
+            let (notes, _) =
+                stream(at.legacy(SINGLE, &sid, &[], 200 + i, "tools/call", p).await).await;
+            let logs = log_texts(&notes);
+            assert_eq!(
+                logs.len(),
+                3,
+                "{era:?}: legacy session, call {i}: {notes:?}"
+            );
+            assert!(logs[2].contains("completed"), "{era:?}: {logs:?}");
+        }
+        f.shutdown().await;
+    }
+}

@@ -102,6 +102,7 @@ async fn route(
         target.client.request_raw(method, params, opts),
     );
     let result = pass_progress(call, progress, ctx).await;
+    front.flush_notes(&target.server).await;
     drop(registered);
     answer(&target.server, result)
 }

@@ -260,6 +260,7 @@ impl Held {
                 biased;
                 r = &mut self.result => {
                     self.drain_progress(ctx);
+                    front.flush_notes(server).await;
                     let r = r.unwrap_or(Err(Error::Stopped));
                     return answer(server, r);
                 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{watch, OnceCell};
+use tokio::sync::{mpsc, oneshot, watch, OnceCell};
 
 use crate::client::{Client, ClientConfig, LifecycleEvent, Status};
 use crate::host::{Host, HostError, HostEvent, ItemKind};
@@ -32,6 +32,10 @@ use super::relay::Relay;
 use super::rounds::HeldCalls;
 use super::single::Single;
 use super::subscribe::ResourceWatches;
+
+/// How long a call's answer waits for its server's notifications to be
+/// passed on before it goes anyway.
+const NOTE_FLUSH_WAIT: Duration = Duration::from_secs(1);
 
 /// The start of a lazy server, shared by its concurrent first uses.
 type Start = OnceCell<Result<(), String>>;
@@ -65,6 +69,9 @@ pub(crate) struct FrontState {
     pub(crate) call_log: Option<CallLog>,
     /// Resources watched on 2026-07-28 servers for 2025-11-25 sessions.
     pub(crate) watches: ResourceWatches,
+    /// Per server: asks its notification watcher to pass on what it has
+    /// queued (see [`flush_notes`](Self::flush_notes)).
+    note_flush: Mutex<HashMap<Arc<str>, mpsc::UnboundedSender<oneshot::Sender<()>>>>,
     services: Mutex<HashMap<(usize, Endpoint), Made>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
@@ -97,6 +104,7 @@ impl FrontState {
             metrics: Metrics::new(),
             call_log,
             watches: ResourceWatches::default(),
+            note_flush: Mutex::new(HashMap::new()),
             services: Mutex::new(HashMap::new()),
             tools: std::sync::RwLock::new(config.tools.clone()),
             lazy: Mutex::new(lazy),
@@ -393,7 +401,26 @@ impl FrontState {
         let weak = Arc::downgrade(self);
         let server: Arc<str> = name.into();
         let notes = client.notifications();
-        tokio::spawn(watch_notes(weak, server, client, notes));
+        let (flush_tx, flush) = mpsc::unbounded_channel();
+        crate::sync::lock(&self.note_flush).insert(server.clone(), flush_tx);
+        tokio::spawn(watch_notes(weak, server, client, notes, flush));
+    }
+
+    /// Waits until server `server`'s watcher has passed on every
+    /// notification queued so far. A call's answer comes after the log
+    /// messages the server sent before it, on another path: without this
+    /// the last of them reached the front after the answer, when the call
+    /// was gone (1 in 5 calls lost its last log line).
+    pub(crate) async fn flush_notes(&self, server: &str) {
+        let Some(tx) = crate::sync::lock(&self.note_flush).get(server).cloned() else {
+            return;
+        };
+        let (ack, done) = oneshot::channel();
+        if tx.send(ack).is_ok() {
+            // Bounded: a watcher busy opening its listen stream is not
+            // worth holding an answer for.
+            let _ = tokio::time::timeout(NOTE_FLUSH_WAIT, done).await;
+        }
     }
 
     /// Starts following every server and the host's events.
@@ -523,6 +550,7 @@ async fn watch_notes(
     server: Arc<str>,
     client: Client,
     mut notes: crate::client::Notifications,
+    mut flush: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
 ) {
     let mut status = client.watch_status();
     let mut stream: Option<crate::client::Subscription> = None;
@@ -542,6 +570,16 @@ async fn watch_notes(
             }
         }
         tokio::select! {
+            Some(ack) = flush.recv() => {
+                // Everything queued before the answer that asked for this.
+                while let Some(n) = notes.try_recv() {
+                    match front.upgrade() {
+                        Some(front) => on_note(&front, &server, n),
+                        None => return,
+                    }
+                }
+                let _ = ack.send(());
+            }
             n = notes.recv() => match n {
                 Some(n) => match front.upgrade() {
                     Some(front) => on_note(&front, &server, n),
