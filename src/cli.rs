@@ -109,8 +109,15 @@ where
         }
     };
     let outcome = runtime.block_on(dispatch(cli, server));
+    // Every server is stopped and reaped inside `dispatch`; a blocking
+    // task still running (a resolver, a token store) must not hold the
+    // exit, as dropping the runtime would.
+    runtime.shutdown_timeout(RUNTIME_EXIT_WAIT);
     ExitCode::from(finish(outcome))
 }
+
+/// How long the exit waits for the runtime's blocking tasks.
+const RUNTIME_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How a command ends, short of success.
 #[derive(Debug)]
