@@ -240,10 +240,20 @@ pub(crate) fn host_failure(e: HostError) -> Fail {
 /// The command-line options applied over a server's configuration: what
 /// was given wins; a server is never restarted (one shot).
 pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
+    overlay_options(options, config);
+    if let Some(t) = options.timeout {
+        config.probe_timeout = config.probe_timeout.min(t);
+    }
+    // One shot: a server that fails to start is reported, not restarted.
+    config.max_reconnects = 0;
+}
+
+/// The command-line options given (timeout, era, env, cwd, stderr) over
+/// a server's configuration, its restart policy untouched.
+pub(crate) fn overlay_options(options: &Options, config: &mut ClientConfig) {
     if let Some(t) = options.timeout {
         config.request_timeout = t;
         config.init_timeout = t;
-        config.probe_timeout = config.probe_timeout.min(t);
     }
     if let Some(era) = options.era {
         config.era = era.into();
@@ -259,8 +269,6 @@ pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
     if let Some(stderr) = &options.stderr {
         config.stderr = stderr.clone();
     }
-    // One shot: a server that fails to start is reported, not restarted.
-    config.max_reconnects = 0;
 }
 
 /// Sends one request with the options' timeout, showing progress when

@@ -112,6 +112,16 @@ pub const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// with [`ConfigFileError::TooLarge`].
 pub const MAX_ENV_FILE_BYTES: u64 = 1024 * 1024;
 
+/// A fingerprint of an entry: equal for equal entries within this
+/// process, keyed at random so that it says nothing of a secret inside.
+fn fingerprint(entry: &Value) -> u64 {
+    use std::hash::BuildHasher;
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(Default::default)
+        .hash_one(entry.to_string())
+}
+
 /// Where the servers of each format live, as key paths from the top.
 const SECTIONS: &[&[&str]] = &[&["mcpServers"], &["servers"], &["mcp", "servers"]];
 
@@ -131,10 +141,12 @@ pub struct ServersFile {
     /// (`conduit.tools`, `conduit.lazy`), by name; default for a server
     /// that sets none.
     pub serve: BTreeMap<String, ServeOptions>,
-    /// Each server's entry as written in the file (before expansion), by
-    /// name: a server whose entry changed is restarted by `mcp serve --watch`.
+    /// A fingerprint of each server's entry as written in the file (before
+    /// expansion), by name: a server whose entry changed is restarted by
+    /// `mcp serve --watch`. Not the entry itself: it may hold a literal
+    /// secret, and this type's `Debug` must not show one.
     #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
-    pub(crate) entries: BTreeMap<String, Value>,
+    pub(crate) entries: BTreeMap<String, u64>,
     /// Entries with `"disabled": true`.
     pub disabled: Vec<String>,
     /// Entries this library cannot run (the deprecated HTTP+SSE transport,
@@ -433,7 +445,7 @@ impl ServersFile {
                     Outcome::Server(config, options) => {
                         servers.insert(name.clone(), *config);
                         serve.insert(name.clone(), options);
-                        raw_entries.insert(name.clone(), value.clone());
+                        raw_entries.insert(name.clone(), fingerprint(value));
                     }
                     Outcome::Disabled => disabled.push(name.clone()),
                     Outcome::Unsupported(reason) => unsupported.push(Unsupported {

@@ -11,11 +11,11 @@ use tokio::net::TcpListener;
 
 use super::args::{Options, ServeArgs};
 use super::{verbose, Fail, Output};
-use crate::client::{merge_env, plain_dir, ClientConfig};
+use crate::client::ClientConfig;
 use crate::config_file::ServersFile;
 use crate::host::front::{Auth, ClientGrant, FrontConfig, HttpFront};
 use crate::host::HostConfig;
-use crate::secret::{EnvValue, Secret};
+use crate::secret::Secret;
 use crate::server::http::Allow;
 
 /// How often `--watch` looks at the file.
@@ -166,24 +166,7 @@ fn warn_if_readable_by_others(_: &Path) {}
 /// The command-line options that apply to a served server: what was given
 /// wins; its restart policy stays the file's (supervised, not one shot).
 fn apply(options: &Options, config: &mut ClientConfig) {
-    if let Some(t) = options.timeout {
-        config.request_timeout = t;
-        config.init_timeout = t;
-    }
-    if let Some(era) = options.era {
-        config.era = era.into();
-    }
-    let env = options.env.iter();
-    merge_env(
-        &mut config.env,
-        env.map(|(k, v)| (k.clone(), EnvValue::Plain(v.clone()))),
-    );
-    if let Some(cd) = &options.cd {
-        config.cd = Some(plain_dir(cd.clone()));
-    }
-    if let Some(stderr) = &options.stderr {
-        config.stderr = stderr.clone();
-    }
+    crate::cli::overlay_options(options, config);
 }
 
 /// SIGTERM or SIGINT, named.
