@@ -14,7 +14,11 @@
 //! `_meta` and the `Mcp-*` headers on every POST), which rmcp 3.11 speaks
 //! too (`ClientLifecycleMode::Discover`). rmcp's client runs with its
 //! defaults but for `max_concurrent_requests`, raised from 16 to 64 so the
-//! 64 calls are in flight on its side too (with 16 it is slower).
+//! 64 calls are in flight on its side too. Its default reqwest client keeps
+//! no idle connection (`pool_max_idle_per_host(0)`, against delayed-ACK
+//! stalls): every POST opens a connection. With `BENCH_RMCP_POOLED` set it
+//! gets a plain `reqwest::Client` (keep-alive pool, as ours has) instead:
+//! a diagnostic of what the pool is worth to it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -63,7 +67,11 @@ impl Peer {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         use rmcp::transport::StreamableHttpClientTransport;
         let config = StreamableHttpClientTransportConfig::with_uri(url).max_concurrent_requests(64);
-        let transport = StreamableHttpClientTransport::from_config(config);
+        let transport = if std::env::var_os("BENCH_RMCP_POOLED").is_some() {
+            StreamableHttpClientTransport::with_client(reqwest::Client::new(), config)
+        } else {
+            StreamableHttpClientTransport::from_config(config)
+        };
         let lifecycle = match flow {
             Flow::Legacy => ClientLifecycleMode::Initialize,
             Flow::Modern => ClientLifecycleMode::Discover {
