@@ -85,6 +85,9 @@ struct Plan {
     /// The HTTP client rows also against rmcp's server (not in `--quick`:
     /// the debug smoke run stays short).
     httpc_rmcp_server: bool,
+    /// Rounds that run the HTTP client rows (the first ones; `--quick`
+    /// runs them in one).
+    httpc_rounds: usize,
 }
 
 impl Plan {
@@ -105,6 +108,7 @@ impl Plan {
             http_tput: Duration::from_millis(600),
             http_sessions: 1000,
             httpc_rmcp_server: true,
+            httpc_rounds: usize::MAX,
         }
     }
     fn quick() -> Self {
@@ -124,6 +128,7 @@ impl Plan {
             http_tput: Duration::from_millis(50),
             http_sessions: 50,
             httpc_rmcp_server: false,
+            httpc_rounds: 1,
         }
     }
 
@@ -584,8 +589,16 @@ fn run_http_clients(
         ("conduit", http::Flow::Modern),
         ("rmcp", http::Flow::Modern),
     ];
+    // For profilers: `BENCH_HTTPC_PEERS=conduit` runs our client alone.
+    let only = std::env::var("BENCH_HTTPC_PEERS").ok();
     for k in 0..runs.len() {
         let (peer, flow) = runs[(round + k) % runs.len()];
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|p| p == peer))
+        {
+            continue;
+        }
         let (p50, rps) = match (mode, flow) {
             ("conduit-http", http::Flow::Legacy) => ("httpc_p50", "httpc_rps_64"),
             ("conduit-http", http::Flow::Modern) => ("httpc_p50_modern", "httpc_rps_64_modern"),
@@ -686,7 +699,7 @@ fn run_round(
             }
         }
     }
-    if wants("httpc") {
+    if wants("httpc") && round < plan.httpc_rounds {
         let mut servers = vec!["conduit-http"];
         if plan.httpc_rmcp_server {
             servers.push("rmcp-http");
