@@ -480,108 +480,114 @@ fn targets_pinned(p: &Results, u: &Results) -> Vec<Target> {
     out
 }
 
+/// A target on the conduit/rmcp ratio per `(name, metric, at_least,
+/// limit)`, on `p` (the pinned figures, when there are any); the same ratio
+/// on `u` beside it. A metric the run did not measure at all (the rmcp
+/// server rows of `--quick`) has no target line.
+fn conduit_vs_rmcp(p: &Results, u: &Results, specs: &[(&str, &str, bool, f64)]) -> Vec<Target> {
+    let ratio_in = |r: &Results, k: &str| ratio(r.median("conduit", k), r.median("rmcp", k));
+    let measured = |k: &str| {
+        [p, u]
+            .iter()
+            .any(|r| r.samples.keys().any(|(_, m)| *m == k))
+    };
+    specs
+        .iter()
+        .filter(|(_, k, ..)| measured(k))
+        .map(|&(name, k, at_least, limit)| {
+            ratio_target(name.into(), ratio_in(p, k), ratio_in(u, k), at_least, limit)
+        })
+        .collect()
+}
+
 /// Issue #21's targets (HTTP: ours against rmcp's server), on `p` (the
 /// pinned figures, when there are any); the same ratios on `u` beside them.
 fn targets_http(p: &Results, u: &Results) -> Vec<Target> {
-    let both = |k: &str| {
-        (
-            ratio(p.median("conduit", k), p.median("rmcp", k)),
-            ratio(u.median("conduit", k), u.median("rmcp", k)),
-        )
-    };
-    let mut out = Vec::new();
-    for (name, k, at_least, limit) in [
-        ("http echo p50 <= 0.5 x rmcp's", "http_p50", false, 0.5),
-        (
-            "http echo, 50 clients >= 2 x rmcp's",
-            "http_rps_50",
-            true,
-            2.0,
-        ),
-        (
-            "http echo p50, modern <= 0.5 x rmcp's",
-            "http_p50_modern",
-            false,
-            0.5,
-        ),
-        (
-            "http echo, 50 clients, modern >= 2 x rmcp's",
-            "http_rps_50_modern",
-            true,
-            2.0,
-        ),
-    ] {
-        let (v, uv) = both(k);
-        out.push(ratio_target(name.into(), v, uv, at_least, limit));
-    }
-    out
+    conduit_vs_rmcp(
+        p,
+        u,
+        &[
+            ("http echo p50 <= 0.5 x rmcp's", "http_p50", false, 0.5),
+            (
+                "http echo, 50 clients >= 2 x rmcp's",
+                "http_rps_50",
+                true,
+                2.0,
+            ),
+            (
+                "http echo p50, modern <= 0.5 x rmcp's",
+                "http_p50_modern",
+                false,
+                0.5,
+            ),
+            (
+                "http echo, 50 clients, modern >= 2 x rmcp's",
+                "http_rps_50_modern",
+                true,
+                2.0,
+            ),
+        ],
+    )
 }
 
 /// Issue #22's targets (HTTP client: ours against rmcp's, same server),
 /// on `p` (the pinned figures, when there are any); the same ratios on `u`
 /// beside them.
 fn targets_httpc(p: &Results, u: &Results) -> Vec<Target> {
-    let both = |k: &str| {
-        (
-            ratio(p.median("conduit", k), p.median("rmcp", k)),
-            ratio(u.median("conduit", k), u.median("rmcp", k)),
-        )
-    };
-    let mut out = Vec::new();
-    for (name, k, at_least, limit) in [
-        (
-            "http client echo p50 < rmcp's client",
-            "httpc_p50",
-            false,
-            1.0,
-        ),
-        (
-            "http client 64 in flight > rmcp's client",
-            "httpc_rps_64",
-            true,
-            1.0,
-        ),
-        (
-            "http client echo p50, modern < rmcp's client",
-            "httpc_p50_modern",
-            false,
-            1.0,
-        ),
-        (
-            "http client 64 in flight, modern > rmcp's client",
-            "httpc_rps_64_modern",
-            true,
-            1.0,
-        ),
-        (
-            "rmcp server: http client p50 < rmcp's client",
-            "httpc_p50_rs",
-            false,
-            1.0,
-        ),
-        (
-            "rmcp server: 64 in flight > rmcp's client",
-            "httpc_rps_64_rs",
-            true,
-            1.0,
-        ),
-        (
-            "rmcp server: p50, modern < rmcp's client",
-            "httpc_p50_modern_rs",
-            false,
-            1.0,
-        ),
-        (
-            "rmcp server: 64 in flight, modern > rmcp's client",
-            "httpc_rps_64_modern_rs",
-            true,
-            1.0,
-        ),
-    ] {
-        let (v, uv) = both(k);
-        out.push(ratio_target(name.into(), v, uv, at_least, limit));
-    }
-    out
+    conduit_vs_rmcp(
+        p,
+        u,
+        &[
+            (
+                "http client echo p50 < rmcp's client",
+                "httpc_p50",
+                false,
+                1.0,
+            ),
+            (
+                "http client 64 in flight > rmcp's client",
+                "httpc_rps_64",
+                true,
+                1.0,
+            ),
+            (
+                "http client echo p50, modern < rmcp's client",
+                "httpc_p50_modern",
+                false,
+                1.0,
+            ),
+            (
+                "http client 64 in flight, modern > rmcp's client",
+                "httpc_rps_64_modern",
+                true,
+                1.0,
+            ),
+            (
+                "rmcp server: http client p50 < rmcp's client",
+                "httpc_p50_rs",
+                false,
+                1.0,
+            ),
+            (
+                "rmcp server: 64 in flight > rmcp's client",
+                "httpc_rps_64_rs",
+                true,
+                1.0,
+            ),
+            (
+                "rmcp server: p50, modern < rmcp's client",
+                "httpc_p50_modern_rs",
+                false,
+                1.0,
+            ),
+            (
+                "rmcp server: 64 in flight, modern > rmcp's client",
+                "httpc_rps_64_modern_rs",
+                true,
+                1.0,
+            ),
+        ],
+    )
 }
 
 fn has_http(r: &Results) -> bool {
