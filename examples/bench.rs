@@ -32,6 +32,12 @@
 //! this process (see `bench/http.rs`): sequential latency, 50 clients'
 //! rate, and the server's memory per idle session; the floor column is
 //! axum answering fixed bytes.
+//!
+//! The HTTP client rows (issue 22; `--only httpc`): our `Client` over HTTP
+//! against rmcp's reqwest-based client, both calling `echo` on the same
+//! `HttpServer` child, in both eras (see `bench/http_client.rs`):
+//! sequential latency and 64 calls in flight from one client; the floor
+//! column is the hand-written hyper load generator of the HTTP rows.
 
 #[path = "bench/child.rs"]
 mod child;
@@ -39,6 +45,8 @@ mod child;
 mod diag;
 #[path = "bench/http.rs"]
 mod http;
+#[path = "bench/http_client.rs"]
+mod http_client;
 #[path = "bench/peers.rs"]
 mod peers;
 #[path = "bench/report.rs"]
@@ -74,6 +82,12 @@ struct Plan {
     http_tput: Duration,
     /// Idle sessions opened for the memory row.
     http_sessions: usize,
+    /// The HTTP client rows also against rmcp's server (not in `--quick`:
+    /// the debug smoke run stays short).
+    httpc_rmcp_server: bool,
+    /// Rounds that run the HTTP client rows (the first ones; `--quick`
+    /// runs them in one).
+    httpc_rounds: usize,
 }
 
 impl Plan {
@@ -93,6 +107,8 @@ impl Plan {
             http_clients: 50,
             http_tput: Duration::from_millis(600),
             http_sessions: 1000,
+            httpc_rmcp_server: true,
+            httpc_rounds: usize::MAX,
         }
     }
     fn quick() -> Self {
@@ -111,6 +127,8 @@ impl Plan {
             http_clients: 50,
             http_tput: Duration::from_millis(50),
             http_sessions: 50,
+            httpc_rmcp_server: false,
+            httpc_rounds: 1,
         }
     }
 
@@ -549,6 +567,76 @@ fn run_http_memory(
     Ok(())
 }
 
+/// The HTTP client rows of one round against one server child (`mode`:
+/// `conduit-http`, our `HttpServer`, or `rmcp-http`), shared by every
+/// client peer (the floor generator, our client, rmcp's) in each era, the
+/// order rotating per round.
+fn run_http_clients(
+    exe: &Path,
+    mode: &str,
+    plan: &Plan,
+    round: usize,
+    rt: &tokio::runtime::Runtime,
+    r: &mut Results,
+) -> Result<(), String> {
+    let child = http::HttpChild::start(exe, mode)?;
+    let url = format!("http://{}/mcp", child.addr);
+    let runs = [
+        ("floor", http::Flow::Legacy),
+        ("conduit", http::Flow::Legacy),
+        ("rmcp", http::Flow::Legacy),
+        ("floor", http::Flow::Modern),
+        ("conduit", http::Flow::Modern),
+        ("rmcp", http::Flow::Modern),
+    ];
+    // For profilers: `BENCH_HTTPC_PEERS=conduit` runs our client alone.
+    let only = std::env::var("BENCH_HTTPC_PEERS").ok();
+    for k in 0..runs.len() {
+        let (peer, flow) = runs[(round + k) % runs.len()];
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|p| p == peer))
+        {
+            continue;
+        }
+        let (p50, rps) = match (mode, flow) {
+            ("conduit-http", http::Flow::Legacy) => ("httpc_p50", "httpc_rps_64"),
+            ("conduit-http", http::Flow::Modern) => ("httpc_p50_modern", "httpc_rps_64_modern"),
+            (_, http::Flow::Legacy) => ("httpc_p50_rs", "httpc_rps_64_rs"),
+            (_, http::Flow::Modern) => ("httpc_p50_modern_rs", "httpc_rps_64_modern_rs"),
+        };
+        let res = rt.block_on(async {
+            let (mut lat, (n, el)) = if peer == "floor" {
+                let lat =
+                    http::sequential(child.addr, flow, plan.http_warmup, plan.http_calls).await?;
+                let tput = http::concurrent(child.addr, flow, plan.window, plan.http_tput).await?;
+                (lat, tput)
+            } else {
+                let c = if peer == "conduit" {
+                    http_client::Peer::conduit(&url, flow).await?
+                } else {
+                    http_client::Peer::rmcp(&url, flow).await?
+                };
+                let lat = http_client::sequential(&c, plan.http_warmup, plan.http_calls).await;
+                let tput = match lat {
+                    Ok(_) => http_client::in_flight(&c, plan.window, plan.http_tput).await,
+                    Err(ref e) => Err(e.clone()),
+                };
+                c.close().await;
+                (lat?, tput?)
+            };
+            lat.sort_by(|a, b| a.total_cmp(b));
+            r.add(peer, p50, percentile(&lat, 0.5));
+            r.add(peer, rps, n as f64 / el.as_secs_f64());
+            Ok::<_, String>(())
+        });
+        if let Err(e) = res {
+            eprintln!("round {round}: http client {peer} ({flow:?}, {mode}) failed: {e}");
+        }
+    }
+    Ok(())
+}
+
 /// One round: every client peer in rotating order, then the four server
 /// runs (two servers x two eras), also rotating, then the HTTP runs.
 fn run_round(
@@ -608,6 +696,18 @@ fn run_round(
             let mode = modes[(round + k) % modes.len()];
             if let Err(e) = run_http_memory(exe, mode, plan, rt, r) {
                 eprintln!("round {round}: {mode} idle sessions failed: {e}");
+            }
+        }
+    }
+    if wants("httpc") && round < plan.httpc_rounds {
+        let mut servers = vec!["conduit-http"];
+        if plan.httpc_rmcp_server {
+            servers.push("rmcp-http");
+        }
+        for k in 0..servers.len() {
+            let mode = servers[(round + k) % servers.len()];
+            if let Err(e) = run_http_clients(exe, mode, plan, round, rt, r) {
+                eprintln!("round {round}: http clients against {mode} failed: {e}");
             }
         }
     }
@@ -880,7 +980,7 @@ fn pin_cpu() -> usize {
 const USAGE: &str = "\
 usage: bench [--quick] [--json] [--samples] [--pinning both|on|off] [--rounds N] [--pings N]
              [--tput-ms N] [--bigs N] [--probe-rounds N] [--http-calls N] [--sessions N]
-             [--only floor,conduit,modern,rmcp,server,probe,http]
+             [--only floor,conduit,modern,rmcp,server,probe,http,httpc]
        bench --diag-spawn N       spawn-to-ready variants, N interleaved rounds
        bench --diag-ping N [--no-pin]  ping p50 of floor, conduit (multi-thread and
                                   current-thread runtimes, both eras) and rmcp, pinned to

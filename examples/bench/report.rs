@@ -1,6 +1,7 @@
 //! What a run prints: the unpinned and pinned tables, the targets of
-//! issue #6 (unpinned, as before), of issue #16 (pinned) and of issue #21
-//! (HTTP, pinned), and the same as JSON lines.
+//! issue #6 (unpinned, as before), of issue #16 (pinned), of issue #21
+//! (HTTP server, pinned) and of issue #22 (HTTP client, pinned), and the
+//! same as JSON lines.
 
 use std::time::Duration;
 
@@ -163,6 +164,62 @@ pub const ROWS: &[Row] = &[
         "http: server RSS per idle session",
         "KiB",
         false,
+        false,
+    ),
+    row(
+        "httpc_p50",
+        "http client: echo p50, sequential",
+        "us",
+        false,
+        false,
+    ),
+    row(
+        "httpc_rps_64",
+        "http client: echo, 64 in flight",
+        "req/s",
+        true,
+        false,
+    ),
+    row(
+        "httpc_p50_modern",
+        "http client: echo p50, seq., modern",
+        "us",
+        false,
+        false,
+    ),
+    row(
+        "httpc_rps_64_modern",
+        "http client: 64 in flight, modern",
+        "req/s",
+        true,
+        false,
+    ),
+    row(
+        "httpc_p50_rs",
+        "http client, rmcp srv: echo p50",
+        "us",
+        false,
+        false,
+    ),
+    row(
+        "httpc_rps_64_rs",
+        "http client, rmcp srv: 64 in flight",
+        "req/s",
+        true,
+        false,
+    ),
+    row(
+        "httpc_p50_modern_rs",
+        "http client, rmcp srv: p50, modern",
+        "us",
+        false,
+        false,
+    ),
+    row(
+        "httpc_rps_64_modern_rs",
+        "http client, rmcp srv: 64, modern",
+        "req/s",
+        true,
         false,
     ),
 ];
@@ -423,51 +480,130 @@ fn targets_pinned(p: &Results, u: &Results) -> Vec<Target> {
     out
 }
 
+/// A target on the conduit/rmcp ratio per `(name, metric, at_least,
+/// limit)`, on `p` (the pinned figures, when there are any); the same ratio
+/// on `u` beside it. A metric the run did not measure at all (the rmcp
+/// server rows of `--quick`) has no target line.
+fn conduit_vs_rmcp(p: &Results, u: &Results, specs: &[(&str, &str, bool, f64)]) -> Vec<Target> {
+    let ratio_in = |r: &Results, k: &str| ratio(r.median("conduit", k), r.median("rmcp", k));
+    let measured = |k: &str| {
+        [p, u]
+            .iter()
+            .any(|r| r.samples.keys().any(|(_, m)| *m == k))
+    };
+    specs
+        .iter()
+        .filter(|(_, k, ..)| measured(k))
+        .map(|&(name, k, at_least, limit)| {
+            ratio_target(name.into(), ratio_in(p, k), ratio_in(u, k), at_least, limit)
+        })
+        .collect()
+}
+
 /// Issue #21's targets (HTTP: ours against rmcp's server), on `p` (the
 /// pinned figures, when there are any); the same ratios on `u` beside them.
 fn targets_http(p: &Results, u: &Results) -> Vec<Target> {
-    let both = |k: &str| {
-        (
-            ratio(p.median("conduit", k), p.median("rmcp", k)),
-            ratio(u.median("conduit", k), u.median("rmcp", k)),
-        )
-    };
-    let mut out = Vec::new();
-    for (name, k, at_least, limit) in [
-        ("http echo p50 <= 0.5 x rmcp's", "http_p50", false, 0.5),
-        (
-            "http echo, 50 clients >= 2 x rmcp's",
-            "http_rps_50",
-            true,
-            2.0,
-        ),
-        (
-            "http echo p50, modern <= 0.5 x rmcp's",
-            "http_p50_modern",
-            false,
-            0.5,
-        ),
-        (
-            "http echo, 50 clients, modern >= 2 x rmcp's",
-            "http_rps_50_modern",
-            true,
-            2.0,
-        ),
-    ] {
-        let (v, uv) = both(k);
-        out.push(ratio_target(name.into(), v, uv, at_least, limit));
-    }
-    out
+    conduit_vs_rmcp(
+        p,
+        u,
+        &[
+            ("http echo p50 <= 0.5 x rmcp's", "http_p50", false, 0.5),
+            (
+                "http echo, 50 clients >= 2 x rmcp's",
+                "http_rps_50",
+                true,
+                2.0,
+            ),
+            (
+                "http echo p50, modern <= 0.5 x rmcp's",
+                "http_p50_modern",
+                false,
+                0.5,
+            ),
+            (
+                "http echo, 50 clients, modern >= 2 x rmcp's",
+                "http_rps_50_modern",
+                true,
+                2.0,
+            ),
+        ],
+    )
+}
+
+/// Issue #22's targets (HTTP client: ours against rmcp's, same server),
+/// on `p` (the pinned figures, when there are any); the same ratios on `u`
+/// beside them.
+fn targets_httpc(p: &Results, u: &Results) -> Vec<Target> {
+    conduit_vs_rmcp(
+        p,
+        u,
+        &[
+            (
+                "http client echo p50 < rmcp's client",
+                "httpc_p50",
+                false,
+                1.0,
+            ),
+            (
+                "http client 64 in flight > rmcp's client",
+                "httpc_rps_64",
+                true,
+                1.0,
+            ),
+            (
+                "http client echo p50, modern < rmcp's client",
+                "httpc_p50_modern",
+                false,
+                1.0,
+            ),
+            (
+                "http client 64 in flight, modern > rmcp's client",
+                "httpc_rps_64_modern",
+                true,
+                1.0,
+            ),
+            (
+                "rmcp server: http client p50 < rmcp's client",
+                "httpc_p50_rs",
+                false,
+                1.0,
+            ),
+            (
+                "rmcp server: 64 in flight > rmcp's client",
+                "httpc_rps_64_rs",
+                true,
+                1.0,
+            ),
+            (
+                "rmcp server: p50, modern < rmcp's client",
+                "httpc_p50_modern_rs",
+                false,
+                1.0,
+            ),
+            (
+                "rmcp server: 64 in flight, modern > rmcp's client",
+                "httpc_rps_64_modern_rs",
+                true,
+                1.0,
+            ),
+        ],
+    )
 }
 
 fn has_http(r: &Results) -> bool {
     r.samples.keys().any(|(_, m)| m.starts_with("http_"))
 }
 
-/// Whether the run had rows other than the HTTP ones (`--only http` has
-/// none: the stdio targets are not shown then).
+fn has_httpc(r: &Results) -> bool {
+    r.samples.keys().any(|(_, m)| m.starts_with("httpc_"))
+}
+
+/// Whether the run had rows other than the HTTP ones (`--only http` or
+/// `--only httpc` has none: the stdio targets are not shown then).
 fn has_stdio(r: &Results) -> bool {
-    r.samples.keys().any(|(_, m)| !m.starts_with("http_"))
+    r.samples
+        .keys()
+        .any(|(_, m)| !m.starts_with("http_") && !m.starts_with("httpc_"))
 }
 
 fn table(r: &Results) -> String {
@@ -537,6 +673,14 @@ pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu
             plan.http_sessions
         );
     }
+    if has_httpc(free) || has_httpc(fixed) {
+        s += &format!(
+            "http client: {} sequential calls/round, {} in flight for {} ms\n",
+            plan.http_calls,
+            plan.window,
+            plan.http_tput.as_millis()
+        );
+    }
     s += "columns: conduit = our client, era pinned to legacy; modern = our client, era pinned to modern;\n";
     s += "  server rows: our client (in the row's era) drives our StdioServer (conduit column) and an rmcp\n";
     s += "  stdio server (rmcp column), same echo tool. m/c = modern / conduit (legacy).\n";
@@ -545,6 +689,10 @@ pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu
     s += "  rmcp's StreamableHttpService on axum (rmcp column), same echo tool, each in a child process;\n";
     s += "  memory: the server's RSS growth per idle session. Floor column: axum on hyper answering\n";
     s += "  fixed bytes after a byte scan (no JSON, no sessions): the client, loopback and HTTP alone.\n";
+    s += "  http client rows: our Client over HTTP (conduit column, in the row's era) and rmcp's\n";
+    s += "  reqwest-based client (rmcp column, same era) call echo on the same HttpServer child (the\n";
+    s += "  'rmcp server' rows: on the same rmcp StreamableHttpService child); floor column: the http\n";
+    s += "  rows' hyper generator (fixed bytes, one keep-alive connection per call in flight).\n";
     s += "  spawn to ready, era auto: legacy column against a legacy-only child (probe refused, then\n";
     s += "  initialize), modern column against the dual-era child (probe answered).\n";
     if !free.samples.is_empty() {
@@ -571,6 +719,13 @@ pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu
     } else if has_http(free) {
         s += "\ntargets of issue 21 (HTTP, unpinned):\n";
         s += &target_lines(&targets_http(free, free), false);
+    }
+    if has_httpc(fixed) {
+        s += "\ntargets of issue 22 (HTTP client, pinned; the same ratio unpinned in brackets):\n";
+        s += &target_lines(&targets_httpc(fixed, free), true);
+    } else if has_httpc(free) {
+        s += "\ntargets of issue 22 (HTTP client, unpinned):\n";
+        s += &target_lines(&targets_httpc(free, free), false);
     }
     s += &format!(
         "\ntotal time {:.1} s; bench process VmRSS at the end {} MiB\n",
@@ -631,13 +786,23 @@ pub fn json_lines(free: &Results, fixed: &Results) -> String {
         s += &serde_json::json!({"peer": "target", "metric": t.name, "value": t.value, "unit": t.unit, "met": t.met, "pinned": true, "unpinned": t.unpinned}).to_string();
         s.push('\n');
     }
-    let (http, pinned) = if has_http(fixed) {
+    let (mut http, pinned) = if has_http(fixed) {
         (targets_http(fixed, free), true)
     } else if has_http(free) {
         (targets_http(free, free), false)
     } else {
         (Vec::new(), false)
     };
+    let (httpc, c_pinned) = if has_httpc(fixed) {
+        (targets_httpc(fixed, free), true)
+    } else if has_httpc(free) {
+        (targets_httpc(free, free), false)
+    } else {
+        (Vec::new(), false)
+    };
+    // Both sets are pinned whenever the run had pinned rounds.
+    let pinned = pinned || c_pinned;
+    http.extend(httpc);
     for t in http {
         let mut v = serde_json::json!({"peer": "target", "metric": t.name, "value": t.value, "unit": t.unit, "met": t.met, "pinned": pinned});
         if pinned {
