@@ -468,33 +468,23 @@ struct Gateway {
 
 fn gateways(port: u16, config: &Path) -> Vec<Gateway> {
     let server = server_bin().display().to_string();
+    // The same `mcp serve`, driven by either era's clients.
+    let serve = |name, modern| Gateway {
+        name,
+        program: mcp_bin(),
+        args: vec![
+            "serve".into(),
+            "--config".into(),
+            config.display().to_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+        ],
+        path: "/servers/example/mcp".into(),
+        modern,
+    };
     vec![
-        Gateway {
-            name: "mcp serve",
-            program: mcp_bin(),
-            args: vec![
-                "serve".into(),
-                "--config".into(),
-                config.display().to_string(),
-                "--listen".into(),
-                format!("127.0.0.1:{port}"),
-            ],
-            path: "/servers/example/mcp".into(),
-            modern: false,
-        },
-        Gateway {
-            name: "mcp serve 2026-07-28",
-            program: mcp_bin(),
-            args: vec![
-                "serve".into(),
-                "--config".into(),
-                config.display().to_string(),
-                "--listen".into(),
-                format!("127.0.0.1:{port}"),
-            ],
-            path: "/servers/example/mcp".into(),
-            modern: true,
-        },
+        serve("mcp serve", false),
+        serve("mcp serve 2026-07-28", true),
         Gateway {
             name: "supergateway",
             program: peers_bin("supergateway"),
