@@ -3,7 +3,8 @@
 //! of the same stdio server (`examples/server.rs`), driven by one load
 //! generator in one run: N concurrent Streamable HTTP clients (2025-11-25
 //! era sessions, each on its own keep-alive connection) calling its `echo`
-//! tool for a fixed time. Reported per gateway: requests/s, p50 and p99
+//! tool for a fixed time; `mcp serve` also with 2026-07-28 clients (each
+//! call a POST of its own, no session). Reported per gateway: requests/s, p50 and p99
 //! latency, and the peak memory (RSS) of its whole process tree (the proxy
 //! and every server process it started). The baseline is this crate's own
 //! client calling the same stdio server directly (one client shared by the
@@ -18,7 +19,8 @@
 //! target/release/examples/gateway_bench --quick    # smoke run: 2 s each
 //! ```
 //!
-//! `--clients N`, `--seconds S`, `--only NAME` (one gateway: `mcp serve`,
+//! `--clients N`, `--seconds S`, `--only NAME` (the gateways whose name
+//! starts so: `mcp serve` (both rows), `mcp serve 2026-07-28`,
 //! `supergateway`, `mcp-proxy`), `--json` (one JSON object per line on
 //! stdout, the table on stderr). A gateway whose program is missing is
 //! skipped, said so.
@@ -147,10 +149,13 @@ struct Conn {
     addr: SocketAddr,
     path: String,
     session: Option<String>,
+    /// 2026-07-28 era: every request stands alone (no session), its
+    /// version and client in `_meta`, its method and tool in headers.
+    modern: bool,
 }
 
 impl Conn {
-    async fn open(addr: SocketAddr, path: &str) -> Result<Conn, String> {
+    async fn open(addr: SocketAddr, path: &str, modern: bool) -> Result<Conn, String> {
         let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         let _ = stream.set_nodelay(true);
         let (sender, conn) =
@@ -163,6 +168,7 @@ impl Conn {
             addr,
             path: path.to_owned(),
             session: None,
+            modern,
         })
     }
 
@@ -175,8 +181,18 @@ impl Conn {
             .uri(self.path.as_str())
             .header("host", self.addr.to_string())
             .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18");
+            .header("accept", "application/json, text/event-stream");
+        if self.modern {
+            b = b.header("mcp-protocol-version", MODERN);
+            if let Some(m) = body.get("method").and_then(Value::as_str) {
+                b = b.header("mcp-method", m);
+            }
+            if let Some(n) = body.pointer("/params/name").and_then(Value::as_str) {
+                b = b.header("mcp-name", n);
+            }
+        } else {
+            b = b.header("mcp-protocol-version", "2025-06-18");
+        }
         if let Some(s) = &self.session {
             b = b.header("mcp-session-id", s);
         }
@@ -220,7 +236,27 @@ impl Conn {
             .ok_or_else(|| format!("no answer in: {text}"))
     }
 
+    /// `msg` as this connection's era sends it: a 2026-07-28 request
+    /// carries its version and client in `_meta`.
+    fn shaped(&self, mut msg: Value) -> Value {
+        if self.modern {
+            if let Some(p) = msg.get_mut("params").and_then(Value::as_object_mut) {
+                p.insert("_meta".into(), modern_meta());
+            }
+        }
+        msg
+    }
+
     async fn initialize(&mut self) -> Result<(), String> {
+        if self.modern {
+            // Nothing to open: check that the endpoint answers this era.
+            let list = json!({ "jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {} });
+            let r = self.post(&self.shaped(list)).await?;
+            if r.get("result").is_none() {
+                return Err(format!("tools/list: {r}"));
+            }
+            return Ok(());
+        }
         let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": { "name": "gateway-bench", "version": "1" } } });
@@ -234,16 +270,30 @@ impl Conn {
     }
 }
 
-/// `clients` sessions calling `echo` through `addr`+`path` for the window.
+/// The 2026-07-28 era's protocol version.
+const MODERN: &str = "2026-07-28";
+
+/// What a 2026-07-28 request says of its client.
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "gateway-bench", "version": "1" },
+    })
+}
+
+/// `clients` sessions (or, `modern`, 2026-07-28 clients) calling `echo`
+/// through `addr`+`path` for the window.
 async fn load(
     addr: SocketAddr,
     path: &str,
+    modern: bool,
     plan: Plan,
     root: Option<u32>,
 ) -> Result<Figures, String> {
     let mut conns = Vec::with_capacity(plan.clients);
     for _ in 0..plan.clients {
-        let mut c = Conn::open(addr, path).await?;
+        let mut c = Conn::open(addr, path, modern).await?;
         c.initialize().await?;
         conns.push(c);
     }
@@ -273,6 +323,7 @@ async fn load(
                 id += 1;
                 let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
                     "params": { "name": "echo", "arguments": { "text": format!("client {i} call {id}") } } });
+                let call = c.shaped(call);
                 let t = Instant::now();
                 let r = c.post(&call).await;
                 let took = t.elapsed();
@@ -411,23 +462,29 @@ struct Gateway {
     program: PathBuf,
     args: Vec<String>,
     path: String,
+    /// Driven by 2026-07-28 clients instead of 2025-11-25 sessions.
+    modern: bool,
 }
 
 fn gateways(port: u16, config: &Path) -> Vec<Gateway> {
     let server = server_bin().display().to_string();
+    // The same `mcp serve`, driven by either era's clients.
+    let serve = |name, modern| Gateway {
+        name,
+        program: mcp_bin(),
+        args: vec![
+            "serve".into(),
+            "--config".into(),
+            config.display().to_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+        ],
+        path: "/servers/example/mcp".into(),
+        modern,
+    };
     vec![
-        Gateway {
-            name: "mcp serve",
-            program: mcp_bin(),
-            args: vec![
-                "serve".into(),
-                "--config".into(),
-                config.display().to_string(),
-                "--listen".into(),
-                format!("127.0.0.1:{port}"),
-            ],
-            path: "/servers/example/mcp".into(),
-        },
+        serve("mcp serve", false),
+        serve("mcp serve 2026-07-28", true),
         Gateway {
             name: "supergateway",
             program: peers_bin("supergateway"),
@@ -443,6 +500,7 @@ fn gateways(port: u16, config: &Path) -> Vec<Gateway> {
                 "none".into(),
             ],
             path: "/mcp".into(),
+            modern: false,
         },
         Gateway {
             name: "mcp-proxy",
@@ -456,6 +514,7 @@ fn gateways(port: u16, config: &Path) -> Vec<Gateway> {
                 server,
             ],
             path: "/mcp".into(),
+            modern: false,
         },
     ]
 }
@@ -473,7 +532,7 @@ async fn start(g: &Gateway, port: u16) -> Result<Child, String> {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut last = String::new();
     while Instant::now() < deadline {
-        match Conn::open(addr, &g.path).await {
+        match Conn::open(addr, &g.path, g.modern).await {
             Ok(mut c) => match c.initialize().await {
                 Ok(()) => return Ok(child),
                 Err(e) => last = e,
@@ -552,13 +611,13 @@ async fn main() {
             Ok(f) => rows.push(("direct (conduit client, stdio)".into(), clients, f)),
             Err(e) => eprintln!("direct: {e}"),
         }
-        match load(floor().await, "/mcp", p, None).await {
+        match load(floor().await, "/mcp", false, p, None).await {
             Ok(f) => rows.push(("HTTP floor (axum, no MCP)".into(), clients, f)),
             Err(e) => eprintln!("floor: {e}"),
         }
         let only = arg(&args, "--only");
         for g in gateways(0, &config) {
-            if only.as_deref().is_some_and(|o| o != g.name) {
+            if only.as_deref().is_some_and(|o| !g.name.starts_with(o)) {
                 continue;
             }
             if !g.program.is_file() {
@@ -582,7 +641,7 @@ async fn main() {
                 }
             };
             let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-            let r = load(addr, &g.path, p, child.id()).await;
+            let r = load(addr, &g.path, g.modern, p, child.id()).await;
             stop(child).await;
             match r {
                 Ok(f) => rows.push((g.name.into(), clients, f)),

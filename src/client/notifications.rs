@@ -22,6 +22,8 @@ struct Account {
     /// Bytes sent and not yet received.
     held: AtomicUsize,
     dropped: AtomicU64,
+    /// Notifications handed to the subscriber, ever.
+    sent: AtomicU64,
 }
 
 /// One notification and what it costs its subscriber.
@@ -77,9 +79,29 @@ impl Notifications {
         self.account.dropped.load(Ordering::Relaxed)
     }
 
+    /// A counter of the notifications handed to this subscriber so far
+    /// (read by the gateway to skip waiting for its watcher when it has
+    /// passed on every one).
+    pub(crate) fn sent(&self) -> Sent {
+        Sent(self.account.clone())
+    }
+
     fn take(&self, q: Queued) -> Notification {
         self.account.held.fetch_sub(q.cost, Ordering::AcqRel);
         q.notification
+    }
+}
+
+/// How many notifications a subscriber was handed: see
+/// [`Notifications::sent`].
+#[derive(Debug, Clone)]
+pub(crate) struct Sent(Arc<Account>);
+
+impl Sent {
+    /// The count so far. A notification published before something this
+    /// thread saw later (an answer read after it) is counted.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.sent.load(Ordering::Acquire)
     }
 }
 
@@ -147,6 +169,7 @@ impl Hub {
             let Some(notification) = note else { break };
             let (tx, account) = &subs[i];
             account.held.fetch_add(cost, Ordering::AcqRel);
+            account.sent.fetch_add(1, Ordering::AcqRel);
             if tx.send(Queued { notification, cost }).is_err() {
                 account.held.fetch_sub(cost, Ordering::AcqRel);
             }

@@ -514,6 +514,21 @@ impl HostShared {
         self.lock().servers.get(name)?.client.clone()
     }
 
+    /// The first holder of `kind` that `matches`, cloned alone (a lookup
+    /// on every call copies no table).
+    pub(crate) fn holder_where(
+        &self,
+        kind: ItemKind,
+        matches: impl Fn(&Holder) -> bool,
+    ) -> Option<(String, Holder)> {
+        let cat = self.lock();
+        cat.namespace
+            .table(kind)
+            .iter()
+            .find(|(_, h)| matches(h))
+            .map(|(k, h)| (k.clone(), h.clone()))
+    }
+
     /// Every name of `kind` and its holder (the public views are built
     /// from them outside the lock).
     pub(crate) fn holders(&self, kind: ItemKind) -> Vec<(String, Holder)> {

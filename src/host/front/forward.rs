@@ -53,15 +53,21 @@ pub(crate) async fn forward(
     params: Option<Value>,
     ctx: &RequestContext,
 ) -> Result<Value, HandlerError> {
+    // Only the call log reads these: no copies without one.
+    let log = front.call_log.as_ref();
     let tool = match method {
-        "tools/call" | "prompts/get" => params
+        "tools/call" | "prompts/get" if log.is_some() => params
             .as_ref()
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
             .map(str::to_owned),
         _ => None,
     };
-    let arguments = params.as_ref().and_then(|p| p.get("arguments")).cloned();
+    let arguments = if log.is_some_and(|l| l.arguments) {
+        params.as_ref().and_then(|p| p.get("arguments")).cloned()
+    } else {
+        None
+    };
     let mut record = front.observe(principal, &target.server, method, tool, arguments);
     let result = route(front, principal, target, method, params, ctx).await;
     record.finish(&result);

@@ -155,10 +155,14 @@ impl Handler for Single {
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
         let front = self.front.upgrade()?;
-        let tools = front.host.shared.holders(crate::host::ItemKind::Tool);
-        tools
-            .iter()
-            .find(|(_, h)| *h.server == *self.server && &*h.item.own == name)
-            .map(|(n, h)| h.tool(n).tool.input_schema)
+        // Asked on every 2026-07-28 `tools/call`: only the one tool is
+        // copied out of the namespace.
+        let (n, h) = front
+            .host
+            .shared
+            .holder_where(crate::host::ItemKind::Tool, |h| {
+                *h.server == *self.server && &*h.item.own == name
+            })?;
+        Some(h.tool(&n).tool.input_schema)
     }
 }

@@ -9,14 +9,14 @@
 //! it first if it is lazy.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch, OnceCell};
 
-use crate::client::{Client, ClientConfig, LifecycleEvent, Status};
+use crate::client::{Client, ClientConfig, LifecycleEvent, Sent, Status};
 use crate::host::{Host, HostError, HostEvent, ItemKind};
 use crate::protocol::{Era, Implementation, SubscriptionFilter};
 use crate::server::http::{Allow, HttpConfig, HttpService};
@@ -39,6 +39,25 @@ const NOTE_FLUSH_WAIT: Duration = Duration::from_secs(1);
 
 /// The start of a lazy server, shared by its concurrent first uses.
 type Start = OnceCell<Result<(), String>>;
+
+/// One server's notification watcher, as calls see it.
+#[derive(Clone)]
+struct NoteFlush {
+    /// Asks the watcher to pass on what it has queued, then to answer.
+    ask: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    /// Notifications the server's client handed to the watcher.
+    sent: Sent,
+    /// Notifications the watcher has passed on (counted after each is).
+    passed: Arc<AtomicU64>,
+}
+
+impl NoteFlush {
+    /// Whether the watcher has passed on every notification handed to it
+    /// so far.
+    fn idle(&self) -> bool {
+        self.sent.get() == self.passed.load(Ordering::Acquire)
+    }
+}
 
 /// One of a caller's endpoints.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -69,9 +88,10 @@ pub(crate) struct FrontState {
     pub(crate) call_log: Option<CallLog>,
     /// Resources watched on 2026-07-28 servers for 2025-11-25 sessions.
     pub(crate) watches: ResourceWatches,
-    /// Per server: asks its notification watcher to pass on what it has
-    /// queued (see [`flush_notes`](Self::flush_notes)).
-    note_flush: Mutex<HashMap<Arc<str>, mpsc::UnboundedSender<oneshot::Sender<()>>>>,
+    /// Per server: its notification watcher's progress, and the way to ask
+    /// it to pass on what it has queued (see
+    /// [`flush_notes`](Self::flush_notes)).
+    note_flush: Mutex<HashMap<Arc<str>, NoteFlush>>,
     services: Mutex<HashMap<(usize, Endpoint), Made>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
@@ -401,9 +421,20 @@ impl FrontState {
         let weak = Arc::downgrade(self);
         let server: Arc<str> = name.into();
         let notes = client.notifications();
-        let (flush_tx, flush) = mpsc::unbounded_channel();
-        crate::sync::lock(&self.note_flush).insert(server.clone(), flush_tx);
-        tokio::spawn(watch_notes(weak, server, client, notes, flush));
+        let (ask, flush) = mpsc::unbounded_channel();
+        let passed = Arc::new(AtomicU64::new(0));
+        let entry = NoteFlush {
+            ask,
+            sent: notes.sent(),
+            passed: passed.clone(),
+        };
+        crate::sync::lock(&self.note_flush).insert(server.clone(), entry);
+        let watcher = Watcher {
+            front: weak,
+            server,
+            passed,
+        };
+        tokio::spawn(watch_notes(watcher, client, notes, flush));
     }
 
     /// Waits until server `server`'s watcher has passed on every
@@ -411,12 +442,21 @@ impl FrontState {
     /// messages the server sent before it, on another path: without this
     /// the last of them reached the front after the answer, when the call
     /// was gone (1 in 5 calls lost its last log line).
+    ///
+    /// Without a round trip when the watcher has already passed on every
+    /// notification the server sent (the usual case): the answer was read
+    /// after them, so they are counted in `sent`, and `passed` is counted
+    /// after each was passed on.
     pub(crate) async fn flush_notes(&self, server: &str) {
-        let Some(tx) = crate::sync::lock(&self.note_flush).get(server).cloned() else {
-            return;
+        let ask = {
+            let flushes = crate::sync::lock(&self.note_flush);
+            match flushes.get(server) {
+                Some(f) if !f.idle() => f.ask.clone(),
+                _ => return,
+            }
         };
         let (ack, done) = oneshot::channel();
-        if tx.send(ack).is_ok() {
+        if ask.send(ack).is_ok() {
             // Bounded: a watcher busy opening its listen stream is not
             // worth holding an answer for.
             let _ = tokio::time::timeout(NOTE_FLUSH_WAIT, done).await;
@@ -546,12 +586,12 @@ fn approximate_bytes(v: &Value) -> u64 {
 /// again, and the front's sessions are told), its notifications read here
 /// through `notes` like a legacy server's.
 async fn watch_notes(
-    front: Weak<FrontState>,
-    server: Arc<str>,
+    watcher: Watcher,
     client: Client,
     mut notes: crate::client::Notifications,
     mut flush: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
 ) {
+    let server = &watcher.server;
     let mut status = client.watch_status();
     let mut stream: Option<crate::client::Subscription> = None;
     // One refusal per session is enough: a server without the method is
@@ -573,18 +613,18 @@ async fn watch_notes(
             Some(ack) = flush.recv() => {
                 // Everything queued before the answer that asked for this.
                 while let Some(n) = notes.try_recv() {
-                    match front.upgrade() {
-                        Some(front) => on_note(&front, &server, n),
-                        None => return,
+                    if !watcher.pass(n) {
+                        return;
                     }
                 }
                 let _ = ack.send(());
             }
             n = notes.recv() => match n {
-                Some(n) => match front.upgrade() {
-                    Some(front) => on_note(&front, &server, n),
-                    None => return,
-                },
+                Some(n) => {
+                    if !watcher.pass(n) {
+                        return;
+                    }
+                }
                 None => return,
             },
             changed = status.changed() => {
@@ -604,6 +644,28 @@ async fn watch_notes(
                 }
             }
         }
+    }
+}
+
+/// What one server's notification watcher passes on, and counts.
+struct Watcher {
+    front: Weak<FrontState>,
+    server: Arc<str>,
+    /// Notifications passed on (see [`NoteFlush`]).
+    passed: Arc<AtomicU64>,
+}
+
+impl Watcher {
+    /// Passes `n` on; false once the front is gone.
+    fn pass(&self, n: crate::jsonrpc::Notification) -> bool {
+        let Some(front) = self.front.upgrade() else {
+            return false;
+        };
+        on_note(&front, &self.server, n);
+        // After it was passed on: a call that sees the count sees its log
+        // message already on the front's stream.
+        self.passed.fetch_add(1, Ordering::AcqRel);
+        true
     }
 }
 
