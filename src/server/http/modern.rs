@@ -345,6 +345,16 @@ mod tests {
             code(check(&named("=?base64?c3Fs?="), &call(json!({})), |_| None)),
             None
         );
+        // A body name shaped like the sentinel, sent as is: the header
+        // decodes to "sql", which is not that name.
+        let shaped = req(
+            "tools/call",
+            json!({ "name": "=?base64?c3Fs?=", "arguments": {}, "_meta": meta() }),
+        );
+        assert_eq!(
+            code(check(&named("=?base64?c3Fs?="), &shaped, |_| None)),
+            Some((400, -32020))
+        );
     }
 
     #[test]
