@@ -657,7 +657,10 @@ async fn respond(
             } else {
                 StatusCode::OK
             };
-            let mut body = data.to_vec();
+            // Of the exact size: the body keeps this buffer as is (a
+            // larger one costs a reallocation and a shared header more).
+            let mut body = Vec::with_capacity(data.len() + 1);
+            body.extend_from_slice(&data);
             body.push(b'\n');
             gate::json(status, body)
         }

@@ -99,13 +99,18 @@ pub(crate) fn check(
         let Some(raw) = header(h, &NAME) else {
             return Err(mismatch("the Mcp-Name header is missing".into()));
         };
-        let given = headers::decode_value(raw)
-            .map_err(|e| mismatch(format!("the Mcp-Name header is invalid: {e}")))?;
-        if body_name != Some(given.as_str()) {
-            return Err(mismatch(format!(
-                "Mcp-Name header value '{given}' does not match body value '{}'",
-                body_name.unwrap_or("")
-            )));
+        // The common case, a plain name sent as is: what decoding would
+        // give, without the copy it makes.
+        let plain = body_name.is_some_and(|n| n.as_bytes() == raw && headers::is_plain(n));
+        if !plain {
+            let given = headers::decode_value(raw)
+                .map_err(|e| mismatch(format!("the Mcp-Name header is invalid: {e}")))?;
+            if body_name != Some(given.as_str()) {
+                return Err(mismatch(format!(
+                    "Mcp-Name header value '{given}' does not match body value '{}'",
+                    body_name.unwrap_or("")
+                )));
+            }
         }
     }
     if REMOVED.contains(&req.method.as_str()) {
@@ -339,6 +344,16 @@ mod tests {
         assert_eq!(
             code(check(&named("=?base64?c3Fs?="), &call(json!({})), |_| None)),
             None
+        );
+        // A body name shaped like the sentinel, sent as is: the header
+        // decodes to "sql", which is not that name.
+        let shaped = req(
+            "tools/call",
+            json!({ "name": "=?base64?c3Fs?=", "arguments": {}, "_meta": meta() }),
+        );
+        assert_eq!(
+            code(check(&named("=?base64?c3Fs?="), &shaped, |_| None)),
+            Some((400, -32020))
         );
     }
 
