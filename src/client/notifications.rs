@@ -82,6 +82,7 @@ impl Notifications {
     /// A counter of the notifications handed to this subscriber so far
     /// (read by the gateway to skip waiting for its watcher when it has
     /// passed on every one).
+    #[cfg(feature = "gateway")]
     pub(crate) fn sent(&self) -> Sent {
         Sent(self.account.clone())
     }
@@ -94,9 +95,11 @@ impl Notifications {
 
 /// How many notifications a subscriber was handed: see
 /// [`Notifications::sent`].
+#[cfg(feature = "gateway")]
 #[derive(Debug, Clone)]
 pub(crate) struct Sent(Arc<Account>);
 
+#[cfg(feature = "gateway")]
 impl Sent {
     /// The count so far. A notification published before something this
     /// thread saw later (an answer read after it) is counted.

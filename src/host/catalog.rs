@@ -516,6 +516,7 @@ impl HostShared {
 
     /// The first holder of `kind` that `matches`, cloned alone (a lookup
     /// on every call copies no table).
+    #[cfg(feature = "gateway")]
     pub(crate) fn holder_where(
         &self,
         kind: ItemKind,
