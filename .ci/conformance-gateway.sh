@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 START_TIMEOUT=60   # seconds for the gateway to be healthy
-STOP_TIMEOUT=20    # seconds for it to exit on SIGTERM (10 s grace + margin)
+STOP_TIMEOUT=40    # seconds for it to exit on SIGTERM (10 s grace, each server's stop, margin)
 
 bash .ci/install-conformance.sh
 export PATH="$PWD/target/conformance/node_modules/.bin:$PATH"
@@ -60,12 +60,21 @@ stop_gateway() {
         sleep 0.1
     done
     if kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" != "Z" ]; then
+        # What it is waiting for, before it is killed.
+        echo "conformance-gateway: mcp serve still running ${STOP_TIMEOUT}s after SIGTERM; its output and threads:" >&2
+        sed 's/^/  | /' "$work/gateway.log" >&2
+        for t in /proc/"$pid"/task/*; do
+            echo "  thread ${t##*/} $(cat "$t/comm" 2>/dev/null) state $(awk '{print $3}' "$t/stat" 2>/dev/null) wchan $(cat "$t/wchan" 2>/dev/null)" >&2
+            sed 's/^/    /' "$t/stack" 2>/dev/null >&2 || true
+        done
+        ps -o pid,ppid,stat,etime,cmd --ppid "$pid" >&2 || true
         kill -KILL "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
         echo "conformance-gateway: FAIL: mcp serve did not exit within ${STOP_TIMEOUT}s of SIGTERM" >&2
         return 1
     fi
     wait "$pid" || status=$?
+    echo "conformance-gateway: mcp serve exited $((SECONDS - deadline + STOP_TIMEOUT)) s after SIGTERM ($(tail -n 1 "$work/gateway.log"))"
     if [ "$status" -ne 0 ]; then
         echo "conformance-gateway: FAIL: mcp serve exited with status $status on SIGTERM (expected 0)" >&2
         sed 's/^/  | /' "$work/gateway.log" >&2

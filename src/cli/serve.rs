@@ -90,6 +90,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     });
     let signal = stop_signal().await;
     eprintln!("mcp serve: {signal}: stopping");
+    let stopping = std::time::Instant::now();
     if let Some(w) = watching {
         w.abort();
     }
@@ -99,7 +100,10 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         Ok(Err(e)) => eprintln!("mcp serve: the listener failed: {e}"),
         Err(e) => eprintln!("mcp serve: the listener's task failed: {e}"),
     }
-    eprintln!("mcp serve: stopped");
+    eprintln!(
+        "mcp serve: stopped in {} ms",
+        stopping.elapsed().as_millis()
+    );
     Ok(Output::Lines {
         lines: Vec::new(),
         all_ready: true,
