@@ -25,19 +25,7 @@ RESULTS="$ROOT/client-results"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
-cargo build --quiet --example conformance_client
-exe="$(cargo build --quiet --example conformance_client --message-format=json \
-    | node -e '
-        let out = "";
-        process.stdin.on("data", (d) => (out += d)).on("end", () => {
-            for (const line of out.split("\n")) {
-                if (!line) continue;
-                const m = JSON.parse(line);
-                if (m.reason === "compiler-artifact" && m.target?.name === "conformance_client" && m.executable) {
-                    console.log(m.executable);
-                }
-            }
-        });')"
+exe="$(bash .ci/built-exe.sh --example conformance_client)"
 [ -x "$exe" ] || { echo "conformance-client: could not find the built example" >&2; exit 1; }
 
 failed=0

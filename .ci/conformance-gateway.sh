@@ -21,19 +21,8 @@ bash .ci/install-conformance.sh
 export PATH="$PWD/target/conformance/node_modules/.bin:$PATH"
 
 # The binaries, as cargo built them.
-artifact() {
-    cargo build --quiet "$@" --message-format=json | node -e '
-        let out = "";
-        process.stdin.on("data", (d) => (out += d)).on("end", () => {
-            for (const line of out.split("\n")) {
-                if (!line) continue;
-                const m = JSON.parse(line);
-                if (m.reason === "compiler-artifact" && m.executable) console.log(m.executable);
-            }
-        });' | tail -n 1
-}
-mcp="$(artifact --features cli --bin mcp)"
-server="$(artifact --example conformance_server)"
+mcp="$(bash .ci/built-exe.sh --features cli --bin mcp)"
+server="$(bash .ci/built-exe.sh --example conformance_server)"
 [ -x "$mcp" ] && [ -x "$server" ] || { echo "conformance-gateway: could not find the built binaries" >&2; exit 1; }
 
 work="$PWD/target/conformance-gateway"

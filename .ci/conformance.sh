@@ -98,19 +98,7 @@ else
         echo "conformance: starting '$CONFORMANCE_SERVER_CMD' with PORT=$port"
         PORT="$port" bash -c "$CONFORMANCE_SERVER_CMD" >"$server_log" 2>&1 &
     else
-        cargo build --quiet --example conformance_server
-        exe="$(cargo build --quiet --example conformance_server --message-format=json \
-            | node -e '
-                let out = "";
-                process.stdin.on("data", (d) => (out += d)).on("end", () => {
-                    for (const line of out.split("\n")) {
-                        if (!line) continue;
-                        const m = JSON.parse(line);
-                        if (m.reason === "compiler-artifact" && m.target?.name === "conformance_server" && m.executable) {
-                            console.log(m.executable);
-                        }
-                    }
-                });')"
+        exe="$(bash .ci/built-exe.sh --example conformance_server)"
         [ -x "$exe" ] || { echo "conformance: could not find the built example" >&2; exit 1; }
         echo "conformance: starting $exe with PORT=$port"
         PORT="$port" RUST_LOG="${RUST_LOG:-warn}" "$exe" >"$server_log" 2>&1 &
