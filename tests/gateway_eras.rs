@@ -231,15 +231,7 @@ async fn a_held_call_whose_client_never_comes_back_expires_and_its_state_is_refu
     );
     // The server was not left waiting: it still answers.
     let ok = at
-        .modern(
-            SINGLE,
-            &[],
-            3,
-            "tools/call",
-            json!({ "name": "test_simple_text", "arguments": {} }),
-        )
-        .await
-        .json()
+        .call_modern(SINGLE, 3, "test_simple_text", json!({}))
         .await;
     assert!(ok["result"]["content"].is_array(), "{ok}");
     f.shutdown().await;
@@ -580,15 +572,7 @@ async fn a_2026_servers_list_change_reaches_2025_sessions_of_both_endpoints() {
             .await,
     );
     let toggled = at
-        .modern(
-            "/mcp",
-            &[],
-            2,
-            "tools/call",
-            json!({ "name": "conf__test_trigger_tool_change", "arguments": {} }),
-        )
-        .await
-        .json()
+        .call_modern("/mcp", 2, "conf__test_trigger_tool_change", json!({}))
         .await;
     assert!(toggled["result"].is_object(), "{toggled}");
     for (path, events) in &mut streams {

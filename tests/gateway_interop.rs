@@ -208,15 +208,12 @@ async fn python_client_sees_three_real_servers_in_one_namespace_and_one_sigkill_
     let time = before.iter().find(|(n, _)| n == "time").unwrap().1;
     common::kill9(time);
     let r = gw
-        .modern(
+        .call_modern(
             "/mcp",
-            &[],
             1,
-            "tools/call",
-            json!({ "name": "everything__echo", "arguments": { "message": "still here" } }),
+            "everything__echo",
+            json!({ "message": "still here" }),
         )
-        .await
-        .json()
         .await;
     assert!(
         r["result"]["content"][0]["text"]
@@ -240,15 +237,12 @@ async fn python_client_sees_three_real_servers_in_one_namespace_and_one_sigkill_
     }
     assert!(back.is_some(), "mcp-server-time did not come back");
     let r = gw
-        .modern(
+        .call_modern(
             "/mcp",
-            &[],
             2,
-            "tools/call",
-            json!({ "name": "time__get_current_time", "arguments": { "timezone": "UTC" } }),
+            "time__get_current_time",
+            json!({ "timezone": "UTC" }),
         )
-        .await
-        .json()
         .await;
     assert!(
         r["result"]["content"][0]["text"]

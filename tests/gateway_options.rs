@@ -37,29 +37,11 @@ async fn tool_filters_from_the_config_file_apply_to_listing_and_calling_on_both_
         ("/servers/a/mcp", "sleep"),
         ("/servers/a/mcp", "ask_roots"),
     ] {
-        let r = gw
-            .modern(
-                path,
-                &[],
-                3,
-                "tools/call",
-                json!({ "name": name, "arguments": { "ms": 1 } }),
-            )
-            .await
-            .json()
-            .await;
+        let r = gw.call_modern(path, 3, name, json!({ "ms": 1 })).await;
         assert_eq!(r["error"]["code"], -32602, "{path} {name}: {r}");
     }
     let ok = gw
-        .modern(
-            "/servers/a/mcp",
-            &[],
-            4,
-            "tools/call",
-            json!({ "name": "add", "arguments": { "a": 1, "b": 1 } }),
-        )
-        .await
-        .json()
+        .call_modern("/servers/a/mcp", 4, "add", json!({ "a": 1, "b": 1 }))
         .await;
     assert_eq!(ok["result"]["content"][0]["text"], "2", "{ok}");
     let end = gw.terminate().await;
@@ -92,16 +74,8 @@ async fn log_calls_writes_one_json_line_per_call_with_arguments_only_when_asked(
             args.push("--log-arguments");
         }
         let gw = serve(&dir, json!({ "a": fixture(&dir, "a", &[]) }), &args, &[]).await;
-        gw.modern(
-            "/mcp",
-            &[],
-            1,
-            "tools/call",
-            json!({ "name": "a__echo", "arguments": { "text": "secret-ish" } }),
-        )
-        .await
-        .json()
-        .await;
+        gw.call_modern("/mcp", 1, "a__echo", json!({ "text": "secret-ish" }))
+            .await;
         let sid = gw.session("/servers/a/mcp", &[], json!({})).await;
         gw.legacy(
             "/servers/a/mcp",
@@ -179,15 +153,7 @@ async fn a_lazy_server_starts_on_its_first_use_only() {
 
     // First use of y: a call through the namespace.
     let r = gw
-        .modern(
-            "/mcp",
-            &[],
-            2,
-            "tools/call",
-            json!({ "name": "y__echo", "arguments": { "text": "woke" } }),
-        )
-        .await
-        .json()
+        .call_modern("/mcp", 2, "y__echo", json!({ "text": "woke" }))
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "woke", "{r}");
     assert_eq!(common::read_pids(&dir.join("y.pids")).len(), 1);
@@ -299,15 +265,7 @@ async fn a_server_killed_with_sigkill_restarts_while_the_others_serve_and_metric
     common::kill9(a0[0]);
     // b serves while a restarts.
     let r = gw
-        .modern(
-            "/mcp",
-            &[],
-            1,
-            "tools/call",
-            json!({ "name": "b__echo", "arguments": { "text": "up" } }),
-        )
-        .await
-        .json()
+        .call_modern("/mcp", 1, "b__echo", json!({ "text": "up" }))
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "up", "{r}");
     let back = common::eventually(Duration::from_secs(10), || {
@@ -326,15 +284,7 @@ async fn a_server_killed_with_sigkill_restarts_while_the_others_serve_and_metric
     }
     assert!(healthy);
     let r = gw
-        .modern(
-            "/mcp",
-            &[],
-            2,
-            "tools/call",
-            json!({ "name": "a__echo", "arguments": { "text": "again" } }),
-        )
-        .await
-        .json()
+        .call_modern("/mcp", 2, "a__echo", json!({ "text": "again" }))
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "again", "{r}");
     let m = gw.send("GET", "/metrics", &[], None).await;
@@ -382,15 +332,7 @@ async fn a_url_server_is_served_beside_a_stdio_one_in_one_namespace() {
     );
     for (id, name) in [(2, "remote__echo"), (3, "local__echo")] {
         let r = gw
-            .modern(
-                "/mcp",
-                &[],
-                id,
-                "tools/call",
-                json!({ "name": name, "arguments": { "text": name } }),
-            )
-            .await
-            .json()
+            .call_modern("/mcp", id, name, json!({ "text": name }))
             .await;
         assert_eq!(r["result"]["content"][0]["text"], name, "{r}");
     }

@@ -43,15 +43,7 @@ async fn mcp_serve_puts_every_server_in_one_namespace_and_each_at_its_own_endpoi
     for (id, server) in [(2, "a"), (3, "b")] {
         let name = format!("{server}__echo");
         let r = gw
-            .modern(
-                "/mcp",
-                &[],
-                id,
-                "tools/call",
-                json!({ "name": name, "arguments": { "text": server } }),
-            )
-            .await
-            .json()
+            .call_modern("/mcp", id, &name, json!({ "text": server }))
             .await;
         assert_eq!(r["result"]["content"][0]["text"], server, "{r}");
     }

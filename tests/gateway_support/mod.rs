@@ -132,6 +132,16 @@ impl At {
         http::send(self.addr, request(method, self.addr, path, headers, body)).await
     }
 
+    /// A 2026-07-28 `tools/call` of `name` with `arguments` at `path`, its
+    /// JSON answer.
+    pub async fn call_modern(&self, path: &str, id: u64, name: &str, arguments: Value) -> Value {
+        let params = serde_json::json!({ "name": name, "arguments": arguments });
+        self.modern(path, &[], id, "tools/call", params)
+            .await
+            .json()
+            .await
+    }
+
     /// A 2026-07-28 request to `path` (`_meta` and headers as required).
     pub async fn modern(
         &self,
