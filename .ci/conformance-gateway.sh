@@ -41,29 +41,39 @@ gateway=$!
 
 stop_gateway() {
     [ -n "$gateway" ] || return 0
-    local pid="$gateway" status=0 deadline=$((SECONDS + STOP_TIMEOUT))
+    local pid="$gateway" status=0 started=$SECONDS watchdog
     gateway=""
+    rm -f "$work/stop-timeout"
     kill -TERM "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
-        if [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = "Z" ]; then break; fi
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" != "Z" ]; then
-        # What it is waiting for, before it is killed.
-        echo "conformance-gateway: mcp serve still running ${STOP_TIMEOUT}s after SIGTERM; its output and threads:" >&2
-        sed 's/^/  | /' "$work/gateway.log" >&2
-        for t in /proc/"$pid"/task/*; do
-            echo "  thread ${t##*/} $(cat "$t/comm" 2>/dev/null) state $(awk '{print $3}' "$t/stat" 2>/dev/null) wchan $(cat "$t/wchan" 2>/dev/null)" >&2
-            sed 's/^/    /' "$t/stack" 2>/dev/null >&2 || true
-        done
-        ps -o pid,ppid,stat,etime,cmd --ppid "$pid" >&2 || true
+    # `wait` is what sees the exit (a polled `kill -0` also succeeds on an
+    # exited child the shell has not reaped yet). The watchdog records what
+    # the gateway is waiting for, then kills it, if it is still there after
+    # STOP_TIMEOUT.
+    (
+        sleep "$STOP_TIMEOUT"
+        [ -d "/proc/$pid" ] || exit 0
+        {
+            for t in /proc/"$pid"/task/*; do
+                echo "  thread ${t##*/} $(cat "$t/comm" 2>/dev/null) state $(awk '{print $3}' "$t/stat" 2>/dev/null) wchan $(cat "$t/wchan" 2>/dev/null)"
+                sed 's/^/    /' "$t/stack" 2>/dev/null || true
+            done
+            ps -o pid,ppid,stat,etime,cmd --ppid "$pid" || true
+        } >"$work/stop-timeout" 2>&1
         kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        echo "conformance-gateway: FAIL: mcp serve did not exit within ${STOP_TIMEOUT}s of SIGTERM" >&2
+    ) &
+    watchdog=$!
+    wait "$pid" || status=$?
+    # The watchdog and its sleep: nothing of this script outlives it.
+    pkill -P "$watchdog" 2>/dev/null || true
+    kill "$watchdog" 2>/dev/null || true
+    wait "$watchdog" 2>/dev/null || true
+    if [ -e "$work/stop-timeout" ]; then
+        echo "conformance-gateway: FAIL: mcp serve did not exit within ${STOP_TIMEOUT}s of SIGTERM; its output and threads:" >&2
+        sed 's/^/  | /' "$work/gateway.log" >&2
+        cat "$work/stop-timeout" >&2
         return 1
     fi
-    wait "$pid" || status=$?
-    echo "conformance-gateway: mcp serve exited $((SECONDS - deadline + STOP_TIMEOUT)) s after SIGTERM ($(tail -n 1 "$work/gateway.log"))"
+    echo "conformance-gateway: mcp serve exited $((SECONDS - started)) s after SIGTERM ($(tail -n 1 "$work/gateway.log"))"
     if [ "$status" -ne 0 ]; then
         echo "conformance-gateway: FAIL: mcp serve exited with status $status on SIGTERM (expected 0)" >&2
         sed 's/^/  | /' "$work/gateway.log" >&2
