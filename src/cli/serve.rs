@@ -23,12 +23,18 @@ const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 /// Runs the gateway until SIGTERM or SIGINT.
 pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Result<Output, Fail> {
+    // Caught from the start: a signal while the servers start stops them
+    // as one after (exit 0), rather than killing the gateway.
+    let mut stop = StopSignal::new();
     let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
     if options.verbose {
         verbose::config_file(&file.path);
     }
     let addr = resolve(&args.listen)?;
     let auth = auth(&args)?;
+    if let (Auth::Clients(clients), Some(tokens)) = (&auth, &args.tokens) {
+        warn_unknown_servers(clients, tokens, &file);
+    }
     let loopback = addr.ip().is_loopback();
     if !loopback && !auth.required() && !args.insecure_no_auth {
         return Err(Fail::Usage(format!(
@@ -66,9 +72,18 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         .await
         .map_err(|e| Fail::Usage(format!("cannot listen on {addr}: {e}")))?;
     let local = listener.local_addr().unwrap_or(addr);
-    let gateway = HttpFront::start(host, front)
-        .await
-        .map_err(|e| Fail::Usage(e.to_string()))?;
+    let gateway = tokio::select! {
+        started = HttpFront::start(host, front) => started.map_err(|e| Fail::Usage(e.to_string()))?,
+        signal = stop.recv() => {
+            // Dropping the start stops every server it started; what is
+            // left when this process exits dies with it (die_with_parent).
+            eprintln!("mcp serve: {signal} while the servers were starting: stopping");
+            return Ok(Output::Lines {
+                lines: Vec::new(),
+                all_ready: true,
+            });
+        }
+    };
     let servers = gateway.host().servers();
     eprintln!(
         "mcp serve: http://{local}/mcp ({} servers: {}; /servers/NAME/mcp, /health, /metrics)",
@@ -88,7 +103,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         let path = file.path.clone();
         tokio::spawn(watch(gateway, path, file, options.clone()))
     });
-    let signal = stop_signal().await;
+    let signal = stop.recv().await;
     eprintln!("mcp serve: {signal}: stopping");
     let stopping = std::time::Instant::now();
     if let Some(w) = watching {
@@ -126,15 +141,17 @@ fn auth(args: &ServeArgs) -> Result<Auth, Fail> {
     if let Some(var) = &args.token_env {
         let token = std::env::var(var)
             .map_err(|_| Fail::Usage(format!("--token-env {var}: the variable is not set")))?;
-        if token.trim().is_empty() {
+        // Without the whitespace around it (a secret file's newline): no
+        // `Authorization` header could carry it.
+        let token = token.trim().to_owned();
+        if token.is_empty() {
             return Err(Fail::Usage(format!(
                 "--token-env {var}: the variable is empty"
             )));
         }
         if token.chars().count() < crate::host::front::MIN_TOKEN_LEN {
-            tracing::warn!(
-                variable = %var,
-                "mcp serve: the token is short (under {} characters): use a long random one",
+            eprintln!(
+                "mcp serve: --token-env {var}: the token is short (under {} characters): use a long random one",
                 crate::host::front::MIN_TOKEN_LEN
             );
         }
@@ -159,7 +176,10 @@ fn warn_if_readable_by_others(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     if let Ok(m) = std::fs::metadata(path) {
         if m.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(file = %path.display(), "mcp serve: the tokens file is readable by others than its owner (chmod 600 it)");
+            eprintln!(
+                "mcp serve: --tokens {}: the file is readable by others than its owner (chmod 600 it)",
+                path.display()
+            );
         }
     }
 }
@@ -167,32 +187,82 @@ fn warn_if_readable_by_others(path: &Path) {
 #[cfg(not(unix))]
 fn warn_if_readable_by_others(_: &Path) {}
 
+/// Says on stderr which grants of the tokens file name a server the config
+/// file does not have (a typo grants nothing).
+fn warn_unknown_servers(clients: &[ClientGrant], tokens: &Path, file: &ServersFile) {
+    for c in clients {
+        for server in c.named_servers() {
+            if !file.servers.contains_key(server) && !file.disabled.iter().any(|d| d == server) {
+                eprintln!(
+                    "mcp serve: --tokens {}: `clients.{}.servers.{server}`: no server `{server}` in {} (this grant gives nothing)",
+                    tokens.display(),
+                    c.name,
+                    file.path.display()
+                );
+            }
+        }
+    }
+}
+
 /// The command-line options that apply to a served server: what was given
 /// wins; its restart policy stays the file's (supervised, not one shot).
 fn apply(options: &Options, config: &mut ClientConfig) {
     crate::cli::overlay_options(options, config);
 }
 
-/// SIGTERM or SIGINT, named.
-async fn stop_signal() -> &'static str {
+/// SIGTERM and SIGINT, caught from the moment this is made (a signal
+/// before [`recv`](Self::recv) is polled is kept, not lost).
+struct StopSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = term.recv() => "SIGTERM",
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-            },
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignal {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            StopSignal {
+                term: signal(SignalKind::terminate()).ok(),
+                int: signal(SignalKind::interrupt()).ok(),
             }
         }
+        #[cfg(not(unix))]
+        StopSignal {}
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
+
+    /// The next SIGTERM or SIGINT, named.
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            async fn on(s: &mut Option<tokio::signal::unix::Signal>) {
+                if let Some(s) = s {
+                    if s.recv().await.is_some() {
+                        return;
+                    }
+                }
+                // No stream, or one that ended: nothing more to deliver.
+                std::future::pending().await
+            }
+            if self.int.is_none() {
+                // Without its own stream, SIGINT as tokio's ctrl_c sees it.
+                tokio::select! {
+                    _ = on(&mut self.term) => return "SIGTERM",
+                    _ = tokio::signal::ctrl_c() => return "SIGINT",
+                }
+            }
+            tokio::select! {
+                _ = on(&mut self.term) => "SIGTERM",
+                _ = on(&mut self.int) => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
     }
 }
 

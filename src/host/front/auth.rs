@@ -45,6 +45,16 @@ pub struct ClientGrant {
     servers: BTreeMap<String, Vec<Glob>>,
 }
 
+impl ClientGrant {
+    /// The servers its grant names (not `"*"`).
+    pub(crate) fn named_servers(&self) -> impl Iterator<Item = &str> {
+        self.servers
+            .keys()
+            .map(String::as_str)
+            .filter(|s| *s != ANY_SERVER)
+    }
+}
+
 impl std::fmt::Debug for ClientGrant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientGrant")
@@ -124,6 +134,9 @@ impl ClientGrant {
                     ))
                 }
             };
+            // A token never holds the whitespace around it (a secret file's
+            // newline): no `Authorization` header could carry it.
+            let token = token.trim().to_owned();
             if token.chars().count() < MIN_TOKEN_LEN {
                 return Err(invalid(
                     &format!("{key}.token"),

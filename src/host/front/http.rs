@@ -188,9 +188,10 @@ async fn peek(
     let front = &r.front;
     let limit = front.config.http.server.max_message_bytes;
     let (parts, body) = req.into_parts();
-    let _permit = r.peeks.acquire().await.ok();
+    let permit = r.peeks.acquire().await.ok();
     let limited = http_body_util::Limited::new(body, limit);
     let read = tokio::time::timeout(front.config.http.body_timeout, limited.collect()).await;
+    drop(permit);
     let bytes: Bytes = match read {
         Err(_) => {
             return Err(refuse(
@@ -213,7 +214,11 @@ async fn peek(
             .unwrap_or_default(),
     };
     for m in &messages {
-        if let Some(what) = outside_grant(front, principal, endpoint, m) {
+        let refused = match endpoint {
+            Endpoint::Joined => start_named_lazy(front, principal, m).await,
+            Endpoint::Server(_) => None,
+        };
+        if let Some(what) = refused.or_else(|| outside_grant(front, principal, endpoint, m)) {
             tracing::info!(client = %principal.name, %what, "gateway: call refused: outside the client's grant");
             return Err(gate::rpc_error(
                 StatusCode::FORBIDDEN,
@@ -224,6 +229,35 @@ async fn peek(
         }
     }
     Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// A lazy server not started yet whose name (by its prefix) a call of
+/// `/mcp` holds: started now when the caller may use it, so that the grant
+/// is checked on the server's own names as for any other server; when it
+/// may not, the server is what the grant leaves out (and stays unstarted).
+async fn start_named_lazy(
+    front: &Arc<FrontState>,
+    principal: &Principal,
+    m: &Peek<'_>,
+) -> Option<String> {
+    let kind = match m.method.as_deref()? {
+        "tools/call" => ItemKind::Tool,
+        "prompts/get" => ItemKind::Prompt,
+        _ => return None,
+    };
+    let name = m.params.as_ref()?.name.as_deref()?;
+    if front.host.shared.owner_of(kind, name).is_some() {
+        return None;
+    }
+    let server = front.lazy_owner(name)?;
+    if !principal.server_allowed(&server) {
+        return Some(format!("server `{server}`"));
+    }
+    if let Err(e) = front.ensure_started(&server).await {
+        // The call itself says so (`/mcp` tries the start again).
+        tracing::warn!(server = %server, error = %e, "gateway: a lazy server could not start");
+    }
+    None
 }
 
 /// What of the message, if anything, the caller's grant leaves out.

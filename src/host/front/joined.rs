@@ -126,20 +126,17 @@ impl Joined {
         };
         let owner = match found(front) {
             Some(o) => Some(o),
-            None if kind != ItemKind::Resource => {
-                let prefix = |s: &str| name.starts_with(&front.host.shared.naming.prefix(s));
-                match front.lazy_names().into_iter().find(|s| prefix(s)) {
-                    Some(server) if self.principal.server_allowed(&server) => {
-                        front
-                            .ensure_started(&server)
-                            .await
-                            .map_err(HandlerError::Internal)?;
-                        front.host.ready(READY_WAIT).await;
-                        found(front)
-                    }
-                    _ => None,
+            None if kind != ItemKind::Resource => match front.lazy_owner(name) {
+                Some(server) if self.principal.server_allowed(&server) => {
+                    front
+                        .ensure_started(&server)
+                        .await
+                        .map_err(HandlerError::Internal)?;
+                    front.host.ready(READY_WAIT).await;
+                    found(front)
                 }
-            }
+                _ => None,
+            },
             None => None,
         };
         let owner = owner.ok_or_else(unknown)?;

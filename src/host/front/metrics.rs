@@ -179,6 +179,9 @@ impl Metrics {
 
     /// The text of `GET /metrics`, the gauges of the moment set first.
     pub(crate) fn render(&self, ready: &[(String, bool)], held: usize) -> String {
+        // The servers of the moment only: one removed (`--watch`) is no
+        // longer reported, ready or not.
+        self.ready.clear();
         for (server, up) in ready {
             self.ready
                 .get_or_create(&Server {

@@ -182,6 +182,14 @@ impl FrontState {
         crate::sync::lock(&self.lazy).keys().cloned().collect()
     }
 
+    /// The lazy server not started yet whose namespace prefix `name` has.
+    pub(crate) fn lazy_owner(&self, name: &str) -> Option<String> {
+        let naming = &self.host.shared.naming;
+        self.lazy_names()
+            .into_iter()
+            .find(|s| name.starts_with(&naming.prefix(s)))
+    }
+
     /// Adds a lazy server (started on first use).
     pub(crate) fn add_lazy(&self, name: &str, config: ClientConfig) {
         crate::sync::lock(&self.lazy).insert(name.to_owned(), config);

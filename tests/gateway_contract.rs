@@ -1,0 +1,353 @@
+//! `mcp serve` checked from outside, as issue 23 states its contract, on
+//! the edges: tokens as secret stores hand them over (a trailing newline),
+//! a grant naming a server the file does not have, a call outside a grant
+//! to a lazy server not started yet, `/metrics` after `--watch` removed a
+//! server, and SIGTERM while a server is still starting.
+
+mod gateway_support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use gateway_support::common::{self, tempdir};
+use gateway_support::{all_gone, fixture, serve, serve_file, PATIENCE};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+#[tokio::test]
+async fn a_token_read_with_a_trailing_newline_is_the_token_without_it() {
+    let dir = tempdir("gw-token-newline");
+    let token = "a-bearer-token-0123456789";
+    // As a secret file mounted into a variable, or written by `echo`.
+    let gw = serve(
+        &dir,
+        json!({ "a": fixture(&dir, "a", &[]) }),
+        &["--token-env", "GW_TOKEN"],
+        &[("GW_TOKEN", &format!("{token}\n"))],
+    )
+    .await;
+    let bearer = format!("Bearer {token}");
+    let r = gw
+        .modern(
+            "/mcp",
+            &[("authorization", &bearer)],
+            1,
+            "tools/list",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "--token-env: the token without its newline");
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+
+    std::fs::write(
+        dir.join("tokens.json"),
+        json!({ "clients": {
+            "ci": { "token": format!(" {token}\n"), "servers": { "*": ["*"] } },
+            "env": { "token_env": "CI_TOKEN", "servers": { "*": ["*"] } }
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let tokens = dir.join("tokens.json").display().to_string();
+    let gw = serve_file(
+        &dir,
+        &dir.join("servers.json"),
+        &["--tokens", &tokens],
+        &[("CI_TOKEN", "ci-token-0123456789abcdef\r\n")],
+    )
+    .await;
+    for bearer in [bearer.as_str(), "Bearer ci-token-0123456789abcdef"] {
+        let r = gw
+            .modern(
+                "/mcp",
+                &[("authorization", bearer)],
+                2,
+                "tools/list",
+                json!({}),
+            )
+            .await;
+        assert_eq!(r.status, 200, "--tokens: the token without its whitespace");
+    }
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+}
+
+#[tokio::test]
+async fn a_blank_token_in_a_tokens_file_is_refused_naming_its_client() {
+    let dir = tempdir("gw-token-blank");
+    std::fs::write(
+        dir.join("servers.json"),
+        json!({ "mcpServers": { "a": fixture(&dir, "a", &[]) } }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tokens.json"),
+        json!({ "clients": { "ci": { "token": " ".repeat(20), "servers": { "*": ["*"] } } } })
+            .to_string(),
+    )
+    .unwrap();
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(dir.join("servers.json"))
+        .arg("--tokens")
+        .arg(dir.join("tokens.json"))
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(PATIENCE, run)
+        .await
+        .expect("mcp serve started with a blank token")
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("clients.ci.token"), "{err}");
+    assert!(!dir.join("a.pids").exists(), "no server may start");
+}
+
+#[tokio::test]
+async fn a_grant_naming_a_server_the_file_lacks_and_a_readable_tokens_file_are_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir("gw-grant-unknown");
+    let tokens = dir.join("tokens.json");
+    std::fs::write(
+        &tokens,
+        json!({ "clients": {
+            "ci": { "token": "ci-token-0123456789abcdef", "servers": { "tiem": ["*"], "a": ["echo"] } }
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::write(
+        dir.join("servers.json"),
+        json!({ "mcpServers": { "a": fixture(&dir, "a", &[]) } }).to_string(),
+    )
+    .unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(dir.join("servers.json"))
+        .arg("--tokens")
+        .arg(&tokens)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // What it says before it listens.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            said.push_str(&l);
+            said.push('\n');
+            if l.starts_with("mcp serve: http://") {
+                return;
+            }
+        }
+        panic!("mcp serve ended before it listened: {said}");
+    })
+    .await
+    .expect("mcp serve did not listen in time");
+    let pid = child.id().unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("mcp serve did not exit after SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("clients.ci.servers.tiem") && said.contains("no server `tiem`"),
+        "the unknown server is named on stderr: {said}"
+    );
+    assert!(
+        !said.contains("servers.a`"),
+        "a server of the file is not warned about: {said}"
+    );
+    assert!(
+        said.contains("readable by others"),
+        "the tokens file's mode is warned about without --verbose: {said}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_outside_the_grant_to_a_lazy_server_not_started_yet_is_403() {
+    let dir = tempdir("gw-lazy-grant");
+    let mut late = fixture(&dir, "late", &[]);
+    late["conduit"] = json!({ "lazy": true });
+    let mut hidden = fixture(&dir, "hidden", &[]);
+    hidden["conduit"] = json!({ "lazy": true });
+    std::fs::write(
+        dir.join("tokens.json"),
+        json!({ "clients": {
+            "ci": { "token": "ci-token-0123456789abcdef", "servers": { "late": ["echo"] } }
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let tokens = dir.join("tokens.json").display().to_string();
+    let gw = serve(
+        &dir,
+        json!({ "a": fixture(&dir, "a", &[]), "late": late, "hidden": hidden }),
+        &["--tokens", &tokens],
+        &[],
+    )
+    .await;
+    let ci = [("authorization", "Bearer ci-token-0123456789abcdef")];
+    for id in [1, 2] {
+        let r = gw
+            .modern(
+                "/mcp",
+                &ci,
+                id,
+                "tools/call",
+                json!({ "name": "late__add", "arguments": { "a": 1, "b": 2 } }),
+            )
+            .await;
+        let status = r.status;
+        assert_eq!(status, 403, "call {id}: {}", r.json().await);
+    }
+    for (id, name) in [(3, "a__echo"), (4, "hidden__echo")] {
+        let r = gw
+            .modern(
+                "/mcp",
+                &ci,
+                id,
+                "tools/call",
+                json!({ "name": name, "arguments": { "text": "x" } }),
+            )
+            .await;
+        let status = r.status;
+        assert_eq!(
+            status,
+            403,
+            "{name}: a server outside the grant: {}",
+            r.json().await
+        );
+    }
+    let (_, health) = gw.health().await;
+    assert_eq!(health["servers"]["hidden"]["status"], "lazy", "{health}");
+    assert!(
+        !dir.join("hidden.pids").exists(),
+        "a server outside the grant is not started by its call"
+    );
+    let r = gw
+        .modern(
+            "/mcp",
+            &ci,
+            5,
+            "tools/call",
+            json!({ "name": "late__echo", "arguments": { "text": "in" } }),
+        )
+        .await
+        .json()
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "in", "{r}");
+    let pids = gw.server_pids();
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    assert!(all_gone(&pids), "{pids:?}");
+}
+
+#[tokio::test]
+async fn metrics_stop_reporting_a_server_that_watch_removed() {
+    let dir = tempdir("gw-metrics-removed");
+    let servers = json!({ "a": fixture(&dir, "a", &[]), "b": fixture(&dir, "b", &[]) });
+    let gw = serve(&dir, servers, &["--watch"], &[]).await;
+    let metrics = |gw: &gateway_support::Gateway| {
+        let at = gateway_support::At { addr: gw.addr };
+        async move {
+            let r = at.send("GET", "/metrics", &[], None).await;
+            String::from_utf8(r.bytes().await.to_vec()).unwrap()
+        }
+    };
+    let text = metrics(&gw).await;
+    assert!(
+        text.contains(r#"mcp_gateway_server_ready{server="b"} 1"#),
+        "{text}"
+    );
+    std::fs::write(
+        dir.join("servers.json"),
+        json!({ "mcpServers": { "a": fixture(&dir, "a", &[]) } }).to_string(),
+    )
+    .unwrap();
+    let mut gone = false;
+    for _ in 0..400 {
+        let (_, h) = gw.health().await;
+        if h["servers"].get("b").is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(gone, "--watch did not remove b");
+    let text = metrics(&gw).await;
+    assert!(
+        !text.contains(r#"mcp_gateway_server_ready{server="b"}"#),
+        "a removed server is no longer reported ready: {text}"
+    );
+    assert!(
+        text.contains(r#"mcp_gateway_server_ready{server="a"} 1"#),
+        "{text}"
+    );
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+}
+
+#[tokio::test]
+async fn sigterm_while_a_server_is_still_starting_exits_0_with_no_process_left() {
+    let dir = tempdir("gw-sigterm-starting");
+    // `late` answers after 20 s; the gateway waits for it (60 s by default).
+    std::fs::write(
+        dir.join("servers.json"),
+        json!({ "mcpServers": {
+            "up": fixture(&dir, "up", &[]),
+            "late": fixture(&dir, "late", &["--start-delay-ms", "20000"]),
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(dir.join("servers.json"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Both servers are running (their pid files written): mid-start.
+    let started = common::eventually(PATIENCE, || {
+        dir.join("up.pids").exists() && dir.join("late.pids").exists()
+    })
+    .await;
+    assert!(started.is_some(), "the servers did not start");
+    let pids: Vec<u32> = ["up", "late"]
+        .iter()
+        .flat_map(|n| common::read_pids(&dir.join(format!("{n}.pids"))))
+        .collect();
+    let pid = child.id().unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("mcp serve did not exit after SIGTERM")
+        .unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use tokio::io::AsyncReadExt;
+        let _ = e.read_to_string(&mut err).await;
+    }
+    assert_eq!(status.code(), Some(0), "{status:?}: {err}");
+    assert!(err.contains("SIGTERM"), "{err}");
+    let gone = common::eventually(Duration::from_secs(5), || all_gone(&pids)).await;
+    assert!(gone.is_some(), "a server outlived mcp serve: {pids:?}");
+}
