@@ -351,3 +351,56 @@ async fn sigterm_while_a_server_is_still_starting_exits_0_with_no_process_left()
     let gone = common::eventually(Duration::from_secs(5), || all_gone(&pids)).await;
     assert!(gone.is_some(), "a server outlived mcp serve: {pids:?}");
 }
+
+#[tokio::test]
+async fn an_allowed_origin_written_as_a_url_matches_its_browser_origin_and_a_path_is_refused() {
+    let dir = tempdir("gw-origin-slash");
+    let gw = serve(
+        &dir,
+        json!({ "a": fixture(&dir, "a", &[]) }),
+        &["--allow-origin", "https://app.example.com/"],
+        &[],
+    )
+    .await;
+    // Browsers send the origin without a path.
+    let r = gw
+        .modern(
+            "/mcp",
+            &[("origin", "https://app.example.com")],
+            1,
+            "tools/list",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "the origin of https://app.example.com/");
+    let r = gw
+        .modern(
+            "/mcp",
+            &[("origin", "https://evil.example.com")],
+            2,
+            "tools/list",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+
+    // One that no browser origin can match is said at once.
+    for bad in ["https://app.example.com/chat", "app.example.com"] {
+        let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(dir.join("servers.json"))
+            .args(["--allow-origin", bad])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(PATIENCE, run)
+            .await
+            .unwrap_or_else(|_| panic!("mcp serve started with --allow-origin {bad}"))
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(bad), "{err}");
+    }
+}

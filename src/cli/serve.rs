@@ -53,7 +53,11 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     }
     let mut front = FrontConfig::from_file(&file).auth(auth);
     front.split_lazy(&file, &mut host.servers);
-    front.allowed_origins = args.allow_origin.clone();
+    front.allowed_origins = args
+        .allow_origin
+        .iter()
+        .map(|o| origin(o))
+        .collect::<Result<_, _>>()?;
     // Behind a token a rebinding page has nothing to send; without one the
     // listener is loopback (or the user said --insecure-no-auth).
     front.allowed_hosts = if loopback {
@@ -134,6 +138,27 @@ fn resolve(listen: &str) -> Result<SocketAddr, Fail> {
     addrs
         .next()
         .ok_or_else(|| Fail::Usage(format!("--listen {listen}: no address")))
+}
+
+/// One `--allow-origin`, as browsers send it: `SCHEME://HOST[:PORT]` (a
+/// trailing `/` dropped), `null` or `*`. A value no `Origin` header can
+/// equal (with a path, or no scheme) is refused rather than never matched.
+fn origin(value: &str) -> Result<String, Fail> {
+    let v = value.trim();
+    if v == "*" || v == "null" {
+        return Ok(v.to_owned());
+    }
+    let v = v.strip_suffix('/').unwrap_or(v);
+    match v.split_once("://") {
+        Some((scheme, authority))
+            if !scheme.is_empty() && !authority.is_empty() && !authority.contains('/') =>
+        {
+            Ok(v.to_owned())
+        }
+        _ => Err(Fail::Usage(format!(
+            "--allow-origin {value}: an origin is SCHEME://HOST[:PORT] (for example https://app.example.com), without a path"
+        ))),
+    }
 }
 
 /// `--token-env` or `--tokens`.
