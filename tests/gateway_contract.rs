@@ -404,3 +404,50 @@ async fn an_allowed_origin_written_as_a_url_matches_its_browser_origin_and_a_pat
         assert!(err.contains(bad), "{err}");
     }
 }
+
+#[tokio::test]
+async fn a_server_watch_could_not_add_is_in_health_as_at_start_until_the_file_drops_it() {
+    let dir = tempdir("gw-watch-failed");
+    let a = fixture(&dir, "a", &[]);
+    let gw = serve(&dir, json!({ "a": a.clone() }), &["--watch"], &[]).await;
+    let missing = dir.join("no-such-server").display().to_string();
+    let write = |servers: serde_json::Value| {
+        std::fs::write(
+            dir.join("servers.json"),
+            json!({ "mcpServers": servers }).to_string(),
+        )
+        .unwrap()
+    };
+    write(json!({ "a": a.clone(), "gone": { "command": missing } }));
+    let mut seen = None;
+    for _ in 0..400 {
+        let (s, h) = gw.health().await;
+        if h["servers"].get("gone").is_some() {
+            seen = Some((s, h));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let (status, h) = seen.expect("/health never named the server --watch could not start");
+    assert_eq!(status, 503, "{h}");
+    assert_eq!(h["servers"]["gone"]["status"], "gave_up", "{h}");
+    assert!(
+        h["servers"]["gone"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("no-such-server")),
+        "{h}"
+    );
+    write(json!({ "a": a }));
+    let mut back = false;
+    for _ in 0..400 {
+        let (s, h) = gw.health().await;
+        if s == 200 && h["servers"].get("gone").is_none() {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(back, "/health stayed 503 once the file dropped the server");
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+}

@@ -334,11 +334,18 @@ impl HttpFront {
             .chain(next.servers.keys())
             .map(|n| (n, ()))
             .collect();
+        let failed = self.state.failed();
         for name in names.keys() {
-            let before = previous.entries.get(*name);
+            // One that could not be added is tried again, as new.
+            let not_added = failed.contains_key(*name);
+            let before = previous.entries.get(*name).filter(|_| !not_added);
             let after = next.entries.get(*name);
             let options = next.serve.get(*name).cloned().unwrap_or_default();
             match (before, after, next.servers.get(*name)) {
+                (None, None, _) | (None, Some(_), None) if not_added => {
+                    self.state.set_failed(name, None);
+                    out.removed.push((*name).clone());
+                }
                 (Some(_), None, _) | (Some(_), Some(_), None) => {
                     match self.remove_server(name).await {
                         Ok(()) => out.removed.push((*name).clone()),
@@ -356,10 +363,12 @@ impl HttpFront {
                         }
                     }
                     let filter = ToolFilter::from_options(&options);
-                    match self
+                    let added = self
                         .add_server(name, config.clone(), Some(filter), options.lazy)
-                        .await
-                    {
+                        .await;
+                    self.state
+                        .set_failed(name, added.as_ref().err().map(ToString::to_string));
+                    match added {
                         Ok(()) if before.is_some() => out.restarted.push((*name).clone()),
                         Ok(()) => out.added.push((*name).clone()),
                         Err(e) => out.failed.push(((*name).clone(), e.to_string())),

@@ -323,6 +323,14 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
     for name in front.lazy_names() {
         servers.insert(name, json!({ "status": "lazy" }));
     }
+    // Servers of the file a reload could not add: as at the start.
+    for (name, reason) in front.failed() {
+        all = false;
+        servers.insert(
+            name,
+            json!({ "status": "gave_up", "tools": 0, "reason": reason }),
+        );
+    }
     let stopping = front.stopping.load(Ordering::Acquire);
     let ok = all && !stopping;
     let body = json!({

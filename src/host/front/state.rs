@@ -98,6 +98,9 @@ pub(crate) struct FrontState {
     /// Lazy servers not started yet, and the start of each once begun.
     lazy: Mutex<BTreeMap<String, ClientConfig>>,
     starting: Mutex<HashMap<String, Arc<Start>>>,
+    /// Servers of the file a reload could not add, with the reason: in
+    /// `/health` as a server that gave up at the start is.
+    failed: Mutex<BTreeMap<String, String>>,
     /// A fingerprint of the namespace's tools, prompts and resources, to
     /// tell `/mcp`'s sessions only of the lists that changed.
     fingerprints: Mutex<[u64; 3]>,
@@ -129,6 +132,7 @@ impl FrontState {
             tools: std::sync::RwLock::new(config.tools.clone()),
             lazy: Mutex::new(lazy),
             starting: Mutex::new(HashMap::new()),
+            failed: Mutex::new(BTreeMap::new()),
             fingerprints: Mutex::new([0; 3]),
             stopping: AtomicBool::new(false),
             closing: watch::Sender::new(false),
@@ -180,6 +184,25 @@ impl FrontState {
     /// The lazy servers not started yet.
     pub(crate) fn lazy_names(&self) -> Vec<String> {
         crate::sync::lock(&self.lazy).keys().cloned().collect()
+    }
+
+    /// Records (with `Some`) or forgets that a reload could not add
+    /// server `name`.
+    pub(crate) fn set_failed(&self, name: &str, why: Option<String>) {
+        let mut failed = crate::sync::lock(&self.failed);
+        match why {
+            Some(w) => {
+                failed.insert(name.to_owned(), w);
+            }
+            None => {
+                failed.remove(name);
+            }
+        }
+    }
+
+    /// The servers a reload could not add, with the reason.
+    pub(crate) fn failed(&self) -> BTreeMap<String, String> {
+        crate::sync::lock(&self.failed).clone()
     }
 
     /// The lazy server not started yet whose namespace prefix `name` has.
