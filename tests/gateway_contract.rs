@@ -422,7 +422,8 @@ async fn a_server_watch_could_not_add_is_in_health_as_at_start_until_the_file_dr
     let mut seen = None;
     for _ in 0..400 {
         let (s, h) = gw.health().await;
-        if h["servers"].get("gone").is_some() {
+        // (`starting` while the gateway tries it.)
+        if h["servers"]["gone"]["status"] == "gave_up" {
             seen = Some((s, h));
             break;
         }
@@ -450,4 +451,46 @@ async fn a_server_watch_could_not_add_is_in_health_as_at_start_until_the_file_dr
     assert!(back, "/health stayed 503 once the file dropped the server");
     let end = gw.terminate().await;
     assert_eq!(end.code, Some(0), "{}", end.stderr);
+}
+
+#[tokio::test]
+async fn a_change_to_the_file_while_the_servers_start_is_applied_by_watch() {
+    let dir = tempdir("gw-watch-early");
+    let slow = fixture(&dir, "slow", &["--start-delay-ms", "1500"]);
+    let config = dir.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({ "mcpServers": { "slow": slow } }).to_string(),
+    )
+    .unwrap();
+    let starting = tokio::spawn({
+        let (dir, config) = (dir.clone(), config.clone());
+        async move { serve_file(&dir, &config, &["--watch"], &[]).await }
+    });
+    // `slow` is running, not ready yet: the gateway is still starting.
+    let mid = common::eventually(PATIENCE, || dir.join("slow.pids").exists()).await;
+    assert!(mid.is_some(), "slow did not start");
+    std::fs::write(
+        &config,
+        json!({ "mcpServers": { "slow": slow, "added": fixture(&dir, "added", &[]) } }).to_string(),
+    )
+    .unwrap();
+    let gw = starting.await.unwrap();
+    let mut added = false;
+    for _ in 0..400 {
+        let (_, h) = gw.health().await;
+        if h["servers"]["added"]["status"] == "ready" {
+            added = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        added,
+        "the change made while the servers started was never applied"
+    );
+    let pids = gw.server_pids();
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    assert!(all_gone(&pids), "{pids:?}");
 }

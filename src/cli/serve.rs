@@ -26,6 +26,9 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     // Caught from the start: a signal while the servers start stops them
     // as one after (exit 0), rather than killing the gateway.
     let mut stop = StopSignal::new();
+    // Taken before the file is read: `--watch` applies a change made while
+    // the servers started.
+    let loaded = stamp(path);
     let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
     if options.verbose {
         verbose::config_file(&file.path);
@@ -105,7 +108,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     let watching = args.watch.then(|| {
         let gateway = gateway.clone();
         let path = file.path.clone();
-        tokio::spawn(watch(gateway, path, file, options.clone()))
+        tokio::spawn(watch(gateway, path, file, loaded, options.clone()))
     });
     let signal = stop.recv().await;
     eprintln!("mcp serve: {signal}: stopping");
@@ -298,10 +301,16 @@ fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
 }
 
 /// `--watch`: reads the file again whenever its length or modification
-/// time changes, and applies it. A file that does not read leaves
-/// everything as it was (and is said on stderr).
-async fn watch(gateway: HttpFront, path: PathBuf, mut applied: ServersFile, options: Options) {
-    let mut seen = stamp(&path);
+/// time differs from `seen` (the file's as `applied` was read), and
+/// applies it. A file that does not read leaves everything as it was (and
+/// is said on stderr).
+async fn watch(
+    gateway: HttpFront,
+    path: PathBuf,
+    mut applied: ServersFile,
+    mut seen: Option<(u64, SystemTime)>,
+    options: Options,
+) {
     loop {
         tokio::time::sleep(WATCH_EVERY).await;
         let now = stamp(&path);
