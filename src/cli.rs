@@ -43,6 +43,7 @@ mod login;
 mod progress;
 mod serve;
 mod single;
+mod starting;
 mod verbose;
 
 use self::args::{Cli, Command, Options};

@@ -494,3 +494,76 @@ async fn a_change_to_the_file_while_the_servers_start_is_applied_by_watch() {
     assert_eq!(end.code, Some(0), "{}", end.stderr);
     assert!(all_gone(&pids), "{pids:?}");
 }
+
+#[tokio::test]
+async fn health_answers_503_while_a_server_starts_and_an_early_request_waits_for_the_start() {
+    let dir = tempdir("gw-health-starting");
+    // `late` answers its first request after 8 s; the ready wait is 60 s.
+    std::fs::write(
+        dir.join("servers.json"),
+        json!({ "mcpServers": {
+            "up": fixture(&dir, "up", &[]),
+            "late": fixture(&dir, "late", &["--start-delay-ms", "8000"]),
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["serve", "--listen", &listen, "--config"])
+        .arg(dir.join("servers.json"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let at = gateway_support::At {
+        addr: listen.parse().unwrap(),
+    };
+    // Mid-start: both servers spawned, `late` not answering yet.
+    let started = common::eventually(PATIENCE, || {
+        dir.join("up.pids").exists() && dir.join("late.pids").exists()
+    })
+    .await;
+    assert!(started.is_some(), "the servers did not start");
+    // An orchestrator's probe gets an answer now, not after the start.
+    let (status, body) = tokio::time::timeout(Duration::from_secs(4), at.health())
+        .await
+        .expect("/health did not answer while the servers started");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "starting", "{body}");
+    assert_eq!(body["servers"]["late"]["status"], "starting", "{body}");
+    // A request sent now is answered once the start is over, by the gateway.
+    let sid = tokio::time::timeout(PATIENCE, at.session("/mcp", &[], json!({})))
+        .await
+        .expect("the early request was not answered after the start");
+    let listed = at
+        .legacy("/mcp", &sid, &[], 1, "tools/list", json!({}))
+        .await;
+    let names = gateway_support::tool_names(&listed.json().await);
+    assert!(names.iter().any(|n| n.starts_with("late__")), "{names:?}");
+    let (status, body) = at.health().await;
+    assert_eq!(status, 200, "{body}");
+    let pids: Vec<u32> = ["up", "late"]
+        .iter()
+        .flat_map(|n| common::read_pids(&dir.join(format!("{n}.pids"))))
+        .collect();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("mcp serve did not exit after SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let gone = common::eventually(Duration::from_secs(5), || all_gone(&pids)).await;
+    assert!(gone.is_some(), "a server outlived mcp serve: {pids:?}");
+}

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use tokio::net::TcpListener;
 
 use super::args::{Options, ServeArgs};
+use super::starting::Starting;
 use super::{verbose, Fail, Output};
 use crate::client::ClientConfig;
 use crate::config_file::ServersFile;
@@ -79,18 +80,48 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         .await
         .map_err(|e| Fail::Usage(format!("cannot listen on {addr}: {e}")))?;
     let local = listener.local_addr().unwrap_or(addr);
+    // Served from now on: `/health` answers 503 while the servers start,
+    // other requests wait for the gateway (starting.rs).
+    let (switch, early) = Starting::new(
+        host.servers.keys().cloned().collect(),
+        front.lazy.keys().cloned().collect(),
+    );
+    let (done, done_rx) = tokio::sync::watch::channel(false);
+    let flush = front.grace.saturating_add(Duration::from_secs(2));
+    let serving = tokio::spawn(crate::server::http::serve_app(
+        listener,
+        early,
+        front.http.max_connections,
+        done_rx,
+        flush,
+    ));
+    eprintln!(
+        "mcp serve: listening on {local}; starting {} servers (/health is 503 until they are ready)",
+        host.servers.len()
+    );
     let gateway = tokio::select! {
-        started = HttpFront::start(host, front) => started.map_err(|e| Fail::Usage(e.to_string()))?,
+        started = HttpFront::start(host, front) => match started {
+            Ok(g) => g,
+            Err(e) => {
+                switch.gone();
+                done.send_replace(true);
+                return Err(Fail::Usage(e.to_string()));
+            }
+        },
         signal = stop.recv() => {
             // Dropping the start stops every server it started; what is
             // left when this process exits dies with it (die_with_parent).
             eprintln!("mcp serve: {signal} while the servers were starting: stopping");
+            switch.gone();
+            done.send_replace(true);
+            let _ = serving.await;
             return Ok(Output::Lines {
                 lines: Vec::new(),
                 all_ready: true,
             });
         }
     };
+    switch.up(gateway.router());
     let servers = gateway.host().servers();
     eprintln!(
         "mcp serve: http://{local}/mcp ({} servers: {}; /servers/NAME/mcp, /health, /metrics)",
@@ -101,10 +132,6 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let serving = tokio::spawn({
-        let gateway = gateway.clone();
-        async move { gateway.serve(listener).await }
-    });
     let watching = args.watch.then(|| {
         let gateway = gateway.clone();
         let path = file.path.clone();
@@ -116,6 +143,8 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     if let Some(w) = watching {
         w.abort();
     }
+    // As `HttpFront::serve` would: no new connection from now on.
+    done.send_replace(true);
     gateway.shutdown().await;
     match serving.await {
         Ok(Ok(())) => {}
