@@ -567,3 +567,87 @@ async fn health_answers_503_while_a_server_starts_and_an_early_request_waits_for
     let gone = common::eventually(Duration::from_secs(5), || all_gone(&pids)).await;
     assert!(gone.is_some(), "a server outlived mcp serve: {pids:?}");
 }
+
+#[tokio::test]
+async fn a_call_refused_outside_the_grant_is_logged_and_counted_as_forbidden() {
+    let dir = tempdir("gw-forbidden-logged");
+    std::fs::write(
+        dir.join("tokens.json"),
+        json!({ "clients": {
+            "ci": { "token": "ci-token-0123456789abcdef", "servers": { "a": ["echo"] } }
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let tokens = dir.join("tokens.json").display().to_string();
+    let log = dir.join("calls.jsonl").display().to_string();
+    let gw = serve(
+        &dir,
+        json!({ "a": fixture(&dir, "a", &[]) }),
+        &["--tokens", &tokens, "--log-calls", &log],
+        &[],
+    )
+    .await;
+    let ci = [("authorization", "Bearer ci-token-0123456789abcdef")];
+    let r = gw
+        .modern(
+            "/mcp",
+            &ci,
+            1,
+            "tools/call",
+            json!({ "name": "a__add", "arguments": { "a": 1, "b": 2 } }),
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let r = gw
+        .modern(
+            "/mcp",
+            &ci,
+            2,
+            "tools/call",
+            json!({ "name": "a__echo", "arguments": { "text": "x" } }),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    // Both calls are in the log, in order; the log is written by a thread.
+    let mut lines: Vec<serde_json::Value> = Vec::new();
+    common::eventually(PATIENCE, || {
+        lines = std::fs::read_to_string(dir.join("calls.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        lines.len() >= 2
+    })
+    .await;
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["outcome"], "forbidden", "{:?}", lines);
+    assert_eq!(lines[0]["client"], "ci", "{:?}", lines);
+    assert_eq!(lines[0]["server"], "a", "{:?}", lines);
+    assert_eq!(lines[0]["tool"], "add", "{:?}", lines);
+    assert_eq!(lines[1]["outcome"], "ok", "{:?}", lines);
+    let metrics = gw
+        .send(
+            "GET",
+            "/metrics",
+            &[("authorization", "Bearer ci-token-0123456789abcdef")],
+            None,
+        )
+        .await
+        .bytes()
+        .await;
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("mcp_gateway_requests_total{")
+                && l.contains("server=\"a\"")
+                && l.contains("outcome=\"forbidden\"")
+                && l.ends_with(" 1")),
+        "{metrics}"
+    );
+    let pids = gw.server_pids();
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    assert!(all_gone(&pids), "{pids:?}");
+}

@@ -218,8 +218,11 @@ async fn peek(
             Endpoint::Joined => start_named_lazy(front, principal, m).await,
             Endpoint::Server(_) => None,
         };
-        if let Some(what) = refused.or_else(|| outside_grant(front, principal, endpoint, m)) {
+        if let Some(r) = refused.or_else(|| outside_grant(front, principal, endpoint, m)) {
+            let what = &r.what;
             tracing::info!(client = %principal.name, %what, "gateway: call refused: outside the client's grant");
+            // In the call log and the metrics as any other outcome.
+            front.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
             return Err(gate::rpc_error(
                 StatusCode::FORBIDDEN,
                 m.id.clone(),
@@ -239,7 +242,7 @@ async fn start_named_lazy(
     front: &Arc<FrontState>,
     principal: &Principal,
     m: &Peek<'_>,
-) -> Option<String> {
+) -> Option<Refusal> {
     let kind = match m.method.as_deref()? {
         "tools/call" => ItemKind::Tool,
         "prompts/get" => ItemKind::Prompt,
@@ -251,7 +254,11 @@ async fn start_named_lazy(
     }
     let server = front.lazy_owner(name)?;
     if !principal.server_allowed(&server) {
-        return Some(format!("server `{server}`"));
+        return Some(Refusal {
+            what: format!("server `{server}`"),
+            own: None,
+            server,
+        });
     }
     if let Err(e) = front.ensure_started(&server).await {
         // The call itself says so (`/mcp` tries the start again).
@@ -260,13 +267,23 @@ async fn start_named_lazy(
     None
 }
 
+/// A call the caller's grant leaves out.
+struct Refusal {
+    /// What the 403 names (`server `x`` or `tool `x__y``).
+    what: String,
+    /// The server the call was for.
+    server: String,
+    /// The item's own name at that server, when known.
+    own: Option<String>,
+}
+
 /// What of the message, if anything, the caller's grant leaves out.
 fn outside_grant(
     front: &FrontState,
     principal: &Principal,
     endpoint: &Endpoint,
     m: &Peek<'_>,
-) -> Option<String> {
+) -> Option<Refusal> {
     let method = m.method.as_deref()?;
     let params = m.params.as_ref()?;
     let (kind, name) = match method {
@@ -283,10 +300,18 @@ fn outside_grant(
         }
     };
     if !principal.server_allowed(&server) {
-        return Some(format!("server `{server}`"));
+        return Some(Refusal {
+            what: format!("server `{server}`"),
+            server,
+            own: Some(own),
+        });
     }
     if kind == ItemKind::Tool && !principal.tool_allowed(&server, &own) {
-        return Some(format!("tool `{name}`"));
+        return Some(Refusal {
+            what: format!("tool `{name}`"),
+            server,
+            own: Some(own),
+        });
     }
     None
 }

@@ -528,6 +528,20 @@ impl FrontState {
             done: false,
         }
     }
+    /// A call refused before it reached `server` (outside the caller's
+    /// grant): logged and counted as any call, with the outcome
+    /// `forbidden`.
+    pub(crate) fn refused(
+        &self,
+        principal: &Principal,
+        server: &str,
+        method: Option<&str>,
+        tool: Option<&str>,
+    ) {
+        let method = method.unwrap_or_default();
+        let mut record = self.observe(principal, server, method, tool.map(str::to_owned), None);
+        record.write("forbidden", None, 0);
+    }
 }
 
 /// One call being observed.
