@@ -651,3 +651,38 @@ async fn a_call_refused_outside_the_grant_is_logged_and_counted_as_forbidden() {
     assert_eq!(end.code, Some(0), "{}", end.stderr);
     assert!(all_gone(&pids), "{pids:?}");
 }
+
+#[tokio::test]
+async fn watch_applies_a_rewrite_of_the_same_length_and_modification_time() {
+    let dir = tempdir("gw-watch-same-stamp");
+    let config = dir.join("servers.json");
+    let before = json!({ "mcpServers": { "aa": fixture(&dir, "aa", &[]) } }).to_string();
+    let after = json!({ "mcpServers": { "bb": fixture(&dir, "bb", &[]) } }).to_string();
+    assert_eq!(before.len(), after.len());
+    std::fs::write(&config, &before).unwrap();
+    let gw = serve_file(&dir, &config, &["--watch"], &[]).await;
+    let mtime = std::fs::metadata(&config).unwrap().modified().unwrap();
+    std::fs::write(&config, &after).unwrap();
+    // As a rewrite within one tick of a coarse file system clock looks.
+    std::fs::File::options()
+        .write(true)
+        .open(&config)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let mut status = serde_json::Value::Null;
+    for _ in 0..400 {
+        let (_, h) = gw.health().await;
+        status = h["servers"].clone();
+        if status["bb"]["status"] == "ready" && status.get("aa").is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status["bb"]["status"], "ready", "{status}");
+    assert!(status.get("aa").is_none(), "{status}");
+    let pids = gw.server_pids();
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    assert!(all_gone(&pids), "{pids:?}");
+}

@@ -323,21 +323,27 @@ impl StopSignal {
     }
 }
 
-/// The file's length and modification time: what `--watch` compares.
-fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
+/// What `--watch` compares: the file's length, modification time and a
+/// hash of its bytes (a rewrite of the same length within one tick of the
+/// file system's clock changes only the last).
+type Stamp = (u64, SystemTime, u64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    use std::hash::{Hash, Hasher};
     let m = std::fs::metadata(path).ok()?;
-    Some((m.len(), m.modified().ok()?))
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::fs::read(path).ok()?.hash(&mut h);
+    Some((m.len(), m.modified().ok()?, h.finish()))
 }
 
-/// `--watch`: reads the file again whenever its length or modification
-/// time differs from `seen` (the file's as `applied` was read), and
+/// `--watch`: reads the file again whenever its stamp differs from `seen` (the file's as `applied` was read), and
 /// applies it. A file that does not read leaves everything as it was (and
 /// is said on stderr).
 async fn watch(
     gateway: HttpFront,
     path: PathBuf,
     mut applied: ServersFile,
-    mut seen: Option<(u64, SystemTime)>,
+    mut seen: Option<Stamp>,
     options: Options,
 ) {
     loop {
