@@ -94,8 +94,14 @@ impl Naming {
         let clean = &prefix[..prefix.len() - sep.len()];
         // The first separator of `clean + sep` must be the one joined on.
         if prefix.find(sep.as_str()) != Some(clean.len()) {
+            // Say what the name becomes when that is what meets the separator.
+            let becomes = if clean == name {
+                String::new()
+            } else {
+                format!(" (as `{clean}`, its characters outside A-Z a-z 0-9 _ - replaced)")
+            };
             return refuse(format!(
-                "server name `{name}` holds or runs into the separator `{sep}`: \
+                "server name `{name}` holds or runs into the separator `{sep}`{becomes}: \
                  a tool's name could then mean another server (choose another name or separator)"
             ));
         }
@@ -181,6 +187,7 @@ mod tests {
             ("a__b", &["a"][..], "separator"),
             ("a_", &[], "separator"),
             ("__a", &[], "separator"),
+            ("é", &[], "(as `_`, its characters outside"),
             ("my_fx", &["my.fx"], "`my.fx` and `my_fx`"),
             (&"s".repeat(54), &[], "54 characters"),
             (" ", &[], "empty"),
