@@ -46,7 +46,9 @@ pub struct ClientGrant {
 }
 
 impl ClientGrant {
-    /// The servers its grant names (not `"*"`).
+    /// The servers its grant names (not `"*"`): `mcp serve` warns about
+    /// those its config file lacks.
+    #[cfg(feature = "cli")]
     pub(crate) fn named_servers(&self) -> impl Iterator<Item = &str> {
         self.servers
             .keys()
