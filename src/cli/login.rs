@@ -10,6 +10,7 @@
 //! `~/.config/conduit-mcp/oauth-tokens.json`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,9 +42,23 @@ pub(super) fn token_file() -> Option<PathBuf> {
     Some(config.join("conduit-mcp").join("oauth-tokens.json"))
 }
 
+/// Set once the user is asked to authorize: from then on the wait is the
+/// user's (bounded by [`WAIT`]), not the server's.
+pub(super) type Asked = Arc<AtomicBool>;
+
+/// Resolves when `limit` has passed and the user was not asked to
+/// authorize meanwhile: the server did not answer the login's probe in
+/// time. Never resolves once the user was asked.
+pub(super) async fn server_silent_for(limit: Duration, asked: &Asked) {
+    tokio::time::sleep(limit).await;
+    if asked.load(Ordering::Acquire) {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// Authorization for `mcp`: a loopback listener for the redirect, tokens
-/// in the token file.
-pub(super) fn oauth() -> Result<OAuth, String> {
+/// in the token file; and the flag set when the user is asked.
+pub(super) fn oauth() -> Result<(OAuth, Asked), String> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", PREFERRED_PORT))
         .or_else(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
         .map_err(|e| format!("cannot listen for the authorization redirect: {e}"))?;
@@ -53,8 +68,11 @@ pub(super) fn oauth() -> Result<OAuth, String> {
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
     let listener = Arc::new(listener);
+    let asked = Asked::default();
+    let flag = asked.clone();
     let authorizer = move |req: AuthorizationRequest| {
         let listener = listener.clone();
+        flag.store(true, Ordering::Release);
         async move {
             eprintln!(
                 "This server needs authorization. Open this address in a browser:\n\n  {}\n\nWaiting for the browser to come back to {} ...",
@@ -72,7 +90,7 @@ pub(super) fn oauth() -> Result<OAuth, String> {
         Some(path) => config.store(FileStore::new(path)),
         None => config.store(MemoryStore::new()),
     };
-    Ok(OAuth::new(config))
+    Ok((OAuth::new(config), asked))
 }
 
 /// Serves the redirect: the first `GET /callback?...` is the answer.

@@ -7,12 +7,13 @@ use std::ffi::OsString;
 
 use serde_json::{json, Value};
 
-use super::args::{Command, Options};
+use super::args::{Command, HeaderArg, Options};
 use super::{
     apply_options, failure, interrupted, send, with_options, Fail, Output, DEFAULT_TIMEOUT,
 };
 use crate::client::ClientConfig;
 use crate::client::{Client, StartError};
+use crate::oauth::AuthError;
 
 /// Runs `command` against `server`, the command after `--`.
 pub(super) async fn run(
@@ -51,17 +52,33 @@ pub(super) async fn run_url(options: &Options, command: Command) -> Result<Outpu
         return Err(Fail::Usage("missing --url URL".into()));
     };
     let mut config = ClientConfig::http(url.clone());
-    for (k, v) in &options.header {
-        config = config.header(k.clone(), v.clone());
+    for header in &options.header {
+        match header {
+            HeaderArg::Pair(k, v) => config = config.header(k.clone(), v.expose()),
+            HeaderArg::Bad(why) => return Err(Fail::Usage((*why).into())),
+        }
     }
     apply_options(options, &mut config);
     // A protected server: log in first (or reuse the kept token); a bad
     // configuration is still a usage error.
     config.validate().map_err(|e| Fail::Usage(e.to_string()))?;
-    let oauth = super::login::oauth().map_err(Fail::Transport)?;
+    let (oauth, asked) = super::login::oauth().map_err(Fail::Transport)?;
     if let Some(http) = &config.http {
+        // The probe is bounded as any request is; the user's time in the
+        // browser is not (the login has its own bound for that).
+        let limit = options.timeout.unwrap_or(DEFAULT_TIMEOUT);
         tokio::select! {
-            r = oauth.login(http) => r.map_err(|e| Fail::Transport(format!("authorization: {e}")))?,
+            r = oauth.login(http) => r.map_err(|e| match e {
+                e @ AuthError::Unreachable { .. } => Fail::Transport(e.to_string()),
+                e => Fail::Transport(format!("authorization: {e}")),
+            })?,
+            () = super::login::server_silent_for(limit, &asked) => {
+                return Err(Fail::Transport(format!(
+                    "no answer from {} within {} ms",
+                    http.display_url(),
+                    limit.as_millis()
+                )))
+            }
             f = super::interrupted() => return Err(f),
         };
     }
