@@ -85,9 +85,14 @@ async fn refused(core: &Arc<Core>, id: &RequestId, status: StatusCode, resp: Res
     };
     if let Ok(Message::Response(mut r)) = Message::parse(&body) {
         if let Outcome::Error(e) = &mut r.outcome {
-            // The code and data as sent (-32022's `supported` matters);
-            // the status said too, as an auth failure only says it there.
-            e.message = format!("HTTP {status}: {}", e.message);
+            // The code and data as sent (-32022's `supported` matters).
+            // The status is said too when it tells more than the code (an
+            // auth failure only says it there); not when it is the one the
+            // 2026-07-28 era gives that code (404 for -32601, 400 for
+            // -32602...): the error then reads as it does on stdio.
+            if crate::server::http::gate::status_for(e.code) != status {
+                e.message = format!("HTTP {status}: {}", e.message);
+            }
             r.id = Some(id.clone());
             return core.deliver(Message::Response(r)).await;
         }
