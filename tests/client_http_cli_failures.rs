@@ -183,3 +183,26 @@ async fn header_values_are_never_echoed_and_keep_their_equals_signs_and_spaces()
         Some(false)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_is_not_followed_and_the_message_says_where_it_points() {
+    let moved = |_: &Value, _: Option<&str>| -> http_support::Answer {
+        (
+            308,
+            vec![(
+                "location",
+                "https://new.example.com/v2/mcp?session=s3cret".to_owned(),
+            )],
+            String::new(),
+        )
+    };
+    let fake = Fake::start(moved).await;
+    let out = mcp(&["tools", "--url", &fake.url]).await;
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("redirect") && out.stderr.contains("https://new.example.com/v2/mcp"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("s3cret"), "{}", out.stderr);
+}
