@@ -206,3 +206,31 @@ async fn a_redirect_is_not_followed_and_the_message_says_where_it_points() {
     );
     assert!(!out.stderr.contains("s3cret"), "{}", out.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_with_a_config_file_warns_about_tools_only() {
+    // Two entries for one server: their resources share URIs, their
+    // (namespaced) tools do not collide.
+    let server = start(config()).await;
+    let dir = std::env::temp_dir().join(format!("conduit-cli-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(".mcp.json");
+    let servers = serde_json::json!({ "mcpServers": {
+        "one": { "type": "http", "url": server.url },
+        "two": { "url": server.url }
+    } });
+    std::fs::write(&file, servers.to_string()).unwrap();
+    let file = file.to_str().unwrap();
+    let out = mcp(&["tools", "--config", file]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("Resource"), "{}", out.stderr);
+    // `resources` is where they are said.
+    let out = mcp(&["resources", "--config", file]).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Resource name `test://static`"),
+        "{}",
+        out.stderr
+    );
+}

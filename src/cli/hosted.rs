@@ -13,7 +13,7 @@ use super::{apply_options, host_failure, interrupted, single, Fail, Output};
 use crate::client::RequestOptions;
 use crate::client::Status;
 use crate::config_file::ServersFile;
-use crate::host::{Host, HostConfig, ServerSummary};
+use crate::host::{Host, HostConfig, ItemKind, ServerSummary};
 
 /// Runs `command` against the servers of `file`.
 pub(super) async fn run(
@@ -233,6 +233,11 @@ async fn all_items(
     config: HostConfig,
     kind: &'static str,
 ) -> Result<Output, Fail> {
+    let item_kind = match kind {
+        "tools" => ItemKind::Tool,
+        "prompts" => ItemKind::Prompt,
+        _ => ItemKind::Resource,
+    };
     let (items, collisions, failed) = with_host(options, config, async |host: &Host| {
         let failed: Vec<ServerSummary> = host
             .servers()
@@ -256,7 +261,13 @@ async fn all_items(
                 .map(|r| json!({ "uri": r.uri, "server": r.server, "resource": r.resource }))
                 .collect(),
         };
-        Ok((items, host.collisions(), failed))
+        // Only the collisions of what was asked for.
+        let collisions: Vec<_> = host
+            .collisions()
+            .into_iter()
+            .filter(|c| c.kind == item_kind)
+            .collect();
+        Ok((items, collisions, failed))
     })
     .await?;
     for c in &collisions {
