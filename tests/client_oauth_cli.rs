@@ -87,3 +87,80 @@ async fn mcp_logs_in_through_the_browser_once_and_reuses_the_kept_token() {
     });
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbose_login_and_reuse_never_print_a_token_a_code_or_a_client_secret() {
+    let fake = AuthFake::start(Knobs {
+        refresh: true,
+        ..Knobs::default()
+    })
+    .await;
+    let dir = common::tempdir("oauth-cli-verbose");
+    let file = dir.join("tokens.json");
+    let url = fake.url();
+    let mut child = mcp(&["tools", "--url", &url, "--verbose"], &file);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    let auth_url = tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            said.push_str(&line);
+            said.push('\n');
+            if let Some(u) = line
+                .trim()
+                .strip_prefix(&format!("{}/authorize?", fake.base))
+            {
+                return format!("{}/authorize?{u}", fake.base);
+            }
+        }
+        panic!("mcp ended without an authorization URL: {said}");
+    })
+    .await
+    .expect("the authorization URL in time");
+    let (_, location) = get(&auth_url).await;
+    let location = location.expect("a redirect");
+    let code = location
+        .split(['?', '&'])
+        .find_map(|p| p.strip_prefix("code="))
+        .expect("a code")
+        .to_owned();
+    get(&location).await;
+    let rest = tokio::time::timeout(PATIENCE, async {
+        let mut rest = String::new();
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            rest.push_str(&line);
+            rest.push('\n');
+        }
+        rest
+    })
+    .await
+    .expect("mcp ends");
+    said.push_str(&rest);
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{said}");
+    // The second run reuses the kept token, also with --verbose.
+    let out = mcp(&["tools", "--url", &url, "--verbose"], &file).wait_with_output();
+    let out = tokio::time::timeout(PATIENCE, out).await.unwrap().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    said.push_str(&String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("DEBUG"), "--verbose logged: {said}");
+    // What the token file keeps is what must never be printed.
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let server = &kept[url.as_str()];
+    let mut secrets: Vec<String> = [
+        &server["tokens"]["access_token"],
+        &server["tokens"]["refresh_token"],
+        &server["client"]["client_secret"],
+    ]
+    .iter()
+    .map(|v| v.as_str().expect("kept").to_owned())
+    .collect();
+    secrets.push(code);
+    for secret in &secrets {
+        assert!(!said.contains(secret.as_str()), "{secret} printed:\n{said}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
