@@ -121,12 +121,14 @@ fn unknown(file: &ServersFile, name: &str) -> Fail {
 /// stops every server and waits until their processes are gone.
 async fn with_host<T>(
     options: &Options,
-    config: HostConfig,
+    mut config: HostConfig,
     work: impl AsyncFnOnce(&Host) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
     if options.verbose {
         config.servers.values().for_each(super::verbose::server);
     }
+    // Protected servers: logged in to first, one at a time.
+    super::login::authorize_all(options, &mut config.servers).await?;
     let host = tokio::select! {
         h = Host::start(config) => h.map_err(host_failure)?,
         f = interrupted() => return Err(f),

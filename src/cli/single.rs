@@ -13,7 +13,6 @@ use super::{
 };
 use crate::client::ClientConfig;
 use crate::client::{Client, StartError};
-use crate::oauth::AuthError;
 
 /// Runs `command` against `server`, the command after `--`.
 pub(super) async fn run(
@@ -59,30 +58,8 @@ pub(super) async fn run_url(options: &Options, command: Command) -> Result<Outpu
         }
     }
     apply_options(options, &mut config);
-    // A protected server: log in first (or reuse the kept token); a bad
-    // configuration is still a usage error.
+    // A bad configuration is a usage error, before any login.
     config.validate().map_err(|e| Fail::Usage(e.to_string()))?;
-    let (oauth, asked) = super::login::oauth().map_err(Fail::Transport)?;
-    if let Some(http) = &config.http {
-        // The probe is bounded as any request is; the user's time in the
-        // browser is not (the login has its own bound for that).
-        let limit = options.timeout.unwrap_or(DEFAULT_TIMEOUT);
-        tokio::select! {
-            r = oauth.login(http) => r.map_err(|e| match e {
-                e @ AuthError::Unreachable { .. } => Fail::Transport(e.to_string()),
-                e => Fail::Transport(format!("authorization: {e}")),
-            })?,
-            () = super::login::server_silent_for(limit, &asked) => {
-                return Err(Fail::Transport(format!(
-                    "no answer from {} within {} ms",
-                    http.display_url(),
-                    limit.as_millis()
-                )))
-            }
-            f = super::interrupted() => return Err(f),
-        };
-    }
-    let config = config.oauth(oauth);
     with_client(options, config, command).await
 }
 
@@ -96,6 +73,8 @@ pub(super) async fn with_client(
     if options.verbose {
         super::verbose::server(&config);
     }
+    // A protected server: logged in to first (or the kept token reused).
+    let config = super::login::authorized(options, config).await?;
     let client = Client::start(config).await.map_err(|e| match e {
         StartError::Config(c) => Fail::Usage(c.to_string()),
         StartError::Spawn(s) => Fail::Usage(s.to_string()),
