@@ -36,24 +36,7 @@ async fn mcp_logs_in_through_the_browser_once_and_reuses_the_kept_token() {
     // First run: the authorization URL on stderr; a "browser" visits it
     // and follows the redirect back to mcp's listener.
     let mut child = mcp(&["tools", "--url", &url], &file);
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let auth_url = tokio::time::timeout(PATIENCE, async {
-        while let Some(line) = stderr.next_line().await.unwrap() {
-            if let Some(u) = line
-                .trim()
-                .strip_prefix(&format!("{}/authorize?", fake.base))
-            {
-                return format!("{}/authorize?{u}", fake.base);
-            }
-        }
-        panic!("mcp ended without an authorization URL");
-    })
-    .await
-    .expect("the authorization URL in time");
-    let (status, location) = get(&auth_url).await;
-    assert_eq!(status, 302);
-    let (status, _) = get(&location.expect("a redirect")).await;
-    assert_eq!(status, 200, "mcp's listener took the redirect");
+    through_the_browser(&mut child, &fake).await;
     let mut stdout = String::new();
     child
         .stdout
@@ -155,7 +138,8 @@ async fn through_the_browser(
     })
     .await
     .expect("the authorization URL in time");
-    let (_, location) = get(&auth_url).await;
+    let (status, location) = get(&auth_url).await;
+    assert_eq!(status, 302);
     let location = location.expect("a redirect");
     let code = location
         .split(['?', '&'])
