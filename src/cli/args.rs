@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 
 use crate::client::{EraPreference, StderrMode};
+use crate::secret::Secret;
 
 /// The largest timeout: deadlines are `Instant`s and must stay
 /// representable.
@@ -157,7 +158,7 @@ pub(crate) struct Options {
     /// With --url: send header K: V with every request (repeatable; the
     /// value is held as a secret)
     #[arg(long = "header", value_name = "K=V", global = true, value_parser = header_pair)]
-    pub(crate) header: Vec<(String, String)>,
+    pub(crate) header: Vec<HeaderArg>,
 }
 
 /// The subcommands.
@@ -327,12 +328,34 @@ fn env_pair(v: &str) -> Result<(String, String), String> {
     }
 }
 
-fn header_pair(v: &str) -> Result<(String, String), String> {
-    match v.split_once('=') {
-        Some((k, val)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), val.trim().to_owned())),
-        // Not echoed: the value may be a token.
-        _ => Err("--header expects K=V (for example Authorization=Bearer ...)".into()),
-    }
+/// One `--header K=V`: the name and the value (a secret), or why it is
+/// not one. Never refused by clap itself, which would print the whole
+/// argument, token included; `mcp` says what is wrong without it.
+#[derive(Debug, Clone)]
+pub(crate) enum HeaderArg {
+    /// A header name and its value.
+    Pair(String, Secret),
+    /// Not `K=V` with K a header name: the message, without the value.
+    Bad(&'static str),
+}
+
+/// The characters of a header name (RFC 9110 `token`).
+fn is_header_name(k: &str) -> bool {
+    !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+fn header_pair(v: &str) -> Result<HeaderArg, String> {
+    Ok(match v.split_once('=') {
+        Some((k, val)) if is_header_name(k.trim()) => {
+            HeaderArg::Pair(k.trim().to_owned(), Secret::new(val.trim()))
+        }
+        _ => HeaderArg::Bad(
+            "--header expects K=V with K a header name (for example \
+             Authorization=Bearer ...); the argument is not shown, as it may hold a token",
+        ),
+    })
 }
 
 fn stderr_mode(v: &str) -> Result<StderrMode, String> {

@@ -13,7 +13,7 @@ use super::{apply_options, host_failure, interrupted, single, Fail, Output};
 use crate::client::RequestOptions;
 use crate::client::Status;
 use crate::config_file::ServersFile;
-use crate::host::{Host, HostConfig, ServerSummary};
+use crate::host::{Host, HostConfig, ItemKind, ServerSummary};
 
 /// Runs `command` against the servers of `file`.
 pub(super) async fn run(
@@ -121,12 +121,14 @@ fn unknown(file: &ServersFile, name: &str) -> Fail {
 /// stops every server and waits until their processes are gone.
 async fn with_host<T>(
     options: &Options,
-    config: HostConfig,
+    mut config: HostConfig,
     work: impl AsyncFnOnce(&Host) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
     if options.verbose {
         config.servers.values().for_each(super::verbose::server);
     }
+    // Protected servers: logged in to first, one at a time.
+    super::login::authorize_all(options, &mut config.servers).await?;
     let host = tokio::select! {
         h = Host::start(config) => h.map_err(host_failure)?,
         f = interrupted() => return Err(f),
@@ -233,6 +235,11 @@ async fn all_items(
     config: HostConfig,
     kind: &'static str,
 ) -> Result<Output, Fail> {
+    let item_kind = match kind {
+        "tools" => ItemKind::Tool,
+        "prompts" => ItemKind::Prompt,
+        _ => ItemKind::Resource,
+    };
     let (items, collisions, failed) = with_host(options, config, async |host: &Host| {
         let failed: Vec<ServerSummary> = host
             .servers()
@@ -256,7 +263,13 @@ async fn all_items(
                 .map(|r| json!({ "uri": r.uri, "server": r.server, "resource": r.resource }))
                 .collect(),
         };
-        Ok((items, host.collisions(), failed))
+        // Only the collisions of what was asked for.
+        let collisions: Vec<_> = host
+            .collisions()
+            .into_iter()
+            .filter(|c| c.kind == item_kind)
+            .collect();
+        Ok((items, collisions, failed))
     })
     .await?;
     for c in &collisions {

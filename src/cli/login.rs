@@ -9,14 +9,20 @@
 //! `$XDG_CONFIG_HOME/conduit-mcp/oauth-tokens.json`, else
 //! `~/.config/conduit-mcp/oauth-tokens.json`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::args::Options;
+use super::{interrupted, Fail, DEFAULT_TIMEOUT};
+use crate::client::{ClientConfig, HttpOptions};
 use crate::oauth::{
-    AuthorizationRequest, AuthorizationResponse, FileStore, MemoryStore, OAuth, OAuthConfig,
+    AuthError, AuthorizationRequest, AuthorizationResponse, FileStore, MemoryStore, OAuth,
+    OAuthConfig,
 };
 
 /// The port tried first for the redirect URI: the same one run after run,
@@ -41,9 +47,23 @@ pub(super) fn token_file() -> Option<PathBuf> {
     Some(config.join("conduit-mcp").join("oauth-tokens.json"))
 }
 
+/// Set once the user is asked to authorize: from then on the wait is the
+/// user's (bounded by [`WAIT`]), not the server's.
+type Asked = Arc<AtomicBool>;
+
+/// Resolves when `limit` has passed and the user was not asked to
+/// authorize meanwhile: the server did not answer the login's probe in
+/// time. Never resolves once the user was asked.
+async fn server_silent_for(limit: Duration, asked: &Asked) {
+    tokio::time::sleep(limit).await;
+    if asked.load(Ordering::Acquire) {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// Authorization for `mcp`: a loopback listener for the redirect, tokens
-/// in the token file.
-pub(super) fn oauth() -> Result<OAuth, String> {
+/// in the token file; and the flag set when the user is asked.
+fn oauth() -> Result<(OAuth, Asked), String> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", PREFERRED_PORT))
         .or_else(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
         .map_err(|e| format!("cannot listen for the authorization redirect: {e}"))?;
@@ -53,8 +73,11 @@ pub(super) fn oauth() -> Result<OAuth, String> {
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
     let listener = Arc::new(listener);
+    let asked = Asked::default();
+    let flag = asked.clone();
     let authorizer = move |req: AuthorizationRequest| {
         let listener = listener.clone();
+        flag.store(true, Ordering::Release);
         async move {
             eprintln!(
                 "This server needs authorization. Open this address in a browser:\n\n  {}\n\nWaiting for the browser to come back to {} ...",
@@ -72,7 +95,98 @@ pub(super) fn oauth() -> Result<OAuth, String> {
         Some(path) => config.store(FileStore::new(path)),
         None => config.store(MemoryStore::new()),
     };
-    Ok(OAuth::new(config))
+    Ok((OAuth::new(config), asked))
+}
+
+/// Logs in to the server of `http` now (or reuses the kept token), so that
+/// the user's time in the browser does not count against a request's
+/// timeout. The probe is bounded as any request is (`--timeout-ms`,
+/// default 60 s); the wait for the browser is not (it has [`WAIT`]).
+async fn log_in(
+    options: &Options,
+    oauth: &OAuth,
+    asked: &Asked,
+    http: &HttpOptions,
+) -> Result<(), LoginError> {
+    asked.store(false, Ordering::Release);
+    let limit = options.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    tokio::select! {
+        r = oauth.login(http) => r.map(drop).map_err(|e| match e {
+            e @ AuthError::Unreachable { .. } => LoginError::Server(e.to_string()),
+            e => LoginError::Authorization(format!("authorization: {e}")),
+        }),
+        () = server_silent_for(limit, asked) => Err(LoginError::Server(format!(
+            "no answer from {} within {} ms",
+            http.display_url(),
+            limit.as_millis()
+        ))),
+    }
+}
+
+/// Why a login did not happen.
+enum LoginError {
+    /// The server could not be reached or did not answer.
+    Server(String),
+    /// The server asked for authorization, which failed.
+    Authorization(String),
+}
+
+impl From<LoginError> for Fail {
+    fn from(e: LoginError) -> Self {
+        match e {
+            LoginError::Server(m) | LoginError::Authorization(m) => Fail::Transport(m),
+        }
+    }
+}
+
+/// `config` with authorization, logged in to first, when it is an HTTP
+/// server (of `--url`, or the one server of a config file); as it is
+/// otherwise.
+pub(super) async fn authorized(
+    options: &Options,
+    config: ClientConfig,
+) -> Result<ClientConfig, Fail> {
+    let Some(http) = &config.http else {
+        return Ok(config);
+    };
+    let (oauth, asked) = self::oauth().map_err(Fail::Transport)?;
+    tokio::select! {
+        r = log_in(options, &oauth, &asked, http) => r?,
+        f = interrupted() => return Err(f),
+    }
+    Ok(config.oauth(oauth))
+}
+
+/// Every HTTP server of a host logged in to, one after the other (one
+/// browser at a time, one redirect listener). A server whose login fails
+/// for authorization reasons is said on stderr; either way it is left
+/// without authorization, and the host reports it as not ready, as any
+/// server that does not start.
+pub(super) async fn authorize_all(
+    options: &Options,
+    servers: &mut BTreeMap<String, ClientConfig>,
+) -> Result<(), Fail> {
+    if !servers.values().any(|c| c.http.is_some()) {
+        return Ok(());
+    }
+    let (oauth, asked) = self::oauth().map_err(Fail::Transport)?;
+    let all = async {
+        for (name, config) in servers.iter_mut() {
+            let Some(http) = &mut config.http else {
+                continue;
+            };
+            match log_in(options, &oauth, &asked, http).await {
+                Ok(()) => http.oauth = Some(oauth.clone()),
+                // The host says it when the server is not ready.
+                Err(LoginError::Server(_)) => {}
+                Err(LoginError::Authorization(m)) => eprintln!("mcp: server {name}: {m}"),
+            }
+        }
+    };
+    tokio::select! {
+        () = all => Ok(()),
+        f = interrupted() => Err(f),
+    }
 }
 
 /// Serves the redirect: the first `GET /callback?...` is the answer.

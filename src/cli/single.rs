@@ -7,7 +7,7 @@ use std::ffi::OsString;
 
 use serde_json::{json, Value};
 
-use super::args::{Command, Options};
+use super::args::{Command, HeaderArg, Options};
 use super::{
     apply_options, failure, interrupted, send, with_options, Fail, Output, DEFAULT_TIMEOUT,
 };
@@ -51,21 +51,15 @@ pub(super) async fn run_url(options: &Options, command: Command) -> Result<Outpu
         return Err(Fail::Usage("missing --url URL".into()));
     };
     let mut config = ClientConfig::http(url.clone());
-    for (k, v) in &options.header {
-        config = config.header(k.clone(), v.clone());
+    for header in &options.header {
+        match header {
+            HeaderArg::Pair(k, v) => config = config.header(k.clone(), v.expose()),
+            HeaderArg::Bad(why) => return Err(Fail::Usage((*why).into())),
+        }
     }
     apply_options(options, &mut config);
-    // A protected server: log in first (or reuse the kept token); a bad
-    // configuration is still a usage error.
+    // A bad configuration is a usage error, before any login.
     config.validate().map_err(|e| Fail::Usage(e.to_string()))?;
-    let oauth = super::login::oauth().map_err(Fail::Transport)?;
-    if let Some(http) = &config.http {
-        tokio::select! {
-            r = oauth.login(http) => r.map_err(|e| Fail::Transport(format!("authorization: {e}")))?,
-            f = super::interrupted() => return Err(f),
-        };
-    }
-    let config = config.oauth(oauth);
     with_client(options, config, command).await
 }
 
@@ -79,6 +73,8 @@ pub(super) async fn with_client(
     if options.verbose {
         super::verbose::server(&config);
     }
+    // A protected server: logged in to first (or the kept token reused).
+    let config = super::login::authorized(options, config).await?;
     let client = Client::start(config).await.map_err(|e| match e {
         StartError::Config(c) => Fail::Usage(c.to_string()),
         StartError::Spawn(s) => Fail::Usage(s.to_string()),

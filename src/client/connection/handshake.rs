@@ -16,7 +16,7 @@ use crate::client::EraPreference;
 use crate::client::LifecycleEvent;
 use crate::client::{ServerSession, Status};
 use crate::error::CloseReason;
-use crate::jsonrpc::{encode, Outcome};
+use crate::jsonrpc::{encode, Outcome, RequestId};
 use crate::protocol::{meta, methods, Era, LATEST_LEGACY_VERSION, MODERN_VERSION};
 
 impl ConnectionState {
@@ -208,6 +208,31 @@ impl ConnectionState {
         self.give_up_after_close = Some(format!("handshake failed: {why}"));
         if let Some(link) = self.shared.link() {
             link.close(CloseReason::Handshake(why));
+        }
+    }
+
+    /// The link says the probe or `initialize` `id` will get no answer
+    /// (its HTTP answer is not JSON-RPC, or over a limit): the probe falls
+    /// back to `initialize` at once (as after its timeout), `initialize`
+    /// fails the handshake at once with the reason.
+    pub(super) fn handshake_unanswered(
+        &mut self,
+        myself: &ActorRef<ConnectionMsg>,
+        id: &RequestId,
+        problem: String,
+    ) {
+        let probing = matches!(&self.phase, LinkPhase::Probing { id: p, .. } if p == id);
+        if probing && self.shared.pending.remove(id).is_some() {
+            if self.shared.config.era == EraPreference::Modern {
+                return self.handshake_failed(format!("server/discover got no answer: {problem}"));
+            }
+            info!(server = %self.name(), reason = %problem, "server/discover got no answer: legacy era");
+            return self.initialize(myself);
+        }
+        if matches!(self.phase, LinkPhase::Initializing)
+            && matches!(self.shared.pending.remove(id), Some(Waiter::Initialize))
+        {
+            self.handshake_failed(format!("initialize got no answer: {problem}"));
         }
     }
 

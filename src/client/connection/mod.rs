@@ -56,6 +56,12 @@ pub(crate) enum ConnectionMsg {
     InboundDone { id: RequestId, serial: u64 },
     /// The owner of link `gen` terminated (queued behind its Closed event).
     OwnerGone { gen: u64, why: String },
+    /// Link `gen` says the probe or `initialize` `id` will get no answer.
+    HandshakeUnanswered {
+        gen: u64,
+        id: RequestId,
+        problem: String,
+    },
 }
 
 local_messages!(ConnectionMsg);
@@ -208,11 +214,13 @@ impl Connection {
                 Delivery::Done
             }
             TransportEvent::Unanswered { id, problem } => {
-                // A caller's request only (the probe and `initialize` are
-                // settled by their answers or timeouts).
                 if let Some(Waiter::Caller { reply, .. }) = shared.pending.remove_if_caller(&id) {
                     debug!(server = %shared.name, %id, problem = %problem, "request will get no answer");
                     reply.answer(Err(Error::Unanswered { problem }));
+                } else {
+                    // The probe or `initialize` (an HTTP answer that is
+                    // not JSON-RPC): settled now, not at its timeout.
+                    let _ = me.cast(ConnectionMsg::HandshakeUnanswered { gen, id, problem });
                 }
                 Delivery::Done
             }
@@ -327,7 +335,12 @@ impl Actor for Connection {
                     }
                 }
             }
-            ConnectionMsg::ProbeTimeout { .. } | ConnectionMsg::InitTimeout { .. } => {}
+            ConnectionMsg::HandshakeUnanswered { gen, id, problem } if gen == st.gen => {
+                st.handshake_unanswered(&myself, &id, problem)
+            }
+            ConnectionMsg::ProbeTimeout { .. }
+            | ConnectionMsg::InitTimeout { .. }
+            | ConnectionMsg::HandshakeUnanswered { .. } => {}
             ConnectionMsg::Reconnect => st.reconnect(&myself).await,
             ConnectionMsg::InboundDone { id, serial } => {
                 if st.inbound.get(&id).is_some_and(|(s, _)| *s == serial) {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use reqwest::header::CONTENT_TYPE;
+use reqwest::header::{CONTENT_TYPE, LOCATION};
 use reqwest::{Response, StatusCode};
 use serde_json::{json, Value};
 
@@ -14,6 +14,7 @@ use super::{learn, stream, Core};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
 use crate::jsonrpc::{ErrorObject, Message, Outcome, RawJson, RequestId, Response as RpcResponse};
+use crate::transport::http_options::display_url;
 
 /// Bytes of an error body read to explain an HTTP failure.
 const ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -78,6 +79,14 @@ pub(super) async fn answer(core: &Arc<Core>, id: &RequestId, method: &str, resp:
 /// error made of the status and the start of the body. Either way the
 /// caller (or the discovery probe, which then falls back) gets an answer.
 async fn refused(core: &Arc<Core>, id: &RequestId, status: StatusCode, resp: Response) {
+    // Not followed (the headers would go elsewhere): said, with where to,
+    // shown without credentials or query.
+    let moved = status
+        .is_redirection()
+        .then(|| resp.headers().get(LOCATION)?.to_str().ok())
+        .flatten()
+        .and_then(|to| core.opts.url.join(to).ok())
+        .map(|to| display_url(to.as_str()));
     let body = match read_body(resp, ERROR_BODY_BYTES).await {
         Ok(b) => b,
         Err(BodyError::TooLarge { .. }) => Vec::new(),
@@ -85,9 +94,14 @@ async fn refused(core: &Arc<Core>, id: &RequestId, status: StatusCode, resp: Res
     };
     if let Ok(Message::Response(mut r)) = Message::parse(&body) {
         if let Outcome::Error(e) = &mut r.outcome {
-            // The code and data as sent (-32022's `supported` matters);
-            // the status said too, as an auth failure only says it there.
-            e.message = format!("HTTP {status}: {}", e.message);
+            // The code and data as sent (-32022's `supported` matters).
+            // The status is said too when it tells more than the code (an
+            // auth failure only says it there); not when it is the one the
+            // 2026-07-28 era gives that code (404 for -32601, 400 for
+            // -32602...): the error then reads as it does on stdio.
+            if crate::server::http::gate::status_for(e.code) != status {
+                e.message = format!("HTTP {status}: {}", e.message);
+            }
             r.id = Some(id.clone());
             return core.deliver(Message::Response(r)).await;
         }
@@ -99,8 +113,13 @@ async fn refused(core: &Arc<Core>, id: &RequestId, status: StatusCode, resp: Res
     } else {
         -32603
     };
-    let error = ErrorObject::new(code, format!("HTTP {status}: {}", excerpt.trim()))
-        .with_data(json!({ "httpStatus": status.as_u16() }));
+    let text = match moved {
+        Some(to) => format!(
+            "HTTP {status}: redirected to {to}; redirects are not followed (they would carry the headers elsewhere)"
+        ),
+        None => format!("HTTP {status}: {}", excerpt.trim()),
+    };
+    let error = ErrorObject::new(code, text).with_data(json!({ "httpStatus": status.as_u16() }));
     let r = RpcResponse {
         id: Some(id.clone()),
         outcome: Outcome::Error(error),

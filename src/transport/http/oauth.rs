@@ -413,7 +413,8 @@ impl OAuth {
     /// the token kept for it, if any, and authorizes (or refreshes) if it
     /// asks. `Ok(true)` when the server asked for authorization and got it,
     /// `Ok(false)` when the request went through as it was (the server is
-    /// not protected, or the kept token was accepted).
+    /// not protected, or the kept token was accepted);
+    /// [`AuthError::Unreachable`] when the request could not be sent.
     pub async fn login(&self, http: &crate::HttpOptions) -> Result<bool, AuthError> {
         let url = parse(http.url.trim())?;
         let client =
@@ -439,6 +440,8 @@ impl OAuth {
                 .header("accept", "application/json, text/event-stream")
                 .header("mcp-protocol-version", version)
                 .header("mcp-method", "server/discover")
+                // A server that never answers must not hold the login.
+                .timeout(fetch::REQUEST_TIMEOUT)
                 .body(body.clone());
             for (k, v) in &http.headers {
                 req = req.header(k.as_str(), v.expose());
@@ -456,7 +459,7 @@ impl OAuth {
                 error: Box::new(e),
             }),
             Err(send::SendError::Auth(None, e)) => Err(e),
-            Err(send::SendError::Http(problem)) => Err(AuthError::Discovery {
+            Err(send::SendError::Http(problem)) => Err(AuthError::Unreachable {
                 url: fetch::shown(url.as_str()),
                 problem,
             }),

@@ -125,4 +125,14 @@ pub enum AuthError {
     /// The token store failed.
     #[error("token store: {0}")]
     Store(String),
+    /// [`OAuth::login`](super::OAuth::login) could not reach the server at
+    /// all (connection refused, DNS, TLS, a timeout): nothing was asked
+    /// about authorization.
+    #[error("cannot reach {url}: {problem}")]
+    Unreachable {
+        /// The server (no query).
+        url: String,
+        /// What went wrong.
+        problem: String,
+    },
 }

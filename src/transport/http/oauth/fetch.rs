@@ -14,7 +14,7 @@ use serde_json::Value;
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Time allowed for one request of the flow.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A URL as errors and logs show it: no credentials, query or fragment.
 pub(crate) fn shown(url: &str) -> String {
