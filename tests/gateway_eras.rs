@@ -690,3 +690,83 @@ async fn every_log_message_a_server_sends_before_its_answer_reaches_the_front_be
         f.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_sent_right_after_a_2025_subscription_to_a_2026_server_is_never_lost() {
+    // Each round opens the front's stream on the server anew (the last
+    // subscriber left), then triggers an update at once: the subscription's
+    // answer must mean the server already has the stream.
+    const ROUNDS: u64 = 100;
+    let (f, at) = conf(EraPreference::Modern, FrontConfig::new()).await;
+    let sid = at.session(SINGLE, &[], json!({})).await;
+    let get = at
+        .send(
+            "GET",
+            SINGLE,
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+            None,
+        )
+        .await;
+    let mut events = get.sse();
+    let mut missed = Vec::new();
+    for round in 0..ROUNDS {
+        let id = 10 * round;
+        let uri = json!({ "uri": "test://watched-resource" });
+        let sub = at
+            .legacy(
+                SINGLE,
+                &sid,
+                &[],
+                id + 1,
+                "resources/subscribe",
+                uri.clone(),
+            )
+            .await
+            .json()
+            .await;
+        assert!(sub["result"].is_object(), "round {round}: {sub}");
+        let r = at
+            .legacy(
+                SINGLE,
+                &sid,
+                &[],
+                id + 2,
+                "tools/call",
+                json!({ "name": "test_trigger_resource_update", "arguments": {} }),
+            )
+            .await
+            .json()
+            .await;
+        assert!(r["result"].is_object(), "round {round}: {r}");
+        let unsub = at
+            .legacy(SINGLE, &sid, &[], id + 3, "resources/unsubscribe", uri)
+            .await
+            .json()
+            .await;
+        assert!(unsub["result"].is_object(), "round {round}: {unsub}");
+        // The update of this round, if any, is on the stream by now (it
+        // came before the trigger's answer); a ping marks the round's end.
+        let _ = at
+            .legacy(SINGLE, &sid, &[], id + 4, "ping", json!({}))
+            .await
+            .json()
+            .await;
+        let mut got = false;
+        while let Ok(Some(n)) =
+            tokio::time::timeout(Duration::from_secs(5), events.next_message()).await
+        {
+            if n["method"] == "notifications/resources/updated" {
+                got = true;
+                break;
+            }
+        }
+        if !got {
+            missed.push(round);
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "updates lost in rounds {missed:?} of {ROUNDS}"
+    );
+    f.shutdown().await;
+}

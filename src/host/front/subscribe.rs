@@ -23,6 +23,10 @@ use super::state::FrontState;
 /// The most resources of one server watched at once.
 pub(crate) const MAX_PER_SERVER: usize = 256;
 
+/// How long a subscription waits for the server's acknowledgement of the
+/// stream that carries it.
+const ACK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A watched resource: its server and URI.
 type Watched = (Arc<str>, String);
 
@@ -57,6 +61,29 @@ impl ResourceWatches {
             .listen(filter)
             .await
             .map_err(|e| failure(&target.server, &e))?;
+        // Answered once the server has the stream: an update it sends
+        // right after the session's `resources/subscribe` is then not lost
+        // (the request was only queued when `listen` returned). The
+        // acknowledgement comes first on a stream; a server that never
+        // sends one is not waited for past ACK_WAIT.
+        match tokio::time::timeout(ACK_WAIT, stream.next_raw()).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return Err(match stream.end() {
+                    Some(crate::client::ListenEnd::Failed(e)) => failure(&target.server, e),
+                    _ => HandlerError::Internal(format!(
+                        "server `{}` ended the subscriptions/listen stream for `{uri}` at once",
+                        target.server
+                    )),
+                })
+            }
+            Err(_) => tracing::warn!(
+                server = %target.server,
+                uri,
+                "gateway: no acknowledgement of subscriptions/listen within {} s; answering the subscription anyway",
+                ACK_WAIT.as_secs()
+            ),
+        }
         // Its notifications are read by the server's watcher; this copy
         // only keeps the stream open.
         let task = AbortOnDrop(tokio::spawn(async move {
