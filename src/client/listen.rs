@@ -138,6 +138,13 @@ impl Client {
     /// [`notifications`](Self::notifications) instead
     /// ([`Error::Unsupported`] here).
     ///
+    /// Returns once the request is on its way, not once the server has the
+    /// stream: the server's acknowledgement
+    /// ([`ServerNotification::SubscriptionsAcknowledged`](crate::protocol::ServerNotification::SubscriptionsAcknowledged))
+    /// is the stream's first item; what the server sends before it has
+    /// the stream is not on it. Wait for it before you cause an update you
+    /// need to see.
+    ///
     /// ```no_run
     /// # async fn demo(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
     /// use conduit_mcp::protocol::{ServerNotification, SubscriptionFilter};
