@@ -140,7 +140,7 @@ impl Client {
     ///
     /// Returns once the request is on its way, not once the server has the
     /// stream: the server's acknowledgement
-    /// ([`ServerNotification::SubscriptionsAcknowledged`](crate::protocol::ServerNotification::SubscriptionsAcknowledged))
+    /// ([`crate::protocol::ServerNotification::SubscriptionsAcknowledged`])
     /// is the stream's first item; what the server sends before it has
     /// the stream is not on it. Wait for it before you cause an update you
     /// need to see.
