@@ -161,6 +161,12 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
     if !options.header.is_empty() && options.url.is_none() {
         return Err(Fail::Usage("--header needs --url URL".into()));
     }
+    // Ignored it would run another server than the one named.
+    if let (Some(name), None) = (&options.server, &options.config) {
+        return Err(Fail::Usage(format!(
+            "--server {name} needs --config FILE (it names a server of the file)"
+        )));
+    }
     match (&options.config, command) {
         (_, Command::Completions { .. }) => Err(Fail::Usage("completions is handled first".into())),
         (None, Command::Servers) => Err(Fail::Usage(

@@ -739,3 +739,22 @@ fn progress_on_a_terminal_is_a_bar() {
     );
     assert!(out.stdout.contains("slept 300"), "{}", out.stdout);
 }
+
+#[test]
+fn server_without_a_config_file_is_a_usage_error_not_ignored() {
+    let out = mcp(&["tools", "--server", "other", "--", common::fixture()]);
+    assert_code(&out, 2);
+    assert!(
+        out.stderr.contains("--server") && out.stderr.contains("--config"),
+        "{}",
+        out.stderr
+    );
+    let out = mcp(&[
+        "tools",
+        "--server",
+        "other",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+    ]);
+    assert_code(&out, 2);
+}

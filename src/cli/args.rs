@@ -96,12 +96,12 @@ Examples:
   mcp completions bash > ~/.local/share/bash-completion/completions/mcp
 ";
 
-/// `mcp`: talk to local MCP servers over stdio.
+/// `mcp`: talk to MCP servers, local (stdio) or remote (Streamable HTTP).
 #[derive(Debug, Parser)]
 #[command(
     name = "mcp",
     version,
-    about = "mcp: talk to local MCP servers over stdio (conduit-mcp)",
+    about = "mcp: talk to MCP servers, local ones over stdio or remote ones over Streamable HTTP, or serve a config file's servers over HTTP (conduit-mcp)",
     override_usage = USAGE,
     after_help = AFTER_HELP,
     subcommand_value_name = "SUBCOMMAND",
@@ -167,18 +167,18 @@ pub(crate) enum Command {
     /// Print the session: era, protocolVersion, serverInfo, capabilities,
     /// instructions, pid
     #[command(
-        override_usage = "mcp discover [OPTIONS] -- COMMAND [ARGS...]\n       mcp discover [OPTIONS] --config FILE [--server NAME]"
+        override_usage = "mcp discover [OPTIONS] -- COMMAND [ARGS...]\n       mcp discover [OPTIONS] --url URL [--header K=V]...\n       mcp discover [OPTIONS] --config FILE [--server NAME]"
     )]
     Discover,
     /// Print every tool (all pages of tools/list); with --config and no
     /// --server, every server's, with namespaced names
     #[command(
-        override_usage = "mcp tools [OPTIONS] -- COMMAND [ARGS...]\n       mcp tools [OPTIONS] --config FILE [--server NAME]"
+        override_usage = "mcp tools [OPTIONS] -- COMMAND [ARGS...]\n       mcp tools [OPTIONS] --url URL [--header K=V]...\n       mcp tools [OPTIONS] --config FILE [--server NAME]"
     )]
     Tools,
     /// `call TOOL [JSON_ARGS]`: call a tool and print its result
     #[command(
-        override_usage = "mcp call [OPTIONS] TOOL [JSON_ARGS] -- COMMAND [ARGS...]\n       mcp call [OPTIONS] TOOL [JSON_ARGS] --config FILE [--server NAME]"
+        override_usage = "mcp call [OPTIONS] TOOL [JSON_ARGS] -- COMMAND [ARGS...]\n       mcp call [OPTIONS] TOOL [JSON_ARGS] --url URL [--header K=V]...\n       mcp call [OPTIONS] TOOL [JSON_ARGS] --config FILE [--server NAME]"
     )]
     Call {
         /// The tool (with --config and no --server: its namespaced name)
@@ -191,7 +191,7 @@ pub(crate) enum Command {
     /// `request METHOD [JSON_PARAMS]`: send any request and print the raw
     /// result
     #[command(
-        override_usage = "mcp request [OPTIONS] METHOD [JSON_PARAMS] -- COMMAND [ARGS...]\n       mcp request [OPTIONS] METHOD [JSON_PARAMS] --config FILE [--server NAME]"
+        override_usage = "mcp request [OPTIONS] METHOD [JSON_PARAMS] -- COMMAND [ARGS...]\n       mcp request [OPTIONS] METHOD [JSON_PARAMS] --url URL [--header K=V]...\n       mcp request [OPTIONS] METHOD [JSON_PARAMS] --config FILE [--server NAME]"
     )]
     Request {
         /// The method
@@ -204,12 +204,12 @@ pub(crate) enum Command {
     /// Print every resource (all pages of resources/list); with --config and
     /// no --server, every server's, each with its server
     #[command(
-        override_usage = "mcp resources [OPTIONS] -- COMMAND [ARGS...]\n       mcp resources [OPTIONS] --config FILE [--server NAME]"
+        override_usage = "mcp resources [OPTIONS] -- COMMAND [ARGS...]\n       mcp resources [OPTIONS] --url URL [--header K=V]...\n       mcp resources [OPTIONS] --config FILE [--server NAME]"
     )]
     Resources,
     /// `read URI`: read a resource and print its contents
     #[command(
-        override_usage = "mcp read [OPTIONS] URI -- COMMAND [ARGS...]\n       mcp read [OPTIONS] URI --config FILE [--server NAME]"
+        override_usage = "mcp read [OPTIONS] URI -- COMMAND [ARGS...]\n       mcp read [OPTIONS] URI --url URL [--header K=V]...\n       mcp read [OPTIONS] URI --config FILE [--server NAME]"
     )]
     Read {
         /// The resource's URI
@@ -219,12 +219,12 @@ pub(crate) enum Command {
     /// Print every prompt (all pages of prompts/list); with --config and no
     /// --server, every server's, with namespaced names
     #[command(
-        override_usage = "mcp prompts [OPTIONS] -- COMMAND [ARGS...]\n       mcp prompts [OPTIONS] --config FILE [--server NAME]"
+        override_usage = "mcp prompts [OPTIONS] -- COMMAND [ARGS...]\n       mcp prompts [OPTIONS] --url URL [--header K=V]...\n       mcp prompts [OPTIONS] --config FILE [--server NAME]"
     )]
     Prompts,
     /// `prompt NAME [JSON_ARGS]`: get a prompt and print its messages
     #[command(
-        override_usage = "mcp prompt [OPTIONS] NAME [JSON_ARGS] -- COMMAND [ARGS...]\n       mcp prompt [OPTIONS] NAME [JSON_ARGS] --config FILE [--server NAME]"
+        override_usage = "mcp prompt [OPTIONS] NAME [JSON_ARGS] -- COMMAND [ARGS...]\n       mcp prompt [OPTIONS] NAME [JSON_ARGS] --url URL [--header K=V]...\n       mcp prompt [OPTIONS] NAME [JSON_ARGS] --config FILE [--server NAME]"
     )]
     Prompt {
         /// The prompt (with --config and no --server: its namespaced name)
