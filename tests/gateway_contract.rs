@@ -124,17 +124,8 @@ async fn a_grant_naming_a_server_the_file_lacks_and_a_readable_tokens_file_are_w
         json!({ "mcpServers": { "a": fixture(&dir, "a", &[]) } }).to_string(),
     )
     .unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(dir.join("servers.json"))
-        .arg("--tokens")
-        .arg(&tokens)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let tokens_arg = tokens.display().to_string();
+    let mut child = spawn_serve(&dir, "127.0.0.1:0", &["--tokens", &tokens_arg]);
     // What it says before it listens.
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut said = String::new();
@@ -150,16 +141,7 @@ async fn a_grant_naming_a_server_the_file_lacks_and_a_readable_tokens_file_are_w
     })
     .await
     .expect("mcp serve did not listen in time");
-    let pid = child.id().unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("mcp serve did not exit after SIGTERM")
-        .unwrap();
+    let status = sigterm(&mut child).await;
     assert_eq!(status.code(), Some(0), "{said}");
     assert!(
         said.contains("clients.ci.servers.tiem") && said.contains("no server `tiem`"),
@@ -248,10 +230,7 @@ async fn a_call_outside_the_grant_to_a_lazy_server_not_started_yet_is_403() {
         .json()
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "in", "{r}");
-    let pids = gw.server_pids();
-    let end = gw.terminate().await;
-    assert_eq!(end.code, Some(0), "{}", end.stderr);
-    assert!(all_gone(&pids), "{pids:?}");
+    gw.terminate_clean().await;
 }
 
 #[tokio::test]
@@ -312,15 +291,7 @@ async fn sigterm_while_a_server_is_still_starting_exits_0_with_no_process_left()
         .to_string(),
     )
     .unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(dir.join("servers.json"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = spawn_serve(&dir, "127.0.0.1:0", &[]);
     // Both servers are running (their pid files written): mid-start.
     let started = common::eventually(PATIENCE, || {
         dir.join("up.pids").exists() && dir.join("late.pids").exists()
@@ -331,16 +302,7 @@ async fn sigterm_while_a_server_is_still_starting_exits_0_with_no_process_left()
         .iter()
         .flat_map(|n| common::read_pids(&dir.join(format!("{n}.pids"))))
         .collect();
-    let pid = child.id().unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("mcp serve did not exit after SIGTERM")
-        .unwrap();
+    let status = sigterm(&mut child).await;
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
         use tokio::io::AsyncReadExt;
@@ -489,10 +451,7 @@ async fn a_change_to_the_file_while_the_servers_start_is_applied_by_watch() {
         added,
         "the change made while the servers started was never applied"
     );
-    let pids = gw.server_pids();
-    let end = gw.terminate().await;
-    assert_eq!(end.code, Some(0), "{}", end.stderr);
-    assert!(all_gone(&pids), "{pids:?}");
+    gw.terminate_clean().await;
 }
 
 #[tokio::test]
@@ -514,15 +473,7 @@ async fn health_answers_503_while_a_server_starts_and_an_early_request_waits_for
         .unwrap()
         .port();
     let listen = format!("127.0.0.1:{port}");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
-        .args(["serve", "--listen", &listen, "--config"])
-        .arg(dir.join("servers.json"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = spawn_serve(&dir, &listen, &[]);
     let at = gateway_support::At {
         addr: listen.parse().unwrap(),
     };
@@ -554,15 +505,7 @@ async fn health_answers_503_while_a_server_starts_and_an_early_request_waits_for
         .iter()
         .flat_map(|n| common::read_pids(&dir.join(format!("{n}.pids"))))
         .collect();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("mcp serve did not exit after SIGTERM")
-        .unwrap();
+    let status = sigterm(&mut child).await;
     assert_eq!(status.code(), Some(0));
     let gone = common::eventually(Duration::from_secs(5), || all_gone(&pids)).await;
     assert!(gone.is_some(), "a server outlived mcp serve: {pids:?}");
@@ -646,10 +589,7 @@ async fn a_call_refused_outside_the_grant_is_logged_and_counted_as_forbidden() {
                 && l.ends_with(" 1")),
         "{metrics}"
     );
-    let pids = gw.server_pids();
-    let end = gw.terminate().await;
-    assert_eq!(end.code, Some(0), "{}", end.stderr);
-    assert!(all_gone(&pids), "{pids:?}");
+    gw.terminate_clean().await;
 }
 
 #[tokio::test]
@@ -681,8 +621,33 @@ async fn watch_applies_a_rewrite_of_the_same_length_and_modification_time() {
     }
     assert_eq!(status["bb"]["status"], "ready", "{status}");
     assert!(status.get("aa").is_none(), "{status}");
-    let pids = gw.server_pids();
-    let end = gw.terminate().await;
-    assert_eq!(end.code, Some(0), "{}", end.stderr);
-    assert!(all_gone(&pids), "{pids:?}");
+    gw.terminate_clean().await;
+}
+
+/// `mcp serve --listen LISTEN --config DIR/servers.json ARGS...`, its
+/// stderr piped.
+fn spawn_serve(dir: &std::path::Path, listen: &str, args: &[&str]) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["serve", "--listen", listen, "--config"])
+        .arg(dir.join("servers.json"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// SIGTERM to `child`; its exit status.
+async fn sigterm(child: &mut tokio::process::Child) -> std::process::ExitStatus {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("mcp serve did not exit after SIGTERM")
+        .unwrap()
 }

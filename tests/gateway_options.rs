@@ -302,10 +302,7 @@ async fn a_server_killed_with_sigkill_restarts_while_the_others_serve_and_metric
         "{text}"
     );
 
-    let pids = gw.server_pids();
-    let end = gw.terminate().await;
-    assert_eq!(end.code, Some(0), "{}", end.stderr);
-    assert!(all_gone(&pids), "{pids:?}");
+    gw.terminate_clean().await;
 }
 
 #[tokio::test]

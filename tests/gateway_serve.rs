@@ -137,10 +137,7 @@ async fn health_is_503_while_a_server_is_not_ready_and_needs_no_token() {
     }
     let h = became.expect("health never turned 200 once the late server was ready");
     assert_eq!(h["servers"]["late"]["status"], "ready", "{h}");
-    let pids = gw.server_pids();
-    let end = gw.terminate().await;
-    assert_eq!(end.code, Some(0), "{}", end.stderr);
-    assert!(all_gone(&pids), "{pids:?}");
+    gw.terminate_clean().await;
 }
 
 #[tokio::test]
@@ -314,10 +311,7 @@ async fn per_client_tokens_refuse_what_is_outside_the_grant_with_403_and_hide_it
         .await;
     assert_eq!(stolen.status, 404, "another token's session id is unknown");
 
-    let pids = gw.server_pids();
-    let end = gw.terminate().await;
-    assert_eq!(end.code, Some(0), "{}", end.stderr);
-    assert!(all_gone(&pids), "{pids:?}");
+    gw.terminate_clean().await;
 }
 
 #[tokio::test]

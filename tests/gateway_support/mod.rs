@@ -249,6 +249,15 @@ impl Gateway {
         pids
     }
 
+    /// SIGTERM; asserts exit 0 and that no server process it recorded
+    /// outlived it.
+    pub async fn terminate_clean(self) {
+        let pids = self.server_pids();
+        let end = self.terminate().await;
+        assert_eq!(end.code, Some(0), "{}", end.stderr);
+        assert!(all_gone(&pids), "{pids:?}");
+    }
+
     /// SIGTERM, then waits for the exit.
     pub async fn terminate(mut self) -> Ended {
         let pid = self.child.id().expect("running") as i32;
