@@ -672,8 +672,8 @@ async fn respond(
             sse_response(Body::empty())
         }
         First::Events => {
-            let generation = stream.attach(0);
-            let prelude = stream.priming(0, core.config.sse_retry);
+            let (generation, after) = stream.attach(0);
+            let prelude = stream.priming(after, core.config.sse_retry);
             let mut body =
                 SseBody::new(stream.clone(), generation, prelude, core.config.keep_alive);
             if let Some(key) = guard.disarm() {
@@ -795,7 +795,7 @@ fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
         }
     };
     tracing::debug!(session = %session.id, stream = stream.number, after, "SSE stream attached");
-    let generation = stream.attach(after);
+    let (generation, after) = stream.attach(after);
     let prelude = stream.priming(after, core.config.sse_retry);
     let body = SseBody::new(stream.clone(), generation, prelude, core.config.keep_alive);
     sse_response(Body::new(watch_open(body, &session, stream)))

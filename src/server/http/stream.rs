@@ -380,17 +380,21 @@ impl Stream {
     }
 
     /// Attaches a consumer that starts after event `after` (0: from the
-    /// start); a consumer already attached ends.
-    pub(crate) fn attach(&self, after: u64) -> u64 {
+    /// start; past the last event: from the last); a consumer already
+    /// attached ends. Returns its generation and where it starts.
+    pub(crate) fn attach(&self, after: u64) -> (u64, u64) {
         let mut st = self.lock();
         if let Some(w) = st.waker.take() {
             w.wake();
         }
         st.generation += 1;
         st.consumer = st.generation;
-        st.sent = after.min(st.next_seq.saturating_sub(1));
+        // A position past the last event (a client's bogus `Last-Event-ID`)
+        // is the last event: nothing later is skipped.
+        let after = after.min(st.next_seq.saturating_sub(1));
+        st.sent = after;
         if let Some(&(first, _)) = st.events.front() {
-            if after + 1 < first && after < st.next_seq - 1 {
+            if after.saturating_add(1) < first {
                 tracing::warn!(
                     stream = self.number,
                     after,
@@ -399,7 +403,7 @@ impl Stream {
                 );
             }
         }
-        st.generation
+        (st.generation, after)
     }
 
     /// Detaches consumer `generation` (if still attached): its body ends.

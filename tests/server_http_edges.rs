@@ -1,0 +1,74 @@
+//! Streamable HTTP: what a careless or hostile client sends at the edges
+//! (a `Last-Event-ID` past the end, a body that is not JSON by its
+//! `Content-Type`, a version header naming no version at all) gets a
+//! clear refusal or a sane answer, never a dropped connection.
+
+#[path = "server_http_support/mod.rs"]
+mod support;
+
+use serde_json::json;
+use support::*;
+
+fn get_stream_headers<'a>(sid: &'a str, last: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut h = vec![
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", LEGACY),
+        ("accept", "text/event-stream"),
+    ];
+    if let Some(l) = last {
+        h.push(("last-event-id", l));
+    }
+    h
+}
+
+#[tokio::test]
+async fn a_last_event_id_past_the_end_resumes_from_the_last_event_sent() {
+    let s = start(config()).await;
+    let sid = open_session(s.addr, json!({})).await;
+    let g = send(
+        s.addr,
+        request("GET", s.addr, &get_stream_headers(&sid, None), None),
+    )
+    .await;
+    let mut ev = g.sse();
+    let r = legacy(
+        s.addr,
+        &sid,
+        json!(1),
+        "tools/call",
+        json!({ "name": "add_tool", "arguments": {} }),
+    )
+    .await;
+    assert_eq!(r.json().await["result"]["content"][0]["text"], "ok");
+    assert_eq!(
+        ev.next_message().await.unwrap()["method"],
+        "notifications/tools/list_changed"
+    );
+    let seen = ev.last_event_id().expect("an event id");
+    drop(ev);
+    // A sequence number far past anything sent (u64::MAX): no overflow,
+    // and the stream goes on from the last event it had.
+    let bogus = format!("0-{}", u64::MAX);
+    let g = send(
+        s.addr,
+        request("GET", s.addr, &get_stream_headers(&sid, Some(&bogus)), None),
+    )
+    .await;
+    assert_eq!(g.status, 200);
+    let mut ev = g.sse();
+    let priming = ev.next().await.expect("a priming event");
+    assert_eq!(
+        priming.id.as_deref(),
+        Some(seen.as_str()),
+        "the priming event names a position the server has, not the client's bogus one"
+    );
+    s.handle
+        .notify_session(
+            &sid,
+            "notifications/message",
+            Some(json!({ "level": "info", "data": "after" })),
+        )
+        .unwrap();
+    assert_eq!(ev.next_message().await.unwrap()["params"]["data"], "after");
+    s.handle.stop();
+}
