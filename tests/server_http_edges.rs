@@ -72,3 +72,57 @@ async fn a_last_event_id_past_the_end_resumes_from_the_last_event_sent() {
     assert_eq!(ev.next_message().await.unwrap()["params"]["data"], "after");
     s.handle.stop();
 }
+
+fn initialize_body() -> serde_json::Value {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {},
+        "clientInfo": { "name": "t", "version": "0" } } })
+}
+
+#[tokio::test]
+async fn a_body_sent_as_another_content_type_gets_415_and_mints_no_session() {
+    let s = start(config()).await;
+    for ct in ["text/plain", "application/x-www-form-urlencoded"] {
+        let mut req = request("POST", s.addr, &[], Some(&initialize_body()));
+        req.headers_mut()
+            .insert("content-type", ct.parse().unwrap());
+        let r = send(s.addr, req).await;
+        assert_eq!(r.status, 415, "{ct}");
+        assert!(r.header("mcp-session-id").is_none(), "{ct}");
+        let v = r.json().await;
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("Content-Type") && msg.contains("application/json"),
+            "{v}"
+        );
+    }
+    // application/json with parameters is JSON.
+    let mut req = request("POST", s.addr, &[], Some(&initialize_body()));
+    req.headers_mut().insert(
+        "content-type",
+        "Application/JSON; charset=utf-8".parse().unwrap(),
+    );
+    assert_eq!(send(s.addr, req).await.status, 200);
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn a_version_header_naming_no_version_gets_400_unsupported_version_naming_it() {
+    let s = start(config()).await;
+    let r = post(
+        s.addr,
+        &[("mcp-protocol-version", "garbage")],
+        initialize_body(),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    let v = r.json().await;
+    assert_eq!(v["error"]["code"], -32022, "{v}");
+    assert_eq!(v["error"]["data"]["requested"], "garbage", "{v}");
+    let supported = v["error"]["data"]["supported"].to_string();
+    assert!(
+        supported.contains(MODERN) && supported.contains(LEGACY),
+        "{v}"
+    );
+    s.handle.stop();
+}

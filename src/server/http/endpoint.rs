@@ -221,6 +221,20 @@ async fn post(core: Arc<Core>, h: HeaderMap, body: Body) -> Response<Body> {
             "Not Acceptable: accept application/json and text/event-stream",
         );
     }
+    if let Some(ct) = h.get(header::CONTENT_TYPE) {
+        let media = ct.to_str().unwrap_or("").split(';').next().unwrap_or("");
+        if !media.trim().eq_ignore_ascii_case("application/json") {
+            return gate::rpc_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                codes::INVALID_REQUEST,
+                format!(
+                    "Unsupported Media Type: Content-Type {:?}, expected application/json",
+                    String::from_utf8_lossy(ct.as_bytes())
+                ),
+            );
+        }
+    }
     let bytes = match read_body(&core, &h, body).await {
         Ok(b) => b,
         Err(r) => return r,

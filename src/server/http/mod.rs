@@ -53,7 +53,10 @@
 //!   `cacheScope`.
 //!
 //! A request's era is its `MCP-Protocol-Version` header's; without one, a
-//! body with the 2026-07-28 `_meta` is modern, anything else legacy.
+//! body with the 2026-07-28 `_meta` is modern, anything else legacy. A
+//! header naming no version of either era, on a request outside a session,
+//! gets 400 with -32022. A POST whose `Content-Type` is not
+//! `application/json` gets 415 (one without the header is read as JSON).
 //!
 //! # Safety
 //!
