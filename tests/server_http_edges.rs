@@ -126,3 +126,62 @@ async fn a_version_header_naming_no_version_gets_400_unsupported_version_naming_
     );
     s.handle.stop();
 }
+
+#[tokio::test]
+async fn the_service_nested_under_a_prefix_serves_a_session_there() {
+    use conduit_mcp::server::http::{axum, HttpService};
+    let mcp = HttpService::new(config(), router(Default::default())).unwrap();
+    let handle = mcp.handle();
+    let app = axum::Router::new()
+        .route("/health", axum::routing::get(|| async { "ok" }))
+        .nest("/api", mcp.router());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    handle.wait_until_ready().await.unwrap();
+    let at = |mut r: axum::http::Request<_>| {
+        *r.uri_mut() = format!("http://{addr}/api/mcp").parse().unwrap();
+        r
+    };
+    let r = send(
+        addr,
+        at(request("POST", addr, &[], Some(&initialize_body()))),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let sid = r.header("mcp-session-id").expect("a session id");
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let headers = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", LEGACY),
+    ];
+    let r = send(addr, at(request("POST", addr, &headers, Some(&list)))).await;
+    assert_eq!(r.status, 200);
+    let v = r.json().await;
+    assert!(
+        v["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{v}"
+    );
+    // The unprefixed path is not the endpoint.
+    assert_eq!(post(addr, &[], initialize_body()).await.status, 404);
+    handle.stop();
+    server.abort();
+}
+
+#[tokio::test]
+async fn a_host_or_origin_that_only_starts_with_a_loopback_literal_is_refused() {
+    let s = start(config()).await;
+    for (name, value) in [
+        ("host", "[::1]evil.example.com"),
+        ("host", "[::1]:80evil"),
+        ("origin", "http://[::1]evil.example.com"),
+    ] {
+        let mut req = request("POST", s.addr, &[], Some(&initialize_body()));
+        req.headers_mut().insert(name, value.parse().unwrap());
+        let r = send(s.addr, req).await;
+        assert_eq!(r.status, 403, "{name}: {value}");
+    }
+    s.handle.stop();
+}
