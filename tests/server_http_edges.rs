@@ -185,3 +185,47 @@ async fn a_host_or_origin_that_only_starts_with_a_loopback_literal_is_refused() 
     }
     s.handle.stop();
 }
+
+#[tokio::test]
+async fn a_json_only_request_that_asks_the_client_asks_on_the_get_stream() {
+    let s = start(config()).await;
+    let sid = open_session(s.addr, json!({ "roots": {} })).await;
+    let g = send(
+        s.addr,
+        request("GET", s.addr, &get_stream_headers(&sid, None), None),
+    )
+    .await;
+    let mut ev = g.sse();
+    // The client accepts JSON only: the request's own stream cannot carry
+    // the roots/list request.
+    let call = json!({ "jsonrpc": "2.0", "id": "call", "method": "tools/call",
+        "params": { "name": "roots", "arguments": {} } });
+    let mut req = request(
+        "POST",
+        s.addr,
+        &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+        Some(&call),
+    );
+    req.headers_mut()
+        .insert("accept", "application/json".parse().unwrap());
+    let addr = s.addr;
+    let pending = tokio::spawn(async move { send(addr, req).await });
+    let ask = ev.next_message().await.expect("the roots/list request");
+    assert_eq!(ask["method"], "roots/list", "{ask}");
+    let a = post(
+        s.addr,
+        &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "roots": [{ "uri": "file:///r", "name": "r" }] } }),
+    )
+    .await;
+    assert_eq!(a.status, 202);
+    let r = pending.await.unwrap();
+    assert!(!r.is_sse());
+    let answer = r.json().await;
+    assert_eq!(answer["id"], "call");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("file:///r"), "{answer}");
+    s.handle.stop();
+}

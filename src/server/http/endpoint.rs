@@ -462,6 +462,9 @@ async fn post_legacy(
                         );
                     };
                     let stream = session.new_stream(&core.config, &core.global);
+                    if !accepts.sse {
+                        stream.json_only();
+                    }
                     let number = stream.number;
                     let id = req.id.clone();
                     match core.start(

@@ -31,7 +31,8 @@
 //!   is answered as JSON when its answer comes alone within
 //!   [`HttpConfig::keep_alive`], else as an SSE stream carrying its
 //!   notifications and server-to-client requests (`ask`: sampling,
-//!   elicitation, roots), then its answer. GET opens the session's stream
+//!   elicitation, roots), then its answer (a client that accepts only
+//!   `application/json` gets those on its GET stream). GET opens the session's stream
 //!   for messages not tied to a request (list changes, [`ServerHandle`]
 //!   notifications). Every SSE event has an id; a client that lost a
 //!   stream resumes it with GET and `Last-Event-ID` (each stream keeps

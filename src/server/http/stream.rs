@@ -95,6 +95,9 @@ struct State {
     /// The handler did not answer at its first poll (see
     /// [`Stream::slow`]).
     slow: bool,
+    /// The client accepts only JSON: nobody reads what comes before the
+    /// answer (see [`Stream::json_only`]).
+    json_only: bool,
 }
 
 /// What happened first on a request's stream (see [`Stream::first`]).
@@ -151,6 +154,7 @@ impl Stream {
                 waker: None,
                 kick: false,
                 slow: false,
+                json_only: false,
             }),
             changed: Notify::new(),
         })
@@ -285,6 +289,13 @@ impl Stream {
     pub(crate) fn drained(&self) -> bool {
         let st = self.lock();
         st.end.is_some() && st.events.back().is_none_or(|&(seq, _)| seq <= st.sent)
+    }
+
+    /// Marks the stream as read for its answer only (the client accepts
+    /// only JSON): a request's messages before its answer go elsewhere
+    /// (see [`RequestOutlet`]) instead of being dropped unread.
+    pub(crate) fn json_only(&self) {
+        self.lock().json_only = true;
     }
 
     /// Marks the request as slow: its handler did not answer at its first
@@ -511,9 +522,10 @@ enum Next {
 }
 
 /// What a request's stream does for its context once the stream has ended
-/// (a context kept by the handler after its answer): a legacy request's
-/// messages go to its session's GET stream; a modern request has nowhere
-/// else to send them.
+/// (a context kept by the handler after its answer), or when the client
+/// reads only the answer (JSON only): a legacy request's messages go to
+/// its session's GET stream; a modern request has nowhere else to send
+/// them.
 pub(crate) struct RequestOutlet {
     pub(crate) stream: Arc<Stream>,
     pub(crate) fallback: Option<Weak<SessionShared>>,
@@ -525,7 +537,13 @@ impl Outlet for RequestOutlet {
     }
 
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
-        if self.stream.lock().end.is_none() {
+        // A JSON-only response carries the answer alone: what comes before
+        // it (progress, logs, `ask`) goes where the ended stream's would.
+        let open = {
+            let st = self.stream.lock();
+            st.end.is_none() && !st.json_only
+        };
+        if open {
             return self.stream.push(line, false);
         }
         match self.fallback.as_ref().and_then(Weak::upgrade) {
