@@ -221,6 +221,20 @@ async fn post(core: Arc<Core>, h: HeaderMap, body: Body) -> Response<Body> {
             "Not Acceptable: accept application/json and text/event-stream",
         );
     }
+    if let Some(ct) = h.get(header::CONTENT_TYPE) {
+        let media = ct.to_str().unwrap_or("").split(';').next().unwrap_or("");
+        if !media.trim().eq_ignore_ascii_case("application/json") {
+            return gate::rpc_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                codes::INVALID_REQUEST,
+                format!(
+                    "Unsupported Media Type: Content-Type {:?}, expected application/json",
+                    String::from_utf8_lossy(ct.as_bytes())
+                ),
+            );
+        }
+    }
     let bytes = match read_body(&core, &h, body).await {
         Ok(b) => b,
         Err(r) => return r,
@@ -448,6 +462,9 @@ async fn post_legacy(
                         );
                     };
                     let stream = session.new_stream(&core.config, &core.global);
+                    if !accepts.sse {
+                        stream.json_only();
+                    }
                     let number = stream.number;
                     let id = req.id.clone();
                     match core.start(
@@ -672,8 +689,8 @@ async fn respond(
             sse_response(Body::empty())
         }
         First::Events => {
-            let generation = stream.attach(0);
-            let prelude = stream.priming(0, core.config.sse_retry);
+            let (generation, after) = stream.attach(0);
+            let prelude = stream.priming(after, core.config.sse_retry);
             let mut body =
                 SseBody::new(stream.clone(), generation, prelude, core.config.keep_alive);
             if let Some(key) = guard.disarm() {
@@ -795,7 +812,7 @@ fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
         }
     };
     tracing::debug!(session = %session.id, stream = stream.number, after, "SSE stream attached");
-    let generation = stream.attach(after);
+    let (generation, after) = stream.attach(after);
     let prelude = stream.priming(after, core.config.sse_retry);
     let body = SseBody::new(stream.clone(), generation, prelude, core.config.keep_alive);
     sse_response(Body::new(watch_open(body, &session, stream)))

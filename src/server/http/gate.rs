@@ -17,9 +17,21 @@ const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
 fn host_part(authority: &str) -> &str {
     let a = authority.trim();
     if a.starts_with('[') {
-        // An IPv6 literal: `[::1]` or `[::1]:8080`.
+        // An IPv6 literal: `[::1]` or `[::1]:8080`; anything else after
+        // the `]` makes it no literal (kept whole, so it matches nothing).
         return match a.find(']') {
-            Some(end) => &a[..=end],
+            Some(end) => {
+                let rest = &a[end + 1..];
+                let port_only = rest.is_empty()
+                    || rest
+                        .strip_prefix(':')
+                        .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+                if port_only {
+                    &a[..=end]
+                } else {
+                    a
+                }
+            }
             None => a,
         };
     }

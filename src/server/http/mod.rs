@@ -31,7 +31,8 @@
 //!   is answered as JSON when its answer comes alone within
 //!   [`HttpConfig::keep_alive`], else as an SSE stream carrying its
 //!   notifications and server-to-client requests (`ask`: sampling,
-//!   elicitation, roots), then its answer. GET opens the session's stream
+//!   elicitation, roots), then its answer (a client that accepts only
+//!   `application/json` gets those on its GET stream). GET opens the session's stream
 //!   for messages not tied to a request (list changes, [`ServerHandle`]
 //!   notifications). Every SSE event has an id; a client that lost a
 //!   stream resumes it with GET and `Last-Event-ID` (each stream keeps
@@ -53,7 +54,10 @@
 //!   `cacheScope`.
 //!
 //! A request's era is its `MCP-Protocol-Version` header's; without one, a
-//! body with the 2026-07-28 `_meta` is modern, anything else legacy.
+//! body with the 2026-07-28 `_meta` is modern, anything else legacy. A
+//! header naming no version of either era, on a request outside a session,
+//! gets 400 with -32022. A POST whose `Content-Type` is not
+//! `application/json` gets 415 (one without the header is read as JSON).
 //!
 //! # Safety
 //!

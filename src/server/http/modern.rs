@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::http::headers;
 use crate::jsonrpc::{codes, ErrorObject, Request};
-use crate::protocol::{meta, methods};
+use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
 
 /// Methods of the 2025-11-25 era that the 2026-07-28 era removed: a modern
 /// request for one is an unknown method (404, -32601).
@@ -45,6 +45,29 @@ const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(headers::PROTOCOL_V
 const METHOD: HeaderName = HeaderName::from_static(headers::METHOD);
 const NAME: HeaderName = HeaderName::from_static(headers::NAME);
 
+/// A version header that names no version of either era, on a request
+/// without the 2026-07-28 `_meta`: the version is what is wrong (-32022,
+/// naming it), not the missing `_meta`.
+fn unknown_version(version: &[u8]) -> Option<Refusal> {
+    let v = String::from_utf8_lossy(version);
+    if MODERN_VERSIONS.contains(&v.as_ref()) || LEGACY_VERSIONS.contains(&v.as_ref()) {
+        return None;
+    }
+    let supported: Vec<&str> = MODERN_VERSIONS
+        .iter()
+        .chain(LEGACY_VERSIONS)
+        .copied()
+        .collect();
+    Some((
+        StatusCode::BAD_REQUEST,
+        ErrorObject::new(
+            codes::UNSUPPORTED_PROTOCOL_VERSION,
+            format!("Unsupported protocol version: MCP-Protocol-Version {v:?}"),
+        )
+        .with_data(serde_json::json!({ "supported": supported, "requested": v })),
+    ))
+}
+
 /// Checks `req`'s headers; `tool_schema` gives a tool's `inputSchema`.
 pub(crate) fn check(
     h: &HeaderMap,
@@ -66,6 +89,9 @@ pub(crate) fn check(
         .and_then(Value::as_str);
     let caps = meta_map.and_then(|m| m.get(meta::CLIENT_CAPABILITIES));
     let (Some(meta_version), Some(Value::Object(_))) = (meta_version, caps) else {
+        if let Some(refusal) = unknown_version(version) {
+            return Err(refusal);
+        }
         return Err((
             StatusCode::BAD_REQUEST,
             ErrorObject::new(

@@ -95,6 +95,9 @@ struct State {
     /// The handler did not answer at its first poll (see
     /// [`Stream::slow`]).
     slow: bool,
+    /// The client accepts only JSON: nobody reads what comes before the
+    /// answer (see [`Stream::json_only`]).
+    json_only: bool,
 }
 
 /// What happened first on a request's stream (see [`Stream::first`]).
@@ -151,6 +154,7 @@ impl Stream {
                 waker: None,
                 kick: false,
                 slow: false,
+                json_only: false,
             }),
             changed: Notify::new(),
         })
@@ -287,6 +291,13 @@ impl Stream {
         st.end.is_some() && st.events.back().is_none_or(|&(seq, _)| seq <= st.sent)
     }
 
+    /// Marks the stream as read for its answer only (the client accepts
+    /// only JSON): a request's messages before its answer go elsewhere
+    /// (see [`RequestOutlet`]) instead of being dropped unread.
+    pub(crate) fn json_only(&self) {
+        self.lock().json_only = true;
+    }
+
     /// Marks the request as slow: its handler did not answer at its first
     /// poll. Only then does [`first`](Self::first) arm its timer: a timer
     /// per request, whose deadline is the runtime's earliest, costs a
@@ -380,17 +391,21 @@ impl Stream {
     }
 
     /// Attaches a consumer that starts after event `after` (0: from the
-    /// start); a consumer already attached ends.
-    pub(crate) fn attach(&self, after: u64) -> u64 {
+    /// start; past the last event: from the last); a consumer already
+    /// attached ends. Returns its generation and where it starts.
+    pub(crate) fn attach(&self, after: u64) -> (u64, u64) {
         let mut st = self.lock();
         if let Some(w) = st.waker.take() {
             w.wake();
         }
         st.generation += 1;
         st.consumer = st.generation;
-        st.sent = after.min(st.next_seq.saturating_sub(1));
+        // A position past the last event (a client's bogus `Last-Event-ID`)
+        // is the last event: nothing later is skipped.
+        let after = after.min(st.next_seq.saturating_sub(1));
+        st.sent = after;
         if let Some(&(first, _)) = st.events.front() {
-            if after + 1 < first && after < st.next_seq - 1 {
+            if after.saturating_add(1) < first {
                 tracing::warn!(
                     stream = self.number,
                     after,
@@ -399,7 +414,7 @@ impl Stream {
                 );
             }
         }
-        st.generation
+        (st.generation, after)
     }
 
     /// Detaches consumer `generation` (if still attached): its body ends.
@@ -507,9 +522,10 @@ enum Next {
 }
 
 /// What a request's stream does for its context once the stream has ended
-/// (a context kept by the handler after its answer): a legacy request's
-/// messages go to its session's GET stream; a modern request has nowhere
-/// else to send them.
+/// (a context kept by the handler after its answer), or when the client
+/// reads only the answer (JSON only): a legacy request's messages go to
+/// its session's GET stream; a modern request has nowhere else to send
+/// them.
 pub(crate) struct RequestOutlet {
     pub(crate) stream: Arc<Stream>,
     pub(crate) fallback: Option<Weak<SessionShared>>,
@@ -521,7 +537,13 @@ impl Outlet for RequestOutlet {
     }
 
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
-        if self.stream.lock().end.is_none() {
+        // A JSON-only response carries the answer alone: what comes before
+        // it (progress, logs, `ask`) goes where the ended stream's would.
+        let open = {
+            let st = self.stream.lock();
+            st.end.is_none() && !st.json_only
+        };
+        if open {
             return self.stream.push(line, false);
         }
         match self.fallback.as_ref().and_then(Weak::upgrade) {
