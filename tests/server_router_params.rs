@@ -5,7 +5,9 @@
 
 mod server_support;
 
-use conduit_mcp::protocol::{CallToolResult, GetPromptResult};
+use conduit_mcp::protocol::{
+    CallToolResult, GetPromptResult, ReadResourceResult, ResourceContents, ResourceTemplate,
+};
 use conduit_mcp::server::{RequestContext, Router};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -132,6 +134,40 @@ async fn a_name_registered_twice_is_listed_once_and_the_later_one_serves() {
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
     c.close_input();
     c.end().await.unwrap();
+}
+
+/// A resource template that reads as `who`.
+fn template(router: Router, who: &'static str) -> Router {
+    router.resource_template(
+        ResourceTemplate {
+            uri_template: "users://{id}".into(),
+            name: who.into(),
+            ..Default::default()
+        },
+        move |uri, _vars, _ctx| async move {
+            Ok(ReadResourceResult {
+                contents: vec![ResourceContents::text(uri, who)],
+                ..Default::default()
+            })
+        },
+    )
+}
+
+#[tokio::test]
+async fn a_resource_template_registered_twice_is_listed_once_and_the_later_one_serves() {
+    let router = template(template(Router::new(), "first"), "second");
+    let mut c = start(config(), router);
+    c.initialize(json!({})).await;
+    let list = call(&mut c, 1, "resources/templates/list", json!({})).await;
+    let templates = list["result"]["resourceTemplates"].as_array().unwrap();
+    let read = call(&mut c, 2, "resources/read", json!({ "uri": "users://7" })).await;
+    c.close_input();
+    c.end().await.unwrap();
+    assert_eq!(
+        (templates.len(), &read["result"]["contents"][0]["text"]),
+        (1, &json!("second")),
+        "as a tool or a prompt of the same name, the later registration replaces the earlier: {list} {read}"
+    );
 }
 
 #[tokio::test]

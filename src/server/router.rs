@@ -291,7 +291,8 @@ impl Router {
 
     /// Registers a resource template: a `resources/read` of a URI that no
     /// resource has and that matches the template's `uriTemplate` (RFC 6570
-    /// `{var}` and `{+var}`) calls `f` with the URI and the variables.
+    /// `{var}` and `{+var}`) calls `f` with the URI and the variables. A
+    /// template with the same `uriTemplate` is replaced.
     pub fn resource_template<F, Fut>(self, template: ResourceTemplate, f: F) -> Self
     where
         F: Fn(String, Map<String, Value>, RequestContext) -> Fut + Send + Sync + 'static,
@@ -299,7 +300,12 @@ impl Router {
     {
         let parsed = template::UriTemplate::parse(&template.uri_template);
         let read: Arc<ReadFn> = Arc::new(move |uri, vars, ctx| Box::pin(f(uri, vars, ctx)));
-        self.routes_mut().templates.push((template, parsed, read));
+        {
+            let mut r = self.routes_mut();
+            r.templates
+                .retain(|(t, ..)| t.uri_template != template.uri_template);
+            r.templates.push((template, parsed, read));
+        }
         self.changed(ListKind::Resources);
         self
     }
