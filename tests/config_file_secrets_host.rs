@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use conduit_mcp::config_file::ServersFile;
@@ -19,29 +17,9 @@ const TOKEN: &str = "ghp_s3cr3t_token_8d2e";
 const BIN: &str = "/opt/s3cr3t-bin-4b1d/github-mcp";
 const DIR_PART: &str = "s3cr3t-dir-77c0";
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn secrets_of_a_config_file_never_show_through_a_host() {
-    let cap = Capture::default();
-    let writer = cap.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (cap, _guard) = common::capture_trace();
 
     let dir = common::tempdir("cfg-secret-host");
     let cwd = dir.join(DIR_PART);
@@ -103,7 +81,7 @@ async fn secrets_of_a_config_file_never_show_through_a_host() {
     while let Ok(e) = events.try_recv() {
         shown.push(format!("{e:?}"));
     }
-    let logs = String::from_utf8(cap.0.lock().unwrap().clone()).unwrap();
+    let logs = cap.text();
     assert!(logs.contains("gh") && logs.contains("fx"), "nothing logged");
     shown.push(logs);
     let _ = std::fs::remove_dir_all(&dir);

@@ -53,6 +53,17 @@ async fn call(c: &mut Client, id: i64, method: &str, params: Value) -> Value {
     }
 }
 
+/// Calls the tool `count` with `n`.
+async fn count(c: &mut Client, id: i64, n: i64) -> Value {
+    call(
+        c,
+        id,
+        "tools/call",
+        json!({ "name": "count", "arguments": { "n": n } }),
+    )
+    .await
+}
+
 /// Whether `r` is an error with code -32602 and a message that names
 /// `field`.
 fn invalid_params_naming(r: &Value, field: &str) -> bool {
@@ -97,13 +108,7 @@ async fn malformed_params_are_invalid_params_naming_the_field() {
         unnamed.join("\n")
     );
     // Still serving.
-    let r = call(
-        &mut c,
-        100,
-        "tools/call",
-        json!({ "name": "count", "arguments": { "n": 2 } }),
-    )
-    .await;
+    let r = count(&mut c, 100, 2).await;
     assert_eq!(r["result"]["content"][0]["text"], "again 2", "{r}");
     c.close_input();
     c.end().await.unwrap();
@@ -124,13 +129,7 @@ async fn a_name_registered_twice_is_listed_once_and_the_later_one_serves() {
     assert_eq!(tools.len(), 1, "{list}");
     assert_eq!(tools[0]["description"], "Counts once more.", "{list}");
     // A panic inside the future: a tool error, serving goes on.
-    let r = call(
-        &mut c,
-        2,
-        "tools/call",
-        json!({ "name": "count", "arguments": { "n": 13 } }),
-    )
-    .await;
+    let r = count(&mut c, 2, 13).await;
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
     c.close_input();
     c.end().await.unwrap();
@@ -178,13 +177,7 @@ async fn a_tool_function_that_panics_before_its_future_exists_is_a_tool_error() 
     });
     let mut c = start(config(), router);
     c.initialize(json!({})).await;
-    let r = call(
-        &mut c,
-        1,
-        "tools/call",
-        json!({ "name": "count", "arguments": { "n": 13 } }),
-    )
-    .await;
+    let r = count(&mut c, 1, 13).await;
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
     let text = r["result"]["content"][0]["text"]
         .as_str()
@@ -199,13 +192,7 @@ async fn a_tool_function_that_panics_before_its_future_exists_is_a_tool_error() 
     )
     .await;
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
-    let r = call(
-        &mut c,
-        3,
-        "tools/call",
-        json!({ "name": "count", "arguments": { "n": 3 } }),
-    )
-    .await;
+    let r = count(&mut c, 3, 3).await;
     assert_eq!(r["result"]["content"][0]["text"], "3", "{r}");
     c.close_input();
     c.end().await.unwrap();
