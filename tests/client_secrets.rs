@@ -2,27 +2,13 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::Capture;
 use conduit_mcp::{Client, ClientConfig, Secret};
 use serde_json::json;
 
 const SECRET: &str = "s3cr3t-value-4f9a1c";
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_never_leak() {
@@ -58,7 +44,7 @@ async fn secrets_never_leak() {
     let e = Client::start(bad).await.unwrap_err();
     assert!(!format!("{e} {e:?}").contains(SECRET));
 
-    let logs = String::from_utf8(cap.0.lock().unwrap().clone()).unwrap();
+    let logs = cap.text();
     assert!(
         logs.contains("server process spawned"),
         "tracing captured nothing"
@@ -73,14 +59,7 @@ async fn secrets_never_leak() {
 /// that every task logs to this test's subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn a_token_in_the_arguments_reaches_the_server_and_nothing_else() {
-    let cap = Capture::default();
-    let writer = cap.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (cap, _guard) = common::capture_trace();
 
     let dir = common::tempdir("secret-args");
     let path = dir.join("mcp.json");
@@ -137,7 +116,7 @@ async fn a_token_in_the_arguments_reaches_the_server_and_nothing_else() {
         "{shown}"
     );
 
-    let logs = String::from_utf8(cap.0.lock().unwrap().clone()).unwrap();
+    let logs = cap.text();
     assert!(
         logs.contains("server process spawned"),
         "tracing captured nothing"

@@ -95,7 +95,16 @@ pub fn schema_of<T: JsonSchema>() -> Value {
 
 /// `args` decoded as `A`, or what is wrong with them.
 fn decode<A: DeserializeOwned>(args: Value) -> Result<A, String> {
-    serde_json::from_value(args).map_err(|e| e.to_string())
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        // `.` is the whole value: nothing to name.
+        if path == "." {
+            inner.to_string()
+        } else {
+            format!("`{path}`: {inner}")
+        }
+    })
 }
 
 #[derive(Default)]
@@ -282,7 +291,8 @@ impl Router {
 
     /// Registers a resource template: a `resources/read` of a URI that no
     /// resource has and that matches the template's `uriTemplate` (RFC 6570
-    /// `{var}` and `{+var}`) calls `f` with the URI and the variables.
+    /// `{var}` and `{+var}`) calls `f` with the URI and the variables. A
+    /// template with the same `uriTemplate` is replaced.
     pub fn resource_template<F, Fut>(self, template: ResourceTemplate, f: F) -> Self
     where
         F: Fn(String, Map<String, Value>, RequestContext) -> Fut + Send + Sync + 'static,
@@ -290,7 +300,12 @@ impl Router {
     {
         let parsed = template::UriTemplate::parse(&template.uri_template);
         let read: Arc<ReadFn> = Arc::new(move |uri, vars, ctx| Box::pin(f(uri, vars, ctx)));
-        self.routes_mut().templates.push((template, parsed, read));
+        {
+            let mut r = self.routes_mut();
+            r.templates
+                .retain(|(t, ..)| t.uri_template != template.uri_template);
+            r.templates.push((template, parsed, read));
+        }
         self.changed(ListKind::Resources);
         self
     }
@@ -445,11 +460,18 @@ impl Router {
                 p.name
             )));
         }
-        let result = match call(args, ctx) {
-            Err(problem) => {
+        // `f` runs here, before its future exists: a panic in it is the
+        // tool's too.
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(args, ctx)));
+        let result = match made.map_err(panic_message) {
+            Err(panic) => {
+                tracing::warn!(tool = %p.name, %panic, "tool panicked: answered with a tool error");
+                CallToolResult::error(format!("tool {} panicked: {panic}", p.name))
+            }
+            Ok(Err(problem)) => {
                 CallToolResult::error(format!("invalid arguments for tool {}: {problem}", p.name))
             }
-            Ok(fut) => match catch_panic(fut).await {
+            Ok(Ok(fut)) => match catch_panic(fut).await {
                 Ok(r) => r?,
                 Err(panic) => {
                     tracing::warn!(tool = %p.name, %panic, "tool panicked: answered with a tool error");
@@ -665,7 +687,7 @@ fn with_stream(params: Option<Value>, id: &RequestId) -> Value {
 
 fn parse_params<P: DeserializeOwned>(params: Value) -> Result<P, HandlerError> {
     let params = if params.is_null() { json!({}) } else { params };
-    serde_json::from_value(params).map_err(|e| HandlerError::InvalidParams(e.to_string()))
+    decode(params).map_err(HandlerError::InvalidParams)
 }
 
 fn to_value(v: impl Serialize) -> Result<Value, HandlerError> {
@@ -681,14 +703,18 @@ async fn catch_panic<T: Send + 'static>(
     match (&mut task.0).await {
         Ok(r) => Ok(r),
         Err(e) => Err(match e.try_into_panic() {
-            Ok(p) => p
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".to_owned()),
+            Ok(p) => panic_message(p),
             Err(_) => "the tool's task was cancelled".to_owned(),
         }),
     }
+}
+
+/// The message a panic was raised with.
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 /// A prompt's arguments from its argument type's JSON Schema.

@@ -299,3 +299,38 @@ where
     });
     rx.recv_timeout(limit).ok()
 }
+
+/// A writer for a tracing subscriber that keeps what it is given, so that
+/// a test can look for secrets in the logs.
+#[derive(Clone, Default)]
+pub struct Capture(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Capture {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// Captures every tracing event of this thread, at every level, until the
+/// guard is dropped (on a current-thread runtime: every task's).
+pub fn capture_trace() -> (Capture, tracing::subscriber::DefaultGuard) {
+    let cap = Capture::default();
+    let writer = cap.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    (cap, tracing::subscriber::set_default(subscriber))
+}
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
