@@ -284,6 +284,12 @@ async fn attack(name: &str, port: u16, a: &str) {
             }
             ["COPY_SINK", server] => {
                 let gateway = remote_gateway(server);
+                // Node B's sink joined its group on node B; under load the
+                // join reaches this node later than the command does.
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+                while sink_groups().is_empty() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
                 let mut copied = 0;
                 for group in sink_groups() {
                     for member in ractor::pg::get_members(&group) {
