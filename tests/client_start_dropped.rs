@@ -1,12 +1,15 @@
-//! A `Client::start` dropped at any await point (a timeout of 0 to N ms)
-//! leaves no server process, alive or zombie, and no task of the client
+//! A `Client::start` dropped at any await point (after its k-th pending
+//! poll, k = 1, 2, ...) leaves no server process, alive or zombie, and no
+//! task of the client
 //! (its actors are tokio tasks) running. The servers ignore stdin EOF, as
 //! many real servers do, so only the client's shutdown ends them; each
 //! appends its pid to a log (`--pid-log`).
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use common::PollLimit;
 
 use conduit_mcp::Client;
 
@@ -15,23 +18,26 @@ async fn a_client_start_dropped_at_any_point_leaves_no_process_and_no_task() {
     let dir = common::tempdir("client-start-dropped");
     let log = dir.join("pids");
     let cfg = common::config(&["--ignore-eof", "--pid-log", log.to_str().unwrap()]);
-    // How long a whole start takes here: the drops are spread over it.
-    let t = Instant::now();
     let warm = Client::start(cfg.clone()).await.unwrap();
-    let start_time = t.elapsed();
     warm.stop().wait().await;
     let metrics = tokio::runtime::Handle::current().metrics();
     let baseline = metrics.num_alive_tasks();
-    let rounds = 40u32;
-    let (mut dropped, mut finished) = (0, 0);
-    for round in 0..rounds {
-        let limit = start_time * round / 30;
-        match tokio::time::timeout(limit, Client::start(cfg.clone())).await {
-            Ok(client) => {
+    // Dropped after its k-th pending poll: every await point is reached in
+    // turn, however fast the machine (a timeout's tick is 1 ms, longer
+    // than a warm start here, so timeouts dropped none in one CI run).
+    let (mut dropped, mut finished, mut rounds) = (0, 0, 0u32);
+    for k in 1..=200usize {
+        rounds += 1;
+        match PollLimit::new(Client::start(cfg.clone()), k).await {
+            Some(client) => {
                 finished += 1;
                 client.unwrap().stop().wait().await;
+                // Past its last await point: larger k finish too.
+                if finished >= 2 {
+                    break;
+                }
             }
-            Err(_) => dropped += 1,
+            None => dropped += 1,
         }
     }
     let pids = common::read_pids(&log);
@@ -47,7 +53,7 @@ async fn a_client_start_dropped_at_any_point_leaves_no_process_and_no_task() {
     let pids_after = common::read_pids(&log);
     let left: Vec<u32> = pids_after.iter().copied().filter(|p| !gone(p)).collect();
     eprintln!(
-        "{rounds} rounds (a start takes {start_time:?}): {dropped} dropped, {finished} finished; \
+        "{rounds} rounds (dropped after k pending polls): {dropped} dropped, {finished} finished; \
          {} servers started ({} when the rounds ended), left {left:?}; tasks {} (baseline {baseline})",
         pids_after.len(),
         pids.len(),

@@ -1,5 +1,5 @@
-//! `Host::start` and `Host::add` dropped at any await point (timeouts
-//! spread over 0 to 3 times a whole start) leave no server process,
+//! `Host::start` and `Host::add` dropped at any await point (after their
+//! k-th pending poll, k = 1, 2, ...) leave no server process,
 //! alive or zombie, and no task (the host's and the clients' actors are
 //! tokio tasks) running once the rest is stopped. The servers ignore stdin
 //! EOF, so only a stop ends them; each appends its pid to one log
@@ -9,8 +9,9 @@ mod common;
 mod host_support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::PollLimit;
 use conduit_mcp::host::{Host, HostConfig};
 use host_support::finish;
 
@@ -47,35 +48,54 @@ async fn a_host_start_or_add_dropped_at_any_point_leaves_no_process_and_no_task(
             .server("two", server(&log))
             .server("three", server(&log))
     };
-    let t = Instant::now();
     let warm = Host::start(three()).await.unwrap();
-    let start_time = t.elapsed();
     finish(warm).await;
     let metrics = tokio::runtime::Handle::current().metrics();
     let baseline = metrics.num_alive_tasks();
-    let rounds = 30u32;
+    // Dropped after the k-th pending poll (common::PollLimit): every await
+    // point in turn, however fast the machine; done once two rounds in a
+    // row finish (past the last await point).
+    let mut rounds = (0u32, 0u32);
     let mut dropped = (0, 0);
-    for round in 0..rounds {
-        let limit = start_time * round / 10;
-        match tokio::time::timeout(limit, Host::start(three())).await {
-            Ok(host) => finish(host.unwrap()).await,
-            Err(_) => dropped.0 += 1,
+    let mut finished = 0;
+    for k in 1..=400usize {
+        rounds.0 += 1;
+        match PollLimit::new(Host::start(three()), k).await {
+            Some(host) => {
+                finish(host.unwrap()).await;
+                finished += 1;
+                if finished >= 2 {
+                    break;
+                }
+            }
+            None => {
+                dropped.0 += 1;
+                finished = 0;
+            }
         }
     }
     let host = Host::start(HostConfig::new()).await.unwrap();
-    for round in 0..rounds {
-        let limit = start_time * round / 10;
-        match tokio::time::timeout(limit, host.add("x", server(&log))).await {
-            Ok(added) => {
+    finished = 0;
+    for k in 1..=400usize {
+        rounds.1 += 1;
+        match PollLimit::new(host.add("x", server(&log)), k).await {
+            Some(added) => {
                 added.unwrap();
                 host.remove("x").unwrap().wait().await;
+                finished += 1;
             }
-            Err(_) => dropped.1 += 1,
+            None => {
+                dropped.1 += 1;
+                finished = 0;
+            }
         }
         // A dropped add leaves no server of that name, at once or soon.
         common::eventually(Duration::from_secs(10), || host.server("x").is_none()).await;
         if let Ok(r) = host.remove("x") {
             r.wait().await;
+        }
+        if finished >= 2 {
+            break;
         }
     }
     finish(host).await;
@@ -85,9 +105,11 @@ async fn a_host_start_or_add_dropped_at_any_point_leaves_no_process_and_no_task(
     })
     .await;
     eprintln!(
-        "{rounds} starts ({} dropped) and {rounds} adds ({} dropped), a start takes {start_time:?}: \
+        "{} starts ({} dropped) and {} adds ({} dropped), each after its k-th pending poll: \
          {} servers started, left {left:?}; tasks {} (baseline {baseline})",
+        rounds.0,
         dropped.0,
+        rounds.1,
         dropped.1,
         common::read_pids(&log).len(),
         metrics.num_alive_tasks()

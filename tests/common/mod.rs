@@ -334,3 +334,40 @@ impl std::io::Write for Capture {
         Ok(())
     }
 }
+
+/// `fut`, given up (`None`) at its `limit`-th pending poll: a future
+/// dropped at each of its await points in turn, however fast the machine.
+pub struct PollLimit<F> {
+    fut: std::pin::Pin<Box<F>>,
+    left: usize,
+}
+
+impl<F: std::future::Future> PollLimit<F> {
+    pub fn new(fut: F, limit: usize) -> Self {
+        PollLimit {
+            fut: Box::pin(fut),
+            left: limit,
+        }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for PollLimit<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.fut.as_mut().poll(cx) {
+            std::task::Poll::Ready(v) => std::task::Poll::Ready(Some(v)),
+            std::task::Poll::Pending => {
+                self.left -= 1;
+                if self.left == 0 {
+                    std::task::Poll::Ready(None)
+                } else {
+                    std::task::Poll::Pending
+                }
+            }
+        }
+    }
+}
