@@ -282,15 +282,7 @@ async fn metrics_stop_reporting_a_server_that_watch_removed() {
 async fn sigterm_while_a_server_is_still_starting_exits_0_with_no_process_left() {
     let dir = tempdir("gw-sigterm-starting");
     // `late` answers after 20 s; the gateway waits for it (60 s by default).
-    std::fs::write(
-        dir.join("servers.json"),
-        json!({ "mcpServers": {
-            "up": fixture(&dir, "up", &[]),
-            "late": fixture(&dir, "late", &["--start-delay-ms", "20000"]),
-        }})
-        .to_string(),
-    )
-    .unwrap();
+    up_and_late(&dir, 20000);
     let mut child = spawn_serve(&dir, "127.0.0.1:0", &[]);
     // Both servers are running (their pid files written): mid-start.
     let started = common::eventually(PATIENCE, || {
@@ -298,10 +290,7 @@ async fn sigterm_while_a_server_is_still_starting_exits_0_with_no_process_left()
     })
     .await;
     assert!(started.is_some(), "the servers did not start");
-    let pids: Vec<u32> = ["up", "late"]
-        .iter()
-        .flat_map(|n| common::read_pids(&dir.join(format!("{n}.pids"))))
-        .collect();
+    let pids = up_and_late_pids(&dir);
     let status = sigterm(&mut child).await;
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
@@ -458,15 +447,7 @@ async fn a_change_to_the_file_while_the_servers_start_is_applied_by_watch() {
 async fn health_answers_503_while_a_server_starts_and_an_early_request_waits_for_the_start() {
     let dir = tempdir("gw-health-starting");
     // `late` answers its first request after 8 s; the ready wait is 60 s.
-    std::fs::write(
-        dir.join("servers.json"),
-        json!({ "mcpServers": {
-            "up": fixture(&dir, "up", &[]),
-            "late": fixture(&dir, "late", &["--start-delay-ms", "8000"]),
-        }})
-        .to_string(),
-    )
-    .unwrap();
+    up_and_late(&dir, 8000);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -501,10 +482,7 @@ async fn health_answers_503_while_a_server_starts_and_an_early_request_waits_for
     assert!(names.iter().any(|n| n.starts_with("late__")), "{names:?}");
     let (status, body) = at.health().await;
     assert_eq!(status, 200, "{body}");
-    let pids: Vec<u32> = ["up", "late"]
-        .iter()
-        .flat_map(|n| common::read_pids(&dir.join(format!("{n}.pids"))))
-        .collect();
+    let pids = up_and_late_pids(&dir);
     let status = sigterm(&mut child).await;
     assert_eq!(status.code(), Some(0));
     let gone = common::eventually(Duration::from_secs(5), || all_gone(&pids)).await;
@@ -650,4 +628,27 @@ async fn sigterm(child: &mut tokio::process::Child) -> std::process::ExitStatus 
         .await
         .expect("mcp serve did not exit after SIGTERM")
         .unwrap()
+}
+
+/// `DIR/servers.json` with two fixture servers: `up`, and `late`, which
+/// answers its first request after `delay_ms`.
+fn up_and_late(dir: &std::path::Path, delay_ms: u64) {
+    let delay = delay_ms.to_string();
+    std::fs::write(
+        dir.join("servers.json"),
+        json!({ "mcpServers": {
+            "up": fixture(dir, "up", &[]),
+            "late": fixture(dir, "late", &["--start-delay-ms", &delay]),
+        }})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+/// The pids `up_and_late`'s servers recorded.
+fn up_and_late_pids(dir: &std::path::Path) -> Vec<u32> {
+    ["up", "late"]
+        .iter()
+        .flat_map(|n| common::read_pids(&dir.join(format!("{n}.pids"))))
+        .collect()
 }

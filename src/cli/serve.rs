@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -87,13 +87,13 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         front.lazy.keys().cloned().collect(),
     );
     let (done, done_rx) = tokio::sync::watch::channel(false);
-    let flush = front.grace.saturating_add(Duration::from_secs(2));
+    // As `HttpFront::serve` serves (its connection cap and stop).
     let serving = tokio::spawn(crate::server::http::serve_app(
         listener,
         early,
         front.http.max_connections,
         done_rx,
-        flush,
+        front.flush(),
     ));
     eprintln!(
         "mcp serve: listening on {local}; starting {} servers (/health is 503 until they are ready)",
@@ -303,13 +303,6 @@ impl StopSignal {
                 // No stream, or one that ended: nothing more to deliver.
                 std::future::pending().await
             }
-            if self.int.is_none() {
-                // Without its own stream, SIGINT as tokio's ctrl_c sees it.
-                tokio::select! {
-                    _ = on(&mut self.term) => return "SIGTERM",
-                    _ = tokio::signal::ctrl_c() => return "SIGINT",
-                }
-            }
             tokio::select! {
                 _ = on(&mut self.term) => "SIGTERM",
                 _ = on(&mut self.int) => "SIGINT",
@@ -323,21 +316,20 @@ impl StopSignal {
     }
 }
 
-/// What `--watch` compares: the file's length, modification time and a
-/// hash of its bytes (a rewrite of the same length within one tick of the
-/// file system's clock changes only the last).
-type Stamp = (u64, SystemTime, u64);
+/// What `--watch` compares: a hash of the file's bytes (its length and
+/// modification time would say less: a rewrite of the same length within
+/// one tick of the file system's clock changes neither).
+type Stamp = u64;
 
 fn stamp(path: &Path) -> Option<Stamp> {
     use std::hash::{Hash, Hasher};
-    let m = std::fs::metadata(path).ok()?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     std::fs::read(path).ok()?.hash(&mut h);
-    Some((m.len(), m.modified().ok()?, h.finish()))
+    Some(h.finish())
 }
 
-/// `--watch`: reads the file again whenever its stamp differs from `seen` (the file's as `applied` was read), and
-/// applies it. A file that does not read leaves everything as it was (and
+/// `--watch`: reads the file again whenever its stamp differs from `seen`
+/// (the file's as `applied` was read), and applies it. A file that does not read leaves everything as it was (and
 /// is said on stderr).
 async fn watch(
     gateway: HttpFront,

@@ -96,7 +96,6 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -234,17 +233,12 @@ impl HttpFront {
             tracing::info!(%addr, "gateway: listening");
         }
         let done = self.state.closing.subscribe();
-        let flush = self
-            .state
-            .config
-            .grace
-            .saturating_add(Duration::from_secs(2));
         crate::server::http::serve_app(
             listener,
             self.app.clone(),
             self.state.config.http.max_connections,
             done,
-            flush,
+            self.state.config.flush(),
         )
         .await
     }

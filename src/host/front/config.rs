@@ -152,6 +152,12 @@ impl Default for FrontConfig {
 }
 
 impl FrontConfig {
+    /// How long connections get after the stop begins (the grace, and 2 s
+    /// more for a client reading its last events) before they are cut.
+    pub(crate) fn flush(&self) -> Duration {
+        self.grace.saturating_add(Duration::from_secs(2))
+    }
+
     /// The defaults.
     pub fn new() -> Self {
         Self::default()
