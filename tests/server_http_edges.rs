@@ -9,27 +9,11 @@ mod support;
 use serde_json::json;
 use support::*;
 
-fn get_stream_headers<'a>(sid: &'a str, last: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
-    let mut h = vec![
-        ("mcp-session-id", sid),
-        ("mcp-protocol-version", LEGACY),
-        ("accept", "text/event-stream"),
-    ];
-    if let Some(l) = last {
-        h.push(("last-event-id", l));
-    }
-    h
-}
-
 #[tokio::test]
 async fn a_last_event_id_past_the_end_resumes_from_the_last_event_sent() {
     let s = start(config()).await;
     let sid = open_session(s.addr, json!({})).await;
-    let g = send(
-        s.addr,
-        request("GET", s.addr, &get_stream_headers(&sid, None), None),
-    )
-    .await;
+    let g = get(s.addr, &sid, &[]).await;
     let mut ev = g.sse();
     let r = legacy(
         s.addr,
@@ -49,11 +33,7 @@ async fn a_last_event_id_past_the_end_resumes_from_the_last_event_sent() {
     // A sequence number far past anything sent (u64::MAX): no overflow,
     // and the stream goes on from the last event it had.
     let bogus = format!("0-{}", u64::MAX);
-    let g = send(
-        s.addr,
-        request("GET", s.addr, &get_stream_headers(&sid, Some(&bogus)), None),
-    )
-    .await;
+    let g = get(s.addr, &sid, &[("last-event-id", &bogus)]).await;
     assert_eq!(g.status, 200);
     let mut ev = g.sse();
     let priming = ev.next().await.expect("a priming event");
@@ -190,11 +170,7 @@ async fn a_host_or_origin_that_only_starts_with_a_loopback_literal_is_refused() 
 async fn a_json_only_request_that_asks_the_client_asks_on_the_get_stream() {
     let s = start(config()).await;
     let sid = open_session(s.addr, json!({ "roots": {} })).await;
-    let g = send(
-        s.addr,
-        request("GET", s.addr, &get_stream_headers(&sid, None), None),
-    )
-    .await;
+    let g = get(s.addr, &sid, &[]).await;
     let mut ev = g.sse();
     // The client accepts JSON only: the request's own stream cannot carry
     // the roots/list request.
