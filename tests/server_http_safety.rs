@@ -152,22 +152,24 @@ impl http_body::Body for TwoChunks {
 }
 
 #[tokio::test]
-async fn sessions_beyond_max_sessions_get_503_until_idle_ones_expire() {
-    let s = start(
-        config()
-            .max_sessions(3)
-            .session_idle_timeout(Duration::from_millis(300)),
-    )
-    .await;
+async fn a_full_table_ends_the_oldest_idle_session_and_refuses_when_none_is_idle() {
+    let s = start(config().max_sessions(3)).await;
     let mut ids = Vec::new();
+    let mut streams = Vec::new();
     for _ in 0..3 {
-        ids.push(open_session(s.addr, json!({})).await);
+        let sid = open_session(s.addr, json!({})).await;
+        // An open GET stream: the session is not idle.
+        streams.push(get(s.addr, &sid, &[]).await);
+        ids.push(sid);
     }
     let r = post(s.addr, &[], init()).await;
-    assert_eq!(r.status, 503);
+    assert_eq!(r.status, 503, "no session is idle");
     assert!(r.header("retry-after").is_some());
-    // Nobody uses them: they expire (polled with initialize, which does
-    // not touch them), and their ids then get 404.
+    assert!(r.json().await["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("max_sessions")));
+    // The second session's stream closes: it is idle, and it goes.
+    drop(streams.remove(1));
     let mut opened = None;
     for _ in 0..200 {
         let r = post(s.addr, &[], init()).await;
@@ -175,16 +177,39 @@ async fn sessions_beyond_max_sessions_get_503_until_idle_ones_expire() {
             opened = r.header("mcp-session-id");
             break;
         }
-        assert_eq!(r.status, 503);
+        // The server notices the closed stream when it next writes to it.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(opened.is_some(), "no idle session expired");
-    assert_eq!(
-        legacy(s.addr, &ids[0], json!(1), "tools/list", json!({}))
-            .await
-            .status,
-        404
-    );
+    assert!(opened.is_some(), "the idle session never made room");
+    let status = |sid: String| {
+        let addr = s.addr;
+        async move {
+            legacy(addr, &sid, json!(1), "tools/list", json!({}))
+                .await
+                .status
+        }
+    };
+    assert_eq!(status(ids[1].clone()).await, 404, "the idle session ended");
+    assert_eq!(status(ids[0].clone()).await, 200);
+    assert_eq!(status(ids[2].clone()).await, 200);
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn idle_sessions_expire_after_session_idle_timeout() {
+    let s = start(config().session_idle_timeout(Duration::from_millis(300))).await;
+    let sid = open_session(s.addr, json!({})).await;
+    let mut gone = false;
+    for _ in 0..200 {
+        let r = legacy(s.addr, &sid, json!(1), "tools/list", json!({})).await;
+        if r.status == 404 {
+            gone = true;
+            break;
+        }
+        // Each request touches the session: wait past the timeout.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    assert!(gone, "the session never expired");
     s.handle.stop();
 }
 
@@ -307,5 +332,198 @@ async fn a_body_that_does_not_arrive_within_body_timeout_gets_408() {
         .unwrap();
     let answer = String::from_utf8_lossy(&buf[..n]).to_string();
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    s.handle.stop();
+}
+
+// One peer cannot lock the others out: connections, bodies and sessions
+// each have a share per peer address, and slots held by a peer that sends
+// nothing are given back.
+
+#[tokio::test]
+async fn connections_of_one_peer_that_send_nothing_do_not_lock_other_peers_out() {
+    let s = start(config().max_connections(64)).await;
+    let mut silent = Vec::new();
+    for _ in 0..64 {
+        silent.push(connect_from(OTHER_PEER, s.addr).await);
+    }
+    let started = std::time::Instant::now();
+    let r = tokio::time::timeout(Duration::from_secs(5), post(s.addr, &[], init())).await;
+    let took = started.elapsed();
+    println!(
+        "an initialize behind 64 silent connections of another peer (max_connections 64): {:?} after {took:?}",
+        r.as_ref().map(|r| r.status)
+    );
+    assert_eq!(
+        r.expect("no answer within 5 s: the silent connections hold every slot")
+            .status,
+        200
+    );
+    drop(silent);
+    s.handle.stop();
+}
+
+/// Reads until the peer closes (`Ok(0)` or a reset); how long it took, or
+/// `None` after [`PATIENCE`].
+async fn closed_within(tcp: &mut tokio::net::TcpStream) -> Option<Duration> {
+    use tokio::io::AsyncReadExt;
+    let started = std::time::Instant::now();
+    let mut buf = vec![0u8; 4096];
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match tokio::time::timeout_at(deadline, tcp.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {} // an answer, read past
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_connection_without_a_request_head_within_header_read_timeout_is_closed() {
+    use tokio::io::AsyncWriteExt;
+    let s = start(config().header_read_timeout(Duration::from_millis(300))).await;
+    // Sends nothing.
+    let mut silent = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    // Sends half a head, then nothing.
+    let mut slow = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    slow.write_all(format!("POST /mcp HTTP/1.1\r\nhost: {}\r\n", s.addr).as_bytes())
+        .await
+        .unwrap();
+    // Is answered, then keeps the connection without a next request.
+    let mut kept = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    kept.write_all(format!("GET /elsewhere HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr).as_bytes())
+        .await
+        .unwrap();
+    let silent = closed_within(&mut silent).await;
+    let slow = closed_within(&mut slow).await;
+    let kept = closed_within(&mut kept).await;
+    println!("closed by the server after: silent {silent:?}, half a head {slow:?}, idle after an answer {kept:?}");
+    assert!(
+        silent.is_some(),
+        "a connection that sent nothing stayed open"
+    );
+    assert!(
+        slow.is_some(),
+        "a connection that sent half a head stayed open"
+    );
+    assert!(kept.is_some(), "an idle keep-alive connection stayed open");
+    // A request that completes its head in time is served as before.
+    assert_eq!(post(s.addr, &[], init()).await.status, 200);
+    s.handle.stop();
+}
+
+/// Waits (at most 3 s) for `writers` to have written their bodies (the
+/// server has then taken in all it would); the write halves of those that
+/// did, kept open.
+async fn written(
+    writers: &mut [tokio::task::JoinHandle<tokio::net::tcp::OwnedWriteHalf>],
+) -> Vec<tokio::net::tcp::OwnedWriteHalf> {
+    let mut done = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    for w in writers {
+        if let Ok(Ok(half)) = tokio::time::timeout_at(deadline, w).await {
+            done.push(half);
+        }
+    }
+    done
+}
+
+#[tokio::test]
+async fn bodies_a_peer_stalls_leave_room_for_other_requests() {
+    use tokio::io::AsyncWriteExt;
+    const MIB: usize = 1024 * 1024;
+    // Another peer, then the same one (127.0.0.1, as the victim).
+    for attacker in [OTHER_PEER, "127.0.0.1"] {
+        // Defaults: bodies of 8 MiB at most, 64 MiB of them at once.
+        let s = start(config()).await;
+        let mut writers = Vec::new();
+        let mut open = Vec::new();
+        for _ in 0..8 {
+            let mut tcp = connect_from(attacker, s.addr).await;
+            let head = format!(
+                "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                s.addr,
+                8 * MIB
+            );
+            tcp.write_all(head.as_bytes()).await.unwrap();
+            let (read, mut write) = tcp.into_split();
+            open.push(read);
+            writers.push(tokio::spawn(async move {
+                // All but the last byte, then a stall (the half is kept).
+                let _ = write.write_all(&vec![b' '; 8 * MIB - 1]).await;
+                write
+            }));
+        }
+        let sent = written(&mut writers).await;
+        let started = std::time::Instant::now();
+        let r = tokio::time::timeout(Duration::from_secs(5), post(s.addr, &[], init())).await;
+        let took = started.elapsed();
+        println!(
+            "{attacker}: 8 stalled bodies of 8 MiB - 1 byte ({} written whole); an initialize from 127.0.0.1: {:?} after {took:?}",
+            sent.len(),
+            r.as_ref().map(|r| r.status)
+        );
+        assert_eq!(
+            r.expect("the request waited behind the stalled bodies")
+                .status,
+            200,
+            "{attacker}"
+        );
+        drop((open, sent));
+        for w in writers {
+            w.abort();
+        }
+        s.handle.stop();
+    }
+}
+
+#[tokio::test]
+async fn one_peer_opening_sessions_does_not_lock_other_peers_out() {
+    // Defaults: 1024 sessions.
+    let s = start(config()).await;
+    let open_from = |local: &'static str| {
+        let addr = s.addr;
+        async move {
+            let r = send_from(local, addr, request("POST", addr, &[], Some(&init()))).await;
+            (r.status, r.header("mcp-session-id"))
+        }
+    };
+    let mut first = None;
+    let mut refused = 0;
+    for _ in 0..1024 {
+        let (status, sid) = open_from(OTHER_PEER).await;
+        match status {
+            200 => first = first.or(sid),
+            _ => refused += 1,
+        }
+    }
+    let (status, victim) = open_from("127.0.0.1").await;
+    println!(
+        "another peer opened 1024 sessions ({refused} refused); this peer's initialize: {status}"
+    );
+    assert_eq!(status, 200, "the other peer's sessions filled the table");
+    let victim = victim.expect("a session id");
+    // The other peer goes on: the sessions that make room are its own.
+    for _ in 0..1024 {
+        open_from(OTHER_PEER).await;
+    }
+    let still = legacy(s.addr, &victim, json!(1), "tools/list", json!({})).await;
+    assert_eq!(still.status, 200, "this peer's session was taken");
+    let first = first.expect("the other peer opened a session");
+    let gone = send_from(
+        OTHER_PEER,
+        s.addr,
+        request(
+            "POST",
+            s.addr,
+            &[("mcp-session-id", &first), ("mcp-protocol-version", LEGACY)],
+            Some(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" })),
+        ),
+    )
+    .await;
+    assert_eq!(
+        gone.status, 404,
+        "the other peer's oldest idle session went first"
+    );
     s.handle.stop();
 }

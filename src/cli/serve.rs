@@ -91,7 +91,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     let serving = tokio::spawn(crate::server::http::serve_app(
         listener,
         early,
-        front.http.max_connections,
+        crate::server::http::ConnLimits::of(&front.http),
         done_rx,
         front.flush(),
     ));

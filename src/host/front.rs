@@ -236,7 +236,7 @@ impl HttpFront {
         crate::server::http::serve_app(
             listener,
             self.app.clone(),
-            self.state.config.http.max_connections,
+            crate::server::http::ConnLimits::of(&self.state.config.http),
             done,
             self.state.config.flush(),
         )

@@ -336,9 +336,36 @@ impl Events {
     }
 }
 
+/// A loopback address other than 127.0.0.1: a peer of its own for the
+/// server (Linux routes all of 127.0.0.0/8 to the loopback interface).
+pub const OTHER_PEER: &str = "127.0.0.2";
+
+/// A TCP connection to `addr` from the local address `local` (its own
+/// peer for the server).
+pub async fn connect_from(local: &str, addr: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(SocketAddr::new(local.parse().expect("an IPv4 address"), 0))
+        .expect("bind");
+    socket.connect(addr).await.expect("connect")
+}
+
+/// Sends one request on a new connection from the local address `local`.
+pub async fn send_from(
+    local: &str,
+    addr: SocketAddr,
+    req: axum::http::Request<Full<Bytes>>,
+) -> Resp {
+    send_on(connect_from(local, addr).await, req).await
+}
+
 /// Sends one request on a new connection.
 pub async fn send(addr: SocketAddr, req: axum::http::Request<Full<Bytes>>) -> Resp {
-    let stream = TcpStream::connect(addr).await.expect("connect");
+    send_on(TcpStream::connect(addr).await.expect("connect"), req).await
+}
+
+/// Sends one request on `stream`.
+pub async fn send_on(stream: TcpStream, req: axum::http::Request<Full<Bytes>>) -> Resp {
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await

@@ -23,6 +23,14 @@ pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 64 * 1024 * 1024;
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Default [`HttpConfig::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default [`HttpConfig::max_connections_per_peer`]: half of
+/// [`DEFAULT_MAX_CONNECTIONS`].
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = DEFAULT_MAX_CONNECTIONS / 2;
+/// Default [`HttpConfig::max_sessions_per_principal`]: a quarter of
+/// [`DEFAULT_MAX_SESSIONS`].
+pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: usize = DEFAULT_MAX_SESSIONS / 4;
+/// Default [`HttpConfig::header_read_timeout`]: 10 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default [`HttpConfig::keep_alive`]: 15 s.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Default [`HttpConfig::sse_retry`]: 1 s.
@@ -80,10 +88,20 @@ pub struct HttpConfig {
     /// origin is refused with 403; a request without one (not from a
     /// browser) is accepted. Default [`Allow::Loopback`].
     pub allowed_origins: Allow,
-    /// 2025-11-25 era: the most sessions at once. An `initialize` beyond it
-    /// is refused with 503 until a session ends (DELETE or idle expiry).
+    /// 2025-11-25 era: the most sessions at once. When the table is full,
+    /// an `initialize` ends the oldest idle session (no request running,
+    /// no stream open) of the principal that holds the most sessions; when
+    /// no session is idle, it is refused with 503 and `Retry-After`.
     /// Default [`DEFAULT_MAX_SESSIONS`].
     pub max_sessions: usize,
+    /// 2025-11-25 era: the most sessions of one principal (the
+    /// [`Principal`](super::Principal) an authentication layer set on the
+    /// request, else the peer's IP address). Its `initialize` beyond it
+    /// ends its own oldest idle session, or is refused with 503 when none
+    /// is idle. So one client opening sessions it never closes cannot fill
+    /// the table for the others. Capped at `max_sessions`. Default
+    /// [`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`].
+    pub max_sessions_per_principal: usize,
     /// 2025-11-25 era: bytes of messages one session may have queued and
     /// not yet delivered, over all its streams (the GET stream and each
     /// request's). Past it, notifications are refused
@@ -105,9 +123,25 @@ pub struct HttpConfig {
     /// [`DEFAULT_SESSION_IDLE_TIMEOUT`] (10 minutes).
     pub session_idle_timeout: Duration,
     /// [`HttpServer`](super::HttpServer) only: the most TCP connections at
-    /// once; more wait in the kernel's accept queue. Default
-    /// [`DEFAULT_MAX_CONNECTIONS`].
+    /// once. A new connection beyond it takes the place of the oldest idle
+    /// connection (one waiting for its next request) of the peer address
+    /// that holds the most; when none is idle, it waits in the kernel's
+    /// accept queue. Default [`DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// [`HttpServer`](super::HttpServer) only: the most TCP connections of
+    /// one peer address. A new one beyond it takes the place of that
+    /// peer's oldest idle connection, or is closed at once when all of
+    /// them are busy. Capped at `max_connections`; behind a reverse proxy
+    /// (every client one address) set it to `max_connections`. Default
+    /// [`DEFAULT_MAX_CONNECTIONS_PER_PEER`].
+    pub max_connections_per_peer: usize,
+    /// [`HttpServer`](super::HttpServer) only: how long a connection may
+    /// take to send a request's head (its request line and headers),
+    /// counted from its start or from the end of its previous response;
+    /// past it, the connection is closed. So it is also how long an idle
+    /// keep-alive connection stays open. Default
+    /// [`DEFAULT_HEADER_READ_TIMEOUT`] (10 s).
+    pub header_read_timeout: Duration,
     /// An SSE comment is sent on a stream idle for this long, so proxies
     /// and clients keep it open; a request whose answer takes longer than
     /// this is answered as an SSE stream. Default [`DEFAULT_KEEP_ALIVE`].
@@ -132,11 +166,17 @@ impl fmt::Debug for HttpConfig {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("max_sessions", &self.max_sessions)
+            .field(
+                "max_sessions_per_principal",
+                &self.max_sessions_per_principal,
+            )
             .field("session_queue_bytes", &self.session_queue_bytes)
             .field("replay_bytes", &self.replay_bytes)
             .field("max_buffered_bytes", &self.max_buffered_bytes)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_connections", &self.max_connections)
+            .field("max_connections_per_peer", &self.max_connections_per_peer)
+            .field("header_read_timeout", &self.header_read_timeout)
             .field("keep_alive", &self.keep_alive)
             .field("sse_retry", &self.sse_retry)
             .field("body_timeout", &self.body_timeout)
@@ -155,11 +195,14 @@ impl HttpConfig {
             allowed_hosts: Allow::Loopback,
             allowed_origins: Allow::Loopback,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_principal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
             session_queue_bytes: DEFAULT_SESSION_QUEUE_BYTES,
             replay_bytes: DEFAULT_REPLAY_BYTES,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             keep_alive: DEFAULT_KEEP_ALIVE,
             sse_retry: DEFAULT_SSE_RETRY,
             body_timeout: DEFAULT_BODY_TIMEOUT,
@@ -192,6 +235,12 @@ impl HttpConfig {
         self
     }
 
+    /// Sets [`max_sessions_per_principal`](Self::max_sessions_per_principal).
+    pub fn max_sessions_per_principal(mut self, n: usize) -> Self {
+        self.max_sessions_per_principal = n;
+        self
+    }
+
     /// Sets [`session_queue_bytes`](Self::session_queue_bytes).
     pub fn session_queue_bytes(mut self, bytes: usize) -> Self {
         self.session_queue_bytes = bytes;
@@ -219,6 +268,18 @@ impl HttpConfig {
     /// Sets [`max_connections`](Self::max_connections).
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n;
+        self
+    }
+
+    /// Sets [`max_connections_per_peer`](Self::max_connections_per_peer).
+    pub fn max_connections_per_peer(mut self, n: usize) -> Self {
+        self.max_connections_per_peer = n;
+        self
+    }
+
+    /// Sets [`header_read_timeout`](Self::header_read_timeout).
+    pub fn header_read_timeout(mut self, d: Duration) -> Self {
+        self.header_read_timeout = d;
         self
     }
 
@@ -274,8 +335,17 @@ impl HttpConfig {
         if self.max_sessions == 0 {
             return bad("max_sessions", "must be at least 1");
         }
+        if self.max_sessions_per_principal == 0 {
+            return bad("max_sessions_per_principal", "must be at least 1");
+        }
         if self.max_connections == 0 {
             return bad("max_connections", "must be at least 1");
+        }
+        if self.max_connections_per_peer == 0 {
+            return bad("max_connections_per_peer", "must be at least 1");
+        }
+        if self.header_read_timeout.is_zero() {
+            return bad("header_read_timeout", "must be positive");
         }
         if self.session_queue_bytes < 1024 {
             return bad("session_queue_bytes", "must be at least 1024");

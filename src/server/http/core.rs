@@ -34,6 +34,8 @@ use crate::server::request_handler::Handler;
 use crate::server::serve_loop::{finish, Shape, TaskIdHasher, TaskOut, CACHEABLE};
 
 use super::config::HttpConfig;
+use super::principal::Owner;
+use super::room::BodyRoom;
 use super::session::{self, Session, SessionTable};
 use super::stream::{Counter, RequestOutlet, Stream};
 
@@ -117,9 +119,7 @@ pub(crate) struct Core {
     /// Parsed input held (`max_inbound_bytes`), shared by all sessions.
     pub(crate) inbound: Arc<InboundBudget>,
     /// Bytes of request bodies being read (`max_inbound_bytes`).
-    pub(crate) body_room: Arc<Semaphore>,
-    /// The permits `body_room` started with.
-    pub(crate) body_room_total: usize,
+    pub(crate) body_room: Arc<BodyRoom>,
     /// 2026-07-28 era requests (but `subscriptions/listen` streams) running
     /// at once, for the whole server (`max_in_flight`); more wait.
     pub(crate) modern_slots: Arc<Semaphore>,
@@ -141,7 +141,7 @@ impl Core {
         root: Arc<SessionShared>,
     ) -> Arc<Self> {
         let inbound = root.inbound.clone();
-        let sessions = SessionTable::new(config.max_sessions);
+        let sessions = SessionTable::new(&config);
         let weak: Weak<dyn Sessions> = Arc::downgrade(&(sessions.clone() as Arc<dyn Sessions>));
         let _ = root.sessions.set(weak);
         let _ = root
@@ -150,13 +150,10 @@ impl Core {
         let mut capabilities = config.server.capabilities.clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
         let _ = root.declared.set(capabilities);
-        // One acquisition takes at most u32::MAX permits.
-        let body_room_total = config
-            .server
-            .max_inbound_bytes
-            .min(Semaphore::MAX_PERMITS)
-            .min(u32::MAX as usize);
-        let body_room = Arc::new(Semaphore::new(body_room_total));
+        let body_room = BodyRoom::new(
+            config.server.max_inbound_bytes,
+            config.server.max_message_bytes,
+        );
         let config_in_flight = config.server.max_in_flight;
         let core = Arc::new(Core {
             global: Counter::new(config.max_buffered_bytes),
@@ -166,7 +163,6 @@ impl Core {
             handler: Arc::new(handler),
             inbound,
             body_room,
-            body_room_total,
             modern_slots: Arc::new(Semaphore::new(config_in_flight)),
             running: Mutex::new(HashMap::default()),
             next_key: AtomicU64::new(1),
@@ -183,8 +179,8 @@ impl Core {
     }
 
     /// A new session's state (its capabilities are the server's).
-    pub(crate) fn new_session(&self, id: String) -> Arc<Session> {
-        let s = Session::new(id, &self.config, &self.global, &self.inbound);
+    pub(crate) fn new_session(&self, id: String, owner: Owner) -> Arc<Session> {
+        let s = Session::new(id, owner, &self.config, &self.global, &self.inbound);
         let _ = s.shared.declared.set(self.root.capabilities().clone());
         let _ = s.shared.sessions.set(
             self.root

@@ -30,6 +30,8 @@ use crate::server::handle::ServerHandle;
 use super::core::{Core, Duplicate};
 use super::gate::{self, Accepts};
 use super::modern;
+use super::principal::Owner;
+use super::room::Closed;
 use super::session::{self, Session};
 use super::stream::{self, First, SseBody, Stream};
 
@@ -116,19 +118,25 @@ async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body>
         );
     }
     match parts.method {
-        Method::POST => post(core, parts.headers, body).await,
-        Method::GET => get(core, &parts.headers),
-        Method::DELETE => delete(core, &parts.headers),
+        Method::POST => post(core, parts.headers, Owner::of(&parts.extensions), body).await,
+        Method::GET => get(core, &parts.headers, &Owner::of(&parts.extensions)),
+        Method::DELETE => delete(core, &parts.headers, &Owner::of(&parts.extensions)),
         _ => gate::not_allowed("GET, POST, DELETE"),
     }
 }
 
 /// Reads the body within `max_message_bytes` and `body_timeout`. What
-/// all bodies being read hold together is bounded by `max_inbound_bytes`:
-/// each chunk takes room as it arrives (waiting while there is none), so a
-/// client that announces a large body and stalls holds only what it sent,
-/// and only until `body_timeout`.
-async fn read_body(core: &Core, h: &HeaderMap, body: Body) -> Result<Bytes, Response<Body>> {
+/// all bodies being read hold together is bounded by `max_inbound_bytes`,
+/// shared out per owner ([`BodyRoom`](super::room::BodyRoom)): each chunk
+/// takes room as it arrives (waiting while there is none, within the
+/// deadline), so a client that announces a large body and stalls holds
+/// only what it sent, only until `body_timeout`, and only of its share.
+async fn read_body(
+    core: &Core,
+    h: &HeaderMap,
+    owner: Owner,
+    body: Body,
+) -> Result<Bytes, Response<Body>> {
     use http_body_util::BodyExt as _;
     let limit = core.config.server.max_message_bytes;
     let declared = h
@@ -141,7 +149,7 @@ async fn read_body(core: &Core, h: &HeaderMap, body: Body) -> Result<Bytes, Resp
     let deadline = tokio::time::Instant::now().after(core.config.body_timeout);
     let mut body = body;
     let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
-    let mut room: Option<tokio::sync::OwnedSemaphorePermit> = None;
+    let mut room = core.body_room.hold(owner);
     let timed_out = || {
         gate::rpc_error(
             StatusCode::REQUEST_TIMEOUT,
@@ -173,30 +181,18 @@ async fn read_body(core: &Core, h: &HeaderMap, body: Body) -> Result<Bytes, Resp
         if buf.len().saturating_add(data.len()) > limit {
             return Err(too_large(limit));
         }
-        // At most the whole room at once (a body larger than
-        // max_inbound_bytes is read once it is alone).
-        let want = data.len().min(
-            core.body_room_total
-                .saturating_sub(room.as_ref().map_or(0, |r| r.num_permits())),
-        );
-        if want > 0 {
-            let n = u32::try_from(want).unwrap_or(u32::MAX);
-            let take = core.body_room.clone().acquire_many_owned(n);
-            match tokio::time::timeout_at(deadline, take).await {
-                Err(_) => return Err(timed_out()),
-                Ok(Err(_)) => {
-                    return Err(gate::rpc_error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        None,
-                        -32000,
-                        "the server is stopping",
-                    ))
-                }
-                Ok(Ok(p)) => match &mut room {
-                    Some(r) => r.merge(p),
-                    None => room = Some(p),
-                },
+        let take = room.take(data.len(), buf.len(), declared);
+        match tokio::time::timeout_at(deadline, take).await {
+            Err(_) => return Err(timed_out()),
+            Ok(Err(Closed)) => {
+                return Err(gate::rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    None,
+                    -32000,
+                    "the server is stopping",
+                ))
             }
+            Ok(Ok(())) => {}
         }
         buf.extend_from_slice(&data);
     }
@@ -211,7 +207,7 @@ fn too_large(limit: usize) -> Response<Body> {
     )
 }
 
-async fn post(core: Arc<Core>, h: HeaderMap, body: Body) -> Response<Body> {
+async fn post(core: Arc<Core>, h: HeaderMap, owner: Owner, body: Body) -> Response<Body> {
     let accepts = Accepts::of(&h);
     if !accepts.json && !accepts.sse {
         return gate::rpc_error(
@@ -235,7 +231,7 @@ async fn post(core: Arc<Core>, h: HeaderMap, body: Body) -> Response<Body> {
             );
         }
     }
-    let bytes = match read_body(&core, &h, body).await {
+    let bytes = match read_body(&core, &h, owner.clone(), body).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -281,7 +277,7 @@ async fn post(core: Arc<Core>, h: HeaderMap, body: Body) -> Response<Body> {
     drop(bytes);
     match era_of(&h, has_modern_meta(&msg)) {
         Era::Modern => post_modern(core, &h, msg, charge, accepts).await,
-        Era::Legacy => post_legacy(core, &h, msg, charge, accepts).await,
+        Era::Legacy => post_legacy(core, &h, owner, msg, charge, accepts).await,
     }
 }
 
@@ -372,7 +368,11 @@ fn answer_now(
     }
 }
 
-fn session_of(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
+/// The session a request names. A session opened by a [`Principal`]
+/// serves that principal only (another one gets 404, as for an unknown id).
+///
+/// [`Principal`]: super::Principal
+fn session_of(core: &Core, h: &HeaderMap, owner: &Owner) -> Result<Arc<Session>, Response<Body>> {
     let Some(raw) = h.get(SESSION_ID) else {
         return Err(gate::rpc_error(
             StatusCode::BAD_REQUEST,
@@ -381,7 +381,11 @@ fn session_of(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>
             "Bad Request: the Mcp-Session-Id header is required (send initialize first)",
         ));
     };
-    let found = raw.to_str().ok().and_then(|id| core.sessions.get(id));
+    let found = raw
+        .to_str()
+        .ok()
+        .and_then(|id| core.sessions.get(id))
+        .filter(|s| s.serves(owner));
     match found {
         Some(s) => Ok(s),
         None => Err(gate::rpc_error(
@@ -415,17 +419,18 @@ fn legacy_version_ok(h: &HeaderMap) -> Result<(), Response<Body>> {
 async fn post_legacy(
     core: Arc<Core>,
     h: &HeaderMap,
+    owner: Owner,
     msg: Message,
     charge: crate::server::budget::Charge,
     accepts: Accepts,
 ) -> Response<Body> {
     if let Message::Request(req) = &msg {
         if req.method == methods::INITIALIZE {
-            return initialize(&core, req);
+            return initialize(&core, req, owner);
         }
     }
     let id = request_id(&msg);
-    let session = match session_of(&core, h) {
+    let session = match session_of(&core, h, &owner) {
         Ok(s) => s,
         Err(mut r) => {
             if let Some(id) = id {
@@ -537,7 +542,7 @@ async fn post_legacy(
 }
 
 /// `initialize`: a new session, its id in `MCP-Session-Id`.
-fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request) -> Response<Body> {
+fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> Response<Body> {
     let id = match session::mint_id() {
         Ok(id) => id,
         Err(e) => {
@@ -550,24 +555,28 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request) -> Response<Body>
             );
         }
     };
-    let session = core.new_session(id.clone());
+    let session = core.new_session(id.clone(), owner.clone());
     match route(&session.shared, req) {
         Route::Answer(Ok(v)) => {
-            if !core.sessions.insert(session.clone()) {
-                session.end();
-                tracing::warn!(server = %core.name(), max = core.config.max_sessions, "initialize refused: max_sessions reached");
-                let mut r = gate::rpc_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Some(req.id.clone()),
-                    -32000,
-                    format!(
-                        "too many sessions (max_sessions = {})",
-                        core.config.max_sessions
-                    ),
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return r;
+            match core.sessions.insert(session.clone()) {
+                Ok(None) => {}
+                Ok(Some(evicted)) => {
+                    tracing::info!(server = %core.name(), session = %evicted.id, owner = %evicted.owner, "idle session ended to make room for a new one");
+                    core.end_session(&evicted);
+                }
+                Err(full) => {
+                    session.end();
+                    tracing::warn!(server = %core.name(), %owner, "initialize refused: {full}");
+                    let mut r = gate::rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        Some(req.id.clone()),
+                        -32000,
+                        full.to_string(),
+                    );
+                    r.headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                    return r;
+                }
             }
             tracing::info!(server = %core.name(), session = %id, sessions = core.sessions.len(), "session opened");
             let mut r = answer_now(Some(req.id.clone()), Ok(v), false);
@@ -762,21 +771,25 @@ fn status_of_answer(data: &[u8]) -> StatusCode {
 /// The session of a GET or DELETE: 405 in the 2026-07-28 era (and for a
 /// request that names neither a session nor a version: nothing to serve
 /// there), then as for POST.
-fn session_of_get_or_delete(core: &Core, h: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
+fn session_of_get_or_delete(
+    core: &Core,
+    h: &HeaderMap,
+    owner: &Owner,
+) -> Result<Arc<Session>, Response<Body>> {
     if era_of(h, false) == Era::Modern
         || (!h.contains_key(SESSION_ID) && !h.contains_key(PROTOCOL_VERSION))
     {
         return Err(gate::not_allowed("POST"));
     }
-    let session = session_of(core, h)?;
+    let session = session_of(core, h, owner)?;
     legacy_version_ok(h)?;
     Ok(session)
 }
 
 /// GET: a session's SSE stream, or the resumption of one of its streams
 /// after `Last-Event-ID`.
-fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
-    let session = match session_of_get_or_delete(&core, h) {
+fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
+    let session = match session_of_get_or_delete(&core, h, owner) {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -819,8 +832,8 @@ fn get(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
 }
 
 /// DELETE: ends a session.
-fn delete(core: Arc<Core>, h: &HeaderMap) -> Response<Body> {
-    let session = match session_of_get_or_delete(&core, h) {
+fn delete(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
+    let session = match session_of_get_or_delete(&core, h, owner) {
         Ok(s) => s,
         Err(r) => return r,
     };

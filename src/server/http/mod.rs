@@ -116,19 +116,24 @@ mod config;
 mod core;
 mod endpoint;
 pub(crate) mod gate;
+mod listener;
 mod modern;
+mod principal;
+mod room;
 mod server;
 mod session;
 mod stream;
 
 pub use config::{
-    Allow, Authorize, HttpConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_KEEP_ALIVE,
-    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_PATH,
-    DEFAULT_REPLAY_BYTES, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSION_QUEUE_BYTES,
+    Allow, Authorize, HttpConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+    DEFAULT_PATH, DEFAULT_REPLAY_BYTES, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSION_QUEUE_BYTES,
     DEFAULT_SSE_RETRY,
 };
 #[cfg(feature = "gateway")]
-pub(crate) use server::serve_app;
+pub(crate) use listener::{serve_app, ConnLimits};
+pub use principal::Principal;
 pub use server::{HttpServer, HttpService};
 
 /// The axum this crate builds on (its [`HttpService::router`] is an

@@ -2,18 +2,12 @@
 //! stop, close), [`HttpService`] is the endpoint as an axum router to mount
 //! in an application that owns its listener.
 
-use std::future::{Future, IntoFuture};
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
-use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::watch;
 
 use crate::line_io::WriteQueue;
 use crate::server::handle::{ServePhase, ServerHandle, SessionShared};
@@ -22,6 +16,7 @@ use crate::server::{Handler, ServeEnd, ServerError};
 use super::config::HttpConfig;
 use super::core::Core;
 use super::endpoint;
+use super::listener::{serve_app, ConnLimits};
 
 /// The server-wide state a handle can reach before serving starts.
 fn new_root(config: &HttpConfig) -> Arc<SessionShared> {
@@ -166,66 +161,18 @@ async fn serve_on<H: Handler>(
         return Ok(ServeEnd::Stopped);
     }
     let flush = config.server.flush_timeout;
-    let max_connections = config.max_connections;
+    let limits = ConnLimits::of(&config);
     let addr = listener.local_addr().map_err(ServerError::Read)?;
     let core = Core::new(config, handler, root.clone());
     let done = start_tasks(&core);
     let app = endpoint::router(core.clone());
     tracing::info!(server = %core.name(), %addr, path = %core.config.path, "http server listening");
     root.phase.send_replace(ServePhase::Ready);
-    serve_app(listener, app, max_connections, done, flush)
+    serve_app(listener, app, limits, done, flush)
         .await
         .map_err(ServerError::Read)?;
     tracing::info!(server = %core.name(), "http server stopped");
     Ok(ServeEnd::Stopped)
-}
-
-/// Serves `app` on `listener`, at most `max_connections` connections at
-/// once, until `done` turns true: then no connection is accepted, and those
-/// still open get `flush` to finish before they are cut.
-pub(crate) async fn serve_app(
-    listener: TcpListener,
-    app: axum::Router,
-    max_connections: usize,
-    done: watch::Receiver<bool>,
-    flush: Duration,
-) -> io::Result<()> {
-    let (kill_tx, kill_rx) = watch::channel(false);
-    let cut_flag = Arc::new(AtomicBool::new(false));
-    let limited = Limited {
-        inner: listener,
-        slots: Arc::new(Semaphore::new(max_connections)),
-        kill: kill_rx,
-        cut: cut_flag.clone(),
-    };
-    let signal = {
-        let mut done = done.clone();
-        async move {
-            let _ = done.wait_for(|d| *d).await;
-        }
-    };
-    let serve = axum::serve(limited, app)
-        .with_graceful_shutdown(signal)
-        .into_future();
-    tokio::pin!(serve);
-    // After the stop sequence, connections get `flush` to finish (a client
-    // reading its last events); then they are cut.
-    let cut = async {
-        let mut done = done;
-        let _ = done.wait_for(|d| *d).await;
-        tokio::time::sleep(flush).await;
-    };
-    tokio::select! {
-        biased;
-        r = &mut serve => r?,
-        () = cut => {
-            tracing::warn!("connections still open after flush_timeout: cut");
-            cut_flag.store(true, Ordering::Release);
-            let _ = kill_tx.send(true);
-            let _ = tokio::time::timeout(Duration::from_secs(1), &mut serve).await;
-        }
-    }
-    Ok(())
 }
 
 /// The MCP endpoint as an axum [`Router`](axum::Router), to mount in an
@@ -293,149 +240,5 @@ impl HttpService {
     /// to it (authentication, tracing, timeouts) as to any axum router.
     pub fn router(&self) -> axum::Router {
         endpoint::router(self.core.clone())
-    }
-}
-
-/// The listener, with at most `max_connections` connections at once, each
-/// cut when `kill` is set (and `cut`, the same fact read without a lock).
-struct Limited {
-    inner: TcpListener,
-    slots: Arc<Semaphore>,
-    kill: watch::Receiver<bool>,
-    cut: Arc<AtomicBool>,
-}
-
-impl axum::serve::Listener for Limited {
-    type Io = Conn;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Conn, SocketAddr) {
-        loop {
-            // The semaphore is never closed.
-            let Ok(permit) = self.slots.clone().acquire_owned().await else {
-                continue;
-            };
-            match self.inner.accept().await {
-                Ok((io, addr)) => {
-                    let _ = io.set_nodelay(true);
-                    let mut kill = self.kill.clone();
-                    let killed = Box::pin(async move {
-                        let _ = kill.wait_for(|k| *k).await;
-                    });
-                    return (
-                        Conn {
-                            io,
-                            _permit: permit,
-                            killed,
-                            cut: self.cut.clone(),
-                            dead: false,
-                        },
-                        addr,
-                    );
-                }
-                Err(e) => {
-                    // Out of descriptors and the like: wait, as axum does.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-}
-
-/// A connection that holds one of the listener's slots, and fails its I/O
-/// once the server cuts connections.
-///
-/// Each operation reads the `cut` flag; the `killed` future, which wakes
-/// the connection's task on the cut, is polled only when the I/O itself is
-/// pending (once per request, not once per read and write: polling it
-/// costs about as much as the check of a request's headers).
-struct Conn {
-    io: TcpStream,
-    _permit: OwnedSemaphorePermit,
-    killed: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
-    cut: Arc<AtomicBool>,
-    dead: bool,
-}
-
-impl Conn {
-    /// Whether the server has cut connections.
-    fn is_cut(&mut self) -> bool {
-        if !self.dead && self.cut.load(Ordering::Acquire) {
-            self.dead = true;
-        }
-        self.dead
-    }
-
-    /// The I/O is pending: wake the task on the cut too (an idle
-    /// connection is cut as well); whether the cut has come.
-    fn cut_while_pending(&mut self, cx: &mut Context<'_>) -> bool {
-        if !self.dead && self.killed.as_mut().poll(cx).is_ready() {
-            self.dead = true;
-        }
-        self.dead
-    }
-
-    /// `io`'s poll, failing once the server cut connections.
-    fn guard<T>(
-        &mut self,
-        cx: &mut Context<'_>,
-        io: impl FnOnce(Pin<&mut TcpStream>, &mut Context<'_>) -> Poll<io::Result<T>>,
-    ) -> Poll<io::Result<T>> {
-        if self.is_cut() {
-            return Poll::Ready(Err(aborted()));
-        }
-        match io(Pin::new(&mut self.io), cx) {
-            Poll::Pending if self.cut_while_pending(cx) => Poll::Ready(Err(aborted())),
-            other => other,
-        }
-    }
-}
-
-fn aborted() -> io::Error {
-    io::Error::new(io::ErrorKind::ConnectionAborted, "the server stopped")
-}
-
-impl AsyncRead for Conn {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        self.guard(cx, |io, cx| io.poll_read(cx, buf))
-    }
-}
-
-impl AsyncWrite for Conn {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.guard(cx, |io, cx| io.poll_write(cx, buf))
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.guard(cx, |io, cx| io.poll_flush(cx))
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        self.guard(cx, |io, cx| io.poll_write_vectored(cx, bufs))
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
     }
 }
