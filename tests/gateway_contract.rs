@@ -495,7 +495,8 @@ async fn a_call_refused_outside_the_grant_is_logged_and_counted_as_forbidden() {
     std::fs::write(
         dir.join("tokens.json"),
         json!({ "clients": {
-            "ci": { "token": "ci-token-0123456789abcdef", "servers": { "a": ["echo"] } }
+            "ci": { "token": "ci-token-0123456789abcdef", "servers": { "a": ["echo"] } },
+            "ops": { "token": "ops-token-0123456789abcd", "servers": {}, "operator": true }
         }})
         .to_string(),
     )
@@ -551,7 +552,7 @@ async fn a_call_refused_outside_the_grant_is_logged_and_counted_as_forbidden() {
         .send(
             "GET",
             "/metrics",
-            &[("authorization", "Bearer ci-token-0123456789abcdef")],
+            &[("authorization", "Bearer ops-token-0123456789abcd")],
             None,
         )
         .await

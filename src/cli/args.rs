@@ -266,9 +266,15 @@ pub(crate) struct ServeArgs {
     pub(crate) token_env: Option<String>,
     /// Per-client tokens, each with the servers and tools it may use: a
     /// JSON file {"clients": {NAME: {"token_env"|"token": ..., "servers":
-    /// {SERVER|"*": [TOOL_GLOB...]}}}}
+    /// {SERVER|"*": [TOOL_GLOB...]}, "operator": BOOL}}} (an operator may
+    /// read /metrics)
     #[arg(long, value_name = "FILE", value_parser = absolute)]
     pub(crate) tokens: Option<PathBuf>,
+    /// Serve /metrics to `Authorization: Bearer TOKEN` alone, TOKEN read
+    /// from the variable VAR (and to operator clients of --tokens); it
+    /// reaches no server
+    #[arg(long = "metrics-token-env", value_name = "VAR")]
+    pub(crate) metrics_token_env: Option<String>,
     /// Allow listening on a non-loopback address without a token
     #[arg(long = "insecure-no-auth")]
     pub(crate) insecure_no_auth: bool,

@@ -56,6 +56,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         host.ready_timeout = t;
     }
     let mut front = FrontConfig::from_file(&file).auth(auth);
+    front.metrics_token = metrics_token(&args)?;
     front.split_lazy(&file, &mut host.servers);
     front.allowed_origins = args
         .allow_origin
@@ -193,26 +194,37 @@ fn origin(value: &str) -> Result<String, Fail> {
     }
 }
 
+/// The token in variable `var`, for option `flag`.
+fn token_from_env(flag: &str, var: &str) -> Result<Secret, Fail> {
+    let token = std::env::var(var)
+        .map_err(|_| Fail::Usage(format!("{flag} {var}: the variable is not set")))?;
+    // Without the whitespace around it (a secret file's newline): no
+    // `Authorization` header could carry it.
+    let token = token.trim().to_owned();
+    if token.is_empty() {
+        return Err(Fail::Usage(format!("{flag} {var}: the variable is empty")));
+    }
+    if token.chars().count() < crate::host::front::MIN_TOKEN_LEN {
+        eprintln!(
+            "mcp serve: {flag} {var}: the token is short (under {} characters): use a long random one",
+            crate::host::front::MIN_TOKEN_LEN
+        );
+    }
+    Ok(Secret::new(token))
+}
+
+/// `--metrics-token-env`.
+fn metrics_token(args: &ServeArgs) -> Result<Option<Secret>, Fail> {
+    args.metrics_token_env
+        .as_deref()
+        .map(|var| token_from_env("--metrics-token-env", var))
+        .transpose()
+}
+
 /// `--token-env` or `--tokens`.
 fn auth(args: &ServeArgs) -> Result<Auth, Fail> {
     if let Some(var) = &args.token_env {
-        let token = std::env::var(var)
-            .map_err(|_| Fail::Usage(format!("--token-env {var}: the variable is not set")))?;
-        // Without the whitespace around it (a secret file's newline): no
-        // `Authorization` header could carry it.
-        let token = token.trim().to_owned();
-        if token.is_empty() {
-            return Err(Fail::Usage(format!(
-                "--token-env {var}: the variable is empty"
-            )));
-        }
-        if token.chars().count() < crate::host::front::MIN_TOKEN_LEN {
-            eprintln!(
-                "mcp serve: --token-env {var}: the token is short (under {} characters): use a long random one",
-                crate::host::front::MIN_TOKEN_LEN
-            );
-        }
-        return Ok(Auth::Bearer(Secret::new(token)));
+        return Ok(Auth::Bearer(token_from_env("--token-env", var)?));
     }
     if let Some(path) = &args.tokens {
         warn_if_readable_by_others(path);

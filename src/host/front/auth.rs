@@ -37,12 +37,15 @@ const ANY_SERVER: &str = "*";
 /// of its tools' own names (`*`, `?`); a server absent from it cannot be
 /// reached at all. A token is at least 16 characters; `token_env` names the
 /// variable that holds it (better than writing it in the file).
+/// `"operator": true` lets the client read `/metrics` (no other client
+/// may); it grants no server.
 #[derive(Clone)]
 pub struct ClientGrant {
     /// The client's name (in logs, metrics and the call log; never its token).
     pub name: String,
     token: Secret,
     servers: BTreeMap<String, Vec<Glob>>,
+    operator: bool,
 }
 
 impl ClientGrant {
@@ -63,6 +66,7 @@ impl std::fmt::Debug for ClientGrant {
             .field("name", &self.name)
             .field("token", &self.token)
             .field("servers", &self.servers.keys().collect::<Vec<_>>())
+            .field("operator", &self.operator)
             .finish()
     }
 }
@@ -74,7 +78,15 @@ impl ClientGrant {
             name: name.into(),
             token,
             servers: BTreeMap::new(),
+            operator: false,
         }
+    }
+
+    /// Lets the client read `/metrics` (an operator's view: every
+    /// server's names, rates and errors). It grants no server.
+    pub fn operator(mut self) -> Self {
+        self.operator = true;
+        self
     }
 
     /// Lets the client use `server` (`"*"`: every server), and of its tools
@@ -175,8 +187,15 @@ impl ClientGrant {
                 }
                 grant = grant.server(server.clone(), patterns);
             }
+            match c.get("operator") {
+                None | Some(Value::Bool(false)) => {}
+                Some(Value::Bool(true)) => grant = grant.operator(),
+                Some(_) => {
+                    return Err(invalid(&format!("{key}.operator"), "must be true or false"))
+                }
+            }
             for k in c.keys() {
-                if !["token", "token_env", "servers"].contains(&k.as_str()) {
+                if !["token", "token_env", "servers", "operator"].contains(&k.as_str()) {
                     return Err(invalid(&format!("{key}.{k}"), "unknown field"));
                 }
             }
@@ -196,6 +215,10 @@ pub(crate) struct Principal {
     pub(crate) name: Arc<str>,
     /// What it may use; `None`: everything.
     grants: Option<BTreeMap<String, Vec<Glob>>>,
+    /// A client of a tokens file (not the one token or anonymous).
+    named: bool,
+    /// May read `/metrics`.
+    operator: bool,
 }
 
 impl Principal {
@@ -222,6 +245,23 @@ impl Principal {
     pub(crate) fn restricted(&self) -> bool {
         self.grants.is_some()
     }
+
+    /// Whether it is a client of a tokens file, with a name of its own.
+    pub(crate) fn named(&self) -> bool {
+        self.named
+    }
+}
+
+/// Whether a request may read `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MetricsAccess {
+    Allowed,
+    /// No valid token (401).
+    NoToken,
+    /// A valid token, of no operator (403).
+    NotOperator,
+    /// No token is configured at all: loopback peers only.
+    LoopbackOnly,
 }
 
 /// The front's principals, and the check of a request's token.
@@ -229,25 +269,67 @@ impl Principal {
 pub(crate) struct Gate {
     tokens: Vec<Secret>,
     principals: Vec<Arc<Principal>>,
+    /// The token of `/metrics` alone (`--metrics-token-env`).
+    metrics: Option<Secret>,
 }
 
 impl Gate {
-    pub(crate) fn new(auth: &Auth) -> Gate {
+    pub(crate) fn new(auth: &Auth, metrics: Option<Secret>) -> Gate {
         let (tokens, principals) = match auth {
-            Auth::None => (Vec::new(), vec![principal(0, "anonymous", None)]),
-            Auth::Bearer(t) => (vec![t.clone()], vec![principal(0, "token", None)]),
+            Auth::None => (
+                Vec::new(),
+                vec![principal(0, "anonymous", None, false, false)],
+            ),
+            Auth::Bearer(t) => (
+                vec![t.clone()],
+                vec![principal(0, "token", None, false, false)],
+            ),
             Auth::Clients(clients) => clients
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
                     (
                         c.token.clone(),
-                        principal(i, &c.name, Some(c.servers.clone())),
+                        principal(i, &c.name, Some(c.servers.clone()), true, c.operator),
                     )
                 })
                 .unzip(),
         };
-        Gate { tokens, principals }
+        Gate {
+            tokens,
+            principals,
+            metrics,
+        }
+    }
+
+    /// Whether `headers` may read `/metrics`: with the metrics token or an
+    /// operator client's; when neither is configured, with the one bearer
+    /// token; when no token is configured at all, from loopback.
+    pub(crate) fn metrics_access(&self, headers: &HeaderMap) -> MetricsAccess {
+        let operators = self.metrics.is_some() || self.principals.iter().any(|p| p.operator);
+        if self.tokens.is_empty() && !operators {
+            return MetricsAccess::LoopbackOnly;
+        }
+        let given = bearer(headers);
+        if let (Some(g), Some(m)) = (given, &self.metrics) {
+            if same_secret(g.as_bytes(), m.expose().as_bytes()) {
+                return MetricsAccess::Allowed;
+            }
+        }
+        let Some(p) = self.check(headers) else {
+            return MetricsAccess::NoToken;
+        };
+        let allowed = if operators {
+            p.operator
+        } else {
+            // The one token: whoever holds it may use every server.
+            !p.named
+        };
+        if allowed {
+            MetricsAccess::Allowed
+        } else {
+            MetricsAccess::NotOperator
+        }
     }
 
     /// The caller of a request with these headers; `None`: no valid token
@@ -257,13 +339,7 @@ impl Gate {
         if self.tokens.is_empty() {
             return self.principals.first().cloned();
         }
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, rest) = v.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
-            })?;
+        let given = bearer(headers)?;
         let mut found = None;
         for (i, t) in self.tokens.iter().enumerate() {
             if same_secret(given.as_bytes(), t.expose().as_bytes()) && found.is_none() {
@@ -274,15 +350,30 @@ impl Gate {
     }
 }
 
+/// The bearer token of `Authorization`, if any.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
+        })
+}
+
 fn principal(
     index: usize,
     name: &str,
     grants: Option<BTreeMap<String, Vec<Glob>>>,
+    named: bool,
+    operator: bool,
 ) -> Arc<Principal> {
     Arc::new(Principal {
         index,
         name: name.into(),
         grants,
+        named,
+        operator,
     })
 }
 
@@ -304,7 +395,7 @@ mod tests {
             "admin": { "token": "admin-token-0123456789", "servers": { "*": ["*"] } }
         }}))
         .unwrap();
-        let gate = Gate::new(&Auth::Clients(grants));
+        let gate = Gate::new(&Auth::Clients(grants), None);
         let mut h = HeaderMap::new();
         h.insert(
             header::AUTHORIZATION,

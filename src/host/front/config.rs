@@ -94,6 +94,12 @@ impl ToolFilter {
 pub struct FrontConfig {
     /// Who may call (default [`Auth::None`]). `/health` needs no token.
     pub auth: Auth,
+    /// A token of its own for `/metrics` (no client's token then reads
+    /// it, unless the client is an operator: [`ClientGrant::operator`]).
+    /// Without it and without operators, `/metrics` takes the one
+    /// [`Auth::Bearer`] token, and with no token at all answers loopback
+    /// peers only. It reaches no server.
+    pub metrics_token: Option<Secret>,
     /// Browser origins allowed besides loopback ones (`Origin` headers; a
     /// request without one is not from a browser and passes). Others get
     /// 403. `"*"` allows any.
@@ -134,6 +140,7 @@ impl Default for FrontConfig {
     fn default() -> Self {
         FrontConfig {
             auth: Auth::None,
+            metrics_token: None,
             allowed_origins: Vec::new(),
             allowed_hosts: Allow::Loopback,
             tools: BTreeMap::new(),
@@ -191,6 +198,12 @@ impl FrontConfig {
     /// Sets [`auth`](Self::auth).
     pub fn auth(mut self, auth: Auth) -> Self {
         self.auth = auth;
+        self
+    }
+
+    /// Sets [`metrics_token`](Self::metrics_token).
+    pub fn metrics_token(mut self, token: Secret) -> Self {
+        self.metrics_token = Some(token);
         self
     }
 

@@ -1,56 +1,75 @@
 //! The front's routes: `/mcp`, `/servers/NAME/mcp`, `/health` and
-//! `/metrics`, and what a request passes before it reaches an endpoint:
-//! the stop (503), its `Origin` (403), its token (401), its grant (403 for
-//! a server, or a tool, prompt or resource of a server, outside it).
+//! `/metrics`, and what a request passes before it reaches one: its `Host`
+//! and `Origin` (403, on every route), the stop (503), its token (401), its
+//! grant (403 for a server, or a tool, prompt or resource of a server,
+//! outside it).
 //!
 //! A grant is checked on the request's body before MCP sees it, so that a
 //! call outside it is refused with 403 rather than a JSON-RPC error: the
-//! body is read within `max_message_bytes` and `body_timeout`, a few at a
-//! time (their bytes bounded by `max_inbound_bytes`), and only for callers
-//! whose grant leaves something out.
+//! body is read as the endpoint reads it (within `max_message_bytes`,
+//! `body_timeout` and the caller's share of `max_inbound_bytes`) and parsed
+//! by the same parser, so a body the check cannot read is refused by the
+//! check; and only for callers whose grant leaves something out.
 
-use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use std::net::SocketAddr;
+
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode, Uri};
-use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::{json, Map};
-use tokio::sync::Semaphore;
+use axum::middleware::Next;
+use serde_json::{json, Map, Value};
 
 use crate::client::Status;
 use crate::host::ItemKind;
-use crate::jsonrpc::RequestId;
-use crate::server::http::gate;
+use crate::jsonrpc::{codes, Message, ParseError, RequestId};
+use crate::server::http::room::BodyRoom;
+use crate::server::http::{body, gate, Principal as CallerName};
 
-use super::auth::Principal;
+use super::auth::{MetricsAccess, Principal};
 use super::state::{Endpoint, FrontState};
 
 /// The routes of a front.
 pub(crate) fn router(front: Arc<FrontState>) -> axum::Router {
-    let peeks = (front.config.http.server.max_inbound_bytes
-        / front.config.http.server.max_message_bytes.max(1))
-    .max(1);
+    let server = &front.config.http.server;
     let state = Routes {
+        room: BodyRoom::new(server.max_inbound_bytes, server.max_message_bytes),
         front,
-        peeks: Arc::new(Semaphore::new(peeks)),
     };
     axum::Router::new()
         .route("/health", axum::routing::get(health))
         .route("/metrics", axum::routing::get(metrics))
         .route("/mcp", axum::routing::any(joined))
         .route("/servers/{name}/mcp", axum::routing::any(single))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            admit_host,
+        ))
         .with_state(state)
 }
 
 #[derive(Clone)]
 struct Routes {
     front: Arc<FrontState>,
-    /// Bodies read for a grant check at once.
-    peeks: Arc<Semaphore>,
+    /// Room for the bodies read for a grant check.
+    room: Arc<BodyRoom>,
+}
+
+/// `Host` and `Origin`, on every route the listener serves (a rebinding
+/// page can reach them all).
+async fn admit_host(State(r): State<Routes>, req: Request, next: Next) -> Response<Body> {
+    let front = &r.front;
+    if !gate::host_allowed(&front.config.allowed_hosts, req.headers()) {
+        tracing::warn!(host = ?req.headers().get(header::HOST), path = %req.uri().path(), "gateway: request refused: Host not allowed (DNS rebinding protection)");
+        return refuse(StatusCode::FORBIDDEN, "Forbidden: Host not allowed");
+    }
+    if !origin_ok(front, req.headers()) {
+        tracing::warn!(origin = ?req.headers().get(header::ORIGIN), "gateway: request refused: Origin not allowed");
+        return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin not allowed");
+    }
+    next.run(req).await
 }
 
 async fn joined(State(r): State<Routes>, req: Request) -> Response<Body> {
@@ -77,25 +96,22 @@ fn origin_ok(front: &FrontState, headers: &HeaderMap) -> bool {
     gate::origin_allowed(&crate::server::http::Allow::List(list.clone()), headers)
 }
 
-/// The caller, or the refusal (401 without a valid token, 403 for a
-/// foreign origin).
+/// 401, asking for a bearer token.
+fn unauthorized() -> Response<Body> {
+    let mut r = refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
+    r.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    r
+}
+
+/// The caller, or the refusal (401 without a valid token).
 #[allow(clippy::result_large_err)]
 fn admit(front: &FrontState, headers: &HeaderMap) -> Result<Arc<Principal>, Response<Body>> {
-    if !origin_ok(front, headers) {
-        tracing::warn!(origin = ?headers.get(header::ORIGIN), "gateway: request refused: Origin not allowed");
-        return Err(refuse(
-            StatusCode::FORBIDDEN,
-            "Forbidden: Origin not allowed",
-        ));
-    }
     match front.gate.check(headers) {
         Some(p) => Ok(p),
         None => {
             tracing::info!("gateway: request refused: no valid token");
-            let mut r = refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
-            r.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            Err(r)
+            Err(unauthorized())
         }
     }
 }
@@ -123,6 +139,12 @@ async fn dispatch(r: &Routes, endpoint: Endpoint, req: Request) -> Response<Body
                 format!("Forbidden: server `{name}` is outside this client's grant"),
             );
         }
+    }
+    let mut req = req;
+    if principal.named() {
+        // Its sessions and its share of the bounds are its own.
+        req.extensions_mut()
+            .insert(CallerName::new(principal.name.clone()));
     }
     let req = if principal.restricted() && req.method() == axum::http::Method::POST {
         match peek(r, &principal, &endpoint, req).await {
@@ -156,27 +178,43 @@ fn endpoint_uri(uri: &Uri) -> Uri {
     path.parse().unwrap_or_else(|_| Uri::from_static("/mcp"))
 }
 
-/// What the grant check reads of a message.
-#[derive(Deserialize)]
-struct Peek<'a> {
-    #[serde(default)]
+/// What the grant check reads of a message: its id, method, and the name
+/// or URI of what it calls.
+struct Peek {
     id: Option<RequestId>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<PeekParams<'a>>,
+    method: Option<String>,
+    name: Option<String>,
+    uri: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct PeekParams<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    uri: Option<Cow<'a, str>>,
+impl Peek {
+    fn of(m: &Message) -> Peek {
+        let (id, method, params) = match m {
+            Message::Request(r) => (
+                Some(r.id.clone()),
+                Some(r.method.clone()),
+                r.params.as_ref(),
+            ),
+            Message::Notification(n) => (None, Some(n.method.clone()), n.params.as_ref()),
+            Message::Response(r) => (r.id.clone(), None, None),
+        };
+        let member = |key: &str| {
+            params
+                .and_then(|p| p.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        Peek {
+            id,
+            method,
+            name: member("name"),
+            uri: member("uri"),
+        }
+    }
 }
 
-/// Reads the body, refuses a call outside the caller's grant (403), and
-/// gives the request back whole.
+/// Reads the body as the endpoint will, refuses a call outside the
+/// caller's grant (403), and gives the request back whole.
 #[allow(clippy::result_large_err)]
 async fn peek(
     r: &Routes,
@@ -184,52 +222,52 @@ async fn peek(
     endpoint: &Endpoint,
     req: Request,
 ) -> Result<Request, Response<Body>> {
-    use http_body_util::BodyExt as _;
     let front = &r.front;
-    let limit = front.config.http.server.max_message_bytes;
     let (parts, body) = req.into_parts();
-    let permit = r.peeks.acquire().await.ok();
-    let limited = http_body_util::Limited::new(body, limit);
-    let read = tokio::time::timeout(front.config.http.body_timeout, limited.collect()).await;
-    drop(permit);
-    let bytes: Bytes = match read {
-        Err(_) => {
-            return Err(refuse(
-                StatusCode::REQUEST_TIMEOUT,
-                "the request body took too long",
-            ))
+    let owner = crate::server::http::principal::Owner::of(&parts.extensions);
+    let bytes = body::read(&front.config.http, &r.room, &parts.headers, owner, body).await?;
+    // The endpoint's own parser: what it would refuse, the check refuses.
+    let message = match Message::parse(&bytes) {
+        Ok(m) => m,
+        Err(e) => {
+            let (code, message, id) = match e {
+                ParseError::NotJson(_) => (
+                    codes::PARSE_ERROR,
+                    "Parse error: the body is not JSON".to_owned(),
+                    None,
+                ),
+                ParseError::Batch => (
+                    codes::INVALID_REQUEST,
+                    "JSON-RPC batch arrays are not supported".to_owned(),
+                    None,
+                ),
+                ParseError::Invalid { reason, id } => (
+                    codes::INVALID_REQUEST,
+                    format!("Invalid Request: {reason}"),
+                    id,
+                ),
+            };
+            tracing::info!(client = %principal.name, %message, "gateway: request refused: the grant check cannot read its body");
+            return Err(gate::rpc_error(StatusCode::BAD_REQUEST, id, code, message));
         }
-        Ok(Err(_)) => {
-            return Err(refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body is over {limit} bytes"),
-            ))
-        }
-        Ok(Ok(c)) => c.to_bytes(),
     };
-    let messages: Vec<Peek<'_>> = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => serde_json::from_slice(&bytes).unwrap_or_default(),
-        _ => serde_json::from_slice(&bytes)
-            .map(|m| vec![m])
-            .unwrap_or_default(),
+    let m = Peek::of(&message);
+    drop(message);
+    let refused = match endpoint {
+        Endpoint::Joined => start_named_lazy(front, principal, &m).await,
+        Endpoint::Server(_) => None,
     };
-    for m in &messages {
-        let refused = match endpoint {
-            Endpoint::Joined => start_named_lazy(front, principal, m).await,
-            Endpoint::Server(_) => None,
-        };
-        if let Some(r) = refused.or_else(|| outside_grant(front, principal, endpoint, m)) {
-            let what = &r.what;
-            tracing::info!(client = %principal.name, %what, "gateway: call refused: outside the client's grant");
-            // In the call log and the metrics as any other outcome.
-            front.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
-            return Err(gate::rpc_error(
-                StatusCode::FORBIDDEN,
-                m.id.clone(),
-                -32000,
-                format!("Forbidden: {what} is outside this client's grant"),
-            ));
-        }
+    if let Some(r) = refused.or_else(|| outside_grant(front, principal, endpoint, &m)) {
+        let what = &r.what;
+        tracing::info!(client = %principal.name, %what, "gateway: call refused: outside the client's grant");
+        // In the call log and the metrics as any other outcome.
+        front.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
+        return Err(gate::rpc_error(
+            StatusCode::FORBIDDEN,
+            m.id.clone(),
+            -32000,
+            format!("Forbidden: {what} is outside this client's grant"),
+        ));
     }
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }
@@ -241,14 +279,14 @@ async fn peek(
 async fn start_named_lazy(
     front: &Arc<FrontState>,
     principal: &Principal,
-    m: &Peek<'_>,
+    m: &Peek,
 ) -> Option<Refusal> {
     let kind = match m.method.as_deref()? {
         "tools/call" => ItemKind::Tool,
         "prompts/get" => ItemKind::Prompt,
         _ => return None,
     };
-    let name = m.params.as_ref()?.name.as_deref()?;
+    let name = m.name.as_deref()?;
     if front.host.shared.owner_of(kind, name).is_some() {
         return None;
     }
@@ -282,14 +320,13 @@ fn outside_grant(
     front: &FrontState,
     principal: &Principal,
     endpoint: &Endpoint,
-    m: &Peek<'_>,
+    m: &Peek,
 ) -> Option<Refusal> {
     let method = m.method.as_deref()?;
-    let params = m.params.as_ref()?;
     let (kind, name) = match method {
-        "tools/call" => (ItemKind::Tool, params.name.as_deref()?),
-        "prompts/get" => (ItemKind::Prompt, params.name.as_deref()?),
-        "resources/read" | "resources/subscribe" => (ItemKind::Resource, params.uri.as_deref()?),
+        "tools/call" => (ItemKind::Tool, m.name.as_deref()?),
+        "prompts/get" => (ItemKind::Prompt, m.name.as_deref()?),
+        "resources/read" | "resources/subscribe" => (ItemKind::Resource, m.uri.as_deref()?),
         _ => return None,
     };
     let (server, own) = match endpoint {
@@ -370,11 +407,33 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
     gate::json(status, body.to_string())
 }
 
-/// `GET /metrics`: Prometheus text; behind the token when one is set.
-async fn metrics(State(r): State<Routes>, headers: HeaderMap) -> Response<Body> {
+/// `GET /metrics`: Prometheus text, for operators: the metrics token or an
+/// operator client's; without either configured, the one bearer token;
+/// without any token, loopback peers only.
+async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
     let front = &r.front;
-    if let Err(refused) = admit(front, &headers) {
-        return refused;
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    match front.gate.metrics_access(req.headers()) {
+        MetricsAccess::Allowed => {}
+        MetricsAccess::NoToken => return unauthorized(),
+        MetricsAccess::NotOperator => {
+            tracing::info!("gateway: /metrics refused: the token is no operator's");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "Forbidden: /metrics needs an operator's token (--metrics-token-env, or \"operator\": true in the tokens file)",
+            );
+        }
+        MetricsAccess::LoopbackOnly => {
+            if peer.is_some_and(|ip| !ip.is_loopback()) {
+                return refuse(
+                    StatusCode::FORBIDDEN,
+                    "Forbidden: without a token, /metrics answers loopback peers only",
+                );
+            }
+        }
     }
     let ready: Vec<(String, bool)> = front
         .host

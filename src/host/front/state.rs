@@ -116,7 +116,7 @@ impl FrontState {
         relay: Arc<Relay>,
         call_log: Option<CallLog>,
     ) -> Arc<Self> {
-        let gate = Gate::new(&config.auth);
+        let gate = Gate::new(&config.auth, config.metrics_token.clone());
         let held = HeldCalls::new(config.max_held_calls, config.input_timeout);
         let lazy = config.lazy.clone();
         Arc::new(FrontState {

@@ -16,10 +16,8 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
-use bytes::Bytes;
 use serde_json::Value;
 
-use crate::deadline::After;
 use crate::http::headers;
 use crate::jsonrpc::footprint;
 use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
@@ -27,11 +25,11 @@ use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::server::dispatch::{route, Route};
 use crate::server::handle::ServerHandle;
 
+use super::body;
 use super::core::{Core, Duplicate};
 use super::gate::{self, Accepts};
 use super::modern;
 use super::principal::Owner;
-use super::room::Closed;
 use super::session::{self, Session};
 use super::stream::{self, First, SseBody, Stream};
 
@@ -125,88 +123,6 @@ async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body>
     }
 }
 
-/// Reads the body within `max_message_bytes` and `body_timeout`. What
-/// all bodies being read hold together is bounded by `max_inbound_bytes`,
-/// shared out per owner ([`BodyRoom`](super::room::BodyRoom)): each chunk
-/// takes room as it arrives (waiting while there is none, within the
-/// deadline), so a client that announces a large body and stalls holds
-/// only what it sent, only until `body_timeout`, and only of its share.
-async fn read_body(
-    core: &Core,
-    h: &HeaderMap,
-    owner: Owner,
-    body: Body,
-) -> Result<Bytes, Response<Body>> {
-    use http_body_util::BodyExt as _;
-    let limit = core.config.server.max_message_bytes;
-    let declared = h
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return Err(too_large(limit));
-    }
-    let deadline = tokio::time::Instant::now().after(core.config.body_timeout);
-    let mut body = body;
-    let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
-    let mut room = core.body_room.hold(owner);
-    let timed_out = || {
-        gate::rpc_error(
-            StatusCode::REQUEST_TIMEOUT,
-            None,
-            codes::INVALID_REQUEST,
-            format!(
-                "the body did not arrive within body_timeout ({:?})",
-                core.config.body_timeout
-            ),
-        )
-    };
-    loop {
-        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-            Err(_) => return Err(timed_out()),
-            Ok(None) => return Ok(buf.freeze()),
-            Ok(Some(Err(e))) => {
-                return Err(gate::rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    None,
-                    codes::PARSE_ERROR,
-                    format!("reading the body failed: {e}"),
-                ))
-            }
-            Ok(Some(Ok(frame))) => frame,
-        };
-        let Ok(data) = frame.into_data() else {
-            continue; // trailers
-        };
-        if buf.len().saturating_add(data.len()) > limit {
-            return Err(too_large(limit));
-        }
-        let take = room.take(data.len(), buf.len(), declared);
-        match tokio::time::timeout_at(deadline, take).await {
-            Err(_) => return Err(timed_out()),
-            Ok(Err(Closed)) => {
-                return Err(gate::rpc_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    None,
-                    -32000,
-                    "the server is stopping",
-                ))
-            }
-            Ok(Ok(())) => {}
-        }
-        buf.extend_from_slice(&data);
-    }
-}
-
-fn too_large(limit: usize) -> Response<Body> {
-    gate::rpc_error(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        None,
-        codes::INVALID_REQUEST,
-        format!("the body exceeds max_message_bytes ({limit} bytes)"),
-    )
-}
-
 async fn post(core: Arc<Core>, h: HeaderMap, owner: Owner, body: Body) -> Response<Body> {
     let accepts = Accepts::of(&h);
     if !accepts.json && !accepts.sse {
@@ -231,7 +147,7 @@ async fn post(core: Arc<Core>, h: HeaderMap, owner: Owner, body: Body) -> Respon
             );
         }
     }
-    let bytes = match read_body(&core, &h, owner.clone(), body).await {
+    let bytes = match body::read(&core.config, &core.body_room, &h, owner.clone(), body).await {
         Ok(b) => b,
         Err(r) => return r,
     };

@@ -112,14 +112,15 @@
 //! - A 2025-era request answered as JSON cannot be resumed: when the client
 //!   loses that response, the answer is lost.
 
+pub(crate) mod body;
 mod config;
 mod core;
 mod endpoint;
 pub(crate) mod gate;
 mod listener;
 mod modern;
-mod principal;
-mod room;
+pub(crate) mod principal;
+pub(crate) mod room;
 mod server;
 mod session;
 mod stream;
