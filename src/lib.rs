@@ -229,6 +229,8 @@ pub mod secret;
 mod serde_support;
 pub mod server;
 mod sync;
+#[cfg(feature = "http")]
+mod throttle;
 mod transport;
 
 pub use child::{ShutdownHandle, ShutdownReport};

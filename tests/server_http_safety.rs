@@ -2,6 +2,8 @@
 //! bearer-token hook, the body limit, and the bounds on sessions and on
 //! what a session may have queued.
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "server_http_support/mod.rs"]
 mod support;
 
@@ -525,5 +527,43 @@ async fn one_peer_opening_sessions_does_not_lock_other_peers_out() {
         gone.status, 404,
         "the other peer's oldest idle session went first"
     );
+    s.handle.stop();
+}
+
+#[tokio::test]
+async fn refusals_a_client_repeats_are_logged_at_warn_a_few_times_not_each_time() {
+    let (log, _guard) = common::capture_trace();
+    let s = start(config().max_sessions(1)).await;
+    // Holds the one session (its stream open: it is not idle).
+    let sid = open_session(s.addr, json!({})).await;
+    let _stream = get(s.addr, &sid, &[]).await;
+    for _ in 0..500 {
+        let mut req = request("POST", s.addr, &[], Some(&init()));
+        req.headers_mut()
+            .insert("host", "evil.example.com".parse().unwrap());
+        assert_eq!(send(s.addr, req).await.status, 403);
+        let r = post(s.addr, &[("origin", "http://evil.example.com")], init()).await;
+        assert_eq!(r.status, 403);
+        let r = post(s.addr, &[], init()).await;
+        assert_eq!(r.status, 503);
+    }
+    let text = log.text();
+    let count = |what: &str| {
+        text.lines()
+            .filter(|l| l.contains(" WARN ") && l.contains(what))
+            .count()
+    };
+    let (host, origin, full) = (
+        count("Host not allowed"),
+        count("Origin not allowed"),
+        count("initialize refused"),
+    );
+    println!("WARN lines for 500 refusals each: Host {host}, Origin {origin}, initialize {full}");
+    for (what, n) in [("Host", host), ("Origin", origin), ("initialize", full)] {
+        assert!(
+            (1..=3).contains(&n),
+            "{what}: {n} WARN lines for 500 refusals"
+        );
+    }
     s.handle.stop();
 }

@@ -27,6 +27,7 @@ use crate::host::ItemKind;
 use crate::jsonrpc::{codes, Message, ParseError, RequestId};
 use crate::server::http::room::BodyRoom;
 use crate::server::http::{body, gate, Principal as CallerName};
+use crate::throttle::Throttle;
 
 use super::auth::{MetricsAccess, Principal};
 use super::state::{Endpoint, FrontState};
@@ -61,12 +62,18 @@ struct Routes {
 /// page can reach them all).
 async fn admit_host(State(r): State<Routes>, req: Request, next: Next) -> Response<Body> {
     let front = &r.front;
+    static HOST: Throttle = Throttle::new();
+    static ORIGIN: Throttle = Throttle::new();
     if !gate::host_allowed(&front.config.allowed_hosts, req.headers()) {
-        tracing::warn!(host = ?req.headers().get(header::HOST), path = %req.uri().path(), "gateway: request refused: Host not allowed (DNS rebinding protection)");
+        if let Some(skipped) = HOST.admit() {
+            tracing::warn!(host = %gate::shown(req.headers().get(header::HOST)), skipped, "gateway: request refused: Host not allowed (DNS rebinding protection)");
+        }
         return refuse(StatusCode::FORBIDDEN, "Forbidden: Host not allowed");
     }
     if !origin_ok(front, req.headers()) {
-        tracing::warn!(origin = ?req.headers().get(header::ORIGIN), "gateway: request refused: Origin not allowed");
+        if let Some(skipped) = ORIGIN.admit() {
+            tracing::warn!(origin = %gate::shown(req.headers().get(header::ORIGIN)), skipped, "gateway: request refused: Origin not allowed");
+        }
         return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin not allowed");
     }
     next.run(req).await

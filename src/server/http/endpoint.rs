@@ -24,6 +24,7 @@ use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
 use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::server::dispatch::{route, Route};
 use crate::server::handle::ServerHandle;
+use crate::throttle::Throttle;
 
 use super::body;
 use super::core::{Core, Duplicate};
@@ -84,7 +85,10 @@ async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body>
     let (parts, body) = req.into_parts();
     let c = &core.config;
     if !gate::host_allowed(&c.allowed_hosts, &parts.headers) {
-        tracing::warn!(server = %core.name(), host = ?parts.headers.get(header::HOST), "request refused: Host not allowed (DNS rebinding protection)");
+        static THROTTLE: Throttle = Throttle::new();
+        if let Some(skipped) = THROTTLE.admit() {
+            tracing::warn!(server = %core.name(), host = %gate::shown(parts.headers.get(header::HOST)), skipped, "request refused: Host not allowed (DNS rebinding protection)");
+        }
         return gate::rpc_error(
             StatusCode::FORBIDDEN,
             None,
@@ -93,7 +97,10 @@ async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body>
         );
     }
     if !gate::origin_allowed(&c.allowed_origins, &parts.headers) {
-        tracing::warn!(server = %core.name(), origin = ?parts.headers.get(header::ORIGIN), "request refused: Origin not allowed");
+        static THROTTLE: Throttle = Throttle::new();
+        if let Some(skipped) = THROTTLE.admit() {
+            tracing::warn!(server = %core.name(), origin = %gate::shown(parts.headers.get(header::ORIGIN)), skipped, "request refused: Origin not allowed");
+        }
         return gate::rpc_error(
             StatusCode::FORBIDDEN,
             None,
@@ -482,7 +489,10 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
                 }
                 Err(full) => {
                     session.end();
-                    tracing::warn!(server = %core.name(), %owner, "initialize refused: {full}");
+                    static THROTTLE: Throttle = Throttle::new();
+                    if let Some(skipped) = THROTTLE.admit() {
+                        tracing::warn!(server = %core.name(), %owner, skipped, "initialize refused: {full}");
+                    }
                     let mut r = gate::rpc_error(
                         StatusCode::SERVICE_UNAVAILABLE,
                         Some(req.id.clone()),

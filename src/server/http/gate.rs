@@ -88,6 +88,22 @@ pub(crate) fn origin_allowed(allow: &Allow, headers: &HeaderMap) -> bool {
     }
 }
 
+/// A header value a peer chose, as a log shows it: at most 128 bytes of
+/// it (a line in a log must not have the peer's size).
+pub(crate) fn shown(value: Option<&HeaderValue>) -> String {
+    const MAX: usize = 128;
+    let Some(v) = value else {
+        return "(none)".to_owned();
+    };
+    let bytes = v.as_bytes();
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
+    if bytes.len() > MAX {
+        format!("{text}... ({} bytes)", bytes.len())
+    } else {
+        text.into_owned()
+    }
+}
+
 /// Compares in time that depends on the lengths only.
 pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
