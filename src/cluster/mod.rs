@@ -64,6 +64,15 @@
 //!   caller gets [`RemoteError::NotAdmitted`] naming the nodes: a copy can
 //!   deny service, not take it over. Tickets end with the node's
 //!   connection (the sink's stand-in stops).
+//! - **What a call's `_meta` may name.** A caller's `params._meta` keeps
+//!   only what is the caller's own: node A drops its `progressToken` (node
+//!   A's client routes progress by it, to whichever of its calls has that
+//!   id) and every member under a prefix the protocol reserves
+//!   (`io.modelcontextprotocol/…`, `dev.mcp/…`: the session's version,
+//!   capabilities, client info, log level, subscription and task ids, all
+//!   node A's session's to set). The progress token the server sees is
+//!   node A's own for that call, sent only when the caller asked for
+//!   progress, so a node cannot aim progress at another node's call.
 //! - **What the sink takes.** Progress and notifications carry the secret
 //!   of the ticket of the gateway the call (or the subscription) went to;
 //!   the sink drops anything else and counts it
