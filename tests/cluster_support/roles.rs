@@ -11,7 +11,7 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorRef};
 use serde_json::json;
 
-use super::{node, seen_json, spy, Seen};
+use super::{node, seen_json, session_events, session_outcome, spy, Seen};
 
 /// Runs the role in `args` (see [`super::role`]); never returns for roles
 /// that wait to be killed.
@@ -23,6 +23,9 @@ pub async fn run(args: Vec<String>) {
         }
         ["attack", name, port, a] => attack(name, port.parse().unwrap(), a).await,
         ["subscribe", name, port, a] => subscribe(name, port.parse().unwrap(), a).await,
+        ["claim", name, port, a, tries] => {
+            claim(name, port.parse().unwrap(), a, tries.parse().unwrap()).await
+        }
         other => panic!("unknown role {other:?}"),
     }
 }
@@ -419,5 +422,33 @@ async fn subscribe(name: &str, port: u16, a: &str) {
         .await
         .expect("subscribed");
     println!("SUBSCRIBED");
+    std::future::pending::<()>().await;
+}
+
+/// A node that holds the cookie and declares `name` (another node's):
+/// prints `READY`, waits for `GO`, then connects to node A up to `tries`
+/// times, one connection at a time, until one authenticates; prints
+/// `RESULT taken <try>` (a session under that name now is its own) or
+/// `RESULT refused <tries>`.
+async fn claim(name: &str, port: u16, a: &str, tries: u32) {
+    let node = node(name, port).await;
+    let mut events = session_events(&node);
+    let mut commands = commands();
+    println!("READY");
+    assert_eq!(commands.recv().await.as_deref(), Some("GO"));
+    for k in 1..=tries {
+        ractor_cluster::client_connect(&node, a)
+            .await
+            .expect("connects to A");
+        match session_outcome(&mut events, Duration::from_secs(20)).await {
+            "authenticated" => {
+                println!("RESULT taken {k}");
+                std::future::pending::<()>().await;
+            }
+            "disconnected" => continue,
+            other => panic!("try {k}: {other}"),
+        }
+    }
+    println!("RESULT refused {tries}");
     std::future::pending::<()>().await;
 }
