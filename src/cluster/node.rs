@@ -1,22 +1,7 @@
 //! A node server built with the checks ractor_cluster leaves to you: a
 //! cookie that is not empty, a listener on loopback unless told otherwise,
 //! no transitive connections, and a peer name that stays with the session
-//! that holds it.
-//!
-//! ractor_cluster keeps one session per peer name: when a second
-//! connection declaring a name already connected authenticates, its
-//! election keeps the one with the lower connection id, which the
-//! connecting node picks. So any node holding the cookie could end another
-//! node's session (and every call in flight over it) by declaring its
-//! name. [`GuardedNodeServer`] runs ractor_cluster's `NodeServer` as it is,
-//! but stands between it and its sessions: their reports of a peer's name
-//! (`UpdateSession`), the checks of a name (`CheckSession`) and their
-//! authentication (`ConnectionAuthenticated`) go through it first, and a
-//! name has one holder, the first session authenticated under it, until
-//! that session ends. A later session under the name is refused: told
-//! `NotOk` before its challenge, or, when it cannot be told apart from the
-//! holder there (the same connection id), stopped once it authenticates,
-//! before ractor_cluster's election sees it.
+//! that holds it ([`GuardedNodeServer`]).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -152,8 +137,22 @@ impl NodeConfig {
 /// ractor_cluster's `NodeServer`, with a peer name kept by the session
 /// that holds it: while a session under a name is alive, another
 /// connection declaring that name is refused, whatever cookie or
-/// certificate it has (see the [module](self) and the
-/// [`Security model`](super#security-model)).
+/// certificate it has (see the [`Security model`](super#security-model)).
+///
+/// ractor_cluster keeps one session per peer name: when a second
+/// connection under a connected name authenticates, its election keeps
+/// the one with the lower connection id, which the connecting node picks,
+/// so any node holding the cookie could end another node's session (and
+/// every call in flight over it) by declaring its name. This actor runs
+/// the `NodeServer` as it is, but its listener and sessions report to this
+/// actor, which reads their reports of a peer's name (`UpdateSession`),
+/// their checks of a name (`CheckSession`) and their authentication
+/// (`ConnectionAuthenticated`) first. A name has one holder, the first
+/// session authenticated under it, until that session ends; a later
+/// session under the name is told `NotOk` before its challenge, or, when
+/// it cannot be told apart from the holder there (it sent the holder's
+/// connection id), stopped once it authenticates, before ractor_cluster's
+/// election sees it.
 ///
 /// Spawn it as you would a `NodeServer` (`ractor::Actor::spawn(None,
 /// server, ())`); its actor takes `NodeServerMessage`, so
