@@ -738,6 +738,97 @@ async fn forged_progress_and_notifications_into_a_sink_are_dropped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_progress_token_cannot_aim_progress_at_another_nodes_call() {
+    const TEST: &str = "a_callers_progress_token_cannot_aim_progress_at_another_nodes_call";
+    let _serial = role_or_serial!();
+    let mut cl = Cluster::three_nodes(TEST).await;
+    let fixture = cl.find("fixture").await;
+    // Node C, granted only tools/list and tools/call, learns where node A's
+    // client numbers its requests from its own call's progress.
+    cl.c().send("PROBE fixture-limited");
+    let token = cl.c().expect("TOKEN ", Duration::from_secs(20)).await;
+    // Node B's call: 3 s, 300 steps of progress.
+    let (call, mut prx) = slow_call(&fixture, 3000, None).await;
+    // Node C's calls (500 ms, 50 steps each, no progress asked) name the
+    // next 8 request ids as their progress token.
+    cl.c().send(&format!("INJECT fixture-limited {token} 8"));
+    let answered = cl.c().expect("DONE ", Duration::from_secs(30)).await;
+    assert!(
+        !call.is_finished(),
+        "node B's call ended before node C's calls did: the test proves nothing"
+    );
+    assert!(call.await.unwrap().is_ok());
+    let (mut own, mut foreign) = (0, 0);
+    while let Ok(p) = prx.try_recv() {
+        match p.total {
+            Some(300.0) => own += 1,
+            _ => foreign += 1,
+        }
+    }
+    figure(
+        "cluster: node C (tools/call only) sends 8 calls with _meta.progressToken set to the next request ids",
+        format!("node B's call (total 300) got {foreign} foreign progress events and {own} of its own; {answered} of node C's 8 calls answered"),
+    );
+    assert_eq!(foreign, 0, "node C's progress reached node B's call");
+    assert!(own > 0, "the call's own progress still arrives");
+    assert_eq!(answered, "8", "node C's calls themselves still run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_declares_a_connected_nodes_name_cannot_end_its_calls() {
+    const TEST: &str = "a_node_that_declares_a_connected_nodes_name_cannot_end_its_calls";
+    let _serial = role_or_serial!();
+    let cl = Cluster::two_nodes(TEST).await;
+    let fixture = cl.find("fixture").await;
+    // The impostor holds the cookie and declares node B's name.
+    const TRIES: u32 = 20;
+    let mut impostor = Node::spawn(
+        TEST,
+        &format!(
+            "claim node-b {} 127.0.0.1:{} {TRIES}",
+            free_port(),
+            cl.port_a
+        ),
+    );
+    impostor.expect("READY", Duration::from_secs(30)).await;
+    let cancels_before = logged(&cl.log, "notifications/cancelled");
+    let (call, _progress) = slow_call(&fixture, 5_000, None).await;
+    let t = Instant::now();
+    impostor.send("GO");
+    let outcome = impostor.expect("RESULT ", Duration::from_secs(60)).await;
+    let tried = t.elapsed();
+    let running = !call.is_finished();
+    let r = call.await.unwrap();
+    if r.is_err() {
+        // The call's end on node A follows its session's end there.
+        common::eventually(Duration::from_secs(10), || {
+            logged(&cl.log, "notifications/cancelled") > cancels_before
+        })
+        .await;
+    }
+    let cancels = logged(&cl.log, "notifications/cancelled") - cancels_before;
+    figure(
+        "cluster: a node with the cookie connects to node A as node-b (up to 20 times) during node B's 5 s call",
+        format!(
+            "impostor: {outcome} (in {tried:.1?}); node B's call: {:?}; the server got {cancels} cancellation(s)",
+            r.as_ref().map(|_| "its result")
+        ),
+    );
+    assert_eq!(outcome, format!("refused {TRIES}"));
+    assert!(
+        running,
+        "node B's call ended before the impostor's tries did: the test proves nothing"
+    );
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(cancels, 0);
+    // Node B's session is still the one: another call goes through.
+    fixture
+        .request("echo", None, RemoteOptions::new())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_copies_a_callers_sink_gets_no_ticket() {
     const TEST: &str = "a_node_that_copies_a_callers_sink_gets_no_ticket";
     let _serial = role_or_serial!();

@@ -20,6 +20,7 @@ use ractor::pg::GroupChangeMessage;
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
 };
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
@@ -586,10 +587,15 @@ impl Admitted {
             Op::Request => {
                 let method = self.call.method.as_deref().unwrap_or_default();
                 let params = match &self.call.params {
-                    Some(raw) => Some(
-                        serde_json::from_str(raw.get())
-                            .map_err(|e| RemoteError::Codec(e.to_string()))?,
-                    ),
+                    Some(raw) => {
+                        let mut params: Value = serde_json::from_str(raw.get())
+                            .map_err(|e| RemoteError::Codec(e.to_string()))?;
+                        let dropped = drop_local_meta(&mut params);
+                        if dropped > 0 {
+                            debug!(call = self.call.id, dropped, "members of the caller's _meta dropped: they are this node's to set");
+                        }
+                        Some(params)
+                    }
                     None => None,
                 };
                 let mut opts = RequestOptions::new()
@@ -609,6 +615,35 @@ impl Admitted {
             }
         }
     }
+}
+
+/// Removes from a remote caller's `params._meta` what names something of
+/// this node's session with the server rather than the caller's call:
+/// `progressToken` (node A's client routes progress by it, to whichever of
+/// its calls has that id) and every member under a prefix the protocol
+/// reserves (second label `modelcontextprotocol` or `mcp`: the session's
+/// version, capabilities and client info, log level, subscription and task
+/// ids). The progress token is then the gateway's own (the call's request
+/// id, when the caller asked for progress). Returns how many were removed.
+fn drop_local_meta(params: &mut Value) -> usize {
+    let Some(Value::Object(meta)) = params.get_mut("_meta") else {
+        return 0;
+    };
+    let before = meta.len();
+    meta.retain(|key, _| key != "progressToken" && !reserved_meta_key(key));
+    before - meta.len()
+}
+
+/// Whether a `_meta` key's prefix is one the protocol reserves: its second
+/// label is `modelcontextprotocol` or `mcp` (`io.modelcontextprotocol/`,
+/// `dev.mcp/`).
+fn reserved_meta_key(key: &str) -> bool {
+    let Some((prefix, _)) = key.split_once('/') else {
+        return false;
+    };
+    prefix.split('.').nth(1).is_some_and(|label| {
+        label.eq_ignore_ascii_case("modelcontextprotocol") || label.eq_ignore_ascii_case("mcp")
+    })
 }
 
 /// The data of a local call's failure.
@@ -672,6 +707,35 @@ async fn forward_notifications(server: String, client: Client, shared: Arc<Share
             };
             let bytes = wire::encode(&env);
             send_within_window(&route, bytes, SinkMsg::Notification, "notification");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_remote_callers_meta_keeps_only_what_names_its_own_call() {
+        let mut p = json!({ "name": "sleep", "_meta": {
+            "progressToken": 7,
+            "io.modelcontextprotocol/protocolVersion": "2020-01-01",
+            "io.modelcontextprotocol/related-task": { "taskId": "t" },
+            "dev.mcp/x": 1,
+            "IO.ModelContextProtocol/logLevel": "debug",
+            "com.example.mcp/trace": "kept",
+            "trace": "kept",
+        } });
+        assert_eq!(drop_local_meta(&mut p), 5);
+        assert_eq!(
+            p,
+            json!({ "name": "sleep", "_meta": { "com.example.mcp/trace": "kept", "trace": "kept" } })
+        );
+        for mut other in [json!({ "name": "x" }), json!({ "_meta": 3 }), json!([1])] {
+            let before = other.clone();
+            assert_eq!(drop_local_meta(&mut other), 0);
+            assert_eq!(other, before);
         }
     }
 }

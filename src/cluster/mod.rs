@@ -64,6 +64,15 @@
 //!   caller gets [`RemoteError::NotAdmitted`] naming the nodes: a copy can
 //!   deny service, not take it over. Tickets end with the node's
 //!   connection (the sink's stand-in stops).
+//! - **What a call's `_meta` may name.** A caller's `params._meta` keeps
+//!   only what is the caller's own: node A drops its `progressToken` (node
+//!   A's client routes progress by it, to whichever of its calls has that
+//!   id) and every member under a prefix the protocol reserves
+//!   (`io.modelcontextprotocol/…`, `dev.mcp/…`: the session's version,
+//!   capabilities, client info, log level, subscription and task ids, all
+//!   node A's session's to set). The progress token the server sees is
+//!   node A's own for that call, sent only when the caller asked for
+//!   progress, so a node cannot aim progress at another node's call.
 //! - **What the sink takes.** Progress and notifications carry the secret
 //!   of the ticket of the gateway the call (or the subscription) went to;
 //!   the sink drops anything else and counts it
@@ -74,11 +83,24 @@
 //!   ([`RemoteServersBuilder::trust`]), and fails with
 //!   [`FindError::Ambiguous`] (naming the nodes) when more than one
 //!   claimant is left, never picking one. Node names are the names nodes
-//!   *declare* in ractor_cluster's handshake (`name@hostname`): a node
-//!   holding the cookie can declare any name, and ractor_cluster then keeps
-//!   one session per name, so a trust list guards against a careless or
-//!   misconfigured node, not against one that holds the cookie and lies.
-//!   Certificates do not bind names either (below).
+//!   *declare* in ractor_cluster's handshake (`name@hostname`), so a trust
+//!   list guards against a careless or misconfigured node, not against one
+//!   that holds the cookie and lies. Certificates do not bind names either
+//!   (below).
+//! - **Who holds a node's name.** ractor_cluster keeps one session per
+//!   peer name and, when a second connection under a name authenticates,
+//!   keeps the one with the lower connection id, which the connecting node
+//!   picks. A [`GuardedNodeServer`] (what [`NodeConfig::build`] returns)
+//!   keeps a name with the first session authenticated under it until that
+//!   session ends, and refuses every later connection under it. So a node
+//!   holding the cookie can no longer end another node's session, nor the
+//!   calls in flight over it, by declaring its name. What it can still do:
+//!   declare any name *not connected* to this node at the moment (before
+//!   the real node connects, or while it is away), and then hold it here
+//!   until its own session ends: the real node's connections are refused
+//!   meanwhile, and callers here that trust that name take the impostor's
+//!   gateways for it. A plain `NodeServer` keeps ractor_cluster's rule: a
+//!   newcomer under a connected name wins within a few tries.
 //! - **Bounds.** Calls in flight are capped per node and per gateway
 //!   ([`RemoteError::TooManyCalls`]); a call's timeout is lowered to the
 //!   gateway's maximum; progress and notifications sent to a node and not
@@ -105,7 +127,8 @@
 //! also requires a certificate from the connecting node, signed by your
 //! authority: a node without one cannot connect, whatever cookie it has.
 //! Neither binds the node's declared name to its certificate: a node with
-//! a valid certificate and the cookie can still declare any name.
+//! a valid certificate and the cookie can still declare any name that is
+//! not connected.
 //!
 //! **Connections.** Bind node servers to the interfaces you mean
 //! ([`NodeConfig`] listens on loopback unless told otherwise;
@@ -145,7 +168,7 @@ pub use gateway::{
     DEFAULT_MAX_CALLS_PER_NODE, DEFAULT_MAX_FORWARD_BYTES, DEFAULT_MAX_TIMEOUT,
 };
 pub use grants::Grants;
-pub use node::{NodeConfig, NodeConfigError};
+pub use node::{GuardedNodeServer, GuardedNodeServerState, NodeConfig, NodeConfigError};
 pub use notifications::RemoteNotifications;
 pub use remote::{
     FindError, RemoteOptions, RemoteServer, RemoteServers, RemoteServersBuilder, RemoteStartError,

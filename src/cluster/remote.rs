@@ -521,6 +521,11 @@ impl RemoteServer {
 
     /// Sends any request; the result comes back as the server's own bytes.
     ///
+    /// Node A drops `progressToken` and the members under prefixes the
+    /// protocol reserves from `params._meta` (they are its session's to
+    /// set; see the [`Security model`](super#security-model)): ask for
+    /// progress with [`RemoteOptions::progress`].
+    ///
     /// Cancel safety: dropping the future cancels the call on node A.
     pub async fn request(
         &self,

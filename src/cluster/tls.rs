@@ -1,5 +1,6 @@
 //! TLS between nodes, from PEM files: the two halves ractor_cluster takes
-//! (an acceptor for `NodeServer`, a connector for `client_connect_enc`).
+//! (an acceptor for the node server, [`NodeConfig::tls`](super::NodeConfig::tls),
+//! and a connector for `client_connect_enc`).
 //!
 //! [`acceptor`] and [`connector`] encrypt and authenticate the listening
 //! node to the connecting one. [`mutual_acceptor`] and [`mutual_connector`]
@@ -14,10 +15,11 @@
 //! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
 //! use conduit_mcp::cluster::tls;
 //! let (cert, key, ca) = (std::fs::read("node.pem")?, std::fs::read("node.key")?, std::fs::read("ca.pem")?);
-//! let server = ractor_cluster::NodeServer::new(
-//!     4697, "cookie".into(), "node-a".into(), "node-a.example".into(),
-//!     Some(tls::acceptor(&cert, &key)?), None,
-//! );
+//! use conduit_mcp::cluster::NodeConfig;
+//! let server = NodeConfig::new("node-a", "node-a.example", "cookie")
+//!     .port(4697)
+//!     .tls(tls::acceptor(&cert, &key)?)
+//!     .build()?;
 //! # let (node, _) = ractor::Actor::spawn(None, server, ()).await?;
 //! ractor_cluster::client_connect_enc(&node, "node-b.example:4697", tls::connector(&ca)?, tls::server_name("node-b.example")?).await?;
 //! # Ok(()) }

@@ -11,7 +11,7 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorRef};
 use serde_json::json;
 
-use super::{node, seen_json, spy, Seen};
+use super::{node, seen_json, session_events, session_outcome, spy, Seen};
 
 /// Runs the role in `args` (see [`super::role`]); never returns for roles
 /// that wait to be killed.
@@ -23,6 +23,9 @@ pub async fn run(args: Vec<String>) {
         }
         ["attack", name, port, a] => attack(name, port.parse().unwrap(), a).await,
         ["subscribe", name, port, a] => subscribe(name, port.parse().unwrap(), a).await,
+        ["claim", name, port, a, tries] => {
+            claim(name, port.parse().unwrap(), a, tries.parse().unwrap()).await
+        }
         other => panic!("unknown role {other:?}"),
     }
 }
@@ -178,6 +181,14 @@ async fn own_ticket(gateway: &ActorRef<GatewayMsg>) -> (String, String, Seen, Ac
 /// - `COPY_SINK <server>`: a copy of every sink it sees (same group, same
 ///   pid); prints `COPIED <n>`; then `TICKETS` prints `SEEN <tickets the
 ///   copies received>`.
+/// - `PROBE <server>`: calls tool `sleep` (20 ms) on `server` with
+///   progress, and prints `TOKEN <the progressToken its progress carried>`:
+///   what node A's client numbers its requests with.
+/// - `INJECT <server> <token> <n>`: calls tool `sleep` (500 ms) on
+///   `server` `n` times at once, without asking for progress but with
+///   `_meta.progressToken` set to `token + 1` ..= `token + n` (the requests
+///   node A's client sent since the probe); prints `DONE <calls answered
+///   with a result>`.
 async fn attack(name: &str, port: u16, a: &str) {
     let node = node(name, port).await;
     ractor_cluster::client_connect(&node, a)
@@ -327,6 +338,64 @@ async fn attack(name: &str, port: u16, a: &str) {
                 barrier(&gateway).await;
                 println!("COPIED {copied}");
             }
+            ["PROBE", server] => {
+                let gateway = remote_gateway(server);
+                let (ticket, _, seen, _spy) = own_ticket(&gateway).await;
+                let env = json!({ "ticket": ticket, "id": 1, "server": server,
+                    "op": "request", "method": "tools/call",
+                    "params": { "name": "sleep", "arguments": { "ms": 20 } },
+                    "timeout_ms": 10_000, "progress": true });
+                let answer = gateway
+                    .call(
+                        |r| GatewayMsg::Call(serde_json::to_vec(&env).unwrap(), r),
+                        Some(Duration::from_secs(10)),
+                    )
+                    .await;
+                assert!(
+                    matches!(answer, Ok(CallResult::Success(ref a)) if a.first() == Some(&0)),
+                    "the probe failed"
+                );
+                // Progress is cast before the answer: it is there by now,
+                // or (under load) shortly after.
+                let got = crate::common::eventually(Duration::from_secs(10), || {
+                    !seen_json(&seen, "progress").is_empty()
+                })
+                .await;
+                assert!(got.is_some(), "the probe got no progress");
+                let token = seen_json(&seen, "progress")[0]["params"]["progressToken"].clone();
+                println!("TOKEN {}", token.as_u64().expect("a numeric token"));
+            }
+            ["INJECT", server, token, n] => {
+                let gateway = remote_gateway(server);
+                let (token, n): (u64, u64) = (token.parse().unwrap(), n.parse().unwrap());
+                let (ticket, _, _, _spy) = own_ticket(&gateway).await;
+                let calls: Vec<_> = (1..=n)
+                    .map(|k| {
+                        let env = json!({ "ticket": ticket, "id": k, "server": server,
+                            "op": "request", "method": "tools/call",
+                            "params": { "name": "sleep", "arguments": { "ms": 500 },
+                                "_meta": { "progressToken": token + k } },
+                            "timeout_ms": 30_000, "progress": false });
+                        let bytes = serde_json::to_vec(&env).unwrap();
+                        let gateway = gateway.clone();
+                        tokio::spawn(async move {
+                            gateway
+                                .call(
+                                    |r| GatewayMsg::Call(bytes, r),
+                                    Some(Duration::from_secs(30)),
+                                )
+                                .await
+                        })
+                    })
+                    .collect();
+                let mut answered = 0;
+                for c in calls {
+                    if let Ok(Ok(CallResult::Success(a))) = c.await {
+                        answered += usize::from(a.first() == Some(&0));
+                    }
+                }
+                println!("DONE {answered}");
+            }
             ["TICKETS"] => {
                 let n: usize = copies.iter().map(|s| seen_json(s, "ticket").len()).sum();
                 println!("SEEN {n}");
@@ -353,5 +422,33 @@ async fn subscribe(name: &str, port: u16, a: &str) {
         .await
         .expect("subscribed");
     println!("SUBSCRIBED");
+    std::future::pending::<()>().await;
+}
+
+/// A node that holds the cookie and declares `name` (another node's):
+/// prints `READY`, waits for `GO`, then connects to node A up to `tries`
+/// times, one connection at a time, until one authenticates; prints
+/// `RESULT taken <try>` (a session under that name now is its own) or
+/// `RESULT refused <tries>`.
+async fn claim(name: &str, port: u16, a: &str, tries: u32) {
+    let node = node(name, port).await;
+    let mut events = session_events(&node);
+    let mut commands = commands();
+    println!("READY");
+    assert_eq!(commands.recv().await.as_deref(), Some("GO"));
+    for k in 1..=tries {
+        ractor_cluster::client_connect(&node, a)
+            .await
+            .expect("connects to A");
+        match session_outcome(&mut events, Duration::from_secs(20)).await {
+            "authenticated" => {
+                println!("RESULT taken {k}");
+                std::future::pending::<()>().await;
+            }
+            "disconnected" => continue,
+            other => panic!("try {k}: {other}"),
+        }
+    }
+    println!("RESULT refused {tries}");
     std::future::pending::<()>().await;
 }
