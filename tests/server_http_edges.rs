@@ -205,3 +205,44 @@ async fn a_json_only_request_that_asks_the_client_asks_on_the_get_stream() {
     assert!(text.contains("file:///r"), "{answer}");
     s.handle.stop();
 }
+
+#[tokio::test]
+async fn a_resumption_older_than_the_replay_buffer_is_told_what_it_lost() {
+    let s = start(config().replay_bytes(2048)).await;
+    let sid = open_session(s.addr, json!({})).await;
+    let mut ev = get(s.addr, &sid, &[]).await.sse();
+    let mut first = None;
+    for i in 0..50 {
+        s.handle
+            .notify_session(
+                &sid,
+                "notifications/message",
+                Some(json!({ "level": "info", "data": format!("event {i} {}", "x".repeat(100)) })),
+            )
+            .unwrap();
+        ev.next_message().await.expect("the event");
+        first = first.or_else(|| ev.last_event_id());
+    }
+    drop(ev);
+    // Resumes after the first event: the replay buffer (2 KiB) no longer
+    // holds the ~45 events after it.
+    let first = first.expect("an event id");
+    let mut ev = get(s.addr, &sid, &[("last-event-id", &first)]).await.sse();
+    let told = ev
+        .next_message()
+        .await
+        .expect("a message on the resumed stream");
+    println!("the first message of a resumption past the replay buffer: {told}");
+    assert_eq!(told["method"], "notifications/message", "{told}");
+    assert_eq!(told["params"]["level"], "warning", "{told}");
+    let lost = told["params"]["data"]["lostEvents"].as_u64().unwrap_or(0);
+    assert!((30..49).contains(&lost), "{told}");
+    // Then what the buffer held, from the oldest it kept.
+    let next = ev.next_message().await.expect("a replayed event");
+    let text = next["params"]["data"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(text.starts_with("event "), "{next}");
+    s.handle.stop();
+}

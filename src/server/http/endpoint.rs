@@ -624,10 +624,14 @@ async fn respond(
             sse_response(Body::empty())
         }
         First::Events => {
-            let (generation, after) = stream.attach(0);
-            let prelude = stream.priming(after, core.config.sse_retry);
-            let mut body =
-                SseBody::new(stream.clone(), generation, prelude, core.config.keep_alive);
+            let attached = stream.attach(0);
+            let prelude = stream.priming(attached.after, core.config.sse_retry);
+            let mut body = SseBody::new(
+                stream.clone(),
+                attached.generation,
+                prelude,
+                core.config.keep_alive,
+            );
             if let Some(key) = guard.disarm() {
                 let weak = Arc::downgrade(core);
                 body = body.on_drop(Box::new(move || {
@@ -751,9 +755,22 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
         }
     };
     tracing::debug!(session = %session.id, stream = stream.number, after, "SSE stream attached");
-    let (generation, after) = stream.attach(after);
-    let prelude = stream.priming(after, core.config.sse_retry);
-    let body = SseBody::new(stream.clone(), generation, prelude, core.config.keep_alive);
+    let attached = stream.attach(after);
+    let mut prelude = stream
+        .priming(attached.after, core.config.sse_retry)
+        .map(Vec::from)
+        .unwrap_or_default();
+    if attached.lost > 0 {
+        let logging = session.shared.capabilities().get("logging").is_some();
+        prelude.extend_from_slice(&stream::loss_notice(stream.number, attached.lost, logging));
+    }
+    let prelude = (!prelude.is_empty()).then(|| prelude.into());
+    let body = SseBody::new(
+        stream.clone(),
+        attached.generation,
+        prelude,
+        core.config.keep_alive,
+    );
     sse_response(Body::new(watch_open(body, &session, stream)))
 }
 

@@ -392,8 +392,10 @@ impl Stream {
 
     /// Attaches a consumer that starts after event `after` (0: from the
     /// start; past the last event: from the last); a consumer already
-    /// attached ends. Returns its generation and where it starts.
-    pub(crate) fn attach(&self, after: u64) -> (u64, u64) {
+    /// attached ends. Returns its generation, where it starts, and how many
+    /// events after `after` it will not get (dropped from the replay
+    /// buffer).
+    pub(crate) fn attach(&self, after: u64) -> Attached {
         let mut st = self.lock();
         if let Some(w) = st.waker.take() {
             w.wake();
@@ -404,17 +406,23 @@ impl Stream {
         // is the last event: nothing later is skipped.
         let after = after.min(st.next_seq.saturating_sub(1));
         st.sent = after;
-        if let Some(&(first, _)) = st.events.front() {
-            if after.saturating_add(1) < first {
-                tracing::warn!(
-                    stream = self.number,
-                    after,
-                    first,
-                    "SSE resumption: events after the given id were dropped (replay buffer full)"
-                );
-            }
+        // The first event still held, or the next one to come.
+        let first = st.events.front().map_or(st.next_seq, |&(first, _)| first);
+        let lost = first.saturating_sub(after.saturating_add(1));
+        if lost > 0 {
+            tracing::debug!(
+                stream = self.number,
+                after,
+                first,
+                lost,
+                "SSE resumption: events after the given id were dropped (replay buffer full)"
+            );
         }
-        (st.generation, after)
+        Attached {
+            generation: st.generation,
+            after,
+            lost,
+        }
     }
 
     /// Detaches consumer `generation` (if still attached): its body ends.
@@ -502,6 +510,42 @@ impl Outlet for Stream {
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
         self.push(line, false)
     }
+}
+
+/// A consumer attached to a stream ([`Stream::attach`]).
+pub(crate) struct Attached {
+    pub(crate) generation: u64,
+    /// The event it starts after.
+    pub(crate) after: u64,
+    /// Events after the one it asked to start after that it will not get.
+    pub(crate) lost: u64,
+}
+
+/// What a resumption that lost `lost` events is told first: an SSE
+/// comment, and, when the server declared `logging`, a warning message
+/// (neither has an event id: the client's position stays where it is).
+pub(crate) fn loss_notice(stream: u64, lost: u64, logging: bool) -> Bytes {
+    let mut out = format!(
+        ": {lost} events of this stream were dropped from the replay buffer before this resumption\n\n"
+    )
+    .into_bytes();
+    if logging {
+        let message = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {
+                "level": "warning",
+                "logger": "conduit-mcp",
+                "data": {
+                    "message": "events were lost: the resumption started past the replay buffer (replay_bytes)",
+                    "stream": stream,
+                    "lostEvents": lost,
+                },
+            },
+        });
+        out.extend_from_slice(&sse::Event::message(message.to_string()).to_bytes());
+    }
+    Bytes::from(out)
 }
 
 /// An SSE event id: the stream's number and the event's sequence number.
