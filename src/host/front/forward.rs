@@ -115,7 +115,7 @@ async fn route(
 
 /// The server's era, waiting (a bounded time) for a server that is not
 /// ready.
-async fn backend_era(target: &Target) -> Result<Era, HandlerError> {
+pub(crate) async fn backend_era(target: &Target) -> Result<Era, HandlerError> {
     if let Some(s) = target.client.session() {
         return Ok(s.era);
     }
