@@ -1236,3 +1236,186 @@ async fn a_subscription_outlives_a_restart_of_its_server() {
         "0 updates after the server's restart, servers: {lost:?}"
     );
 }
+
+// ------------------------------------------- each era's members, and only those
+
+/// The official JSON Schema of MCP `version` (tests/spec).
+fn spec(version: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/spec")
+        .join(version)
+        .join("schema.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// How `v` breaks the definition `def` of `schema`.
+fn violations(schema: &Value, def: &str, v: &Value) -> Vec<String> {
+    let mut root = schema.clone();
+    root["$ref"] = json!(format!("#/$defs/{def}"));
+    let validator = jsonschema::validator_for(&root).expect("the schema compiles");
+    validator
+        .iter_errors(v)
+        .map(|e| format!("{def}: {e} at {}", e.instance_path()))
+        .collect()
+}
+
+/// The members the definition `def` of `schema` names.
+fn members(schema: &Value, def: &str) -> std::collections::BTreeSet<String> {
+    schema["$defs"][def]["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The `io.modelcontextprotocol/` keys `schema` names.
+fn namespace_keys(schema: &Value) -> std::collections::BTreeSet<String> {
+    let text = schema.to_string();
+    text.split("io.modelcontextprotocol/")
+        .skip(1)
+        .map(|rest| {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            format!("io.modelcontextprotocol/{name}")
+        })
+        .collect()
+}
+
+/// What an answer `v` (a `def` result) in front of `own` carries that
+/// only `other` defines: top-level members, its tools' members, and
+/// `_meta` keys of the namespace that `own` does not name.
+fn foreign(own: &Value, other: &Value, def: &str, v: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let only = |d: &str| &members(other, d) - &members(own, d);
+    let result = &v["result"];
+    for m in only(def) {
+        if result.get(&m).is_some() {
+            found.push(m);
+        }
+    }
+    let tool_only = only("Tool");
+    for t in result["tools"].as_array().into_iter().flatten() {
+        for m in &tool_only {
+            if t.get(m).is_some() {
+                found.push(format!("tools[].{m}"));
+            }
+        }
+    }
+    let known = namespace_keys(own);
+    for k in result["_meta"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+    {
+        if k.starts_with("io.modelcontextprotocol/") && !known.contains(k) {
+            found.push(format!("_meta.{k}"));
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn every_answer_has_its_front_eras_members_and_no_others() {
+    let legacy_schema = spec("2025-11-25");
+    let modern_schema = spec("2026-07-28");
+    let mut problems = Vec::new();
+    let (mut answers, mut with_result_type) = (0, 0);
+    for server in [EraPreference::Legacy, EraPreference::Modern] {
+        let (f, at) = conf(server, FrontConfig::new()).await;
+        for path in [SINGLE, "/mcp"] {
+            let name = |n: &str| {
+                if path == SINGLE {
+                    n.to_owned()
+                } else {
+                    format!("conf__{n}")
+                }
+            };
+            let calls = [
+                ("tools/list", json!({}), "ListToolsResult"),
+                (
+                    "tools/call",
+                    json!({ "name": name("test_simple_text"), "arguments": {} }),
+                    "CallToolResult",
+                ),
+                ("prompts/list", json!({}), "ListPromptsResult"),
+                (
+                    "prompts/get",
+                    json!({ "name": name("test_simple_prompt") }),
+                    "GetPromptResult",
+                ),
+                ("resources/list", json!({}), "ListResourcesResult"),
+                (
+                    "resources/templates/list",
+                    json!({}),
+                    "ListResourceTemplatesResult",
+                ),
+                (
+                    "resources/read",
+                    json!({ "uri": "test://static-text" }),
+                    "ReadResourceResult",
+                ),
+                (
+                    "completion/complete",
+                    json!({ "ref": { "type": "ref/prompt", "name": name("test_prompt_with_arguments") },
+                            "argument": { "name": "arg1", "value": "pa" } }),
+                    "CompleteResult",
+                ),
+            ];
+            let sid = at.session(path, &[], json!({})).await;
+            for (i, (method, params, def)) in calls.into_iter().enumerate() {
+                let id = 10 + i as u64;
+                for front in [LEGACY, gateway_support::MODERN] {
+                    let v = if front == LEGACY {
+                        at.legacy(path, &sid, &[], id, method, params.clone())
+                            .await
+                            .json()
+                            .await
+                    } else {
+                        at.modern(path, &[], id, method, params.clone())
+                            .await
+                            .json()
+                            .await
+                    };
+                    let (own, other) = if front == LEGACY {
+                        (&legacy_schema, &modern_schema)
+                    } else {
+                        (&modern_schema, &legacy_schema)
+                    };
+                    let at_what = format!("{server:?} server, {path}, {front} {method}");
+                    if v.get("result").is_none() {
+                        problems.push(format!("{at_what}: {v}"));
+                        continue;
+                    }
+                    answers += 1;
+                    if front == LEGACY && v["result"].get("resultType").is_some() {
+                        with_result_type += 1;
+                    }
+                    let mut wrong = violations(own, "JSONRPCResultResponse", &v);
+                    wrong.extend(violations(own, def, &v["result"]));
+                    wrong.extend(
+                        foreign(own, other, def, &v)
+                            .into_iter()
+                            .map(|m| format!("{m}, which only the other era defines")),
+                    );
+                    for w in wrong {
+                        problems.push(format!("{at_what}: {w}"));
+                    }
+                }
+            }
+        }
+        f.shutdown().await;
+    }
+    assert!(
+        problems.is_empty(),
+        "{with_result_type} 2025-11-25 answers of {} carried resultType; {} problems:\n{}",
+        answers / 2,
+        problems.len(),
+        problems.join("\n")
+    );
+    assert_eq!(
+        answers, 64,
+        "an answer per method, path, server and front era"
+    );
+}

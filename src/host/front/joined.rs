@@ -16,7 +16,7 @@ use crate::protocol::{methods, Era, SubscriptionFilter};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::Principal;
-use super::forward::{forward, Target, READY_WAIT};
+use super::forward::{for_front, forward, Target, READY_WAIT};
 use super::listen;
 use super::state::FrontState;
 use super::subscribe::{subscription, watch};
@@ -230,7 +230,8 @@ impl Handler for Joined {
         match req.method.as_str() {
             methods::TOOLS_LIST => {
                 self.start_lazy(&front).await;
-                Ok(json!({ "tools": self.list(&front, ItemKind::Tool) }))
+                let v = json!({ "tools": self.list(&front, ItemKind::Tool) });
+                Ok(for_front(v, &req.method, era))
             }
             methods::PROMPTS_LIST => {
                 self.start_lazy(&front).await;
