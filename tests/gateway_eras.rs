@@ -770,3 +770,652 @@ async fn an_update_sent_right_after_a_2025_subscription_to_a_2026_server_is_neve
     );
     f.shutdown().await;
 }
+
+// ------------------------------------------- subscriptions belong to sessions
+
+const WATCHED: &str = "test://watched-resource";
+const ALICE: [(&str, &str); 1] = [("authorization", "Bearer alice-token-0123456789")];
+const BOB: [(&str, &str); 1] = [("authorization", "Bearer bob-token-0123456789ab")];
+
+/// Alice and Bob, each with a token of their own and every server.
+fn alice_and_bob() -> Auth {
+    Auth::Clients(vec![
+        ClientGrant::new("alice", Secret::new("alice-token-0123456789")).server("*", ["*"]),
+        ClientGrant::new("bob", Secret::new("bob-token-0123456789ab")).server("*", ["*"]),
+    ])
+}
+
+/// The trigger of `WATCHED`'s update under `path`'s names.
+fn trigger_tool(path: &str) -> &'static str {
+    if path == SINGLE {
+        "test_trigger_resource_update"
+    } else {
+        "conf__test_trigger_resource_update"
+    }
+}
+
+/// Whether an update of `uri` comes on `events` within `within` (other
+/// messages are skipped).
+async fn updated(events: &mut gateway_support::http::Events, uri: &str, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, events.next_message()).await {
+            Ok(Some(n))
+                if n["method"] == "notifications/resources/updated"
+                    && n["params"]["uri"] == uri =>
+            {
+                return true
+            }
+            Ok(Some(_)) => {}
+            _ => return false,
+        }
+    }
+}
+
+/// A 2025-11-25 request in session `sid` at `path`: its answer, and how
+/// long it took.
+async fn timed(
+    at: &At,
+    path: &str,
+    sid: &str,
+    who: &[(&str, &str)],
+    id: u64,
+    method: &str,
+    params: Value,
+) -> (Value, Duration) {
+    let t = std::time::Instant::now();
+    let v = at
+        .legacy(path, sid, who, id, method, params)
+        .await
+        .json()
+        .await;
+    (v, t.elapsed())
+}
+
+/// The session's GET stream.
+async fn get_stream(
+    at: &At,
+    path: &str,
+    sid: &str,
+    who: &[(&str, &str)],
+) -> gateway_support::http::Events {
+    let mut h = vec![("mcp-session-id", sid), ("mcp-protocol-version", LEGACY)];
+    h.extend_from_slice(who);
+    let get = at.send("GET", path, &h, None).await;
+    assert_eq!(get.status, 200, "GET {path}");
+    get.sse()
+}
+
+/// Ends session `sid` with DELETE.
+async fn delete(at: &At, path: &str, sid: &str, who: &[(&str, &str)]) {
+    let mut h = vec![("mcp-session-id", sid), ("mcp-protocol-version", LEGACY)];
+    h.extend_from_slice(who);
+    let r = at.send("DELETE", path, &h, None).await;
+    assert!(r.status < 300, "DELETE {path}: {}", r.status);
+}
+
+#[tokio::test]
+async fn a_session_unsubscribes_only_what_it_subscribed() {
+    // Alice subscribes (twice: one subscription); Bob, another client,
+    // unsubscribes what he never subscribed, then subscribes and
+    // unsubscribes once more, then ends his session: Alice still gets
+    // her updates.
+    let mut lost = Vec::new();
+    for era in [EraPreference::Modern, EraPreference::Legacy] {
+        let (f, at) = conf(era, FrontConfig::new().auth(alice_and_bob())).await;
+        for path in [SINGLE, "/mcp"] {
+            let alice = at.session(path, &ALICE, json!({})).await;
+            for id in [1, 2] {
+                let (sub, _) = timed(
+                    &at,
+                    path,
+                    &alice,
+                    &ALICE,
+                    id,
+                    "resources/subscribe",
+                    json!({ "uri": WATCHED }),
+                )
+                .await;
+                assert!(sub["result"].is_object(), "{era:?} {path}: {sub}");
+            }
+            let mut events = get_stream(&at, path, &alice, &ALICE).await;
+            let call = json!({ "name": trigger_tool(path), "arguments": {} });
+            let r = at
+                .legacy(path, &alice, &ALICE, 3, "tools/call", call.clone())
+                .await
+                .json()
+                .await;
+            assert!(r["result"].is_object(), "{r}");
+            let before = updated(&mut events, WATCHED, Duration::from_secs(5)).await;
+            assert!(before, "{era:?} {path}: no update before Bob's unsubscribe");
+            let bob = at.session(path, &BOB, json!({})).await;
+            for (id, m) in [
+                (11, "resources/unsubscribe"),
+                (12, "resources/subscribe"),
+                (13, "resources/unsubscribe"),
+                (14, "resources/unsubscribe"),
+            ] {
+                let (r, _) = timed(&at, path, &bob, &BOB, id, m, json!({ "uri": WATCHED })).await;
+                assert!(r["result"].is_object(), "{era:?} {path} {m}: {r}");
+            }
+            delete(&at, path, &bob, &BOB).await;
+            let r = at
+                .legacy(path, &alice, &ALICE, 4, "tools/call", call)
+                .await
+                .json()
+                .await;
+            assert!(r["result"].is_object(), "{r}");
+            if !updated(&mut events, WATCHED, Duration::from_secs(5)).await {
+                lost.push(format!("{era:?} server, {path}"));
+            }
+        }
+        f.shutdown().await;
+    }
+    assert!(
+        lost.is_empty(),
+        "Alice got 1 update before Bob's unsubscribe and 0 after, in: {lost:?}"
+    );
+}
+
+/// A session fills the server's watches with junk and ends (DELETE, then
+/// idle expiry): the next client's subscription opens and gets updates.
+async fn watches_go_with_their_session(era: EraPreference) {
+    let mut config = FrontConfig::new().auth(alice_and_bob());
+    config.http.session_idle_timeout = Duration::from_secs(1);
+    let (f, at) = conf(era, config).await;
+    let alice = at.session(SINGLE, &ALICE, json!({})).await;
+    // Her GET stream keeps her session from expiring.
+    let mut events = get_stream(&at, SINGLE, &alice, &ALICE).await;
+    let fill = |first: u64| {
+        let at = &at;
+        async move {
+            let bob = at.session(SINGLE, &BOB, json!({})).await;
+            let mut held = 0;
+            for i in 0..1000 {
+                let uri = format!("test://junk/{first}/{i}");
+                let (r, took) = timed(
+                    at,
+                    SINGLE,
+                    &bob,
+                    &BOB,
+                    100 + i,
+                    "resources/subscribe",
+                    json!({ "uri": uri }),
+                )
+                .await;
+                assert!(
+                    took < Duration::from_secs(5),
+                    "{era:?}: Bob's subscription #{} answered after {:.1} s: {r}",
+                    i + 1,
+                    took.as_secs_f64()
+                );
+                if r.get("error").is_some() {
+                    let text = r["error"]["message"].as_str().unwrap_or_default();
+                    assert!(text.contains("watches"), "{era:?}: {r}");
+                    break;
+                }
+                held += 1;
+            }
+            assert!(
+                held < 1000,
+                "{era:?}: {held} watches of one session, no bound"
+            );
+            (bob, held)
+        }
+    };
+    let (bob, held) = fill(0).await;
+    eprintln!("{era:?}: one session held {held} watches, then was refused");
+    // While Bob holds every watch, the server still answers others.
+    let t = std::time::Instant::now();
+    let call = json!({ "name": "test_simple_text", "arguments": {} });
+    let r = at
+        .legacy(SINGLE, &alice, &ALICE, 1, "tools/call", call)
+        .await
+        .json()
+        .await;
+    assert!(r["result"].is_object(), "{era:?}: {r}");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "{era:?}: a call waited {:?} behind Bob's {held} watches",
+        t.elapsed()
+    );
+    delete(&at, SINGLE, &bob, &BOB).await;
+    let (sub, took) = timed(
+        &at,
+        SINGLE,
+        &alice,
+        &ALICE,
+        2,
+        "resources/subscribe",
+        json!({ "uri": WATCHED }),
+    )
+    .await;
+    assert!(
+        sub["result"].is_object() && took < Duration::from_secs(5),
+        "{era:?}: after Bob's DELETE Alice's subscription answered {sub} after {:.1} s",
+        took.as_secs_f64()
+    );
+    let call = json!({ "name": "test_trigger_resource_update", "arguments": {} });
+    let r = at
+        .legacy(SINGLE, &alice, &ALICE, 3, "tools/call", call)
+        .await
+        .json()
+        .await;
+    assert!(r["result"].is_object(), "{r}");
+    assert!(
+        updated(&mut events, WATCHED, Duration::from_secs(5)).await,
+        "{era:?}: 0 updates after Bob's session was deleted"
+    );
+    // Bob again, his session then left idle until it expires.
+    let (_idle, _) = fill(1).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut id = 10;
+    loop {
+        id += 1;
+        let uri = json!({ "uri": format!("test://after-expiry/{id}") });
+        let (r, _) = timed(&at, SINGLE, &alice, &ALICE, id, "resources/subscribe", uri).await;
+        if r["result"].is_object() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{era:?}: Bob's expired session still holds the watches: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_sessions_watches_of_a_2026_server_go_with_the_session() {
+    watches_go_with_their_session(EraPreference::Modern).await;
+}
+
+#[tokio::test]
+async fn a_sessions_subscriptions_on_a_legacy_server_go_with_the_session() {
+    watches_go_with_their_session(EraPreference::Legacy).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_the_server_does_not_acknowledge_is_an_error_not_an_empty_result() {
+    let (f, at) = conf(EraPreference::Modern, FrontConfig::new()).await;
+    // 2026-07-28 streams, each passed on to the server, until the server
+    // has no slot left for another (one is not acknowledged).
+    let listen = json!({ "notifications": { "toolsListChanged": true } });
+    let mut held = Vec::new();
+    loop {
+        assert!(
+            held.len() < 500,
+            "the server never ran out of request slots"
+        );
+        let id = 1000 + held.len() as u64;
+        let open = at.modern(SINGLE, &[], id, "subscriptions/listen", listen.clone());
+        // The answer starts with the acknowledgement.
+        let Ok(r) = tokio::time::timeout(Duration::from_secs(3), open).await else {
+            break;
+        };
+        let mut events = r.sse();
+        let ack = events.next_message().await.expect("an acknowledgement");
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        held.push(events);
+    }
+    let sid = at.session(SINGLE, &[], json!({})).await;
+    let (sub, took) = timed(
+        &at,
+        SINGLE,
+        &sid,
+        &[],
+        1,
+        "resources/subscribe",
+        json!({ "uri": WATCHED }),
+    )
+    .await;
+    let message = sub["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("conf") && message.contains("acknowledge"),
+        "with {} of the server's request slots taken, the subscription answered {sub} after {:.1} s",
+        held.len(),
+        took.as_secs_f64()
+    );
+    eprintln!(
+        "{} slots taken: the subscription answered {sub} after {:.1} s",
+        held.len(),
+        took.as_secs_f64()
+    );
+    // Nothing of the failed one stays: once the slots are free, the
+    // subscription opens and its updates come.
+    drop(held);
+    let mut events = get_stream(&at, SINGLE, &sid, &[]).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut id = 1;
+    loop {
+        id += 1;
+        let (sub, _) = timed(
+            &at,
+            SINGLE,
+            &sid,
+            &[],
+            id,
+            "resources/subscribe",
+            json!({ "uri": WATCHED }),
+        )
+        .await;
+        if sub["result"].is_object() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{sub}");
+    }
+    let call = json!({ "name": "test_trigger_resource_update", "arguments": {} });
+    let r = at
+        .legacy(SINGLE, &sid, &[], 100, "tools/call", call)
+        .await
+        .json()
+        .await;
+    assert!(r["result"].is_object(), "{r}");
+    assert!(updated(&mut events, WATCHED, Duration::from_secs(5)).await);
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_2026_clients_resource_subscription_is_its_own() {
+    // Alice's 2026-07-28 stream names the resource; Bob, a 2025-11-25
+    // session, subscribes and unsubscribes it and leaves: Alice's stream
+    // still gets its updates, whatever the server's era.
+    let mut lost = Vec::new();
+    for era in [EraPreference::Modern, EraPreference::Legacy] {
+        let (f, at) = conf(era, FrontConfig::new().auth(alice_and_bob())).await;
+        for path in ["/mcp", SINGLE] {
+            let listen = json!({ "notifications": { "resourceSubscriptions": [WATCHED] } });
+            let mut events = at
+                .modern(path, &ALICE, 1, "subscriptions/listen", listen)
+                .await
+                .sse();
+            let ack = events.next_message().await.expect("an acknowledgement");
+            assert_eq!(
+                ack["method"], "notifications/subscriptions/acknowledged",
+                "{ack}"
+            );
+            assert_eq!(
+                ack["params"]["notifications"]["resourceSubscriptions"],
+                json!([WATCHED]),
+                "{era:?} {path}: {ack}"
+            );
+            let bob = at.session(path, &BOB, json!({})).await;
+            for (id, m) in [(1, "resources/subscribe"), (2, "resources/unsubscribe")] {
+                let (r, _) = timed(&at, path, &bob, &BOB, id, m, json!({ "uri": WATCHED })).await;
+                assert!(r["result"].is_object(), "{era:?} {path} {m}: {r}");
+            }
+            delete(&at, path, &bob, &BOB).await;
+            let r = at
+                .modern(
+                    path,
+                    &ALICE,
+                    2,
+                    "tools/call",
+                    json!({ "name": trigger_tool(path), "arguments": {} }),
+                )
+                .await
+                .json()
+                .await;
+            assert!(r["result"].is_object(), "{r}");
+            if !updated(&mut events, WATCHED, Duration::from_secs(5)).await {
+                lost.push(format!("{era:?} server, {path}"));
+            }
+        }
+        f.shutdown().await;
+    }
+    assert!(
+        lost.is_empty(),
+        "Alice's 2026-07-28 stream got 0 updates in: {lost:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_subscription_outlives_a_restart_of_its_server() {
+    let mut lost = Vec::new();
+    for era in [EraPreference::Modern, EraPreference::Legacy] {
+        let (f, at) = conf(era, FrontConfig::new()).await;
+        let sid = at.session(SINGLE, &[], json!({})).await;
+        let (sub, _) = timed(
+            &at,
+            SINGLE,
+            &sid,
+            &[],
+            1,
+            "resources/subscribe",
+            json!({ "uri": WATCHED }),
+        )
+        .await;
+        assert!(sub["result"].is_object(), "{sub}");
+        let mut events = get_stream(&at, SINGLE, &sid, &[]).await;
+        let client = f.host().client("conf").expect("the server's client");
+        let pid = client.session().and_then(|s| s.pid).expect("a pid");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while client
+            .session()
+            .and_then(|s| s.pid)
+            .is_none_or(|p| p == pid)
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{era:?}: the server did not restart"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The front sees the new process ready, then calls it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let mut got = false;
+        let mut id = 10;
+        while !got && tokio::time::Instant::now() < deadline {
+            id += 1;
+            let call = json!({ "name": "test_trigger_resource_update", "arguments": {} });
+            let r = at
+                .legacy(SINGLE, &sid, &[], id, "tools/call", call)
+                .await
+                .json()
+                .await;
+            if r["result"].is_object() {
+                got = updated(&mut events, WATCHED, Duration::from_secs(2)).await;
+            }
+        }
+        if !got {
+            lost.push(format!("{era:?}"));
+        }
+        f.shutdown().await;
+    }
+    assert!(
+        lost.is_empty(),
+        "0 updates after the server's restart, servers: {lost:?}"
+    );
+}
+
+// ------------------------------------------- each era's members, and only those
+
+/// The official JSON Schema of MCP `version` (tests/spec).
+fn spec(version: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/spec")
+        .join(version)
+        .join("schema.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// How `v` breaks the definition `def` of `schema`.
+fn violations(schema: &Value, def: &str, v: &Value) -> Vec<String> {
+    let mut root = schema.clone();
+    root["$ref"] = json!(format!("#/$defs/{def}"));
+    let validator = jsonschema::validator_for(&root).expect("the schema compiles");
+    validator
+        .iter_errors(v)
+        .map(|e| format!("{def}: {e} at {}", e.instance_path()))
+        .collect()
+}
+
+/// The members the definition `def` of `schema` names.
+fn members(schema: &Value, def: &str) -> std::collections::BTreeSet<String> {
+    schema["$defs"][def]["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The `io.modelcontextprotocol/` keys `schema` names.
+fn namespace_keys(schema: &Value) -> std::collections::BTreeSet<String> {
+    let text = schema.to_string();
+    text.split("io.modelcontextprotocol/")
+        .skip(1)
+        .map(|rest| {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            format!("io.modelcontextprotocol/{name}")
+        })
+        .collect()
+}
+
+/// What an answer `v` (a `def` result) in front of `own` carries that
+/// only `other` defines: top-level members, its tools' members, and
+/// `_meta` keys of the namespace that `own` does not name.
+fn foreign(own: &Value, other: &Value, def: &str, v: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let only = |d: &str| &members(other, d) - &members(own, d);
+    let result = &v["result"];
+    for m in only(def) {
+        if result.get(&m).is_some() {
+            found.push(m);
+        }
+    }
+    let tool_only = only("Tool");
+    for t in result["tools"].as_array().into_iter().flatten() {
+        for m in &tool_only {
+            if t.get(m).is_some() {
+                found.push(format!("tools[].{m}"));
+            }
+        }
+    }
+    let known = namespace_keys(own);
+    for k in result["_meta"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+    {
+        if k.starts_with("io.modelcontextprotocol/") && !known.contains(k) {
+            found.push(format!("_meta.{k}"));
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn every_answer_has_its_front_eras_members_and_no_others() {
+    let legacy_schema = spec("2025-11-25");
+    let modern_schema = spec("2026-07-28");
+    let mut problems = Vec::new();
+    let (mut answers, mut with_result_type) = (0, 0);
+    for server in [EraPreference::Legacy, EraPreference::Modern] {
+        let (f, at) = conf(server, FrontConfig::new()).await;
+        for path in [SINGLE, "/mcp"] {
+            let name = |n: &str| {
+                if path == SINGLE {
+                    n.to_owned()
+                } else {
+                    format!("conf__{n}")
+                }
+            };
+            let calls = [
+                ("tools/list", json!({}), "ListToolsResult"),
+                (
+                    "tools/call",
+                    json!({ "name": name("test_simple_text"), "arguments": {} }),
+                    "CallToolResult",
+                ),
+                ("prompts/list", json!({}), "ListPromptsResult"),
+                (
+                    "prompts/get",
+                    json!({ "name": name("test_simple_prompt") }),
+                    "GetPromptResult",
+                ),
+                ("resources/list", json!({}), "ListResourcesResult"),
+                (
+                    "resources/templates/list",
+                    json!({}),
+                    "ListResourceTemplatesResult",
+                ),
+                (
+                    "resources/read",
+                    json!({ "uri": "test://static-text" }),
+                    "ReadResourceResult",
+                ),
+                (
+                    "completion/complete",
+                    json!({ "ref": { "type": "ref/prompt", "name": name("test_prompt_with_arguments") },
+                            "argument": { "name": "arg1", "value": "pa" } }),
+                    "CompleteResult",
+                ),
+            ];
+            let sid = at.session(path, &[], json!({})).await;
+            for (i, (method, params, def)) in calls.into_iter().enumerate() {
+                let id = 10 + i as u64;
+                for front in [LEGACY, gateway_support::MODERN] {
+                    let v = if front == LEGACY {
+                        at.legacy(path, &sid, &[], id, method, params.clone())
+                            .await
+                            .json()
+                            .await
+                    } else {
+                        at.modern(path, &[], id, method, params.clone())
+                            .await
+                            .json()
+                            .await
+                    };
+                    let (own, other) = if front == LEGACY {
+                        (&legacy_schema, &modern_schema)
+                    } else {
+                        (&modern_schema, &legacy_schema)
+                    };
+                    let at_what = format!("{server:?} server, {path}, {front} {method}");
+                    if v.get("result").is_none() {
+                        problems.push(format!("{at_what}: {v}"));
+                        continue;
+                    }
+                    answers += 1;
+                    if front == LEGACY && v["result"].get("resultType").is_some() {
+                        with_result_type += 1;
+                    }
+                    let mut wrong = violations(own, "JSONRPCResultResponse", &v);
+                    wrong.extend(violations(own, def, &v["result"]));
+                    wrong.extend(
+                        foreign(own, other, def, &v)
+                            .into_iter()
+                            .map(|m| format!("{m}, which only the other era defines")),
+                    );
+                    for w in wrong {
+                        problems.push(format!("{at_what}: {w}"));
+                    }
+                }
+            }
+        }
+        f.shutdown().await;
+    }
+    assert!(
+        problems.is_empty(),
+        "{with_result_type} 2025-11-25 answers of {} carried resultType; {} problems:\n{}",
+        answers / 2,
+        problems.len(),
+        problems.join("\n")
+    );
+    assert_eq!(
+        answers, 64,
+        "an answer per method, path, server and front era"
+    );
+}

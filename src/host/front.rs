@@ -64,7 +64,11 @@
 //! | 2025-11-25 | 2026-07-28 | passed through | each input request goes to the session as a request on the call's SSE stream; the answer completes the round |
 //! | 2025-11-25 | legacy | passed through | the server's request goes to the session on the call's SSE stream |
 //!
-//! A 2026-07-28 server is told the front client's own capabilities with
+//! Answers carry the members of the front client's era only: a
+//! 2025-11-25 session gets no `resultType`, cache hints or other
+//! 2026-07-28 member, a 2026-07-28 client gets them on every answer (a
+//! legacy server's too) and no 2025-11-25 tasks member. A 2026-07-28
+//! server is told the front client's own capabilities with
 //! each call, so it asks only for what the client can give. Where a
 //! translation cannot be made, the answer is a JSON-RPC error that says
 //! why: a legacy server's request while calls of several clients are in

@@ -71,7 +71,61 @@ pub(crate) async fn forward(
     let mut record = front.observe(principal, &target.server, method, tool, arguments);
     let result = route(front, principal, target, method, params, ctx).await;
     record.finish(&result);
-    result
+    result.map(|v| for_front(v, method, ctx.era()))
+}
+
+/// Result members only 2026-07-28 defines (the front's transport adds
+/// `resultType` and the cache hints to every 2026-07-28 answer).
+const MODERN_ONLY: &[&str] = &[
+    "resultType",
+    "ttlMs",
+    "cacheScope",
+    "inputRequests",
+    "requestState",
+];
+
+/// The `_meta` keys of the protocol's namespace that 2025-11-25 defines.
+const LEGACY_META: &[&str] = &["io.modelcontextprotocol/related-task"];
+
+/// Members of a tool only 2025-11-25 defines (tasks).
+const LEGACY_ONLY_TOOL: &[&str] = &["execution"];
+
+/// A server's result (of `method`) as a front client of `front`'s era may
+/// get it, whatever the server's era: without the members, and the
+/// `io.modelcontextprotocol/` keys of `_meta`, that only the other era
+/// defines.
+pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
+    let Some(obj) = v.as_object_mut() else {
+        return v;
+    };
+    let foreign_meta = |k: &str| match front {
+        Era::Legacy => k.starts_with("io.modelcontextprotocol/") && !LEGACY_META.contains(&k),
+        Era::Modern => LEGACY_META.contains(&k),
+    };
+    if let Some(Value::Object(m)) = obj.get_mut("_meta") {
+        let before = m.len();
+        m.retain(|k, _| !foreign_meta(k));
+        if m.is_empty() && before > 0 {
+            obj.remove("_meta");
+        }
+    }
+    match front {
+        Era::Legacy => {
+            for k in MODERN_ONLY {
+                obj.remove(*k);
+            }
+        }
+        Era::Modern if method == crate::protocol::methods::TOOLS_LIST => {
+            let tools = obj.get_mut("tools").and_then(Value::as_array_mut);
+            for t in tools.into_iter().flatten().filter_map(Value::as_object_mut) {
+                for k in LEGACY_ONLY_TOOL {
+                    t.remove(*k);
+                }
+            }
+        }
+        Era::Modern => {}
+    }
+    v
 }
 
 async fn route(
@@ -115,7 +169,7 @@ async fn route(
 
 /// The server's era, waiting (a bounded time) for a server that is not
 /// ready.
-async fn backend_era(target: &Target) -> Result<Era, HandlerError> {
+pub(crate) async fn backend_era(target: &Target) -> Result<Era, HandlerError> {
     if let Some(s) = target.client.session() {
         return Ok(s.era);
     }
@@ -243,5 +297,36 @@ pub(crate) fn failure(server: &str, e: &Error) -> HandlerError {
             ErrorObject::new(codes::INTERNAL_ERROR, format!("server `{server}`: {e}"))
                 .with_data(json!({ "server": server })),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_front_era_gets_only_its_own_members() {
+        let modern = json!({
+            "resultType": "complete", "ttlMs": 60000, "cacheScope": "public",
+            "tools": [{ "name": "t", "inputSchema": {} }],
+            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "s", "version": "1" } },
+        });
+        assert_eq!(
+            for_front(modern, "tools/list", Era::Legacy),
+            json!({ "tools": [{ "name": "t", "inputSchema": {} }] })
+        );
+        let legacy = json!({
+            "tools": [{ "name": "t", "inputSchema": {}, "execution": { "taskSupport": "optional" } }],
+            "_meta": { "io.modelcontextprotocol/related-task": { "taskId": "1" }, "x": 1 },
+        });
+        assert_eq!(
+            for_front(legacy.clone(), "tools/list", Era::Modern),
+            json!({ "tools": [{ "name": "t", "inputSchema": {} }], "_meta": { "x": 1 } })
+        );
+        // Each era's own members stay.
+        assert_eq!(for_front(legacy.clone(), "tools/list", Era::Legacy), legacy);
+        let answer =
+            json!({ "resultType": "input_required", "requestState": "s", "inputRequests": {} });
+        assert_eq!(for_front(answer.clone(), "tools/call", Era::Modern), answer);
     }
 }

@@ -16,10 +16,10 @@ use crate::protocol::{methods, Era, SubscriptionFilter};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::Principal;
-use super::forward::{forward, READY_WAIT};
+use super::forward::{for_front, forward, Target, READY_WAIT};
 use super::listen;
 use super::state::FrontState;
-use super::subscribe::subscription;
+use super::subscribe::{subscription, watch};
 
 /// The handler of one caller's `/mcp`.
 pub(crate) struct Joined {
@@ -146,6 +146,16 @@ impl Joined {
         Ok(owner)
     }
 
+    /// The server of `owner`.
+    fn target(front: &FrontState, owner: &Owner) -> Result<Target, HandlerError> {
+        front.target(&owner.server).ok_or_else(|| {
+            HandlerError::Internal(format!(
+                "server `{}` is no longer in the gateway",
+                owner.server
+            ))
+        })
+    }
+
     /// Sends `req` to the server of `owner`, with `params`.
     async fn send(
         &self,
@@ -155,12 +165,7 @@ impl Joined {
         params: Option<Value>,
         ctx: &RequestContext,
     ) -> Result<Value, HandlerError> {
-        let target = front.target(&owner.server).ok_or_else(|| {
-            HandlerError::Internal(format!(
-                "server `{}` is no longer in the gateway",
-                owner.server
-            ))
-        })?;
+        let target = Self::target(front, owner)?;
         forward(front, &self.principal, &target, method, params, ctx).await
     }
 
@@ -225,7 +230,8 @@ impl Handler for Joined {
         match req.method.as_str() {
             methods::TOOLS_LIST => {
                 self.start_lazy(&front).await;
-                Ok(json!({ "tools": self.list(&front, ItemKind::Tool) }))
+                let v = json!({ "tools": self.list(&front, ItemKind::Tool) });
+                Ok(for_front(v, &req.method, era))
             }
             methods::PROMPTS_LIST => {
                 self.start_lazy(&front).await;
@@ -261,14 +267,8 @@ impl Handler for Joined {
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
                 let uri = Self::string(&params, "uri")?;
                 let owner = self.resolve(&front, ItemKind::Resource, &uri).await?;
-                self.hub.handle_request(req.clone(), ctx.clone()).await?;
-                let target = front.target(&owner.server).ok_or_else(|| {
-                    HandlerError::Internal(format!(
-                        "server `{}` is no longer in the gateway",
-                        owner.server
-                    ))
-                })?;
-                subscription(&front, &self.principal, &target, &req.method, params, &ctx).await
+                let target = Self::target(&front, &owner)?;
+                subscription(&front, &self.principal, &self.hub, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
                 let p = listen::params(&req)?;
@@ -277,7 +277,22 @@ impl Handler for Joined {
                     "prompts": { "listChanged": true },
                     "resources": { "listChanged": true, "subscribe": true },
                 });
-                let agreed: SubscriptionFilter = listen::agreed(&p.notifications, &all);
+                let mut agreed: SubscriptionFilter = listen::agreed(&p.notifications, &all);
+                // The stream's resources are watched for it alone, as long
+                // as it lasts; those of no server are not acknowledged.
+                let mut _watches = None;
+                if let Some(uris) = agreed.resource_subscriptions.take() {
+                    let holder = _watches.insert(front.watches.stream_holder(&front));
+                    let mut watched = Vec::new();
+                    for uri in uris {
+                        let Ok(owner) = self.resolve(&front, ItemKind::Resource, &uri).await else {
+                            continue;
+                        };
+                        watch(&front, holder.holder, &Self::target(&front, &owner)?, &uri).await?;
+                        watched.push(uri);
+                    }
+                    agreed.resource_subscriptions = Some(watched);
+                }
                 self.hub.serve_listen(&req, ctx, agreed).await
             }
             m => Err(HandlerError::MethodNotFound(m.to_owned())),

@@ -17,7 +17,7 @@ use super::auth::Principal;
 use super::forward::{forward, Target};
 use super::listen;
 use super::state::FrontState;
-use super::subscribe::subscription;
+use super::subscribe::{subscription, watch};
 
 /// The handler of one caller's `/servers/NAME/mcp`.
 pub(crate) struct Single {
@@ -93,16 +93,7 @@ impl Handler for Single {
                 Ok(json!({}))
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
-                self.hub.handle_request(req.clone(), ctx.clone()).await?;
-                subscription(
-                    &front,
-                    &self.principal,
-                    &target,
-                    &req.method,
-                    req.params,
-                    &ctx,
-                )
-                .await
+                subscription(&front, &self.principal, &self.hub, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
                 let modern = target
@@ -119,6 +110,14 @@ impl Handler for Single {
                         .map(|s| s.capabilities.clone())
                         .unwrap_or(Value::Null);
                     let agreed = listen::agreed(&p.notifications, &caps);
+                    // The stream's resources are watched for it alone, as
+                    // long as it lasts.
+                    let mut _watches = None;
+                    for uri in agreed.resource_subscriptions.iter().flatten() {
+                        let holder =
+                            _watches.get_or_insert_with(|| front.watches.stream_holder(&front));
+                        watch(&front, holder.holder, &target, uri).await?;
+                    }
                     self.hub.serve_listen(&req, ctx, agreed).await
                 }
             }

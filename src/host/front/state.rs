@@ -86,7 +86,7 @@ pub(crate) struct FrontState {
     pub(crate) held: Arc<HeldCalls>,
     pub(crate) metrics: Metrics,
     pub(crate) call_log: Option<CallLog>,
-    /// Resources watched on 2026-07-28 servers for 2025-11-25 sessions.
+    /// The servers' resources watched for the front's sessions and streams.
     pub(crate) watches: ResourceWatches,
     /// Per server: its notification watcher's progress, and the way to ask
     /// it to pass on what it has queued (see
@@ -642,9 +642,31 @@ async fn watch_notes(
     // One refusal per session is enough: a server without the method is
     // not asked again until it restarts.
     let mut refused = false;
+    // The process last seen ready (its session is one per process).
+    let mut last: Option<Arc<crate::client::ServerSession>> = None;
     loop {
-        let modern_ready =
-            matches!(&*status.borrow_and_update(), Status::Ready(s) if s.era == Era::Modern);
+        let ready = match &*status.borrow_and_update() {
+            Status::Ready(s) => Some(s.clone()),
+            _ => None,
+        };
+        let modern_ready = ready.as_ref().is_some_and(|s| s.era == Era::Modern);
+        let restarted = match (&last, &ready) {
+            (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if ready.is_some() {
+            last = ready;
+        }
+        if restarted {
+            // A new process: the resource watches of the old one are gone.
+            let front = watcher.front.clone();
+            let server = server.clone();
+            tokio::spawn(async move {
+                if let Some(front) = front.upgrade() {
+                    super::subscribe::rewatch(&front, &server).await;
+                }
+            });
+        }
         if modern_ready && stream.is_none() && !refused {
             match client.listen(SubscriptionFilter::all_list_changes()).await {
                 Ok(s) => stream = Some(s),
@@ -740,7 +762,8 @@ fn on_note(front: &FrontState, server: &Arc<str>, n: crate::jsonrpc::Notificatio
             }
         }
         "notifications/resources/updated" => {
-            if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+            let uri = params.get("uri").and_then(Value::as_str);
+            if let Some(uri) = uri.filter(|u| front.watches.delivers(server, u, &params)) {
                 for (e, m) in front.made() {
                     let ours = match &e {
                         Endpoint::Joined => true,
