@@ -268,3 +268,49 @@ async fn tokens_kept_in_a_file_are_reused_by_the_next_client_and_only_the_owner_
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn two_writers_of_one_token_file_lose_none_of_each_other_s_records() {
+    use conduit_mcp::oauth::StoredAuth;
+    // Two stores on the same file, as two `mcp` processes have: each
+    // adds its own servers' records at the same time.
+    let dir = common::tempdir("oauth-file-store-race");
+    let path = dir.join("tokens.json");
+    const N: usize = 50;
+    let writers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|who| {
+            let store = FileStore::new(&path);
+            std::thread::spawn(move || {
+                let mut failed = 0;
+                for i in 0..N {
+                    let mut auth = StoredAuth::default();
+                    auth.issuer = Some(format!("https://{who}.example"));
+                    if store.save(&format!("https://{who}{i}.example/mcp"), &auth).is_err() {
+                        failed += 1;
+                    }
+                }
+                failed
+            })
+        })
+        .collect();
+    let failed: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    let store = FileStore::new(&path);
+    let kept = ["a", "b"]
+        .iter()
+        .flat_map(|who| (0..N).map(move |i| format!("https://{who}{i}.example/mcp")))
+        .filter(|k| store.load(k).unwrap().is_some())
+        .count();
+    common::figure(
+        "two writers of one token file, 50 records each",
+        format!("{kept} of {} kept, {failed} saves failed", 2 * N),
+    );
+    assert_eq!((kept, failed), (2 * N, 0));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
