@@ -286,7 +286,10 @@ fn two_writers_of_one_token_file_lose_none_of_each_other_s_records() {
                 for i in 0..N {
                     let mut auth = StoredAuth::default();
                     auth.issuer = Some(format!("https://{who}.example"));
-                    if store.save(&format!("https://{who}{i}.example/mcp"), &auth).is_err() {
+                    if store
+                        .save(&format!("https://{who}{i}.example/mcp"), &auth)
+                        .is_err()
+                    {
                         failed += 1;
                     }
                 }

@@ -142,10 +142,22 @@ async fn one_listing_has_an_overall_deadline_named_in_its_error() {
             client.list_tools().await.map(|t| t.len())
         };
         let took = started.elapsed();
-        common::figure("one endless listing, 300 ms a page", format!("{took:?}: {r:?}"));
+        common::figure(
+            "one endless listing, 300 ms a page",
+            format!("{took:?}: {r:?}"),
+        );
         match r {
-            Err(ref e @ Error::ListTimeout { ref method, limit, pages }) => {
-                assert_eq!((method.as_str(), limit), ("tools/list", Duration::from_secs(2)));
+            Err(
+                ref e @ Error::ListTimeout {
+                    ref method,
+                    limit,
+                    pages,
+                },
+            ) => {
+                assert_eq!(
+                    (method.as_str(), limit),
+                    ("tools/list", Duration::from_secs(2))
+                );
                 assert!((3..=7).contains(&pages), "{pages} pages");
                 assert!(e.to_string().contains("list_timeout"), "{e}");
             }
@@ -171,5 +183,8 @@ fn list_timeout_must_be_positive_and_is_read_in_milliseconds() {
     let c: ClientConfig =
         serde_json::from_str(r#"{"command": "x", "list_timeout_ms": 1500}"#).unwrap();
     assert_eq!(c.list_timeout, Duration::from_millis(1500));
-    assert_eq!(ClientConfig::new("x").list_timeout, Duration::from_secs(300));
+    assert_eq!(
+        ClientConfig::new("x").list_timeout,
+        Duration::from_secs(300)
+    );
 }

@@ -359,18 +359,21 @@ fn approve(
 }
 
 /// A plain HTTP/1.1 GET of `url` (`http://host:port/...`): its status and
-/// `Location` header.
+/// `Location` header; status 0 when the connection failed before a
+/// status line came.
 pub async fn get(url: &str) -> (u16, Option<String>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").expect("http URL");
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut conn = tokio::net::TcpStream::connect(authority)
-        .await
-        .expect("connect");
+    let Ok(mut conn) = tokio::net::TcpStream::connect(authority).await else {
+        return (0, None);
+    };
     let req = format!("GET {path} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n");
-    conn.write_all(req.as_bytes()).await.unwrap();
     let mut text = Vec::new();
-    conn.read_to_end(&mut text).await.unwrap();
+    if conn.write_all(req.as_bytes()).await.is_ok() {
+        // What came before a reset still counts.
+        let _ = conn.read_to_end(&mut text).await;
+    }
     let text = String::from_utf8_lossy(&text);
     let status = text
         .split(' ')

@@ -68,8 +68,7 @@ impl Position {
     fn delay(&self) -> Duration {
         let base = self.retry.unwrap_or(DEFAULT_RETRY).max(MIN_RETRY);
         let doublings = self.empty.saturating_sub(1).min(16);
-        base.saturating_mul(1 << doublings)
-            .min(MAX_RETRY.max(base))
+        base.saturating_mul(1 << doublings).min(MAX_RETRY.max(base))
     }
 }
 
