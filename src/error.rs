@@ -298,6 +298,18 @@ pub enum Error {
         /// Bytes they hold in memory once parsed (an estimate).
         bytes: usize,
     },
+    /// A paginated list took longer than
+    /// [`list_timeout`](crate::ClientConfig::list_timeout), all its pages
+    /// together. What was fetched is dropped.
+    #[error("`{method}`: the list took longer than its list_timeout of {limit:?} ({pages} pages fetched)")]
+    ListTimeout {
+        /// The list method.
+        method: String,
+        /// The configured `list_timeout`.
+        limit: Duration,
+        /// Pages fetched before it ran out.
+        pages: usize,
+    },
     /// The server sent, in one paginated list, a `nextCursor` it had sent
     /// before: following it would loop. What was fetched is dropped.
     #[error("`{method}`: the server repeated a cursor after {pages} pages (the list would loop)")]

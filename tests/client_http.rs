@@ -761,3 +761,47 @@ async fn the_get_stream_is_open_before_the_session_s_first_request() {
     assert_eq!(*order.lock().unwrap(), ["GET accepted", "tools/list"]);
     client.stop().wait().await;
 }
+
+#[tokio::test]
+async fn a_get_stream_that_asks_for_retry_0_is_reopened_with_a_floor_and_backoff() {
+    // Each GET stream says `retry: 0` and ends at once, with no event.
+    let gets = Arc::new(AtomicUsize::new(0));
+    let g = gets.clone();
+    let fake = Fake::start_with_get(
+        |req, _| match req["method"].as_str().unwrap_or_default() {
+            "initialize" => (
+                200,
+                vec![("mcp-session-id", "s".into())],
+                result(
+                    req,
+                    json!({ "protocolVersion": "2025-11-25", "capabilities": {},
+                        "serverInfo": { "name": "retry-0", "version": "0" } }),
+                ),
+            ),
+            _ => (202, vec![], String::new()),
+        },
+        move || {
+            g.fetch_add(1, Ordering::SeqCst);
+            (
+                200,
+                vec![("content-type", "text/event-stream".into())],
+                "retry: 0\n\n".into(),
+            )
+        },
+    )
+    .await;
+    let (client, _) = connect(&fake.url, EraPreference::Legacy).await;
+    assert!(
+        support::eventually(|| gets.load(Ordering::SeqCst) >= 1).await,
+        "no GET stream"
+    );
+    // A window of 3 s, counted from outside.
+    let window = Duration::from_secs(3);
+    let before = gets.load(Ordering::SeqCst);
+    tokio::time::sleep(window).await;
+    let opened = gets.load(Ordering::SeqCst) - before;
+    eprintln!("FIGURE retry-0: {opened} GETs in {window:?}");
+    // The floor (250 ms) and the doubling: 0.25, 0.75, 1.75 s, ...
+    assert!(opened <= 6, "{opened} GETs in {window:?}");
+    client.stop().wait().await;
+}

@@ -10,8 +10,8 @@ mod common;
 
 use std::time::Duration;
 
-use client_oauth_support::{AuthFake, Knobs};
-use conduit_mcp::oauth::{FileStore, OAuth, OAuthConfig, TokenStore};
+use client_oauth_support::{AuthFake, Knobs, Victim};
+use conduit_mcp::oauth::{AuthError, FileStore, OAuth, OAuthConfig, TokenStore, UrlRule};
 use conduit_mcp::{Client, ClientConfig, EraPreference, RequestOptions};
 
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
@@ -267,4 +267,263 @@ async fn tokens_kept_in_a_file_are_reused_by_the_next_client_and_only_the_owner_
         "{shown}"
     );
     std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn two_writers_of_one_token_file_lose_none_of_each_other_s_records() {
+    use conduit_mcp::oauth::StoredAuth;
+    // Two stores on the same file, as two `mcp` processes have: each
+    // adds its own servers' records at the same time.
+    let dir = common::tempdir("oauth-file-store-race");
+    let path = dir.join("tokens.json");
+    const N: usize = 50;
+    let writers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|who| {
+            let store = FileStore::new(&path);
+            std::thread::spawn(move || {
+                let mut failed = 0;
+                for i in 0..N {
+                    let mut auth = StoredAuth::default();
+                    auth.issuer = Some(format!("https://{who}.example"));
+                    if store
+                        .save(&format!("https://{who}{i}.example/mcp"), &auth)
+                        .is_err()
+                    {
+                        failed += 1;
+                    }
+                }
+                failed
+            })
+        })
+        .collect();
+    let failed: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    let store = FileStore::new(&path);
+    let kept = ["a", "b"]
+        .iter()
+        .flat_map(|who| (0..N).map(move |i| format!("https://{who}{i}.example/mcp")))
+        .filter(|k| store.load(k).unwrap().is_some())
+        .count();
+    common::figure(
+        "two writers of one token file, 50 records each",
+        format!("{kept} of {} kept, {failed} saves failed", 2 * N),
+    );
+    assert_eq!((kept, failed), (2 * N, 0));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// `login` to `fake` (no user: the fake approves), its error.
+async fn login_error(fake: &AuthFake) -> Option<AuthError> {
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()));
+    let http = conduit_mcp::HttpOptions::new(fake.url());
+    tokio::time::timeout(Duration::from_secs(30), oauth.login(&http))
+        .await
+        .expect("login ends")
+        .err()
+}
+
+/// The refusal inside a login's error: `(what, origin, rule)`.
+fn refusal(e: Option<AuthError>) -> (&'static str, String, UrlRule) {
+    match e {
+        Some(AuthError::Challenged { status: 401, error }) => match *error {
+            AuthError::RefusedUrl { what, origin, rule } => (what, origin, rule),
+            e => panic!("expected a refused URL, got {e:?}"),
+        },
+        e => panic!("expected a refused URL, got {e:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_server_cannot_make_the_client_fetch_a_local_url_with_a_query() {
+    // The server on port A points its challenge at port B of this machine.
+    let victim = Victim::start().await;
+    let target = format!(
+        "http://127.0.0.1:{}/internal/delete-everything?confirm=yes",
+        victim.port
+    );
+    let fake = AuthFake::start(Knobs {
+        resource_metadata: Some(target.clone()),
+        ..Knobs::default()
+    })
+    .await;
+    let err = login_error(&fake).await;
+    common::figure(
+        "GETs of the challenge's local URL with a query",
+        victim.hits(),
+    );
+    assert_eq!(victim.hits(), 0, "{err:?}");
+    let shown = err.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    assert_eq!(
+        refusal(err),
+        (
+            "the protected resource metadata",
+            format!("http://127.0.0.1:{}", victim.port),
+            UrlRule::Query
+        )
+    );
+    // The message names the origin, not the path or the query.
+    assert!(
+        !shown.contains("delete-everything") && !shown.contains("confirm"),
+        "{shown}"
+    );
+    // Through a client, the same refusal.
+    let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()));
+    let client = Client::start(config(&fake, oauth)).await.unwrap();
+    let err = client
+        .ready(Duration::from_secs(20))
+        .await
+        .unwrap_err()
+        .to_string();
+    client.stop().wait().await;
+    assert!(err.contains("is refused") && err.contains("query"), "{err}");
+    assert_eq!(victim.hits(), 0);
+}
+
+#[tokio::test]
+async fn a_server_not_on_loopback_cannot_point_the_client_at_loopback_or_private_addresses() {
+    let victim = Victim::start().await;
+    let outside = client_oauth_support::outside_address();
+    let port = victim.port;
+    for (target, address, kind) in [
+        (
+            format!("https://127.0.0.1:{port}/.well-known/oauth-protected-resource"),
+            "127.0.0.1",
+            "loopback",
+        ),
+        // A name is resolved first: localhost is loopback.
+        (
+            format!("https://localhost:{port}/.well-known/oauth-protected-resource"),
+            "",
+            "loopback",
+        ),
+        (
+            format!("https://[::ffff:127.0.0.1]:{port}/.well-known/oauth-protected-resource"),
+            "::ffff:127.0.0.1",
+            "loopback",
+        ),
+        (
+            "https://10.255.255.1/.well-known/oauth-protected-resource".into(),
+            "10.255.255.1",
+            "private",
+        ),
+        (
+            "https://169.254.169.254/latest/meta-data".into(),
+            "169.254.169.254",
+            "link-local",
+        ),
+    ] {
+        let fake = AuthFake::start_at(
+            outside,
+            Knobs {
+                resource_metadata: Some(target.clone()),
+                ..Knobs::default()
+            },
+        )
+        .await;
+        match refusal(login_error(&fake).await) {
+            (
+                "the protected resource metadata",
+                _,
+                UrlRule::Internal {
+                    address: a,
+                    kind: k,
+                },
+            ) => {
+                assert_eq!(k, kind, "{target}");
+                if !address.is_empty() {
+                    assert_eq!(a.to_string(), address, "{target}");
+                }
+            }
+            other => panic!("{target}: {other:?}"),
+        }
+    }
+    common::figure(
+        "connections from a non-loopback server's flow to loopback",
+        victim.hits(),
+    );
+    assert_eq!(victim.hits(), 0);
+}
+
+#[tokio::test]
+async fn a_loopback_server_cannot_point_the_client_at_plain_http_elsewhere() {
+    let victim = Victim::start().await;
+    let outside = client_oauth_support::outside_address();
+    let fake = AuthFake::start(Knobs {
+        resource_metadata: Some(format!(
+            "http://{outside}:{}/.well-known/oauth-protected-resource",
+            victim.port
+        )),
+        ..Knobs::default()
+    })
+    .await;
+    let err = login_error(&fake).await;
+    common::figure("GETs of plain http off loopback", victim.hits());
+    assert_eq!(victim.hits(), 0, "{err:?}");
+    assert_eq!(
+        refusal(err),
+        (
+            "the protected resource metadata",
+            format!("http://{outside}:{}", victim.port),
+            UrlRule::NotHttps
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_authorization_server_with_a_query_is_refused() {
+    let victim = Victim::start().await;
+    let fake = AuthFake::start(Knobs {
+        authorization_servers: Some(vec![format!("http://127.0.0.1:{}/?tenant=x", victim.port)]),
+        ..Knobs::default()
+    })
+    .await;
+    assert_eq!(
+        refusal(login_error(&fake).await),
+        (
+            "the authorization server",
+            format!("http://127.0.0.1:{}", victim.port),
+            UrlRule::Query
+        )
+    );
+    assert_eq!(victim.hits(), 0);
+}
+
+#[tokio::test]
+async fn discovery_follows_no_redirect_and_reads_no_more_than_its_byte_bound() {
+    // The resource metadata redirects elsewhere: not followed (the flow
+    // goes on with the next well-known URL, then the server's own origin).
+    let victim = Victim::start().await;
+    let fake = AuthFake::start(Knobs {
+        metadata_redirect: Some(format!(
+            "http://127.0.0.1:{}/.well-known/oauth-protected-resource",
+            victim.port
+        )),
+        ..Knobs::default()
+    })
+    .await;
+    let _ = login_error(&fake).await;
+    assert!(fake.seen(|s| s.metadata_gets.len()) >= 2);
+    assert_eq!(victim.hits(), 0, "a redirect was followed");
+
+    // 2 MiB of resource metadata: refused past 1 MiB.
+    let fake = AuthFake::start(Knobs {
+        metadata_padding: 2 * 1024 * 1024,
+        ..Knobs::default()
+    })
+    .await;
+    match login_error(&fake).await {
+        Some(AuthError::Challenged { error, .. }) => match *error {
+            AuthError::Discovery { problem, .. } => {
+                assert!(problem.contains("over 1048576 bytes"), "{problem}")
+            }
+            e => panic!("{e:?}"),
+        },
+        e => panic!("{e:?}"),
+    }
 }

@@ -189,3 +189,107 @@ async fn a_protected_server_of_a_config_file_is_logged_in_to_once_and_its_token_
     fake.seen(|s| assert_eq!(s.authorizations.len(), 1));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The authorization URL `child` (an `mcp` logging in to `fake`) prints,
+/// and its stderr as read so far.
+async fn authorization_url(
+    stderr: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+    fake: &AuthFake,
+) -> String {
+    let mut said = String::new();
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            said.push_str(&line);
+            said.push('\n');
+            if let Some(u) = line
+                .trim()
+                .strip_prefix(&format!("{}/authorize?", fake.base))
+            {
+                return format!("{}/authorize?{u}", fake.base);
+            }
+        }
+        panic!("mcp ended without an authorization URL: {said}");
+    })
+    .await
+    .expect("the authorization URL in time")
+}
+
+/// A GET with a deadline: `None` when no answer came within it.
+async fn get_within(url: &str, limit: Duration) -> Option<u16> {
+    tokio::time::timeout(limit, get(url))
+        .await
+        .ok()
+        .map(|(s, _)| s)
+}
+
+/// What is left of `child`'s run: its exit code and stdout.
+async fn finish(
+    mut child: tokio::process::Child,
+    mut stderr: tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+) -> (Option<i32>, String, String) {
+    let mut said = String::new();
+    let mut stdout = String::new();
+    let mut out = child.stdout.take().unwrap();
+    let ended = tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            said.push_str(&line);
+            said.push('\n');
+        }
+        out.read_to_string(&mut stdout).await.unwrap();
+        child.wait().await.unwrap()
+    })
+    .await;
+    let code = match ended {
+        Ok(status) => status.code(),
+        Err(_) => {
+            let _ = child.start_kill();
+            None
+        }
+    };
+    (code, stdout, said)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_connections_to_the_login_listener_neither_stall_nor_end_the_login() {
+    let fake = AuthFake::start(Knobs::default()).await;
+    let dir = common::tempdir("oauth-cli-callback");
+    let file = dir.join("tokens.json");
+    let mut child = mcp(&["tools", "--url", &fake.url()], &file);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let auth_url = authorization_url(&mut stderr, &fake).await;
+    let (status, location) = get(&auth_url).await;
+    assert_eq!(status, 302);
+    let location = location.expect("a redirect");
+    let callback = location.split('?').next().unwrap().to_owned();
+    let authority = callback
+        .strip_prefix("http://")
+        .and_then(|r| r.split('/').next())
+        .unwrap()
+        .to_owned();
+
+    // Another local process: one connection that never sends a byte,
+    // one request elsewhere, and callbacks with another state (or none),
+    // one of them reporting an error, before the browser comes back.
+    let _silent = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    let limit = Duration::from_secs(10);
+    let elsewhere = get_within(&format!("http://{authority}/favicon.ico"), limit).await;
+    let forged = get_within(&format!("{callback}?code=forged&state=forged"), limit).await;
+    let stateless = get_within(&format!("{callback}?code=forged"), limit).await;
+    let denied = get_within(&format!("{callback}?error=access_denied&state=x"), limit).await;
+    let real = get_within(&location, limit).await;
+    let (code, stdout, said) = finish(child, stderr).await;
+    common::figure(
+        "login listener: silent connection, /favicon.ico, forged, stateless, denied, browser",
+        format!("{elsewhere:?} {forged:?} {stateless:?} {denied:?} {real:?}; mcp exit {code:?}"),
+    );
+    assert_eq!(
+        (elsewhere, forged, stateless, denied),
+        (Some(404), Some(400), Some(400), Some(400)),
+        "{said}"
+    );
+    assert_eq!(real, Some(200), "the browser's redirect: {said}");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(stdout.contains("\"t\""), "{stdout}");
+    fake.seen(|s| assert_eq!(s.token_requests.len(), 1, "only the real code exchanged"));
+    std::fs::remove_dir_all(dir).ok();
+}

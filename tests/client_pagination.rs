@@ -116,3 +116,75 @@ async fn a_list_within_the_caps_is_whole() {
     assert_eq!(raw.len(), 5);
     client.stop().wait().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_listing_has_an_overall_deadline_named_in_its_error() {
+    // Each page comes 300 ms after it is asked for, well inside the
+    // request timeout (1 s), and points to the next one for ever.
+    let client = start(&["--endless-tools", "2", "--page-delay-ms", "300"], |c| {
+        c.request_timeout(Duration::from_secs(1))
+            .max_list_pages(40)
+            .list_timeout(Duration::from_secs(2))
+    })
+    .await;
+    for raw in [false, true] {
+        let started = std::time::Instant::now();
+        let r = if raw {
+            client
+                .list_all_with(
+                    "tools/list",
+                    "tools",
+                    RequestOptions::new().timeout(Duration::from_secs(5)),
+                )
+                .await
+                .map(|t| t.len())
+        } else {
+            client.list_tools().await.map(|t| t.len())
+        };
+        let took = started.elapsed();
+        common::figure(
+            "one endless listing, 300 ms a page",
+            format!("{took:?}: {r:?}"),
+        );
+        match r {
+            Err(
+                ref e @ Error::ListTimeout {
+                    ref method,
+                    limit,
+                    pages,
+                },
+            ) => {
+                assert_eq!(
+                    (method.as_str(), limit),
+                    ("tools/list", Duration::from_secs(2))
+                );
+                assert!((3..=7).contains(&pages), "{pages} pages");
+                assert!(e.to_string().contains("list_timeout"), "{e}");
+            }
+            other => panic!("expected the list's deadline, got {other:?}"),
+        }
+        // 2 s and the end of the page in flight, not 40 pages (12 s).
+        assert!(took < Duration::from_secs(5), "the listing took {took:?}");
+    }
+    // A list that fits in its time is whole, and the client still works.
+    client.stop().wait().await;
+    let client = start(&[], |c| c.list_timeout(Duration::from_secs(2))).await;
+    assert_eq!(client.list_tools().await.unwrap().len(), 5);
+    client.stop().wait().await;
+}
+
+#[test]
+fn list_timeout_must_be_positive_and_is_read_in_milliseconds() {
+    let e = ClientConfig::new("x")
+        .list_timeout(Duration::ZERO)
+        .validate()
+        .unwrap_err();
+    assert_eq!(e.key, "list_timeout");
+    let c: ClientConfig =
+        serde_json::from_str(r#"{"command": "x", "list_timeout_ms": 1500}"#).unwrap();
+    assert_eq!(c.list_timeout, Duration::from_millis(1500));
+    assert_eq!(
+        ClientConfig::new("x").list_timeout,
+        Duration::from_secs(300)
+    );
+}

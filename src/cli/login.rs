@@ -83,9 +83,11 @@ fn oauth() -> Result<(OAuth, Asked), String> {
                 "This server needs authorization. Open this address in a browser:\n\n  {}\n\nWaiting for the browser to come back to {} ...",
                 req.url, req.redirect_uri
             );
+            let state = state_of(&req.url)
+                .ok_or_else(|| "the authorization URL carries no state".to_owned())?;
             let std = listener.try_clone().map_err(|e| e.to_string())?;
             let listener = tokio::net::TcpListener::from_std(std).map_err(|e| e.to_string())?;
-            tokio::time::timeout(WAIT, callback(&listener))
+            tokio::time::timeout(WAIT, callback(&listener, &state))
                 .await
                 .map_err(|_| format!("no answer from the browser within {} s", WAIT.as_secs()))?
         }
@@ -189,11 +191,57 @@ pub(super) async fn authorize_all(
     }
 }
 
-/// Serves the redirect: the first `GET /callback?...` is the answer.
-async fn callback(listener: &tokio::net::TcpListener) -> Result<AuthorizationResponse, String> {
+/// Serves the redirect until the browser comes back: connections are read
+/// at once, each within [`READ_DEADLINE`] (at most [`MAX_CONNECTIONS`] at
+/// a time), and only `GET /callback` with the `state` of this login ends
+/// the wait; any other request is answered 404 (another path) or 400
+/// (another or no `state`) and the wait goes on, so another local process
+/// can neither stall the login nor end it.
+async fn callback(
+    listener: &tokio::net::TcpListener,
+    state: &str,
+) -> Result<AuthorizationResponse, String> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let mut conns = tokio::task::JoinSet::new();
     loop {
-        let (mut conn, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let mut head = Vec::new();
+        tokio::select! {
+            Some(answer) = rx.recv() => return answer,
+            accepted = listener.accept() => {
+                let conn = match accepted {
+                    Ok((conn, _)) => conn,
+                    // Out of descriptors, say: the listener itself is fine.
+                    Err(e) => {
+                        tracing::debug!(error = %e, "accept failed on the redirect listener");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                while conns.try_join_next().is_some() {}
+                if conns.len() >= MAX_CONNECTIONS {
+                    continue;
+                }
+                conns.spawn(serve_redirect(conn, state.to_owned(), tx.clone()));
+            }
+        }
+    }
+}
+
+/// Time one connection to the redirect listener has to send its request.
+const READ_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Connections to the redirect listener served at once.
+const MAX_CONNECTIONS: usize = 64;
+
+/// One connection to the redirect listener: its request is read within
+/// [`READ_DEADLINE`] and answered; the callback of this login (its
+/// `state`) goes to `done`.
+async fn serve_redirect(
+    mut conn: tokio::net::TcpStream,
+    state: String,
+    done: tokio::sync::mpsc::Sender<Result<AuthorizationResponse, String>>,
+) {
+    let mut head = Vec::new();
+    let read = tokio::time::timeout(READ_DEADLINE, async {
         let mut buf = [0u8; 2048];
         while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
             match conn.read(&mut buf).await {
@@ -201,32 +249,66 @@ async fn callback(listener: &tokio::net::TcpListener) -> Result<AuthorizationRes
                 Ok(n) => head.extend_from_slice(&buf[..n]),
             }
         }
-        let text = String::from_utf8_lossy(&head);
-        let target = text
-            .lines()
-            .next()
-            .and_then(|l| l.strip_prefix("GET "))
-            .and_then(|l| l.split(' ').next())
-            .unwrap_or_default()
-            .to_owned();
-        if !target.starts_with("/callback") {
-            let _ = conn
-                .write_all(
-                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                )
-                .await;
-            continue;
-        }
-        let answer = AuthorizationResponse::from_redirect(&target);
-        let page = match &answer {
-            Ok(_) => "Authorization received: you can close this tab and go back to the terminal.",
-            Err(_) => "Authorization failed: see the terminal.",
-        };
-        let reply = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-            page.len()
-        );
-        let _ = conn.write_all(reply.as_bytes()).await;
-        return answer.map_err(|e| e.to_string());
+    });
+    if read.await.is_err() {
+        return;
     }
+    let text = String::from_utf8_lossy(&head);
+    let line = text.lines().next().unwrap_or_default();
+    let (method, target) = line.split_once(' ').unwrap_or_default();
+    let target = target.split(' ').next().unwrap_or_default();
+    let url = reqwest::Url::parse("http://127.0.0.1/").and_then(|base| base.join(target));
+    let reply = |status: &str, page: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+            page.len()
+        )
+    };
+    let (answer, response) = match url {
+        Ok(u) if u.path() == "/callback" && method == "GET" => {
+            let sent = u
+                .query_pairs()
+                .find(|(k, _)| k == "state")
+                .map(|(_, v)| v.into_owned());
+            if sent.is_some_and(|s| same(&s, &state)) {
+                let answer = AuthorizationResponse::from_redirect(target);
+                let page = match &answer {
+                    Ok(_) => "Authorization received: you can close this tab and go back to the terminal.",
+                    Err(_) => "Authorization failed: see the terminal.",
+                };
+                (
+                    Some(answer.map_err(|e| e.to_string())),
+                    reply("200 OK", page),
+                )
+            } else {
+                tracing::debug!("a redirect without this login's state ignored");
+                (
+                    None,
+                    reply("400 Bad Request", "Not the answer to this login."),
+                )
+            }
+        }
+        _ => (None, reply("404 Not Found", "")),
+    };
+    let _ = conn.write_all(response.as_bytes()).await;
+    if let Some(answer) = answer {
+        let _ = done.send(answer).await;
+    }
+}
+
+/// `a == b`, in a time that does not depend on where they differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The `state` of an authorization URL.
+fn state_of(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    url.query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
 }

@@ -271,6 +271,15 @@ pub struct ClientConfig {
     /// carry is never refused; the item cap usually ends an endless list
     /// first.
     pub max_list_bytes: usize,
+    /// Time one paginated list may take, all its pages together (default
+    /// 5 minutes): each page's request gets at most the time left, and a
+    /// list still unfinished when it runs out fails with
+    /// [`Error::ListTimeout`](crate::Error::ListTimeout). Without it a
+    /// server answering every page just inside
+    /// [`request_timeout`](Self::request_timeout) could hold one list for
+    /// `max_list_pages` times that timeout.
+    #[serde(rename = "list_timeout_ms", with = "crate::serde_support::millis")]
+    pub list_timeout: Duration,
     /// A Streamable HTTP server instead of a child process (feature
     /// `http`; see [`ClientConfig::http`]). When set, `command`, `args`,
     /// `env`, `cd`, `stderr` and the process options are not used;
@@ -316,6 +325,7 @@ impl ClientConfig {
             max_list_pages: 1_000,
             max_list_items: 100_000,
             max_list_bytes: 256 * 1024 * 1024,
+            list_timeout: Duration::from_secs(300),
             http: None,
         }
     }
@@ -601,6 +611,12 @@ impl ClientConfig {
         self
     }
 
+    /// Sets [`list_timeout`](Self::list_timeout).
+    pub fn list_timeout(mut self, timeout: Duration) -> Self {
+        self.list_timeout = timeout;
+        self
+    }
+
     /// Adds every capability of `caps` that [`capabilities`](Self::capabilities)
     /// does not declare yet (what is declared wins).
     pub(crate) fn declare(&mut self, caps: &ClientCapabilities) {
@@ -774,6 +790,7 @@ impl ClientConfig {
             ("max_list_pages", self.max_list_pages == 0),
             ("max_list_items", self.max_list_items == 0),
             ("max_list_bytes", self.max_list_bytes == 0),
+            ("list_timeout", self.list_timeout.is_zero()),
         ];
         if let Some((key, _)) = positive.iter().find(|(_, zero)| *zero) {
             return Err(ConfigError::new(key, "must be positive"));
@@ -941,6 +958,7 @@ mod tests {
             .max_list_pages(7)
             .max_list_items(8)
             .max_list_bytes(9)
+            .list_timeout(d)
             .http_options(HttpOptions::new("http://x/"));
         // Every field differs from its default (a new field without a
         // builder shows up here as a missing line).
@@ -977,6 +995,7 @@ mod tests {
             max_list_pages,
             max_list_items,
             max_list_bytes,
+            list_timeout,
             http,
         } = c;
         assert_eq!(http.map(|h| h.url).as_deref(), Some("http://x/"));
@@ -996,6 +1015,7 @@ mod tests {
             probe_timeout,
             write_stall_timeout,
             restart_period,
+            list_timeout,
         ] {
             assert_eq!(t, d);
         }

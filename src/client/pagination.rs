@@ -3,12 +3,16 @@
 //! of issue 20), so every `nextCursor` loop counts pages, items and the
 //! bytes the pages hold once parsed, and stops with
 //! [`Error::ListTooLong`] past any of the configured caps, or with
-//! [`Error::RepeatedCursor`] when a cursor comes back (a loop).
+//! [`Error::RepeatedCursor`] when a cursor comes back (a loop). The whole
+//! list has one deadline ([`list_timeout`](crate::ClientConfig::list_timeout)):
+//! each page's request gets at most what is left of it, and
+//! [`Error::ListTimeout`] says it ran out.
 //!
 //! [`Pager`] only counts; [`Client::list_all`](crate::Client::list_all) and
 //! the typed `list_*` helpers fetch (the one loop, in `typed.rs`).
 
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 use super::client_config::ClientConfig;
 use crate::error::{Error, ListCap};
@@ -20,6 +24,9 @@ pub(crate) struct Pager<'a> {
     max_pages: usize,
     max_items: usize,
     max_bytes: usize,
+    /// `list_timeout`, and when it runs out.
+    timeout: Duration,
+    deadline: Instant,
     pages: usize,
     items: usize,
     bytes: usize,
@@ -36,6 +43,8 @@ impl<'a> Pager<'a> {
             max_pages: config.max_list_pages,
             max_items: config.max_list_items,
             max_bytes: config.max_list_bytes,
+            timeout: config.list_timeout,
+            deadline: Instant::now() + config.list_timeout,
             pages: 0,
             items: 0,
             bytes: 0,
@@ -73,6 +82,32 @@ impl<'a> Pager<'a> {
             });
         }
         Ok(Some(cursor))
+    }
+
+    /// The time left for the next page; the list's error once none is.
+    pub(crate) fn time_left(&self) -> Result<Duration, Error> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.timed_out());
+        }
+        Ok(left)
+    }
+
+    /// `error` of a page's request, or the list's own when the page timed
+    /// out because the list's time ran out.
+    pub(crate) fn page_failed(&self, error: Error) -> Error {
+        match error {
+            Error::Timeout { .. } if Instant::now() >= self.deadline => self.timed_out(),
+            e => e,
+        }
+    }
+
+    fn timed_out(&self) -> Error {
+        Error::ListTimeout {
+            method: self.method.to_owned(),
+            limit: self.timeout,
+            pages: self.pages,
+        }
     }
 
     fn too_long(&self, cap: ListCap, limit: usize) -> Error {

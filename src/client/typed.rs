@@ -133,9 +133,11 @@ impl Client {
     /// Lists every tool, following `nextCursor` through all pages, within
     /// the list caps ([`max_list_pages`](crate::ClientConfig::max_list_pages),
     /// [`max_list_items`](crate::ClientConfig::max_list_items),
-    /// [`max_list_bytes`](crate::ClientConfig::max_list_bytes)): past one,
-    /// or on a cursor the server repeats, it fails with
-    /// [`Error::ListTooLong`] or [`Error::RepeatedCursor`].
+    /// [`max_list_bytes`](crate::ClientConfig::max_list_bytes)) and its
+    /// [`list_timeout`](crate::ClientConfig::list_timeout): past one, on a
+    /// cursor the server repeats, or out of time, it fails with
+    /// [`Error::ListTooLong`], [`Error::RepeatedCursor`] or
+    /// [`Error::ListTimeout`].
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         self.all_pages::<ListToolsResult>(methods::TOOLS_LIST).await
     }
@@ -347,9 +349,25 @@ impl Client {
         let mut pager = Pager::new(method, &self.shared.config);
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
+        let own = opts.timeout.unwrap_or(self.shared.config.request_timeout);
         loop {
             let params = cursor.take().map(|c| json!({ "cursor": c }));
-            let raw = self.request_raw(method, params, opts.clone()).await?;
+            // The page gets at most what is left of the list's time.
+            let left = pager.time_left()?;
+            let mut page_opts = opts.clone();
+            page_opts.timeout = Some(own.min(left));
+            if page_opts.reset_timeout_on_progress {
+                page_opts.max_total = Some(page_opts.max_total.map_or(left, |t| t.min(left)));
+            }
+            let raw = self
+                .request_raw(method, params, page_opts)
+                .await
+                .map_err(|e| pager.page_failed(e))
+                .inspect_err(|e| {
+                    if matches!(e, Error::ListTimeout { .. }) {
+                        warn!(server = %self.shared.name, error = %e, "paginated list stopped");
+                    }
+                })?;
             let held = crate::jsonrpc::footprint::estimate(raw.as_bytes()).bytes;
             let (mut items, next) = split(raw)?;
             let next = pager

@@ -18,6 +18,12 @@ use crate::secret::Secret;
 /// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) unless
 /// [`proxy_from_env`](Self::proxy_from_env) is off.
 ///
+/// An SSE stream that ends (the session's GET stream, or a response
+/// stream before its answer) is reopened after the `retry` the server
+/// asked for (1 s when it named none), never sooner than 250 ms, and the
+/// wait doubles, up to 30 s, for each stream in a row that ended without
+/// an event.
+///
 /// Serialised as `{"url": "...", "headers": {"Authorization": {"redacted": true}},
 /// "proxy_from_env": true, "connect_timeout_ms": 10000}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -150,7 +150,8 @@ impl Drop for Proxy {
 }
 
 /// A fake server: `answer(method, session header, body)` gives the status,
-/// extra headers and body of each POST; GET gets 405, DELETE 200.
+/// extra headers and body of each POST; GET gets 405 (or what
+/// [`Fake::start_with_get`]'s `get` says), DELETE 200.
 pub struct Fake {
     pub url: String,
     task: JoinHandle<()>,
@@ -162,22 +163,37 @@ impl Fake {
     pub async fn start(
         answer: impl Fn(&serde_json::Value, Option<&str>) -> Answer + Send + Sync + 'static,
     ) -> Fake {
+        Self::start_with_get(answer, || (405, vec![], String::new())).await
+    }
+
+    /// As [`start`](Self::start), each GET answered by `get` (a body it
+    /// gives is sent whole, then the response ends).
+    pub async fn start_with_get(
+        answer: impl Fn(&serde_json::Value, Option<&str>) -> Answer + Send + Sync + 'static,
+        get: impl Fn() -> Answer + Send + Sync + 'static,
+    ) -> Fake {
         use axum::body::Bytes;
         use axum::http::{HeaderMap, Method, StatusCode};
         use axum::response::{IntoResponse, Response};
         let answer = Arc::new(answer);
+        let get = Arc::new(get);
         let app = axum::Router::new().route(
             "/mcp",
             axum::routing::any(move |method: Method, headers: HeaderMap, body: Bytes| {
                 let answer = answer.clone();
+                let get = get.clone();
                 async move {
-                    if method != Method::POST {
-                        let status = if method == Method::DELETE { 200 } else { 405 };
-                        return StatusCode::from_u16(status).unwrap().into_response();
+                    if method == Method::DELETE {
+                        return StatusCode::OK.into_response();
                     }
-                    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-                    let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
-                    let (status, extra, text) = answer(&v, session);
+                    let (status, extra, text) = if method == Method::POST {
+                        let v: serde_json::Value =
+                            serde_json::from_slice(&body).unwrap_or_default();
+                        let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+                        answer(&v, session)
+                    } else {
+                        get()
+                    };
                     let mut r: Response =
                         (StatusCode::from_u16(status).unwrap(), text).into_response();
                     for (k, val) in extra {

@@ -33,6 +33,16 @@ pub struct Knobs {
     pub call_scope: Option<String>,
     /// Issue refresh tokens.
     pub refresh: bool,
+    /// The challenge's `resource_metadata` (default: the server's own
+    /// path-based well-known URL).
+    pub resource_metadata: Option<String>,
+    /// The resource metadata's `authorization_servers` (default: this
+    /// server).
+    pub authorization_servers: Option<Vec<String>>,
+    /// The resource metadata answers 302 to this location instead.
+    pub metadata_redirect: Option<String>,
+    /// The resource metadata carries this many bytes of padding.
+    pub metadata_padding: usize,
 }
 
 /// What the servers saw.
@@ -97,13 +107,18 @@ pub fn form(text: &str) -> HashMap<String, String> {
 
 impl AuthFake {
     pub async fn start(knobs: Knobs) -> AuthFake {
+        Self::start_at("127.0.0.1".parse().unwrap(), knobs).await
+    }
+
+    /// As [`start`](Self::start), listening on `ip` (its URLs name it).
+    pub async fn start_at(ip: std::net::IpAddr, knobs: Knobs) -> AuthFake {
         use axum::body::Bytes;
         use axum::extract::{Path, State as S};
         use axum::http::{HeaderMap, StatusCode};
         use axum::response::{IntoResponse, Response};
         use axum::routing::{get, post};
 
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = TcpListener::bind((ip, 0)).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State {
             knobs,
@@ -127,13 +142,21 @@ impl AuthFake {
                     let mut s = st.lock().unwrap();
                     s.seen.metadata_gets.push(format!("/.well-known/{rest}"));
                     match rest.as_str() {
-                        "oauth-protected-resource/mcp" => json_response(
-                            200,
-                            json!({
-                                "resource": s.knobs.resource.clone().unwrap_or(format!("{base}/mcp")),
-                                "authorization_servers": [base],
-                            }),
-                        ),
+                        "oauth-protected-resource/mcp" => {
+                            if let Some(to) = &s.knobs.metadata_redirect {
+                                let mut r = StatusCode::FOUND.into_response();
+                                r.headers_mut().insert("location", to.parse().unwrap());
+                                return r;
+                            }
+                            json_response(
+                                200,
+                                json!({
+                                    "resource": s.knobs.resource.clone().unwrap_or(format!("{base}/mcp")),
+                                    "authorization_servers": s.knobs.authorization_servers.clone().unwrap_or(vec![base.clone()]),
+                                    "padding": "x".repeat(s.knobs.metadata_padding),
+                                }),
+                            )
+                        }
                         "oauth-authorization-server" => json_response(
                             200,
                             json!({
@@ -235,7 +258,11 @@ impl AuthFake {
                         .map(str::to_owned);
                     let mut s = st.lock().unwrap();
                     s.seen.mcp_tokens.push(bearer.clone());
-                    let metadata = format!("{base}/.well-known/oauth-protected-resource/mcp");
+                    let metadata = s
+                        .knobs
+                        .resource_metadata
+                        .clone()
+                        .unwrap_or(format!("{base}/.well-known/oauth-protected-resource/mcp"));
                     let granted = bearer.as_ref().and_then(|b| s.tokens.get(b).cloned());
                     let Some(granted) = granted else {
                         let scope = s
@@ -359,18 +386,21 @@ fn approve(
 }
 
 /// A plain HTTP/1.1 GET of `url` (`http://host:port/...`): its status and
-/// `Location` header.
+/// `Location` header; status 0 when the connection failed before a
+/// status line came.
 pub async fn get(url: &str) -> (u16, Option<String>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").expect("http URL");
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut conn = tokio::net::TcpStream::connect(authority)
-        .await
-        .expect("connect");
+    let Ok(mut conn) = tokio::net::TcpStream::connect(authority).await else {
+        return (0, None);
+    };
     let req = format!("GET {path} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n");
-    conn.write_all(req.as_bytes()).await.unwrap();
     let mut text = Vec::new();
-    conn.read_to_end(&mut text).await.unwrap();
+    if conn.write_all(req.as_bytes()).await.is_ok() {
+        // What came before a reset still counts.
+        let _ = conn.read_to_end(&mut text).await;
+    }
     let text = String::from_utf8_lossy(&text);
     let status = text
         .split(' ')
@@ -385,6 +415,68 @@ pub async fn get(url: &str) -> (u16, Option<String>) {
         })
         .map(|l| l.trim().to_owned());
     (status, location)
+}
+
+/// A server that should never be reached: counts the connections made
+/// to it (on every address of the machine), reading each request head and
+/// answering `200 {}`.
+pub struct Victim {
+    pub port: u16,
+    hits: Arc<std::sync::atomic::AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl Victim {
+    pub async fn start() -> Victim {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("0.0.0.0:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+        let h = hits.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match conn.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = conn
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+                        .await;
+                });
+            }
+        });
+        Victim { port, hits, task }
+    }
+
+    pub fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Victim {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// An address of this machine that is not loopback (the one its route
+/// to the outside leaves from; no packet is sent to find it).
+pub fn outside_address() -> std::net::IpAddr {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    s.connect("198.51.100.1:9")
+        .expect("this test needs a network interface besides loopback");
+    let ip = s.local_addr().unwrap().ip();
+    assert!(
+        !ip.is_loopback() && !ip.is_unspecified(),
+        "this test needs an address besides loopback, found {ip}"
+    );
+    ip
 }
 
 impl Drop for AuthFake {

@@ -20,11 +20,7 @@ pub(super) async fn send(
     build: impl Fn() -> RequestBuilder,
 ) -> Result<Response, SendError> {
     match &core.opts.oauth {
-        Some(oauth) => {
-            oauth
-                .send(&core.client, &core.opts.url, core.name(), build)
-                .await
-        }
+        Some((oauth, flow)) => oauth.send(flow, &core.opts.url, core.name(), build).await,
         None => build()
             .send()
             .await

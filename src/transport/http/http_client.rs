@@ -9,6 +9,13 @@ use crate::transport::http_options::HttpOptions;
 /// The HTTP client for the server of `http`: its connect timeout and
 /// proxy settings, redirects never followed.
 pub(crate) fn build(http: &HttpOptions) -> Result<reqwest::Client, ConfigError> {
+    builder(http)
+        .build()
+        .map_err(|e| ConfigError::new("http", format!("could not build the HTTP client: {e}")))
+}
+
+/// [`build`]'s settings, to add to.
+pub(crate) fn builder(http: &HttpOptions) -> reqwest::ClientBuilder {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(http.connect_timeout)
         .pool_idle_timeout(Duration::from_secs(60))
@@ -19,6 +26,4 @@ pub(crate) fn build(http: &HttpOptions) -> Result<reqwest::Client, ConfigError> 
         builder = builder.no_proxy();
     }
     builder
-        .build()
-        .map_err(|e| ConfigError::new("http", format!("could not build the HTTP client: {e}")))
 }

@@ -72,8 +72,9 @@ pub(crate) struct HttpLinkOptions {
     pub(crate) max_message_bytes: usize,
     /// Bytes of request bodies being sent at once.
     pub(crate) max_write_queue_bytes: usize,
-    /// Authorization, when the server asks for it.
-    pub(crate) oauth: Option<crate::oauth::OAuth>,
+    /// Authorization, when the server asks for it, and the client its
+    /// flow uses.
+    pub(crate) oauth: Option<(crate::oauth::OAuth, crate::oauth::FlowClient)>,
 }
 
 /// Opens HTTP links to one endpoint; links share its connection pool.
@@ -108,6 +109,10 @@ impl HttpTransport {
             headers.insert(name, value);
         }
         let client = http_client::build(http)?;
+        let oauth = match &http.oauth {
+            Some(o) => Some((o.clone(), crate::oauth::FlowClient::new(http, url.clone())?)),
+            None => None,
+        };
         Ok(Self {
             options: Arc::new(HttpLinkOptions {
                 name,
@@ -115,7 +120,7 @@ impl HttpTransport {
                 headers,
                 max_message_bytes,
                 max_write_queue_bytes,
-                oauth: http.oauth.clone(),
+                oauth,
             }),
             client,
         })

@@ -27,6 +27,22 @@
 //!   it had and those asked for, at most [`OAuthConfig::max_attempts`]
 //!   authorizations in a row that the server does not accept.
 //!
+//! Every URL the flow reaches comes from a server's answers, so each is
+//! checked before anything is sent there (or the browser is sent there;
+//! a refusal is [`AuthError::RefusedUrl`] with the [`UrlRule`] broken):
+//! `https://`, or `http://` only when both the MCP server and the URL are
+//! on loopback (a loopback IP literal or `localhost`); no credentials in
+//! it; no query where the specification defines none (the resource
+//! metadata URL, the issuer); and, from an MCP server that is not on
+//! loopback, no loopback, private, link-local or other non-public address
+//! except on the server's own origin. A host name is resolved first and
+//! refused if any of its addresses is such; the request then goes to the
+//! checked addresses only, so a second lookup cannot point it elsewhere
+//! (through a proxy, the proxy resolves the name again; a name this
+//! machine cannot resolve is reached through a proxy or not at all). No
+//! redirect is followed, each request has 30 s, and each answer is read
+//! within 1 MiB.
+//!
 //! The application supplies the [`Authorizer`] (take the user to the
 //! authorization URL, bring back the redirect) and, if tokens should
 //! outlive the process, a [`TokenStore`] ([`FileStore`] keeps them in a
@@ -56,7 +72,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use reqwest::{Client as HttpClient, Url};
+use reqwest::Url;
 use tracing::{debug, info, warn};
 
 mod authorizer;
@@ -65,14 +81,16 @@ mod discovery;
 mod error;
 mod fetch;
 mod grant;
+mod guard;
 mod register;
 mod send;
 mod store;
 
 pub use authorizer::{AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer};
 pub(crate) use challenge::Challenge;
-pub use error::AuthError;
+pub use error::{AuthError, UrlRule};
 pub(crate) use fetch::describe;
+pub(crate) use guard::FlowClient;
 pub(crate) use send::SendError;
 pub use store::{
     FileStore, MemoryStore, RegisteredClient, StoredAuth, TokenAuthMethod, TokenStore, Tokens,
@@ -301,7 +319,7 @@ impl OAuth {
     /// retried; an error when it cannot.
     pub(crate) async fn challenged(
         &self,
-        http: &HttpClient,
+        http: &FlowClient,
         server: &Url,
         insufficient_scope: bool,
         challenge: &Challenge,
@@ -417,11 +435,12 @@ impl OAuth {
     /// [`AuthError::Unreachable`] when the request could not be sent.
     pub async fn login(&self, http: &crate::HttpOptions) -> Result<bool, AuthError> {
         let url = parse(http.url.trim())?;
-        let client =
-            crate::transport::http::http_client::build(http).map_err(|e| AuthError::Discovery {
-                url: fetch::shown(&http.url),
-                problem: e.to_string(),
-            })?;
+        let unbuilt = |e: crate::error::ConfigError| AuthError::Discovery {
+            url: fetch::shown(&http.url),
+            problem: e.to_string(),
+        };
+        let client = crate::transport::http::http_client::build(http).map_err(unbuilt)?;
+        let flow = FlowClient::new(http, url.clone()).map_err(unbuilt)?;
         let version = crate::protocol::MODERN_VERSION;
         let body = serde_json::json!({
             "jsonrpc": "2.0",
@@ -450,7 +469,7 @@ impl OAuth {
         };
         let before = self.bearer(&url).await?;
         match self
-            .send(&client, &url, &fetch::shown(url.as_str()), build)
+            .send(&flow, &url, &fetch::shown(url.as_str()), build)
             .await
         {
             Ok(_) => Ok(self.bearer(&url).await? != before),

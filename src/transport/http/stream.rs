@@ -1,7 +1,10 @@
 //! Receiving on SSE streams: a request's response stream (resumed with GET
 //! and `Last-Event-ID` when it ends before its answer, after the `retry`
 //! the server asked for), and the session's own GET stream (2025-11-25
-//! era), reopened the same way whenever it ends.
+//! era), reopened the same way whenever it ends. The wait is never shorter
+//! than [`MIN_RETRY`], and doubles (up to [`MAX_RETRY`]) for each stream
+//! in a row that ended without an event: a server that says `retry: 0`
+//! and ends every stream at once is not asked again in a tight loop.
 //!
 //! Every event's data is one JSON-RPC message, delivered in order to the
 //! link's sink: answers (to any request, not only the stream's own),
@@ -27,6 +30,12 @@ use crate::jsonrpc::{Message, RequestId};
 /// Wait before reconnecting when the server named no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
+/// Shortest wait before reconnecting, whatever `retry` says.
+const MIN_RETRY: Duration = Duration::from_millis(250);
+
+/// Longest wait the doubling reaches (a longer `retry` is kept as sent).
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
 /// How long the session's first request waits for the GET stream to open.
 const GET_READY_WAIT: Duration = Duration::from_secs(2);
 
@@ -38,6 +47,29 @@ const MAX_IDLE_RESUMES: u32 = 5;
 struct Position {
     last_event_id: Option<String>,
     retry: Option<Duration>,
+    /// Streams in a row that ended without an event.
+    empty: u32,
+}
+
+impl Position {
+    /// Counts a stream that ended: one that brought an event starts the
+    /// backoff again.
+    fn ended(&mut self, progressed: bool) {
+        self.empty = if progressed {
+            0
+        } else {
+            self.empty.saturating_add(1)
+        };
+    }
+
+    /// The wait before the next reconnection: `retry` (or the default),
+    /// at least [`MIN_RETRY`], doubled for each empty stream after the
+    /// first, up to [`MAX_RETRY`].
+    fn delay(&self) -> Duration {
+        let base = self.retry.unwrap_or(DEFAULT_RETRY).max(MIN_RETRY);
+        let doublings = self.empty.saturating_sub(1).min(16);
+        base.saturating_mul(1 << doublings).min(MAX_RETRY.max(base))
+    }
 }
 
 /// How reading one HTTP response ended.
@@ -118,7 +150,7 @@ enum Reopened {
 /// Waits `retry`, then GETs the stream after `pos.last_event_id`.
 async fn reopen(core: &Arc<Core>, pos: &Position, wait: bool) -> Reopened {
     if wait {
-        let delay = pos.retry.unwrap_or(DEFAULT_RETRY);
+        let delay = pos.delay();
         tokio::select! {
             _ = core.stopped() => return Reopened::Closed,
             _ = tokio::time::sleep(delay) => {}
@@ -181,6 +213,7 @@ pub(super) async fn read_post_stream(core: Arc<Core>, id: RequestId, resp: Respo
                 format!("the server sent an SSE event over the {limit}-byte limit"),
             );
         }
+        pos.ended(progressed);
         idle = if progressed { 0 } else { idle + 1 };
         if !resumable || pos.last_event_id.is_none() || idle > MAX_IDLE_RESUMES {
             return match ended {
@@ -253,6 +286,42 @@ async fn run_get(core: Arc<Core>, opened: tokio::sync::oneshot::Sender<()>) {
         if matches!(ended, Ended::TooLarge) {
             return;
         }
+        pos.ended(progressed);
         wait = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_has_a_floor_doubles_while_streams_are_empty_and_starts_again_after_an_event() {
+        let mut pos = Position {
+            retry: Some(Duration::ZERO),
+            ..Position::default()
+        };
+        let ms = |p: &Position| p.delay().as_millis();
+        assert_eq!(ms(&pos), 250);
+        let mut waits = Vec::new();
+        for _ in 0..10 {
+            pos.ended(false);
+            waits.push(ms(&pos));
+        }
+        assert_eq!(
+            waits,
+            [250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+        );
+        pos.ended(true);
+        assert_eq!(ms(&pos), 250);
+        // A server's longer retry is kept, and not doubled past it.
+        pos.retry = Some(Duration::from_secs(60));
+        pos.ended(false);
+        pos.ended(false);
+        assert_eq!(ms(&pos), 60_000);
+        // No retry: the default second.
+        let mut pos = Position::default();
+        pos.ended(false);
+        assert_eq!(ms(&pos), 1000);
     }
 }

@@ -6,15 +6,17 @@
 //! fetched for. A server with no resource metadata is a 2025-03-26 server:
 //! its origin is its authorization server, with RFC 8414 metadata at the
 //! root or, failing that, the default `/authorize`, `/token` and
-//! `/register` endpoints.
+//! `/register` endpoints. Every URL is checked before it is fetched (or
+//! handed to the browser): see [`guard`](super::guard).
 
-use reqwest::{Client, Url};
+use reqwest::Url;
 use serde::Deserialize;
 use serde_json::Value;
 use tracing::debug;
 
 use super::challenge::Challenge;
-use super::fetch::{get_json, secure_enough, shown, Fetched};
+use super::fetch::{get_json, shown, FetchError, Fetched};
+use super::guard::FlowClient;
 use super::AuthError;
 
 /// The authorization server's metadata this client uses.
@@ -63,7 +65,7 @@ struct ResourceMetadata {
 
 /// Discovers the authorization server of `server` after `challenge`.
 pub(crate) async fn discover(
-    client: &Client,
+    client: &FlowClient,
     server: &Url,
     challenge: &Challenge,
 ) -> Result<Discovered, AuthError> {
@@ -96,7 +98,7 @@ pub(crate) async fn discover(
 }
 
 /// A 2025-03-26 server: its origin is the authorization server.
-async fn legacy(client: &Client, server: &Url) -> Result<Discovered, AuthError> {
+async fn legacy(client: &FlowClient, server: &Url) -> Result<Discovered, AuthError> {
     let origin = server.origin().ascii_serialization();
     let resource = canonical(server);
     if let Some(metadata) = authorization_server(client, &origin).await? {
@@ -133,7 +135,7 @@ pub(crate) fn canonical(server: &Url) -> String {
 /// Fetches the protected resource metadata: from the challenge's URL, then
 /// the path-based and root well-known URLs. `None` when none has it.
 async fn resource_metadata(
-    client: &Client,
+    client: &FlowClient,
     server: &Url,
     challenge: &Challenge,
 ) -> Result<Option<ResourceMetadata>, AuthError> {
@@ -152,13 +154,7 @@ async fn resource_metadata(
     }
     urls.extend(well_known(server, "oauth-protected-resource", ""));
     for url in urls {
-        if !secure_enough(&url) {
-            return Err(AuthError::InsecureUrl {
-                what: "the protected resource metadata",
-                url: shown(url.as_str()),
-            });
-        }
-        match get_json(client, &url).await {
+        match get_json(client, "the protected resource metadata", &url).await {
             Ok(Fetched::Json(v)) => {
                 let prm: ResourceMetadata =
                     serde_json::from_value(v).map_err(|e| AuthError::Discovery {
@@ -171,7 +167,8 @@ async fn resource_metadata(
             Ok(Fetched::Status(status, _)) => {
                 debug!(url = %shown(url.as_str()), %status, "no protected resource metadata here");
             }
-            Err(problem) => {
+            Err(FetchError::Refused(e)) => return Err(e),
+            Err(FetchError::Failed(problem)) => {
                 return Err(AuthError::Discovery {
                     url: shown(url.as_str()),
                     problem,
@@ -214,19 +211,16 @@ fn check_resource(server: &Url, resource: &str) -> Result<(), AuthError> {
 /// has it. A document whose `issuer` is not `issuer`, exactly, is refused
 /// (it is not used, and discovery stops).
 pub(crate) async fn authorization_server(
-    client: &Client,
+    client: &FlowClient,
     issuer: &str,
 ) -> Result<Option<AsMetadata>, AuthError> {
     let base = Url::parse(issuer).map_err(|e| AuthError::Discovery {
         url: shown(issuer),
         problem: format!("the authorization server is not a URL: {e}"),
     })?;
-    if !secure_enough(&base) {
-        return Err(AuthError::InsecureUrl {
-            what: "the authorization server",
-            url: shown(issuer),
-        });
-    }
+    client
+        .admit("the authorization server", &base, false)
+        .await?;
     let path = base.path().trim_end_matches('/');
     let mut urls: Vec<Url> = Vec::new();
     if path.is_empty() {
@@ -239,12 +233,13 @@ pub(crate) async fn authorization_server(
         urls.extend(Url::parse(&format!("{origin}{path}/.well-known/openid-configuration")).ok());
     }
     for url in urls {
-        match get_json(client, &url).await {
-            Ok(Fetched::Json(v)) => return validate(&url, issuer, v).map(Some),
+        match get_json(client, "the authorization server metadata", &url).await {
+            Ok(Fetched::Json(v)) => return validate(client, &url, issuer, v).await.map(Some),
             Ok(Fetched::Status(status, _)) => {
                 debug!(url = %shown(url.as_str()), %status, "no authorization server metadata here");
             }
-            Err(problem) => {
+            Err(FetchError::Refused(e)) => return Err(e),
+            Err(FetchError::Failed(problem)) => {
                 return Err(AuthError::Discovery {
                     url: shown(url.as_str()),
                     problem,
@@ -255,9 +250,14 @@ pub(crate) async fn authorization_server(
     Ok(None)
 }
 
-/// Reads and checks one metadata document: its issuer, its endpoints'
-/// schemes, PKCE with S256.
-fn validate(url: &Url, issuer: &str, v: Value) -> Result<AsMetadata, AuthError> {
+/// Reads and checks one metadata document: its issuer, its endpoints
+/// (the rules of [`guard`](super::guard)), PKCE with S256.
+async fn validate(
+    client: &FlowClient,
+    url: &Url,
+    issuer: &str,
+    v: Value,
+) -> Result<AsMetadata, AuthError> {
     let md: AsMetadata = serde_json::from_value(v).map_err(|e| AuthError::Discovery {
         url: shown(url.as_str()),
         problem: format!("not authorization server metadata: {e}"),
@@ -281,13 +281,12 @@ fn validate(url: &Url, issuer: &str, v: Value) -> Result<AsMetadata, AuthError> 
     ];
     for (what, endpoint) in endpoints {
         let Some(e) = endpoint else { continue };
-        let ok = Url::parse(e).is_ok_and(|u| secure_enough(&u));
-        if !ok {
-            return Err(AuthError::InsecureUrl {
-                what,
-                url: shown(e),
-            });
-        }
+        let u = Url::parse(e).map_err(|err| AuthError::Discovery {
+            url: shown(url.as_str()),
+            problem: format!("{what} is not a URL: {err}"),
+        })?;
+        // Endpoints may have a query (RFC 6749 sections 3.1 and 3.2).
+        client.admit(what, &u, true).await?;
     }
     let s256 = md
         .code_challenge_methods_supported
@@ -315,17 +314,5 @@ mod tests {
         assert!(check_resource(&server, "https://mcp.example.com/ten").is_err());
         assert!(check_resource(&server, "http://mcp.example.com/tenant/mcp").is_err());
         assert!(check_resource(&server, "not a url").is_err());
-    }
-
-    #[test]
-    fn only_https_or_loopback_http_is_secure_enough() {
-        let ok = |u: &str| secure_enough(&Url::parse(u).unwrap());
-        assert!(ok("https://auth.example.com/"));
-        assert!(ok("http://localhost:3000/"));
-        assert!(ok("http://127.0.0.1:3000/"));
-        assert!(ok("http://[::1]:3000/"));
-        assert!(!ok("http://auth.example.com/"));
-        assert!(!ok("http://10.0.0.1/"));
-        assert!(!ok("file:///etc/passwd"));
     }
 }

@@ -46,13 +46,18 @@ pub enum AuthError {
         /// The authorization server.
         issuer: String,
     },
-    /// A URL that must be HTTPS (or plain HTTP on a loopback address) is not.
-    #[error("{what} {url} is neither https:// nor http:// on a loopback address")]
-    InsecureUrl {
-        /// What the URL is for.
+    /// A server's answer pointed the client at a URL it does not fetch
+    /// (nor send the browser to): see [`UrlRule`] for the rules. Nothing
+    /// was sent there.
+    #[error("{what} at {origin} is refused: {rule}")]
+    RefusedUrl {
+        /// What the URL is for (`the protected resource metadata`, `the
+        /// token endpoint`, ...).
         what: &'static str,
-        /// The URL (no query).
-        url: String,
+        /// Its origin, `scheme://host:port` (no credentials, path or query).
+        origin: String,
+        /// The rule it breaks.
+        rule: UrlRule,
     },
     /// No way to identify the client to this authorization server: no
     /// pre-registered id, no client metadata document it accepts, no
@@ -134,5 +139,34 @@ pub enum AuthError {
         url: String,
         /// What went wrong.
         problem: String,
+    },
+}
+
+/// A rule of the URLs the authorization flow reaches, all of which come
+/// from a server's answers (see [`AuthError::RefusedUrl`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlRule {
+    /// `https://` only; `http://` only when both the MCP server and the
+    /// URL are on loopback (a loopback IP literal or `localhost`).
+    #[error("it is not https:// (plain http:// only from a server on loopback to loopback)")]
+    NotHttps,
+    /// User credentials in the URL.
+    #[error("it carries user credentials")]
+    Credentials,
+    /// A query (or fragment) where the specification defines none: the
+    /// resource metadata URL, the authorization server's issuer.
+    #[error("it has a query or a fragment, which the specification does not define here")]
+    Query,
+    /// An address that is not on the public Internet (loopback, private,
+    /// link-local, ...), from an MCP server that is not on loopback, off
+    /// the server's own origin. For a host name: one of the addresses it
+    /// resolves to.
+    #[error("{address} is a {kind} address, and the server is not on loopback")]
+    Internal {
+        /// The address.
+        address: std::net::IpAddr,
+        /// What it is (`loopback`, `private`, `link-local`, ...).
+        kind: &'static str,
     },
 }

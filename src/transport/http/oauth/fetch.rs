@@ -1,14 +1,16 @@
 //! The requests authorization makes (metadata, registration, token), on
-//! the link's own HTTP client (its proxy settings, TLS, no redirects
-//! followed), each with a deadline and its body read within a byte bound;
-//! and the adapter through which the `oauth2` crate sends its requests.
+//! the flow's HTTP client (the link's proxy settings and TLS, no
+//! redirects followed), each to a URL [`FlowClient::admit`] accepted, with
+//! a deadline and its body read within a byte bound; and the adapter
+//! through which the `oauth2` crate sends its requests.
 
 use std::time::Duration;
 
-use oauth2::url::Host;
 use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
-use reqwest::{Client, StatusCode, Url};
+use reqwest::{StatusCode, Url};
 use serde_json::Value;
+
+use super::guard::FlowClient;
 
 /// Largest metadata, registration or token answer read.
 const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -19,20 +21,6 @@ pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// A URL as errors and logs show it: no credentials, query or fragment.
 pub(crate) fn shown(url: &str) -> String {
     crate::transport::http_options::display_url(url)
-}
-
-/// `true` for `https://`, or `http://` to a loopback host.
-pub(crate) fn secure_enough(url: &Url) -> bool {
-    match url.scheme() {
-        "https" => true,
-        "http" => match url.host() {
-            Some(Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-            Some(Host::Ipv4(a)) => a.is_loopback(),
-            Some(Host::Ipv6(a)) => a.is_loopback(),
-            None => false,
-        },
-        _ => false,
-    }
 }
 
 /// What a JSON request got.
@@ -88,18 +76,46 @@ async fn json(req: reqwest::RequestBuilder) -> Result<Fetched, String> {
         .map_err(|e| format!("the answer is not JSON: {e}"))
 }
 
-/// GETs a JSON document.
-pub(crate) async fn get_json(client: &Client, url: &Url) -> Result<Fetched, String> {
-    json(client.get(url.clone())).await
+/// Why a JSON request got no answer to read.
+pub(crate) enum FetchError {
+    /// The URL is refused ([`AuthError::RefusedUrl`](super::AuthError::RefusedUrl))
+    /// or its name does not resolve: nothing was sent.
+    Refused(super::AuthError),
+    /// The request failed, or its answer is not JSON (what happened).
+    Failed(String),
 }
 
-/// POSTs a JSON body and reads a JSON answer.
-pub(crate) async fn post_json(client: &Client, url: &Url, body: &Value) -> Result<Fetched, String> {
-    let req = client
+/// GETs a JSON document: `what` (no query allowed) at `url`.
+pub(crate) async fn get_json(
+    flow: &FlowClient,
+    what: &'static str,
+    url: &Url,
+) -> Result<Fetched, FetchError> {
+    flow.admit(what, url, false)
+        .await
+        .map_err(FetchError::Refused)?;
+    json(flow.client().get(url.clone()))
+        .await
+        .map_err(FetchError::Failed)
+}
+
+/// POSTs a JSON body to `what` at `url` (an OAuth endpoint, which may have
+/// a query) and reads a JSON answer.
+pub(crate) async fn post_json(
+    flow: &FlowClient,
+    what: &'static str,
+    url: &Url,
+    body: &Value,
+) -> Result<Fetched, FetchError> {
+    flow.admit(what, url, true)
+        .await
+        .map_err(FetchError::Refused)?;
+    let req = flow
+        .client()
         .post(url.clone())
         .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
         .body(body.to_string());
-    json(req).await
+    json(req).await.map_err(FetchError::Failed)
 }
 
 /// Why a request of the `oauth2` crate failed.
@@ -107,14 +123,19 @@ pub(crate) async fn post_json(client: &Client, url: &Url, body: &Value) -> Resul
 #[error("{0}")]
 pub(crate) struct HttpFailure(String);
 
-/// Sends one request of the `oauth2` crate with `client`.
+/// Sends one request of the `oauth2` crate (to the token endpoint) with
+/// `flow`'s client.
 pub(crate) async fn send(
-    client: Client,
+    flow: FlowClient,
     request: oauth2::HttpRequest,
 ) -> Result<oauth2::HttpResponse, HttpFailure> {
     let (parts, body_bytes) = request.into_parts();
     let url = Url::parse(&parts.uri.to_string()).map_err(|e| HttpFailure(e.to_string()))?;
-    let resp = client
+    flow.admit("the token endpoint", &url, true)
+        .await
+        .map_err(|e| HttpFailure(e.to_string()))?;
+    let resp = flow
+        .client()
         .request(parts.method, url)
         .headers(parts.headers)
         .body(body_bytes)

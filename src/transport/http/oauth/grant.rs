@@ -4,19 +4,18 @@
 //! `iss`), the code exchange and the refresh, each with the client's token
 //! endpoint authentication and the `resource` parameter (RFC 8707).
 
+use super::authorizer::{AuthorizationRequest, AuthorizationResponse};
+use super::discovery::Discovered;
+use super::fetch::{send, shown};
+use super::guard::FlowClient;
+use super::store::{RegisteredClient, TokenAuthMethod, Tokens};
+use super::{AuthError, OAuthConfig};
+use crate::secret::Secret;
 use oauth2::basic::{BasicClient, BasicTokenResponse};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
     RedirectUrl, RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
 };
-use reqwest::Client;
-
-use super::authorizer::{AuthorizationRequest, AuthorizationResponse};
-use super::discovery::Discovered;
-use super::fetch::{send, shown};
-use super::store::{RegisteredClient, TokenAuthMethod, Tokens};
-use super::{AuthError, OAuthConfig};
-use crate::secret::Secret;
 
 /// The `oauth2` client for `client` at the server `found` describes.
 fn oauth_client(
@@ -70,7 +69,7 @@ fn oauth_client(
 /// Runs the authorization code grant: the user authorizes through the
 /// application's authorizer, the code comes back and is exchanged.
 pub(crate) async fn authorize(
-    http: &Client,
+    http: &FlowClient,
     config: &OAuthConfig,
     found: &Discovered,
     client: &RegisteredClient,
@@ -136,7 +135,7 @@ fn check_response(
 /// Exchanges `refresh` for new tokens (the refresh token is kept when the
 /// server sends no new one).
 pub(crate) async fn refresh(
-    http: &Client,
+    http: &FlowClient,
     config: &OAuthConfig,
     found: &Discovered,
     client: &RegisteredClient,

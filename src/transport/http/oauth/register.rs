@@ -4,12 +4,13 @@
 //! Client ID Metadata Document (when the server accepts them and the
 //! application has one), else dynamic client registration (RFC 7591).
 
-use reqwest::{Client, Url};
+use reqwest::Url;
 use serde_json::json;
 use tracing::info;
 
 use super::discovery::AsMetadata;
-use super::fetch::{post_json, shown, Fetched};
+use super::fetch::{post_json, shown, FetchError, Fetched};
+use super::guard::FlowClient;
 use super::store::{RegisteredClient, TokenAuthMethod};
 use super::{AuthError, OAuthConfig};
 use crate::secret::Secret;
@@ -30,7 +31,7 @@ fn secret_method(md: &AsMetadata) -> TokenAuthMethod {
 
 /// The client to use with the server of `md`.
 pub(crate) async fn client_for(
-    http: &Client,
+    http: &FlowClient,
     config: &OAuthConfig,
     issuer: &str,
     md: &AsMetadata,
@@ -73,7 +74,7 @@ pub(crate) async fn client_for(
 
 /// Dynamic client registration at `endpoint`.
 async fn register(
-    http: &Client,
+    http: &FlowClient,
     config: &OAuthConfig,
     endpoint: &str,
     md: &AsMetadata,
@@ -100,9 +101,11 @@ async fn register(
         "token_endpoint_auth_method": wanted.as_str(),
         "application_type": if loopback { "native" } else { "web" },
     });
-    let answer = match post_json(http, &url, &body).await.map_err(&failed)? {
-        Fetched::Json(v) => v,
-        Fetched::Status(status, text) => return Err(failed(format!("HTTP {status}: {text}"))),
+    let answer = match post_json(http, "the registration endpoint", &url, &body).await {
+        Ok(Fetched::Json(v)) => v,
+        Ok(Fetched::Status(status, text)) => return Err(failed(format!("HTTP {status}: {text}"))),
+        Err(FetchError::Refused(e)) => return Err(e),
+        Err(FetchError::Failed(problem)) => return Err(failed(problem)),
     };
     let client_id = answer["client_id"]
         .as_str()

@@ -5,11 +5,12 @@
 //! sends its probe through it too.
 
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
-use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
+use reqwest::{RequestBuilder, Response, StatusCode, Url};
 use tracing::info;
 
 use super::challenge::Challenge;
 use super::fetch::describe;
+use super::guard::FlowClient;
 use super::{AuthError, OAuth};
 
 /// Why a request got no response to read.
@@ -33,11 +34,11 @@ impl SendError {
 
 impl OAuth {
     /// Sends the request `build` makes (again for each attempt) to the
-    /// server at `url`, with its access token, authorizing when the server
-    /// asks. `name` is the server's name in logs.
+    /// server at `url`, with its access token, authorizing (on `flow`)
+    /// when the server asks. `name` is the server's name in logs.
     pub(crate) async fn send(
         &self,
-        http: &Client,
+        flow: &FlowClient,
         url: &Url,
         name: &str,
         build: impl Fn() -> RequestBuilder,
@@ -74,7 +75,7 @@ impl OAuth {
             }
             drop(resp);
             info!(server = %name, %status, "the server asks for authorization");
-            self.challenged(http, url, step_up, &challenge, token.as_ref())
+            self.challenged(flow, url, step_up, &challenge, token.as_ref())
                 .await
                 .map_err(|e| SendError::Auth(Some(status), e))?;
         }

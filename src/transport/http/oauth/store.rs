@@ -160,6 +160,13 @@ impl TokenStore for MemoryStore {
 /// with mode 0600 on Unix and rewritten whole, through a temporary file
 /// of the same mode renamed over it). The file holds the tokens and
 /// client secrets in clear: its permissions are the protection.
+///
+/// Several stores (in this process or in others, such as two `mcp`
+/// commands) may share the file: on Unix each save reads, changes and
+/// rewrites it holding an exclusive advisory lock (`flock`) on
+/// `<file>.lock` beside it (mode 0600, left in place), waiting at most
+/// 10 s for another save, so none loses another's records; a reader sees
+/// the old file or the new one, never a part.
 #[derive(Debug)]
 pub struct FileStore {
     path: PathBuf,
@@ -169,6 +176,17 @@ pub struct FileStore {
 
 /// Largest token file read.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// How long a save waits for another one's lock on the file.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Temporary files of this process, told apart.
+static TMP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The lock on a token file: released when the file is closed (dropped).
+struct FileLock {
+    _file: Option<std::fs::File>,
+}
 
 impl FileStore {
     /// A store in `path` (created on the first save, with its directory).
@@ -201,15 +219,77 @@ impl FileStore {
         serde_json::from_slice(&text).map_err(|e| format!("{shown} is not a token file: {e}"))
     }
 
-    fn write_all(&self, map: &HashMap<String, FileRecord>) -> Result<(), String> {
-        let shown = self.path.display();
+    /// `<file><suffix>` beside the file.
+    fn beside(&self, suffix: &str) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(suffix);
+        self.path.with_file_name(name)
+    }
+
+    fn make_dir(&self) -> Result<(), String> {
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
+        Ok(())
+    }
+
+    /// Takes the exclusive lock of the file (see the type's docs). A file
+    /// system that has no locks gets none, with a warning.
+    #[cfg(unix)]
+    fn lock_file(&self) -> Result<FileLock, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        self.make_dir()?;
+        let path = self.beside(".lock");
+        let shown = path.display();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| format!("{shown}: {e}"))?;
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            // SAFETY: flock on a descriptor this function owns (the file
+            // lives until the lock is dropped); no memory is involved.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(FileLock { _file: Some(file) });
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EWOULDBLOCK) | Some(libc::EINTR) => {}
+                Some(libc::ENOLCK) | Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
+                    tracing::warn!(file = %shown, error = %e, "no file locks here: the token file is rewritten without one");
+                    return Ok(FileLock { _file: None });
+                }
+                _ => return Err(format!("{shown}: {e}")),
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "{shown} stayed locked by another writer for {} s",
+                    LOCK_WAIT.as_secs()
+                ));
+            }
+            // A blocking thread (see TokenStore): a short pause is fine.
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn lock_file(&self) -> Result<FileLock, String> {
+        Ok(FileLock { _file: None })
+    }
+
+    fn write_all(&self, map: &HashMap<String, FileRecord>) -> Result<(), String> {
+        let shown = self.path.display();
+        self.make_dir()?;
         let text = serde_json::to_vec_pretty(map).map_err(|e| format!("{shown}: {e}"))?;
-        let tmp = self
-            .path
-            .with_extension(format!("tmp{}", std::process::id()));
+        let seq = TMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = self.beside(&format!(".tmp{}-{seq}", std::process::id()));
         let mut opts = std::fs::OpenOptions::new();
         opts.write(true).create(true).truncate(true);
         #[cfg(unix)]
@@ -239,6 +319,7 @@ impl TokenStore for FileStore {
 
     fn save(&self, server: &str, auth: &StoredAuth) -> Result<(), String> {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _file = self.lock_file()?;
         let mut map = self.read_all()?;
         map.insert(server.to_owned(), FileRecord::from_auth(auth));
         self.write_all(&map)
