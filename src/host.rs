@@ -114,6 +114,10 @@ pub use naming::{DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
 use self::actor::HostSupervisor;
 use self::catalog::HostShared;
 
+/// How the reason of a server that could not start begins (in
+/// [`ServerSummary::status`] and [`HostEvent::Removed`]).
+pub(crate) const COULD_NOT_START: &str = "could not start";
+
 /// Something that happened in a host, tagged with the server's name.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
