@@ -124,12 +124,16 @@ impl FrontState {
         let gate = Gate::new(&config.auth);
         let held = HeldCalls::new(config.max_held_calls, config.input_timeout);
         let lazy = config.lazy.clone();
+        let mut metrics = Metrics::new();
+        if let Some(log) = &call_log {
+            metrics.count_call_log_drops(log.dropped());
+        }
         Arc::new(FrontState {
             host,
             gate,
             relay,
             held,
-            metrics: Metrics::new(),
+            metrics,
             call_log,
             watches: ResourceWatches::default(),
             note_flush: Mutex::new(HashMap::new()),
