@@ -17,6 +17,8 @@ pub(super) struct Said {
     /// The servers whose give-up was said (their removal from the
     /// namespace is not news).
     gave_up: BTreeSet<String>,
+    /// The servers whose end (a give-up, a failed start) was said.
+    ended: BTreeSet<String>,
 }
 
 impl Said {
@@ -25,6 +27,12 @@ impl Said {
         if let Some(line) = self.line(event) {
             eprintln!("mcp serve: {line}");
         }
+    }
+
+    /// Whether the end of server `name` (a give-up, a failed start) was
+    /// said.
+    pub(super) fn told_end(&self, name: &str) -> bool {
+        self.ended.contains(name)
     }
 
     /// Says the line of each event of `events` until the host stops.
@@ -57,6 +65,7 @@ impl Said {
                 )),
                 LifecycleEvent::GaveUp { reason, .. } => {
                     self.gave_up.insert(server.clone());
+                    self.ended.insert(server.clone());
                     Some(format!("server {server} gave up: {reason}"))
                 }
                 _ => None,
@@ -68,6 +77,7 @@ impl Said {
                 {
                     return None;
                 }
+                self.ended.insert(server.clone());
                 Some(format!("server {server} {reason}"))
             }
             _ => None,

@@ -12,12 +12,15 @@ use tokio::net::TcpListener;
 
 use super::args::{Options, ServeArgs};
 use super::{said, verbose, Fail, Output};
-use crate::client::ClientConfig;
+use crate::client::{ClientConfig, Status};
 use crate::config_file::{ConfigFileError, ServersFile};
 use crate::host::front::{Auth, ClientGrant, FrontConfig, HttpFront};
 use crate::host::{HostConfig, HostOptions};
 use crate::secret::Secret;
 use crate::server::http::Allow;
+
+/// How long the start line waits for the events of servers that ended.
+const LATE_EVENTS: Duration = Duration::from_secs(1);
 
 /// How often `--watch` looks at the file.
 const WATCH_EVERY: Duration = Duration::from_millis(500);
@@ -116,7 +119,22 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
             }
         }
     };
-    // What happened during the start is said before the start line.
+    // What happened during the start is said before the start line: a
+    // server's final status can be seen before the host has passed on its
+    // last events.
+    let untold = |said: &said::Said| {
+        servers
+            .iter()
+            .any(|s| matches!(s.status, Status::GaveUp(_)) && !said.told_end(&s.name))
+    };
+    let late = tokio::time::sleep(LATE_EVENTS);
+    tokio::pin!(late);
+    while untold(&said) {
+        tokio::select! {
+            Some(event) = events.recv() => said.say(&event),
+            () = &mut late => break,
+        }
+    }
     while let Ok(event) = events.try_recv() {
         said.say(&event);
     }
