@@ -41,9 +41,9 @@ mod args;
 mod hosted;
 mod login;
 mod progress;
+mod said;
 mod serve;
 mod single;
-mod starting;
 mod verbose;
 
 use self::args::{Cli, Command, Options};
@@ -147,7 +147,21 @@ impl From<Value> for Output {
 
 /// Runs the command; `server` is what followed `--`.
 async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
-    let Cli { options, command } = cli;
+    let Cli {
+        mut options,
+        command,
+    } = cli;
+    // Only serve takes several.
+    match (&options.servers[..], &command) {
+        (_, Command::Serve(_)) | ([], _) => {}
+        ([one], _) => options.server = Some(one.clone()),
+        (many, _) => {
+            return Err(Fail::Usage(format!(
+                "--server is given {} times; this subcommand uses one server",
+                many.len()
+            )))
+        }
+    }
     let given = [
         options.config.is_some(),
         options.url.is_some(),
@@ -162,7 +176,7 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
         return Err(Fail::Usage("--header needs --url URL".into()));
     }
     // Ignored it would run another server than the one named.
-    if let (Some(name), None) = (&options.server, &options.config) {
+    if let (Some(name), None) = (options.servers.first(), &options.config) {
         return Err(Fail::Usage(format!(
             "--server {name} needs --config FILE (it names a server of the file)"
         )));

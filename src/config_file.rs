@@ -375,9 +375,15 @@ impl ServersFile {
     /// [the security model](self#security-model).
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
         let path = path.as_ref();
-        let text = read::read_text(path, MAX_CONFIG_FILE_BYTES)
-            .map_err(|p| ConfigFileError::unreadable(path, None, path, p))?;
+        let text = Self::read_text(path)?;
         Self::parse(&text, path, &|name| std::env::var(name).ok())
+    }
+
+    /// The text [`load`](Self::load) reads, with its checks (a regular
+    /// file of at most [`MAX_CONFIG_FILE_BYTES`], opened without waiting).
+    pub(crate) fn read_text(path: &Path) -> Result<String, ConfigFileError> {
+        read::read_text(path, MAX_CONFIG_FILE_BYTES)
+            .map_err(|p| ConfigFileError::unreadable(path, None, path, p))
     }
 
     /// Reads `text` as the file at `path` (relative paths in it are taken

@@ -114,6 +114,10 @@ pub use naming::{DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
 use self::actor::HostSupervisor;
 use self::catalog::HostShared;
 
+/// How the reason of a server that could not start begins (in
+/// [`ServerSummary::status`] and [`HostEvent::Removed`]).
+pub(crate) const COULD_NOT_START: &str = "could not start";
+
 /// Something that happened in a host, tagged with the server's name.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -254,6 +258,19 @@ impl Host {
     /// Cancel safety: dropping the future stops every server it started
     /// (see [Cancellation](self#cancellation)).
     pub async fn start_with(config: HostConfig, opts: HostOptions) -> Result<Host, HostError> {
+        let (host, starting) = Self::launch(config, opts).await?;
+        starting.finish().await;
+        Ok(host)
+    }
+
+    /// The host of [`start_with`](Self::start_with), returned as soon as
+    /// its actor runs and its servers' starts have begun (each server is
+    /// in [`servers`](Self::servers), starting); await the [`Starting`]
+    /// for the wait `start_with` makes.
+    pub(crate) async fn launch(
+        config: HostConfig,
+        opts: HostOptions,
+    ) -> Result<(Host, Starting), HostError> {
         config.validate()?;
         let shared = Arc::new(HostShared::new(
             &config,
@@ -279,11 +296,12 @@ impl Host {
             let ticket = host.shared.reserve(&name, client.request_timeout)?;
             starts.push(start::spawn(&host, ticket, client, true));
         }
-        for s in starts {
-            let _ = start::join(s).await;
-        }
-        host.ready(config.ready_timeout).await;
-        Ok(host)
+        let starting = Starting {
+            starts,
+            shared: host.shared.clone(),
+            ready_timeout: config.ready_timeout,
+        };
+        Ok((host, starting))
     }
 
     /// Reads a config file ([`ServersFile::load`]) and starts its servers.
@@ -460,6 +478,43 @@ impl Host {
         let shutdown = self.shared.stop_all();
         self.actor.stop(Some("host stopped".into()));
         shutdown
+    }
+}
+
+/// The starts [`Host::launch`] began: holds no host handle, so the host
+/// stops when its last handle goes whatever this is waiting for.
+pub(crate) struct Starting {
+    starts: Vec<tokio::task::JoinHandle<Result<(), HostError>>>,
+    shared: Arc<HostShared>,
+    ready_timeout: Duration,
+}
+
+impl Starting {
+    /// Waits until every start returned, then until every server is ready
+    /// and listed or will never be, up to the ready timeout. A panic in a
+    /// start is the caller's.
+    pub(crate) async fn finish(mut self) {
+        for s in std::mem::take(&mut self.starts) {
+            let _ = start::join(s).await;
+        }
+        self.settle().await;
+    }
+
+    /// Waits until every start returned (each has its client, or failed),
+    /// a panic in one included.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+    pub(crate) async fn returned(&mut self) {
+        for s in std::mem::take(&mut self.starts) {
+            if let Err(e) = s.await {
+                warn!(error = %e, "host: a server's start failed");
+            }
+        }
+    }
+
+    /// Waits until every server is ready and listed or will never be, up to
+    /// the ready timeout.
+    pub(crate) async fn settle(self) {
+        self.shared.wait_settled(self.ready_timeout).await;
     }
 }
 

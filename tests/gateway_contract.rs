@@ -603,6 +603,69 @@ async fn watch_applies_a_rewrite_of_the_same_length_and_modification_time() {
     gw.terminate_clean().await;
 }
 
+#[tokio::test]
+async fn watch_keeps_serving_while_the_config_is_a_fifo_and_applies_the_next_change() {
+    let dir = tempdir("gw-watch-fifo");
+    let config = dir.join("servers.json");
+    let a = fixture(&dir, "a", &[]);
+    std::fs::write(
+        &config,
+        json!({ "mcpServers": { "a": a.clone() } }).to_string(),
+    )
+    .unwrap();
+    let gw = serve_file(&dir, &config, &["--watch"], &[]).await;
+    // The config path is a FIFO for 2 s (nobody ever writes to it).
+    let fifo = dir.join("servers.fifo");
+    common::mkfifo(&fifo);
+    std::fs::rename(&fifo, &config).unwrap();
+    let began = std::time::Instant::now();
+    let mut slowest = Duration::ZERO;
+    while began.elapsed() < Duration::from_secs(2) {
+        let asked = std::time::Instant::now();
+        let (status, _) = tokio::time::timeout(Duration::from_secs(5), gw.health())
+            .await
+            .unwrap_or_else(|_| {
+                panic!("/health did not answer in 5 s while the config was a FIFO")
+            });
+        assert_eq!(status, 200);
+        slowest = slowest.max(asked.elapsed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    common::figure(
+        "slowest /health while the config was a FIFO",
+        format!("{slowest:?}"),
+    );
+    // Then a real change, written aside and renamed over the FIFO.
+    let next = dir.join("servers.next");
+    std::fs::write(
+        &next,
+        json!({ "mcpServers": { "a": a, "b": fixture(&dir, "b", &[]) } }).to_string(),
+    )
+    .unwrap();
+    std::fs::rename(&next, &config).unwrap();
+    let applied = std::time::Instant::now();
+    let mut added = false;
+    while applied.elapsed() < Duration::from_secs(15) {
+        let Ok((_, h)) = tokio::time::timeout(Duration::from_secs(5), gw.health()).await else {
+            break;
+        };
+        if h["servers"]["b"]["status"] == "ready" {
+            added = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    common::figure(
+        "the change after the FIFO applied",
+        format!("{added} after {:?}", applied.elapsed()),
+    );
+    assert!(added, "the change after the FIFO was never applied");
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    let said = end.stderr.lines().filter(|l| l.contains("FIFO")).count();
+    assert_eq!(said, 1, "the FIFO is said once: {}", end.stderr);
+}
+
 /// `mcp serve --listen LISTEN --config DIR/servers.json ARGS...`, its
 /// stderr piped.
 fn spawn_serve(dir: &std::path::Path, listen: &str, args: &[&str]) -> tokio::process::Child {

@@ -135,3 +135,163 @@ async fn an_http_front_mounts_in_the_users_app_under_the_users_supervisor() {
     front.shutdown().await;
     served.abort();
 }
+
+/// The front's routes served on a loopback listener of their own.
+async fn mounted(front: &HttpFront) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = front.router();
+    let served = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, served)
+}
+
+#[tokio::test]
+async fn a_front_whose_host_was_killed_says_so_on_health_and_on_calls() {
+    let dir = tempdir("gw-library-host-killed");
+    let pids = dir.join("a.pids");
+    let host =
+        HostConfig::new().server("a", common::config(&["--pid-file", pids.to_str().unwrap()]));
+    let (parent, parent_task) = Actor::spawn(None, Parent, ()).await.unwrap();
+    let front = HttpFront::start_with(
+        host,
+        HostOptions::new().supervisor(parent.get_cell()),
+        FrontConfig::new(),
+    )
+    .await
+    .unwrap();
+    let (addr, served) = mounted(&front).await;
+    let (status, _) = health(addr).await;
+    assert_eq!(status, 200);
+
+    // Inside the user's tree, the host's actor is killed; its servers are
+    // reaped as documented.
+    let server_pids = common::read_pids(&pids);
+    front.host().supervisor().kill();
+    let gone = common::eventually(Duration::from_secs(10), || all_gone(&server_pids)).await;
+    assert!(
+        gone.is_some(),
+        "the server outlived its host: {server_pids:?}"
+    );
+
+    let (status, body) = health(addr).await;
+    common::figure("health of a front whose host was killed", &body);
+    let call = send(
+        addr,
+        modern(
+            addr,
+            "/mcp",
+            1,
+            "tools/call",
+            json!({ "name": "a__echo", "arguments": { "text": "x" } }),
+        ),
+    )
+    .await;
+    let http = call.status;
+    let call = call.json().await;
+    common::figure("a call to a front whose host was killed", &call);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "host_stopped", "{body}");
+    assert_eq!(http, 503, "{call}");
+    let message = call["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("host") && !message.to_lowercase().contains("unknown tool"),
+        "{call}"
+    );
+    parent.stop(None);
+    parent_task.await.unwrap();
+    front.shutdown().await;
+    served.abort();
+}
+
+#[tokio::test]
+async fn a_launched_front_answers_health_at_once_and_holds_requests_until_its_start_is_over() {
+    let dir = tempdir("gw-library-launch");
+    let pids = dir.join("slow.pids");
+    // `slow` answers its first request after 3 s.
+    let host = HostConfig::new().server(
+        "slow",
+        common::config(&[
+            "--pid-file",
+            pids.to_str().unwrap(),
+            "--start-delay-ms",
+            "3000",
+        ]),
+    );
+    let asked = std::time::Instant::now();
+    let front = HttpFront::launch(host, FrontConfig::new()).await.unwrap();
+    let (addr, served) = mounted(&front).await;
+    let (status, body) = health(addr).await;
+    common::figure(
+        "first /health of a launched front",
+        format!("{status} {body} after {:?}", asked.elapsed()),
+    );
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "starting", "{body}");
+    assert_eq!(body["servers"]["slow"]["status"], "starting", "{body}");
+
+    // Sent now, answered by the front once the start is over.
+    let list = tokio::time::timeout(
+        gateway_support::PATIENCE,
+        send(addr, modern(addr, "/mcp", 1, "tools/list", json!({}))),
+    )
+    .await
+    .expect("the early request was not answered after the start")
+    .json()
+    .await;
+    let names = tool_names(&list);
+    assert!(names.contains(&"slow__echo".to_owned()), "{names:?}");
+    let (status, body) = health(addr).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "ok", "{body}");
+    let summaries = front.started().await;
+    assert!(summaries.iter().all(|s| s.is_ready()), "{summaries:?}");
+
+    let server_pids = common::read_pids(&pids);
+    front.shutdown().await;
+    assert!(all_gone(&server_pids), "{server_pids:?}");
+    served.abort();
+}
+
+#[tokio::test]
+async fn a_front_stopped_while_it_starts_stops_its_servers_and_answers_held_requests() {
+    let dir = tempdir("gw-library-launch-stop");
+    let pids = dir.join("slow.pids");
+    let host = HostConfig::new().server(
+        "slow",
+        common::config(&[
+            "--pid-file",
+            pids.to_str().unwrap(),
+            "--start-delay-ms",
+            "20000",
+        ]),
+    );
+    let front = HttpFront::launch(host, FrontConfig::new()).await.unwrap();
+    let (addr, served) = mounted(&front).await;
+    let running = common::eventually(gateway_support::PATIENCE, || pids.exists()).await;
+    assert!(running.is_some(), "slow did not start");
+    let held = tokio::spawn(async move {
+        send(addr, modern(addr, "/mcp", 1, "tools/list", json!({})))
+            .await
+            .status
+    });
+    let server_pids = common::read_pids(&pids);
+    tokio::time::timeout(gateway_support::PATIENCE, front.shutdown())
+        .await
+        .expect("the stop waited for the start");
+    assert!(all_gone(&server_pids), "{server_pids:?}");
+    let status = tokio::time::timeout(gateway_support::PATIENCE, held)
+        .await
+        .expect("a request held for the start was never answered")
+        .unwrap();
+    assert_eq!(status, 503);
+    served.abort();
+}
+
+/// `GET /health`: its status and body.
+async fn health(addr: std::net::SocketAddr) -> (u16, Value) {
+    let r = send(addr, request("GET", addr, "/health", &[], None)).await;
+    let status = r.status;
+    (status, r.json().await)
+}

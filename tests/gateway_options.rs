@@ -114,6 +114,76 @@ async fn log_calls_writes_one_json_line_per_call_with_arguments_only_when_asked(
 }
 
 #[tokio::test]
+async fn the_call_log_bounds_each_field_and_its_queue_in_bytes() {
+    let dir = tempdir("gw-calllog-bound");
+    let log = dir.join("calls.jsonl");
+    let log_arg = log.display().to_string();
+    let gw = serve(
+        &dir,
+        json!({ "a": fixture(&dir, "a", &["--resources"]) }),
+        &["--log-calls", log_arg.as_str()],
+        &[],
+    )
+    .await;
+    let pid = gw.child.id().expect("mcp serve runs");
+    let rss_before = common::process_status_kib(pid, "VmRSS");
+    let sid = gw.session("/servers/a/mcp", &[], json!({})).await;
+    // 27 prompts/get, each with a prompt name of almost 8 MiB.
+    let name = "p".repeat(8 * 1024 * 1024 - 256 * 1024);
+    let calls = 27;
+    let mut answered = 0;
+    for id in 0..calls {
+        let r = gw
+            .legacy(
+                "/servers/a/mcp",
+                &sid,
+                &[],
+                id + 1,
+                "prompts/get",
+                json!({ "name": name, "arguments": {} }),
+            )
+            .await;
+        answered += usize::from(r.status == 200);
+        let _ = r.bytes().await;
+    }
+    // Every call answered is in the log.
+    let count = |text: &[u8]| text.iter().filter(|b| **b == b'\n').count();
+    let logged = common::eventually(Duration::from_secs(30), || {
+        count(&std::fs::read(&log).unwrap_or_default()) >= answered
+    })
+    .await;
+    let rss_after = common::process_status_kib(pid, "VmRSS");
+    let bytes = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    common::figure(
+        "27 prompts/get with an 8 MiB name, --log-calls",
+        format!(
+            "{answered} answered; log {:.1} KiB; mcp serve VmRSS {:.1} -> {:.1} MiB",
+            bytes as f64 / 1024.0,
+            rss_before as f64 / 1024.0,
+            rss_after as f64 / 1024.0
+        ),
+    );
+    assert_eq!(answered, calls as usize);
+    assert!(logged.is_some(), "not every call was logged");
+    assert!(
+        bytes < 64 * 1024,
+        "the log holds {bytes} bytes for {calls} calls"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("a JSON line");
+        let tool = v["tool"].as_str().expect("the prompt's name, cut");
+        assert!(
+            tool.starts_with("ppp") && tool.ends_with("…(cut)"),
+            "{tool}"
+        );
+        assert!(tool.len() <= 256 + "…(cut)".len(), "{}", tool.len());
+    }
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+}
+
+#[tokio::test]
 async fn a_lazy_server_starts_on_its_first_use_only() {
     let dir = tempdir("gw-lazy");
     let mut z = fixture(&dir, "z", &[]);

@@ -424,3 +424,143 @@ async fn sigterm_lets_a_call_in_flight_finish_then_exits_0_with_no_process_left(
     assert!(all_gone(&pids), "a server outlived mcp serve: {pids:?}");
     assert!(end.stderr.contains("SIGTERM"), "{}", end.stderr);
 }
+
+#[tokio::test]
+async fn start_failures_crashes_restarts_and_give_ups_are_each_one_line_and_the_start_line_tells_ready_from_not(
+) {
+    let dir = tempdir("gw-said");
+    let crashy_args = [
+        "--pid-file".to_owned(),
+        dir.join("crashy.pids").display().to_string(),
+        "--exit-immediately".to_owned(),
+        "7".to_owned(),
+    ];
+    let servers = json!({
+        "ok": fixture(&dir, "ok", &[]),
+        "broken": { "command": dir.join("no-such-server").display().to_string() },
+        // Exits 7 at once; restarted once, then given up.
+        "crashy": {
+            "command": gateway_support::common::fixture(),
+            "args": crashy_args,
+            "env": { "CRASHY_TOKEN": "s3cr3t-crashy-value" },
+            "conduit": { "max_reconnects": 1, "backoff": { "initial_ms": 50, "max_ms": 50, "factor": 1.0 } },
+        },
+    });
+    let gw = serve(&dir, servers, &[], &[]).await;
+    let said = format!("{}{}", gw.early, gw.start_line);
+    gateway_support::common::figure("mcp serve's stderr up to its start line", &said);
+    let line_with =
+        |text: &str, all: &[&str]| text.lines().any(|l| all.iter().all(|w| l.contains(w)));
+    let early = &gw.early;
+    assert!(line_with(early, &["broken", "could not start"]), "{said}");
+    assert!(line_with(early, &["crashy", "exit status 7"]), "{said}");
+    assert!(line_with(early, &["crashy", "restarting"]), "{said}");
+    assert!(line_with(early, &["crashy", "gave up"]), "{said}");
+    let start = &gw.start_line;
+    assert!(start.contains("1 of 3 servers ready: ok;"), "{start}");
+    assert!(
+        start.contains("not ready: broken (gave up), crashy (gave up)"),
+        "{start}"
+    );
+
+    // A crash once it serves: said too, and the restart.
+    let (_, h) = gw.health().await;
+    let pid = h["servers"]["ok"]["pid"].as_u64().expect("ok's pid") as u32;
+    gateway_support::common::kill9(pid);
+    let mut back = false;
+    for _ in 0..400 {
+        let (_, h) = gw.health().await;
+        if h["servers"]["ok"]["status"] == "ready" && h["servers"]["ok"]["pid"] != json!(pid) {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(back, "ok was not restarted");
+    let end = gw.terminate().await;
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    assert!(
+        line_with(&end.stderr, &["ok", "signal 9"]),
+        "{}",
+        end.stderr
+    );
+    assert!(
+        line_with(&end.stderr, &["ok", "restarting"]),
+        "{}",
+        end.stderr
+    );
+    for text in [&said, &end.stderr] {
+        assert!(
+            !text.contains("s3cr3t") && !text.contains("--exit-immediately"),
+            "a server's env or args were printed: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn server_names_the_servers_served_and_flags_serve_cannot_honour_are_refused() {
+    let dir = tempdir("gw-server-flag");
+    let servers = json!({
+        "a": fixture(&dir, "a", &[]),
+        "b": fixture(&dir, "b", &[]),
+        "c": fixture(&dir, "c", &[]),
+    });
+    let gw = serve(&dir, servers.clone(), &["--server", "b"], &[]).await;
+    let (status, h) = gw.health().await;
+    gateway_support::common::figure("servers served with --server b", &h["servers"]);
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(h["servers"]["b"]["status"], "ready", "{h}");
+    assert!(
+        h["servers"].get("a").is_none() && h["servers"].get("c").is_none(),
+        "{h}"
+    );
+    gw.terminate_clean().await;
+    assert!(
+        !dir.join("a.pids").exists() && !dir.join("c.pids").exists(),
+        "a or c was started"
+    );
+
+    let gw = serve(&dir, servers, &["--server", "a", "--server", "c"], &[]).await;
+    let (status, h) = gw.health().await;
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(h["servers"]["a"]["status"], "ready", "{h}");
+    assert_eq!(h["servers"]["c"]["status"], "ready", "{h}");
+    assert!(h["servers"].get("b").is_none(), "{h}");
+    gw.terminate_clean().await;
+
+    // Refused before anything starts: exit 2, naming what is wrong.
+    for (args, named) in [
+        (&["--server", "a", "--server", "nope"][..], "nope"),
+        (&["--progress"][..], "--progress"),
+    ] {
+        let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(dir.join("servers.json"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(gateway_support::PATIENCE, run)
+            .await
+            .unwrap_or_else(|_| panic!("mcp serve {args:?} was accepted and served"))
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
+    // A subcommand that uses one server takes one --server.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["tools", "--config"])
+        .arg(dir.join("servers.json"))
+        .args(["--server", "a", "--server", "b"])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(gateway_support::PATIENCE, out)
+        .await
+        .unwrap()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--server"), "{err}");
+}

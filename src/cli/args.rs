@@ -149,8 +149,13 @@ pub(crate) struct Options {
     /// instead of `-- COMMAND`. It runs every command in it: read it first
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) config: Option<PathBuf>,
-    /// With --config: the server to use
-    #[arg(long, value_name = "NAME", global = true)]
+    /// With --config: the server to use (with serve: the servers to serve,
+    /// repeatable; every one of the file by default)
+    #[arg(long = "server", value_name = "NAME", global = true)]
+    pub(crate) servers: Vec<String>,
+    /// The one `--server` of a subcommand that uses one server (set from
+    /// `servers` once it is checked to hold at most one).
+    #[arg(skip)]
     pub(crate) server: Option<String>,
     /// Talk to the Streamable HTTP server at URL instead of `-- COMMAND`
     #[arg(long, value_name = "URL", global = true)]

@@ -106,7 +106,7 @@ fn server_names(file: &ServersFile) -> String {
     }
 }
 
-fn unknown(file: &ServersFile, name: &str) -> Fail {
+pub(super) fn unknown(file: &ServersFile, name: &str) -> Fail {
     let why = if file.disabled.iter().any(|d| d == name) {
         "is disabled".to_owned()
     } else if let Some(u) = file.unsupported.iter().find(|u| u.name == name) {

@@ -3,21 +3,24 @@
 //! reads the options, refuses an open listener without a token, and stops
 //! on SIGTERM/SIGINT (exit 0 once every server process is gone).
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::net::TcpListener;
 
 use super::args::{Options, ServeArgs};
-use super::starting::Starting;
-use super::{verbose, Fail, Output};
-use crate::client::ClientConfig;
-use crate::config_file::ServersFile;
+use super::{said, verbose, Fail, Output};
+use crate::client::{ClientConfig, Status};
+use crate::config_file::{ConfigFileError, ServersFile};
 use crate::host::front::{Auth, ClientGrant, FrontConfig, HttpFront};
-use crate::host::HostConfig;
+use crate::host::{HostConfig, HostOptions};
 use crate::secret::Secret;
 use crate::server::http::Allow;
+
+/// How long the start line waits for the events of servers that ended.
+const LATE_EVENTS: Duration = Duration::from_secs(1);
 
 /// How often `--watch` looks at the file.
 const WATCH_EVERY: Duration = Duration::from_millis(500);
@@ -27,10 +30,14 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     // Caught from the start: a signal while the servers start stops them
     // as one after (exit 0), rather than killing the gateway.
     let mut stop = StopSignal::new();
-    // Taken before the file is read: `--watch` applies a change made while
-    // the servers started.
-    let loaded = stamp(path);
-    let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
+    refuse_unused(options)?;
+    // The text is read once: `--watch` compares the file with what was
+    // applied, so a change made while the servers start is applied too.
+    let (mut file, loaded) = read(path.to_owned())
+        .await
+        .map_err(|e| Fail::Usage(e.to_string()))?;
+    let selected = selected(options, &file)?;
+    select(&mut file, &selected);
     if options.verbose {
         verbose::config_file(&file.path);
     }
@@ -81,62 +88,70 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         .await
         .map_err(|e| Fail::Usage(format!("cannot listen on {addr}: {e}")))?;
     let local = listener.local_addr().unwrap_or(addr);
+    let starting = host.servers.len();
+    let lazy: Vec<String> = front.lazy.keys().cloned().collect();
+    // Every server's lifecycle from its first spawn, said on stderr.
+    let (opts, mut events) = HostOptions::new().subscribe();
+    let gateway = HttpFront::launch_with(host, opts, front)
+        .await
+        .map_err(|e| Fail::Usage(e.to_string()))?;
+    let mut said = said::Said::default();
     // Served from now on: `/health` answers 503 while the servers start,
-    // other requests wait for the gateway (starting.rs).
-    let (switch, early) = Starting::new(
-        host.servers.keys().cloned().collect(),
-        front.lazy.keys().cloned().collect(),
-    );
-    let (done, done_rx) = tokio::sync::watch::channel(false);
-    // As `HttpFront::serve` serves (its connection cap and stop).
-    let serving = tokio::spawn(crate::server::http::serve_app(
-        listener,
-        early,
-        crate::server::http::ConnLimits::of(&front.http),
-        done_rx,
-        front.flush(),
-    ));
+    // other requests wait for the start.
+    let serving = tokio::spawn({
+        let gateway = gateway.clone();
+        async move { gateway.serve(listener).await }
+    });
     eprintln!(
-        "mcp serve: listening on {local}; starting {} servers (/health is 503 until they are ready)",
-        host.servers.len()
+        "mcp serve: listening on {local}; starting {starting} servers (/health is 503 until they are ready)"
     );
-    let gateway = tokio::select! {
-        started = HttpFront::start(host, front) => match started {
-            Ok(g) => g,
-            Err(e) => {
-                switch.gone();
-                done.send_replace(true);
-                return Err(Fail::Usage(e.to_string()));
+    let servers = loop {
+        tokio::select! {
+            Some(event) = events.recv() => said.say(&event),
+            servers = gateway.started() => break servers,
+            signal = stop.recv() => {
+                eprintln!("mcp serve: {signal} while the servers were starting: stopping");
+                gateway.shutdown().await;
+                let _ = serving.await;
+                return Ok(Output::Lines {
+                    lines: Vec::new(),
+                    all_ready: true,
+                });
             }
-        },
-        signal = stop.recv() => {
-            // Dropping the start stops every server it started; what is
-            // left when this process exits dies with it (die_with_parent).
-            eprintln!("mcp serve: {signal} while the servers were starting: stopping");
-            switch.gone();
-            done.send_replace(true);
-            let _ = serving.await;
-            return Ok(Output::Lines {
-                lines: Vec::new(),
-                all_ready: true,
-            });
         }
     };
-    switch.up(gateway.router());
-    let servers = gateway.host().servers();
-    eprintln!(
-        "mcp serve: http://{local}/mcp ({} servers: {}; /servers/NAME/mcp, /health, /metrics)",
-        servers.len(),
+    // What happened during the start is said before the start line: a
+    // server's final status can be seen before the host has passed on its
+    // last events.
+    let untold = |said: &said::Said| {
         servers
             .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+            .any(|s| matches!(s.status, Status::GaveUp(_)) && !said.told_end(&s.name))
+    };
+    let late = tokio::time::sleep(LATE_EVENTS);
+    tokio::pin!(late);
+    while untold(&said) {
+        tokio::select! {
+            Some(event) = events.recv() => said.say(&event),
+            () = &mut late => break,
+        }
+    }
+    while let Ok(event) = events.try_recv() {
+        said.say(&event);
+    }
+    eprintln!(
+        "mcp serve: http://{local}/mcp ({}; /servers/NAME/mcp, /health, /metrics)",
+        said::servers(&servers, &lazy)
     );
+    let saying = tokio::spawn(said.go_on(events));
     let watching = args.watch.then(|| {
         let gateway = gateway.clone();
         let path = file.path.clone();
-        tokio::spawn(watch(gateway, path, file, loaded, options.clone()))
+        let watched = Watched {
+            selected,
+            options: options.clone(),
+        };
+        tokio::spawn(watch(gateway, path, file, loaded, watched))
     });
     let signal = stop.recv().await;
     eprintln!("mcp serve: {signal}: stopping");
@@ -144,8 +159,8 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     if let Some(w) = watching {
         w.abort();
     }
-    // As `HttpFront::serve` would: no new connection from now on.
-    done.send_replace(true);
+    // A server stopped now is no news.
+    saying.abort();
     gateway.shutdown().await;
     match serving.await {
         Ok(Ok(())) => {}
@@ -160,6 +175,42 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         lines: Vec::new(),
         all_ready: true,
     })
+}
+
+/// The options of every subcommand that mean nothing to `mcp serve`:
+/// refused rather than ignored.
+fn refuse_unused(options: &Options) -> Result<(), Fail> {
+    if options.progress {
+        return Err(Fail::Usage(
+            "--progress does nothing with serve (progress goes to each call's client): remove it"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The servers `--server` names (repeatable; every one of the file when
+/// none), each checked to be one the file serves.
+fn selected(options: &Options, file: &ServersFile) -> Result<Option<BTreeSet<String>>, Fail> {
+    if options.servers.is_empty() {
+        return Ok(None);
+    }
+    for name in &options.servers {
+        if !file.servers.contains_key(name) {
+            return Err(super::hosted::unknown(file, name));
+        }
+    }
+    Ok(Some(options.servers.iter().cloned().collect()))
+}
+
+/// Keeps only the `selected` servers of `file` (all of them with `None`).
+fn select(file: &mut ServersFile, selected: &Option<BTreeSet<String>>) {
+    let Some(keep) = selected else {
+        return;
+    };
+    file.servers.retain(|n, _| keep.contains(n));
+    file.serve.retain(|n, _| keep.contains(n));
+    file.entries.retain(|n, _| keep.contains(n));
 }
 
 /// The listen address (a name is resolved; the first address is used).
@@ -328,44 +379,160 @@ impl StopSignal {
     }
 }
 
-/// What `--watch` compares: a hash of the file's bytes (its length and
-/// modification time would say less: a rewrite of the same length within
-/// one tick of the file system's clock changes neither).
-type Stamp = u64;
-
-fn stamp(path: &Path) -> Option<Stamp> {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    std::fs::read(path).ok()?.hash(&mut h);
-    Some(h.finish())
+/// What `--watch` knows of the file: its metadata when last looked at, and
+/// a hash of the text last read (`None`: it did not read).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Seen {
+    meta: Option<Meta>,
+    hash: Option<u64>,
 }
 
-/// `--watch`: reads the file again whenever its stamp differs from `seen`
-/// (the file's as `applied` was read), and applies it. A file that does not read leaves everything as it was (and
-/// is said on stderr).
+/// What a `stat` of the path says (it never waits, whatever the path is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Meta {
+    file: bool,
+    len: u64,
+    modified: Option<SystemTime>,
+    #[cfg(unix)]
+    inode: (u64, u64),
+    #[cfg(unix)]
+    changed: (i64, i64),
+}
+
+/// How long after its last change a file is read at each look whatever
+/// its metadata: a rewrite of the same length within one tick of the file
+/// system's clock changes neither its length nor its times.
+const CHANGE_SETTLES: Duration = Duration::from_secs(2);
+
+impl Meta {
+    fn of(path: &Path) -> Option<Meta> {
+        let m = std::fs::metadata(path).ok()?;
+        Some(Meta {
+            file: m.is_file(),
+            len: m.len(),
+            modified: m.modified().ok(),
+            #[cfg(unix)]
+            inode: {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino())
+            },
+            #[cfg(unix)]
+            changed: {
+                use std::os::unix::fs::MetadataExt;
+                (m.ctime(), m.ctime_nsec())
+            },
+        })
+    }
+
+    /// Whether the file changed within [`CHANGE_SETTLES`] (or its clock is
+    /// ahead of ours).
+    fn recent(&self) -> bool {
+        #[cfg(unix)]
+        let last = match (u64::try_from(self.changed.0), u32::try_from(self.changed.1)) {
+            (Ok(s), Ok(ns)) => Some(SystemTime::UNIX_EPOCH + Duration::new(s, ns)),
+            _ => None,
+        };
+        #[cfg(not(unix))]
+        let last = self.modified;
+        last.is_none_or(|t| t.elapsed().map_or(true, |ago| ago < CHANGE_SETTLES))
+    }
+}
+
+fn hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// Reads and parses the file at `path` as the loader does (a regular file
+/// within its bound, never waiting on a FIFO), on a blocking thread; what
+/// was seen of it.
+async fn read(path: PathBuf) -> Result<(ServersFile, Seen), ConfigFileError> {
+    let shown = path.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let meta = Meta::of(&path);
+        let text = ServersFile::read_text(&path)?;
+        let seen = Seen {
+            meta,
+            hash: Some(hash(&text)),
+        };
+        let file = ServersFile::parse(&text, &path, &|name| std::env::var(name).ok())?;
+        Ok((file, seen))
+    });
+    match read.await {
+        Ok(r) => r,
+        Err(e) => Err(ConfigFileError::Read {
+            file: shown,
+            source: std::io::Error::other(e.to_string()),
+        }),
+    }
+}
+
+/// One look of `--watch` at `path`, on a blocking thread: the file read
+/// and parsed if it changed since `seen` (its metadata first: the text is
+/// read only when they changed or the file changed lately), with what is
+/// seen now.
+async fn look(path: PathBuf, seen: Seen) -> (Seen, Option<Result<ServersFile, ConfigFileError>>) {
+    let looked = tokio::task::spawn_blocking(move || {
+        let meta = Meta::of(&path);
+        if meta == seen.meta && !meta.is_some_and(|m| m.recent()) {
+            return (seen, None);
+        }
+        let text = match ServersFile::read_text(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                let now = Seen { meta, hash: None };
+                // Said once for the same file.
+                let said = now == seen;
+                return (now, (!said).then_some(Err(e)));
+            }
+        };
+        let now = Seen {
+            meta,
+            hash: Some(hash(&text)),
+        };
+        if now.hash == seen.hash {
+            return (now, None);
+        }
+        let parsed = ServersFile::parse(&text, &path, &|name| std::env::var(name).ok());
+        (now, Some(parsed))
+    });
+    looked.await.unwrap_or_default()
+}
+
+/// What `--watch` applies to each file read: the servers `--server`
+/// selected, the command line's options.
+struct Watched {
+    selected: Option<BTreeSet<String>>,
+    options: Options,
+}
+
+/// `--watch`: looks at the file every [`WATCH_EVERY`]; when it changed
+/// from what `applied` was read from (`seen`), applies it. A file that
+/// does not read leaves everything as it was (and is said on stderr).
 async fn watch(
     gateway: HttpFront,
     path: PathBuf,
     mut applied: ServersFile,
-    mut seen: Option<Stamp>,
-    options: Options,
+    mut seen: Seen,
+    watched: Watched,
 ) {
     loop {
         tokio::time::sleep(WATCH_EVERY).await;
-        let now = stamp(&path);
-        if now == seen {
-            continue;
-        }
+        let (now, read) = look(path.clone(), seen.clone()).await;
         seen = now;
-        let next = match ServersFile::load(&path) {
-            Ok(mut f) => {
+        let next = match read {
+            None => continue,
+            Some(Ok(mut f)) => {
+                select(&mut f, &watched.selected);
                 // The command line's options, as at the start.
                 for config in f.servers.values_mut() {
-                    apply(&options, config);
+                    apply(&watched.options, config);
                 }
                 f
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 eprintln!("mcp serve: --watch: {e}; keeping the servers as they are");
                 continue;
             }

@@ -467,6 +467,13 @@ impl HostShared {
         self.touch();
     }
 
+    /// Whether the host was stopped ([`stop_all`](Self::stop_all): a stop,
+    /// its last handle dropped, or its actor's end however it ended).
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.lock().stopped
+    }
+
     /// Stops every server; no server is added after this.
     pub(crate) fn stop_all(&self) -> HostShutdown {
         let taken: Vec<(String, Taken)> = {

@@ -31,8 +31,10 @@
 //! - `/servers/NAME/mcp`: one server as it is (its own names, identity and
 //!   capabilities; every method passed on).
 //! - `GET /health`: JSON with each server's status; 200 when every server
-//!   is ready (lazy servers not started yet count as ready), else 503. No
-//!   token needed.
+//!   is ready (lazy servers not started yet count as ready), else 503:
+//!   `"starting"` until the start is over ([`HttpFront::launch`]),
+//!   `"host_stopped"` once the host is gone (its actor ended in your tree:
+//!   requests then get 503 too). No token needed.
 //! - `GET /metrics`: Prometheus text (requests by server, method and
 //!   outcome, latency, in flight, restarts, answer bytes, readiness);
 //!   behind the token when one is set.
@@ -168,7 +170,8 @@ impl std::fmt::Debug for HttpFront {
 impl HttpFront {
     /// Starts the host of `host` (every server but the lazy ones of
     /// `config`) and the front before it. Returns once the servers are
-    /// ready or `host.ready_timeout` has passed (see [`Host::start`]).
+    /// ready or `host.ready_timeout` has passed (see [`Host::start`]); use
+    /// [`launch`](Self::launch) to serve while they start.
     pub async fn start(host: HostConfig, config: FrontConfig) -> Result<HttpFront, FrontError> {
         Self::start_with(host, HostOptions::new(), config).await
     }
@@ -177,7 +180,33 @@ impl HttpFront {
     /// subscriber ([`HostOptions`]). The servers' requests (sampling,
     /// elicitation, roots) are the front's to answer: a handler set in
     /// `opts` is replaced.
+    ///
+    /// Cancel safety: dropping the future stops every server it started.
     pub async fn start_with(
+        host: HostConfig,
+        opts: HostOptions,
+        config: FrontConfig,
+    ) -> Result<HttpFront, FrontError> {
+        let front = Self::launch_with(host, opts, config).await?;
+        front.started().await;
+        Ok(front)
+    }
+
+    /// The front of [`start`](Self::start), returned as soon as its host
+    /// runs, its servers still starting: its routes answer at once.
+    /// Until the start is over (every server ready, or given up, or
+    /// `host.ready_timeout` passed: what [`start`](Self::start) waits
+    /// for), `GET /health` answers 503 with `"status": "starting"` and the
+    /// other requests wait for it, then are answered as after the start.
+    /// [`started`](Self::started) waits for it too. Fails as `start` does
+    /// (an invalid option, a refused name, a call log that cannot open).
+    pub async fn launch(host: HostConfig, config: FrontConfig) -> Result<HttpFront, FrontError> {
+        Self::launch_with(host, HostOptions::new(), config).await
+    }
+
+    /// [`launch`](Self::launch) with [`HostOptions`], as
+    /// [`start_with`](Self::start_with).
+    pub async fn launch_with(
         mut host: HostConfig,
         mut opts: HostOptions,
         config: FrontConfig,
@@ -205,16 +234,30 @@ impl HttpFront {
         let factory = relay.clone();
         opts.handler = None;
         opts = opts.handler_per_server(move |name| factory.handler_for(name));
-        let host = Host::start_with(host, opts).await?;
+        let (host, starting) = Host::launch(host, opts).await?;
         let state = FrontState::new(host, config, relay, call_log);
-        state.watch_all();
         let app = http::router(state.clone());
-        tracing::info!(
-            servers = state.host.servers().len(),
-            lazy = state.lazy_names().len(),
-            "gateway: started"
-        );
+        // The start's end is the front's: the task holds no handle of it,
+        // so a front dropped meanwhile stops its host at once.
+        let over = StartOver(Arc::downgrade(&state));
+        let mut starting = starting;
+        tokio::spawn(async move {
+            starting.returned().await;
+            if let Some(state) = over.0.upgrade() {
+                state.spawned.send_replace(true);
+            }
+            starting.settle().await;
+            drop(over);
+        });
         Ok(HttpFront { state, app })
+    }
+
+    /// Waits until the front's start is over (see [`launch`](Self::launch);
+    /// at once after [`start`](Self::start)), or it is stopped; returns the
+    /// servers as they are then.
+    pub async fn started(&self) -> Vec<crate::host::ServerSummary> {
+        self.state.start_over().await;
+        self.state.host.servers()
     }
 
     /// The host behind the front.
@@ -264,6 +307,16 @@ impl HttpFront {
         for (_, m) in made {
             let mut done = m.service.done.clone();
             let _ = done.wait_for(|d| *d).await;
+        }
+        // A start still under way would end with the host's actor, its
+        // process going without this stop waiting for it: the starts
+        // return first (at once: a start returns once its process runs).
+        let mut spawned = state.spawned.subscribe();
+        if tokio::time::timeout(SPAWN_WAIT, spawned.wait_for(|s| *s))
+            .await
+            .is_err()
+        {
+            tracing::warn!(wait = ?SPAWN_WAIT, "gateway: a server's start did not return; stopping without it");
         }
         let reports = state.host.stop().wait().await;
         tracing::info!(
@@ -376,6 +429,28 @@ impl HttpFront {
             }
         }
         out
+    }
+}
+
+/// How long a stop waits for the servers' starts to return.
+const SPAWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Ends a front's start when dropped (its start returned, or panicked):
+/// the servers are followed from then on and held requests go on.
+struct StartOver(std::sync::Weak<FrontState>);
+
+impl Drop for StartOver {
+    fn drop(&mut self) {
+        let Some(state) = self.0.upgrade() else {
+            return;
+        };
+        state.watch_all();
+        state.started.send_replace(true);
+        tracing::info!(
+            servers = state.host.servers().len(),
+            lazy = state.lazy_names().len(),
+            "gateway: started"
+        );
     }
 }
 

@@ -48,7 +48,7 @@ pub(super) fn spawn(
             }
             Err(source) => {
                 warn!(server = %ticket.name, error = %source, "host: server could not start");
-                let reason = format!("could not start: {source}");
+                let reason = format!("{}: {source}", super::COULD_NOT_START);
                 shared.failed(&ticket, reason, keep_failure);
                 Err(HostError::Start {
                     server: ticket.name,

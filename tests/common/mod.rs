@@ -176,6 +176,16 @@ pub fn status_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A field of /proc/PID/status in KiB (`VmRSS`, `VmHWM`) of process `pid`.
+pub fn process_status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// This process's resident set size in MiB.
 pub fn rss_mib() -> f64 {
     status_kib("VmRSS") as f64 / 1024.0

@@ -47,7 +47,11 @@ pub struct Gateway {
     pub at: At,
     pub addr: SocketAddr,
     pub dir: PathBuf,
-    /// Its stderr after the first line, collected by a task.
+    /// What it said on stderr before its start line.
+    pub early: String,
+    /// Its start line (`mcp serve: http://ADDR/mcp (...)`).
+    pub start_line: String,
+    /// Its stderr after the start line, collected by a task.
     pub stderr: tokio::task::JoinHandle<String>,
 }
 
@@ -77,12 +81,15 @@ pub async fn serve_file(dir: &Path, config: &Path, args: &[&str], env: &[(&str, 
     }
     let mut child = cmd.spawn().expect("spawn mcp serve");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = tokio::time::timeout(PATIENCE, async {
+    let mut early = String::new();
+    let (first, start_line) = tokio::time::timeout(PATIENCE, async {
         while let Some(line) = lines.next_line().await.unwrap() {
             if let Some(rest) = line.strip_prefix("mcp serve: http://") {
-                return rest.split('/').next().unwrap().to_owned();
+                return (rest.split('/').next().unwrap().to_owned(), line);
             }
             eprintln!("mcp serve: {line}");
+            early.push_str(&line);
+            early.push('\n');
         }
         panic!("mcp serve ended before it listened");
     })
@@ -102,6 +109,8 @@ pub async fn serve_file(dir: &Path, config: &Path, args: &[&str], env: &[(&str, 
         at: At { addr },
         addr,
         dir: dir.to_owned(),
+        early,
+        start_line,
         stderr,
     }
 }

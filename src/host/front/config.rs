@@ -126,7 +126,12 @@ pub struct FrontConfig {
     /// is refused.
     pub max_held_calls: usize,
     /// One JSON line per call to this file (time, client, server, method,
-    /// tool, duration, outcome).
+    /// tool, duration, outcome), bounded in bytes: a name over 256 bytes is
+    /// cut there and marked `…(cut)`, arguments whose JSON text is over
+    /// 4 KiB are logged as that text cut and marked; when more than 4 MiB
+    /// of lines wait for the disk, lines are dropped, counted
+    /// (`mcp_gateway_call_log_dropped_lines_total`) and said in the log by
+    /// a `{"time", "dropped": N}` line before the next one.
     pub call_log: Option<PathBuf>,
     /// With [`call_log`](Self::call_log): each call's arguments too.
     pub log_arguments: bool,

@@ -132,6 +132,9 @@ async fn dispatch(r: &Routes, endpoint: Endpoint, req: Request) -> Response<Body
         Ok(p) => p,
         Err(refused) => return refused,
     };
+    if let Some(refused) = held_for_start(front).await {
+        return refused;
+    }
     if let Endpoint::Server(name) = &endpoint {
         if !front.knows(name) {
             return refuse(
@@ -174,6 +177,25 @@ async fn dispatch(r: &Routes, endpoint: Endpoint, req: Request) -> Response<Body
         Ok(resp) => resp,
         Err(never) => match never {},
     }
+}
+
+/// Waits for the front's start to be over; the refusal (503) when the
+/// front stopped meanwhile or its host is gone.
+async fn held_for_start(front: &FrontState) -> Option<Response<Body>> {
+    front.start_over().await;
+    if front.stopping.load(Ordering::Acquire) {
+        return Some(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the gateway is stopping",
+        ));
+    }
+    if front.host_gone() {
+        return Some(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the gateway's host has stopped: no server can be reached",
+        ));
+    }
+    None
 }
 
 /// The endpoint's own path (`/mcp`), with the request's query.
@@ -362,7 +384,8 @@ fn outside_grant(
 
 /// `GET /health`: each server's status; 200 when every server is ready
 /// (a lazy server not started yet counts as ready: it starts on use),
-/// else 503. No token needed.
+/// else 503: `"starting"` until the front's start is over,
+/// `"host_stopped"` once its host is gone. No token needed.
 async fn health(State(r): State<Routes>) -> Response<Body> {
     let front = &r.front;
     let mut servers = Map::new();
@@ -401,9 +424,21 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
         );
     }
     let stopping = front.stopping.load(Ordering::Acquire);
-    let ok = all && !stopping;
+    let gone = front.host_gone();
+    let starting = !*front.started.borrow();
+    let ok = all && !stopping && !gone && !starting;
     let body = json!({
-        "status": if stopping { "stopping" } else if ok { "ok" } else { "degraded" },
+        "status": if stopping {
+            "stopping"
+        } else if gone {
+            "host_stopped"
+        } else if starting {
+            "starting"
+        } else if ok {
+            "ok"
+        } else {
+            "degraded"
+        },
         "servers": servers,
     });
     let status = if ok {

@@ -131,6 +131,15 @@ impl Metrics {
         }
     }
 
+    /// Counts the call log's dropped lines too (`call_log`'s counter).
+    pub(crate) fn count_call_log_drops(&mut self, dropped: Counter) {
+        self.registry.register(
+            "call_log_dropped_lines",
+            "Call log lines dropped because its writer was behind by more than its queue's bytes",
+            dropped,
+        );
+    }
+
     pub(crate) fn started(&self, server: &str) {
         self.in_flight
             .get_or_create(&Server {

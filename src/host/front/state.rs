@@ -107,6 +107,11 @@ pub(crate) struct FrontState {
     pub(crate) stopping: AtomicBool,
     /// True once the front stops accepting (its listener's signal).
     pub(crate) closing: watch::Sender<bool>,
+    /// True once the front's start is over (its servers ready, given up,
+    /// or the ready wait passed).
+    pub(crate) started: watch::Sender<bool>,
+    /// True once every start of the front's host returned.
+    pub(crate) spawned: watch::Sender<bool>,
 }
 
 impl FrontState {
@@ -119,12 +124,16 @@ impl FrontState {
         let gate = Gate::new(&config.auth, config.metrics_token.clone());
         let held = HeldCalls::new(config.max_held_calls, config.input_timeout);
         let lazy = config.lazy.clone();
+        let mut metrics = Metrics::new();
+        if let Some(log) = &call_log {
+            metrics.count_call_log_drops(log.dropped());
+        }
         Arc::new(FrontState {
             host,
             gate,
             relay,
             held,
-            metrics: Metrics::new(),
+            metrics,
             call_log,
             watches: ResourceWatches::default(),
             note_flush: Mutex::new(HashMap::new()),
@@ -136,8 +145,29 @@ impl FrontState {
             fingerprints: Mutex::new([0; 3]),
             stopping: AtomicBool::new(false),
             closing: watch::Sender::new(false),
+            started: watch::Sender::new(false),
+            spawned: watch::Sender::new(false),
             config,
         })
+    }
+
+    /// Waits until the front's start is over, or it stops.
+    pub(crate) async fn start_over(&self) {
+        if *self.started.borrow() {
+            return;
+        }
+        let mut started = self.started.subscribe();
+        let mut closing = self.closing.subscribe();
+        tokio::select! {
+            _ = started.wait_for(|s| *s) => {}
+            _ = closing.wait_for(|c| *c) => {}
+        }
+    }
+
+    /// Whether the host is gone (stopped, or its actor ended in the
+    /// user's tree) while the front was not stopped.
+    pub(crate) fn host_gone(&self) -> bool {
+        !self.stopping.load(Ordering::Acquire) && self.host.shared.is_stopped()
     }
 
     /// Whether `server`'s filter serves its tool `tool`.
@@ -499,7 +529,11 @@ impl FrontState {
         // The lists as they are now are the ones sessions start with.
         let _ = self.changed_kinds();
         for s in self.host.servers() {
-            self.watch_server(&s.name);
+            // One added while the front started is followed already.
+            let followed = crate::sync::lock(&self.note_flush).contains_key(s.name.as_str());
+            if !followed {
+                self.watch_server(&s.name);
+            }
         }
         let weak = Arc::downgrade(self);
         let events = self.host.events();
