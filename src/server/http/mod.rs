@@ -70,19 +70,16 @@
 //! - [`HttpConfig::bearer_token`] or [`HttpConfig::authorize`] check every
 //!   request (401 otherwise); any tower layer on [`HttpService::router`]
 //!   works too.
-//! - Every bound is in bytes where memory is concerned, with a default:
-//!   a body by `max_message_bytes` (8 MiB, 413 beyond) and
-//!   [`HttpConfig::body_timeout`] (30 s, 408 beyond), bodies being read
-//!   (as their bytes arrive) and parsed messages held by `max_inbound_bytes`
-//!   (64 MiB, shared by all requests), each session's queued messages by
-//!   [`HttpConfig::session_queue_bytes`] (4 MiB), each stream's replay by
-//!   [`HttpConfig::replay_bytes`] (256 KiB), all queued events by
-//!   [`HttpConfig::max_buffered_bytes`] (64 MiB); sessions by
-//!   [`HttpConfig::max_sessions`] (1024, then 503) and
-//!   [`HttpConfig::session_idle_timeout`] (10 minutes); connections by
-//!   [`HttpConfig::max_connections`] (512). A client that opens streams
-//!   and never reads them, or sessions and never closes them, holds no
-//!   more than these.
+//! - Every bound is in bytes where memory is concerned, with a default
+//!   (each [`HttpConfig`] field says its own): a body, its time, the room
+//!   for bodies being read (a share per [`Principal`], else per peer
+//!   address), each session's and each stream's queue, all queued events;
+//!   sessions (in all and per principal), connections (in all and per
+//!   peer address) and the time a connection may take to send a request
+//!   head. A client that opens connections and sends nothing, opens
+//!   streams and never reads them, sessions and never closes them, or
+//!   stalls its bodies, holds no more than these, and of the shared ones
+//!   only its share: what it holds idle gives way to other clients.
 //!
 //! # Stopping
 //!
@@ -106,9 +103,11 @@
 //!
 //! # Caveats
 //!
-//! - hyper's HTTP/1 server here has no header-read timeout: a client that
-//!   sends its headers slowly holds a connection slot
-//!   ([`HttpConfig::max_connections`]) until it finishes or disconnects.
+//! - [`HttpService`] mounted on a listener of your own gets the bounds
+//!   that concern requests and sessions, not those of connections (the
+//!   listener's); without `ConnectInfo<SocketAddr>` in its requests (axum's
+//!   `into_make_service_with_connect_info`) nor a [`Principal`], every
+//!   request counts as one peer's.
 //! - A 2025-era request answered as JSON cannot be resumed: when the client
 //!   loses that response, the answer is lost.
 
