@@ -181,18 +181,21 @@ mod tests {
         let room = BodyRoom::new(64, 16);
         // shared 56, reserve 8, share max(14, 16) = 16.
         let mut a = room.hold(peer(2));
-        a.take(16, 0, Some(1000)).await.unwrap();
+        a.take(16, 0, Some(SMALL_BODY + 1)).await.unwrap();
         let mut a2 = room.hold(peer(2));
-        let waited =
-            tokio::time::timeout(Duration::from_millis(50), a2.take(1, 0, Some(1000))).await;
+        let waited = tokio::time::timeout(
+            Duration::from_millis(50),
+            a2.take(1, 0, Some(SMALL_BODY + 1)),
+        )
+        .await;
         assert!(
             waited.is_err(),
             "a second body beyond the owner's share got room"
         );
         let mut b = room.hold(peer(1));
-        b.take(16, 0, Some(1000)).await.unwrap();
+        b.take(16, 0, Some(SMALL_BODY + 1)).await.unwrap();
         drop(a);
-        tokio::time::timeout(Duration::from_secs(1), a2.take(1, 0, Some(1000)))
+        tokio::time::timeout(Duration::from_secs(1), a2.take(1, 0, Some(SMALL_BODY + 1)))
             .await
             .expect("room once the owner's first body is done")
             .unwrap();
@@ -205,7 +208,7 @@ mod tests {
         let mut held = Vec::new();
         for i in 2..6 {
             let mut h = room.hold(peer(i));
-            h.take(17, 0, Some(1000)).await.unwrap();
+            h.take(17, 0, Some(SMALL_BODY + 1)).await.unwrap();
             held.push(h);
         }
         let mut small = room.hold(peer(1));
