@@ -7,7 +7,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One log line's rate: at most one per [`PERIOD`](Throttle::PERIOD).
-#[derive(Debug)]
+/// One per server (or gateway), so one's refusals do not hide another's.
+#[derive(Debug, Default)]
 pub(crate) struct Throttle {
     last: Mutex<Option<Instant>>,
     skipped: AtomicU64,
@@ -16,13 +17,6 @@ pub(crate) struct Throttle {
 impl Throttle {
     /// How often the line may be written.
     pub(crate) const PERIOD: Duration = Duration::from_secs(10);
-
-    pub(crate) const fn new() -> Self {
-        Throttle {
-            last: Mutex::new(None),
-            skipped: AtomicU64::new(0),
-        }
-    }
 
     /// `Some(n)` when the line may be written now, `n` being how many were
     /// skipped since the last one; `None` (counted) otherwise.
@@ -44,7 +38,7 @@ mod tests {
 
     #[test]
     fn one_line_per_period_and_the_next_counts_the_skipped() {
-        let t = Throttle::new();
+        let t = Throttle::default();
         assert_eq!(t.admit(), Some(0));
         for _ in 0..5 {
             assert_eq!(t.admit(), None);

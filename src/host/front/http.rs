@@ -37,6 +37,8 @@ pub(crate) fn router(front: Arc<FrontState>) -> axum::Router {
     let server = &front.config.http.server;
     let state = Routes {
         room: BodyRoom::new(server.max_inbound_bytes, server.max_message_bytes),
+        warned_host: Arc::default(),
+        warned_origin: Arc::default(),
         front,
     };
     axum::Router::new()
@@ -56,22 +58,23 @@ struct Routes {
     front: Arc<FrontState>,
     /// Room for the bodies read for a grant check.
     room: Arc<BodyRoom>,
+    /// The rate of the refusals' log lines.
+    warned_host: Arc<Throttle>,
+    warned_origin: Arc<Throttle>,
 }
 
 /// `Host` and `Origin`, on every route the listener serves (a rebinding
 /// page can reach them all).
 async fn admit_host(State(r): State<Routes>, req: Request, next: Next) -> Response<Body> {
     let front = &r.front;
-    static HOST: Throttle = Throttle::new();
-    static ORIGIN: Throttle = Throttle::new();
     if !gate::host_allowed(&front.config.allowed_hosts, req.headers()) {
-        if let Some(skipped) = HOST.admit() {
+        if let Some(skipped) = r.warned_host.admit() {
             tracing::warn!(host = %gate::shown(req.headers().get(header::HOST)), skipped, "gateway: request refused: Host not allowed (DNS rebinding protection)");
         }
         return refuse(StatusCode::FORBIDDEN, "Forbidden: Host not allowed");
     }
     if !origin_ok(front, req.headers()) {
-        if let Some(skipped) = ORIGIN.admit() {
+        if let Some(skipped) = r.warned_origin.admit() {
             tracing::warn!(origin = %gate::shown(req.headers().get(header::ORIGIN)), skipped, "gateway: request refused: Origin not allowed");
         }
         return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin not allowed");

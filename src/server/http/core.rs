@@ -32,6 +32,7 @@ use crate::server::error::{HandlerError, SendError};
 use crate::server::handle::{Outlet, ServerHandle, SessionShared, Sessions};
 use crate::server::request_handler::Handler;
 use crate::server::serve_loop::{finish, Shape, TaskIdHasher, TaskOut, CACHEABLE};
+use crate::throttle::Throttle;
 
 use super::config::HttpConfig;
 use super::principal::Owner;
@@ -130,6 +131,16 @@ pub(crate) struct Core {
     /// Woken when a request ends.
     ended: Notify,
     pub(crate) stopping: AtomicBool,
+    /// The rate of the log lines a client can trigger at will.
+    pub(crate) warned: Warned,
+}
+
+/// The rate of each log line a client can trigger at will.
+#[derive(Default)]
+pub(crate) struct Warned {
+    pub(crate) host: Throttle,
+    pub(crate) origin: Throttle,
+    pub(crate) sessions_full: Throttle,
 }
 
 impl Core {
@@ -168,6 +179,7 @@ impl Core {
             next_key: AtomicU64::new(1),
             ended: Notify::new(),
             stopping: AtomicBool::new(false),
+            warned: Warned::default(),
         });
         core.handler.serving(ServerHandle::new(&core.root));
         core

@@ -24,7 +24,6 @@ use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
 use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::server::dispatch::{route, Route};
 use crate::server::handle::ServerHandle;
-use crate::throttle::Throttle;
 
 use super::body;
 use super::core::{Core, Duplicate};
@@ -85,8 +84,7 @@ async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body>
     let (parts, body) = req.into_parts();
     let c = &core.config;
     if !gate::host_allowed(&c.allowed_hosts, &parts.headers) {
-        static THROTTLE: Throttle = Throttle::new();
-        if let Some(skipped) = THROTTLE.admit() {
+        if let Some(skipped) = core.warned.host.admit() {
             tracing::warn!(server = %core.name(), host = %gate::shown(parts.headers.get(header::HOST)), skipped, "request refused: Host not allowed (DNS rebinding protection)");
         }
         return gate::rpc_error(
@@ -97,8 +95,7 @@ async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body>
         );
     }
     if !gate::origin_allowed(&c.allowed_origins, &parts.headers) {
-        static THROTTLE: Throttle = Throttle::new();
-        if let Some(skipped) = THROTTLE.admit() {
+        if let Some(skipped) = core.warned.origin.admit() {
             tracing::warn!(server = %core.name(), origin = %gate::shown(parts.headers.get(header::ORIGIN)), skipped, "request refused: Origin not allowed");
         }
         return gate::rpc_error(
@@ -489,8 +486,7 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
                 }
                 Err(full) => {
                     session.end();
-                    static THROTTLE: Throttle = Throttle::new();
-                    if let Some(skipped) = THROTTLE.admit() {
+                    if let Some(skipped) = core.warned.sessions_full.admit() {
                         tracing::warn!(server = %core.name(), %owner, skipped, "initialize refused: {full}");
                     }
                     let mut r = gate::rpc_error(
