@@ -145,8 +145,7 @@ pub struct ServersFile {
     /// expansion), by name: a server whose entry changed is restarted by
     /// `mcp serve --watch`. Not the entry itself: it may hold a literal
     /// secret, and this type's `Debug` must not show one.
-    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
-    pub(crate) entries: BTreeMap<String, u64>,
+    entries: BTreeMap<String, u64>,
     /// Entries with `"disabled": true`.
     pub disabled: Vec<String>,
     /// Entries this library cannot run (the deprecated HTTP+SSE transport,
@@ -154,7 +153,7 @@ pub struct ServersFile {
     pub unsupported: Vec<Unsupported>,
 }
 
-/// What `mcp serve` (and `host::front::HttpFront`, feature `gateway`)
+/// What `mcp serve` (and `gateway::HttpFront`, feature `gateway`)
 /// reads from a server's `conduit` options beyond its client's: which of
 /// its tools are served, and whether it starts on first use.
 ///
@@ -479,13 +478,30 @@ impl ServersFile {
     pub fn server(&self, name: &str) -> Option<&ClientConfig> {
         self.servers.get(name)
     }
+
+    /// A fingerprint of the entry `name` as written in the file, before
+    /// variables are expanded: two readings of the file give equal
+    /// fingerprints for an entry that did not change, so a reload restarts
+    /// only the servers whose entries changed. `None` for a name the file
+    /// does not start.
+    pub fn fingerprint(&self, name: &str) -> Option<u64> {
+        self.entries.get(name).copied()
+    }
+
+    /// Keeps only the servers whose names `keep` accepts (their options and
+    /// fingerprints with them).
+    pub fn retain_servers(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.servers.retain(|n, _| keep(n));
+        self.serve.retain(|n, _| keep(n));
+        self.entries.retain(|n, _| keep(n));
+    }
 }
 
-/// The JSON (with comments) of the regular file at `path`, at most
-/// [`MAX_CONFIG_FILE_BYTES`]: for the other files a command reads (the
-/// gateway's tokens file), with the same bounds as a config file.
-#[cfg_attr(not(feature = "gateway"), allow(dead_code))]
-pub(crate) fn read_jsonc(path: &Path) -> Result<Value, ConfigFileError> {
+/// The JSON (with comments) of the regular file at `path`, read within
+/// the bounds of a config file (a regular file of at most
+/// [`MAX_CONFIG_FILE_BYTES`], opened without blocking on a FIFO): for other
+/// files a program reads beside its config file (a tokens file, say).
+pub fn read_jsonc(path: &Path) -> Result<Value, ConfigFileError> {
     let text = read::read_text(path, MAX_CONFIG_FILE_BYTES)
         .map_err(|p| ConfigFileError::unreadable(path, None, path, p))?;
     parse_jsonc(&text).map_err(|problem| ConfigFileError::Syntax {

@@ -95,8 +95,6 @@ mod config;
 mod error;
 mod events;
 mod from_file;
-#[cfg(feature = "gateway")]
-pub mod front;
 mod items;
 pub(crate) mod listing;
 pub mod namespace;
@@ -108,7 +106,7 @@ pub use actor::HostMsg;
 pub use config::{HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_QUEUED_EVENT_BYTES};
 pub use error::HostError;
 pub use events::HostEvents;
-pub use namespace::{Collision, HostPrompt, HostResource, HostTool, ItemKind, ItemRef};
+pub use namespace::{Collision, HostPrompt, HostResource, HostTool, ItemKind, ItemRef, Listed};
 pub use naming::{DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
 
 use self::actor::HostSupervisor;
@@ -265,9 +263,20 @@ impl Host {
 
     /// The host of [`start_with`](Self::start_with), returned as soon as
     /// its actor runs and its servers' starts have begun (each server is
-    /// in [`servers`](Self::servers), starting); await the [`Starting`]
-    /// for the wait `start_with` makes.
-    pub(crate) async fn launch(
+    /// in [`servers`](Self::servers), starting): serve at once, and await
+    /// the [`Starting`] for what `start_with` waits for.
+    ///
+    /// ```no_run
+    /// # async fn demo(config: conduit_mcp::host::HostConfig) -> Result<(), conduit_mcp::host::HostError> {
+    /// use conduit_mcp::host::{Host, HostOptions};
+    /// let (host, mut starting) = Host::launch(config, HostOptions::default()).await?;
+    /// // `host` answers now; its servers say `Starting` until they are ready.
+    /// starting.returned().await;
+    /// starting.settled().await;
+    /// println!("{} servers", host.servers().len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn launch(
         config: HostConfig,
         opts: HostOptions,
     ) -> Result<(Host, Starting), HostError> {
@@ -369,6 +378,55 @@ impl Host {
     /// (resource templates, completions, subscriptions, raw requests).
     pub fn client(&self, name: &str) -> Option<Client> {
         self.shared.client(name)
+    }
+
+    /// Every item of `kind` in the namespace, by namespaced name, as its
+    /// server listed it (see [`Listed`]; [`tools`](Self::tools) and its
+    /// kin parse them).
+    pub fn listed(&self, kind: ItemKind) -> Vec<(String, Listed)> {
+        self.shared.holders(kind)
+    }
+
+    /// The first item of `kind` that `matches`, with its namespaced name:
+    /// one item copied out, where [`listed`](Self::listed) copies the list.
+    ///
+    /// ```no_run
+    /// # fn demo(host: &conduit_mcp::host::Host) {
+    /// use conduit_mcp::host::ItemKind;
+    /// let echo = host.find_listed(ItemKind::Tool, |l| l.server() == "a" && l.own_name() == "echo");
+    /// # }
+    /// ```
+    pub fn find_listed(
+        &self,
+        kind: ItemKind,
+        matches: impl Fn(&Listed) -> bool,
+    ) -> Option<(String, Listed)> {
+        self.shared.holder_where(kind, matches)
+    }
+
+    /// Who serves the namespaced `name` of `kind` now, without waiting.
+    pub fn owner(&self, kind: ItemKind, name: &str) -> Option<ItemRef> {
+        self.shared.owner_of(kind, name)
+    }
+
+    /// What every namespaced name of `server` starts with (its sanitised
+    /// name and the separator), whether the server runs or not.
+    pub fn prefix(&self, server: &str) -> String {
+        self.shared.naming.prefix(server)
+    }
+
+    /// A counter bumped whenever a server's status or lists may have
+    /// changed: wait on it (`changed().await`) instead of polling
+    /// [`servers`](Self::servers).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.shared.changes()
+    }
+
+    /// Whether the host has stopped: [`stop`](Self::stop), its last handle
+    /// dropped, or its actor ended however it ended (killed in your tree
+    /// included). A stopped host serves nothing and adds nothing.
+    pub fn is_stopped(&self) -> bool {
+        self.shared.is_stopped()
     }
 
     /// The host's supervisor actor (to link or monitor from your tree).
@@ -481,12 +539,20 @@ impl Host {
     }
 }
 
-/// The starts [`Host::launch`] began: holds no host handle, so the host
-/// stops when its last handle goes whatever this is waiting for.
-pub(crate) struct Starting {
+/// The starts [`Host::launch`] began. It holds no host handle, so the
+/// host stops when its last handle goes, whatever this is waiting for.
+pub struct Starting {
     starts: Vec<tokio::task::JoinHandle<Result<(), HostError>>>,
     shared: Arc<HostShared>,
     ready_timeout: Duration,
+}
+
+impl std::fmt::Debug for Starting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Starting")
+            .field("starts", &self.starts.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Starting {
@@ -497,23 +563,25 @@ impl Starting {
         for s in std::mem::take(&mut self.starts) {
             let _ = start::join(s).await;
         }
-        self.settle().await;
+        self.settled().await;
     }
 
-    /// Waits until every start returned (each has its client, or failed),
-    /// a panic in one included.
-    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
-    pub(crate) async fn returned(&mut self) {
-        for s in std::mem::take(&mut self.starts) {
-            if let Err(e) = s.await {
+    /// Waits until every start returned: each server has its client, or
+    /// failed (a start that panicked is logged). Cancel safe: starts that
+    /// returned are not waited for again.
+    pub async fn returned(&mut self) {
+        while let Some(start) = self.starts.first_mut() {
+            let end = start.await;
+            self.starts.remove(0);
+            if let Err(e) = end {
                 warn!(error = %e, "host: a server's start failed");
             }
         }
     }
 
     /// Waits until every server is ready and listed or will never be, up to
-    /// the ready timeout.
-    pub(crate) async fn settle(self) {
+    /// [`HostConfig::ready_timeout`].
+    pub async fn settled(self) {
         self.shared.wait_settled(self.ready_timeout).await;
     }
 }

@@ -22,6 +22,21 @@ pub(crate) fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Waits until `done()` holds, checking it again each time `notify` wakes
+/// its waiters (`notify_waiters`): the wait is registered before each
+/// check, so a wake in between is not missed. Cancel safe.
+pub(crate) async fn until(notify: &tokio::sync::Notify, mut done: impl FnMut() -> bool) {
+    loop {
+        let woken = notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if done() {
+            return;
+        }
+        woken.await;
+    }
+}
+
 /// A spawned task that is aborted when this value is dropped, so dropping
 /// the future that awaits it leaves no task behind.
 pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);

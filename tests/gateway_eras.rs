@@ -11,7 +11,7 @@ mod example_bin;
 
 use std::time::Duration;
 
-use conduit_mcp::host::front::{Auth, ClientGrant, FrontConfig, HttpFront};
+use conduit_mcp::gateway::{Auth, ClientGrant, FrontConfig, HttpFront};
 use conduit_mcp::host::HostConfig;
 use conduit_mcp::{ClientConfig, EraPreference, Secret, StderrMode};
 use gateway_support::common::{self, tempdir};

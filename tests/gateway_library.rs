@@ -5,7 +5,7 @@ mod gateway_support;
 
 use std::time::Duration;
 
-use conduit_mcp::host::front::{FrontConfig, HttpFront, ToolFilter};
+use conduit_mcp::gateway::{FrontConfig, HttpFront, ToolFilter};
 use conduit_mcp::host::{HostConfig, HostOptions};
 use gateway_support::common::{self, tempdir};
 use gateway_support::http::send;

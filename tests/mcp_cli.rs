@@ -19,16 +19,7 @@ use example_bin::mcp_bin;
 
 macro_rules! need_mcp {
     () => {
-        match mcp_bin() {
-            Some(b) => b,
-            None => {
-                eprintln!(
-                    "skipped: the mcp example is not built (target/<profile>/examples/mcp); \
-                     run `cargo build --example mcp`"
-                );
-                return;
-            }
-        }
+        mcp_bin().expect("the mcp example builds (target/<profile>/examples/mcp)")
     };
 }
 
@@ -717,10 +708,10 @@ fn every_subcommand_has_help_and_completions_are_generated() {
 
 #[test]
 fn progress_on_a_terminal_is_a_bar() {
-    if !Path::new("/usr/bin/script").is_file() {
-        eprintln!("skipped: `script` (util-linux) is needed to run mcp on a terminal");
-        return;
-    }
+    assert!(
+        Path::new("/usr/bin/script").is_file(),
+        "`script` (util-linux) is needed to run mcp on a terminal"
+    );
     // `script` gives mcp a terminal for stdout and stderr.
     let line = format!(
         "{} --progress call sleep '{{\"ms\":300}}' -- {}",

@@ -34,10 +34,7 @@ fn mcp(bin: &Path, args: &[&str]) -> (i32, String) {
 
 #[test]
 fn verbose_names_the_config_file_and_every_command_it_is_about_to_run() {
-    let Some(bin) = mcp_bin() else {
-        eprintln!("skipped: the mcp example could not be built");
-        return;
-    };
+    let bin = mcp_bin().expect("the mcp example builds");
     let dir = common::tempdir("mcp-verbose");
     std::fs::create_dir_all(dir.join("work")).unwrap();
     let file = dir.join("mcp.json");
@@ -95,10 +92,7 @@ fn verbose_names_the_config_file_and_every_command_it_is_about_to_run() {
 
 #[test]
 fn verbose_names_the_command_after_the_double_dash() {
-    let Some(bin) = mcp_bin() else {
-        eprintln!("skipped: the mcp example could not be built");
-        return;
-    };
+    let bin = mcp_bin().expect("the mcp example builds");
     let (code, stderr) = mcp(
         &bin,
         &[
@@ -123,10 +117,7 @@ fn verbose_names_the_command_after_the_double_dash() {
 
 #[test]
 fn help_says_that_a_config_file_runs_every_command_in_it() {
-    let Some(bin) = mcp_bin() else {
-        eprintln!("skipped: the mcp example could not be built");
-        return;
-    };
+    let bin = mcp_bin().expect("the mcp example builds");
     let out = Command::new(&bin).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());

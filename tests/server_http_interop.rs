@@ -4,8 +4,11 @@
 //! same tools as `examples/server.rs`, with the scripts of the stdio drives
 //! (`tests/interop/`), given a URL instead of a binary.
 //!
-//! Peers live under `target/peers/` (run `.ci/install-peers.sh`); a test
-//! whose peer is missing prints `skipped: ...` and passes.
+//! Peers live under `target/peers/` (run `.ci/install-peers.sh`).
+//!
+//! The tests are `#[ignore]`d, so `cargo test` counts them as ignored
+//! where the peers are not installed; `.ci/run` installs them and runs
+//! these with `-- --ignored`, where a missing peer fails the test.
 
 #![cfg(unix)]
 
@@ -213,20 +216,20 @@ async fn finish(s: Served) {
     assert!(matches!(end, Ok(Ok(Ok(ServeEnd::Stopped)))), "{end:?}");
 }
 
-fn python() -> Option<PathBuf> {
-    let py = peers::venv_python();
-    if py.is_none() {
-        println!(
-            "skipped: Python mcp not installed at {} (run .ci/install-peers.sh)",
+/// The peers' Python; a test without it fails, naming it.
+fn python() -> PathBuf {
+    peers::venv_python().unwrap_or_else(|| {
+        panic!(
+            "missing: Python mcp not installed at {} (run .ci/install-peers.sh)",
             peers::peers().join("venv").display()
-        );
-    }
-    py
+        )
+    })
 }
 
 #[tokio::test]
+#[ignore = "needs the interop peers (bash .ci/install-peers.sh, bash .ci/install-client-peers.sh); CI runs it with --ignored"]
 async fn python_mcp_client_over_http_in_a_2025_11_25_session() {
-    let Some(py) = python() else { return };
+    let py = python();
     let s = serve().await;
     let mut cmd = Command::new(py);
     cmd.arg(script("python_client.py"))
@@ -242,8 +245,9 @@ async fn python_mcp_client_over_http_in_a_2025_11_25_session() {
 }
 
 #[tokio::test]
+#[ignore = "needs the interop peers (bash .ci/install-peers.sh, bash .ci/install-client-peers.sh); CI runs it with --ignored"]
 async fn python_mcp_client_over_http_in_the_2026_07_28_era() {
-    let Some(py) = python() else { return };
+    let py = python();
     let s = serve().await;
     let mut cmd = Command::new(py);
     cmd.arg(script("python_client.py")).arg(&s.url).arg("auto");
@@ -258,19 +262,16 @@ async fn python_mcp_client_over_http_in_the_2026_07_28_era() {
 }
 
 #[tokio::test]
+#[ignore = "needs the interop peers (bash .ci/install-peers.sh, bash .ci/install-client-peers.sh); CI runs it with --ignored"]
 async fn typescript_sdk_client_over_http_in_a_2025_11_25_session() {
     let modules = peers::peers().join("node").join("node_modules");
     if !modules.join("@modelcontextprotocol").join("sdk").exists() {
-        println!(
-            "skipped: @modelcontextprotocol/sdk not installed at {} (run .ci/install-peers.sh)",
+        panic!(
+            "missing: @modelcontextprotocol/sdk not installed at {} (run .ci/install-peers.sh)",
             modules.display()
         );
-        return;
     }
-    if !peers::on_path("node") {
-        println!("skipped: node not found in PATH");
-        return;
-    }
+    assert!(peers::on_path("node"), "missing: node not found in PATH");
     let s = serve().await;
     let mut cmd = Command::new("node");
     cmd.env("NODE_PATH", &modules)

@@ -1,9 +1,8 @@
 //! What the example server sends, checked against the official JSON Schemas
 //! of MCP 2025-11-25 (legacy) and 2026-07-28 (modern).
 //!
-//! The schemas live outside the repository (`shared/spec/` beside it; set
-//! `CONDUIT_MCP_SPEC` to another directory). Without them the test prints
-//! `skipped: ...` and passes. The validator below covers exactly the
+//! The schemas are the repository's copy (`tests/spec/`; set
+//! `CONDUIT_MCP_SPEC` to another directory). The validator below covers exactly the
 //! keywords those schemas use (`$ref`, `type`, `properties`, `required`,
 //! `items`, `anyOf`, `allOf`, `enum`, `const`, `minimum`, `maximum`,
 //! `maxItems`, `additionalProperties`).
@@ -23,8 +22,7 @@ fn spec_dir() -> Option<PathBuf> {
         candidates.push(PathBuf::from(d));
     }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    candidates.push(repo.join("..").join("shared").join("spec"));
-    candidates.push(repo.join("shared").join("spec"));
+    candidates.push(repo.join("tests").join("spec"));
     candidates
         .into_iter()
         .find(|d| d.join("2026-07-28").join("schema.json").exists())
@@ -223,10 +221,7 @@ fn by_id(msgs: &[Value], id: i64) -> &Value {
 
 #[tokio::test]
 async fn legacy_messages_conform_to_2025_11_25() {
-    let Some(dir) = spec_dir() else {
-        println!("skipped: MCP JSON schemas not found (set CONDUIT_MCP_SPEC)");
-        return;
-    };
+    let dir = spec_dir().expect("the MCP JSON schemas at tests/spec (or CONDUIT_MCP_SPEC)");
     let schema = load(&dir, "2025-11-25");
     let msgs = converse(
         vec![
@@ -282,10 +277,7 @@ async fn legacy_messages_conform_to_2025_11_25() {
 
 #[tokio::test]
 async fn modern_messages_conform_to_2026_07_28() {
-    let Some(dir) = spec_dir() else {
-        println!("skipped: MCP JSON schemas not found (set CONDUIT_MCP_SPEC)");
-        return;
-    };
+    let dir = spec_dir().expect("the MCP JSON schemas at tests/spec (or CONDUIT_MCP_SPEC)");
     let schema = load(&dir, "2026-07-28");
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -361,10 +353,7 @@ async fn modern_messages_conform_to_2026_07_28() {
 
 #[test]
 fn the_validator_catches_violations() {
-    let Some(dir) = spec_dir() else {
-        println!("skipped: MCP JSON schemas not found (set CONDUIT_MCP_SPEC)");
-        return;
-    };
+    let dir = spec_dir().expect("the MCP JSON schemas at tests/spec (or CONDUIT_MCP_SPEC)");
     let schema = load(&dir, "2026-07-28");
     let errors_of = |def: &str, v: Value| {
         let mut e = Vec::new();

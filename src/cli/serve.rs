@@ -14,7 +14,7 @@ use super::args::{Options, ServeArgs};
 use super::{said, verbose, Fail, Output};
 use crate::client::{ClientConfig, Status};
 use crate::config_file::{ConfigFileError, ServersFile};
-use crate::host::front::{Auth, ClientGrant, FrontConfig, HttpFront};
+use crate::gateway::{Auth, ClientGrant, FrontConfig, HttpFront};
 use crate::host::{HostConfig, HostOptions};
 use crate::secret::Secret;
 use crate::server::http::Allow;
@@ -208,9 +208,7 @@ fn select(file: &mut ServersFile, selected: &Option<BTreeSet<String>>) {
     let Some(keep) = selected else {
         return;
     };
-    file.servers.retain(|n, _| keep.contains(n));
-    file.serve.retain(|n, _| keep.contains(n));
-    file.entries.retain(|n, _| keep.contains(n));
+    file.retain_servers(|n| keep.contains(n));
 }
 
 /// The listen address (a name is resolved; the first address is used).
@@ -255,10 +253,10 @@ fn token_from_env(flag: &str, var: &str) -> Result<Secret, Fail> {
     if token.is_empty() {
         return Err(Fail::Usage(format!("{flag} {var}: the variable is empty")));
     }
-    if token.chars().count() < crate::host::front::MIN_TOKEN_LEN {
+    if token.chars().count() < crate::gateway::MIN_TOKEN_LEN {
         eprintln!(
             "mcp serve: {flag} {var}: the token is short (under {} characters): use a long random one",
-            crate::host::front::MIN_TOKEN_LEN
+            crate::gateway::MIN_TOKEN_LEN
         );
     }
     Ok(Secret::new(token))

@@ -47,9 +47,7 @@ pub use client_config::{
 };
 pub use events::{forward_events, LifecycleEvent};
 pub use listen::{ListenEnd, Subscription};
-pub use notifications::Notifications;
-#[cfg(feature = "gateway")]
-pub(crate) use notifications::Sent;
+pub use notifications::{Delivered, Notifications};
 pub use request_options::{CancelToken, Progress, RequestOptions};
 pub use responder::{ClientHandler, ClientResponder, HandlerFuture, InboundRequest};
 pub use status::{ServerSession, Status};

@@ -79,12 +79,13 @@ impl Notifications {
         self.account.dropped.load(Ordering::Relaxed)
     }
 
-    /// A counter of the notifications handed to this subscriber so far
-    /// (read by the gateway to skip waiting for its watcher when it has
-    /// passed on every one).
-    #[cfg(feature = "gateway")]
-    pub(crate) fn sent(&self) -> Sent {
-        Sent(self.account.clone())
+    /// A counter of the notifications handed to this subscriber so far,
+    /// readable from another task than the one that receives them: a
+    /// relay compares it with what it passed on to know it is caught up
+    /// (everything the server sent before an answer read after it is
+    /// counted).
+    pub fn delivered(&self) -> Delivered {
+        Delivered(self.account.clone())
     }
 
     fn take(&self, q: Queued) -> Notification {
@@ -94,16 +95,14 @@ impl Notifications {
 }
 
 /// How many notifications a subscriber was handed: see
-/// [`Notifications::sent`].
-#[cfg(feature = "gateway")]
+/// [`Notifications::delivered`].
 #[derive(Debug, Clone)]
-pub(crate) struct Sent(Arc<Account>);
+pub struct Delivered(Arc<Account>);
 
-#[cfg(feature = "gateway")]
-impl Sent {
+impl Delivered {
     /// The count so far. A notification published before something this
     /// thread saw later (an answer read after it) is counted.
-    pub(crate) fn get(&self) -> u64 {
+    pub fn get(&self) -> u64 {
         self.0.sent.load(Ordering::Acquire)
     }
 }

@@ -128,7 +128,7 @@ pub(crate) struct Route {
 }
 
 #[derive(Debug)]
-struct Holder {
+struct Listed {
     route: Route,
     subscriptions: HashSet<String>,
     /// Used once (a call or a subscription): counted in its node's cap.
@@ -149,7 +149,7 @@ struct NodeEntry {
 #[derive(Debug)]
 pub(crate) struct Peers {
     limits: Limits,
-    tickets: HashMap<String, Holder>,
+    tickets: HashMap<String, Listed>,
     nodes: HashMap<NodeKey, NodeEntry>,
     calls: HashMap<(String, u64), CancelToken>,
     total_calls: usize,
@@ -200,7 +200,7 @@ impl Peers {
         };
         self.tickets.insert(
             ticket.clone(),
-            Holder {
+            Listed {
                 route,
                 subscriptions: HashSet::new(),
                 used: false,
@@ -219,7 +219,7 @@ impl Peers {
     }
 
     /// Marks `ticket` used (within its node's cap) and returns its holder.
-    fn use_ticket(&mut self, ticket: &str) -> Result<&mut Holder, RemoteError> {
+    fn use_ticket(&mut self, ticket: &str) -> Result<&mut Listed, RemoteError> {
         let holder = self.tickets.get_mut(ticket).ok_or_else(unknown)?;
         if !holder.used {
             let node = holder.route.node;

@@ -23,7 +23,7 @@ use super::config::{HostConfig, WhenUnavailable};
 use super::events::{EventHub, HostEvents, Subscriber};
 use super::items::{self, Lists};
 use super::listing::Fetched;
-use super::namespace::{Collision, Holder, ItemKind, ItemRef, Namespace};
+use super::namespace::{Collision, ItemKind, ItemRef, Listed, Namespace};
 use super::naming::Naming;
 use super::{HostError, HostEvent, HostShutdown, ServerSummary};
 use crate::client::ClientHandler;
@@ -193,7 +193,6 @@ impl HostShared {
     }
 
     /// Who holds the namespaced `name` of `kind` now, without waiting.
-    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
     pub(crate) fn owner_of(&self, kind: ItemKind, name: &str) -> Option<ItemRef> {
         let cat = self.lock();
         cat.namespace.table(kind).get(name).map(|h| ItemRef {
@@ -469,7 +468,6 @@ impl HostShared {
 
     /// Whether the host was stopped ([`stop_all`](Self::stop_all): a stop,
     /// its last handle dropped, or its actor's end however it ended).
-    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
     pub(crate) fn is_stopped(&self) -> bool {
         self.lock().stopped
     }
@@ -523,12 +521,11 @@ impl HostShared {
 
     /// The first holder of `kind` that `matches`, cloned alone (a lookup
     /// on every call copies no table).
-    #[cfg(feature = "gateway")]
     pub(crate) fn holder_where(
         &self,
         kind: ItemKind,
-        matches: impl Fn(&Holder) -> bool,
-    ) -> Option<(String, Holder)> {
+        matches: impl Fn(&Listed) -> bool,
+    ) -> Option<(String, Listed)> {
         let cat = self.lock();
         cat.namespace
             .table(kind)
@@ -539,7 +536,7 @@ impl HostShared {
 
     /// Every name of `kind` and its holder (the public views are built
     /// from them outside the lock).
-    pub(crate) fn holders(&self, kind: ItemKind) -> Vec<(String, Holder)> {
+    pub(crate) fn holders(&self, kind: ItemKind) -> Vec<(String, Listed)> {
         let cat = self.lock();
         cat.namespace
             .table(kind)

@@ -102,14 +102,31 @@ pub struct HostResource {
     pub resource: Value,
 }
 
-/// Who holds a name, and the item.
+/// An item of the namespace as its server listed it: who serves it, its
+/// own name there, and its JSON text unparsed (members this crate does not
+/// model included). Cheap to clone: it shares the host's copy.
 #[derive(Debug, Clone)]
-pub(crate) struct Holder {
+pub struct Listed {
     pub(crate) server: Arc<str>,
     pub(crate) item: Arc<Item>,
 }
 
-impl Holder {
+impl Listed {
+    /// The server that serves it.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Its own name on that server (a resource's URI).
+    pub fn own_name(&self) -> &str {
+        &self.item.own
+    }
+
+    /// The item as the server listed it, as JSON text.
+    pub fn json(&self) -> &str {
+        &self.item.raw
+    }
+
     fn item_ref(&self) -> ItemRef {
         ItemRef {
             server: self.server.to_string(),
@@ -117,7 +134,8 @@ impl Holder {
         }
     }
 
-    pub(crate) fn tool(&self, name: &str) -> HostTool {
+    /// The item parsed, under its namespaced `name`.
+    pub fn tool(&self, name: &str) -> HostTool {
         HostTool {
             name: name.to_owned(),
             server: self.server.to_string(),
@@ -128,7 +146,8 @@ impl Holder {
         }
     }
 
-    pub(crate) fn prompt(&self, name: &str) -> HostPrompt {
+    /// The item parsed, under its namespaced `name`.
+    pub fn prompt(&self, name: &str) -> HostPrompt {
         HostPrompt {
             name: name.to_owned(),
             server: self.server.to_string(),
@@ -136,7 +155,8 @@ impl Holder {
         }
     }
 
-    pub(crate) fn resource(&self, uri: &str) -> HostResource {
+    /// The item parsed, under its namespaced `name`.
+    pub fn resource(&self, uri: &str) -> HostResource {
         HostResource {
             uri: uri.to_owned(),
             server: self.server.to_string(),
@@ -148,7 +168,7 @@ impl Holder {
 /// The namespace: for each kind, every name and who holds it.
 #[derive(Debug, Default)]
 pub(crate) struct Namespace {
-    tables: [BTreeMap<String, Holder>; 3],
+    tables: [BTreeMap<String, Listed>; 3],
     collisions: Vec<Collision>,
 }
 
@@ -177,7 +197,7 @@ impl<'a> ItemsOf<'a> {
 
 impl Namespace {
     /// The names of `kind` and their holders.
-    pub(crate) fn table(&self, kind: ItemKind) -> &BTreeMap<String, Holder> {
+    pub(crate) fn table(&self, kind: ItemKind) -> &BTreeMap<String, Listed> {
         &self.tables[kind.index()]
     }
 
@@ -262,7 +282,7 @@ impl Namespace {
             None => {
                 table.insert(
                     name,
-                    Holder {
+                    Listed {
                         server: server.clone(),
                         item: item.clone(),
                     },
@@ -399,14 +419,14 @@ mod tests {
             input_schema: json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
             ..Tool::default()
         };
-        let holder = Holder {
+        let holder = Listed {
             server: Arc::from("s"),
             item: Arc::new(Item::tool(&tool).unwrap()),
         };
         let view = holder.tool("s__t");
         assert_eq!(view.tool, tool);
         assert_eq!((view.name.as_str(), view.server.as_str()), ("s__t", "s"));
-        let p = Holder {
+        let p = Listed {
             server: Arc::from("s"),
             item: Arc::new(
                 Item::keyed(&json!({"name": "greet", "arguments": []}), "name").unwrap(),

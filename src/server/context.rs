@@ -84,10 +84,10 @@ pub struct RequestContext {
 }
 
 impl RequestContext {
-    /// The context of a request routed by [`route`](super::dispatch::route).
+    /// The context of a request routed by [`route`](super::engine::dispatch::route).
     pub(crate) fn new(
         req: &crate::jsonrpc::Request,
-        d: super::dispatch::Dispatch,
+        d: super::engine::dispatch::Dispatch,
         handle: ServerHandle,
         shared: Arc<RequestShared>,
     ) -> Self {
@@ -225,16 +225,9 @@ impl RequestContext {
     /// Resolves when the request is cancelled (see
     /// [`is_cancelled`](Self::is_cancelled)). Cancel safe.
     pub async fn cancelled(&self) {
+        // Never cancelled (the session gone first): never resolves.
         let s = &self.shared;
-        let notified = s.cancel.notified();
-        tokio::pin!(notified);
-        // Registered before the check, so a cancel in between is not
-        // missed. Never cancelled (the session gone first): never resolves.
-        notified.as_mut().enable();
-        if s.is_cancelled() {
-            return;
-        }
-        notified.await;
+        crate::sync::until(&s.cancel, || s.is_cancelled()).await;
     }
 
     /// Modern era: the `requestState` the client echoed back on a retry.

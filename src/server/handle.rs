@@ -13,7 +13,7 @@ use crate::jsonrpc::pending::PendingTable;
 use crate::jsonrpc::{encode, ErrorObject, RequestId};
 use crate::protocol::{methods, Era, LoggingLevel};
 
-use super::budget::InboundBudget;
+use super::engine::budget::InboundBudget;
 use super::error::SendError;
 use super::server_config::ServerConfig;
 use super::subscriptions::Subscriptions;
@@ -103,6 +103,10 @@ pub(crate) struct SessionShared {
     /// Set by transports whose session output is not one byte stream
     /// (HTTP): where [`send_line`](Self::send_line) queues instead of `out`.
     pub(crate) outlet: std::sync::OnceLock<Arc<dyn Outlet>>,
+    /// Set by transports that start their stop sequence lazily (HTTP):
+    /// run by [`ServerHandle::stop`] after the stop is signalled, so a
+    /// server whose tasks never started stops all the same.
+    pub(crate) on_stop: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl SessionShared {
@@ -122,6 +126,7 @@ impl SessionShared {
             transport: "stdio",
             sessions: std::sync::OnceLock::new(),
             outlet: std::sync::OnceLock::new(),
+            on_stop: std::sync::OnceLock::new(),
         }
     }
 
@@ -336,6 +341,9 @@ impl ServerHandle {
         if let Some(s) = self.token.0.upgrade() {
             tracing::info!("server stop requested");
             s.stop.send_replace(true);
+            if let Some(on_stop) = s.on_stop.get() {
+                on_stop();
+            }
         }
     }
 

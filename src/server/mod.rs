@@ -38,8 +38,8 @@
 //!   in, never buffered whole), one writer task writes everything, many
 //!   queued lines per write call. Responses go out in completion order.
 //! - **Concurrency.** Every request runs in its own task, up to
-//!   [`ServerConfig::max_in_flight`] at once (default 64); further requests
-//!   wait in a backlog bounded by the byte budget (below), not by a count,
+//!   [`ServerConfig::max_in_flight`] of one client at once; further requests
+//!   wait, bounded by the byte budget (below), not by a count,
 //!   so the lines behind them go on being read: cancellations, pings and
 //!   responses are acted on while requests wait (300 five-second calls then
 //!   a cancel for each: none runs to completion, a ping behind them is
@@ -183,10 +183,8 @@
 //! reference to the transport's state was in the future).
 
 mod actor;
-mod backlog;
-mod budget;
 mod context;
-mod dispatch;
+pub(crate) mod engine;
 mod error;
 #[cfg(unix)]
 mod guard;

@@ -8,14 +8,15 @@
 //!                                              ServerHandle / contexts
 //! ```
 //!
-//! The loop never awaits a handler or a write: it only routes. Requests
-//! beyond `max_in_flight` wait in the [`Backlog`]; when the outbound queue
+//! The loop never awaits a handler or a write: it only routes. Requests go
+//! to the [engine](super::engine), which runs them in the session's scope
+//! (beyond `max_in_flight` they wait there); when the outbound queue
 //! is over its byte limit, the loop stops taking inbound messages, so the
 //! reader task stops reading (back-pressure reaches the client's writes).
 //!
 //! Memory is bounded in bytes: the reader charges each line's estimated
 //! parsed size to the inbound budget before parsing it. The [`Charge`]
-//! travels with the message (backlog, request task, notification queue)
+//! travels with the message (waiting request, request task, notification queue)
 //! and is released when the message is done with; see
 //! [`budget`](super::budget). A request line the budget cannot afford is
 //! held (one at most) by a task that waits for room, while the reader reads
@@ -24,14 +25,10 @@
 //! unblock. The first other line waits until the held one is in.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use serde_json::{json, Value};
 use tokio::io::AsyncRead;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::{AbortHandle, JoinError, JoinSet};
 use tokio::time::Instant;
 
 use crate::deadline::After;
@@ -43,12 +40,11 @@ use crate::jsonrpc::{
 };
 use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
 use crate::line_io::BurstHint;
-use crate::protocol::{methods, Era};
+use crate::protocol::methods;
 
-use super::backlog::Backlog;
-use super::budget::{Charge, InboundBudget};
-use super::context::{Recorded, RequestContext, RequestShared};
-use super::dispatch::{route, Dispatch, Route};
+use super::engine::budget::{Charge, InboundBudget};
+use super::engine::dispatch::{route, Route};
+use super::engine::{duplicate_error, Duplicate, Engine, Reply, Scope};
 use super::error::{HandlerError, ServerError};
 use super::handle::{ServePhase, ServerHandle, SessionShared};
 use super::output::Sink;
@@ -72,49 +68,20 @@ const INBOUND_CAPACITY: usize = 16;
 /// Notifications queued for the notification handler.
 const NOTIFICATION_CAPACITY: usize = 64;
 
-/// What a request task produces.
-pub(crate) enum TaskOut {
-    Line(Vec<u8>),
-    SerializeFailed(serde_json::Error),
-}
+/// A stdio request's answer goes to the session's output queue, as do
+/// its notifications.
+struct StdioReply(Arc<SessionShared>);
 
-struct InFlight {
-    task: tokio::task::Id,
-    abort: AbortHandle,
-    shared: Arc<RequestShared>,
-}
-
-/// Hashes tokio task ids (and the HTTP server's request keys). The runtime
-/// hands them out, the client cannot choose them, so SipHash's defence
-/// against chosen keys buys nothing here (it was a third of the cost of the
-/// session's maps).
-#[derive(Default)]
-pub(crate) struct TaskIdHasher(u64);
-
-impl Hasher for TaskIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // Fibonacci hashing: spreads consecutive ids over all the bits.
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+impl Reply for StdioReply {
+    fn answer(&self, line: Vec<u8>) {
+        let _ = self.0.out.push(line);
     }
 }
 
 struct Session<H> {
     shared: Arc<SessionShared>,
-    handler: Arc<H>,
-    tasks: JoinSet<TaskOut>,
-    in_flight: HashMap<RequestId, InFlight>,
-    by_task: HashMap<tokio::task::Id, RequestId, BuildHasherDefault<TaskIdHasher>>,
-    backlog: Backlog,
+    engine: Arc<Engine<H>>,
+    scope: Arc<Scope<StdioReply>>,
     notifications: mpsc::Sender<(Notification, Charge)>,
     /// A notification waiting for room in the handler's queue; reading is
     /// paused meanwhile.
@@ -132,11 +99,8 @@ pub(crate) async fn run<H: Handler>(
     let mut tasks = Tasks::spawn(&shared, &handler, input, sink, out, n_rx);
     let mut s = Session {
         shared: shared.clone(),
-        handler,
-        tasks: JoinSet::new(),
-        in_flight: HashMap::new(),
-        by_task: HashMap::default(),
-        backlog: Backlog::default(),
+        engine: Engine::new(handler),
+        scope: Scope::new(shared.clone(), true),
         notifications: n_tx,
         stalled: None,
     };
@@ -240,13 +204,14 @@ impl<H: Handler> Session<H> {
         let notify_tx = self.notifications.clone();
         let mut eof_deadline: Option<Instant> = None;
         loop {
-            if eof_deadline.is_some() && self.tasks.is_empty() && self.backlog.is_empty() {
+            if eof_deadline.is_some() && self.scope.is_empty() {
                 return Ok(ServeEnd::Eof);
             }
             let out_full = shared.out.is_full();
-            // The backlog is bounded by the byte budget (the reader's), not
+            // What waits is bounded by the byte budget (the reader's), not
             // here: stopping at a count kept the cancellations behind it out.
             let can_read = eof_deadline.is_none() && !out_full && self.stalled.is_none();
+            let emptied = self.scope.emptied();
             tokio::select! {
                 biased;
                 _ = &mut stop_requested => return Ok(ServeEnd::Stopped),
@@ -264,7 +229,7 @@ impl<H: Handler> Session<H> {
                         return Err(e);
                     }
                 }
-                Some(done) = self.tasks.join_next_with_id() => self.complete(done)?,
+                () = emptied, if eof_deadline.is_some() => {}
                 item = t.inbound.recv(), if can_read => match item {
                     Some(Inbound::Message(m, charge)) => self.on_message(m, charge),
                     Some(Inbound::Reply(line)) => {
@@ -273,9 +238,10 @@ impl<H: Handler> Session<H> {
                     Some(Inbound::Failed(e)) => return Err(ServerError::Read(e)),
                     Some(Inbound::Eof) | None => {
                         shared.input_closed.send_replace(true);
+                        let (in_flight, queued) = self.scope.counts();
                         tracing::info!(
-                            in_flight = self.in_flight.len(),
-                            queued = self.backlog.len(),
+                            in_flight,
+                            queued,
                             "end of input: finishing in-flight requests"
                         );
                         eof_deadline = Some(Instant::now().after(shared.config.eof_drain));
@@ -289,7 +255,7 @@ impl<H: Handler> Session<H> {
                 }
                 _ = sleep_until(eof_deadline) => {
                     tracing::warn!(
-                        in_flight = self.in_flight.len(),
+                        in_flight = self.scope.counts().0,
                         "end of input: drain period over, aborting remaining requests"
                     );
                     return Ok(ServeEnd::Eof);
@@ -301,14 +267,17 @@ impl<H: Handler> Session<H> {
     /// Ends serving: stops reading, lets handlers finish after a stop (for
     /// `stop_drain`), aborts the rest, makes handles inert, and flushes the
     /// output (for at most `flush_timeout`).
-    async fn finish(mut self, mut t: Tasks, end: &Result<ServeEnd, ServerError>) {
+    async fn finish(self, mut t: Tasks, end: &Result<ServeEnd, ServerError>) {
         t.reader.0.abort();
         drop(t.inbound);
-        if matches!(end, Ok(ServeEnd::Stopped)) {
-            self.drain_after_stop().await;
-        }
-        let aborted = self.in_flight.len() + self.backlog.len();
-        self.tasks.abort_all();
+        let aborted = if matches!(end, Ok(ServeEnd::Stopped)) {
+            self.engine
+                .stop(self.shared.config.stop_drain, [&self.scope])
+                .await
+        } else {
+            // Waiting requests are dropped, their bytes released.
+            self.scope.take_queue().len() + self.engine.abort_all()
+        };
         t.notifier.0.abort();
         match end {
             Ok(reason) => tracing::info!(?reason, aborted, "server stopping"),
@@ -345,23 +314,7 @@ impl<H: Handler> Session<H> {
         }
     }
 
-    fn is_active(&self, id: &RequestId) -> bool {
-        self.in_flight.contains_key(id) || self.backlog.contains(id)
-    }
-
     fn on_request(&mut self, req: Request, charge: Charge) {
-        if self.is_active(&req.id) {
-            tracing::debug!(id = %req.id, "duplicate in-flight request id refused");
-            let e = ErrorObject::new(
-                codes::INVALID_REQUEST,
-                format!(
-                    "duplicate request id {}: a request with this id is in flight",
-                    req.id
-                ),
-            );
-            let _ = self.shared.out.push(encode::error(&Some(req.id), &e));
-            return;
-        }
         match route(&self.shared, &req) {
             Route::Answer(a) => {
                 let id = Some(req.id);
@@ -373,86 +326,13 @@ impl<H: Handler> Session<H> {
                 let _ = self.shared.out.push(line);
             }
             Route::Dispatch(d) => {
-                if self.in_flight.len() < self.shared.config.max_in_flight {
-                    self.spawn(req, d, charge);
-                } else {
-                    self.backlog.push((req, d, charge));
+                let id = req.id.clone();
+                let reply = StdioReply(self.shared.clone());
+                if let Err(Duplicate(_)) = self.engine.submit(&self.scope, req, d, charge, reply) {
+                    tracing::debug!(%id, "duplicate in-flight request id refused");
+                    let e = duplicate_error(&id);
+                    let _ = self.shared.out.push(encode::error(&Some(id), &e));
                 }
-            }
-        }
-    }
-
-    fn spawn(&mut self, req: Request, d: Dispatch, charge: Charge) {
-        let rs = Arc::new(RequestShared::default());
-        let era = d.era;
-        let ctx = RequestContext::new(&req, d, ServerHandle::new(&self.shared), rs.clone());
-        let handler = self.handler.clone();
-        let id = req.id.clone();
-        tracing::debug!(%id, method = %req.method, %era, "request started");
-        let id_for_map = id.clone();
-        let shape = Shape {
-            era,
-            cacheable: CACHEABLE.contains(&req.method.as_str()),
-            ttl_ms: self.shared.config.cache_ttl_ms,
-            scope: self.shared.config.cache_scope.as_str(),
-        };
-        let task_rs = rs.clone();
-        let abort = self.tasks.spawn(async move {
-            // Released when the task ends, or is aborted (the future dropped).
-            let _charge = charge;
-            let result = handler.handle_request(req, ctx).await;
-            finish(&id, shape, result, &task_rs.recorded)
-        });
-        let task = abort.id();
-        self.by_task.insert(task, id_for_map.clone());
-        self.in_flight.insert(
-            id_for_map,
-            InFlight {
-                task,
-                abort,
-                shared: rs,
-            },
-        );
-    }
-
-    /// A request task ended: send its answer unless it was cancelled.
-    fn complete(
-        &mut self,
-        done: Result<(tokio::task::Id, TaskOut), JoinError>,
-    ) -> Result<(), ServerError> {
-        let (task, out) = match done {
-            Ok((task, out)) => (task, Ok(out)),
-            Err(e) => (e.id(), Err(e)),
-        };
-        // Unknown task: it was cancelled, and its answer is suppressed.
-        let Some(id) = self.by_task.remove(&task) else {
-            return Ok(());
-        };
-        self.in_flight.remove(&id);
-        match out {
-            Ok(TaskOut::Line(line)) => {
-                tracing::debug!(%id, "request completed");
-                let _ = self.shared.out.push(line);
-            }
-            Ok(TaskOut::SerializeFailed(source)) => {
-                return Err(ServerError::Serialize { id, source })
-            }
-            Err(e) if e.is_panic() => {
-                tracing::warn!(%id, "request handler panicked: answering -32603");
-                let e = internal("internal error: the request handler panicked".to_owned());
-                let _ = self.shared.out.push(encode::error(&Some(id), &e));
-            }
-            Err(_) => {}
-        }
-        self.start_backlog();
-        Ok(())
-    }
-
-    fn start_backlog(&mut self) {
-        while self.in_flight.len() < self.shared.config.max_in_flight {
-            match self.backlog.pop() {
-                Some((req, d, charge)) => self.spawn(req, d, charge),
-                None => break,
             }
         }
     }
@@ -480,116 +360,16 @@ impl<H: Handler> Session<H> {
     }
 
     fn cancel(&mut self, id: &RequestId) {
-        if let Some(f) = self.in_flight.remove(id) {
-            f.shared.cancel();
-            f.abort.abort();
-            self.by_task.remove(&f.task);
+        if self.engine.cancel_id(&self.scope, id) {
             tracing::debug!(%id, "request cancelled by the client");
-            self.start_backlog();
-        } else if self.backlog.remove(id) {
-            tracing::debug!(%id, "queued request cancelled by the client");
         } else {
             tracing::debug!(%id, "cancellation of an unknown or finished request ignored");
-        }
-    }
-
-    /// After stop: signal cancellation, let handlers finish within
-    /// `stop_drain`, answering those that do. Queued requests are dropped.
-    async fn drain_after_stop(&mut self) {
-        self.backlog.clear();
-        if self.tasks.is_empty() {
-            return;
-        }
-        for f in self.in_flight.values() {
-            f.shared.cancel();
-        }
-        let drain = self.shared.config.stop_drain;
-        if drain.is_zero() {
-            return;
-        }
-        let deadline = Instant::now().after(drain);
-        while !self.tasks.is_empty() {
-            match tokio::time::timeout_at(deadline, self.tasks.join_next_with_id()).await {
-                Ok(Some(done)) => {
-                    let _ = self.complete(done);
-                }
-                Ok(None) | Err(_) => break,
-            }
         }
     }
 }
 
 fn internal(message: String) -> ErrorObject {
     ErrorObject::new(codes::INTERNAL_ERROR, message)
-}
-
-/// Modern methods whose results carry cache hints (2026-07-28 schema).
-pub(crate) const CACHEABLE: &[&str] = &[
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-];
-
-/// What the transport adds to a modern result.
-#[derive(Clone, Copy)]
-pub(crate) struct Shape {
-    pub(crate) era: Era,
-    pub(crate) cacheable: bool,
-    pub(crate) ttl_ms: u64,
-    pub(crate) scope: &'static str,
-}
-
-/// Turns a handler's outcome into the response line.
-pub(crate) fn finish(
-    id: &RequestId,
-    shape: Shape,
-    result: Result<Value, HandlerError>,
-    recorded: &Mutex<Recorded>,
-) -> TaskOut {
-    let rid = Some(id.clone());
-    let era = shape.era;
-    match result {
-        Ok(mut v) => {
-            if era == Era::Modern {
-                if let Some(obj) = v.as_object_mut() {
-                    obj.entry("resultType").or_insert_with(|| json!("complete"));
-                    if shape.cacheable {
-                        obj.entry("ttlMs").or_insert_with(|| json!(shape.ttl_ms));
-                        obj.entry("cacheScope")
-                            .or_insert_with(|| json!(shape.scope));
-                    }
-                }
-            }
-            match encode::result(&rid, &v) {
-                Ok(line) => TaskOut::Line(line),
-                Err(e) => TaskOut::SerializeFailed(e),
-            }
-        }
-        Err(HandlerError::InputRequired) if era == Era::Modern => {
-            let (requests, state) = {
-                let mut r = crate::sync::lock(recorded);
-                (std::mem::take(&mut r.requests), r.state.take())
-            };
-            if requests.is_empty() && state.is_none() {
-                let e = internal("handler required input but recorded no input request".into());
-                return TaskOut::Line(encode::error(&rid, &e));
-            }
-            let mut v = json!({ "resultType": "input_required" });
-            if !requests.is_empty() {
-                v["inputRequests"] = Value::Object(requests);
-            }
-            if let Some(s) = state {
-                v["requestState"] = json!(s);
-            }
-            match encode::result(&rid, &v) {
-                Ok(line) => TaskOut::Line(line),
-                Err(e) => TaskOut::SerializeFailed(e),
-            }
-        }
-        Err(e) => TaskOut::Line(encode::error(&rid, &e.to_error_object())),
-    }
 }
 
 /// The reader task: frames and parses input; never answers by itself.

@@ -39,12 +39,20 @@ pub struct ServerConfig {
     /// Largest inbound line in bytes (excluding the newline). Longer lines
     /// are refused with -32600 and discarded without being buffered whole.
     pub max_message_bytes: usize,
-    /// Largest number of request handlers running at once. Further requests
-    /// wait in a backlog bounded by
-    /// [`max_inbound_bytes`](Self::max_inbound_bytes) (a count of messages
-    /// is no bound on memory, and stopping at one kept the cancellations
-    /// behind the queued requests unread); when that is full, the server
-    /// stops reading requests (back-pressure on the client's writes).
+    /// Largest number of one client's request handlers running at once
+    /// (default [`DEFAULT_MAX_IN_FLIGHT`]), on every transport alike. One
+    /// client is a stdio session, a Streamable HTTP session (2025-11-25),
+    /// or the session-less 2026-07-28 requests of one
+    /// `server::http::Principal` (feature `http`; the peer address when
+    /// no layer names one). `subscriptions/listen` streams count in a pool
+    /// of their own of the same size, so open streams never hold back calls.
+    ///
+    /// Further requests wait, in arrival order, without a count limit:
+    /// what bounds them is [`max_inbound_bytes`](Self::max_inbound_bytes),
+    /// which their bytes are held against while they wait. When that is
+    /// full, a stdio server stops reading (back-pressure on the client's
+    /// writes) while cancellations, pings and responses still get in; an
+    /// HTTP body waits for room within its `body_timeout`.
     pub max_in_flight: usize,
     /// Bound on the memory held for parsed input, in bytes (default
     /// [`DEFAULT_MAX_INBOUND_BYTES`], at least [`MIN_INBOUND_BYTES`]).

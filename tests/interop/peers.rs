@@ -1,6 +1,8 @@
 //! Where the real third-party MCP servers are installed for the tests
 //! (`target/peers`, by `.ci/install-client-peers.sh`), and the `need!`
-//! macro that skips a test, saying so, when one is missing.
+//! macro that fails a test naming the peer it misses. The tests that need
+//! peers are `#[ignore]`d, saying why, and run by `.ci/run`
+//! with `-- --ignored` once the peers are installed.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -58,12 +60,11 @@ macro_rules! need {
         match $found {
             Some(v) => v,
             None => {
-                eprintln!(
-                    "skipped: {} not installed at target/peers; {}",
+                panic!(
+                    "missing: {} not installed at target/peers; {}",
                     $what,
                     peers::INSTALL
                 );
-                return;
             }
         }
     };

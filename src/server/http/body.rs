@@ -4,16 +4,15 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Response, StatusCode};
+use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 
 use crate::deadline::After;
-use crate::jsonrpc::codes;
 
 use super::config::HttpConfig;
-use super::gate;
 use super::principal::Owner;
 use super::room::{BodyRoom, Closed};
+use super::Rejection;
 
 /// Reads the body within `max_message_bytes` and `body_timeout`. What
 /// all bodies being read hold together is bounded by `max_inbound_bytes`,
@@ -27,7 +26,7 @@ pub(crate) async fn read(
     h: &HeaderMap,
     owner: Owner,
     body: Body,
-) -> Result<Bytes, Response<Body>> {
+) -> Result<Bytes, Rejection> {
     use http_body_util::BodyExt as _;
     let limit = config.server.max_message_bytes;
     let declared = h
@@ -35,34 +34,23 @@ pub(crate) async fn read(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
-        return Err(too_large(limit));
+        return Err(Rejection::BodyTooLarge { limit });
     }
     let deadline = tokio::time::Instant::now().after(config.body_timeout);
     let mut body = body;
     let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
     let mut room = room.hold(owner);
-    let timed_out = || {
-        gate::rpc_error(
-            StatusCode::REQUEST_TIMEOUT,
-            None,
-            codes::INVALID_REQUEST,
-            format!(
-                "the body did not arrive within body_timeout ({:?})",
-                config.body_timeout
-            ),
-        )
+    let timed_out = || Rejection::BodyTimeout {
+        timeout: config.body_timeout,
     };
     loop {
         let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
             Err(_) => return Err(timed_out()),
             Ok(None) => return Ok(buf.freeze()),
             Ok(Some(Err(e))) => {
-                return Err(gate::rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    None,
-                    codes::PARSE_ERROR,
-                    format!("reading the body failed: {e}"),
-                ))
+                return Err(Rejection::BodyUnreadable {
+                    reason: e.to_string(),
+                })
             }
             Ok(Some(Ok(frame))) => frame,
         };
@@ -70,30 +58,14 @@ pub(crate) async fn read(
             continue; // trailers
         };
         if buf.len().saturating_add(data.len()) > limit {
-            return Err(too_large(limit));
+            return Err(Rejection::BodyTooLarge { limit });
         }
         let take = room.take(data.len(), buf.len(), declared);
         match tokio::time::timeout_at(deadline, take).await {
             Err(_) => return Err(timed_out()),
-            Ok(Err(Closed)) => {
-                return Err(gate::rpc_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    None,
-                    -32000,
-                    "the server is stopping",
-                ))
-            }
+            Ok(Err(Closed)) => return Err(Rejection::Stopping),
             Ok(Ok(())) => {}
         }
         buf.extend_from_slice(&data);
     }
-}
-
-fn too_large(limit: usize) -> Response<Body> {
-    gate::rpc_error(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        None,
-        codes::INVALID_REQUEST,
-        format!("the body exceeds max_message_bytes ({limit} bytes)"),
-    )
 }

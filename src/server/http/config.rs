@@ -73,10 +73,9 @@ pub struct HttpConfig {
     /// `max_message_bytes` (default 8 MiB) bounds a request body; its
     /// `max_inbound_bytes` (default 64 MiB) bounds the bodies being read
     /// and the parsed messages held, across all requests; its
-    /// `max_in_flight` bounds the requests of one 2025-11-25 session, and
-    /// the 2026-07-28 requests of the whole server (`subscriptions/listen`
-    /// streams aside), running at once (more wait); its `stop_drain` is the grace given to in-flight
-    /// requests on [`stop`](crate::server::ServerHandle::stop).
+    /// [`max_in_flight`](ServerConfig::max_in_flight) bounds one client's
+    /// running requests as on stdio; its `stop_drain` is the grace given to
+    /// in-flight requests on [`stop`](crate::server::ServerHandle::stop).
     pub server: ServerConfig,
     /// The MCP endpoint's path. Default [`DEFAULT_PATH`] (`/mcp`).
     pub path: String,

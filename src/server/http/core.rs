@@ -1,43 +1,36 @@
 //! What every request of one HTTP server shares: the configuration, the
-//! handler, the sessions, the bounds, the table of running requests, and
-//! the stop sequence.
+//! request engine, the sessions, the bounds, and the stop sequence.
 //!
-//! A request runs in a task of its own, as on stdio, with the same
-//! [`RequestContext`]; its messages and its answer go to its
-//! [`Stream`](super::stream::Stream), which the HTTP response reads. The
-//! task, not the response, owns the work: a 2025-11-25 era client may
-//! disconnect and resume the stream later; a 2026-07-28 era response that
-//! goes away cancels the task (see `post`).
+//! A request runs on the [`Engine`] as on stdio, with the same
+//! [`RequestContext`](crate::server::RequestContext); its messages and its
+//! answer go to its [`Stream`](super::stream::Stream) (its [`StreamReply`]),
+//! which the HTTP response reads. The task, not the response, owns the
+//! work: a 2025-11-25 client may disconnect and resume the stream later; a
+//! 2026-07-28 response that goes away cancels the request (see `respond`).
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::hash::BuildHasherDefault;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
-use tokio::task::AbortHandle;
+use tokio::sync::watch;
 
-use crate::deadline::After;
 use crate::jsonrpc::{codes, encode, ErrorObject, Notification, Request, RequestId};
-use crate::server::budget::{Charge, InboundBudget};
-use crate::server::context::{RequestContext, RequestShared};
-use crate::server::dispatch::Dispatch;
+use crate::server::context::RequestContext;
+use crate::server::engine::budget::InboundBudget;
+use crate::server::engine::{Engine, Reply, Scope, Unanswered};
 use crate::server::error::{HandlerError, SendError};
 use crate::server::handle::{Outlet, ServerHandle, SessionShared, Sessions};
 use crate::server::request_handler::Handler;
-use crate::server::serve_loop::{finish, Shape, TaskIdHasher, TaskOut, CACHEABLE};
 use crate::throttle::Throttle;
 
 use super::config::HttpConfig;
 use super::principal::Owner;
 use super::room::BodyRoom;
-use super::session::{self, Session, SessionTable};
+use super::session::{Session, SessionTable};
 use super::stream::{Counter, RequestOutlet, Stream};
 
 type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -81,14 +74,98 @@ impl<H: Handler> DynHandler for H {
     }
 }
 
-/// A running request, as the stop sequence sees it.
-pub(crate) struct Running {
-    abort: AbortHandle,
-    shared: Arc<RequestShared>,
+/// The type-erased handler, as the engine runs it.
+pub(crate) struct Erased(Box<dyn DynHandler>);
+
+impl Handler for Erased {
+    fn handle_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> impl Future<Output = Result<Value, HandlerError>> + Send {
+        self.0.request(request, ctx)
+    }
+
+    fn serving(&self, handle: ServerHandle) {
+        self.0.serving(handle)
+    }
+
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        self.0.tool_input_schema(name)
+    }
+
+    fn handle_notification(
+        &self,
+        notification: Notification,
+        handle: ServerHandle,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send {
+        self.0.notification(notification, handle)
+    }
 }
 
-/// A request's id was already running in its session.
-pub(crate) struct Duplicate;
+/// An HTTP request's answer and messages go to its stream.
+pub(crate) struct StreamReply {
+    pub(crate) stream: Arc<Stream>,
+    /// The request's id (for an answer the engine did not write).
+    pub(crate) id: RequestId,
+    /// A 2025-11-25 request's session: where what its JSON-only response
+    /// cannot carry goes, and where its ended stream is kept for a late
+    /// resumption.
+    pub(crate) session: Option<Weak<Session>>,
+}
+
+impl Reply for StreamReply {
+    fn outlet(&self) -> Option<Arc<dyn Outlet>> {
+        let fallback = self
+            .session
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .map(|s| Arc::downgrade(&s.shared));
+        Some(Arc::new(RequestOutlet {
+            stream: self.stream.clone(),
+            fallback,
+        }))
+    }
+
+    fn answer(&self, line: Vec<u8>) {
+        let _ = self.stream.push(line, true);
+    }
+
+    fn unanswered(&self, why: Unanswered) {
+        if self.stream.answered() {
+            return;
+        }
+        match why {
+            Unanswered::Stopping => {
+                let e = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    "request cancelled: the server is stopping",
+                );
+                let _ = self
+                    .stream
+                    .push(encode::error(&Some(self.id.clone()), &e), true);
+            }
+            Unanswered::Withdrawn => self.stream.close(),
+        }
+    }
+
+    fn slow(&self) {
+        self.stream.slow();
+    }
+}
+
+impl Drop for StreamReply {
+    fn drop(&mut self) {
+        // Nobody reads the stream (the client left, or has not come back):
+        // it leaves the live ones, kept a while for a late resumption.
+        if let Some(s) = self.session.as_ref().and_then(Weak::upgrade) {
+            s.touch();
+            if !self.stream.attached() {
+                s.retire(self.stream.number, true);
+            }
+        }
+    }
+}
 
 /// Sends a message to every session's GET stream (the server-wide
 /// handle's `notify`).
@@ -114,25 +191,55 @@ pub(crate) struct Core {
     /// and the state 2026-07-28 era requests are routed against.
     pub(crate) root: Arc<SessionShared>,
     pub(crate) sessions: Arc<SessionTable>,
-    pub(crate) handler: Arc<dyn DynHandler>,
+    pub(crate) engine: Arc<Engine<Erased>>,
+    /// The stateless requests of each principal: a scope each.
+    stateless: Mutex<HashMap<Owner, Arc<Scope<StreamReply>>>>,
     /// Bytes queued in all streams.
     pub(crate) global: Arc<Counter>,
     /// Parsed input held (`max_inbound_bytes`), shared by all sessions.
     pub(crate) inbound: Arc<InboundBudget>,
     /// Bytes of request bodies being read (`max_inbound_bytes`).
     pub(crate) body_room: Arc<BodyRoom>,
-    /// 2026-07-28 era requests (but `subscriptions/listen` streams) running
-    /// at once, for the whole server (`max_in_flight`); more wait.
-    pub(crate) modern_slots: Arc<Semaphore>,
-    /// By key: handed out here, never chosen by a client, so SipHash's
-    /// defence against chosen keys buys nothing.
-    running: Mutex<HashMap<u64, Running, BuildHasherDefault<TaskIdHasher>>>,
-    next_key: AtomicU64,
-    /// Woken when a request ends.
-    ended: Notify,
     pub(crate) stopping: AtomicBool,
     /// The rate of the log lines a client can trigger at will.
     pub(crate) warned: Warned,
+    /// Where the background tasks (idle-session expiry, the stop watcher)
+    /// are: a [`Tasks`] as `u8`, decided by one compare-and-swap.
+    tasks: AtomicU8,
+    /// Turns true once the stop sequence has run.
+    pub(crate) done: watch::Sender<bool>,
+    /// Whether the end of the stop sequence also ends the server-wide
+    /// lifetime (an [`HttpService`](super::HttpService); the
+    /// [`HttpServer`](super::HttpServer) ends it once its listener closed).
+    closes_root: bool,
+}
+
+/// Where the background tasks are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Tasks {
+    /// Nothing was served yet.
+    NotStarted,
+    Running,
+    /// Stopped before anything was served: nothing runs, nothing will.
+    StoppedUnstarted,
+}
+
+impl Tasks {
+    /// Moves `at` from `NotStarted` to `to`; whether this call did.
+    fn leave_unstarted(at: &AtomicU8, to: Tasks) -> bool {
+        // A plain load first: every request asks, and it is nearly always
+        // started already.
+        at.load(Ordering::Acquire) == Tasks::NotStarted as u8
+            && at
+                .compare_exchange(
+                    Tasks::NotStarted as u8,
+                    to as u8,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+    }
 }
 
 /// The rate of each log line a client can trigger at will.
@@ -146,10 +253,15 @@ pub(crate) struct Warned {
 impl Core {
     /// The core around `root`, the server-wide state made before serving
     /// (its handles exist already).
+    ///
+    /// Spawns nothing: the background tasks start with
+    /// [`start`](Self::start). `closes_root`: the end of the stop sequence
+    /// ends `root`'s lifetime too.
     pub(crate) fn new<H: Handler>(
         config: HttpConfig,
         handler: H,
         root: Arc<SessionShared>,
+        closes_root: bool,
     ) -> Arc<Self> {
         let inbound = root.inbound.clone();
         let sessions = SessionTable::new(&config);
@@ -165,24 +277,76 @@ impl Core {
             config.server.max_inbound_bytes,
             config.server.max_message_bytes,
         );
-        let config_in_flight = config.server.max_in_flight;
+        let engine = Engine::new(Arc::new(Erased(Box::new(handler))));
         let core = Arc::new(Core {
             global: Counter::new(config.max_buffered_bytes),
             config,
             root,
             sessions,
-            handler: Arc::new(handler),
+            engine,
+            stateless: Mutex::new(HashMap::new()),
             inbound,
             body_room,
-            modern_slots: Arc::new(Semaphore::new(config_in_flight)),
-            running: Mutex::new(HashMap::default()),
-            next_key: AtomicU64::new(1),
-            ended: Notify::new(),
             stopping: AtomicBool::new(false),
             warned: Warned::default(),
+            tasks: AtomicU8::new(Tasks::NotStarted as u8),
+            done: watch::channel(false).0,
+            closes_root,
         });
-        core.handler.serving(ServerHandle::new(&core.root));
+        let weak = Arc::downgrade(&core);
+        let _ = core.root.on_stop.set(Box::new(move || {
+            if let Some(core) = weak.upgrade() {
+                core.stop_unstarted();
+            }
+        }));
+        Handler::serving(core.handler(), ServerHandle::new(&core.root));
         core
+    }
+
+    /// Starts the background tasks once: idle-session expiry, and the
+    /// stop sequence on [`ServerHandle::stop`]. Both hold the core weakly.
+    /// Called by every request and by the listener's start; must be called
+    /// within a tokio runtime.
+    pub(crate) fn start(self: &Arc<Self>) {
+        if !Tasks::leave_unstarted(&self.tasks, Tasks::Running) {
+            return;
+        }
+        tokio::spawn(Core::sweep(Arc::downgrade(self)));
+        let weak: Weak<Core> = Arc::downgrade(self);
+        let mut stop = self.root.stop.subscribe();
+        tokio::spawn(async move {
+            if stop.wait_for(|v| *v).await.is_err() {
+                return; // the server is gone
+            }
+            if let Some(core) = weak.upgrade() {
+                core.shutdown().await;
+                core.finish();
+            }
+        });
+    }
+
+    /// The stop of a server that never started its tasks (so never served
+    /// a request): nothing to drain, no session to end.
+    fn stop_unstarted(&self) {
+        if !Tasks::leave_unstarted(&self.tasks, Tasks::StoppedUnstarted) {
+            return; // the stop watcher runs the sequence
+        }
+        self.stopping.store(true, Ordering::Release);
+        self.root.input_closed.send_replace(true);
+        self.finish();
+    }
+
+    /// The end of the stop sequence.
+    fn finish(&self) {
+        self.done.send_replace(true);
+        if self.closes_root {
+            self.root.close();
+        }
+    }
+
+    /// The handler.
+    pub(crate) fn handler(&self) -> &Erased {
+        self.engine.handler()
     }
 
     /// The server's name, for logs.
@@ -204,8 +368,16 @@ impl Core {
         s.shared
             .phase
             .send_replace(crate::server::handle::ServePhase::Ready);
-        self.handler.serving(ServerHandle::new(&s.shared));
+        Handler::serving(self.handler(), ServerHandle::new(&s.shared));
         s
+    }
+
+    /// The scope of `owner`'s stateless requests.
+    pub(crate) fn stateless_scope(&self, owner: &Owner) -> Arc<Scope<StreamReply>> {
+        crate::sync::lock(&self.stateless)
+            .entry(owner.clone())
+            .or_insert_with(|| Scope::new(self.root.clone(), false))
+            .clone()
     }
 
     /// A stream for a 2026-07-28 era request: its own bounds, no replay.
@@ -219,151 +391,25 @@ impl Core {
         )
     }
 
-    /// Starts `req` in a task of its own; its messages and answer go to
-    /// `stream`. Refused if its id is running in the same session.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn start(
-        self: &Arc<Self>,
-        req: Request,
-        d: Dispatch,
-        shared: &Arc<SessionShared>,
-        session: Option<&Arc<Session>>,
-        stream: Arc<Stream>,
-        charge: Charge,
-        permit: Option<OwnedSemaphorePermit>,
-    ) -> Result<u64, Duplicate> {
-        let id = req.id.clone();
-        // The entries are made under the locks the task's guard takes to
-        // remove them, so a task that ends at once cannot remove them first.
-        let mut in_flight = session.map(|s| crate::sync::lock(&s.in_flight));
-        if in_flight.as_ref().is_some_and(|m| m.contains_key(&id)) {
-            return Err(Duplicate);
-        }
-        let rs = Arc::new(RequestShared::default());
-        let outlet = Arc::new(RequestOutlet {
-            stream: stream.clone(),
-            fallback: session.map(|s| Arc::downgrade(&s.shared)),
-        });
-        let handle = ServerHandle::with_outlet(shared, outlet);
-        let c = &self.config.server;
-        let shape = Shape {
-            era: d.era,
-            cacheable: CACHEABLE.contains(&req.method.as_str()),
-            ttl_ms: c.cache_ttl_ms,
-            scope: c.cache_scope.as_str(),
-        };
-        tracing::debug!(server = %self.name(), %id, method = %req.method, era = %shape.era, "request started");
-        let ctx = RequestContext::new(&req, d, handle, rs.clone());
-        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        let guard = RunGuard {
-            core: Arc::downgrade(self),
-            key,
-            stream,
-            session: session.map(Arc::downgrade),
-            id: id.clone(),
-        };
-        let handler = self.handler.clone();
-        let task_rs = rs.clone();
-        let task = async move {
-            let guard = guard;
-            let _charge = charge;
-            let _permit = permit;
-            let id = req.id.clone();
-            let out = TellSlow {
-                inner: CatchUnwind(handler.request(req, ctx)),
-                stream: &guard.stream,
-                told: false,
-            }
-            .await;
-            let line = match out {
-                Ok(result) => match finish(&id, shape, result, &task_rs.recorded) {
-                    TaskOut::Line(line) => line,
-                    TaskOut::SerializeFailed(e) => {
-                        tracing::warn!(%id, error = %e, "result not serialisable: answering -32603");
-                        encode::error(
-                            &Some(id.clone()),
-                            &ErrorObject::new(
-                                codes::INTERNAL_ERROR,
-                                format!("the result could not be serialised: {e}"),
-                            ),
-                        )
-                    }
-                },
-                Err(()) => {
-                    tracing::warn!(%id, "request handler panicked: answering -32603");
-                    encode::error(
-                        &Some(id.clone()),
-                        &ErrorObject::new(
-                            codes::INTERNAL_ERROR,
-                            "internal error: the request handler panicked",
-                        ),
-                    )
-                }
-            };
-            tracing::debug!(%id, "request completed");
-            let _ = guard.stream.push(line, true);
-        };
-        let mut running = crate::sync::lock(&self.running);
-        let task = tokio::spawn(task);
-        running.insert(
-            key,
-            Running {
-                abort: task.abort_handle(),
-                shared: rs.clone(),
-            },
-        );
-        if let Some(m) = &mut in_flight {
-            m.insert(id, key);
-        }
-        Ok(key)
-    }
-
-    /// Cancels a running request (a 2025-11-25 era
-    /// `notifications/cancelled`, or a 2026-07-28 era response closed by
-    /// the client): its task is aborted and it gets no answer.
-    pub(crate) fn cancel(&self, key: u64) {
-        if let Some(r) = crate::sync::lock(&self.running).get(&key) {
-            r.shared.cancel();
-            r.abort.abort();
-        }
-    }
-
     /// Ends a session: its running requests are cancelled, its handles
     /// become inert, its streams close.
     pub(crate) fn end_session(&self, s: &Session) {
-        let keys: Vec<u64> = crate::sync::lock(&s.in_flight).values().copied().collect();
-        for key in keys {
-            self.cancel(key);
-        }
+        self.engine.cancel_all(&s.scope);
         s.end();
     }
 
     /// Requests running now.
+    #[cfg(test)]
     pub(crate) fn running(&self) -> usize {
-        crate::sync::lock(&self.running).len()
-    }
-
-    /// Waits until no request runs, or `deadline`.
-    async fn quiesce(&self, deadline: tokio::time::Instant) -> bool {
-        loop {
-            let ended = self.ended.notified();
-            tokio::pin!(ended);
-            ended.as_mut().enable();
-            if self.running() == 0 {
-                return true;
-            }
-            tokio::select! {
-                _ = ended => {}
-                _ = tokio::time::sleep_until(deadline) => return self.running() == 0,
-            }
-        }
+        self.engine.running()
     }
 
     /// The stop sequence: refuse new requests; end long-lived ones as on
     /// end of input; let in-flight requests finish within `stop_drain`
     /// (their contexts see cancellation); abort the rest, each answered
-    /// with an error saying the server is stopping; end every session (its
-    /// streams end once their queued events are read).
+    /// with an error saying the server is stopping (as are those still
+    /// waiting for a slot); end every session (its streams end once their
+    /// queued events are read).
     pub(crate) async fn shutdown(&self) {
         if self.stopping.swap(true, Ordering::AcqRel) {
             return;
@@ -371,7 +417,7 @@ impl Core {
         let sessions = self.sessions.all();
         tracing::info!(
             server = %self.name(),
-            running = self.running(),
+            running = self.engine.running(),
             sessions = sessions.len(),
             "http server stopping"
         );
@@ -379,31 +425,23 @@ impl Core {
         for s in &sessions {
             s.shared.input_closed.send_replace(true);
         }
-        for r in crate::sync::lock(&self.running).values() {
-            r.shared.cancel();
-        }
-        let now = tokio::time::Instant::now();
-        if !self.quiesce(now.after(self.config.server.stop_drain)).await {
-            let aborted = {
-                let running = crate::sync::lock(&self.running);
-                for r in running.values() {
-                    r.abort.abort();
-                }
-                running.len()
-            };
-            tracing::info!(aborted, "in-flight requests aborted after the stop grace");
-            // Aborted tasks end at their next poll.
-            self.quiesce(tokio::time::Instant::now().after(Duration::from_secs(1)))
-                .await;
-        }
+        let stateless: Vec<_> = crate::sync::lock(&self.stateless)
+            .values()
+            .cloned()
+            .collect();
+        let scopes = sessions.iter().map(|s| &s.scope).chain(&stateless);
+        self.engine
+            .stop(self.config.server.stop_drain, scopes)
+            .await;
         for s in sessions {
             self.sessions.remove(&s.id);
             self.end_session(&s);
         }
     }
 
-    /// Ends sessions idle for `session_idle_timeout`, until the server is
-    /// gone or stopping.
+    /// Ends sessions idle for `session_idle_timeout` (and forgets the
+    /// stateless scopes of principals with nothing in flight), until the
+    /// server is gone or stopping.
     pub(crate) async fn sweep(core: Weak<Core>) {
         let Some(timeout) = core.upgrade().map(|c| c.config.session_idle_timeout) else {
             return;
@@ -415,6 +453,8 @@ impl Core {
             if core.stopping.load(Ordering::Acquire) {
                 return;
             }
+            crate::sync::lock(&core.stateless)
+                .retain(|_, scope| Arc::strong_count(scope) > 1 || !scope.is_empty());
             let Some(before) = tokio::time::Instant::now().checked_sub(timeout) else {
                 continue;
             };
@@ -422,101 +462,6 @@ impl Core {
                 tracing::info!(server = %core.name(), session = %s.id, "session expired (idle)");
                 core.end_session(&s);
             }
-        }
-    }
-}
-
-/// Ends a request's entries however its task ends; a request that ends
-/// without an answer (cancelled, aborted) closes its stream, or, when the
-/// server is stopping, is answered with an error saying so.
-struct RunGuard {
-    core: Weak<Core>,
-    key: u64,
-    stream: Arc<Stream>,
-    session: Option<Weak<Session>>,
-    id: RequestId,
-}
-
-impl Drop for RunGuard {
-    fn drop(&mut self) {
-        let core = self.core.upgrade();
-        if let Some(core) = &core {
-            crate::sync::lock(&core.running).remove(&self.key);
-            core.ended.notify_waiters();
-        }
-        if let Some(s) = &self.session {
-            session::forget(s, &self.id, self.key);
-        }
-        self.end_stream(core.as_deref());
-        // Nobody reads the stream (the client left, or has not come back):
-        // it leaves the live ones, kept a while for a late resumption.
-        if let Some(s) = self.session.as_ref().and_then(Weak::upgrade) {
-            if !self.stream.attached() {
-                s.retire(self.stream.number, true);
-            }
-        }
-    }
-}
-
-impl RunGuard {
-    /// A request that ends without an answer (cancelled, aborted) closes
-    /// its stream, or, when the server is stopping, is answered with an
-    /// error saying so.
-    fn end_stream(&self, core: Option<&Core>) {
-        if !self.stream.answered() {
-            if core.is_some_and(|c| c.stopping.load(Ordering::Acquire)) {
-                let e = ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    "request cancelled: the server is stopping",
-                );
-                let _ = self
-                    .stream
-                    .push(encode::error(&Some(self.id.clone()), &e), true);
-            } else {
-                self.stream.close();
-            }
-        }
-    }
-}
-
-/// Tells the request's stream, once, that the handler did not answer at its
-/// first poll (the response then arms its keep-alive timer).
-struct TellSlow<'a, F> {
-    inner: F,
-    stream: &'a Stream,
-    told: bool,
-}
-
-impl<F: Future + Unpin> Future for TellSlow<'_, F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let me = &mut *self;
-        match Pin::new(&mut me.inner).poll(cx) {
-            Poll::Pending => {
-                if !me.told {
-                    me.told = true;
-                    me.stream.slow();
-                }
-                Poll::Pending
-            }
-            ready => ready,
-        }
-    }
-}
-
-/// A future whose panic becomes `Err(())`.
-struct CatchUnwind<F>(F);
-
-impl<F: Future + Unpin> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, ()>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(_) => Poll::Ready(Err(())),
         }
     }
 }
@@ -599,7 +544,7 @@ mod tests {
         let core = &service.core;
         let session = core.sessions.get(&sid).expect("the session");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while core.running() > 0 || session.in_flight.lock().map(|m| m.len()).unwrap_or(0) > 0 {
+        while core.running() > 0 || !session.scope.is_empty() {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "requests never ended"

@@ -16,22 +16,26 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
+use axum::response::IntoResponse;
 use serde_json::Value;
 
 use crate::http::headers;
 use crate::jsonrpc::footprint;
-use crate::jsonrpc::{codes, encode, Message, ParseError, RequestId};
+use crate::jsonrpc::{encode, Message, RequestId};
 use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
-use crate::server::dispatch::{route, Route};
+use crate::server::engine::dispatch::{route, Route};
+use crate::server::engine::{Duplicate, Scope};
 use crate::server::handle::ServerHandle;
+use crate::server::Handler;
 
 use super::body;
-use super::core::{Core, Duplicate};
+use super::core::{Core, StreamReply};
 use super::gate::{self, Accepts};
 use super::modern;
 use super::principal::Owner;
 use super::session::{self, Session};
 use super::stream::{self, First, SseBody, Stream};
+use super::Rejection;
 
 /// The MCP header names as [`HeaderName`]s: a lookup by `&str` parses
 /// the name first, which costs as much as the lookup itself.
@@ -81,122 +85,81 @@ fn has_modern_meta(m: &Message) -> bool {
 }
 
 async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+    core.start();
     let (parts, body) = req.into_parts();
     let c = &core.config;
     if !gate::host_allowed(&c.allowed_hosts, &parts.headers) {
         if let Some(skipped) = core.warned.host.admit() {
             tracing::warn!(server = %core.name(), host = %gate::shown(parts.headers.get(header::HOST)), skipped, "request refused: Host not allowed (DNS rebinding protection)");
         }
-        return gate::rpc_error(
-            StatusCode::FORBIDDEN,
-            None,
-            -32000,
-            "Forbidden: Host not allowed",
-        );
+        return Rejection::HostNotAllowed.into_response();
     }
     if !gate::origin_allowed(&c.allowed_origins, &parts.headers) {
         if let Some(skipped) = core.warned.origin.admit() {
             tracing::warn!(server = %core.name(), origin = %gate::shown(parts.headers.get(header::ORIGIN)), skipped, "request refused: Origin not allowed");
         }
-        return gate::rpc_error(
-            StatusCode::FORBIDDEN,
-            None,
-            -32000,
-            "Forbidden: Origin not allowed",
-        );
+        return Rejection::OriginNotAllowed.into_response();
     }
     if !gate::authorized(c, &parts) {
-        let mut r = gate::rpc_error(StatusCode::UNAUTHORIZED, None, -32000, "Unauthorized");
-        r.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return r;
+        return Rejection::Unauthorized.into_response();
     }
     if core.stopping.load(Ordering::Acquire) {
-        return gate::rpc_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            -32000,
-            "the server is stopping",
-        );
+        return Rejection::Stopping.into_response();
     }
     match parts.method {
         Method::POST => post(core, parts.headers, Owner::of(&parts.extensions), body).await,
         Method::GET => get(core, &parts.headers, &Owner::of(&parts.extensions)),
         Method::DELETE => delete(core, &parts.headers, &Owner::of(&parts.extensions)),
-        _ => gate::not_allowed("GET, POST, DELETE"),
+        _ => Rejection::MethodNotAllowed {
+            allow: "GET, POST, DELETE",
+        }
+        .into_response(),
     }
 }
 
-async fn post(core: Arc<Core>, h: HeaderMap, owner: Owner, body: Body) -> Response<Body> {
-    let accepts = Accepts::of(&h);
+/// The media types a POST's answer can have.
+const POST_ACCEPTS: &str = "application/json and text/event-stream";
+
+/// What a POST must be before its body is read: accepting an answer, and
+/// JSON (a body without `Content-Type` is read as JSON).
+fn post_media(h: &HeaderMap) -> Result<Accepts, Rejection> {
+    let accepts = Accepts::of(h);
     if !accepts.json && !accepts.sse {
-        return gate::rpc_error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            codes::INVALID_REQUEST,
-            "Not Acceptable: accept application/json and text/event-stream",
-        );
+        return Err(Rejection::NotAcceptable {
+            expected: POST_ACCEPTS,
+        });
     }
     if let Some(ct) = h.get(header::CONTENT_TYPE) {
         let media = ct.to_str().unwrap_or("").split(';').next().unwrap_or("");
         if !media.trim().eq_ignore_ascii_case("application/json") {
-            return gate::rpc_error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                None,
-                codes::INVALID_REQUEST,
-                format!(
-                    "Unsupported Media Type: Content-Type {:?}, expected application/json",
-                    String::from_utf8_lossy(ct.as_bytes())
-                ),
-            );
+            return Err(Rejection::UnsupportedMediaType {
+                content_type: String::from_utf8_lossy(ct.as_bytes()).into_owned(),
+            });
         }
     }
+    Ok(accepts)
+}
+
+async fn post(core: Arc<Core>, h: HeaderMap, owner: Owner, body: Body) -> Response<Body> {
+    let accepts = match post_media(&h) {
+        Ok(a) => a,
+        Err(r) => return r.into_response(),
+    };
     let bytes = match body::read(&core.config, &core.body_room, &h, owner.clone(), body).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     // Charged before parsing, as on stdio: what the parsed message will hold.
     let Some(charge) = core.inbound.try_take(footprint::estimate(&bytes)) else {
-        let mut r = gate::rpc_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            -32000,
-            "server busy: max_inbound_bytes in use",
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return r;
+        return Rejection::Busy.into_response();
     };
     let msg = match Message::parse(&bytes) {
         Ok(m) => m,
-        Err(ParseError::NotJson(_)) => {
-            return gate::rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                codes::PARSE_ERROR,
-                "Parse error: the body is not JSON",
-            )
-        }
-        Err(ParseError::Batch) => {
-            return gate::rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                codes::INVALID_REQUEST,
-                "JSON-RPC batch arrays are not supported",
-            )
-        }
-        Err(ParseError::Invalid { reason, id }) => {
-            return gate::rpc_error(
-                StatusCode::BAD_REQUEST,
-                id,
-                codes::INVALID_REQUEST,
-                format!("Invalid Request: {reason}"),
-            )
-        }
+        Err(e) => return Rejection::of_parse(e).into_response(),
     };
     drop(bytes);
     match era_of(&h, has_modern_meta(&msg)) {
-        Era::Modern => post_modern(core, &h, msg, charge, accepts).await,
+        Era::Modern => post_modern(core, &h, owner, msg, charge, accepts).await,
         Era::Legacy => post_legacy(core, &h, owner, msg, charge, accepts).await,
     }
 }
@@ -212,8 +175,9 @@ fn request_id(m: &Message) -> Option<RequestId> {
 async fn post_modern(
     core: Arc<Core>,
     h: &HeaderMap,
+    owner: Owner,
     msg: Message,
-    charge: crate::server::budget::Charge,
+    charge: crate::server::engine::budget::Charge,
     accepts: Accepts,
 ) -> Response<Body> {
     let req = match msg {
@@ -225,37 +189,32 @@ async fn post_modern(
             return gate::empty(StatusCode::ACCEPTED);
         }
         Message::Response(r) => {
-            return gate::rpc_error(
-                StatusCode::BAD_REQUEST,
-                r.id,
-                codes::INVALID_REQUEST,
-                "clients send no responses in the 2026-07-28 era",
-            );
+            return Rejection::UnexpectedResponse { id: r.id }.into_response();
         }
     };
-    if let Err((status, e)) = modern::check(h, &req, |name| core.handler.tool_input_schema(name)) {
-        return gate::error_object(status, Some(req.id), &e);
+    if let Err(r) = modern::check(h, &req, |name| {
+        Handler::tool_input_schema(core.handler(), name)
+    }) {
+        return r.with_id(Some(req.id)).into_response();
     }
     match route(&core.root, &req) {
         Route::Answer(a) => answer_now(Some(req.id), a, true),
         Route::Dispatch(d) => {
-            // Listen streams are held open for long: they take no slot.
-            let permit = if req.method == methods::SUBSCRIPTIONS_LISTEN {
-                None
-            } else {
-                core.modern_slots.clone().acquire_owned().await.ok()
-            };
             let stream = core.modern_stream();
-            let root = core.root.clone();
-            match core.start(req, d, &root, None, stream.clone(), charge, permit) {
-                Ok(key) => respond(&core, stream, Kind::Modern { key }, accepts).await,
-                // Modern requests are never refused as duplicates (no session).
-                Err(Duplicate) => gate::rpc_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    None,
-                    codes::INTERNAL_ERROR,
-                    "internal error",
-                ),
+            let scope = core.stateless_scope(&owner);
+            let reply = StreamReply {
+                stream: stream.clone(),
+                id: req.id.clone(),
+                session: None,
+            };
+            match core.engine.submit(&scope, req, d, charge, reply) {
+                Ok(key) => respond(&core, stream, Kind::Modern { scope, key }, accepts).await,
+                // Stateless scopes let ids repeat.
+                Err(Duplicate(_)) => Rejection::Internal {
+                    id: None,
+                    reason: "internal error".into(),
+                }
+                .into_response(),
             }
         }
     }
@@ -270,12 +229,11 @@ fn answer_now(
     match a {
         Ok(v) => match encode::result(&id, &v) {
             Ok(line) => gate::json(StatusCode::OK, line),
-            Err(e) => gate::rpc_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
+            Err(e) => Rejection::Internal {
                 id,
-                codes::INTERNAL_ERROR,
-                e.to_string(),
-            ),
+                reason: e.to_string(),
+            }
+            .into_response(),
         },
         Err(e) => {
             let status = if modern {
@@ -292,14 +250,9 @@ fn answer_now(
 /// serves that principal only (another one gets 404, as for an unknown id).
 ///
 /// [`Principal`]: super::Principal
-fn session_of(core: &Core, h: &HeaderMap, owner: &Owner) -> Result<Arc<Session>, Response<Body>> {
+fn session_of(core: &Core, h: &HeaderMap, owner: &Owner) -> Result<Arc<Session>, Rejection> {
     let Some(raw) = h.get(SESSION_ID) else {
-        return Err(gate::rpc_error(
-            StatusCode::BAD_REQUEST,
-            None,
-            -32000,
-            "Bad Request: the Mcp-Session-Id header is required (send initialize first)",
-        ));
+        return Err(Rejection::SessionRequired { id: None });
     };
     let found = raw
         .to_str()
@@ -308,31 +261,19 @@ fn session_of(core: &Core, h: &HeaderMap, owner: &Owner) -> Result<Arc<Session>,
         .filter(|s| s.serves(owner));
     match found {
         Some(s) => Ok(s),
-        None => Err(gate::rpc_error(
-            StatusCode::NOT_FOUND,
-            None,
-            -32001,
-            "Session not found",
-        )),
+        None => Err(Rejection::SessionNotFound { id: None }),
     }
 }
 
 /// A legacy request's version header, when present, must be a legacy
 /// version.
-fn legacy_version_ok(h: &HeaderMap) -> Result<(), Response<Body>> {
+fn legacy_version_ok(h: &HeaderMap) -> Result<(), Rejection> {
     match h.get(PROTOCOL_VERSION) {
         None => Ok(()),
         Some(v) if v.to_str().is_ok_and(|v| LEGACY_VERSIONS.contains(&v)) => Ok(()),
-        Some(v) => Err(gate::rpc_error(
-            StatusCode::BAD_REQUEST,
-            None,
-            -32000,
-            format!(
-                "Bad Request: unsupported MCP-Protocol-Version {:?} (supported: {})",
-                String::from_utf8_lossy(v.as_bytes()),
-                LEGACY_VERSIONS.join(", ")
-            ),
-        )),
+        Some(v) => Err(Rejection::SessionVersion {
+            requested: String::from_utf8_lossy(v.as_bytes()).into_owned(),
+        }),
     }
 }
 
@@ -341,7 +282,7 @@ async fn post_legacy(
     h: &HeaderMap,
     owner: Owner,
     msg: Message,
-    charge: crate::server::budget::Charge,
+    charge: crate::server::engine::budget::Charge,
     accepts: Accepts,
 ) -> Response<Body> {
     if let Message::Request(req) = &msg {
@@ -352,82 +293,48 @@ async fn post_legacy(
     let id = request_id(&msg);
     let session = match session_of(&core, h, &owner) {
         Ok(s) => s,
-        Err(mut r) => {
-            if let Some(id) = id {
-                // Carry the request's id when there is one.
-                let status = r.status();
-                let body = if status == StatusCode::NOT_FOUND {
-                    encode::error(
-                        &Some(id),
-                        &crate::jsonrpc::ErrorObject::new(-32001, "Session not found"),
-                    )
-                } else {
-                    encode::error(&Some(id), &crate::jsonrpc::ErrorObject::new(-32000, "Bad Request: the Mcp-Session-Id header is required (send initialize first)"))
-                };
-                r = gate::json(status, body);
-            }
-            return r;
-        }
+        // Carrying the request's id when there is one.
+        Err(r) => return r.with_id(id).into_response(),
     };
     if let Err(r) = legacy_version_ok(h) {
-        return r;
+        return r.into_response();
     }
     session.touch();
     match msg {
-        Message::Request(req) => {
-            match route(&session.shared, &req) {
-                Route::Answer(a) => answer_now(Some(req.id), a, false),
-                Route::Dispatch(d) => {
-                    let Ok(permit) = session.slots.clone().acquire_owned().await else {
-                        return gate::rpc_error(
-                            StatusCode::NOT_FOUND,
-                            Some(req.id),
-                            -32001,
-                            "Session not found",
-                        );
-                    };
-                    let stream = session.new_stream(&core.config, &core.global);
-                    if !accepts.sse {
-                        stream.json_only();
-                    }
-                    let number = stream.number;
-                    let id = req.id.clone();
-                    match core.start(
-                        req,
-                        d,
-                        &session.shared,
-                        Some(&session),
-                        stream.clone(),
-                        charge,
-                        Some(permit),
-                    ) {
-                        Ok(_) => respond(&core, stream, Kind::Legacy { session }, accepts).await,
-                        Err(Duplicate) => {
-                            session.retire(number, false);
-                            gate::rpc_error(
-                            StatusCode::BAD_REQUEST,
-                            Some(id.clone()),
-                            codes::INVALID_REQUEST,
-                            format!("duplicate request id {id}: a request with this id is in flight"),
-                        )
-                        }
+        Message::Request(req) => match route(&session.shared, &req) {
+            Route::Answer(a) => answer_now(Some(req.id), a, false),
+            Route::Dispatch(d) => {
+                let stream = session.new_stream(&core.config, &core.global);
+                if !accepts.sse {
+                    stream.json_only();
+                }
+                let number = stream.number;
+                let id = req.id.clone();
+                let reply = StreamReply {
+                    stream: stream.clone(),
+                    id: req.id.clone(),
+                    session: Some(Arc::downgrade(&session)),
+                };
+                match core.engine.submit(&session.scope, req, d, charge, reply) {
+                    Ok(_) => respond(&core, stream, Kind::Legacy { session }, accepts).await,
+                    Err(Duplicate(mut reply)) => {
+                        // Never ran: nothing to keep for a resumption.
+                        reply.session = None;
+                        drop(reply);
+                        session.retire(number, false);
+                        Rejection::DuplicateId { id }.into_response()
                     }
                 }
             }
-        }
+        },
         Message::Notification(n) => {
             match n.method.as_str() {
                 methods::CANCELLED => {
                     if let Some(rid) = crate::protocol::cancelled_request_id(&n) {
-                        let key = crate::sync::lock(&session.in_flight).get(&rid).copied();
-                        match key {
-                            Some(key) => {
-                                tracing::debug!(session = %session.id, id = %rid, "request cancelled by the client");
-                                core.cancel(key);
-                            }
-                            None => {
-                                tracing::debug!(id = %rid, "cancellation of an unknown or finished request ignored")
-                            }
+                        if core.engine.cancel_id(&session.scope, &rid) {
+                            tracing::debug!(session = %session.id, id = %rid, "request cancelled by the client");
+                        } else {
+                            tracing::debug!(id = %rid, "cancellation of an unknown or finished request ignored")
                         }
                     }
                     return gate::empty(StatusCode::ACCEPTED);
@@ -440,11 +347,11 @@ async fn post_legacy(
             }
             let handle = ServerHandle::new(&session.shared);
             let method = n.method.clone();
-            let handler = core.handler.clone();
+            let handler = core.engine.handler().clone();
             // In a task of its own: a panic is reported, not propagated.
             let done = tokio::spawn(async move {
                 let _charge = charge;
-                handler.notification(n, handle).await
+                Handler::handle_notification(&*handler, n, handle).await
             })
             .await;
             match done {
@@ -467,12 +374,11 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
         Ok(id) => id,
         Err(e) => {
             tracing::error!(error = %e, "no randomness for a session id");
-            return gate::rpc_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(req.id.clone()),
-                codes::INTERNAL_ERROR,
-                "no session id could be made",
-            );
+            return Rejection::Internal {
+                id: Some(req.id.clone()),
+                reason: "no session id could be made".into(),
+            }
+            .into_response();
         }
     };
     let session = core.new_session(id.clone(), owner.clone());
@@ -489,15 +395,7 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
                     if let Some(skipped) = core.warned.sessions_full.admit() {
                         tracing::warn!(server = %core.name(), %owner, skipped, "initialize refused: {full}");
                     }
-                    let mut r = gate::rpc_error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        Some(req.id.clone()),
-                        -32000,
-                        full.to_string(),
-                    );
-                    r.headers_mut()
-                        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                    return r;
+                    return full.rejection(Some(req.id.clone())).into_response();
                 }
             }
             tracing::info!(server = %core.name(), session = %id, sessions = core.sessions.len(), "session opened");
@@ -513,39 +411,43 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
         }
         Route::Dispatch(_) => {
             session.end();
-            gate::rpc_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(req.id.clone()),
-                codes::INTERNAL_ERROR,
-                "initialize was not answered",
-            )
+            Rejection::Internal {
+                id: Some(req.id.clone()),
+                reason: "initialize was not answered".into(),
+            }
+            .into_response()
         }
     }
 }
 
 /// Whose response this is.
 enum Kind {
-    Legacy { session: Arc<Session> },
-    Modern { key: u64 },
+    Legacy {
+        session: Arc<Session>,
+    },
+    Modern {
+        scope: Arc<Scope<StreamReply>>,
+        key: u64,
+    },
 }
 
 /// Cancels a modern request if its response goes away first.
 struct CancelOnDrop {
     core: std::sync::Weak<Core>,
-    key: Option<u64>,
+    request: Option<(Arc<Scope<StreamReply>>, u64)>,
 }
 
 impl CancelOnDrop {
-    fn disarm(&mut self) -> Option<u64> {
-        self.key.take()
+    fn disarm(&mut self) -> Option<(Arc<Scope<StreamReply>>, u64)> {
+        self.request.take()
     }
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let (Some(key), Some(core)) = (self.key, self.core.upgrade()) {
+        if let (Some((scope, key)), Some(core)) = (self.request.take(), self.core.upgrade()) {
             tracing::debug!(key, "response closed by the client: request cancelled");
-            core.cancel(key);
+            core.engine.cancel(&scope, key);
         }
     }
 }
@@ -572,8 +474,8 @@ async fn respond(
 ) -> Response<Body> {
     let mut guard = CancelOnDrop {
         core: Arc::downgrade(core),
-        key: match &kind {
-            Kind::Modern { key } => Some(*key),
+        request: match &kind {
+            Kind::Modern { scope, key } => Some((scope.clone(), *key)),
             Kind::Legacy { .. } => None,
         },
     };
@@ -628,7 +530,7 @@ async fn respond(
                 prelude,
                 core.config.keep_alive,
             );
-            if let Some(key) = guard.disarm() {
+            if let Some((scope, key)) = guard.disarm() {
                 let weak = Arc::downgrade(core);
                 body = body.on_drop(Box::new(move || {
                     if let Some(core) = weak.upgrade() {
@@ -636,7 +538,7 @@ async fn respond(
                             key,
                             "SSE response closed by the client: request cancelled"
                         );
-                        core.cancel(key);
+                        core.engine.cancel(&scope, key);
                     }
                 }));
             }
@@ -701,11 +603,11 @@ fn session_of_get_or_delete(
     core: &Core,
     h: &HeaderMap,
     owner: &Owner,
-) -> Result<Arc<Session>, Response<Body>> {
+) -> Result<Arc<Session>, Rejection> {
     if era_of(h, false) == Era::Modern
         || (!h.contains_key(SESSION_ID) && !h.contains_key(PROTOCOL_VERSION))
     {
-        return Err(gate::not_allowed("POST"));
+        return Err(Rejection::MethodNotAllowed { allow: "POST" });
     }
     let session = session_of(core, h, owner)?;
     legacy_version_ok(h)?;
@@ -717,26 +619,19 @@ fn session_of_get_or_delete(
 fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
     let session = match session_of_get_or_delete(&core, h, owner) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     if !Accepts::of(h).sse {
-        return gate::rpc_error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            codes::INVALID_REQUEST,
-            "Not Acceptable: accept text/event-stream",
-        );
+        return Rejection::NotAcceptable {
+            expected: "text/event-stream",
+        }
+        .into_response();
     }
     session.touch();
     let (stream, after) = match h.get(headers::LAST_EVENT_ID) {
         Some(raw) => {
             let Some((number, seq)) = raw.to_str().ok().and_then(stream::parse_event_id) else {
-                return gate::rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    None,
-                    codes::INVALID_REQUEST,
-                    "Bad Request: malformed Last-Event-ID",
-                );
+                return Rejection::MalformedLastEventId.into_response();
             };
             match session.stream(number) {
                 Some(s) if !(s.drained() && number != 0) => (s, seq),
@@ -774,7 +669,7 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
 fn delete(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
     let session = match session_of_get_or_delete(&core, h, owner) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     core.sessions.remove(&session.id);
     core.end_session(&session);

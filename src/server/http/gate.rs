@@ -1,6 +1,6 @@
 //! What a request must pass before MCP sees it: its `Host` (against DNS
 //! rebinding), its `Origin` (browsers), the authorization hook; and the
-//! small helpers that build the error responses.
+//! small helpers that build responses.
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
@@ -145,17 +145,9 @@ pub(crate) fn json(status: StatusCode, body: impl Into<Body>) -> Response<Body> 
     r
 }
 
-/// A JSON-RPC error response with `status`.
-pub(crate) fn rpc_error(
-    status: StatusCode,
-    id: Option<RequestId>,
-    code: i64,
-    message: impl Into<String>,
-) -> Response<Body> {
-    error_object(status, id, &ErrorObject::new(code, message))
-}
-
-/// A JSON-RPC error response with `status`, from an error object.
+/// A JSON-RPC error answer with `status` (an answer the transport gives
+/// itself, as the dispatcher made it: no refusal, which is a
+/// [`Rejection`](super::Rejection)).
 pub(crate) fn error_object(
     status: StatusCode,
     id: Option<RequestId>,
@@ -168,19 +160,6 @@ pub(crate) fn error_object(
 pub(crate) fn empty(status: StatusCode) -> Response<Body> {
     let mut r = Response::new(Body::empty());
     *r.status_mut() = status;
-    r
-}
-
-/// 405 with the methods the endpoint allows for this era.
-pub(crate) fn not_allowed(allow: &'static str) -> Response<Body> {
-    let mut r = rpc_error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        None,
-        codes::INVALID_REQUEST,
-        "Method Not Allowed",
-    );
-    r.headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static(allow));
     r
 }
 

@@ -51,9 +51,48 @@ impl ConnLimits {
     }
 }
 
-/// Serves `app` on `listener` until `done` turns true: then no connection
-/// is accepted, idle ones close, and those still busy get `flush` to
-/// finish before they are cut.
+/// Serves any axum `router` on `listener` with the connection bounds of
+/// [`HttpServer`](super::HttpServer)'s own listener, taken from `config`:
+/// at most [`max_connections`](HttpConfig::max_connections), of them
+/// [`max_connections_per_peer`](HttpConfig::max_connections_per_peer) from
+/// one peer address, each request head within
+/// [`header_read_timeout`](HttpConfig::header_read_timeout) (which also
+/// ends idle keep-alive connections), and the peer's address in each
+/// request's extensions (`ConnectInfo<SocketAddr>`), where the body room
+/// and the session quotas find it.
+///
+/// Until `stop` turns true (or its sender is dropped): then no connection
+/// is accepted, idle ones close, and those still busy get `grace` to
+/// finish before they are cut. Returns when every connection is closed.
+///
+/// ```no_run
+/// # async fn demo(router: axum::Router) -> std::io::Result<()> {
+/// use std::time::Duration;
+/// use conduit_mcp::server::http::{serve_router, HttpConfig};
+/// use conduit_mcp::server::ServerConfig;
+/// use conduit_mcp::protocol::Implementation;
+///
+/// let config = HttpConfig::new(ServerConfig::new(Implementation::new("mine", "1.0")));
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let (stop, stopped) = tokio::sync::watch::channel(false);
+/// tokio::spawn(async move {
+///     let _ = tokio::signal::ctrl_c().await;
+///     stop.send_replace(true);
+/// });
+/// serve_router(listener, router, &config, stopped, Duration::from_secs(5)).await
+/// # }
+/// ```
+pub async fn serve_router(
+    listener: TcpListener,
+    router: axum::Router,
+    config: &HttpConfig,
+    stop: watch::Receiver<bool>,
+    grace: Duration,
+) -> io::Result<()> {
+    serve_app(listener, router, ConnLimits::of(config), stop, grace).await
+}
+
+/// [`serve_router`] with its bounds given.
 pub(crate) async fn serve_app(
     listener: TcpListener,
     app: axum::Router,

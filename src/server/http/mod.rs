@@ -119,6 +119,7 @@ pub(crate) mod gate;
 mod listener;
 mod modern;
 pub(crate) mod principal;
+mod rejection;
 pub(crate) mod room;
 mod server;
 mod session;
@@ -131,9 +132,9 @@ pub use config::{
     DEFAULT_PATH, DEFAULT_REPLAY_BYTES, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSION_QUEUE_BYTES,
     DEFAULT_SSE_RETRY,
 };
-#[cfg(feature = "gateway")]
-pub(crate) use listener::{serve_app, ConnLimits};
+pub use listener::serve_router;
 pub use principal::Principal;
+pub use rejection::Rejection;
 pub use server::{HttpServer, HttpService};
 
 /// The axum this crate builds on (its [`HttpService::router`] is an

@@ -4,12 +4,14 @@
 //! intermediary routing on the headers and this server reading the body
 //! cannot be told two different stories.
 
-use axum::http::{HeaderMap, HeaderName, StatusCode};
+use axum::http::{HeaderMap, HeaderName};
 use serde_json::{Map, Value};
 
 use crate::http::headers;
-use crate::jsonrpc::{codes, ErrorObject, Request};
+use crate::jsonrpc::Request;
 use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
+
+use super::Rejection;
 
 /// Methods of the 2025-11-25 era that the 2026-07-28 era removed: a modern
 /// request for one is an unknown method (404, -32601).
@@ -21,18 +23,12 @@ const REMOVED: &[&str] = &[
     methods::RESOURCES_UNSUBSCRIBE,
 ];
 
-/// Why a request was refused before it reached the server: the status and
-/// the JSON-RPC error.
-pub(crate) type Refusal = (StatusCode, ErrorObject);
+/// Why a request was refused before it reached the server (its id is the
+/// caller's to add: [`Rejection::with_id`]).
+pub(crate) type Refusal = Rejection;
 
-fn mismatch(message: String) -> Refusal {
-    (
-        StatusCode::BAD_REQUEST,
-        ErrorObject::new(
-            codes::HEADER_MISMATCH,
-            format!("Header mismatch: {message}"),
-        ),
-    )
+fn mismatch(detail: String) -> Refusal {
+    Rejection::HeaderMismatch { id: None, detail }
 }
 
 fn header<'a>(h: &'a HeaderMap, name: &HeaderName) -> Option<&'a [u8]> {
@@ -53,19 +49,10 @@ fn unknown_version(version: &[u8]) -> Option<Refusal> {
     if MODERN_VERSIONS.contains(&v.as_ref()) || LEGACY_VERSIONS.contains(&v.as_ref()) {
         return None;
     }
-    let supported: Vec<&str> = MODERN_VERSIONS
-        .iter()
-        .chain(LEGACY_VERSIONS)
-        .copied()
-        .collect();
-    Some((
-        StatusCode::BAD_REQUEST,
-        ErrorObject::new(
-            codes::UNSUPPORTED_PROTOCOL_VERSION,
-            format!("Unsupported protocol version: MCP-Protocol-Version {v:?}"),
-        )
-        .with_data(serde_json::json!({ "supported": supported, "requested": v })),
-    ))
+    Some(Rejection::UnsupportedVersion {
+        id: None,
+        requested: v.into_owned(),
+    })
 }
 
 /// Checks `req`'s headers; `tool_schema` gives a tool's `inputSchema`.
@@ -92,17 +79,7 @@ pub(crate) fn check(
         if let Some(refusal) = unknown_version(version) {
             return Err(refusal);
         }
-        return Err((
-            StatusCode::BAD_REQUEST,
-            ErrorObject::new(
-                codes::INVALID_PARAMS,
-                format!(
-                    "Invalid params: _meta must carry {} (a string) and {} (an object)",
-                    meta::PROTOCOL_VERSION,
-                    meta::CLIENT_CAPABILITIES
-                ),
-            ),
-        ));
+        return Err(Rejection::MetaMissing { id: None });
     };
     if version != meta_version.as_bytes() {
         return Err(mismatch(format!(
@@ -140,16 +117,11 @@ pub(crate) fn check(
         }
     }
     if REMOVED.contains(&req.method.as_str()) {
-        return Err((
-            StatusCode::NOT_FOUND,
-            ErrorObject::new(
-                codes::METHOD_NOT_FOUND,
-                format!(
-                    "Method not found: {} (not part of {meta_version})",
-                    req.method
-                ),
-            ),
-        ));
+        return Err(Rejection::MethodRemoved {
+            id: None,
+            method: req.method.clone(),
+            revision: meta_version.to_owned(),
+        });
     }
     if req.method == methods::TOOLS_CALL {
         let params = req.params.as_ref();
@@ -287,7 +259,7 @@ mod tests {
     }
 
     fn code(r: Result<(), Refusal>) -> Option<(u16, i64)> {
-        r.err().map(|(s, e)| (s.as_u16(), e.code))
+        r.err().map(|e| (e.status().as_u16(), e.code()))
     }
 
     const BASE: [(&str, &str); 2] = [

@@ -1,13 +1,17 @@
 //! The two ways to serve: [`HttpServer`] owns a listener (bind, serve until
-//! stop, close), [`HttpService`] is the endpoint as an axum router to mount
-//! in an application that owns its listener.
+//! stop, close), [`HttpService`] is the endpoint as a `tower::Service` (and
+//! an axum router) to mount in an application that owns its listener.
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use axum::body::Body;
+use axum::http::{Request, Response};
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::watch;
 
 use crate::line_io::WriteQueue;
 use crate::server::handle::{ServePhase, ServerHandle, SessionShared};
@@ -24,26 +28,6 @@ fn new_root(config: &HttpConfig) -> Arc<SessionShared> {
     let mut root = SessionShared::new(config.server.clone(), out);
     root.transport = "http";
     Arc::new(root)
-}
-
-/// Starts the tasks every server runs: idle-session expiry, and the stop
-/// sequence on [`ServerHandle::stop`]. Both hold the core weakly.
-/// The receiver turns true once the stop sequence has run.
-fn start_tasks(core: &Arc<Core>) -> watch::Receiver<bool> {
-    tokio::spawn(Core::sweep(Arc::downgrade(core)));
-    let (done_tx, done_rx) = watch::channel(false);
-    let weak: Weak<Core> = Arc::downgrade(core);
-    let mut stop = core.root.stop.subscribe();
-    tokio::spawn(async move {
-        if stop.wait_for(|v| *v).await.is_err() {
-            return; // the server is gone
-        }
-        if let Some(core) = weak.upgrade() {
-            core.shutdown().await;
-        }
-        done_tx.send_replace(true);
-    });
-    done_rx
 }
 
 /// A Streamable HTTP server: a listener, and the MCP endpoint on it.
@@ -163,8 +147,9 @@ async fn serve_on<H: Handler>(
     let flush = config.server.flush_timeout;
     let limits = ConnLimits::of(&config);
     let addr = listener.local_addr().map_err(ServerError::Read)?;
-    let core = Core::new(config, handler, root.clone());
-    let done = start_tasks(&core);
+    let core = Core::new(config, handler, root.clone(), false);
+    let done = core.done.subscribe();
+    core.start();
     let app = endpoint::router(core.clone());
     tracing::info!(server = %core.name(), %addr, path = %core.config.path, "http server listening");
     root.phase.send_replace(ServePhase::Ready);
@@ -175,7 +160,8 @@ async fn serve_on<H: Handler>(
     Ok(ServeEnd::Stopped)
 }
 
-/// The MCP endpoint as an axum [`Router`](axum::Router), to mount in an
+/// The MCP endpoint as a [`tower::Service`] (and an axum
+/// [`Router`](axum::Router), [`router`](Self::router)), to mount in an
 /// application that serves other routes and owns its listener.
 ///
 /// ```no_run
@@ -194,15 +180,36 @@ async fn serve_on<H: Handler>(
 /// # Ok(()) }
 /// ```
 ///
-/// [`ServerHandle::stop`] runs the same stop sequence as
-/// [`HttpServer::serve`] (new requests then get 503); the listener is the
+/// As a service, without a listener:
+///
+/// ```
+/// use conduit_mcp::protocol::Implementation;
+/// use conduit_mcp::server::http::{HttpConfig, HttpService};
+/// use conduit_mcp::server::{Router, ServerConfig};
+/// use tower::ServiceExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = HttpConfig::new(ServerConfig::new(Implementation::new("app", "1.0.0")));
+/// let mcp = HttpService::new(config, Router::new())?;
+/// let request = axum::http::Request::delete("/mcp")
+///     .header("host", "localhost")
+///     .body(axum::body::Body::empty())?;
+/// let response = mcp.clone().oneshot(request).await?;
+/// assert_eq!(response.status(), 405); // no session: only POST serves here
+/// # Ok(()) }
+/// ```
+///
+/// `new` spawns nothing: the background tasks (the expiry of idle sessions
+/// and the watcher of [`ServerHandle::stop`]) start with the first request
+/// or with [`stopped`](Self::stopped). [`ServerHandle::stop`] runs the same
+/// stop sequence as [`HttpServer::serve`] (new requests then get 503);
+/// [`stopped`](Self::stopped) resolves once it has run. The listener is the
 /// application's to close.
 #[derive(Clone)]
 pub struct HttpService {
     pub(crate) core: Arc<Core>,
-    /// Turns true once the stop sequence has run.
-    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
-    pub(crate) done: watch::Receiver<bool>,
+    router: axum::Router,
 }
 
 impl std::fmt::Debug for HttpService {
@@ -214,21 +221,31 @@ impl std::fmt::Debug for HttpService {
 }
 
 impl HttpService {
-    /// The endpoint serving `handler`. Must be called within a tokio
-    /// runtime (it starts the idle-session expiry and the stop watcher).
+    /// The endpoint serving `handler`. Spawns nothing (and needs no
+    /// runtime): its background tasks start with its first request, within
+    /// the runtime that serves it.
     pub fn new<H: Handler>(config: HttpConfig, handler: H) -> Result<Self, ServerError> {
         config.validate()?;
         let root = new_root(&config);
-        let core = Core::new(config, handler, root.clone());
-        let done = start_tasks(&core);
-        let mut closing = done.clone();
-        tokio::spawn(async move {
-            if closing.wait_for(|d| *d).await.is_ok() {
-                root.close();
-            }
-        });
+        let core = Core::new(config, handler, root, true);
         core.root.phase.send_replace(ServePhase::Ready);
-        Ok(HttpService { core, done })
+        let router = endpoint::router(core.clone());
+        Ok(HttpService { core, router })
+    }
+
+    /// Resolves once the stop sequence of [`ServerHandle::stop`] has run:
+    /// in-flight requests answered or aborted, every session ended, the
+    /// lifetime token expired (or the service is gone). Starts the
+    /// background tasks if no request did yet.
+    pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut done = self.core.done.subscribe();
+        let core = Arc::downgrade(&self.core);
+        async move {
+            if let Some(core) = core.upgrade() {
+                core.start();
+            }
+            let _ = done.wait_for(|d| *d).await;
+        }
     }
 
     /// A cloneable handle (see [`HttpServer::handle`]).
@@ -239,6 +256,24 @@ impl HttpService {
     /// The router: the endpoint at [`HttpConfig::path`]. Add tower layers
     /// to it (authentication, tracing, timeouts) as to any axum router.
     pub fn router(&self) -> axum::Router {
-        endpoint::router(self.core.clone())
+        self.router.clone()
+    }
+}
+
+/// The endpoint as a service: requests for [`HttpConfig::path`] are
+/// served, others get 404. Always ready; never fails (a refusal is a
+/// response, see [`Rejection`](super::Rejection)).
+impl tower::Service<Request<Body>> for HttpService {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = axum::routing::future::RouteFuture<Infallible>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        self.core.start();
+        tower::Service::call(&mut self.router, req)
     }
 }

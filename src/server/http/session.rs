@@ -9,16 +9,17 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::jsonrpc::RequestId;
 use crate::line_io::WriteQueue;
 use crate::server::handle::{SessionShared, Sessions};
 
+use crate::server::engine::Scope;
+
 use super::config::HttpConfig;
+use super::core::StreamReply;
 use super::principal::Owner;
 use super::stream::{Counter, Stream};
 
@@ -45,11 +46,9 @@ pub(crate) struct Session {
     /// The GET stream: messages not tied to a request.
     pub(crate) standalone: Arc<Stream>,
     streams: Mutex<Streams>,
-    /// Requests running, by id (duplicates refused; cancellations find
-    /// them here): keys into the server's table of running requests.
-    pub(crate) in_flight: Mutex<HashMap<RequestId, u64>>,
-    /// `max_in_flight` requests at once; more wait.
-    pub(crate) slots: Arc<Semaphore>,
+    /// Its requests, on the engine: ids unique while in flight,
+    /// `max_in_flight` running, the others waiting.
+    pub(crate) scope: Arc<Scope<StreamReply>>,
     last_seen: Mutex<Instant>,
     /// Open SSE responses (an idle session has none).
     pub(crate) open_streams: AtomicUsize,
@@ -61,7 +60,7 @@ impl Session {
         owner: Owner,
         config: &HttpConfig,
         global: &Arc<Counter>,
-        inbound: &Arc<crate::server::budget::InboundBudget>,
+        inbound: &Arc<crate::server::engine::budget::InboundBudget>,
     ) -> Arc<Self> {
         // The session's own queue is unused (the outlet below takes its
         // messages); it exists because SessionShared owns one.
@@ -76,6 +75,7 @@ impl Session {
         Arc::new(Session {
             id,
             owner,
+            scope: Scope::new(shared.clone(), true),
             shared,
             queue,
             standalone,
@@ -83,8 +83,6 @@ impl Session {
                 next: 1,
                 ..Streams::default()
             }),
-            in_flight: Mutex::new(HashMap::new()),
-            slots: Arc::new(Semaphore::new(config.server.max_in_flight)),
             last_seen: Mutex::new(Instant::now()),
             open_streams: AtomicUsize::new(0),
         })
@@ -103,8 +101,7 @@ impl Session {
 
     /// Whether no request runs and no stream is open.
     fn idle(&self) -> bool {
-        self.open_streams.load(Ordering::Acquire) == 0
-            && crate::sync::lock(&self.in_flight).is_empty()
+        self.open_streams.load(Ordering::Acquire) == 0 && self.scope.is_empty()
     }
 
     fn last_seen(&self) -> Instant {
@@ -196,6 +193,21 @@ pub(crate) enum TableFull {
     Principal(usize),
     #[error("too many sessions (max_sessions = {0}), none of them idle")]
     Server(usize),
+}
+
+impl TableFull {
+    /// The refusal of the `initialize` request `id`.
+    pub(crate) fn rejection(&self, id: Option<crate::jsonrpc::RequestId>) -> super::Rejection {
+        let (per_principal, max) = match *self {
+            TableFull::Principal(max) => (true, max),
+            TableFull::Server(max) => (false, max),
+        };
+        super::Rejection::SessionsFull {
+            id,
+            per_principal,
+            max,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -319,18 +331,6 @@ pub(crate) fn mint_id() -> Result<String, getrandom::Error> {
     let mut raw = [0u8; 16];
     getrandom::fill(&mut raw)?;
     Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// A session's running request, removed from both tables when it ends.
-pub(crate) fn forget(session: &Weak<Session>, id: &RequestId, key: u64) {
-    if let Some(s) = session.upgrade() {
-        let mut m = crate::sync::lock(&s.in_flight);
-        if m.get(id) == Some(&key) {
-            m.remove(id);
-        }
-        drop(m);
-        s.touch();
-    }
 }
 
 #[cfg(test)]

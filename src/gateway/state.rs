@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch, OnceCell};
 
-use crate::client::{Client, ClientConfig, LifecycleEvent, Sent, Status};
+use crate::client::{Client, ClientConfig, Delivered, LifecycleEvent, Status};
 use crate::host::{Host, HostError, HostEvent, ItemKind};
 use crate::protocol::{Era, Implementation, SubscriptionFilter};
-use crate::server::http::{Allow, HttpConfig, HttpService};
+use crate::server::http::{Allow, HttpConfig, HttpService, Rejection};
 use crate::server::{HandlerError, ListKind, Router, ServerConfig};
 
 use super::auth::{Gate, Principal};
@@ -46,7 +46,7 @@ struct NoteFlush {
     /// Asks the watcher to pass on what it has queued, then to answer.
     ask: mpsc::UnboundedSender<oneshot::Sender<()>>,
     /// Notifications the server's client handed to the watcher.
-    sent: Sent,
+    sent: Delivered,
     /// Notifications the watcher has passed on (counted after each is).
     passed: Arc<AtomicU64>,
 }
@@ -167,7 +167,7 @@ impl FrontState {
     /// Whether the host is gone (stopped, or its actor ended in the
     /// user's tree) while the front was not stopped.
     pub(crate) fn host_gone(&self) -> bool {
-        !self.stopping.load(Ordering::Acquire) && self.host.shared.is_stopped()
+        !self.stopping.load(Ordering::Acquire) && self.host.is_stopped()
     }
 
     /// Whether `server`'s filter serves its tool `tool`.
@@ -206,7 +206,7 @@ impl FrontState {
     /// Whether `name` is a server of the front (started or lazy).
     pub(crate) fn knows(&self, name: &str) -> bool {
         // The client, not the summary: this runs on every request.
-        self.host.shared.client(name).is_some()
+        self.host.client(name).is_some()
             || crate::sync::lock(&self.lazy).contains_key(name)
             || self.host.server(name).is_some()
     }
@@ -237,10 +237,9 @@ impl FrontState {
 
     /// The lazy server not started yet whose namespace prefix `name` has.
     pub(crate) fn lazy_owner(&self, name: &str) -> Option<String> {
-        let naming = &self.host.shared.naming;
         self.lazy_names()
             .into_iter()
-            .find(|s| name.starts_with(&naming.prefix(s)))
+            .find(|s| name.starts_with(&self.host.prefix(s)))
     }
 
     /// Adds a lazy server (started on first use).
@@ -295,7 +294,7 @@ impl FrontState {
     /// Waits (at most [`READY_WAIT`]) until server `name` is ready and
     /// listed, or will never be.
     async fn wait_listed(&self, name: &str) {
-        let mut changes = self.host.shared.changes();
+        let mut changes = self.host.changes();
         let settled = async {
             loop {
                 match self.host.server(name) {
@@ -317,7 +316,10 @@ impl FrontState {
         self: &Arc<Self>,
         principal: &Arc<Principal>,
         endpoint: &Endpoint,
-    ) -> Result<Made, HandlerError> {
+    ) -> Result<Made, Rejection> {
+        let unavailable = |e: HandlerError| Rejection::ServerUnavailable {
+            error: e.to_error_object(),
+        };
         let key = (principal.index, endpoint.clone());
         if let Some(m) = crate::sync::lock(&self.services).get(&key) {
             return Ok(m.clone());
@@ -325,7 +327,10 @@ impl FrontState {
         let hub = Router::new();
         let (config, handler_hub) = match endpoint {
             Endpoint::Joined => (self.joined_config(), hub.clone()),
-            Endpoint::Server(name) => (self.single_config(name).await?, hub.clone()),
+            Endpoint::Server(name) => (
+                self.single_config(name).await.map_err(unavailable)?,
+                hub.clone(),
+            ),
         };
         let weak = Arc::downgrade(self);
         let service = match endpoint {
@@ -337,7 +342,7 @@ impl FrontState {
                 Single::new(weak, principal.clone(), name.clone(), handler_hub),
             ),
         }
-        .map_err(|e| HandlerError::Internal(e.to_string()))?;
+        .map_err(|e| unavailable(HandlerError::Internal(e.to_string())))?;
         let router = service.router();
         let made = Made {
             service,
@@ -352,7 +357,7 @@ impl FrontState {
         }
         if self.stopping.load(Ordering::Acquire) {
             made.service.handle().stop();
-            return Err(HandlerError::Internal("the gateway is stopping".into()));
+            return Err(Rejection::Stopping);
         }
         services.insert(key, made.clone());
         Ok(made)
@@ -458,10 +463,10 @@ impl FrontState {
         let mut changed = Vec::new();
         for (i, (item, list)) in kinds.into_iter().enumerate() {
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            for (name, holder) in self.host.shared.holders(item) {
+            for (name, holder) in self.host.listed(item) {
                 name.hash(&mut h);
-                holder.server.hash(&mut h);
-                holder.item.raw.hash(&mut h);
+                holder.server().hash(&mut h);
+                holder.json().hash(&mut h);
             }
             let f = h.finish();
             if last[i] != f {
@@ -486,7 +491,7 @@ impl FrontState {
         let passed = Arc::new(AtomicU64::new(0));
         let entry = NoteFlush {
             ask,
-            sent: notes.sent(),
+            sent: notes.delivered(),
             passed: passed.clone(),
         };
         crate::sync::lock(&self.note_flush).insert(server.clone(), entry);

@@ -156,12 +156,9 @@ impl Handler for Single {
         let front = self.front.upgrade()?;
         // Asked on every 2026-07-28 `tools/call`: only the one tool is
         // copied out of the namespace.
-        let (n, h) = front
-            .host
-            .shared
-            .holder_where(crate::host::ItemKind::Tool, |h| {
-                *h.server == *self.server && &*h.item.own == name
-            })?;
+        let (n, h) = front.host.find_listed(crate::host::ItemKind::Tool, |h| {
+            h.server() == &*self.server && h.own_name() == name
+        })?;
         Some(h.tool(&n).tool.input_schema)
     }
 }

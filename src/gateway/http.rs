@@ -20,13 +20,14 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode, Uri};
 use axum::middleware::Next;
+use axum::response::IntoResponse;
 use serde_json::{json, Map, Value};
 
 use crate::client::Status;
 use crate::host::ItemKind;
-use crate::jsonrpc::{codes, Message, ParseError, RequestId};
+use crate::jsonrpc::{Message, RequestId};
 use crate::server::http::room::BodyRoom;
-use crate::server::http::{body, gate, Principal as CallerName};
+use crate::server::http::{body, gate, Principal as CallerName, Rejection};
 use crate::throttle::Throttle;
 
 use super::auth::{MetricsAccess, Principal};
@@ -71,13 +72,13 @@ async fn admit_host(State(r): State<Routes>, req: Request, next: Next) -> Respon
         if let Some(skipped) = r.warned_host.admit() {
             tracing::warn!(host = %gate::shown(req.headers().get(header::HOST)), skipped, "gateway: request refused: Host not allowed (DNS rebinding protection)");
         }
-        return refuse(StatusCode::FORBIDDEN, "Forbidden: Host not allowed");
+        return Rejection::HostNotAllowed.into_response();
     }
     if !origin_ok(front, req.headers()) {
         if let Some(skipped) = r.warned_origin.admit() {
             tracing::warn!(origin = %gate::shown(req.headers().get(header::ORIGIN)), skipped, "gateway: request refused: Origin not allowed");
         }
-        return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin not allowed");
+        return Rejection::OriginNotAllowed.into_response();
     }
     next.run(req).await
 }
@@ -88,10 +89,6 @@ async fn joined(State(r): State<Routes>, req: Request) -> Response<Body> {
 
 async fn single(State(r): State<Routes>, Path(name): Path<String>, req: Request) -> Response<Body> {
     dispatch(&r, Endpoint::Server(name.into()), req).await
-}
-
-fn refuse(status: StatusCode, message: impl Into<String>) -> Response<Body> {
-    gate::rpc_error(status, None, -32000, message)
 }
 
 /// `Origin`: loopback origins, the allowed ones, or `*`.
@@ -106,51 +103,47 @@ fn origin_ok(front: &FrontState, headers: &HeaderMap) -> bool {
     gate::origin_allowed(&crate::server::http::Allow::List(list.clone()), headers)
 }
 
-/// 401, asking for a bearer token.
-fn unauthorized() -> Response<Body> {
-    let mut r = refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
-    r.headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    r
-}
-
 /// The caller, or the refusal (401 without a valid token).
-#[allow(clippy::result_large_err)]
-fn admit(front: &FrontState, headers: &HeaderMap) -> Result<Arc<Principal>, Response<Body>> {
+fn admit(front: &FrontState, headers: &HeaderMap) -> Result<Arc<Principal>, Rejection> {
     match front.gate.check(headers) {
         Some(p) => Ok(p),
         None => {
             tracing::info!("gateway: request refused: no valid token");
-            Err(unauthorized())
+            Err(Rejection::Unauthorized)
         }
     }
 }
 
 async fn dispatch(r: &Routes, endpoint: Endpoint, req: Request) -> Response<Body> {
+    match admitted(r, endpoint, req).await {
+        Ok(r) => r,
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn admitted(
+    r: &Routes,
+    endpoint: Endpoint,
+    req: Request,
+) -> Result<Response<Body>, Rejection> {
     let front = &r.front;
     if front.stopping.load(Ordering::Acquire) {
-        return refuse(StatusCode::SERVICE_UNAVAILABLE, "the gateway is stopping");
+        return Err(Rejection::Stopping);
     }
-    let principal = match admit(front, req.headers()) {
-        Ok(p) => p,
-        Err(refused) => return refused,
-    };
-    if let Some(refused) = held_for_start(front).await {
-        return refused;
-    }
+    let principal = admit(front, req.headers())?;
+    held_for_start(front).await?;
     if let Endpoint::Server(name) = &endpoint {
         if !front.knows(name) {
-            return refuse(
-                StatusCode::NOT_FOUND,
-                format!("no server named `{name}` in the gateway"),
-            );
+            return Err(Rejection::UnknownServer {
+                name: name.to_string(),
+            });
         }
         if !principal.server_allowed(name) {
             tracing::info!(client = %principal.name, server = %name, "gateway: request refused: server outside the client's grant");
-            return refuse(
-                StatusCode::FORBIDDEN,
-                format!("Forbidden: server `{name}` is outside this client's grant"),
-            );
+            return Err(Rejection::OutsideGrant {
+                id: None,
+                what: format!("server `{name}`"),
+            });
         }
     }
     let mut req = req;
@@ -160,45 +153,31 @@ async fn dispatch(r: &Routes, endpoint: Endpoint, req: Request) -> Response<Body
             .insert(CallerName::new(principal.name.clone()));
     }
     let req = if principal.restricted() && req.method() == axum::http::Method::POST {
-        match peek(r, &principal, &endpoint, req).await {
-            Ok(req) => req,
-            Err(refused) => return refused,
-        }
+        peek(r, &principal, &endpoint, req).await?
     } else {
         req
     };
-    let made = match front.endpoint(&principal, &endpoint).await {
-        Ok(m) => m,
-        Err(e) => {
-            return gate::error_object(StatusCode::SERVICE_UNAVAILABLE, None, &e.to_error_object())
-        }
-    };
+    let made = front.endpoint(&principal, &endpoint).await?;
     let (mut parts, body) = req.into_parts();
     parts.uri = endpoint_uri(&parts.uri);
     let mut router = made.router;
     match tower_service::Service::call(&mut router, Request::from_parts(parts, body)).await {
-        Ok(resp) => resp,
+        Ok(resp) => Ok(resp),
         Err(never) => match never {},
     }
 }
 
 /// Waits for the front's start to be over; the refusal (503) when the
 /// front stopped meanwhile or its host is gone.
-async fn held_for_start(front: &FrontState) -> Option<Response<Body>> {
+async fn held_for_start(front: &FrontState) -> Result<(), Rejection> {
     front.start_over().await;
     if front.stopping.load(Ordering::Acquire) {
-        return Some(refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the gateway is stopping",
-        ));
+        return Err(Rejection::Stopping);
     }
     if front.host_gone() {
-        return Some(refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the gateway's host has stopped: no server can be reached",
-        ));
+        return Err(Rejection::HostStopped);
     }
-    None
+    Ok(())
 }
 
 /// The endpoint's own path (`/mcp`), with the request's query.
@@ -247,13 +226,12 @@ impl Peek {
 
 /// Reads the body as the endpoint will, refuses a call outside the
 /// caller's grant (403), and gives the request back whole.
-#[allow(clippy::result_large_err)]
 async fn peek(
     r: &Routes,
     principal: &Principal,
     endpoint: &Endpoint,
     req: Request,
-) -> Result<Request, Response<Body>> {
+) -> Result<Request, Rejection> {
     let front = &r.front;
     let (parts, body) = req.into_parts();
     let owner = crate::server::http::principal::Owner::of(&parts.extensions);
@@ -262,25 +240,9 @@ async fn peek(
     let message = match Message::parse(&bytes) {
         Ok(m) => m,
         Err(e) => {
-            let (code, message, id) = match e {
-                ParseError::NotJson(_) => (
-                    codes::PARSE_ERROR,
-                    "Parse error: the body is not JSON".to_owned(),
-                    None,
-                ),
-                ParseError::Batch => (
-                    codes::INVALID_REQUEST,
-                    "JSON-RPC batch arrays are not supported".to_owned(),
-                    None,
-                ),
-                ParseError::Invalid { reason, id } => (
-                    codes::INVALID_REQUEST,
-                    format!("Invalid Request: {reason}"),
-                    id,
-                ),
-            };
-            tracing::info!(client = %principal.name, %message, "gateway: request refused: the grant check cannot read its body");
-            return Err(gate::rpc_error(StatusCode::BAD_REQUEST, id, code, message));
+            let refused = Rejection::of_parse(e);
+            tracing::info!(client = %principal.name, message = %refused, "gateway: request refused: the grant check cannot read its body");
+            return Err(refused);
         }
     };
     let m = Peek::of(&message);
@@ -294,12 +256,10 @@ async fn peek(
         tracing::info!(client = %principal.name, %what, "gateway: call refused: outside the client's grant");
         // In the call log and the metrics as any other outcome.
         front.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
-        return Err(gate::rpc_error(
-            StatusCode::FORBIDDEN,
-            m.id.clone(),
-            -32000,
-            format!("Forbidden: {what} is outside this client's grant"),
-        ));
+        return Err(Rejection::OutsideGrant {
+            id: m.id.clone(),
+            what: what.clone(),
+        });
     }
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }
@@ -319,7 +279,7 @@ async fn start_named_lazy(
         _ => return None,
     };
     let name = m.name.as_deref()?;
-    if front.host.shared.owner_of(kind, name).is_some() {
+    if front.host.owner(kind, name).is_some() {
         return None;
     }
     let server = front.lazy_owner(name)?;
@@ -364,7 +324,7 @@ fn outside_grant(
     let (server, own) = match endpoint {
         Endpoint::Server(s) => (s.to_string(), name.to_owned()),
         Endpoint::Joined => {
-            let r = front.host.shared.owner_of(kind, name)?;
+            let r = front.host.owner(kind, name)?;
             (r.server, r.name)
         }
     };
@@ -463,20 +423,14 @@ async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
         .map(|c| c.0.ip());
     match front.gate.metrics_access(req.headers()) {
         MetricsAccess::Allowed => {}
-        MetricsAccess::NoToken => return unauthorized(),
+        MetricsAccess::NoToken => return Rejection::Unauthorized.into_response(),
         MetricsAccess::NotOperator => {
             tracing::info!("gateway: /metrics refused: the token is no operator's");
-            return refuse(
-                StatusCode::FORBIDDEN,
-                "Forbidden: /metrics needs an operator's token (--metrics-token-env, or \"operator\": true in the tokens file)",
-            );
+            return Rejection::MetricsNeedOperator.into_response();
         }
         MetricsAccess::LoopbackOnly => {
             if peer.is_some_and(|ip| !ip.is_loopback()) {
-                return refuse(
-                    StatusCode::FORBIDDEN,
-                    "Forbidden: without a token, /metrics answers loopback peers only",
-                );
+                return Rejection::MetricsLoopbackOnly.into_response();
             }
         }
     }

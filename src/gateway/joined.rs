@@ -84,12 +84,11 @@ impl Joined {
         let renamed = kind != ItemKind::Resource;
         front
             .host
-            .shared
-            .holders(kind)
+            .listed(kind)
             .into_iter()
-            .filter(|(_, h)| self.visible(front, kind, &h.server, &h.item.own))
+            .filter(|(_, h)| self.visible(front, kind, h.server(), h.own_name()))
             .filter_map(|(name, h)| {
-                let mut v: Value = serde_json::from_str(&h.item.raw).ok()?;
+                let mut v: Value = serde_json::from_str(h.json()).ok()?;
                 if renamed {
                     v.as_object_mut()?
                         .insert("name".into(), Value::String(name));
@@ -119,7 +118,7 @@ impl Joined {
             )
         };
         let found = |front: &FrontState| {
-            front.host.shared.owner_of(kind, name).map(|r| Owner {
+            front.host.owner(kind, name).map(|r| Owner {
                 server: r.server,
                 own: r.name,
             })
@@ -305,7 +304,7 @@ impl Handler for Joined {
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
         let front = self.front.upgrade()?;
-        let tools = front.host.shared.holders(ItemKind::Tool);
+        let tools = front.host.listed(ItemKind::Tool);
         tools
             .iter()
             .find(|(n, _)| n == name)

@@ -10,7 +10,7 @@ use crate::protocol::{
     meta, methods, Era, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS,
 };
 
-use super::handle::SessionShared;
+use crate::server::handle::SessionShared;
 
 /// What to do with a request.
 pub(crate) enum Route {
@@ -38,39 +38,28 @@ fn invalid_params(msg: impl Into<String>) -> ErrorObject {
     ErrorObject::new(codes::INVALID_PARAMS, msg)
 }
 
+/// The required `_meta` member `key`, of the JSON type `is` checks
+/// (`kind` names it in the error).
+fn required<'a>(
+    m: &'a Map<String, Value>,
+    key: &str,
+    kind: &str,
+    is: fn(&Value) -> bool,
+) -> Result<&'a Value, ErrorObject> {
+    match m.get(key) {
+        Some(v) if is(v) => Ok(v),
+        Some(_) => Err(invalid_params(format!("_meta {key} must be {kind}"))),
+        None => Err(invalid_params(format!("missing required _meta key {key}"))),
+    }
+}
+
 /// Validates the modern `_meta`; returns the client capabilities.
 fn check_modern(m: &Map<String, Value>) -> Result<&Value, ErrorObject> {
-    let version = match m.get(meta::PROTOCOL_VERSION) {
-        Some(Value::String(v)) => v,
-        Some(_) => {
-            return Err(invalid_params(format!(
-                "_meta {} must be a string",
-                meta::PROTOCOL_VERSION
-            )))
-        }
-        None => {
-            return Err(invalid_params(format!(
-                "missing required _meta key {}",
-                meta::PROTOCOL_VERSION
-            )))
-        }
-    };
-    let caps = match m.get(meta::CLIENT_CAPABILITIES) {
-        Some(c @ Value::Object(_)) => c,
-        Some(_) => {
-            return Err(invalid_params(format!(
-                "_meta {} must be an object",
-                meta::CLIENT_CAPABILITIES
-            )))
-        }
-        None => {
-            return Err(invalid_params(format!(
-                "missing required _meta key {}",
-                meta::CLIENT_CAPABILITIES
-            )))
-        }
-    };
-    if !MODERN_VERSIONS.contains(&version.as_str()) {
+    let version = required(m, meta::PROTOCOL_VERSION, "a string", Value::is_string)?
+        .as_str()
+        .unwrap_or_default();
+    let caps = required(m, meta::CLIENT_CAPABILITIES, "an object", Value::is_object)?;
+    if !MODERN_VERSIONS.contains(&version) {
         return Err(ErrorObject::new(
             codes::UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",

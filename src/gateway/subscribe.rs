@@ -49,7 +49,7 @@ const ACK_WAIT: Duration = Duration::from_secs(5);
 
 /// Who holds a watch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Holder {
+pub(crate) enum Listed {
     /// A 2025-11-25 session, by the address of its state (kept allocated
     /// by the registry's token while the holder is known).
     Session(usize),
@@ -60,7 +60,7 @@ pub(crate) enum Holder {
 /// Which holders hold which URIs of one server: the bookkeeping alone.
 #[derive(Debug, Default)]
 struct Holdings {
-    uris: BTreeMap<String, BTreeSet<Holder>>,
+    uris: BTreeMap<String, BTreeSet<Listed>>,
     bytes: usize,
 }
 
@@ -76,7 +76,7 @@ enum Adding {
 }
 
 impl Holdings {
-    fn adding(&self, holder: Holder, uri: &str) -> Adding {
+    fn adding(&self, holder: Listed, uri: &str) -> Adding {
         match self.uris.get(uri) {
             Some(h) if h.contains(&holder) => Adding::Held,
             Some(_) => Adding::Shared,
@@ -107,7 +107,7 @@ impl Holdings {
         Ok(())
     }
 
-    fn add(&mut self, holder: Holder, uri: &str) {
+    fn add(&mut self, holder: Listed, uri: &str) {
         if !self.uris.contains_key(uri) {
             self.bytes = self.bytes.saturating_add(uri.len());
         }
@@ -115,7 +115,7 @@ impl Holdings {
     }
 
     /// Removes `holder`'s `uri`; whether nobody watches it any more.
-    fn remove(&mut self, holder: Holder, uri: &str) -> bool {
+    fn remove(&mut self, holder: Listed, uri: &str) -> bool {
         let Some(h) = self.uris.get_mut(uri) else {
             return false;
         };
@@ -128,7 +128,7 @@ impl Holdings {
     }
 
     /// Removes everything `holder` holds; the URIs nobody watches any more.
-    fn remove_all(&mut self, holder: Holder) -> Vec<String> {
+    fn remove_all(&mut self, holder: Listed) -> Vec<String> {
         let mine: Vec<String> = self
             .uris
             .iter()
@@ -182,7 +182,7 @@ struct Live {
 #[derive(Default)]
 pub(crate) struct ResourceWatches {
     servers: Mutex<HashMap<Arc<str>, Arc<ServerWatch>>>,
-    live: Mutex<HashMap<Holder, Live>>,
+    live: Mutex<HashMap<Listed, Live>>,
     next_stream: AtomicU64,
 }
 
@@ -197,12 +197,12 @@ impl ResourceWatches {
         &self,
         front: &Arc<FrontState>,
         ctx: &RequestContext,
-    ) -> Result<Holder, HandlerError> {
+    ) -> Result<Listed, HandlerError> {
         let token = ctx.lifetime_token();
         let Some(shared) = token.0.upgrade().filter(|_| token.is_alive()) else {
             return Err(HandlerError::Internal("the session has ended".into()));
         };
-        let holder = Holder::Session(token.0.as_ptr() as usize);
+        let holder = Listed::Session(token.0.as_ptr() as usize);
         let mut live = lock(&self.live);
         if live.contains_key(&holder) {
             return Ok(holder);
@@ -230,7 +230,7 @@ impl ResourceWatches {
 
     /// A new stream holder, released when the returned guard drops.
     pub(crate) fn stream_holder(&self, front: &Arc<FrontState>) -> StreamHolder {
-        let holder = Holder::Stream(self.next_stream.fetch_add(1, Ordering::Relaxed));
+        let holder = Listed::Stream(self.next_stream.fetch_add(1, Ordering::Relaxed));
         lock(&self.live).insert(
             holder,
             Live {
@@ -246,7 +246,7 @@ impl ResourceWatches {
 
     /// Records that `holder` holds `uri` of `w`, unless its release has
     /// begun (then false).
-    fn record(&self, w: &ServerWatch, holder: Holder, uri: &str) -> bool {
+    fn record(&self, w: &ServerWatch, holder: Listed, uri: &str) -> bool {
         let live = lock(&self.live);
         if live.get(&holder).is_none_or(|l| l.ending) {
             return false;
@@ -290,7 +290,7 @@ impl ResourceWatches {
 /// dropped, however the stream ends.
 pub(crate) struct StreamHolder {
     front: Weak<FrontState>,
-    pub(crate) holder: Holder,
+    pub(crate) holder: Listed,
 }
 
 impl Drop for StreamHolder {
@@ -309,7 +309,7 @@ impl Drop for StreamHolder {
 /// nothing held) if it cannot be opened.
 pub(crate) async fn watch(
     front: &FrontState,
-    holder: Holder,
+    holder: Listed,
     target: &Target,
     uri: &str,
 ) -> Result<(), HandlerError> {
@@ -363,7 +363,7 @@ pub(crate) async fn watch(
 
 /// `holder` no longer watches `uri` of `target` (nothing if it did not);
 /// the server's watch goes with its last holder.
-pub(crate) async fn unwatch(front: &FrontState, holder: Holder, target: &Target, uri: &str) {
+pub(crate) async fn unwatch(front: &FrontState, holder: Listed, target: &Target, uri: &str) {
     let Some(w) = lock(&front.watches.servers).get(&target.server).cloned() else {
         return;
     };
@@ -374,7 +374,7 @@ pub(crate) async fn unwatch(front: &FrontState, holder: Holder, target: &Target,
 }
 
 /// Releases everything `holder` holds, on every server.
-pub(crate) async fn release(front: &FrontState, holder: Holder) {
+pub(crate) async fn release(front: &FrontState, holder: Listed) {
     let watches = &front.watches;
     match lock(&watches.live).get_mut(&holder) {
         Some(l) if !l.ending => l.ending = true,
@@ -668,7 +668,7 @@ mod tests {
 
     #[test]
     fn a_holder_holds_a_uri_once_and_releases_only_its_own() {
-        let (a, b) = (Holder::Session(1), Holder::Stream(2));
+        let (a, b) = (Listed::Session(1), Listed::Stream(2));
         let mut h = Holdings::default();
         assert_eq!(h.adding(a, "u"), Adding::New);
         h.add(a, "u");
@@ -689,7 +689,7 @@ mod tests {
 
     #[test]
     fn a_holders_end_frees_only_what_nobody_else_holds() {
-        let (a, b) = (Holder::Session(1), Holder::Session(2));
+        let (a, b) = (Listed::Session(1), Listed::Session(2));
         let mut h = Holdings::default();
         for u in ["x", "y", "z"] {
             h.add(a, u);
@@ -705,12 +705,12 @@ mod tests {
     fn the_bounds_refuse_a_uri_past_them_naming_the_bound() {
         let mut h = Holdings::default();
         for i in 0..MAX_PER_SERVER {
-            h.add(Holder::Stream(0), &format!("u{i}"));
+            h.add(Listed::Stream(0), &format!("u{i}"));
         }
         let e = h.room("s", "one more").unwrap_err().to_error_object();
         assert!(e.message.contains("256 resources"), "{}", e.message);
         let mut h = Holdings::default();
-        h.add(Holder::Stream(0), &"x".repeat(MAX_BYTES_PER_SERVER));
+        h.add(Listed::Stream(0), &"x".repeat(MAX_BYTES_PER_SERVER));
         let e = h.room("s", "y").unwrap_err().to_error_object();
         assert!(e.message.contains("bytes"), "{}", e.message);
     }

@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! use conduit_mcp::config_file::ServersFile;
-//! use conduit_mcp::host::front::{FrontConfig, HttpFront};
+//! use conduit_mcp::gateway::{FrontConfig, HttpFront};
 //! use conduit_mcp::host::HostConfig;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -246,7 +246,7 @@ impl HttpFront {
             if let Some(state) = over.0.upgrade() {
                 state.spawned.send_replace(true);
             }
-            starting.settle().await;
+            starting.settled().await;
             drop(over);
         });
         Ok(HttpFront { state, app })
@@ -280,10 +280,10 @@ impl HttpFront {
             tracing::info!(%addr, "gateway: listening");
         }
         let done = self.state.closing.subscribe();
-        crate::server::http::serve_app(
+        crate::server::http::serve_router(
             listener,
             self.app.clone(),
-            crate::server::http::ConnLimits::of(&self.state.config.http),
+            &self.state.config.http,
             done,
             self.state.config.flush(),
         )
@@ -305,8 +305,7 @@ impl HttpFront {
             m.service.handle().stop();
         }
         for (_, m) in made {
-            let mut done = m.service.done.clone();
-            let _ = done.wait_for(|d| *d).await;
+            m.service.stopped().await;
         }
         // A start still under way would end with the host's actor, its
         // process going without this stop waiting for it: the starts
@@ -389,8 +388,8 @@ impl HttpFront {
         for name in names.keys() {
             // One that could not be added is tried again, as new.
             let not_added = failed.contains_key(*name);
-            let before = previous.entries.get(*name).filter(|_| !not_added);
-            let after = next.entries.get(*name);
+            let before = previous.fingerprint(name).filter(|_| !not_added);
+            let after = next.fingerprint(name);
             let options = next.serve.get(*name).cloned().unwrap_or_default();
             match (before, after, next.servers.get(*name)) {
                 (None, None, _) | (None, Some(_), None) if not_added => {

@@ -5,7 +5,7 @@
 //! The reader [`take`](InboundBudget::take)s a [`Charge`] for a line's
 //! estimate *before* parsing it, waiting while the budget cannot afford it;
 //! meanwhile it reads nothing more, so back-pressure reaches the client's
-//! writes. The charge travels with the message (the session's backlog, the
+//! writes. The charge travels with the message (a waiting request, the
 //! request's task, the notification queue) and is released when it is
 //! dropped: when the handler task ends or is aborted, or the message is
 //! refused, answered by the transport or routed.

@@ -1,0 +1,134 @@
+//! Streamable HTTP: `HttpService` as a `tower::Service`, driven without a
+//! listener (`ServiceExt::oneshot`): it serves MCP, refuses methods it
+//! does not serve with 405 and `Allow`, spawns nothing when made, and its
+//! `stopped()` resolves once a stop has run, even with no request served.
+
+use conduit_mcp::protocol::{CallToolResult, Implementation};
+use conduit_mcp::server::http::{HttpConfig, HttpService};
+use conduit_mcp::server::{RequestContext, Router, ServerConfig};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use axum::body::Body;
+use axum::http::{Request, Response};
+
+fn service() -> HttpService {
+    let router = Router::new().tool(
+        "hello",
+        "Says hello.",
+        |_: Value, _ctx: RequestContext| async { Ok(CallToolResult::text("hello")) },
+    );
+    let config = HttpConfig::new(ServerConfig::new(Implementation::new("t", "0")));
+    HttpService::new(config, router).expect("a valid config")
+}
+
+fn post(session: Option<&str>, body: Value) -> Request<Body> {
+    let mut b = Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(s) = session {
+        b = b.header("mcp-session-id", s);
+    }
+    b.body(Body::from(body.to_string())).unwrap()
+}
+
+async fn json_of(r: Response<Body>) -> Value {
+    let bytes = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[tokio::test]
+async fn a_session_is_served_through_oneshot_without_a_listener() {
+    let mcp = service();
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "t", "version": "0" } } });
+    let r = mcp.clone().oneshot(post(None, init)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert_eq!(json_of(r).await["result"]["serverInfo"]["name"], "t");
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "hello", "arguments": {} } });
+    let r = mcp.clone().oneshot(post(Some(&sid), call)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(json_of(r).await["result"]["content"][0]["text"], "hello");
+    // A stranger's Host is refused before MCP sees the request.
+    let mut req = post(
+        Some(&sid),
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "ping" }),
+    );
+    req.headers_mut()
+        .insert("host", "evil.example.com".parse().unwrap());
+    let r = mcp.clone().oneshot(req).await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        json_of(r).await["error"]["message"],
+        "Forbidden: Host not allowed"
+    );
+    mcp.handle().stop();
+    mcp.stopped().await;
+    assert!(!mcp.handle().lifetime_token().is_alive());
+    // Stopped: new requests get 503.
+    let r = mcp
+        .clone()
+        .oneshot(post(
+            Some(&sid),
+            json!({ "jsonrpc": "2.0", "id": 4, "method": "ping" }),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+}
+
+#[tokio::test]
+async fn methods_other_than_post_get_and_delete_get_405_with_allow() {
+    let mcp = service();
+    for method in ["PUT", "PATCH", "OPTIONS", "HEAD"] {
+        let req = Request::builder()
+            .method(method)
+            .uri("/mcp")
+            .header("host", "localhost")
+            .body(Body::empty())
+            .unwrap();
+        let r = mcp.clone().oneshot(req).await.unwrap();
+        assert_eq!(r.status(), 405, "{method}");
+        assert_eq!(r.headers()["allow"], "GET, POST, DELETE", "{method}");
+        if method != "HEAD" {
+            let body = json_of(r).await;
+            assert_eq!(body["error"]["code"], -32600, "{method}");
+            assert_eq!(body["error"]["message"], "Method Not Allowed", "{method}");
+        }
+    }
+    // Another path is not the endpoint's.
+    let req = Request::get("/other")
+        .header("host", "localhost")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(mcp.oneshot(req).await.unwrap().status(), 404);
+}
+
+#[test]
+fn new_spawns_nothing_and_a_stop_before_any_request_still_runs() {
+    // No runtime here: `new` would panic if it spawned.
+    let mcp = service();
+    let token = mcp.handle().lifetime_token();
+    mcp.handle().stop();
+    assert!(!token.is_alive(), "the stop ended the lifetime at once");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        mcp.stopped().await;
+        let r = mcp
+            .clone()
+            .oneshot(post(
+                None,
+                json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 503);
+    });
+}
