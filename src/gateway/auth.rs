@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use axum::http::{header, HeaderMap};
+use axum::http::HeaderMap;
 use serde_json::Value;
 
 use crate::config_file::{read_jsonc, ConfigFileError};
 use crate::secret::Secret;
-use crate::server::http::gate::same_secret;
+use crate::server::http::{BearerLayer, BearerTokens};
 
 use super::config::Auth;
 use super::glob::{self, Glob};
@@ -267,59 +267,72 @@ pub(crate) enum MetricsAccess {
 /// The front's principals, and the check of a request's token.
 #[derive(Debug)]
 pub(crate) struct Gate {
-    tokens: Vec<Secret>,
-    principals: Vec<Arc<Principal>>,
-    /// The token of `/metrics` alone (`--metrics-token-env`).
-    metrics: Option<Secret>,
+    /// The clients' tokens, each standing for its principal.
+    tokens: BearerTokens<Arc<Principal>>,
+    /// The principal of every request when no token is configured.
+    open: Option<Arc<Principal>>,
+    /// Whether an operator client or a metrics token is configured.
+    operators: bool,
+    metrics: BearerTokens<()>,
 }
 
 impl Gate {
     pub(crate) fn new(auth: &Auth, metrics: Option<Secret>) -> Gate {
-        let (tokens, principals) = match auth {
-            Auth::None => (
-                Vec::new(),
-                vec![principal(0, "anonymous", None, false, false)],
-            ),
-            Auth::Bearer(t) => (
-                vec![t.clone()],
-                vec![principal(0, "token", None, false, false)],
-            ),
-            Auth::Clients(clients) => clients
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    (
-                        c.token.clone(),
-                        principal(i, &c.name, Some(c.servers.clone()), true, c.operator),
-                    )
-                })
-                .unzip(),
+        let mut tokens = BearerTokens::new();
+        let mut open = None;
+        let mut operator_clients = false;
+        match auth {
+            Auth::None => open = Some(principal(0, "anonymous", None, false, false)),
+            Auth::Bearer(t) => {
+                tokens = tokens.token(t.clone(), principal(0, "token", None, false, false))
+            }
+            Auth::Clients(clients) => {
+                for (i, c) in clients.iter().enumerate() {
+                    operator_clients |= c.operator;
+                    let p = principal(i, &c.name, Some(c.servers.clone()), true, c.operator);
+                    tokens = tokens.token(c.token.clone(), p);
+                }
+            }
+        }
+        let metrics = match metrics {
+            Some(m) => BearerTokens::new().token(m, ()),
+            None => BearerTokens::new(),
         };
         Gate {
             tokens,
-            principals,
+            open,
+            operators: operator_clients || !metrics.is_empty(),
             metrics,
         }
+    }
+
+    /// The layer that lets in the clients' tokens (none when no token is
+    /// configured: every request is the one principal's).
+    pub(crate) fn layer(&self) -> Option<BearerLayer<Arc<Principal>>> {
+        (self.open.is_none()).then(|| BearerLayer::new(self.tokens.clone()))
+    }
+
+    /// The caller of a request the [`layer`](Self::layer) let in.
+    pub(crate) fn caller(&self, extensions: &axum::http::Extensions) -> Option<Arc<Principal>> {
+        self.open
+            .clone()
+            .or_else(|| extensions.get::<Arc<Principal>>().cloned())
     }
 
     /// Whether `headers` may read `/metrics`: with the metrics token or an
     /// operator client's; when neither is configured, with the one bearer
     /// token; when no token is configured at all, from loopback.
     pub(crate) fn metrics_access(&self, headers: &HeaderMap) -> MetricsAccess {
-        let operators = self.metrics.is_some() || self.principals.iter().any(|p| p.operator);
-        if self.tokens.is_empty() && !operators {
+        if self.open.is_some() && !self.operators {
             return MetricsAccess::LoopbackOnly;
         }
-        let given = bearer(headers);
-        if let (Some(g), Some(m)) = (given, &self.metrics) {
-            if same_secret(g.as_bytes(), m.expose().as_bytes()) {
-                return MetricsAccess::Allowed;
-            }
+        if self.metrics.find(headers).is_some() {
+            return MetricsAccess::Allowed;
         }
         let Some(p) = self.check(headers) else {
             return MetricsAccess::NoToken;
         };
-        let allowed = if operators {
+        let allowed = if self.operators {
             p.operator
         } else {
             // The one token: whoever holds it may use every server.
@@ -332,33 +345,14 @@ impl Gate {
         }
     }
 
-    /// The caller of a request with these headers; `None`: no valid token
-    /// (401). Every token is compared, in time that depends on the lengths
-    /// only, whichever matches.
+    /// The principal of the request's token (the one principal when no
+    /// token is configured).
     pub(crate) fn check(&self, headers: &HeaderMap) -> Option<Arc<Principal>> {
-        if self.tokens.is_empty() {
-            return self.principals.first().cloned();
+        match &self.open {
+            Some(p) => Some(p.clone()),
+            None => self.tokens.find(headers).cloned(),
         }
-        let given = bearer(headers)?;
-        let mut found = None;
-        for (i, t) in self.tokens.iter().enumerate() {
-            if same_secret(given.as_bytes(), t.expose().as_bytes()) && found.is_none() {
-                found = Some(i);
-            }
-        }
-        found.and_then(|i| self.principals.get(i).cloned())
     }
-}
-
-/// The bearer token of `Authorization`, if any.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, rest) = v.split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
-        })
 }
 
 fn principal(
@@ -380,6 +374,7 @@ fn principal(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::header;
     use serde_json::json;
 
     fn parse(v: Value) -> Result<Vec<ClientGrant>, ConfigFileError> {

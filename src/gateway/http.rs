@@ -18,69 +18,60 @@ use std::net::SocketAddr;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode, Uri};
-use axum::middleware::Next;
+use axum::http::{header, HeaderValue, Response, StatusCode, Uri};
 use axum::response::IntoResponse;
 use serde_json::{json, Map, Value};
 
 use crate::client::Status;
 use crate::host::ItemKind;
 use crate::jsonrpc::{Message, RequestId};
-use crate::server::http::room::BodyRoom;
-use crate::server::http::{body, gate, Principal as CallerName, Rejection};
-use crate::throttle::Throttle;
+use crate::server::http::{Allow, BodyReader, HostOriginLayer, Principal as CallerName, Rejection};
 
 use super::auth::{MetricsAccess, Principal};
+use super::config::FrontConfig;
 use super::state::{Endpoint, FrontState};
 
 /// The routes of a front.
 pub(crate) fn router(front: Arc<FrontState>) -> axum::Router {
-    let server = &front.config.http.server;
+    let admission = host_origin(&front.config);
     let state = Routes {
-        room: BodyRoom::new(server.max_inbound_bytes, server.max_message_bytes),
-        warned_host: Arc::default(),
-        warned_origin: Arc::default(),
+        bodies: BodyReader::of(&front.config.http),
         front,
+    };
+    let mcp = axum::Router::new()
+        .route("/mcp", axum::routing::any(joined))
+        .route("/servers/{name}/mcp", axum::routing::any(single));
+    let mcp = match state.front.gate.layer() {
+        Some(tokens) => mcp.route_layer(tokens),
+        None => mcp,
     };
     axum::Router::new()
         .route("/health", axum::routing::get(health))
         .route("/metrics", axum::routing::get(metrics))
-        .route("/mcp", axum::routing::any(joined))
-        .route("/servers/{name}/mcp", axum::routing::any(single))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            admit_host,
-        ))
+        .merge(mcp)
         .with_state(state)
+        .layer(admission)
 }
 
 #[derive(Clone)]
 struct Routes {
     front: Arc<FrontState>,
-    /// Room for the bodies read for a grant check.
-    room: Arc<BodyRoom>,
-    /// The rate of the refusals' log lines.
-    warned_host: Arc<Throttle>,
-    warned_origin: Arc<Throttle>,
+    /// The reader of the bodies a grant check reads (room of its own).
+    bodies: BodyReader,
 }
 
 /// `Host` and `Origin`, on every route the listener serves (a rebinding
-/// page can reach them all).
-async fn admit_host(State(r): State<Routes>, req: Request, next: Next) -> Response<Body> {
-    let front = &r.front;
-    if !gate::host_allowed(&front.config.allowed_hosts, req.headers()) {
-        if let Some(skipped) = r.warned_host.admit() {
-            tracing::warn!(host = %gate::shown(req.headers().get(header::HOST)), skipped, "gateway: request refused: Host not allowed (DNS rebinding protection)");
-        }
-        return Rejection::HostNotAllowed.into_response();
-    }
-    if !origin_ok(front, req.headers()) {
-        if let Some(skipped) = r.warned_origin.admit() {
-            tracing::warn!(origin = %gate::shown(req.headers().get(header::ORIGIN)), skipped, "gateway: request refused: Origin not allowed");
-        }
-        return Rejection::OriginNotAllowed.into_response();
-    }
-    next.run(req).await
+/// page can reach them all): origins are loopback ones, the allowed ones,
+/// or any with `*`.
+fn host_origin(config: &FrontConfig) -> HostOriginLayer {
+    let list = &config.allowed_origins;
+    let layer = if list.iter().any(|o| o == "*") {
+        HostOriginLayer::new(config.allowed_hosts.clone(), Allow::Any)
+    } else {
+        HostOriginLayer::new(config.allowed_hosts.clone(), Allow::List(list.clone()))
+            .with_loopback_origins()
+    };
+    layer.named("gateway")
 }
 
 async fn joined(State(r): State<Routes>, req: Request) -> Response<Body> {
@@ -89,29 +80,6 @@ async fn joined(State(r): State<Routes>, req: Request) -> Response<Body> {
 
 async fn single(State(r): State<Routes>, Path(name): Path<String>, req: Request) -> Response<Body> {
     dispatch(&r, Endpoint::Server(name.into()), req).await
-}
-
-/// `Origin`: loopback origins, the allowed ones, or `*`.
-fn origin_ok(front: &FrontState, headers: &HeaderMap) -> bool {
-    let list = &front.config.allowed_origins;
-    if list.iter().any(|o| o == "*") {
-        return true;
-    }
-    if gate::origin_allowed(&crate::server::http::Allow::Loopback, headers) {
-        return true;
-    }
-    gate::origin_allowed(&crate::server::http::Allow::List(list.clone()), headers)
-}
-
-/// The caller, or the refusal (401 without a valid token).
-fn admit(front: &FrontState, headers: &HeaderMap) -> Result<Arc<Principal>, Rejection> {
-    match front.gate.check(headers) {
-        Some(p) => Ok(p),
-        None => {
-            tracing::info!("gateway: request refused: no valid token");
-            Err(Rejection::Unauthorized)
-        }
-    }
 }
 
 async fn dispatch(r: &Routes, endpoint: Endpoint, req: Request) -> Response<Body> {
@@ -130,7 +98,11 @@ async fn admitted(
     if front.stopping.load(Ordering::Acquire) {
         return Err(Rejection::Stopping);
     }
-    let principal = admit(front, req.headers())?;
+    // Let in by the bearer layer (or no token is configured).
+    let principal = front
+        .gate
+        .caller(req.extensions())
+        .ok_or(Rejection::Unauthorized)?;
     held_for_start(front).await?;
     if let Endpoint::Server(name) = &endpoint {
         if !front.knows(name) {
@@ -234,8 +206,7 @@ async fn peek(
 ) -> Result<Request, Rejection> {
     let front = &r.front;
     let (parts, body) = req.into_parts();
-    let owner = crate::server::http::principal::Owner::of(&parts.extensions);
-    let bytes = body::read(&front.config.http, &r.room, &parts.headers, owner, body).await?;
+    let bytes = r.bodies.read(&parts, body).await?;
     // The endpoint's own parser: what it would refuse, the check refuses.
     let message = match Message::parse(&bytes) {
         Ok(m) => m,
@@ -409,7 +380,13 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    gate::json(status, body.to_string())
+    let mut resp = Response::new(Body::from(body.to_string()));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 /// `GET /metrics`: Prometheus text, for operators: the metrics token or an

@@ -1,9 +1,10 @@
-//! Reading a request body: within `max_message_bytes`, `body_timeout` and
-//! a share of the room for bodies being read.
+//! Reading a request body whole, within the bounds of an [`HttpConfig`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 
@@ -14,58 +15,125 @@ use super::principal::Owner;
 use super::room::{BodyRoom, Closed};
 use super::Rejection;
 
-/// Reads the body within `max_message_bytes` and `body_timeout`. What
-/// all bodies being read hold together is bounded by `max_inbound_bytes`,
-/// shared out per owner ([`BodyRoom`]): each chunk
-/// takes room as it arrives (waiting while there is none, within the
-/// deadline), so a client that announces a large body and stalls holds
-/// only what it sent, only until `body_timeout`, and only of its share.
-pub(crate) async fn read(
-    config: &HttpConfig,
-    room: &Arc<BodyRoom>,
-    h: &HeaderMap,
-    owner: Owner,
-    body: Body,
-) -> Result<Bytes, Rejection> {
-    use http_body_util::BodyExt as _;
-    let limit = config.server.max_message_bytes;
-    let declared = h
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return Err(Rejection::BodyTooLarge { limit });
+/// Reads request bodies whole, as the endpoint of an [`HttpConfig`] reads
+/// them: at most [`max_message_bytes`](crate::server::ServerConfig::max_message_bytes)
+/// (413 otherwise, before a byte is read when `Content-Length` says so),
+/// within [`body_timeout`](HttpConfig::body_timeout) (408), and within a
+/// share of [`max_inbound_bytes`](crate::server::ServerConfig::max_inbound_bytes)
+/// for all bodies being read at once.
+///
+/// The share is the request's [`Principal`](super::Principal)'s, else its
+/// peer address's (`ConnectInfo<SocketAddr>`): each chunk takes room as it
+/// arrives, waiting while there is none (within the deadline), so a
+/// client that announces a large body and stalls holds only what it sent,
+/// only until the deadline, and only of its share. A layer that must see a
+/// body before the endpoint does (a check of what a call names) reads it
+/// with a reader of its own and hands the bytes on.
+///
+/// Cancel safety: dropping [`read`](Self::read)'s future gives back the
+/// room the body held; what was read is lost.
+///
+/// ```
+/// use conduit_mcp::protocol::Implementation;
+/// use conduit_mcp::server::http::{BodyReader, HttpConfig};
+/// use conduit_mcp::server::ServerConfig;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = HttpConfig::new(ServerConfig::new(Implementation::new("app", "1.0.0")));
+/// let reader = BodyReader::of(&config);
+/// let (parts, body) = axum::http::Request::post("/mcp")
+///     .body(axum::body::Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))?
+///     .into_parts();
+/// let bytes = reader.read(&parts, body).await?;
+/// assert!(bytes.starts_with(b"{\"jsonrpc\""));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct BodyReader {
+    limit: usize,
+    timeout: Duration,
+    room: Arc<BodyRoom>,
+}
+
+impl std::fmt::Debug for BodyReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BodyReader")
+            .field("limit", &self.limit)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
     }
-    let deadline = tokio::time::Instant::now().after(config.body_timeout);
-    let mut body = body;
-    let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
-    let mut room = room.hold(owner);
-    let timed_out = || Rejection::BodyTimeout {
-        timeout: config.body_timeout,
-    };
-    loop {
-        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-            Err(_) => return Err(timed_out()),
-            Ok(None) => return Ok(buf.freeze()),
-            Ok(Some(Err(e))) => {
-                return Err(Rejection::BodyUnreadable {
-                    reason: e.to_string(),
-                })
-            }
-            Ok(Some(Ok(frame))) => frame,
-        };
-        let Ok(data) = frame.into_data() else {
-            continue; // trailers
-        };
-        if buf.len().saturating_add(data.len()) > limit {
+}
+
+impl BodyReader {
+    /// A reader with the bounds of `config`, and room of its own (not
+    /// shared with an endpoint of the same config).
+    pub fn of(config: &HttpConfig) -> Self {
+        BodyReader {
+            limit: config.server.max_message_bytes,
+            timeout: config.body_timeout,
+            room: BodyRoom::new(
+                config.server.max_inbound_bytes,
+                config.server.max_message_bytes,
+            ),
+        }
+    }
+
+    /// Reads `body`, the body of the request of `parts`. The refusal says
+    /// which bound it broke ([`Rejection::BodyTooLarge`],
+    /// [`Rejection::BodyTimeout`], [`Rejection::BodyUnreadable`]).
+    pub async fn read(&self, parts: &Parts, body: Body) -> Result<Bytes, Rejection> {
+        self.read_as(&parts.headers, Owner::of(&parts.extensions), body)
+            .await
+    }
+
+    /// [`read`](Self::read), on the share of `owner`.
+    pub(crate) async fn read_as(
+        &self,
+        h: &HeaderMap,
+        owner: Owner,
+        body: Body,
+    ) -> Result<Bytes, Rejection> {
+        use http_body_util::BodyExt as _;
+        let limit = self.limit;
+        let declared = h
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        if declared.is_some_and(|n| n > limit) {
             return Err(Rejection::BodyTooLarge { limit });
         }
-        let take = room.take(data.len(), buf.len(), declared);
-        match tokio::time::timeout_at(deadline, take).await {
-            Err(_) => return Err(timed_out()),
-            Ok(Err(Closed)) => return Err(Rejection::Stopping),
-            Ok(Ok(())) => {}
+        let deadline = tokio::time::Instant::now().after(self.timeout);
+        let mut body = body;
+        let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
+        let mut room = self.room.hold(owner);
+        let timed_out = || Rejection::BodyTimeout {
+            timeout: self.timeout,
+        };
+        loop {
+            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                Err(_) => return Err(timed_out()),
+                Ok(None) => return Ok(buf.freeze()),
+                Ok(Some(Err(e))) => {
+                    return Err(Rejection::BodyUnreadable {
+                        reason: e.to_string(),
+                    })
+                }
+                Ok(Some(Ok(frame))) => frame,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers
+            };
+            if buf.len().saturating_add(data.len()) > limit {
+                return Err(Rejection::BodyTooLarge { limit });
+            }
+            let take = room.take(data.len(), buf.len(), declared);
+            match tokio::time::timeout_at(deadline, take).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Err(Closed)) => return Err(Rejection::Stopping),
+                Ok(Ok(())) => {}
+            }
+            buf.extend_from_slice(&data);
         }
-        buf.extend_from_slice(&data);
     }
 }

@@ -27,9 +27,9 @@ use crate::server::handle::{Outlet, ServerHandle, SessionShared, Sessions};
 use crate::server::request_handler::Handler;
 use crate::throttle::Throttle;
 
+use super::body::BodyReader;
 use super::config::HttpConfig;
 use super::principal::Owner;
-use super::room::BodyRoom;
 use super::session::{Session, SessionTable};
 use super::stream::{Counter, RequestOutlet, Stream};
 
@@ -199,7 +199,7 @@ pub(crate) struct Core {
     /// Parsed input held (`max_inbound_bytes`), shared by all sessions.
     pub(crate) inbound: Arc<InboundBudget>,
     /// Bytes of request bodies being read (`max_inbound_bytes`).
-    pub(crate) body_room: Arc<BodyRoom>,
+    pub(crate) bodies: BodyReader,
     pub(crate) stopping: AtomicBool,
     /// The rate of the log lines a client can trigger at will.
     pub(crate) warned: Warned,
@@ -245,8 +245,6 @@ impl Tasks {
 /// The rate of each log line a client can trigger at will.
 #[derive(Default)]
 pub(crate) struct Warned {
-    pub(crate) host: Throttle,
-    pub(crate) origin: Throttle,
     pub(crate) sessions_full: Throttle,
 }
 
@@ -273,10 +271,7 @@ impl Core {
         let mut capabilities = config.server.capabilities.clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
         let _ = root.declared.set(capabilities);
-        let body_room = BodyRoom::new(
-            config.server.max_inbound_bytes,
-            config.server.max_message_bytes,
-        );
+        let bodies = BodyReader::of(&config);
         let engine = Engine::new(Arc::new(Erased(Box::new(handler))));
         let core = Arc::new(Core {
             global: Counter::new(config.max_buffered_bytes),
@@ -286,7 +281,7 @@ impl Core {
             engine,
             stateless: Mutex::new(HashMap::new()),
             inbound,
-            body_room,
+            bodies,
             stopping: AtomicBool::new(false),
             warned: Warned::default(),
             tasks: AtomicU8::new(Tasks::NotStarted as u8),

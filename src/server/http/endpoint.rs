@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use axum::response::IntoResponse;
 use serde_json::Value;
 
@@ -28,7 +29,8 @@ use crate::server::engine::{Duplicate, Scope};
 use crate::server::handle::ServerHandle;
 use crate::server::Handler;
 
-use super::body;
+use super::admission::HostOriginLayer;
+use super::bearer::{BearerLayer, BearerTokens};
 use super::core::{Core, StreamReply};
 use super::gate::{self, Accepts};
 use super::modern;
@@ -42,12 +44,27 @@ use super::Rejection;
 const SESSION_ID: HeaderName = HeaderName::from_static(headers::SESSION_ID);
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(headers::PROTOCOL_VERSION);
 
-/// The router of one endpoint.
+/// The router of one endpoint: POST, GET and DELETE at its path (any
+/// other method 405), behind the `Host` and `Origin` check.
 pub(crate) fn router(core: Arc<Core>) -> axum::Router {
     let path = core.config.path.clone();
+    let admission = HostOriginLayer::of(&core.config);
+    let methods = axum::routing::post(on_post)
+        .get(on_get)
+        .delete(on_delete)
+        // axum answers HEAD with the GET handler unless HEAD has its own.
+        .head(on_other)
+        .fallback(on_other);
+    let methods = match &core.config.bearer {
+        Some(token) => methods.layer(BearerLayer::new(
+            BearerTokens::new().token(token.clone(), ()),
+        )),
+        None => methods,
+    };
     axum::Router::new()
-        .route(&path, axum::routing::any(endpoint))
+        .route(&path, methods)
         .with_state(core)
+        .layer(admission)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,36 +101,51 @@ fn has_modern_meta(m: &Message) -> bool {
         })
 }
 
-async fn endpoint(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+/// What a request passes after its `Host`, `Origin` and bearer token:
+/// the authorization hook, then the stop.
+fn admitted(core: &Arc<Core>, parts: &Parts) -> Result<Owner, Rejection> {
     core.start();
-    let (parts, body) = req.into_parts();
-    let c = &core.config;
-    if !gate::host_allowed(&c.allowed_hosts, &parts.headers) {
-        if let Some(skipped) = core.warned.host.admit() {
-            tracing::warn!(server = %core.name(), host = %gate::shown(parts.headers.get(header::HOST)), skipped, "request refused: Host not allowed (DNS rebinding protection)");
-        }
-        return Rejection::HostNotAllowed.into_response();
-    }
-    if !gate::origin_allowed(&c.allowed_origins, &parts.headers) {
-        if let Some(skipped) = core.warned.origin.admit() {
-            tracing::warn!(server = %core.name(), origin = %gate::shown(parts.headers.get(header::ORIGIN)), skipped, "request refused: Origin not allowed");
-        }
-        return Rejection::OriginNotAllowed.into_response();
-    }
-    if !gate::authorized(c, &parts) {
-        return Rejection::Unauthorized.into_response();
+    if !gate::authorized(&core.config, parts) {
+        return Err(Rejection::Unauthorized);
     }
     if core.stopping.load(Ordering::Acquire) {
-        return Rejection::Stopping.into_response();
+        return Err(Rejection::Stopping);
     }
-    match parts.method {
-        Method::POST => post(core, parts.headers, Owner::of(&parts.extensions), body).await,
-        Method::GET => get(core, &parts.headers, &Owner::of(&parts.extensions)),
-        Method::DELETE => delete(core, &parts.headers, &Owner::of(&parts.extensions)),
-        _ => Rejection::MethodNotAllowed {
+    Ok(Owner::of(&parts.extensions))
+}
+
+async fn on_post(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    match admitted(&core, &parts) {
+        Ok(owner) => post(core, parts.headers, owner, body).await,
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn on_get(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+    let (parts, _) = req.into_parts();
+    match admitted(&core, &parts) {
+        Ok(owner) => get(core, &parts.headers, &owner),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn on_delete(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+    let (parts, _) = req.into_parts();
+    match admitted(&core, &parts) {
+        Ok(owner) => delete(core, &parts.headers, &owner),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn on_other(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+    let (parts, _) = req.into_parts();
+    match admitted(&core, &parts) {
+        Ok(_) => Rejection::MethodNotAllowed {
             allow: "GET, POST, DELETE",
         }
         .into_response(),
+        Err(refused) => refused.into_response(),
     }
 }
 
@@ -145,7 +177,7 @@ async fn post(core: Arc<Core>, h: HeaderMap, owner: Owner, body: Body) -> Respon
         Ok(a) => a,
         Err(r) => return r.into_response(),
     };
-    let bytes = match body::read(&core.config, &core.body_room, &h, owner.clone(), body).await {
+    let bytes = match core.bodies.read_as(&h, owner.clone(), body).await {
         Ok(b) => b,
         Err(r) => return r.into_response(),
     };

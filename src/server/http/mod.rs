@@ -111,20 +111,25 @@
 //! - A 2025-era request answered as JSON cannot be resumed: when the client
 //!   loses that response, the answer is lost.
 
-pub(crate) mod body;
+mod admission;
+mod bearer;
+mod body;
 mod config;
 mod core;
 mod endpoint;
 pub(crate) mod gate;
 mod listener;
 mod modern;
-pub(crate) mod principal;
+mod principal;
 mod rejection;
-pub(crate) mod room;
+mod room;
 mod server;
 mod session;
 mod stream;
 
+pub use admission::{AdmissionFuture, HostOrigin, HostOriginLayer};
+pub use bearer::{Bearer, BearerLayer, BearerTokens};
+pub use body::BodyReader;
 pub use config::{
     Allow, Authorize, HttpConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
     DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_CONNECTIONS,

@@ -1,0 +1,281 @@
+//! The first check of every request a listener serves: its `Host` (against
+//! DNS rebinding) and its `Origin` (against pages in a browser), as a
+//! tower [`Layer`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::http::{header, Request, Response};
+use axum::response::IntoResponse;
+
+use crate::throttle::Throttle;
+
+use super::config::{Allow, HttpConfig};
+use super::gate;
+use super::Rejection;
+
+/// Refuses a request whose `Host` or `Origin` is not allowed, with 403
+/// ([`Rejection::HostNotAllowed`], [`Rejection::OriginNotAllowed`]),
+/// before the inner service sees it; logs the refusals at WARN, a few
+/// times a minute, not once per request.
+///
+/// A request without `Origin` passes the origin check (it does not come
+/// from a page in a browser); one without `Host` fails the host check
+/// unless hosts are [`Allow::Any`]. [`HttpService`](super::HttpService)
+/// and the gateway apply it to every route they serve, `/health` and
+/// `/metrics` included (a rebinding page can reach them all). Put it on
+/// routes of your own the same way:
+///
+/// ```
+/// use conduit_mcp::server::http::{Allow, HostOriginLayer};
+/// use tower::ServiceExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let app = axum::Router::new()
+///     .route("/status", axum::routing::get(|| async { "ok" }))
+///     .layer(HostOriginLayer::new(Allow::Loopback, Allow::Loopback));
+/// let rebinding = axum::http::Request::get("/status")
+///     .header("host", "attacker.example:8080")
+///     .body(axum::body::Body::empty())?;
+/// assert_eq!(app.oneshot(rebinding).await?.status(), 403);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct HostOriginLayer {
+    rules: Arc<Rules>,
+}
+
+#[derive(Debug)]
+struct Rules {
+    hosts: Allow,
+    origins: Allow,
+    /// Loopback origins pass besides `origins`.
+    loopback_origins: bool,
+    /// The `server` field of the refusals' log lines.
+    name: Arc<str>,
+    warned_host: Throttle,
+    warned_origin: Throttle,
+}
+
+impl HostOriginLayer {
+    /// Allows the `Host` values `hosts` and the `Origin` values `origins`.
+    pub fn new(hosts: Allow, origins: Allow) -> Self {
+        HostOriginLayer {
+            rules: Arc::new(Rules {
+                hosts,
+                origins,
+                loopback_origins: false,
+                name: Arc::from("http"),
+                warned_host: Throttle::default(),
+                warned_origin: Throttle::default(),
+            }),
+        }
+    }
+
+    /// The rules of `config` ([`HttpConfig::allowed_hosts`],
+    /// [`HttpConfig::allowed_origins`]), its log lines named after its
+    /// server.
+    pub fn of(config: &HttpConfig) -> Self {
+        HostOriginLayer::new(config.allowed_hosts.clone(), config.allowed_origins.clone())
+            .named(config.server.server_info.name.as_str())
+    }
+
+    /// Lets loopback origins (`http://localhost:5173`, any port) in as
+    /// well as those of `origins`: what a local tool next to a list of
+    /// remote pages wants.
+    pub fn with_loopback_origins(self) -> Self {
+        self.map(|r| r.loopback_origins = true)
+    }
+
+    /// Names the refusals' log lines (their `server` field; `"http"` by
+    /// default).
+    pub fn named(self, name: impl Into<Arc<str>>) -> Self {
+        let name = name.into();
+        self.map(|r| r.name = name)
+    }
+
+    fn map(self, f: impl FnOnce(&mut Rules)) -> Self {
+        let r = &self.rules;
+        let mut rules = Rules {
+            hosts: r.hosts.clone(),
+            origins: r.origins.clone(),
+            loopback_origins: r.loopback_origins,
+            name: r.name.clone(),
+            warned_host: Throttle::default(),
+            warned_origin: Throttle::default(),
+        };
+        f(&mut rules);
+        HostOriginLayer {
+            rules: Arc::new(rules),
+        }
+    }
+}
+
+impl Rules {
+    /// The refusal of a request with these headers, if any.
+    fn check(&self, headers: &axum::http::HeaderMap) -> Option<Rejection> {
+        if !gate::host_allowed(&self.hosts, headers) {
+            if let Some(skipped) = self.warned_host.admit() {
+                tracing::warn!(server = %self.name, host = %gate::shown(headers.get(header::HOST)), skipped, "request refused: Host not allowed (DNS rebinding protection)");
+            }
+            return Some(Rejection::HostNotAllowed);
+        }
+        let origin_ok = gate::origin_allowed(&self.origins, headers)
+            || (self.loopback_origins && gate::origin_allowed(&Allow::Loopback, headers));
+        if !origin_ok {
+            if let Some(skipped) = self.warned_origin.admit() {
+                tracing::warn!(server = %self.name, origin = %gate::shown(headers.get(header::ORIGIN)), skipped, "request refused: Origin not allowed");
+            }
+            return Some(Rejection::OriginNotAllowed);
+        }
+        None
+    }
+}
+
+impl<S> tower::Layer<S> for HostOriginLayer {
+    type Service = HostOrigin<S>;
+
+    fn layer(&self, inner: S) -> HostOrigin<S> {
+        HostOrigin {
+            inner,
+            rules: self.rules.clone(),
+        }
+    }
+}
+
+/// The service of a [`HostOriginLayer`] around `S`.
+#[derive(Debug, Clone)]
+pub struct HostOrigin<S> {
+    inner: S,
+    rules: Arc<Rules>,
+}
+
+impl<S, B> tower::Service<Request<B>> for HostOrigin<S>
+where
+    S: tower::Service<Request<B>, Response = Response<Body>>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = AdmissionFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        match self.rules.check(req.headers()) {
+            Some(refused) => AdmissionFuture::refused(refused.into_response()),
+            None => AdmissionFuture::admitted(self.inner.call(req)),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of an admission layer's service ([`HostOrigin`],
+    /// [`Bearer`](super::Bearer)): its refusal, or the inner service's
+    /// answer.
+    pub struct AdmissionFuture<F> {
+        #[pin]
+        state: State<F>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = Projected]
+    enum State<F> {
+        Refused { response: Option<Response<Body>> },
+        Admitted { #[pin] future: F },
+    }
+}
+
+impl<F> AdmissionFuture<F> {
+    pub(crate) fn refused(response: Response<Body>) -> Self {
+        AdmissionFuture {
+            state: State::Refused {
+                response: Some(response),
+            },
+        }
+    }
+
+    pub(crate) fn admitted(future: F) -> Self {
+        AdmissionFuture {
+            state: State::Admitted { future },
+        }
+    }
+}
+
+impl<F, E> Future for AdmissionFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            Projected::Refused { response } => match response.take() {
+                Some(r) => Poll::Ready(Ok(r)),
+                // Polled after it completed: a contract of `Future` the
+                // caller broke; an empty 500 rather than a panic.
+                None => Poll::Ready(Ok(gate::empty(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                ))),
+            },
+            Projected::Admitted { future } => future.poll(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::{Layer as _, ServiceExt as _};
+
+    fn echo() -> impl tower::Service<
+        Request<Body>,
+        Response = Response<Body>,
+        Error = std::convert::Infallible,
+        Future = impl Send,
+    > + Clone {
+        tower::service_fn(|_req: Request<Body>| async {
+            Ok::<_, std::convert::Infallible>(Response::new(Body::from("in")))
+        })
+    }
+
+    async fn status(layer: &HostOriginLayer, headers: &[(&str, &str)]) -> u16 {
+        let mut req = Request::new(Body::empty());
+        for (k, v) in headers {
+            req.headers_mut().insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        let resp = layer.layer(echo()).oneshot(req).await.unwrap();
+        resp.status().as_u16()
+    }
+
+    #[tokio::test]
+    async fn refuses_hosts_and_origins_outside_its_rules() {
+        let loopback = HostOriginLayer::new(Allow::Loopback, Allow::Loopback);
+        assert_eq!(status(&loopback, &[("host", "localhost:1")]).await, 200);
+        assert_eq!(status(&loopback, &[("host", "evil.example")]).await, 403);
+        assert_eq!(status(&loopback, &[]).await, 403, "no Host");
+        let page = [("host", "127.0.0.1"), ("origin", "https://app.example")];
+        assert_eq!(status(&loopback, &page).await, 403);
+        let listed = HostOriginLayer::new(
+            Allow::Loopback,
+            Allow::List(vec!["https://app.example".into()]),
+        );
+        assert_eq!(status(&listed, &page).await, 200);
+        let local = [("host", "127.0.0.1"), ("origin", "http://localhost:5173")];
+        assert_eq!(status(&listed, &local).await, 403, "a list alone");
+        let both = listed.with_loopback_origins();
+        assert_eq!(status(&both, &local).await, 200);
+        assert_eq!(status(&both, &page).await, 200);
+        let other = [("host", "127.0.0.1"), ("origin", "https://evil.example")];
+        assert_eq!(status(&both, &other).await, 403);
+    }
+}
