@@ -40,28 +40,59 @@ struct Peer {
 }
 
 impl Peer {
+    /// Starts the peer on a free port and waits until it listens. The port
+    /// is free when chosen, not when the peer binds it (another process,
+    /// or an outgoing connection of a test running meanwhile, may take it
+    /// first): a peer that exits before it listens is started again on
+    /// another port, twice at most, then the test fails with its stderr.
     async fn start(mut cmd: Command) -> Peer {
-        let port = free_port();
-        cmd.env("PORT", port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        let child = cmd.spawn().expect("the peer starts");
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        // Wait until it listens (a cold node or python start).
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        while tokio::net::TcpStream::connect(addr).await.is_err() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the peer did not listen"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut said = String::new();
+        for attempt in 1..=3 {
+            let port = free_port();
+            let log = std::env::temp_dir().join(format!(
+                "conduit-interop-peer-{}-{port}.log",
+                std::process::id()
+            ));
+            let stderr = std::fs::File::create(&log).expect("the peer's log file");
+            cmd.env("PORT", port.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(stderr))
+                .kill_on_drop(true);
+            let mut child = cmd.spawn().expect("the peer starts");
+            let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+            // Wait until it listens (a cold node or python start).
+            let deadline = tokio::time::Instant::now() + PATIENCE;
+            let exited = loop {
+                if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                    break None;
+                }
+                if let Some(status) = child.try_wait().expect("the peer's status") {
+                    break Some(status);
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the peer did not listen within {PATIENCE:?}: {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let _ = std::fs::remove_file(&log);
+            match exited {
+                None => {
+                    return Peer {
+                        child,
+                        url: format!("http://{addr}/mcp"),
+                    }
+                }
+                Some(status) => {
+                    said = format!("attempt {attempt} on port {port}: {status}: {text}");
+                    eprintln!("the peer exited before it listened: {said}");
+                }
+            }
         }
-        Peer {
-            child,
-            url: format!("http://{addr}/mcp"),
-        }
+        panic!("the peer never listened: {said}");
     }
 
     async fn stop(mut self) {
