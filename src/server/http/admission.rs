@@ -49,7 +49,7 @@ pub struct HostOriginLayer {
     rules: Arc<Rules>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Rules {
     hosts: Allow,
     origins: Allow,
@@ -57,8 +57,8 @@ struct Rules {
     loopback_origins: bool,
     /// The `server` field of the refusals' log lines.
     name: Arc<str>,
-    warned_host: Throttle,
-    warned_origin: Throttle,
+    /// The rate of those lines: for hosts, for origins.
+    warned: Arc<[Throttle; 2]>,
 }
 
 impl HostOriginLayer {
@@ -70,8 +70,7 @@ impl HostOriginLayer {
                 origins,
                 loopback_origins: false,
                 name: Arc::from("http"),
-                warned_host: Throttle::default(),
-                warned_origin: Throttle::default(),
+                warned: Arc::default(),
             }),
         }
     }
@@ -87,31 +86,16 @@ impl HostOriginLayer {
     /// Lets loopback origins (`http://localhost:5173`, any port) in as
     /// well as those of `origins`: what a local tool next to a list of
     /// remote pages wants.
-    pub fn with_loopback_origins(self) -> Self {
-        self.map(|r| r.loopback_origins = true)
+    pub fn with_loopback_origins(mut self) -> Self {
+        Arc::make_mut(&mut self.rules).loopback_origins = true;
+        self
     }
 
     /// Names the refusals' log lines (their `server` field; `"http"` by
     /// default).
-    pub fn named(self, name: impl Into<Arc<str>>) -> Self {
-        let name = name.into();
-        self.map(|r| r.name = name)
-    }
-
-    fn map(self, f: impl FnOnce(&mut Rules)) -> Self {
-        let r = &self.rules;
-        let mut rules = Rules {
-            hosts: r.hosts.clone(),
-            origins: r.origins.clone(),
-            loopback_origins: r.loopback_origins,
-            name: r.name.clone(),
-            warned_host: Throttle::default(),
-            warned_origin: Throttle::default(),
-        };
-        f(&mut rules);
-        HostOriginLayer {
-            rules: Arc::new(rules),
-        }
+    pub fn named(mut self, name: impl Into<Arc<str>>) -> Self {
+        Arc::make_mut(&mut self.rules).name = name.into();
+        self
     }
 }
 
@@ -119,7 +103,7 @@ impl Rules {
     /// The refusal of a request with these headers, if any.
     fn check(&self, headers: &axum::http::HeaderMap) -> Option<Rejection> {
         if !gate::host_allowed(&self.hosts, headers) {
-            if let Some(skipped) = self.warned_host.admit() {
+            if let Some(skipped) = self.warned[0].admit() {
                 tracing::warn!(server = %self.name, host = %gate::shown(headers.get(header::HOST)), skipped, "request refused: Host not allowed (DNS rebinding protection)");
             }
             return Some(Rejection::HostNotAllowed);
@@ -127,7 +111,7 @@ impl Rules {
         let origin_ok = gate::origin_allowed(&self.origins, headers)
             || (self.loopback_origins && gate::origin_allowed(&Allow::Loopback, headers));
         if !origin_ok {
-            if let Some(skipped) = self.warned_origin.admit() {
+            if let Some(skipped) = self.warned[1].admit() {
                 tracing::warn!(server = %self.name, origin = %gate::shown(headers.get(header::ORIGIN)), skipped, "request refused: Origin not allowed");
             }
             return Some(Rejection::OriginNotAllowed);
