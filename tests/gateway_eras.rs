@@ -1419,3 +1419,61 @@ async fn every_answer_has_its_front_eras_members_and_no_others() {
         "an answer per method, path, server and front era"
     );
 }
+
+// ------------------------------------------ one endpoint serves every client
+
+/// Whether session `sid` still answers `who` at `path`.
+async fn answers(at: &At, path: &str, sid: &str, who: &[(&str, &str)]) -> bool {
+    at.legacy(path, sid, who, 90, "ping", json!({}))
+        .await
+        .status
+        == 200
+}
+
+#[tokio::test]
+async fn the_session_table_bounds_every_client_together_not_each_token_alone() {
+    let mut config = FrontConfig::new().auth(alice_and_bob());
+    config.http.max_sessions = 2;
+    let (f, at) = conf(EraPreference::Modern, config).await;
+    for path in [SINGLE, "/mcp"] {
+        let a1 = at.session(path, &ALICE, json!({})).await;
+        let a2 = at.session(path, &ALICE, json!({})).await;
+        // The table is full: Bob's session ends the oldest idle one of the
+        // client holding most.
+        let b = at.session(path, &BOB, json!({})).await;
+        let live = [
+            answers(&at, path, &a1, &ALICE).await,
+            answers(&at, path, &a2, &ALICE).await,
+            answers(&at, path, &b, &BOB).await,
+        ];
+        common::figure(
+            &format!("gateway {path}: sessions live of Alice's 2 and Bob's 1, max_sessions 2"),
+            format!("{live:?}"),
+        );
+        assert_eq!(live, [false, true, true], "{path}");
+        // One service for both: Alice's session is still not Bob's.
+        assert!(!answers(&at, path, &a2, &BOB).await, "{path}");
+        for (sid, who) in [(&a2, &ALICE), (&b, &BOB)] {
+            delete(&at, path, sid, who).await;
+        }
+    }
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_clients_built_with_one_name_do_not_share_sessions() {
+    let auth = Auth::Clients(vec![
+        ClientGrant::new("alice", Secret::new("alice-token-0123456789")).server("*", ["*"]),
+        ClientGrant::new("alice", Secret::new("bob-token-0123456789ab")).server("*", ["*"]),
+    ]);
+    let (f, at) = conf(EraPreference::Modern, FrontConfig::new().auth(auth)).await;
+    for path in [SINGLE, "/mcp"] {
+        let first = at.session(path, &ALICE, json!({})).await;
+        assert!(answers(&at, path, &first, &ALICE).await, "{path}");
+        assert!(
+            !answers(&at, path, &first, &BOB).await,
+            "{path}: the second `alice` used the first one's session"
+        );
+    }
+    f.shutdown().await;
+}

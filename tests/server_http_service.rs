@@ -4,7 +4,7 @@
 //! `stopped()` resolves once a stop has run, even with no request served.
 
 use conduit_mcp::protocol::{CallToolResult, Implementation};
-use conduit_mcp::server::http::{HttpConfig, HttpService};
+use conduit_mcp::server::http::{HttpConfig, HttpService, Principal};
 use conduit_mcp::server::{RequestContext, Router, ServerConfig};
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -131,4 +131,109 @@ fn new_spawns_nothing_and_a_stop_before_any_request_still_runs() {
             .unwrap();
         assert_eq!(r.status(), 503);
     });
+}
+
+/// A tool that says what its request's HTTP head carried: the `x-tenant`
+/// header and the principal a layer inserted.
+fn what_it_sees() -> Router {
+    Router::new().tool(
+        "whoami",
+        "Says the tenant and principal of its HTTP request.",
+        |_: Value, ctx: RequestContext| async move {
+            let head = ctx.http_request();
+            let tenant = head
+                .and_then(|p| p.headers.get("x-tenant"))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-");
+            let principal = head
+                .and_then(|p| p.extensions.get::<Principal>())
+                .map_or("-", Principal::name);
+            let over = if head.is_some() { "http" } else { "no http" };
+            Ok(CallToolResult::text(format!("{over} {tenant} {principal}")))
+        },
+    )
+}
+
+fn as_alice(mut req: Request<Body>, tenant: &str) -> Request<Body> {
+    req.headers_mut()
+        .insert("x-tenant", tenant.parse().unwrap());
+    // What an authentication layer in front of the service inserts.
+    req.extensions_mut().insert(Principal::new("alice"));
+    req
+}
+
+#[tokio::test]
+async fn a_handler_reads_each_requests_own_http_head_in_both_eras() {
+    let config = HttpConfig::new(ServerConfig::new(Implementation::new("t", "0")));
+    let mcp = HttpService::new(config, what_it_sees()).expect("a valid config");
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "t", "version": "0" } } });
+    let r = mcp
+        .clone()
+        .oneshot(as_alice(post(None, init), "acme"))
+        .await
+        .unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let call = |id: u64| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": "whoami", "arguments": {} } })
+    };
+    let mut seen = Vec::new();
+    // Two calls of one session, each with its own header.
+    for (id, tenant) in [(2, "acme"), (3, "globex")] {
+        let req = as_alice(post(Some(&sid), call(id)), tenant);
+        let r = mcp.clone().oneshot(req).await.unwrap();
+        seen.push(json_of(r).await["result"]["content"][0]["text"].clone());
+    }
+    let mut modern = call(4);
+    modern["params"]["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {} });
+    let mut req = as_alice(post(None, modern), "initech");
+    req.headers_mut()
+        .insert("mcp-protocol-version", "2026-07-28".parse().unwrap());
+    req.headers_mut()
+        .insert("mcp-method", "tools/call".parse().unwrap());
+    req.headers_mut()
+        .insert("mcp-name", "whoami".parse().unwrap());
+    let r = mcp.clone().oneshot(req).await.unwrap();
+    seen.push(json_of(r).await["result"]["content"][0]["text"].clone());
+    assert_eq!(
+        seen,
+        ["http acme alice", "http globex alice", "http initech alice"]
+    );
+    mcp.handle().stop();
+    mcp.stopped().await;
+
+    // Over stdio there is no HTTP request.
+    let (client, server_rx) = tokio::io::duplex(1 << 16);
+    let (server_tx, reply) = tokio::io::duplex(1 << 16);
+    let server = conduit_mcp::server::StdioServer::over(
+        server_rx,
+        server_tx,
+        ServerConfig::new(Implementation::new("t", "0")),
+    );
+    let serving = tokio::spawn(server.serve(what_it_sees()));
+    let mut modern = call(5);
+    modern["params"]["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {} });
+    let mut client = client;
+    let mut line = modern.to_string();
+    line.push('\n');
+    tokio::io::AsyncWriteExt::write_all(&mut client, line.as_bytes())
+        .await
+        .unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(reply));
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "no http - -",
+        "{answer}"
+    );
+    drop(client);
+    serving
+        .await
+        .unwrap()
+        .expect("the stdio server ends when its input does");
 }

@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::config_file::{read_jsonc, ConfigFileError};
 use crate::secret::Secret;
-use crate::server::http::{BearerLayer, BearerTokens};
+use crate::server::http::{BearerLayer, BearerTokens, Principal as SessionOwner};
+use crate::server::{HandlerError, RequestContext};
 
 use super::config::Auth;
 use super::glob::{self, Glob};
@@ -217,6 +218,9 @@ pub(crate) struct Principal {
     grants: Option<BTreeMap<String, Vec<Glob>>>,
     /// A client of a tokens file (not the one token or anonymous).
     named: bool,
+    /// Whose sessions and shares its requests are, when it is named: its
+    /// name, or for a name two clients share, the name and its place.
+    session_owner: Option<SessionOwner>,
     /// May read `/metrics`.
     operator: bool,
 }
@@ -246,10 +250,20 @@ impl Principal {
         self.grants.is_some()
     }
 
-    /// Whether it is a client of a tokens file, with a name of its own.
-    pub(crate) fn named(&self) -> bool {
-        self.named
+    /// Whose sessions and shares of the endpoints' bounds its requests are
+    /// (`None`: its peer address's).
+    pub(crate) fn session_owner(&self) -> Option<&SessionOwner> {
+        self.session_owner.as_ref()
     }
+}
+
+/// The caller of a request an endpoint's handler runs: the gateway puts it
+/// in every request it passes on.
+pub(crate) fn caller(ctx: &RequestContext) -> Result<Arc<Principal>, HandlerError> {
+    ctx.http_request()
+        .and_then(|p| p.extensions.get::<Arc<Principal>>())
+        .cloned()
+        .ok_or_else(|| HandlerError::Internal("the gateway does not know the caller".into()))
 }
 
 /// Whether a request may read `/metrics`.
@@ -289,7 +303,18 @@ impl Gate {
             Auth::Clients(clients) => {
                 for (i, c) in clients.iter().enumerate() {
                     operator_clients |= c.operator;
-                    let p = principal(i, &c.name, Some(c.servers.clone()), true, c.operator);
+                    let mut p = principal(i, &c.name, Some(c.servers.clone()), true, c.operator);
+                    // Two clients built with one name still keep their
+                    // sessions apart.
+                    let shared_name = clients[..i].iter().any(|o| o.name == c.name);
+                    let owner = if shared_name {
+                        format!("{}#{i}", c.name)
+                    } else {
+                        c.name.clone()
+                    };
+                    if let Some(p) = Arc::get_mut(&mut p) {
+                        p.session_owner = Some(SessionOwner::new(owner));
+                    }
                     tokens = tokens.token(c.token.clone(), p);
                 }
             }
@@ -367,6 +392,7 @@ fn principal(
         name: name.into(),
         grants,
         named,
+        session_owner: None,
         operator,
     })
 }

@@ -25,7 +25,7 @@ use serde_json::{json, Map, Value};
 use crate::client::Status;
 use crate::host::ItemKind;
 use crate::jsonrpc::{Message, RequestId};
-use crate::server::http::{Allow, BodyReader, HostOriginLayer, Principal as CallerName, Rejection};
+use crate::server::http::{Allow, BodyReader, HostOriginLayer, Rejection};
 
 use super::auth::{MetricsAccess, Principal};
 use super::config::FrontConfig;
@@ -119,17 +119,18 @@ async fn admitted(
         }
     }
     let mut req = req;
-    if principal.named() {
+    if let Some(owner) = principal.session_owner() {
         // Its sessions and its share of the bounds are its own.
-        req.extensions_mut()
-            .insert(CallerName::new(principal.name.clone()));
+        req.extensions_mut().insert(owner.clone());
     }
+    // For the endpoint's handler (one endpoint serves every caller).
+    req.extensions_mut().insert(principal.clone());
     let req = if principal.restricted() && req.method() == axum::http::Method::POST {
         peek(r, &principal, &endpoint, req).await?
     } else {
         req
     };
-    let made = front.endpoint(&principal, &endpoint).await?;
+    let made = front.endpoint(&endpoint).await?;
     let (mut parts, body) = req.into_parts();
     parts.uri = endpoint_uri(&parts.uri);
     let mut router = made.router;

@@ -15,16 +15,16 @@ use crate::jsonrpc::{codes, ErrorObject, Request};
 use crate::protocol::{methods, Era, SubscriptionFilter};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
-use super::auth::Principal;
+use super::auth::{caller, Principal};
 use super::forward::{for_front, forward, Target, READY_WAIT};
 use super::listen;
 use super::state::FrontState;
 use super::subscribe::{subscription, watch};
 
-/// The handler of one caller's `/mcp`.
+/// The handler of `/mcp`, for every caller: each request's caller is in
+/// its HTTP request's extensions.
 pub(crate) struct Joined {
     front: Weak<FrontState>,
-    principal: Arc<Principal>,
     hub: Router,
 }
 
@@ -35,12 +35,8 @@ struct Owner {
 }
 
 impl Joined {
-    pub(crate) fn new(front: Weak<FrontState>, principal: Arc<Principal>, hub: Router) -> Self {
-        Joined {
-            front,
-            principal,
-            hub,
-        }
+    pub(crate) fn new(front: Weak<FrontState>, hub: Router) -> Self {
+        Joined { front, hub }
     }
 
     fn front(&self) -> Result<Arc<FrontState>, HandlerError> {
@@ -50,24 +46,28 @@ impl Joined {
     }
 
     /// Whether the caller sees `server`'s item `own` of `kind`.
-    fn visible(&self, front: &FrontState, kind: ItemKind, server: &str, own: &str) -> bool {
-        if !self.principal.server_allowed(server) {
+    fn visible(
+        caller: &Principal,
+        front: &FrontState,
+        kind: ItemKind,
+        server: &str,
+        own: &str,
+    ) -> bool {
+        if !caller.server_allowed(server) {
             return false;
         }
         match kind {
-            ItemKind::Tool => {
-                front.serves_tool(server, own) && self.principal.tool_allowed(server, own)
-            }
+            ItemKind::Tool => front.serves_tool(server, own) && caller.tool_allowed(server, own),
             _ => true,
         }
     }
 
     /// Starts the lazy servers this caller may use, and waits (bounded) for
     /// their lists.
-    async fn start_lazy(&self, front: &Arc<FrontState>) {
+    async fn start_lazy(caller: &Principal, front: &Arc<FrontState>) {
         let mut started = false;
         for name in front.lazy_names() {
-            if self.principal.server_allowed(&name) {
+            if caller.server_allowed(&name) {
                 if let Err(e) = front.ensure_started(&name).await {
                     tracing::warn!(server = %name, error = %e, "gateway: a lazy server could not start");
                 }
@@ -80,13 +80,13 @@ impl Joined {
     }
 
     /// The namespace's items of `kind` this caller sees, as JSON.
-    fn list(&self, front: &FrontState, kind: ItemKind) -> Vec<Value> {
+    fn list(caller: &Principal, front: &FrontState, kind: ItemKind) -> Vec<Value> {
         let renamed = kind != ItemKind::Resource;
         front
             .host
             .listed(kind)
             .into_iter()
-            .filter(|(_, h)| self.visible(front, kind, h.server(), h.own_name()))
+            .filter(|(_, h)| Self::visible(caller, front, kind, h.server(), h.own_name()))
             .filter_map(|(name, h)| {
                 let mut v: Value = serde_json::from_str(h.json()).ok()?;
                 if renamed {
@@ -101,7 +101,7 @@ impl Joined {
     /// The server and own name of the namespaced `name`; a lazy server
     /// whose prefix it has is started first.
     async fn resolve(
-        &self,
+        caller: &Principal,
         front: &Arc<FrontState>,
         kind: ItemKind,
         name: &str,
@@ -126,7 +126,7 @@ impl Joined {
         let owner = match found(front) {
             Some(o) => Some(o),
             None if kind != ItemKind::Resource => match front.lazy_owner(name) {
-                Some(server) if self.principal.server_allowed(&server) => {
+                Some(server) if caller.server_allowed(&server) => {
                     front
                         .ensure_started(&server)
                         .await
@@ -139,7 +139,7 @@ impl Joined {
             None => None,
         };
         let owner = owner.ok_or_else(unknown)?;
-        if !self.visible(front, kind, &owner.server, &owner.own) {
+        if !Self::visible(caller, front, kind, &owner.server, &owner.own) {
             return Err(unknown());
         }
         Ok(owner)
@@ -157,7 +157,7 @@ impl Joined {
 
     /// Sends `req` to the server of `owner`, with `params`.
     async fn send(
-        &self,
+        caller: &Arc<Principal>,
         front: &Arc<FrontState>,
         owner: &Owner,
         method: &str,
@@ -165,7 +165,7 @@ impl Joined {
         ctx: &RequestContext,
     ) -> Result<Value, HandlerError> {
         let target = Self::target(front, owner)?;
-        forward(front, &self.principal, &target, method, params, ctx).await
+        forward(front, caller, &target, method, params, ctx).await
     }
 
     /// `params` with `key` set to `value`.
@@ -188,7 +188,7 @@ impl Joined {
     }
 
     async fn complete(
-        &self,
+        caller: &Arc<Principal>,
         front: &Arc<FrontState>,
         params: Option<Value>,
         ctx: &RequestContext,
@@ -207,13 +207,20 @@ impl Joined {
             .get(key)
             .and_then(Value::as_str)
             .ok_or_else(|| HandlerError::InvalidParams(format!("missing `ref.{key}`")))?;
-        let owner = self.resolve(front, kind, name).await?;
+        let owner = Self::resolve(caller, front, kind, name).await?;
         let mut p = params.unwrap_or_else(|| json!({}));
         if let Some(r) = p.get_mut("ref").and_then(Value::as_object_mut) {
             r.insert(key.into(), Value::String(owner.own.clone()));
         }
-        self.send(front, &owner, methods::COMPLETION_COMPLETE, Some(p), ctx)
-            .await
+        Self::send(
+            caller,
+            front,
+            &owner,
+            methods::COMPLETION_COMPLETE,
+            Some(p),
+            ctx,
+        )
+        .await
     }
 }
 
@@ -224,21 +231,23 @@ impl Handler for Joined {
         ctx: RequestContext,
     ) -> Result<Value, HandlerError> {
         let front = self.front()?;
+        let caller = caller(&ctx)?;
+        let caller = &caller;
         let era = ctx.era();
         let params = req.params.clone();
         match req.method.as_str() {
             methods::TOOLS_LIST => {
-                self.start_lazy(&front).await;
-                let v = json!({ "tools": self.list(&front, ItemKind::Tool) });
+                Self::start_lazy(caller, &front).await;
+                let v = json!({ "tools": Self::list(caller, &front, ItemKind::Tool) });
                 Ok(for_front(v, &req.method, era))
             }
             methods::PROMPTS_LIST => {
-                self.start_lazy(&front).await;
-                Ok(json!({ "prompts": self.list(&front, ItemKind::Prompt) }))
+                Self::start_lazy(caller, &front).await;
+                Ok(json!({ "prompts": Self::list(caller, &front, ItemKind::Prompt) }))
             }
             methods::RESOURCES_LIST => {
-                self.start_lazy(&front).await;
-                Ok(json!({ "resources": self.list(&front, ItemKind::Resource) }))
+                Self::start_lazy(caller, &front).await;
+                Ok(json!({ "resources": Self::list(caller, &front, ItemKind::Resource) }))
             }
             // Templates name no resource the namespace routes: read them
             // through `/servers/NAME/mcp`.
@@ -250,24 +259,24 @@ impl Handler for Joined {
                     ItemKind::Prompt
                 };
                 let name = Self::string(&params, "name")?;
-                let owner = self.resolve(&front, kind, &name).await?;
+                let owner = Self::resolve(caller, &front, kind, &name).await?;
                 let params = Self::with(params, "name", &owner.own);
-                self.send(&front, &owner, &req.method, params, &ctx).await
+                Self::send(caller, &front, &owner, &req.method, params, &ctx).await
             }
             methods::RESOURCES_READ => {
                 let uri = Self::string(&params, "uri")?;
-                let owner = self.resolve(&front, ItemKind::Resource, &uri).await?;
-                self.send(&front, &owner, &req.method, params, &ctx).await
+                let owner = Self::resolve(caller, &front, ItemKind::Resource, &uri).await?;
+                Self::send(caller, &front, &owner, &req.method, params, &ctx).await
             }
-            methods::COMPLETION_COMPLETE => self.complete(&front, params, &ctx).await,
+            methods::COMPLETION_COMPLETE => Self::complete(caller, &front, params, &ctx).await,
             methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
                 self.hub.handle_request(req, ctx).await
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
                 let uri = Self::string(&params, "uri")?;
-                let owner = self.resolve(&front, ItemKind::Resource, &uri).await?;
+                let owner = Self::resolve(caller, &front, ItemKind::Resource, &uri).await?;
                 let target = Self::target(&front, &owner)?;
-                subscription(&front, &self.principal, &self.hub, &target, req, &ctx).await
+                subscription(&front, caller, &self.hub, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
                 let p = listen::params(&req)?;
@@ -284,7 +293,9 @@ impl Handler for Joined {
                     let holder = _watches.insert(front.watches.stream_holder(&front));
                     let mut watched = Vec::new();
                     for uri in uris {
-                        let Ok(owner) = self.resolve(&front, ItemKind::Resource, &uri).await else {
+                        let Ok(owner) =
+                            Self::resolve(caller, &front, ItemKind::Resource, &uri).await
+                        else {
                             continue;
                         };
                         watch(&front, holder.holder, &Self::target(&front, &owner)?, &uri).await?;

@@ -13,33 +13,23 @@ use crate::jsonrpc::{codes, ErrorObject, Request};
 use crate::protocol::{methods, Era, ListenParams};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
-use super::auth::Principal;
+use super::auth::{caller, Principal};
 use super::forward::{forward, Target};
 use super::listen;
 use super::state::FrontState;
 use super::subscribe::{subscription, watch};
 
-/// The handler of one caller's `/servers/NAME/mcp`.
+/// The handler of `/servers/NAME/mcp`, for every caller: each request's
+/// caller is in its HTTP request's extensions.
 pub(crate) struct Single {
     front: Weak<FrontState>,
-    principal: Arc<Principal>,
     server: Arc<str>,
     hub: Router,
 }
 
 impl Single {
-    pub(crate) fn new(
-        front: Weak<FrontState>,
-        principal: Arc<Principal>,
-        server: Arc<str>,
-        hub: Router,
-    ) -> Self {
-        Single {
-            front,
-            principal,
-            server,
-            hub,
-        }
+    pub(crate) fn new(front: Weak<FrontState>, server: Arc<str>, hub: Router) -> Self {
+        Single { front, server, hub }
     }
 
     fn front(&self) -> Result<Arc<FrontState>, HandlerError> {
@@ -58,12 +48,12 @@ impl Single {
     }
 
     /// Whether the caller may see and call the tool `name`.
-    fn tool_visible(&self, front: &FrontState, name: &str) -> bool {
-        front.serves_tool(&self.server, name) && self.principal.tool_allowed(&self.server, name)
+    fn tool_visible(&self, caller: &Principal, front: &FrontState, name: &str) -> bool {
+        front.serves_tool(&self.server, name) && caller.tool_allowed(&self.server, name)
     }
 
-    fn filtered(&self, front: &FrontState) -> bool {
-        front.has_filter(&self.server) || self.principal.restricted()
+    fn filtered(&self, caller: &Principal, front: &FrontState) -> bool {
+        front.has_filter(&self.server) || caller.restricted()
     }
 }
 
@@ -74,10 +64,11 @@ impl Handler for Single {
         ctx: RequestContext,
     ) -> Result<Value, HandlerError> {
         let front = self.front()?;
+        let caller = caller(&ctx)?;
         let target = self.target(&front)?;
         let era = ctx.era();
         let method = req.method.clone();
-        let pass = |params| forward(&front, &self.principal, &target, &method, params, &ctx);
+        let pass = |params| forward(&front, &caller, &target, &method, params, &ctx);
         match req.method.as_str() {
             methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
                 // Kept for this session (its calls carry it to a 2026-07-28
@@ -93,7 +84,7 @@ impl Handler for Single {
                 Ok(json!({}))
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
-                subscription(&front, &self.principal, &self.hub, &target, req, &ctx).await
+                subscription(&front, &caller, &self.hub, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
                 let modern = target
@@ -128,18 +119,18 @@ impl Handler for Single {
                     .and_then(|p| p.get("name"))
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                if !self.tool_visible(&front, name) {
+                if !self.tool_visible(&caller, &front, name) {
                     return Err(HandlerError::InvalidParams(format!("Unknown tool: {name}")));
                 }
                 pass(req.params).await
             }
-            methods::TOOLS_LIST if self.filtered(&front) => {
+            methods::TOOLS_LIST if self.filtered(&caller, &front) => {
                 let mut v = pass(req.params).await?;
                 if let Some(tools) = v.get_mut("tools").and_then(Value::as_array_mut) {
                     tools.retain(|t| {
                         t.get("name")
                             .and_then(Value::as_str)
-                            .is_some_and(|n| self.tool_visible(&front, n))
+                            .is_some_and(|n| self.tool_visible(&caller, &front, n))
                     });
                 }
                 Ok(v)

@@ -1,12 +1,13 @@
 //! What the front's endpoints share: the host, the token check, the relay
 //! of server requests, the held calls, the metrics and call log, and one
-//! [`HttpService`] per (caller, endpoint), made on first use.
+//! [`HttpService`] per endpoint, made on first use.
 //!
-//! A caller (a token's principal) gets endpoints of its own: its 2025-11-25
-//! sessions live in its services only, so another token cannot use them,
-//! and its handlers know what it may see. `/servers/NAME/mcp` is made once
-//! NAME is ready (its identity and capabilities are the server's), starting
-//! it first if it is lazy.
+//! Every caller (a token's principal) uses the same services: each request
+//! carries its caller in its extensions, for the handler (what it may see)
+//! and for the service (a named client's 2025-11-25 sessions serve it only,
+//! and its shares of the bounds are its own). `/servers/NAME/mcp` is made
+//! once NAME is ready (its identity and capabilities are the server's),
+//! starting it first if it is lazy.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -92,7 +93,7 @@ pub(crate) struct FrontState {
     /// it to pass on what it has queued (see
     /// [`flush_notes`](Self::flush_notes)).
     note_flush: Mutex<HashMap<Arc<str>, NoteFlush>>,
-    services: Mutex<HashMap<(usize, Endpoint), Made>>,
+    services: Mutex<HashMap<Endpoint, Made>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
     /// Lazy servers not started yet, and the start of each once begun.
@@ -310,17 +311,13 @@ impl FrontState {
         let _ = tokio::time::timeout(READY_WAIT, settled).await;
     }
 
-    /// The endpoint of `principal`, made if needed (for a server: once it
-    /// is ready).
-    pub(crate) async fn endpoint(
-        self: &Arc<Self>,
-        principal: &Arc<Principal>,
-        endpoint: &Endpoint,
-    ) -> Result<Made, Rejection> {
+    /// The service of `endpoint`, made if needed (for a server: once it is
+    /// ready). One serves every caller.
+    pub(crate) async fn endpoint(self: &Arc<Self>, endpoint: &Endpoint) -> Result<Made, Rejection> {
         let unavailable = |e: HandlerError| Rejection::ServerUnavailable {
             error: e.to_error_object(),
         };
-        let key = (principal.index, endpoint.clone());
+        let key = endpoint.clone();
         if let Some(m) = crate::sync::lock(&self.services).get(&key) {
             return Ok(m.clone());
         }
@@ -334,13 +331,10 @@ impl FrontState {
         };
         let weak = Arc::downgrade(self);
         let service = match endpoint {
-            Endpoint::Joined => {
-                HttpService::new(config, Joined::new(weak, principal.clone(), handler_hub))
+            Endpoint::Joined => HttpService::new(config, Joined::new(weak, handler_hub)),
+            Endpoint::Server(name) => {
+                HttpService::new(config, Single::new(weak, name.clone(), handler_hub))
             }
-            Endpoint::Server(name) => HttpService::new(
-                config,
-                Single::new(weak, principal.clone(), name.clone(), handler_hub),
-            ),
         }
         .map_err(|e| unavailable(HandlerError::Internal(e.to_string())))?;
         let router = service.router();
@@ -423,7 +417,7 @@ impl FrontState {
     pub(crate) fn made(&self) -> Vec<(Endpoint, Made)> {
         crate::sync::lock(&self.services)
             .iter()
-            .map(|((_, e), m)| (e.clone(), m.clone()))
+            .map(|(e, m)| (e.clone(), m.clone()))
             .collect()
     }
 
@@ -432,7 +426,7 @@ impl FrontState {
     pub(crate) fn drop_endpoints(&self, name: &str) {
         self.watches.forget(name);
         let mut services = crate::sync::lock(&self.services);
-        services.retain(|(_, e), m| {
+        services.retain(|e, m| {
             let theirs = matches!(e, Endpoint::Server(n) if &**n == name);
             if theirs {
                 m.service.handle().stop();

@@ -81,6 +81,8 @@ pub struct RequestContext {
     pub(crate) request_state: Option<String>,
     pub(crate) handle: ServerHandle,
     pub(crate) shared: Arc<RequestShared>,
+    #[cfg(feature = "http")]
+    http: Option<Arc<axum::http::request::Parts>>,
 }
 
 impl RequestContext {
@@ -101,6 +103,8 @@ impl RequestContext {
             request_state: d.request_state,
             handle,
             shared,
+            #[cfg(feature = "http")]
+            http: d.http,
         }
     }
 
@@ -118,6 +122,31 @@ impl RequestContext {
     /// legacy if it came in a session opened by `initialize`.
     pub fn era(&self) -> Era {
         self.era
+    }
+
+    /// The head of the HTTP request that carried this one: its method, URI,
+    /// headers, and the extensions that layers in front of the endpoint
+    /// inserted (such as a [`Principal`](crate::server::http::Principal)).
+    /// `None` over stdio and any other stream transport.
+    ///
+    /// Over HTTP each request has its own head, also within one
+    /// 2025-11-25 session: a header a client sends with one call is not
+    /// seen by the next.
+    ///
+    /// # Examples
+    ///
+    /// A tenant named by a header of the client's request:
+    ///
+    /// ```
+    /// use conduit_mcp::server::RequestContext;
+    ///
+    /// fn tenant(ctx: &RequestContext) -> Option<&str> {
+    ///     ctx.http_request()?.headers.get("x-tenant")?.to_str().ok()
+    /// }
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn http_request(&self) -> Option<&axum::http::request::Parts> {
+        self.http.as_deref()
     }
 
     /// The request's `params._meta`, if any.

@@ -28,6 +28,10 @@ pub(crate) struct Dispatch {
     pub(crate) client_capabilities: Option<Arc<Value>>,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
+    /// The head of the HTTP request that carried it; set by the HTTP
+    /// transport after routing.
+    #[cfg(feature = "http")]
+    pub(crate) http: Option<Arc<axum::http::request::Parts>>,
 }
 
 fn meta_of(req: &Request) -> Option<Map<String, Value>> {
@@ -109,6 +113,8 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                         .and_then(Value::as_str)
                         .map(str::to_owned),
                     meta: Some(m),
+                    #[cfg(feature = "http")]
+                    http: None,
                 })
             } else {
                 let st = shared.session();
@@ -125,6 +131,8 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                     input_responses: None,
                     request_state: None,
                     meta,
+                    #[cfg(feature = "http")]
+                    http: None,
                 })
             }
         }

@@ -663,6 +663,8 @@ mod tests {
                 client_capabilities: None,
                 input_responses: None,
                 request_state: None,
+                #[cfg(feature = "http")]
+                http: None,
             };
             let charge = self
                 .budget

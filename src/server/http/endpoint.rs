@@ -117,7 +117,8 @@ fn admitted(core: &Arc<Core>, parts: &Parts) -> Result<Owner, Rejection> {
 async fn on_post(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
     let (parts, body) = req.into_parts();
     match admitted(&core, &parts) {
-        Ok(owner) => post(core, parts.headers, owner, body).await,
+        // Shared with the handler (`RequestContext::http_request`).
+        Ok(owner) => post(core, Arc::new(parts), owner, body).await,
         Err(refused) => refused.into_response(),
     }
 }
@@ -172,12 +173,13 @@ fn post_media(h: &HeaderMap) -> Result<Accepts, Rejection> {
     Ok(accepts)
 }
 
-async fn post(core: Arc<Core>, h: HeaderMap, owner: Owner, body: Body) -> Response<Body> {
-    let accepts = match post_media(&h) {
+async fn post(core: Arc<Core>, parts: Arc<Parts>, owner: Owner, body: Body) -> Response<Body> {
+    let h = &parts.headers;
+    let accepts = match post_media(h) {
         Ok(a) => a,
         Err(r) => return r.into_response(),
     };
-    let bytes = match core.bodies.read_as(&h, owner.clone(), body).await {
+    let bytes = match core.bodies.read_as(h, owner.clone(), body).await {
         Ok(b) => b,
         Err(r) => return r.into_response(),
     };
@@ -190,9 +192,9 @@ async fn post(core: Arc<Core>, h: HeaderMap, owner: Owner, body: Body) -> Respon
         Err(e) => return Rejection::of_parse(e).into_response(),
     };
     drop(bytes);
-    match era_of(&h, has_modern_meta(&msg)) {
-        Era::Modern => post_modern(core, &h, owner, msg, charge, accepts).await,
-        Era::Legacy => post_legacy(core, &h, owner, msg, charge, accepts).await,
+    match era_of(h, has_modern_meta(&msg)) {
+        Era::Modern => post_modern(core, &parts, owner, msg, charge, accepts).await,
+        Era::Legacy => post_legacy(core, &parts, owner, msg, charge, accepts).await,
     }
 }
 
@@ -206,12 +208,13 @@ fn request_id(m: &Message) -> Option<RequestId> {
 
 async fn post_modern(
     core: Arc<Core>,
-    h: &HeaderMap,
+    parts: &Arc<Parts>,
     owner: Owner,
     msg: Message,
     charge: crate::server::engine::budget::Charge,
     accepts: Accepts,
 ) -> Response<Body> {
+    let h = &parts.headers;
     let req = match msg {
         Message::Request(r) => r,
         // This revision defines no client notifications over HTTP (closing
@@ -231,7 +234,8 @@ async fn post_modern(
     }
     match route(&core.root, &req) {
         Route::Answer(a) => answer_now(Some(req.id), a, true),
-        Route::Dispatch(d) => {
+        Route::Dispatch(mut d) => {
+            d.http = Some(parts.clone());
             let stream = core.modern_stream();
             let scope = core.stateless_scope(&owner);
             let reply = StreamReply {
@@ -311,12 +315,13 @@ fn legacy_version_ok(h: &HeaderMap) -> Result<(), Rejection> {
 
 async fn post_legacy(
     core: Arc<Core>,
-    h: &HeaderMap,
+    parts: &Arc<Parts>,
     owner: Owner,
     msg: Message,
     charge: crate::server::engine::budget::Charge,
     accepts: Accepts,
 ) -> Response<Body> {
+    let h = &parts.headers;
     if let Message::Request(req) = &msg {
         if req.method == methods::INITIALIZE {
             return initialize(&core, req, owner);
@@ -335,7 +340,8 @@ async fn post_legacy(
     match msg {
         Message::Request(req) => match route(&session.shared, &req) {
             Route::Answer(a) => answer_now(Some(req.id), a, false),
-            Route::Dispatch(d) => {
+            Route::Dispatch(mut d) => {
+                d.http = Some(parts.clone());
                 let stream = session.new_stream(&core.config, &core.global);
                 if !accepts.sse {
                     stream.json_only();
