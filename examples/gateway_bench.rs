@@ -8,7 +8,8 @@
 //! latency, and the peak memory (RSS) of its whole process tree (the proxy
 //! and every server process it started). The baseline is this crate's own
 //! client calling the same stdio server directly (one client shared by the
-//! N callers, as the gateway shares one per server).
+//! N callers, as the gateway shares one per server), and this crate's HTTP
+//! server serving the same tool in the bench's process.
 //!
 //! Build and run (release):
 //!
@@ -456,6 +457,31 @@ async fn floor() -> SocketAddr {
     addr
 }
 
+/// This crate's HTTP server in this process, serving an `echo` tool as
+/// `examples/server.rs` does (its arguments checked against their schema):
+/// the server `mcp serve` is measured against, with no stdio leg.
+async fn http_server() -> SocketAddr {
+    use conduit_mcp::protocol::{CallToolResult, Implementation};
+    use conduit_mcp::server::http::{HttpConfig, HttpServer};
+    use conduit_mcp::server::{Router, ServerConfig};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Echo {
+        /// The text to return.
+        text: String,
+    }
+    let router = Router::new().tool("echo", "Returns its text.", |a: Echo, _ctx| async move {
+        Ok(CallToolResult::text(a.text))
+    });
+    let config = HttpConfig::new(ServerConfig::new(Implementation::new("bench-http", "0")));
+    let server = HttpServer::bind("127.0.0.1:0", config)
+        .await
+        .expect("a port on loopback");
+    let addr = server.local_addr().expect("a bound listener");
+    tokio::spawn(server.serve(router));
+    addr
+}
+
 /// A gateway under test: how to start it, and the path of its endpoint.
 struct Gateway {
     name: &'static str,
@@ -615,6 +641,10 @@ async fn main() {
             Ok(f) => rows.push(("HTTP floor (axum, no MCP)".into(), clients, f)),
             Err(e) => eprintln!("floor: {e}"),
         }
+        match load(http_server().await, "/mcp", false, p, None).await {
+            Ok(f) => rows.push(("HTTP server (conduit, in process)".into(), clients, f)),
+            Err(e) => eprintln!("HTTP server: {e}"),
+        }
         let only = arg(&args, "--only");
         for g in gateways(0, &config) {
             if only.as_deref().is_some_and(|o| !g.name.starts_with(o)) {
@@ -700,6 +730,23 @@ async fn main() {
                     g.p50_ms / d.p50_ms
                 );
             }
+        }
+        if let Some(h) = find("HTTP server", plan.clients) {
+            eprintln!(
+                "mcp serve / HTTP server, requests/s at {} clients: {:.2}x (target >= 0.8x)",
+                plan.clients,
+                ours.rps() / h.rps()
+            );
+        }
+        if let (Some(g), Some(h), Some(d)) = (
+            find("mcp serve", 1),
+            find("HTTP server", 1),
+            find("direct", 1),
+        ) {
+            eprintln!(
+                "mcp serve p50 at 1 client, beyond the HTTP server's plus a direct call's: {:+.0} us (target <= +30 us)",
+                (g.p50_ms - h.p50_ms - d.p50_ms) * 1000.0
+            );
         }
     }
 }
