@@ -114,13 +114,13 @@ mod calllog;
 mod config;
 mod forward;
 mod glob;
+mod held_calls;
 mod http;
-mod joined;
 mod listen;
 mod metrics;
-mod relay;
-mod rounds;
-mod single;
+mod namespace;
+mod passthrough;
+mod server_requests;
 mod state;
 mod subscribe;
 
@@ -129,7 +129,7 @@ pub use config::{
     Auth, FrontConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_HELD_CALLS,
 };
 
-use self::relay::Relay;
+use self::server_requests::ServerRequests;
 use self::state::FrontState;
 
 /// Why a front could not start.
@@ -230,7 +230,7 @@ impl HttpFront {
             )?),
             None => None,
         };
-        let relay = Arc::new(Relay::default());
+        let relay = Arc::new(ServerRequests::default());
         let factory = relay.clone();
         opts.handler = None;
         opts = opts.handler_per_server(move |name| factory.handler_for(name));

@@ -9,7 +9,7 @@
 //! (ticket, grants, caps, no duplicate id), then runs in a task of its own
 //! with the caller's timeout lowered to the gateway's maximum, and is
 //! answered with the server's result bytes as they came (see
-//! [`wire`](super::wire)). Progress and notifications go to the sink the
+//! [`wire`]). Progress and notifications go to the sink the
 //! ticket names, with its secret, within the node's forwarding window.
 
 use std::collections::{HashMap, HashSet};

@@ -1,7 +1,7 @@
 //! One front request sent on to its server: its `_meta` translated for the
 //! server's era, its progress passed back, its cancellation passed on (the
 //! server's call is dropped with the front's, which cancels it), the
-//! server's requests routed to this call's client ([`relay`](super::relay)),
+//! server's requests routed to this call's client ([`server_requests`](super::server_requests)),
 //! and the answer returned as the server gave it.
 //!
 //! | front | server | input the server asks for |
@@ -9,7 +9,7 @@
 //! | 2026-07-28 | 2026-07-28 | the server's `input_required` passed through as it is (its `requestState` too) |
 //! | 2025-11-25 | 2026-07-28 | fulfilled by the gateway's client: each input request goes to the front session as a request on the call's SSE stream |
 //! | 2025-11-25 | legacy | the server's request goes to the front session on the call's SSE stream |
-//! | 2026-07-28 | legacy | the server's call is held open; the front gets `input_required` with the gateway's `requestState`, and the retry's answer goes to the server's request ([`rounds`](super::rounds)) |
+//! | 2026-07-28 | legacy | the server's call is held open; the front gets `input_required` with the gateway's `requestState`, and the retry's answer goes to the server's request ([`held_calls`]) |
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +24,8 @@ use crate::protocol::{meta, Era};
 use crate::server::{HandlerError, RequestContext};
 
 use super::auth::Principal;
-use super::relay::CURRENT;
-use super::rounds;
+use super::held_calls;
+use super::server_requests::CURRENT;
 use super::state::FrontState;
 
 /// How long a request waits for a server that is not ready (starting,
@@ -138,12 +138,12 @@ async fn route(
 ) -> Result<Value, HandlerError> {
     let backend = backend_era(target).await?;
     if ctx.era() == Era::Modern && backend == Era::Legacy {
-        if let Some(state) = rounds::our_state(&params) {
-            return rounds::resume(front, principal, target, method, params, state, ctx).await;
+        if let Some(state) = held_calls::our_state(&params) {
+            return held_calls::resume(front, principal, target, method, params, state, ctx).await;
         }
         if MULTI_ROUND.contains(&method) {
             let params = server_params(params, ctx, backend);
-            return rounds::start(front, principal, target, method, params, ctx).await;
+            return held_calls::start(front, principal, target, method, params, ctx).await;
         }
     }
     let params = server_params(params, ctx, backend);

@@ -75,7 +75,7 @@ fn host_origin(config: &FrontConfig) -> HostOriginLayer {
 }
 
 async fn joined(State(r): State<Routes>, req: Request) -> Response<Body> {
-    dispatch(&r, Endpoint::Joined, req).await
+    dispatch(&r, Endpoint::Namespace, req).await
 }
 
 async fn single(State(r): State<Routes>, Path(name): Path<String>, req: Request) -> Response<Body> {
@@ -220,7 +220,7 @@ async fn peek(
     let m = Peek::of(&message);
     drop(message);
     let refused = match endpoint {
-        Endpoint::Joined => start_named_lazy(front, principal, &m).await,
+        Endpoint::Namespace => start_named_lazy(front, principal, &m).await,
         Endpoint::Server(_) => None,
     };
     if let Some(r) = refused.or_else(|| outside_grant(front, principal, endpoint, &m)) {
@@ -295,7 +295,7 @@ fn outside_grant(
     };
     let (server, own) = match endpoint {
         Endpoint::Server(s) => (s.to_string(), name.to_owned()),
-        Endpoint::Joined => {
+        Endpoint::Namespace => {
             let r = front.host.owner(kind, name)?;
             (r.server, r.name)
         }

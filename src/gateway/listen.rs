@@ -1,6 +1,6 @@
 //! `subscriptions/listen` (2026-07-28) at the front: passed on to a
 //! 2026-07-28 server as its own stream (each notification re-tagged with
-//! the front stream's id), or served by the endpoint's hub for a legacy
+//! the front stream's id), or served by the endpoint's sessions for a legacy
 //! server, with the notifications its capabilities promise.
 
 use serde_json::{json, Map, Value};

@@ -1,4 +1,4 @@
-//! What the front's endpoints share: the host, the token check, the relay
+//! What the front's endpoints share: the host, the token check, the routing
 //! of server requests, the held calls, the metrics and call log, and one
 //! [`HttpService`] per endpoint, made on first use.
 //!
@@ -27,11 +27,11 @@ use super::auth::{Gate, Principal};
 use super::calllog::{now_rfc3339, CallLog, Line};
 use super::config::{FrontConfig, ToolFilter};
 use super::forward::{Target, READY_WAIT};
-use super::joined::Joined;
+use super::held_calls::HeldCalls;
 use super::metrics::{method_label, Metrics};
-use super::relay::Relay;
-use super::rounds::HeldCalls;
-use super::single::Single;
+use super::namespace::Namespace;
+use super::passthrough::Passthrough;
+use super::server_requests::ServerRequests;
 use super::subscribe::ResourceWatches;
 
 /// How long a call's answer waits for its server's notifications to be
@@ -60,21 +60,22 @@ impl NoteFlush {
     }
 }
 
-/// One of a caller's endpoints.
+/// One of the gateway's endpoints.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Endpoint {
     /// `/mcp`: every server in one namespace.
-    Joined,
+    Namespace,
     /// `/servers/NAME/mcp`.
     Server(Arc<str>),
 }
 
-/// A made endpoint: its service, and the hub that tells its sessions of
-/// list changes and resource updates.
+/// A made endpoint: its service, and the router that keeps what is per
+/// session (log levels, subscriptions) and tells the sessions of list
+/// changes and resource updates.
 #[derive(Clone)]
-pub(crate) struct Made {
+pub(crate) struct EndpointService {
     pub(crate) service: HttpService,
-    pub(crate) hub: Router,
+    pub(crate) sessions: Router,
     /// The service's routes, built once.
     pub(crate) router: axum::Router,
 }
@@ -83,7 +84,7 @@ pub(crate) struct FrontState {
     pub(crate) host: Host,
     pub(crate) config: FrontConfig,
     pub(crate) gate: Gate,
-    pub(crate) relay: Arc<Relay>,
+    pub(crate) relay: Arc<ServerRequests>,
     pub(crate) held: Arc<HeldCalls>,
     pub(crate) metrics: Metrics,
     pub(crate) call_log: Option<CallLog>,
@@ -93,7 +94,7 @@ pub(crate) struct FrontState {
     /// it to pass on what it has queued (see
     /// [`flush_notes`](Self::flush_notes)).
     note_flush: Mutex<HashMap<Arc<str>, NoteFlush>>,
-    services: Mutex<HashMap<Endpoint, Made>>,
+    services: Mutex<HashMap<Endpoint, EndpointService>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
     /// Lazy servers not started yet, and the start of each once begun.
@@ -119,7 +120,7 @@ impl FrontState {
     pub(crate) fn new(
         host: Host,
         config: FrontConfig,
-        relay: Arc<Relay>,
+        relay: Arc<ServerRequests>,
         call_log: Option<CallLog>,
     ) -> Arc<Self> {
         let gate = Gate::new(&config.auth, config.metrics_token.clone());
@@ -313,7 +314,10 @@ impl FrontState {
 
     /// The service of `endpoint`, made if needed (for a server: once it is
     /// ready). One serves every caller.
-    pub(crate) async fn endpoint(self: &Arc<Self>, endpoint: &Endpoint) -> Result<Made, Rejection> {
+    pub(crate) async fn endpoint(
+        self: &Arc<Self>,
+        endpoint: &Endpoint,
+    ) -> Result<EndpointService, Rejection> {
         let unavailable = |e: HandlerError| Rejection::ServerUnavailable {
             error: e.to_error_object(),
         };
@@ -321,26 +325,26 @@ impl FrontState {
         if let Some(m) = crate::sync::lock(&self.services).get(&key) {
             return Ok(m.clone());
         }
-        let hub = Router::new();
-        let (config, handler_hub) = match endpoint {
-            Endpoint::Joined => (self.joined_config(), hub.clone()),
-            Endpoint::Server(name) => (
-                self.single_config(name).await.map_err(unavailable)?,
-                hub.clone(),
-            ),
+        // Keeps what is per session (log levels, subscriptions) for the
+        // handler, and tells the sessions of list changes.
+        let sessions = Router::new();
+        let config = match endpoint {
+            Endpoint::Namespace => self.namespace_config(),
+            Endpoint::Server(name) => self.passthrough_config(name).await.map_err(unavailable)?,
         };
         let weak = Arc::downgrade(self);
         let service = match endpoint {
-            Endpoint::Joined => HttpService::new(config, Joined::new(weak, handler_hub)),
-            Endpoint::Server(name) => {
-                HttpService::new(config, Single::new(weak, name.clone(), handler_hub))
-            }
+            Endpoint::Namespace => HttpService::new(config, Namespace::new(weak, sessions.clone())),
+            Endpoint::Server(name) => HttpService::new(
+                config,
+                Passthrough::new(weak, name.clone(), sessions.clone()),
+            ),
         }
         .map_err(|e| unavailable(HandlerError::Internal(e.to_string())))?;
         let router = service.router();
-        let made = Made {
+        let made = EndpointService {
             service,
-            hub,
+            sessions,
             router,
         };
         let mut services = crate::sync::lock(&self.services);
@@ -369,7 +373,7 @@ impl FrontState {
         c
     }
 
-    fn joined_config(&self) -> HttpConfig {
+    fn namespace_config(&self) -> HttpConfig {
         let mut server = self.config.http.server.clone();
         server.capabilities = serde_json::json!({
             "tools": { "listChanged": true },
@@ -388,7 +392,7 @@ impl FrontState {
 
     /// `/servers/NAME/mcp` is the server as it is: its identity,
     /// capabilities and instructions.
-    async fn single_config(self: &Arc<Self>, name: &str) -> Result<HttpConfig, HandlerError> {
+    async fn passthrough_config(self: &Arc<Self>, name: &str) -> Result<HttpConfig, HandlerError> {
         self.ensure_started(name)
             .await
             .map_err(|e| HandlerError::Internal(format!("server `{name}` could not start: {e}")))?;
@@ -414,7 +418,7 @@ impl FrontState {
     }
 
     /// Every made endpoint (for list changes, and the stop).
-    pub(crate) fn made(&self) -> Vec<(Endpoint, Made)> {
+    pub(crate) fn made(&self) -> Vec<(Endpoint, EndpointService)> {
         crate::sync::lock(&self.services)
             .iter()
             .map(|(e, m)| (e.clone(), m.clone()))
@@ -440,7 +444,7 @@ impl FrontState {
     pub(crate) fn list_changed(&self, which: impl Fn(&Endpoint) -> bool, kind: ListKind) {
         for (e, m) in self.made() {
             if which(&e) {
-                m.hub.changed(kind);
+                m.sessions.changed(kind);
             }
         }
     }
@@ -799,11 +803,11 @@ fn on_note(front: &FrontState, server: &Arc<str>, n: crate::jsonrpc::Notificatio
             if let Some(uri) = uri.filter(|u| front.watches.delivers(server, u, &params)) {
                 for (e, m) in front.made() {
                     let ours = match &e {
-                        Endpoint::Joined => true,
+                        Endpoint::Namespace => true,
                         Endpoint::Server(s) => s == server,
                     };
                     if ours {
-                        m.hub.resource_updated(uri);
+                        m.sessions.resource_updated(uri);
                     }
                 }
             }
@@ -828,7 +832,7 @@ async fn watch_host(front: Weak<FrontState>, mut events: crate::host::HostEvents
         match event {
             HostEvent::Listed { .. } | HostEvent::Removed { .. } => {
                 for kind in front.changed_kinds() {
-                    front.list_changed(|e| *e == Endpoint::Joined, kind);
+                    front.list_changed(|e| *e == Endpoint::Namespace, kind);
                 }
             }
             HostEvent::Lifecycle {

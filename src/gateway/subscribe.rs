@@ -612,26 +612,26 @@ async fn acknowledged(
 }
 
 /// A 2025-11-25 session's `resources/subscribe` or `unsubscribe` of a
-/// resource of `target`: recorded in the session (its `hub` passes it the
+/// resource of `target`: recorded in the session (its `sessions` passes it the
 /// updates) and held by it.
 pub(crate) async fn subscription(
     front: &Arc<FrontState>,
     principal: &Principal,
-    hub: &Router,
+    sessions: &Router,
     target: &Target,
     req: Request,
     ctx: &RequestContext,
 ) -> Result<Value, HandlerError> {
     let method = req.method.clone();
     let mut record = front.observe(principal, &target.server, &method, None, None);
-    let result = subscribe_session(front, hub, target, req, ctx).await;
+    let result = subscribe_session(front, sessions, target, req, ctx).await;
     record.finish(&result);
     result
 }
 
 async fn subscribe_session(
     front: &Arc<FrontState>,
-    hub: &Router,
+    sessions: &Router,
     target: &Target,
     req: Request,
     ctx: &RequestContext,
@@ -639,7 +639,7 @@ async fn subscribe_session(
     let subscribe = req.method == methods::RESOURCES_SUBSCRIBE;
     let holder = front.watches.session_holder(front, ctx)?;
     // Checks the params and the session's own bound, and records it.
-    hub.handle_request(req.clone(), ctx.clone()).await?;
+    sessions.handle_request(req.clone(), ctx.clone()).await?;
     let uri = req
         .params
         .as_ref()
@@ -656,7 +656,7 @@ async fn subscribe_session(
             method: methods::RESOURCES_UNSUBSCRIBE.into(),
             ..req.clone()
         };
-        let _ = hub.handle_request(undo, ctx.clone()).await;
+        let _ = sessions.handle_request(undo, ctx.clone()).await;
         return Err(e);
     }
     Ok(json!({}))

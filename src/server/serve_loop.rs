@@ -18,7 +18,7 @@
 //! parsed size to the inbound budget before parsing it. The [`Charge`]
 //! travels with the message (waiting request, request task, notification queue)
 //! and is released when the message is done with; see
-//! [`budget`](super::budget). A request line the budget cannot afford is
+//! [`budget`](super::engine::budget). A request line the budget cannot afford is
 //! held (one at most) by a task that waits for room, while the reader reads
 //! on as long as what follows are control messages (cancellations,
 //! responses, pings): they do not wait behind the work they cancel or

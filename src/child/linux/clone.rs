@@ -114,7 +114,7 @@ pub(super) struct ChildSpec {
     /// Null: do not change directory.
     cwd: *const c_char,
     /// The descriptor to install as 0, 1 and 2; -1 leaves it inherited.
-    /// All are above 2 (see [`above_stdio`](super::above_stdio)).
+    /// All are above 2 (see [`above_stdio`]).
     stdio: [c_int; 3],
     process_group: bool,
     /// With `die_with_parent`: the pid `getppid` must return once

@@ -4,7 +4,7 @@
 //! It lives across server restarts; each server process is one [`Link`] with
 //! a generation number, and events of an old generation are ignored.
 //! Callers do not go through it: while a server is ready they send on the
-//! [`Direct`] path it publishes, and otherwise they wait (within their own
+//! [`Direct`](crate::client::direct::Direct) path it publishes, and otherwise they wait (within their own
 //! timeouts) for it to publish the next one. What the server sends reaches
 //! this mailbox only when it is for the Connection (discovery answers,
 //! cancellations, the server's requests), and the reader waits while more

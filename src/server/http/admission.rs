@@ -1,6 +1,6 @@
 //! The first check of every request a listener serves: its `Host` (against
 //! DNS rebinding) and its `Origin` (against pages in a browser), as a
-//! tower [`Layer`].
+//! tower [`Layer`](tower::Layer).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -2,8 +2,8 @@
 //! request engine, the sessions, the bounds, and the stop sequence.
 //!
 //! A request runs on the [`Engine`] as on stdio, with the same
-//! [`RequestContext`](crate::server::RequestContext); its messages and its
-//! answer go to its [`Stream`](super::stream::Stream) (its [`StreamReply`]),
+//! [`RequestContext`]; its messages and its
+//! answer go to its [`Stream`] (its [`StreamReply`]),
 //! which the HTTP response reads. The task, not the response, owns the
 //! work: a 2025-11-25 client may disconnect and resume the stream later; a
 //! 2026-07-28 response that goes away cancels the request (see `respond`).

@@ -1,8 +1,8 @@
 //! `/servers/NAME/mcp`: one server as it is, its own names, every method
 //! passed on; the front answers only what is per session (a legacy
-//! client's log level and resource subscriptions, kept by its hub) and
+//! client's log level and resource subscriptions, kept by its sessions) and
 //! serves `subscriptions/listen` (passed on to a 2026-07-28 server, kept
-//! by the hub for a legacy one), and applies the tool filter and the
+//! by the sessions for a legacy one), and applies the tool filter and the
 //! caller's grant to `tools/list` and `tools/call`.
 
 use std::sync::{Arc, Weak};
@@ -21,15 +21,19 @@ use super::subscribe::{subscription, watch};
 
 /// The handler of `/servers/NAME/mcp`, for every caller: each request's
 /// caller is in its HTTP request's extensions.
-pub(crate) struct Single {
+pub(crate) struct Passthrough {
     front: Weak<FrontState>,
     server: Arc<str>,
-    hub: Router,
+    sessions: Router,
 }
 
-impl Single {
-    pub(crate) fn new(front: Weak<FrontState>, server: Arc<str>, hub: Router) -> Self {
-        Single { front, server, hub }
+impl Passthrough {
+    pub(crate) fn new(front: Weak<FrontState>, server: Arc<str>, sessions: Router) -> Self {
+        Passthrough {
+            front,
+            server,
+            sessions,
+        }
     }
 
     fn front(&self) -> Result<Arc<FrontState>, HandlerError> {
@@ -57,7 +61,7 @@ impl Single {
     }
 }
 
-impl Handler for Single {
+impl Handler for Passthrough {
     async fn handle_request(
         &self,
         req: Request,
@@ -73,7 +77,9 @@ impl Handler for Single {
             methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
                 // Kept for this session (its calls carry it to a 2026-07-28
                 // server); a legacy server is told too.
-                self.hub.handle_request(req.clone(), ctx.clone()).await?;
+                self.sessions
+                    .handle_request(req.clone(), ctx.clone())
+                    .await?;
                 if target
                     .client
                     .session()
@@ -84,7 +90,7 @@ impl Handler for Single {
                 Ok(json!({}))
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
-                subscription(&front, &caller, &self.hub, &target, req, &ctx).await
+                subscription(&front, &caller, &self.sessions, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
                 let modern = target
@@ -109,7 +115,7 @@ impl Handler for Single {
                             _watches.get_or_insert_with(|| front.watches.stream_holder(&front));
                         watch(&front, holder.holder, &target, uri).await?;
                     }
-                    self.hub.serve_listen(&req, ctx, agreed).await
+                    self.sessions.serve_listen(&req, ctx, agreed).await
                 }
             }
             methods::TOOLS_CALL => {
@@ -140,7 +146,7 @@ impl Handler for Single {
     }
 
     fn serving(&self, handle: ServerHandle) {
-        self.hub.serving(handle);
+        self.sessions.serving(handle);
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {

@@ -23,9 +23,9 @@ use super::subscribe::{subscription, watch};
 
 /// The handler of `/mcp`, for every caller: each request's caller is in
 /// its HTTP request's extensions.
-pub(crate) struct Joined {
+pub(crate) struct Namespace {
     front: Weak<FrontState>,
-    hub: Router,
+    sessions: Router,
 }
 
 /// Where a namespaced name goes.
@@ -34,9 +34,9 @@ struct Owner {
     own: String,
 }
 
-impl Joined {
-    pub(crate) fn new(front: Weak<FrontState>, hub: Router) -> Self {
-        Joined { front, hub }
+impl Namespace {
+    pub(crate) fn new(front: Weak<FrontState>, sessions: Router) -> Self {
+        Namespace { front, sessions }
     }
 
     fn front(&self) -> Result<Arc<FrontState>, HandlerError> {
@@ -224,7 +224,7 @@ impl Joined {
     }
 }
 
-impl Handler for Joined {
+impl Handler for Namespace {
     async fn handle_request(
         &self,
         req: Request,
@@ -270,13 +270,13 @@ impl Handler for Joined {
             }
             methods::COMPLETION_COMPLETE => Self::complete(caller, &front, params, &ctx).await,
             methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
-                self.hub.handle_request(req, ctx).await
+                self.sessions.handle_request(req, ctx).await
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
                 let uri = Self::string(&params, "uri")?;
                 let owner = Self::resolve(caller, &front, ItemKind::Resource, &uri).await?;
                 let target = Self::target(&front, &owner)?;
-                subscription(&front, caller, &self.hub, &target, req, &ctx).await
+                subscription(&front, caller, &self.sessions, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
                 let p = listen::params(&req)?;
@@ -303,14 +303,14 @@ impl Handler for Joined {
                     }
                     agreed.resource_subscriptions = Some(watched);
                 }
-                self.hub.serve_listen(&req, ctx, agreed).await
+                self.sessions.serve_listen(&req, ctx, agreed).await
             }
             m => Err(HandlerError::MethodNotFound(m.to_owned())),
         }
     }
 
     fn serving(&self, handle: ServerHandle) {
-        self.hub.serving(handle);
+        self.sessions.serving(handle);
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {

@@ -34,7 +34,7 @@ use crate::sync::AbortOnDrop;
 
 use super::auth::Principal;
 use super::forward::{answer, send_progress, with_progress, Target};
-use super::relay::{ask_error, Ask, Registered, CURRENT};
+use super::server_requests::{ask_error, Ask, Registered, CURRENT};
 use super::state::FrontState;
 
 /// The prefix of the gateway's own request states.

@@ -13,7 +13,7 @@
 //!
 //! A 2025-11-25 front session gets the request on its call's SSE stream
 //! ([`RequestContext::ask`]); a 2026-07-28 front call gets it as an
-//! `input_required` round (see [`rounds`](super::rounds)): the request
+//! `input_required` round (see [`held_calls`](super::held_calls)): the request
 //! waits, with its answer slot, on the call's `asks` channel.
 
 use std::collections::HashMap;
@@ -81,14 +81,14 @@ impl Call {
 
 /// Every front call in flight, by server.
 #[derive(Default)]
-pub(crate) struct Relay {
+pub(crate) struct ServerRequests {
     calls: Mutex<HashMap<Arc<str>, Vec<Arc<Call>>>>,
     next: AtomicU64,
 }
 
-/// Takes a call out of the relay when dropped.
+/// Takes a call out of the table of calls in flight when dropped.
 pub(crate) struct Registered {
-    relay: Arc<Relay>,
+    relay: Arc<ServerRequests>,
     pub(crate) call: Arc<Call>,
 }
 
@@ -104,7 +104,7 @@ impl Drop for Registered {
     }
 }
 
-impl Relay {
+impl ServerRequests {
     /// Records a call of `principal` on `server`; `asks` for a 2026-07-28
     /// front call whose server may ask over its own stdio.
     pub(crate) fn register(
@@ -245,9 +245,9 @@ fn session_key(ctx: &RequestContext) -> Option<usize> {
         .map(|s| Arc::as_ptr(&s) as *const () as usize)
 }
 
-/// One server's [`ClientHandler`]: its requests go through the relay.
+/// One server's [`ClientHandler`]: its requests go to the call they belong to.
 struct ServerRelay {
-    relay: Arc<Relay>,
+    relay: Arc<ServerRequests>,
     server: Arc<str>,
 }
 
