@@ -4,7 +4,7 @@
 //! `stopped()` resolves once a stop has run, even with no request served.
 
 use conduit_mcp::protocol::{CallToolResult, Implementation};
-use conduit_mcp::server::http::{HttpConfig, HttpService, Principal};
+use conduit_mcp::server::http::{HttpConfig, HttpService, ParsedBody, Principal};
 use conduit_mcp::server::{RequestContext, Router, ServerConfig};
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -236,4 +236,47 @@ async fn a_handler_reads_each_requests_own_http_head_in_both_eras() {
         .await
         .unwrap()
         .expect("the stdio server ends when its input does");
+}
+
+#[tokio::test]
+async fn a_body_a_layer_parsed_is_served_as_parsed_not_read_again() {
+    let mcp = service();
+    let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": { "name": "hello", "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {} } } });
+    let parsed = ParsedBody::parse(call.to_string().as_bytes()).expect("a message");
+    // The body itself is not JSON: only the parsed message can be served.
+    let mut req = post(None, json!(null));
+    *req.body_mut() = Body::from("not json");
+    for (k, v) in [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "hello"),
+    ] {
+        req.headers_mut().insert(k, v.parse().unwrap());
+    }
+    let unparsed = mcp.clone().oneshot(clone_of(&req)).await.unwrap();
+    assert_eq!(unparsed.status(), 400, "the body alone is refused");
+    req.extensions_mut().insert(parsed);
+    let r = mcp.clone().oneshot(req).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v = json_of(r).await;
+    assert_eq!(v["id"], 7, "{v}");
+    assert_eq!(v["result"]["content"][0]["text"], "hello", "{v}");
+    // What the endpoint refuses, `parse` refuses alike.
+    let refused = ParsedBody::parse(b"[]").unwrap_err();
+    assert_eq!(refused.status(), 400);
+    mcp.handle().stop();
+    mcp.stopped().await;
+}
+
+/// `req`'s method, URI, headers and body (`not json`).
+fn clone_of(req: &Request<Body>) -> Request<Body> {
+    let mut b = Request::builder().method(req.method()).uri(req.uri());
+    for (k, v) in req.headers() {
+        b = b.header(k, v);
+    }
+    b.body(Body::from("not json")).unwrap()
 }

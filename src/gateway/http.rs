@@ -9,7 +9,8 @@
 //! body is read as the endpoint reads it (within `max_message_bytes`,
 //! `body_timeout` and the caller's share of `max_inbound_bytes`) and parsed
 //! by the same parser, so a body the check cannot read is refused by the
-//! check; and only for callers whose grant leaves something out.
+//! check, and the endpoint serves the message checked (a [`ParsedBody`]);
+//! and only for callers whose grant leaves something out.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use serde_json::{json, Map, Value};
 use crate::client::Status;
 use crate::host::ItemKind;
 use crate::jsonrpc::{Message, RequestId};
-use crate::server::http::{Allow, BodyReader, HostOriginLayer, Rejection};
+use crate::server::http::{Allow, BodyReader, HostOriginLayer, ParsedBody, Rejection};
 
 use super::auth::{MetricsAccess, Principal};
 use super::config::FrontConfig;
@@ -206,19 +207,19 @@ async fn peek(
     req: Request,
 ) -> Result<Request, Rejection> {
     let front = &r.front;
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let bytes = r.bodies.read(&parts, body).await?;
-    // The endpoint's own parser: what it would refuse, the check refuses.
-    let message = match Message::parse(&bytes) {
-        Ok(m) => m,
-        Err(e) => {
-            let refused = Rejection::of_parse(e);
+    // The endpoint's own parser: what it would refuse, the check refuses,
+    // and the endpoint serves the message checked here.
+    let parsed = match ParsedBody::parse(&bytes) {
+        Ok(p) => p,
+        Err(refused) => {
             tracing::info!(client = %principal.name, message = %refused, "gateway: request refused: the grant check cannot read its body");
             return Err(refused);
         }
     };
-    let m = Peek::of(&message);
-    drop(message);
+    drop(bytes);
+    let m = Peek::of(parsed.message());
     let refused = match endpoint {
         Endpoint::Namespace => start_named_lazy(front, principal, &m).await,
         Endpoint::Server(_) => None,
@@ -233,7 +234,8 @@ async fn peek(
             what: what.clone(),
         });
     }
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    parts.extensions.insert(parsed);
+    Ok(Request::from_parts(parts, Body::empty()))
 }
 
 /// A lazy server not started yet whose name (by its prefix) a call of

@@ -130,7 +130,7 @@ pub struct Notification {
 }
 
 /// A response's outcome.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Outcome {
     /// `result`, not yet decoded.
     Result(RawJson),
@@ -139,7 +139,7 @@ pub enum Outcome {
 }
 
 /// A response to a request.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Response {
     /// The id of the request answered; `None` when the peer sent `null`
     /// (it could not read the request's id).
@@ -149,7 +149,7 @@ pub struct Response {
 }
 
 /// Any JSON-RPC message.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Message {
     /// A request.
     Request(Request),

@@ -9,6 +9,8 @@ use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 
 use crate::deadline::After;
+use crate::jsonrpc::footprint::{self, Estimate};
+use crate::jsonrpc::Message;
 
 use super::config::HttpConfig;
 use super::principal::Owner;
@@ -28,7 +30,8 @@ use super::Rejection;
 /// client that announces a large body and stalls holds only what it sent,
 /// only until the deadline, and only of its share. A layer that must see a
 /// body before the endpoint does (a check of what a call names) reads it
-/// with a reader of its own and hands the bytes on.
+/// with a reader of its own and hands on what it parsed, as a
+/// [`ParsedBody`].
 ///
 /// Cancel safety: dropping [`read`](Self::read)'s future gives back the
 /// room the body held; what was read is lost.
@@ -135,5 +138,53 @@ impl BodyReader {
             }
             buf.extend_from_slice(&data);
         }
+    }
+}
+
+/// A POST body that a layer in front of the endpoint already read (with a
+/// [`BodyReader`]) and parsed, for the endpoint to serve as is.
+///
+/// Put in the request's extensions, it is what the endpoint serves: the
+/// request's own body is not read, and the message is not parsed again, so
+/// a check of what a call names sees exactly the message the handler gets.
+/// The endpoint charges it to `max_inbound_bytes` as it would the bytes.
+///
+/// ```
+/// use conduit_mcp::jsonrpc::Message;
+/// use conduit_mcp::server::http::ParsedBody;
+///
+/// let parsed = ParsedBody::parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)?;
+/// assert!(matches!(parsed.message(), Message::Request(r) if r.method == "ping"));
+/// let mut request = axum::http::Request::post("/mcp").body(axum::body::Body::empty())?;
+/// request.extensions_mut().insert(parsed);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ParsedBody {
+    message: Message,
+    estimate: Estimate,
+}
+
+impl ParsedBody {
+    /// Parses `bytes` with the endpoint's own parser; the refusal is the
+    /// endpoint's for the same bytes (400: [`Rejection::NotJson`],
+    /// [`Rejection::Batch`] or [`Rejection::InvalidMessage`]).
+    pub fn parse(bytes: &[u8]) -> Result<Self, Rejection> {
+        // Estimated before parsing, as the endpoint does with bytes.
+        let estimate = footprint::estimate(bytes);
+        match Message::parse(bytes) {
+            Ok(message) => Ok(ParsedBody { message, estimate }),
+            Err(e) => Err(Rejection::of_parse(e)),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// The message and what the endpoint charges for it.
+    pub(crate) fn into_parts(self) -> (Message, Estimate) {
+        (self.message, self.estimate)
     }
 }

@@ -31,6 +31,7 @@ use crate::server::Handler;
 
 use super::admission::HostOriginLayer;
 use super::bearer::{BearerLayer, BearerTokens};
+use super::body::ParsedBody;
 use super::core::{Core, StreamReply};
 use super::gate::{self, Accepts};
 use super::modern;
@@ -115,10 +116,11 @@ fn admitted(core: &Arc<Core>, parts: &Parts) -> Result<Owner, Rejection> {
 }
 
 async fn on_post(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    let parsed = parts.extensions.remove::<ParsedBody>();
     match admitted(&core, &parts) {
         // Shared with the handler (`RequestContext::http_request`).
-        Ok(owner) => post(core, Arc::new(parts), owner, body).await,
+        Ok(owner) => post(core, Arc::new(parts), owner, body, parsed).await,
         Err(refused) => refused.into_response(),
     }
 }
@@ -173,25 +175,44 @@ fn post_media(h: &HeaderMap) -> Result<Accepts, Rejection> {
     Ok(accepts)
 }
 
-async fn post(core: Arc<Core>, parts: Arc<Parts>, owner: Owner, body: Body) -> Response<Body> {
+/// Serves a POST: its body, or the message a layer already read and
+/// parsed from it.
+async fn post(
+    core: Arc<Core>,
+    parts: Arc<Parts>,
+    owner: Owner,
+    body: Body,
+    parsed: Option<ParsedBody>,
+) -> Response<Body> {
     let h = &parts.headers;
     let accepts = match post_media(h) {
         Ok(a) => a,
         Err(r) => return r.into_response(),
     };
-    let bytes = match core.bodies.read_as(h, owner.clone(), body).await {
-        Ok(b) => b,
-        Err(r) => return r.into_response(),
+    let (msg, charge) = match parsed {
+        Some(p) => {
+            let (msg, estimate) = p.into_parts();
+            let Some(charge) = core.inbound.try_take(estimate) else {
+                return Rejection::Busy.into_response();
+            };
+            (msg, charge)
+        }
+        None => {
+            let bytes = match core.bodies.read_as(h, owner.clone(), body).await {
+                Ok(b) => b,
+                Err(r) => return r.into_response(),
+            };
+            // Charged before parsing, as on stdio: what the parsed message
+            // will hold.
+            let Some(charge) = core.inbound.try_take(footprint::estimate(&bytes)) else {
+                return Rejection::Busy.into_response();
+            };
+            match Message::parse(&bytes) {
+                Ok(m) => (m, charge),
+                Err(e) => return Rejection::of_parse(e).into_response(),
+            }
+        }
     };
-    // Charged before parsing, as on stdio: what the parsed message will hold.
-    let Some(charge) = core.inbound.try_take(footprint::estimate(&bytes)) else {
-        return Rejection::Busy.into_response();
-    };
-    let msg = match Message::parse(&bytes) {
-        Ok(m) => m,
-        Err(e) => return Rejection::of_parse(e).into_response(),
-    };
-    drop(bytes);
     match era_of(h, has_modern_meta(&msg)) {
         Era::Modern => post_modern(core, &parts, owner, msg, charge, accepts).await,
         Era::Legacy => post_legacy(core, &parts, owner, msg, charge, accepts).await,

@@ -129,7 +129,7 @@ mod stream;
 
 pub use admission::{AdmissionFuture, HostOrigin, HostOriginLayer};
 pub use bearer::{Bearer, BearerLayer, BearerTokens};
-pub use body::BodyReader;
+pub use body::{BodyReader, ParsedBody};
 pub use config::{
     Allow, Authorize, HttpConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
     DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_CONNECTIONS,
