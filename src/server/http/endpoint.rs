@@ -125,31 +125,35 @@ async fn on_post(State(core): State<Arc<Core>>, req: Request) -> Response<Body> 
     }
 }
 
-async fn on_get(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+/// `serve`'s answer to a request without a body the endpoint admits; the
+/// refusal otherwise.
+fn when_admitted(
+    core: Arc<Core>,
+    req: Request,
+    serve: impl FnOnce(Arc<Core>, &HeaderMap, Owner) -> Response<Body>,
+) -> Response<Body> {
     let (parts, _) = req.into_parts();
     match admitted(&core, &parts) {
-        Ok(owner) => get(core, &parts.headers, &owner),
+        Ok(owner) => serve(core, &parts.headers, owner),
         Err(refused) => refused.into_response(),
     }
+}
+
+async fn on_get(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
+    when_admitted(core, req, |core, h, owner| get(core, h, &owner))
 }
 
 async fn on_delete(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
-    let (parts, _) = req.into_parts();
-    match admitted(&core, &parts) {
-        Ok(owner) => delete(core, &parts.headers, &owner),
-        Err(refused) => refused.into_response(),
-    }
+    when_admitted(core, req, |core, h, owner| delete(core, h, &owner))
 }
 
 async fn on_other(State(core): State<Arc<Core>>, req: Request) -> Response<Body> {
-    let (parts, _) = req.into_parts();
-    match admitted(&core, &parts) {
-        Ok(_) => Rejection::MethodNotAllowed {
+    when_admitted(core, req, |_, _, _| {
+        Rejection::MethodNotAllowed {
             allow: "GET, POST, DELETE",
         }
-        .into_response(),
-        Err(refused) => refused.into_response(),
-    }
+        .into_response()
+    })
 }
 
 /// The media types a POST's answer can have.

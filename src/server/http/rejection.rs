@@ -267,6 +267,27 @@ fn sessions_full(per_principal: bool, max: usize) -> String {
     }
 }
 
+/// Matches the variants that may carry the request's id (`id:
+/// Option<RequestId>`), listed once for reading and for setting it.
+macro_rules! with_optional_id {
+    ($value:expr, $id:ident => $then:expr, _ => $else:expr) => {
+        match $value {
+            Rejection::InvalidMessage { id: $id, .. }
+            | Rejection::UnexpectedResponse { id: $id }
+            | Rejection::HeaderMismatch { id: $id, .. }
+            | Rejection::UnsupportedVersion { id: $id, .. }
+            | Rejection::MetaMissing { id: $id }
+            | Rejection::MethodRemoved { id: $id, .. }
+            | Rejection::SessionRequired { id: $id }
+            | Rejection::SessionNotFound { id: $id }
+            | Rejection::SessionsFull { id: $id, .. }
+            | Rejection::Internal { id: $id, .. }
+            | Rejection::OutsideGrant { id: $id, .. } => $then,
+            _ => $else,
+        }
+    };
+}
+
 impl Rejection {
     /// The HTTP status of the response.
     pub fn status(&self) -> StatusCode {
@@ -342,43 +363,17 @@ impl Rejection {
 
     /// The id of the request refused, when it is known.
     pub fn id(&self) -> Option<&RequestId> {
-        use Rejection::*;
-        match self {
-            InvalidMessage { id, .. }
-            | UnexpectedResponse { id }
-            | HeaderMismatch { id, .. }
-            | UnsupportedVersion { id, .. }
-            | MetaMissing { id }
-            | MethodRemoved { id, .. }
-            | SessionRequired { id }
-            | SessionNotFound { id }
-            | SessionsFull { id, .. }
-            | Internal { id, .. }
-            | OutsideGrant { id, .. } => id.as_ref(),
-            DuplicateId { id } => Some(id),
-            _ => None,
+        if let Rejection::DuplicateId { id } = self {
+            return Some(id);
         }
+        with_optional_id!(self, id => id.as_ref(), _ => None)
     }
 
     /// The same refusal, naming the request's id (for a condition found
     /// before the body was parsed). Variants that carry no id are kept as
     /// they are.
     pub fn with_id(mut self, request: Option<RequestId>) -> Self {
-        use Rejection::*;
-        match &mut self {
-            InvalidMessage { id, .. }
-            | UnexpectedResponse { id }
-            | HeaderMismatch { id, .. }
-            | UnsupportedVersion { id, .. }
-            | MetaMissing { id }
-            | MethodRemoved { id, .. }
-            | SessionRequired { id }
-            | SessionNotFound { id }
-            | SessionsFull { id, .. }
-            | Internal { id, .. }
-            | OutsideGrant { id, .. } => *id = request,
-            _ => {}
-        }
+        with_optional_id!(&mut self, id => *id = request, _ => {});
         self
     }
 
