@@ -192,6 +192,8 @@
 //!   of the escalation after that could in theory reach a group that reused
 //!   the number. Windows is not tested in CI.
 #![warn(missing_docs, unreachable_pub)]
+// docs.rs builds every feature and marks the items each one brings.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 /// Declares actor message types that never leave this process. With
@@ -245,4 +247,29 @@ pub use client::{
 pub use error::{ChildExit, CloseReason, ConfigError, Error, ListCap, SpawnError};
 pub use jsonrpc::{ErrorObject, Notification, RawJson, RequestId};
 pub use protocol::{CallToolResult, Era, Implementation, Tool};
+
+/// The `schemars` this crate generates tool and prompt schemas with, so
+/// that an application's `#[derive(JsonSchema)]` matches it (a derive of
+/// another major version is an unexplained trait-bound error).
+///
+/// Without `schemars` among your own dependencies, point the derive at
+/// this one:
+///
+/// ```
+/// use conduit_mcp::JsonSchema;
+///
+/// #[derive(serde::Deserialize, JsonSchema)]
+/// #[schemars(crate = "conduit_mcp::schemars")]
+/// struct Echo {
+///     /// The text to return.
+///     text: String,
+/// }
+///
+/// let schema = conduit_mcp::schemars::schema_for!(Echo);
+/// assert_eq!(schema.get("type"), Some(&serde_json::json!("object")));
+/// ```
+pub use schemars;
+/// The derive (and trait) of [`schemars`]: `#[derive(JsonSchema)]` on a
+/// tool's or prompt's argument type.
+pub use schemars::JsonSchema;
 pub use secret::{Arg, EnvValue, MaybeSecret, Secret};

@@ -116,6 +116,59 @@ pub struct ElicitResult {
     pub extra: Extra,
 }
 
+impl ElicitResult {
+    /// The user submitted `content` (form mode; URL mode has none).
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{ElicitAction, ElicitResult};
+    /// use serde_json::json;
+    ///
+    /// let content = json!({ "name": "Ada" }).as_object().cloned().unwrap();
+    /// let r = ElicitResult::accept(Some(content));
+    /// assert_eq!(r.action, ElicitAction::Accept);
+    /// assert_eq!(serde_json::to_value(&r)?, json!({ "action": "accept", "content": { "name": "Ada" } }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn accept(content: Option<Map<String, Value>>) -> Self {
+        ElicitResult {
+            action: ElicitAction::Accept,
+            content,
+            meta: None,
+            extra: Extra::default(),
+        }
+    }
+
+    /// The user said no.
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ElicitResult;
+    ///
+    /// assert_eq!(serde_json::to_value(ElicitResult::decline())?, serde_json::json!({ "action": "decline" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn decline() -> Self {
+        ElicitResult {
+            action: ElicitAction::Decline,
+            ..ElicitResult::accept(None)
+        }
+    }
+
+    /// The user dismissed the request.
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ElicitResult;
+    ///
+    /// assert_eq!(serde_json::to_value(ElicitResult::cancel())?, serde_json::json!({ "action": "cancel" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn cancel() -> Self {
+        ElicitResult {
+            action: ElicitAction::Cancel,
+            ..ElicitResult::accept(None)
+        }
+    }
+}
+
 /// The parameters of `notifications/elicitation/complete` (2025-11-25):
 /// a URL-mode elicitation finished.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
