@@ -167,6 +167,35 @@ impl Client {
     ///
     /// The handler's [`capabilities`](ClientHandler::capabilities) are
     /// added to the configuration's (what the configuration says wins).
+    ///
+    /// # Examples
+    ///
+    /// A [`ClientResponder`] that gives the server the project's root and
+    /// declines every elicitation, attached to a client:
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    ///
+    /// use conduit_mcp::protocol::{ElicitResult, Root};
+    /// use conduit_mcp::{Client, ClientConfig, ClientResponder, StartOptions};
+    ///
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let responder = ClientResponder::new()
+    ///     .roots(|| async { Ok(vec![Root::new("file:///srv/project", "project")]) })
+    ///     .elicitation(|_| async { Ok(ElicitResult::decline()) });
+    /// let client = Client::start_with(
+    ///     ClientConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]),
+    ///     StartOptions {
+    ///         handler: Some(Arc::new(responder)),
+    ///         ..StartOptions::default()
+    ///     },
+    /// )
+    /// .await?;
+    /// // Declared {"roots": {}, "elicitation": {}}; the server's requests
+    /// // are answered by the responder.
+    /// client.stop().wait().await;
+    /// # Ok(()) }
+    /// ```
     pub async fn start_with(
         mut config: ClientConfig,
         opts: StartOptions,

@@ -95,15 +95,16 @@ type Answer<P> = Arc<dyn Fn(P) -> HandlerFuture + Send + Sync>;
 ///
 /// ```
 /// use conduit_mcp::{ClientResponder, ErrorObject};
-/// use conduit_mcp::protocol::{ElicitAction, ElicitResult, Root};
+/// use conduit_mcp::protocol::{ElicitResult, Root};
 ///
 /// let responder = ClientResponder::new()
 ///     .roots(|| async { Ok(vec![Root::new("file:///srv/project", "project")]) })
 ///     .elicitation(|params| async move {
 ///         eprintln!("the server asks: {}", params.message);
-///         Ok(ElicitResult { action: ElicitAction::Decline, content: None, meta: None, extra: Default::default() })
+///         Ok(ElicitResult::decline())
 ///     });
 /// // Declares {"roots": {}, "elicitation": {}}; `ping` is answered `{}`.
+/// // Attach it with `Client::start_with` (`StartOptions::handler`).
 /// assert!(conduit_mcp::ClientHandler::capabilities(&responder).roots.is_some());
 /// ```
 #[derive(Clone, Default)]
