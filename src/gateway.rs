@@ -211,16 +211,12 @@ impl HttpFront {
         mut opts: HostOptions,
         config: FrontConfig,
     ) -> Result<HttpFront, FrontError> {
-        for name in config.lazy.keys() {
-            host.servers.remove(name);
-        }
-        // Lazy servers' names are checked with the others now, not at
-        // their first use.
-        let mut all = host.clone();
+        // Lazy servers are the host's: their names are checked with the
+        // others now, not at their first use.
         for (name, c) in &config.lazy {
-            all.servers.insert(name.clone(), c.clone());
+            host = host.lazy_server(name.clone(), c.clone());
         }
-        all.validate().map_err(HostError::from)?;
+        host.validate().map_err(HostError::from)?;
         let call_log = match &config.call_log {
             Some(path) => Some(calllog::CallLog::open(path, config.log_arguments).map_err(
                 |source| FrontError::CallLog {
@@ -333,28 +329,22 @@ impl HttpFront {
         tools: Option<ToolFilter>,
         lazy: bool,
     ) -> Result<(), HostError> {
-        let mut check = HostConfig::new();
-        for s in self.state.host.servers() {
-            check.servers.insert(s.name, ClientConfig::new("x"));
-        }
-        for l in self.state.lazy_names() {
-            check.servers.insert(l, ClientConfig::new("x"));
-        }
-        if check.servers.contains_key(name) {
+        let host = &self.state.host;
+        if host.is_lazy(name) || host.server(name).is_some() {
             return Err(HostError::Duplicate(name.to_owned()));
         }
-        check
-            .servers
-            .insert(name.to_owned(), ClientConfig::new("x"));
-        check.validate()?;
+        // Before the server lists: none of its tools is served unfiltered.
         self.state.set_filter(name, tools);
-        if lazy {
-            self.state.add_lazy(name, config);
-            return Ok(());
+        let added = match lazy {
+            true => host.add_lazy(name, config),
+            false => host.add(name, config).await,
+        };
+        match &added {
+            Ok(()) => self.state.watch_server(name),
+            Err(HostError::Duplicate(_)) => {}
+            Err(_) => self.state.set_filter(name, None),
         }
-        self.state.host.add(name, config).await?;
-        self.state.watch_server(name);
-        Ok(())
+        added
     }
 
     /// Stops server `name` and takes it out (its `/servers/NAME/mcp`
@@ -362,10 +352,6 @@ impl HttpFront {
     /// Returns once its processes are reaped.
     pub async fn remove_server(&self, name: &str) -> Result<(), HostError> {
         self.state.drop_endpoints(name);
-        if self.state.forget_lazy(name) {
-            self.state.set_filter(name, None);
-            return Ok(());
-        }
         let shutdown = self.state.host.remove(name)?;
         shutdown.wait().await;
         self.state.set_filter(name, None);
@@ -447,7 +433,7 @@ impl Drop for StartOver {
         state.started.send_replace(true);
         tracing::info!(
             servers = state.host.servers().len(),
-            lazy = state.lazy_names().len(),
+            lazy = state.host.lazy_servers().len(),
             "gateway: started"
         );
     }

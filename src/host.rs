@@ -102,6 +102,8 @@ mod naming;
 mod start;
 mod watcher;
 
+use start::OnFailure;
+
 pub use actor::HostMsg;
 pub use config::{HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_QUEUED_EVENT_BYTES};
 pub use error::HostError;
@@ -110,7 +112,7 @@ pub use namespace::{Collision, HostPrompt, HostResource, HostTool, ItemKind, Ite
 pub use naming::{DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
 
 use self::actor::HostSupervisor;
-use self::catalog::HostShared;
+use self::catalog::{HostShared, Route};
 
 /// How the reason of a server that could not start begins (in
 /// [`ServerSummary::status`] and [`HostEvent::Removed`]).
@@ -302,8 +304,12 @@ impl Host {
         // when it returns.
         let mut starts = Vec::with_capacity(config.servers.len());
         for (name, client) in config.servers {
+            if config.lazy.contains(&name) {
+                host.shared.add_lazy(&name, client)?;
+                continue;
+            }
             let ticket = host.shared.reserve(&name, client.request_timeout)?;
-            starts.push(start::spawn(&host, ticket, client, true));
+            starts.push(start::spawn(&host, ticket, client, OnFailure::Keep));
         }
         let starting = Starting {
             starts,
@@ -344,16 +350,126 @@ impl Host {
         let name: String = name.into();
         let ticket = self.shared.reserve(&name, config.request_timeout)?;
         let guard = start::CancelOnDrop::new(&self.shared, ticket.clone());
-        let result = start::join(start::spawn(self, ticket, config, false)).await;
+        let result = start::join(start::spawn(self, ticket, config, OnFailure::Forget)).await;
         guard.disarm();
         result
     }
 
     /// Stops the server `name` and takes it out of the host and the
-    /// namespace. Await the result's [`wait`](HostShutdown::wait) for its
-    /// process to be gone.
+    /// namespace (a lazy server not started yet is only forgotten). Await
+    /// the result's [`wait`](HostShutdown::wait) for its process to be
+    /// gone.
     pub fn remove(&self, name: &str) -> Result<HostShutdown, HostError> {
         self.shared.remove(name)
+    }
+
+    /// Adds the server `name` as a lazy one: nothing runs until its first
+    /// use (a call of one of its tools or prompts through the host, or
+    /// [`start_lazy`](Self::start_lazy)). Its name is checked now, with
+    /// the others' (see [`HostConfig::validate`]); its own options when it
+    /// starts. Until then it is in [`lazy_servers`](Self::lazy_servers),
+    /// not in [`servers`](Self::servers), and its items are in no list.
+    ///
+    /// ```no_run
+    /// # async fn demo(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::host::HostError> {
+    /// use conduit_mcp::ClientConfig;
+    /// host.add_lazy("time", ClientConfig::new("uvx").arg("mcp-server-time"))?;
+    /// assert_eq!(host.lazy_servers(), ["time"]);
+    /// // Starts it, waits until it is listed, then calls it.
+    /// host.call_tool("time__get_current_time", serde_json::json!({})).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn add_lazy(&self, name: impl Into<String>, config: ClientConfig) -> Result<(), HostError> {
+        self.shared.add_lazy(&name.into(), config)
+    }
+
+    /// Starts the lazy server `name` if it is not started yet, and waits
+    /// until it is ready and listed or will never be, up to
+    /// [`HostConfig::ready_timeout`]; for a server that is not lazy, only
+    /// waits the same way. Concurrent calls share one start. A start that fails
+    /// leaves the server lazy, for the next use to try again, and is
+    /// [`HostError::LazyStart`].
+    ///
+    /// Cancel safety: the start is the host's; dropping the future neither
+    /// stops it nor makes another caller's start fail.
+    pub async fn start_lazy(&self, name: &str) -> Result<(), HostError> {
+        let timeout = self.shared.ready_timeout;
+        let Some(start) = self.shared.lazy_start(name) else {
+            if self.shared.client(name).is_none() && self.server(name).is_none() {
+                return Err(HostError::UnknownServer(name.to_owned()));
+            }
+            self.shared.wait_one_settled(name, timeout).await;
+            return Ok(());
+        };
+        let result = start
+            .get_or_init(|| async {
+                let (ticket, config) = match self.shared.reserve_lazy(name) {
+                    Ok(catalog::Reserved::Now(ticket, config)) => (ticket, config),
+                    // A first use dropped while it started: that start goes on.
+                    Ok(catalog::Reserved::Already) => {
+                        self.shared.wait_one_settled(name, timeout).await;
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e.to_string()),
+                };
+                info!(server = %name, "host: starting a lazy server on its first use");
+                let started = start::spawn(self, ticket, *config, OnFailure::StaysLazy);
+                match start::join(started).await {
+                    Ok(()) => {
+                        self.shared.wait_one_settled(name, timeout).await;
+                        Ok(())
+                    }
+                    Err(HostError::Start { source, .. }) => Err(source.to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+            .await
+            .clone();
+        if result.is_ok() {
+            self.shared.started_lazy(name, &start);
+        }
+        result.map_err(|reason| HostError::LazyStart {
+            server: name.to_owned(),
+            reason,
+        })
+    }
+
+    /// The lazy servers not started yet (or whose first start is not over),
+    /// by name.
+    pub fn lazy_servers(&self) -> Vec<String> {
+        self.shared.lazy_names()
+    }
+
+    /// Whether `name` is a lazy server not started yet (or whose first
+    /// start is not over).
+    pub fn is_lazy(&self, name: &str) -> bool {
+        self.shared.is_lazy(name)
+    }
+
+    /// The lazy server not started yet whose items the namespaced `name`
+    /// would be (by its prefix).
+    pub fn lazy_owner(&self, name: &str) -> Option<String> {
+        self.shared.lazy_owner(name)
+    }
+
+    /// Where a call of the item `name` goes; a lazy server whose prefix
+    /// `name` has is started first.
+    async fn route(&self, kind: ItemKind, name: &str) -> Result<Route, HostError> {
+        let routed = self.shared.route(kind, name).await;
+        // Unavailable: its first start is under way, for another call.
+        let missed = matches!(
+            routed,
+            Err(HostError::UnknownTool(_)
+                | HostError::UnknownPrompt(_)
+                | HostError::Unavailable { .. })
+        );
+        match self.lazy_owner(name).filter(|_| missed) {
+            Some(server) => {
+                self.start_lazy(&server).await?;
+                self.shared.route(kind, name).await
+            }
+            None => routed,
+        }
     }
 
     /// Waits until every server is ready and listed, or will never be
@@ -485,7 +601,7 @@ impl Host {
         arguments: Value,
         opts: RequestOptions,
     ) -> Result<CallToolResult, HostError> {
-        let route = self.shared.route(ItemKind::Tool, name).await?;
+        let route = self.route(ItemKind::Tool, name).await?;
         route
             .client
             .call_tool(&route.own, arguments, opts)
@@ -503,7 +619,7 @@ impl Host {
         name: &str,
         arguments: impl Serialize,
     ) -> Result<GetPromptResult, HostError> {
-        let route = self.shared.route(ItemKind::Prompt, name).await?;
+        let route = self.route(ItemKind::Prompt, name).await?;
         route
             .client
             .get_prompt(&route.own, arguments)
@@ -517,7 +633,7 @@ impl Host {
     /// Reads the resource `uri` from the server that holds it (the first
     /// that listed it).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, HostError> {
-        let route = self.shared.route(ItemKind::Resource, uri).await?;
+        let route = self.route(ItemKind::Resource, uri).await?;
         route
             .client
             .read_resource(&route.own)

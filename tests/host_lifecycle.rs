@@ -11,7 +11,7 @@ use std::time::Duration;
 use conduit_mcp::host::{Host, HostConfig, HostError, HostEvent, HostOptions, WhenUnavailable};
 use conduit_mcp::LifecycleEvent;
 use conduit_mcp::{Backoff, ClientConfig, Status};
-use host_support::{assert_all_gone, listed, until, PATIENCE};
+use host_support::{assert_all_gone, finish, listed, until, PATIENCE};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde_json::json;
 
@@ -557,4 +557,111 @@ async fn a_call_that_waits_without_a_time_limit_does_not_overflow() {
         .unwrap();
     assert_eq!(text(&r), "late");
     assert_all_gone(&host.stop().wait().await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lazy_server_runs_nothing_until_its_first_call_and_concurrent_first_calls_share_one_start(
+) {
+    let dir = common::tempdir("host-lazy");
+    let pids = dir.join("pids");
+    let idle = common::config(&["--pid-file", pids.to_str().unwrap()]);
+    let config = HostConfig::new()
+        .server("eager", common::config(&[]))
+        .lazy_server("idle", idle);
+    let host = Host::start(config).await.unwrap();
+    let names: Vec<String> = host.servers().into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["eager"]);
+    assert_eq!(host.lazy_servers(), ["idle"]);
+    assert!(host.is_lazy("idle"));
+    assert_eq!(host.lazy_owner("idle__echo").as_deref(), Some("idle"));
+    assert!(host.tools().iter().all(|t| t.server == "eager"));
+    assert!(common::read_pids(&pids).is_empty(), "nothing ran yet");
+    // Its name is taken: neither an eager nor a lazy one may have it.
+    assert!(matches!(
+        host.add("idle", common::config(&[])).await,
+        Err(HostError::Duplicate(ref n)) if n == "idle"
+    ));
+    assert!(matches!(
+        host.add_lazy("idle", common::config(&[])),
+        Err(HostError::Duplicate(ref n)) if n == "idle"
+    ));
+
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let host = host.clone();
+        calls.spawn(async move {
+            let r = host
+                .call_tool("idle__echo", json!({ "text": format!("hi {i}") }))
+                .await;
+            (i, r)
+        });
+    }
+    while let Some(done) = calls.join_next().await {
+        let (i, r) = done.unwrap();
+        assert_eq!(text(&r.unwrap()), format!("hi {i}"));
+    }
+    assert_eq!(
+        common::read_pids(&pids).len(),
+        1,
+        "one start for 8 first calls"
+    );
+    assert!(host.lazy_servers().is_empty());
+    assert!(host.server("idle").is_some_and(|s| s.is_ready()));
+    assert!(host.tools().iter().any(|t| t.name == "idle__echo"));
+    // Started now: start_lazy only waits.
+    host.start_lazy("idle").await.unwrap();
+    assert!(matches!(
+        host.start_lazy("nobody").await,
+        Err(HostError::UnknownServer(ref n)) if n == "nobody"
+    ));
+    finish(host).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lazy_server_that_cannot_start_stays_lazy_and_the_next_use_tries_again() {
+    let dir = common::tempdir("host-lazy-retry");
+    let exe = dir.join("srv");
+    let _ = std::fs::remove_file(&exe);
+    let mut config = common::config(&[]);
+    config.command = exe.to_str().unwrap().into();
+    let host = Host::start(HostConfig::new()).await.unwrap();
+    host.add_lazy("later", config).unwrap();
+    let e = host
+        .call_tool("later__echo", json!({ "text": "hi" }))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, HostError::LazyStart { ref server, .. } if server == "later"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("srv"), "{e}");
+    assert_eq!(host.lazy_servers(), ["later"], "still lazy");
+    assert!(host.server("later").is_none());
+
+    std::os::unix::fs::symlink(common::fixture(), &exe).unwrap();
+    let r = host
+        .call_tool("later__echo", json!({ "text": "hi" }))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "hi");
+    assert!(host.lazy_servers().is_empty());
+
+    // A lazy server removed before its first use is only forgotten.
+    host.add_lazy("never", common::config(&[])).unwrap();
+    assert!(host.remove("never").unwrap().wait().await.is_empty());
+    assert!(host.lazy_servers().is_empty());
+    assert!(matches!(
+        host.call_tool("never__echo", json!({})).await,
+        Err(HostError::UnknownTool(_))
+    ));
+    finish(host).await;
+}
+
+#[test]
+fn a_lazy_name_that_is_no_server_is_refused() {
+    let mut config = HostConfig::new().server("a", common::config(&[]));
+    config.lazy.insert("b".into());
+    let e = config.validate().unwrap_err();
+    assert!(e.to_string().contains("lazy"), "{e}");
+    assert!(e.to_string().contains("`b`"), "{e}");
 }

@@ -256,7 +256,7 @@ async fn start_named_lazy(
     if front.host.owner(kind, name).is_some() {
         return None;
     }
-    let server = front.lazy_owner(name)?;
+    let server = front.host.lazy_owner(name)?;
     if !principal.server_allowed(&server) {
         return Some(Refusal {
             what: format!("server `{server}`"),
@@ -349,7 +349,7 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
         }
         servers.insert(s.name.clone(), v);
     }
-    for name in front.lazy_names() {
+    for name in front.host.lazy_servers() {
         servers.insert(name, json!({ "status": "lazy" }));
     }
     // Servers of the file a reload could not add: as at the start.

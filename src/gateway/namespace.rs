@@ -66,7 +66,7 @@ impl Namespace {
     /// their lists.
     async fn start_lazy(caller: &Principal, front: &Arc<FrontState>) {
         let mut started = false;
-        for name in front.lazy_names() {
+        for name in front.host.lazy_servers() {
             if caller.server_allowed(&name) {
                 if let Err(e) = front.ensure_started(&name).await {
                     tracing::warn!(server = %name, error = %e, "gateway: a lazy server could not start");
@@ -125,12 +125,12 @@ impl Namespace {
         };
         let owner = match found(front) {
             Some(o) => Some(o),
-            None if kind != ItemKind::Resource => match front.lazy_owner(name) {
+            None if kind != ItemKind::Resource => match front.host.lazy_owner(name) {
                 Some(server) if caller.server_allowed(&server) => {
                     front
                         .ensure_started(&server)
                         .await
-                        .map_err(HandlerError::Internal)?;
+                        .map_err(|e| HandlerError::Internal(e.to_string()))?;
                     front.host.ready(READY_WAIT).await;
                     found(front)
                 }

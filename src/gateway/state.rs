@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, watch, OnceCell};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::client::{Client, ClientConfig, Delivered, LifecycleEvent, Status};
+use crate::client::{Client, Delivered, LifecycleEvent, Status};
 use crate::host::{Host, HostError, HostEvent, ItemKind};
 use crate::protocol::{Era, Implementation, SubscriptionFilter};
 use crate::server::http::{Allow, HttpConfig, HttpService, Rejection};
@@ -37,9 +37,6 @@ use super::subscribe::ResourceWatches;
 /// How long a call's answer waits for its server's notifications to be
 /// passed on before it goes anyway.
 const NOTE_FLUSH_WAIT: Duration = Duration::from_secs(1);
-
-/// The start of a lazy server, shared by its concurrent first uses.
-type Start = OnceCell<Result<(), String>>;
 
 /// One server's notification watcher, as calls see it.
 #[derive(Clone)]
@@ -97,9 +94,6 @@ pub(crate) struct FrontState {
     services: Mutex<HashMap<Endpoint, EndpointService>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
-    /// Lazy servers not started yet, and the start of each once begun.
-    lazy: Mutex<BTreeMap<String, ClientConfig>>,
-    starting: Mutex<HashMap<String, Arc<Start>>>,
     /// Servers of the file a reload could not add, with the reason: in
     /// `/health` as a server that gave up at the start is.
     failed: Mutex<BTreeMap<String, String>>,
@@ -125,7 +119,6 @@ impl FrontState {
     ) -> Arc<Self> {
         let gate = Gate::new(&config.auth, config.metrics_token.clone());
         let held = HeldCalls::new(config.max_held_calls, config.input_timeout);
-        let lazy = config.lazy.clone();
         let mut metrics = Metrics::new();
         if let Some(log) = &call_log {
             metrics.count_call_log_drops(log.dropped());
@@ -141,8 +134,6 @@ impl FrontState {
             note_flush: Mutex::new(HashMap::new()),
             services: Mutex::new(HashMap::new()),
             tools: std::sync::RwLock::new(config.tools.clone()),
-            lazy: Mutex::new(lazy),
-            starting: Mutex::new(HashMap::new()),
             failed: Mutex::new(BTreeMap::new()),
             fingerprints: Mutex::new([0; 3]),
             stopping: AtomicBool::new(false),
@@ -209,13 +200,8 @@ impl FrontState {
     pub(crate) fn knows(&self, name: &str) -> bool {
         // The client, not the summary: this runs on every request.
         self.host.client(name).is_some()
-            || crate::sync::lock(&self.lazy).contains_key(name)
+            || self.host.is_lazy(name)
             || self.host.server(name).is_some()
-    }
-
-    /// The lazy servers not started yet.
-    pub(crate) fn lazy_names(&self) -> Vec<String> {
-        crate::sync::lock(&self.lazy).keys().cloned().collect()
     }
 
     /// Records (with `Some`) or forgets that a reload could not add
@@ -237,79 +223,19 @@ impl FrontState {
         crate::sync::lock(&self.failed).clone()
     }
 
-    /// The lazy server not started yet whose namespace prefix `name` has.
-    pub(crate) fn lazy_owner(&self, name: &str) -> Option<String> {
-        self.lazy_names()
-            .into_iter()
-            .find(|s| name.starts_with(&self.host.prefix(s)))
-    }
-
-    /// Adds a lazy server (started on first use).
-    pub(crate) fn add_lazy(&self, name: &str, config: ClientConfig) {
-        crate::sync::lock(&self.lazy).insert(name.to_owned(), config);
-        crate::sync::lock(&self.starting).remove(name);
-    }
-
-    /// Forgets a lazy server that was never started; whether it was one.
-    pub(crate) fn forget_lazy(&self, name: &str) -> bool {
-        crate::sync::lock(&self.starting).remove(name);
-        crate::sync::lock(&self.lazy).remove(name).is_some()
-    }
-
-    /// Starts the lazy server `name` if it is one and not started yet;
-    /// concurrent first uses share one start.
-    pub(crate) async fn ensure_started(self: &Arc<Self>, name: &str) -> Result<(), String> {
-        let config = crate::sync::lock(&self.lazy).get(name).cloned();
-        let Some(config) = config else {
+    /// Starts the lazy server `name` if it is one and not started yet
+    /// (concurrent first uses share one start), and follows it.
+    pub(crate) async fn ensure_started(self: &Arc<Self>, name: &str) -> Result<(), HostError> {
+        if !self.host.is_lazy(name) {
             return Ok(());
-        };
-        let cell = crate::sync::lock(&self.starting)
-            .entry(name.to_owned())
-            .or_default()
-            .clone();
-        let this = self.clone();
-        let result = cell
-            .get_or_init(|| async move {
-                tracing::info!(
-                    server = name,
-                    "gateway: starting a lazy server on its first use"
-                );
-                match this.host.add(name, config).await {
-                    Ok(()) | Err(HostError::Duplicate(_)) => {
-                        crate::sync::lock(&this.lazy).remove(name);
-                        this.watch_server(name);
-                        this.wait_listed(name).await;
-                        Ok(())
-                    }
-                    Err(e) => Err(e.to_string()),
-                }
-            })
-            .await
-            .clone();
-        if result.is_err() {
-            // A failed start may be tried again by the next use.
-            crate::sync::lock(&self.starting).remove(name);
         }
-        result
-    }
-
-    /// Waits (at most [`READY_WAIT`]) until server `name` is ready and
-    /// listed, or will never be.
-    async fn wait_listed(&self, name: &str) {
-        let mut changes = self.host.changes();
-        let settled = async {
-            loop {
-                match self.host.server(name) {
-                    Some(s) if s.is_ready() || s.status.is_final() => return,
-                    None => return,
-                    Some(_) => {}
-                }
-                if changes.changed().await.is_err() {
-                    return;
-                }
-            }
-        };
-        let _ = tokio::time::timeout(READY_WAIT, settled).await;
+        tracing::info!(
+            server = name,
+            "gateway: starting a lazy server on its first use"
+        );
+        self.host.start_lazy(name).await?;
+        self.watch_server(name);
+        Ok(())
     }
 
     /// The service of `endpoint`, made if needed (for a server: once it is
@@ -395,7 +321,7 @@ impl FrontState {
     async fn passthrough_config(self: &Arc<Self>, name: &str) -> Result<HttpConfig, HandlerError> {
         self.ensure_started(name)
             .await
-            .map_err(|e| HandlerError::Internal(format!("server `{name}` could not start: {e}")))?;
+            .map_err(|e| HandlerError::Internal(e.to_string()))?;
         let target = self.target(name).ok_or_else(|| {
             HandlerError::Internal(format!("no server named `{name}` in the gateway"))
         })?;
@@ -429,6 +355,9 @@ impl FrontState {
     /// changed: its sessions end, clients start new ones).
     pub(crate) fn drop_endpoints(&self, name: &str) {
         self.watches.forget(name);
+        // Its watcher ends with its client; the next server of this name
+        // gets its own.
+        crate::sync::lock(&self.note_flush).remove(name);
         let mut services = crate::sync::lock(&self.services);
         services.retain(|e, m| {
             let theirs = matches!(e, Endpoint::Server(n) if &**n == name);
@@ -478,10 +407,16 @@ impl FrontState {
     /// Follows server `name`'s notifications: log messages go to the calls
     /// in flight on it, resource updates and list changes to the sessions
     /// of its endpoints.
+    /// Once per server: concurrent first uses of a lazy one follow it
+    /// once.
     pub(crate) fn watch_server(self: &Arc<Self>, name: &str) {
         let Some(client) = self.host.client(name) else {
             return;
         };
+        let mut flushes = crate::sync::lock(&self.note_flush);
+        if flushes.contains_key(name) {
+            return;
+        }
         let weak = Arc::downgrade(self);
         let server: Arc<str> = name.into();
         let notes = client.notifications();
@@ -492,7 +427,8 @@ impl FrontState {
             sent: notes.delivered(),
             passed: passed.clone(),
         };
-        crate::sync::lock(&self.note_flush).insert(server.clone(), entry);
+        flushes.insert(server.clone(), entry);
+        drop(flushes);
         let watcher = Watcher {
             front: weak,
             server,
@@ -533,10 +469,7 @@ impl FrontState {
         let _ = self.changed_kinds();
         for s in self.host.servers() {
             // One added while the front started is followed already.
-            let followed = crate::sync::lock(&self.note_flush).contains_key(s.name.as_str());
-            if !followed {
-                self.watch_server(&s.name);
-            }
+            self.watch_server(&s.name);
         }
         let weak = Arc::downgrade(self);
         let events = self.host.events();

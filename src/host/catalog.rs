@@ -30,7 +30,11 @@ use crate::client::ClientHandler;
 use crate::client::Status;
 use crate::client::{Client, ClientShutdown};
 
+mod lazy;
 mod route;
+
+pub(crate) use lazy::Reserved;
+pub(crate) use route::Route;
 
 /// One reservation of a name: whatever comes back for it applies only
 /// while it is in place.
@@ -107,9 +111,48 @@ struct Catalog {
     next_generation: u64,
     /// Starts in flight whose reservation was removed, by generation.
     orphans: HashMap<u64, oneshot::Sender<(String, ClientShutdown)>>,
+    /// Servers started on their first use, not started yet.
+    lazy: BTreeMap<String, lazy::Lazy>,
 }
 
 impl Catalog {
+    /// Whether `name` may be a new server: not taken (started or lazy),
+    /// and no namespaced name could then mean two servers.
+    fn check_new(&self, naming: &Naming, name: &str) -> Result<(), HostError> {
+        if self.servers.contains_key(name) || self.lazy.contains_key(name) {
+            return Err(HostError::Duplicate(name.to_owned()));
+        }
+        let others = self.servers.keys().chain(self.lazy.keys());
+        naming.check_server(name, others.map(String::as_str))?;
+        Ok(())
+    }
+
+    /// Reserves `name` (checked) for a server being started.
+    fn reserve(&mut self, name: &str, request_timeout: Duration) -> Ticket {
+        self.next_generation += 1;
+        let generation = self.next_generation;
+        self.servers.insert(
+            name.to_owned(),
+            Entry {
+                generation,
+                server: Arc::from(name),
+                client: None,
+                failure: None,
+                request_timeout,
+                added: Instant::now(),
+                ready_after: None,
+                lists: Lists::default(),
+                listed: false,
+                list_error: None,
+                watcher: None,
+            },
+        );
+        Ticket {
+            name: name.to_owned(),
+            generation,
+        }
+    }
+
     /// Takes `name` out: its names leave the namespace (passing to their
     /// next claimants); returns what is left to stop.
     fn take(&mut self, naming: &Naming, name: &str) -> Option<Taken> {
@@ -158,6 +201,8 @@ fn release(ns: &mut Namespace, servers: &BTreeMap<String, Entry>, naming: &Namin
 pub(crate) struct HostShared {
     pub(crate) naming: Naming,
     pub(crate) when_unavailable: WhenUnavailable,
+    /// How long a start waits for its servers ([`HostConfig::ready_timeout`]).
+    pub(crate) ready_timeout: Duration,
     pub(crate) handler: Option<Arc<dyn ClientHandler>>,
     pub(crate) handler_for: Option<super::config::HandlerFactory>,
     catalog: Mutex<Catalog>,
@@ -176,6 +221,7 @@ impl HostShared {
         HostShared {
             naming: config.naming(),
             when_unavailable: config.when_unavailable,
+            ready_timeout: config.ready_timeout,
             handler,
             handler_for,
             catalog: Mutex::default(),
@@ -232,33 +278,8 @@ impl HostShared {
         if cat.stopped {
             return Err(HostError::Stopped);
         }
-        if cat.servers.contains_key(name) {
-            return Err(HostError::Duplicate(name.to_owned()));
-        }
-        self.naming
-            .check_server(name, cat.servers.keys().map(String::as_str))?;
-        cat.next_generation += 1;
-        let generation = cat.next_generation;
-        cat.servers.insert(
-            name.to_owned(),
-            Entry {
-                generation,
-                server: Arc::from(name),
-                client: None,
-                failure: None,
-                request_timeout,
-                added: Instant::now(),
-                ready_after: None,
-                lists: Lists::default(),
-                listed: false,
-                list_error: None,
-                watcher: None,
-            },
-        );
-        Ok(Ticket {
-            name: name.to_owned(),
-            generation,
-        })
+        cat.check_new(&self.naming, name)?;
+        Ok(cat.reserve(name, request_timeout))
     }
 
     /// The started client of `ticket`, and its watcher. If the reservation
@@ -429,10 +450,14 @@ impl HostShared {
 
     /// Takes `name` out of the host and stops it.
     pub(crate) fn remove(&self, name: &str) -> Result<HostShutdown, HostError> {
-        let taken = self
-            .lock()
-            .take(&self.naming, name)
-            .ok_or_else(|| HostError::UnknownServer(name.to_owned()))?;
+        let (was_lazy, taken) = {
+            let mut cat = self.lock();
+            let was_lazy = Self::forget_lazy(&mut cat, name);
+            (was_lazy, cat.take(&self.naming, name))
+        };
+        if !was_lazy && taken.is_none() {
+            return Err(HostError::UnknownServer(name.to_owned()));
+        }
         info!(server = %name, "host: server removed");
         self.emit(HostEvent::Removed {
             server: name.to_owned(),
@@ -440,7 +465,9 @@ impl HostShared {
         });
         self.touch();
         let mut shutdown = HostShutdown::empty();
-        shutdown.add(name.to_owned(), taken);
+        if let Some(taken) = taken {
+            shutdown.add(name.to_owned(), taken);
+        }
         Ok(shutdown)
     }
 
@@ -477,6 +504,7 @@ impl HostShared {
         let taken: Vec<(String, Taken)> = {
             let mut cat = self.lock();
             cat.stopped = true;
+            cat.lazy.clear();
             let names: Vec<String> = cat.servers.keys().cloned().collect();
             names
                 .into_iter()

@@ -2,7 +2,7 @@
 //! into one namespace; [`HostOptions`]: what is not configuration (a parent
 //! actor, a handler).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,6 +57,10 @@ pub struct HostConfig {
     /// names, and tags their events. A name that could make a namespaced
     /// name mean two servers is refused (see [`validate`](Self::validate)).
     pub servers: BTreeMap<String, ClientConfig>,
+    /// The servers (of [`servers`](Self::servers)) started on their first
+    /// use instead of with the host (see
+    /// [`Host::add_lazy`](super::Host::add_lazy)).
+    pub lazy: BTreeSet<String>,
     /// Between a server's name and a tool's: `server__tool` by default.
     pub separator: String,
     /// The longest namespaced name (default 64). A longer one is cut and
@@ -80,6 +84,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         Self {
             servers: BTreeMap::new(),
+            lazy: BTreeSet::new(),
             separator: DEFAULT_SEPARATOR.to_owned(),
             max_name_len: DEFAULT_MAX_NAME_LEN,
             when_unavailable: WhenUnavailable::default(),
@@ -98,6 +103,15 @@ impl HostConfig {
     /// Adds (or replaces) the server `name`.
     pub fn server(mut self, name: impl Into<String>, config: ClientConfig) -> Self {
         self.servers.insert(name.into(), config);
+        self
+    }
+
+    /// Adds (or replaces) the server `name`, started on its first use
+    /// instead of with the host.
+    pub fn lazy_server(mut self, name: impl Into<String>, config: ClientConfig) -> Self {
+        let name = name.into();
+        self.lazy.insert(name.clone());
+        self.servers.insert(name, config);
         self
     }
 
@@ -164,6 +178,12 @@ impl HostConfig {
             return Err(ConfigError::new(
                 "max_queued_event_bytes",
                 "must be positive",
+            ));
+        }
+        if let Some(name) = self.lazy.iter().find(|n| !self.servers.contains_key(*n)) {
+            return Err(ConfigError::new(
+                "lazy",
+                format!("`{name}` is not one of the servers"),
             ));
         }
         let naming = self.naming();

@@ -66,6 +66,15 @@ pub enum HostError {
         #[source]
         source: Error,
     },
+    /// A lazy server could not start on its first use; it stays lazy, and
+    /// the next use tries again.
+    #[error("server `{server}` could not start on its first use: {reason}")]
+    LazyStart {
+        /// The server's name.
+        server: String,
+        /// Why.
+        reason: String,
+    },
     /// The host was stopped.
     #[error("the host was stopped")]
     Stopped,

@@ -19,14 +19,23 @@ use super::catalog::{HostShared, Ticket};
 use super::{watcher, Host, HostError};
 use crate::client::{Client, ClientConfig, StartOptions};
 
-/// Starts the server of `ticket` with `config` in a task of its own; a
-/// server that cannot start is kept with its reason (`keep_failure`) or
-/// forgotten.
+/// What becomes of a server that cannot start.
+pub(super) enum OnFailure {
+    /// Kept, with its reason (a server of the host's config).
+    Keep,
+    /// Forgotten (an [`add`](Host::add): its caller gets the error).
+    Forget,
+    /// Forgotten, its next use to start it again (a lazy server's first
+    /// use).
+    StaysLazy,
+}
+
+/// Starts the server of `ticket` with `config` in a task of its own.
 pub(super) fn spawn(
     host: &Host,
     ticket: Ticket,
     mut config: ClientConfig,
-    keep_failure: bool,
+    on_failure: OnFailure,
 ) -> JoinHandle<Result<(), HostError>> {
     let shared = host.shared.clone();
     let parent = host.actor.get_cell();
@@ -49,7 +58,11 @@ pub(super) fn spawn(
             Err(source) => {
                 warn!(server = %ticket.name, error = %source, "host: server could not start");
                 let reason = format!("{}: {source}", super::COULD_NOT_START);
-                shared.failed(&ticket, reason, keep_failure);
+                match on_failure {
+                    OnFailure::Keep => shared.failed(&ticket, reason, true),
+                    OnFailure::Forget => shared.failed(&ticket, reason, false),
+                    OnFailure::StaysLazy => shared.failed_lazy(&ticket, &reason),
+                }
                 Err(HostError::Start {
                     server: ticket.name,
                     source,
