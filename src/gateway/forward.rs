@@ -42,17 +42,28 @@ pub(crate) struct Target {
     pub(crate) client: Client,
 }
 
-/// Sends `method` with `params` (already in the server's own names) to
-/// `target` on behalf of the front request `ctx`, and returns the
-/// server's answer.
-pub(crate) async fn forward(
-    front: &Arc<FrontState>,
-    principal: &Arc<Principal>,
-    target: &Target,
-    method: &str,
-    params: Option<Value>,
-    ctx: &RequestContext,
-) -> Result<Value, HandlerError> {
+/// One front request on its way to a server: who asks, where it goes,
+/// and the request it came in as.
+pub(crate) struct Call<'a> {
+    pub(crate) front: &'a Arc<FrontState>,
+    pub(crate) caller: &'a Arc<Principal>,
+    pub(crate) target: &'a Target,
+    /// The method sent to the server.
+    pub(crate) method: &'a str,
+    /// The front request.
+    pub(crate) ctx: &'a RequestContext,
+}
+
+/// Sends `call`'s method with `params` (already in the server's own
+/// names) to its target, and returns the server's answer.
+pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+    let Call {
+        front,
+        caller: principal,
+        target,
+        method,
+        ctx,
+    } = *call;
     // Only the call log reads these: no copies without one.
     let log = front.call_log.as_ref();
     let tool = match method {
@@ -69,7 +80,7 @@ pub(crate) async fn forward(
         None
     };
     let mut record = front.observe(principal, &target.server, method, tool, arguments);
-    let result = route(front, principal, target, method, params, ctx).await;
+    let result = route(call, params).await;
     record.finish(&result);
     result.map(|v| for_front(v, method, ctx.era()))
 }
@@ -128,22 +139,22 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
     v
 }
 
-async fn route(
-    front: &Arc<FrontState>,
-    principal: &Arc<Principal>,
-    target: &Target,
-    method: &str,
-    params: Option<Value>,
-    ctx: &RequestContext,
-) -> Result<Value, HandlerError> {
+async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+    let Call {
+        front,
+        caller: principal,
+        target,
+        method,
+        ctx,
+    } = *call;
     let backend = backend_era(target).await?;
     if ctx.era() == Era::Modern && backend == Era::Legacy {
         if let Some(state) = held_calls::our_state(&params) {
-            return held_calls::resume(front, principal, target, method, params, state, ctx).await;
+            return held_calls::resume(call, params, state).await;
         }
         if MULTI_ROUND.contains(&method) {
             let params = server_params(params, ctx, backend);
-            return held_calls::start(front, principal, target, method, params, ctx).await;
+            return held_calls::start(call, params).await;
         }
     }
     let params = server_params(params, ctx, backend);

@@ -32,8 +32,7 @@ use crate::protocol::InputRequest;
 use crate::server::{AskError, HandlerError, RequestContext};
 use crate::sync::AbortOnDrop;
 
-use super::auth::Principal;
-use super::forward::{answer, send_progress, with_progress, Target};
+use super::forward::{answer, send_progress, with_progress, Call};
 use super::server_requests::{ask_error, Ask, Registered, CURRENT};
 use super::state::FrontState;
 
@@ -157,14 +156,14 @@ fn tool_name(params: &Option<Value>) -> Option<String> {
 
 /// Starts the server's call in a task of its own, and serves the first
 /// round.
-pub(crate) async fn start(
-    front: &Arc<FrontState>,
-    principal: &Arc<Principal>,
-    target: &Target,
-    method: &str,
-    params: Option<Value>,
-    ctx: &RequestContext,
-) -> Result<Value, HandlerError> {
+pub(crate) async fn start(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+    let Call {
+        front,
+        caller: principal,
+        target,
+        method,
+        ctx,
+    } = *call;
     let (asks_tx, asks) = mpsc::unbounded_channel();
     let registered = front.relay.register(
         &target.server,
@@ -200,14 +199,17 @@ pub(crate) async fn start(
 /// A retry: the answers go to the server's waiting requests, then the
 /// call goes on.
 pub(crate) async fn resume(
-    front: &Arc<FrontState>,
-    principal: &Arc<Principal>,
-    target: &Target,
-    method: &str,
+    call: &Call<'_>,
     params: Option<Value>,
     state: String,
-    ctx: &RequestContext,
 ) -> Result<Value, HandlerError> {
+    let Call {
+        front,
+        caller: principal,
+        target,
+        method,
+        ctx,
+    } = *call;
     let invalid = |why: &str| {
         HandlerError::Rpc(ErrorObject::new(
             codes::INVALID_PARAMS,

@@ -16,7 +16,7 @@ use crate::protocol::{methods, Era, SubscriptionFilter};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::{caller, Principal};
-use super::forward::{for_front, forward, Target, READY_WAIT};
+use super::forward::{for_front, forward, Call, Target, READY_WAIT};
 use super::listen;
 use super::state::FrontState;
 use super::subscribe::{subscription, watch};
@@ -165,7 +165,14 @@ impl Namespace {
         ctx: &RequestContext,
     ) -> Result<Value, HandlerError> {
         let target = Self::target(front, owner)?;
-        forward(front, caller, &target, method, params, ctx).await
+        let call = Call {
+            front,
+            caller,
+            target: &target,
+            method,
+            ctx,
+        };
+        forward(&call, params).await
     }
 
     /// `params` with `key` set to `value`.

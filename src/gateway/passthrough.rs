@@ -14,7 +14,7 @@ use crate::protocol::{methods, Era, ListenParams};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::{caller, Principal};
-use super::forward::{forward, Target};
+use super::forward::{forward, Call, Target};
 use super::listen;
 use super::state::FrontState;
 use super::subscribe::{subscription, watch};
@@ -72,7 +72,14 @@ impl Handler for Passthrough {
         let target = self.target(&front)?;
         let era = ctx.era();
         let method = req.method.clone();
-        let pass = |params| forward(&front, &caller, &target, &method, params, &ctx);
+        let call = Call {
+            front: &front,
+            caller: &caller,
+            target: &target,
+            method: &method,
+            ctx: &ctx,
+        };
+        let pass = |params| forward(&call, params);
         match req.method.as_str() {
             methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
                 // Kept for this session (its calls carry it to a 2026-07-28

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::http::headers;
 use crate::jsonrpc::footprint;
 use crate::jsonrpc::{encode, Message, RequestId};
-use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::protocol::{meta, methods, Era, LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::server::engine::dispatch::{route, Route};
 use crate::server::engine::{Duplicate, Scope};
 use crate::server::handle::ServerHandle;
@@ -68,12 +68,8 @@ pub(crate) fn router(core: Arc<Core>) -> axum::Router {
         .layer(admission)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Era {
-    Legacy,
-    Modern,
-}
-
+/// The era a request speaks, from its version header, its session header
+/// and whether its body carries the 2026-07-28 `_meta`.
 fn era_of(h: &HeaderMap, body_is_modern: bool) -> Era {
     let version = h.get(PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
     let has_session = h.contains_key(SESSION_ID);
