@@ -98,7 +98,6 @@
 //! - A lazy server starts on its first use, which waits for it to be
 //!   ready (up to 30 s).
 
-use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -107,6 +106,8 @@ use tokio::net::TcpListener;
 
 use crate::client::ClientConfig;
 use crate::config_file::ServersFile;
+/// What [`HttpFront::reload`] did: the host's [`Reload`](crate::host::Reload).
+pub use crate::host::Reload;
 use crate::host::{Host, HostConfig, HostError, HostOptions, ServerShutdown};
 
 mod auth;
@@ -358,62 +359,30 @@ impl HttpFront {
         Ok(())
     }
 
-    /// Applies a config file read again (`mcp serve --watch`): servers
-    /// whose entry changed restart, added ones start, removed ones stop;
-    /// the others and their sessions are untouched. `previous` is the file
-    /// as last applied. Returns the names restarted, added and removed.
+    /// Applies a config file read again (`mcp serve --watch`), as
+    /// [`Host::reload`] does, and the file's tool filters with it: the
+    /// sessions of `/servers/NAME/mcp` end for a server restarted or
+    /// removed; the others and their sessions are untouched. `previous` is
+    /// the file as last applied.
     pub async fn reload(&self, previous: &ServersFile, next: &ServersFile) -> Reload {
-        let mut out = Reload::default();
-        let names: BTreeMap<&String, ()> = previous
-            .servers
-            .keys()
-            .chain(next.servers.keys())
-            .map(|n| (n, ()))
-            .collect();
-        let failed = self.state.failed();
-        for name in names.keys() {
-            // One that could not be added is tried again, as new.
-            let not_added = failed.contains_key(*name);
-            let before = previous.fingerprint(name).filter(|_| !not_added);
-            let after = next.fingerprint(name);
-            let options = next.serve.get(*name).cloned().unwrap_or_default();
-            match (before, after, next.servers.get(*name)) {
-                (None, None, _) | (None, Some(_), None) if not_added => {
-                    self.state.set_failed(name, None);
-                    out.removed.push((*name).clone());
-                }
-                (Some(_), None, _) | (Some(_), Some(_), None) => {
-                    match self.remove_server(name).await {
-                        Ok(()) => out.removed.push((*name).clone()),
-                        Err(e) => out.failed.push(((*name).clone(), e.to_string())),
-                    }
-                }
-                (before, Some(after), Some(config)) => {
-                    if before == Some(after) {
-                        continue;
-                    }
-                    if before.is_some() {
-                        if let Err(e) = self.remove_server(name).await {
-                            out.failed.push(((*name).clone(), e.to_string()));
-                            continue;
-                        }
-                    }
-                    let filter = ToolFilter::from_options(&options);
-                    let added = self
-                        .add_server(name, config.clone(), Some(filter), options.lazy)
-                        .await;
-                    self.state
-                        .set_failed(name, added.as_ref().err().map(ToString::to_string));
-                    match added {
-                        Ok(()) if before.is_some() => out.restarted.push((*name).clone()),
-                        Ok(()) => out.added.push((*name).clone()),
-                        Err(e) => out.failed.push(((*name).clone(), e.to_string())),
-                    }
-                }
-                _ => {}
-            }
+        let state = &self.state;
+        // Before the servers start: each lists through its filter from
+        // its first listing.
+        for name in next.servers.keys() {
+            let options = next.serve.get(name).cloned().unwrap_or_default();
+            state.set_filter(name, Some(ToolFilter::from_options(&options)));
         }
-        out
+        let done = state.host.reload(previous, next).await;
+        for name in done.removed.iter().chain(&done.restarted) {
+            state.drop_endpoints(name);
+        }
+        for name in &done.removed {
+            state.set_filter(name, None);
+        }
+        for name in done.added.iter().chain(&done.restarted) {
+            state.watch_server(name);
+        }
+        done
     }
 }
 
@@ -437,18 +406,4 @@ impl Drop for StartOver {
             "gateway: started"
         );
     }
-}
-
-/// What [`HttpFront::reload`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Reload {
-    /// Servers whose entry changed: stopped and started again.
-    pub restarted: Vec<String>,
-    /// New servers, started (or waiting for their first use).
-    pub added: Vec<String>,
-    /// Servers no longer in the file, stopped.
-    pub removed: Vec<String>,
-    /// Servers that could not be changed, with the reason.
-    pub failed: Vec<(String, String)>,
 }

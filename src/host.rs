@@ -99,6 +99,7 @@ mod items;
 pub(crate) mod listing;
 pub mod namespace;
 mod naming;
+mod reload;
 mod start;
 mod watcher;
 
@@ -110,6 +111,7 @@ pub use error::HostError;
 pub use events::HostEvents;
 pub use namespace::{Collision, HostPrompt, HostResource, HostTool, ItemKind, ItemRef, Listed};
 pub use naming::{DEFAULT_MAX_NAME_LEN, DEFAULT_SEPARATOR};
+pub use reload::Reload;
 
 use self::actor::HostSupervisor;
 use self::catalog::{HostShared, Route};
@@ -347,10 +349,24 @@ impl Host {
         name: impl Into<String>,
         config: ClientConfig,
     ) -> Result<(), HostError> {
-        let name: String = name.into();
-        let ticket = self.shared.reserve(&name, config.request_timeout)?;
+        self.add_with(&name.into(), config, OnFailure::Forget).await
+    }
+
+    /// [`add`](Self::add), a server that cannot start kept with its reason
+    /// (as one of the first start is).
+    async fn add_kept(&self, name: &str, config: ClientConfig) -> Result<(), HostError> {
+        self.add_with(name, config, OnFailure::Keep).await
+    }
+
+    async fn add_with(
+        &self,
+        name: &str,
+        config: ClientConfig,
+        on_failure: OnFailure,
+    ) -> Result<(), HostError> {
+        let ticket = self.shared.reserve(name, config.request_timeout)?;
         let guard = start::CancelOnDrop::new(&self.shared, ticket.clone());
-        let result = start::join(start::spawn(self, ticket, config, OnFailure::Forget)).await;
+        let result = start::join(start::spawn(self, ticket, config, on_failure)).await;
         guard.disarm();
         result
     }

@@ -665,3 +665,88 @@ fn a_lazy_name_that_is_no_server_is_refused() {
     assert!(e.to_string().contains("lazy"), "{e}");
     assert!(e.to_string().contains("`b`"), "{e}");
 }
+
+/// A config file of fixture servers, each with `args` (and `lazy`).
+fn servers_file(servers: &[(&str, &[&str], bool)]) -> conduit_mcp::config_file::ServersFile {
+    let mut map = serde_json::Map::new();
+    for (name, args, lazy) in servers {
+        let mut entry = json!({ "command": common::fixture(), "args": args });
+        if *lazy {
+            entry["conduit"] = json!({ "lazy": true });
+        }
+        map.insert((*name).to_owned(), entry);
+    }
+    let text = json!({ "mcpServers": map }).to_string();
+    let env = |_: &str| None;
+    conduit_mcp::config_file::ServersFile::parse(
+        &text,
+        std::path::Path::new("/tmp/servers.json"),
+        &env,
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_restarts_changed_servers_only_and_tries_again_one_that_never_started() {
+    let dir = common::tempdir("host-reload");
+    let missing = dir.join("no-such-server");
+    let _ = std::fs::remove_file(&missing);
+    let first = servers_file(&[
+        ("same", &[], false),
+        ("changed", &[], false),
+        ("gone", &[], false),
+    ]);
+    let host = Host::start(HostConfig::from_file(&first).unwrap())
+        .await
+        .unwrap();
+    let (same, changed, gone) = (
+        pid_of(&host, "same"),
+        pid_of(&host, "changed"),
+        pid_of(&host, "gone"),
+    );
+
+    let mut next = servers_file(&[
+        ("same", &[], false),
+        ("changed", &["--era", "legacy"], false),
+        ("new", &[], false),
+        ("idle", &[], true),
+        ("broken", &[], false),
+    ]);
+    next.servers.get_mut("broken").unwrap().command = missing.to_str().unwrap().into();
+    let done = host.reload(&first, &next).await;
+    assert_eq!(done.restarted, ["changed"]);
+    assert_eq!(done.added, ["idle", "new"], "{done:?}");
+    assert_eq!(done.removed, ["gone"]);
+    assert_eq!(done.failed.len(), 1, "{done:?}");
+    assert_eq!(done.failed[0].0, "broken");
+    assert!(!common::alive(gone), "a removed server's process is gone");
+    assert!(
+        !common::alive(changed),
+        "a restarted server's old process is gone"
+    );
+    assert_eq!(
+        pid_of(&host, "same"),
+        same,
+        "an unchanged server is untouched"
+    );
+    assert_eq!(host.lazy_servers(), ["idle"]);
+    // The one that could not start is kept with its reason, as at a start.
+    let broken = host.server("broken").expect("kept");
+    assert!(
+        matches!(&broken.status, Status::GaveUp(r) if r.contains("no-such-server")),
+        "{broken:?}"
+    );
+    host.ready(PATIENCE).await;
+    assert_ne!(pid_of(&host, "changed"), changed);
+
+    // The same file again: only the one that never started is tried again.
+    std::os::unix::fs::symlink(common::fixture(), &missing).unwrap();
+    let again = host.reload(&next, &next).await;
+    // (Added: it never ran.)
+    assert_eq!(again.added, ["broken"], "{again:?}");
+    assert!(again.restarted.is_empty() && again.removed.is_empty() && again.failed.is_empty());
+    host.ready(PATIENCE).await;
+    assert!(host.server("broken").is_some_and(|s| s.is_ready()));
+    assert_eq!(pid_of(&host, "same"), same);
+    finish(host).await;
+}

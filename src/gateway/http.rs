@@ -352,14 +352,6 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
     for name in front.host.lazy_servers() {
         servers.insert(name, json!({ "status": "lazy" }));
     }
-    // Servers of the file a reload could not add: as at the start.
-    for (name, reason) in front.failed() {
-        all = false;
-        servers.insert(
-            name,
-            json!({ "status": "gave_up", "tools": 0, "reason": reason }),
-        );
-    }
     let stopping = front.stopping.load(Ordering::Acquire);
     let gone = front.host_gone();
     let starting = !*front.started.borrow();

@@ -94,9 +94,6 @@ pub(crate) struct FrontState {
     services: Mutex<HashMap<Endpoint, EndpointService>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
-    /// Servers of the file a reload could not add, with the reason: in
-    /// `/health` as a server that gave up at the start is.
-    failed: Mutex<BTreeMap<String, String>>,
     /// A fingerprint of the namespace's tools, prompts and resources, to
     /// tell `/mcp`'s sessions only of the lists that changed.
     fingerprints: Mutex<[u64; 3]>,
@@ -134,7 +131,6 @@ impl FrontState {
             note_flush: Mutex::new(HashMap::new()),
             services: Mutex::new(HashMap::new()),
             tools: std::sync::RwLock::new(config.tools.clone()),
-            failed: Mutex::new(BTreeMap::new()),
             fingerprints: Mutex::new([0; 3]),
             stopping: AtomicBool::new(false),
             closing: watch::Sender::new(false),
@@ -202,25 +198,6 @@ impl FrontState {
         self.host.client(name).is_some()
             || self.host.is_lazy(name)
             || self.host.server(name).is_some()
-    }
-
-    /// Records (with `Some`) or forgets that a reload could not add
-    /// server `name`.
-    pub(crate) fn set_failed(&self, name: &str, why: Option<String>) {
-        let mut failed = crate::sync::lock(&self.failed);
-        match why {
-            Some(w) => {
-                failed.insert(name.to_owned(), w);
-            }
-            None => {
-                failed.remove(name);
-            }
-        }
-    }
-
-    /// The servers a reload could not add, with the reason.
-    pub(crate) fn failed(&self) -> BTreeMap<String, String> {
-        crate::sync::lock(&self.failed).clone()
     }
 
     /// Starts the lazy server `name` if it is one and not started yet

@@ -543,6 +543,14 @@ impl HostShared {
             .collect()
     }
 
+    /// Whether `name` is a server whose start failed (it never ran).
+    pub(crate) fn never_started(&self, name: &str) -> bool {
+        self.lock()
+            .servers
+            .get(name)
+            .is_some_and(|e| e.client.is_none() && e.failure.is_some())
+    }
+
     pub(crate) fn client(&self, name: &str) -> Option<Client> {
         self.lock().servers.get(name)?.client.clone()
     }
