@@ -106,7 +106,6 @@ use tokio::net::TcpListener;
 
 use crate::client::ClientConfig;
 use crate::config_file::ServersFile;
-/// What [`HttpFront::reload`] did: the host's [`Reload`](crate::host::Reload).
 pub use crate::host::Reload;
 use crate::host::{Host, HostConfig, HostError, HostOptions, ServerShutdown};
 
