@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned third-party MCP servers that tests/client_interop.rs
+# Installs the pinned third-party MCP servers that tests/interop/client.rs
 # drives over stdio, under target/peers/ (shared with .ci/install-peers.sh,
 # which installs the server-side peers into the same directories):
 #   target/peers/node/  @modelcontextprotocol/server-everything (Node)

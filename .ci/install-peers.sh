@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned interop peers under target/peers/ for tests/server_interop.rs:
+# Installs the pinned interop peers under target/peers/ for tests/interop/server.rs:
 #   target/peers/venv/  Python virtualenv with the `mcp` package (stdio client)
 #   target/peers/node/  Node packages: the official TypeScript SDK, and the
 #                       "everything" reference server (for the client half)

@@ -7,7 +7,7 @@
 //!   `http://127.0.0.1:N/mcp` (see [`serve_http`]); `.ci/conformance.sh`
 //!   runs the suite against it.
 //! - `conformance_server --stdio`: the same fixtures over stdio (the tests in
-//!   `tests/conformance_fixtures.rs` drive it with this crate's client).
+//!   `tests/protocol/conformance_fixtures.rs` drive it with this crate's client).
 //!
 //! SIGTERM or SIGINT stops it; it then exits 0.
 //!

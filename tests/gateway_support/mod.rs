@@ -16,10 +16,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-#[path = "../common/mod.rs"]
-pub mod common;
-#[path = "../server_http_support/mod.rs"]
-pub mod http;
+// Declared once in the binary's root (`tests/*/main.rs`).
+pub(crate) use crate::common;
+pub(crate) use crate::server_http_support as http;
 
 pub use http::{Resp, LEGACY, MODERN};
 

@@ -53,8 +53,9 @@ pub fn py_server_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/py_server.py")
 }
 
-/// The value of `$found`, or return from the test saying what is missing.
-#[macro_export]
+/// The value of `$found`, or return from the test saying what is missing
+/// (`#[macro_use] mod peers;` brings it in).
+#[allow(unused_macros)]
 macro_rules! need {
     ($found:expr, $what:expr) => {
         match $found {
