@@ -54,16 +54,25 @@ pub(crate) struct Call<'a> {
     pub(crate) ctx: &'a RequestContext,
 }
 
+impl<'a> Call<'a> {
+    /// Its parts, for a function that uses most of them.
+    pub(crate) fn parts(
+        &self,
+    ) -> (
+        &'a Arc<FrontState>,
+        &'a Arc<Principal>,
+        &'a Target,
+        &'a str,
+        &'a RequestContext,
+    ) {
+        (self.front, self.caller, self.target, self.method, self.ctx)
+    }
+}
+
 /// Sends `call`'s method with `params` (already in the server's own
 /// names) to its target, and returns the server's answer.
 pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
-    let Call {
-        front,
-        caller: principal,
-        target,
-        method,
-        ctx,
-    } = *call;
+    let (front, principal, target, method, ctx) = call.parts();
     // Only the call log reads these: no copies without one.
     let log = front.call_log.as_ref();
     let tool = match method {
@@ -140,13 +149,7 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
 }
 
 async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
-    let Call {
-        front,
-        caller: principal,
-        target,
-        method,
-        ctx,
-    } = *call;
+    let (front, principal, target, method, ctx) = call.parts();
     let backend = backend_era(target).await?;
     if ctx.era() == Era::Modern && backend == Era::Legacy {
         if let Some(state) = held_calls::our_state(&params) {

@@ -157,13 +157,7 @@ fn tool_name(params: &Option<Value>) -> Option<String> {
 /// Starts the server's call in a task of its own, and serves the first
 /// round.
 pub(crate) async fn start(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
-    let Call {
-        front,
-        caller: principal,
-        target,
-        method,
-        ctx,
-    } = *call;
+    let (front, principal, target, method, ctx) = call.parts();
     let (asks_tx, asks) = mpsc::unbounded_channel();
     let registered = front.relay.register(
         &target.server,
@@ -203,13 +197,7 @@ pub(crate) async fn resume(
     params: Option<Value>,
     state: String,
 ) -> Result<Value, HandlerError> {
-    let Call {
-        front,
-        caller: principal,
-        target,
-        method,
-        ctx,
-    } = *call;
+    let (front, principal, target, method, ctx) = call.parts();
     let invalid = |why: &str| {
         HandlerError::Rpc(ErrorObject::new(
             codes::INVALID_PARAMS,
