@@ -277,7 +277,7 @@ pub(crate) fn overlay_options(options: &Options, config: &mut ClientConfig) {
         config.init_timeout = t;
     }
     if let Some(era) = options.era {
-        config.era = era.into();
+        config.era = era;
     }
     let env = options.env.iter();
     merge_env(

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::TypedValueParser;
+use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
 use crate::client::{EraPreference, StderrMode};
@@ -123,8 +124,8 @@ pub(crate) struct Options {
     pub(crate) timeout: Option<Duration>,
     /// Protocol era (default auto: probe with server/discover, fall back to
     /// initialize)
-    #[arg(long, value_name = "auto|modern|legacy", global = true, value_enum)]
-    pub(crate) era: Option<Era>,
+    #[arg(long, value_name = "auto|modern|legacy", global = true, value_parser = era())]
+    pub(crate) era: Option<EraPreference>,
     /// Set a variable in the server's environment (repeatable). Only HOME
     /// LOGNAME PATH SHELL TERM USER are inherited from this process
     #[arg(long = "env", value_name = "K=V", global = true, value_parser = env_pair)]
@@ -304,22 +305,15 @@ pub(crate) struct ServeArgs {
     pub(crate) grace: Option<Duration>,
 }
 
-/// `--era`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum Era {
-    Auto,
-    Modern,
-    Legacy,
-}
-
-impl From<Era> for EraPreference {
-    fn from(e: Era) -> Self {
-        match e {
-            Era::Auto => EraPreference::Auto,
-            Era::Modern => EraPreference::Modern,
-            Era::Legacy => EraPreference::Legacy,
+/// `--era`: the names `EraPreference` is serialised with.
+fn era() -> impl TypedValueParser<Value = EraPreference> {
+    clap::builder::PossibleValuesParser::new(["auto", "modern", "legacy"]).map(|v| {
+        match v.as_str() {
+            "modern" => EraPreference::Modern,
+            "legacy" => EraPreference::Legacy,
+            _ => EraPreference::Auto,
         }
-    }
+    })
 }
 
 fn timeout(v: &str) -> Result<Duration, String> {
