@@ -30,7 +30,8 @@ use crate::throttle::Throttle;
 use super::body::BodyReader;
 use super::config::HttpConfig;
 use super::principal::Owner;
-use super::session::{Session, SessionTable};
+use super::session::Session;
+use super::session_store::{MemorySessions, SessionStore};
 use super::stream::{Counter, RequestOutlet, Stream};
 
 type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -169,7 +170,7 @@ impl Drop for StreamReply {
 
 /// Sends a message to every session's GET stream (the server-wide
 /// handle's `notify`).
-struct Broadcast(Weak<SessionTable>);
+struct Broadcast(Weak<dyn SessionStore>);
 
 impl Outlet for Broadcast {
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
@@ -190,7 +191,8 @@ pub(crate) struct Core {
     /// The server-wide state: the handle's stop, lifetime and readiness,
     /// and the state 2026-07-28 era requests are routed against.
     pub(crate) root: Arc<SessionShared>,
-    pub(crate) sessions: Arc<SessionTable>,
+    /// The 2025-11-25 era sessions.
+    pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) engine: Arc<Engine<Erased>>,
     /// The stateless requests of each principal: a scope each.
     stateless: Mutex<HashMap<Owner, Arc<Scope<StreamReply>>>>,
@@ -262,9 +264,10 @@ impl Core {
         closes_root: bool,
     ) -> Arc<Self> {
         let inbound = root.inbound.clone();
-        let sessions = SessionTable::new(&config);
-        let weak: Weak<dyn Sessions> = Arc::downgrade(&(sessions.clone() as Arc<dyn Sessions>));
+        let memory = MemorySessions::new(&config);
+        let weak: Weak<dyn Sessions> = Arc::downgrade(&(memory.clone() as Arc<dyn Sessions>));
         let _ = root.sessions.set(weak);
+        let sessions: Arc<dyn SessionStore> = memory;
         let _ = root
             .outlet
             .set(Arc::new(Broadcast(Arc::downgrade(&sessions))));
@@ -358,7 +361,7 @@ impl Core {
                 .sessions
                 .get()
                 .cloned()
-                .unwrap_or_else(|| Weak::<SessionTable>::new() as Weak<dyn Sessions>),
+                .unwrap_or_else(|| Weak::<MemorySessions>::new() as Weak<dyn Sessions>),
         );
         s.shared
             .phase

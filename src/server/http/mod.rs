@@ -125,6 +125,7 @@ mod rejection;
 mod room;
 mod server;
 mod session;
+mod session_store;
 mod stream;
 
 pub use admission::{AdmissionFuture, HostOrigin, HostOriginLayer};

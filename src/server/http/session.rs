@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use crate::line_io::WriteQueue;
-use crate::server::handle::{SessionShared, Sessions};
+use crate::server::handle::SessionShared;
 
 use crate::server::engine::Scope;
 
@@ -95,16 +95,16 @@ impl Session {
 
     /// Whether the session has been idle (no request running, no stream
     /// open) since `before`.
-    fn idle_since(&self, before: Instant) -> bool {
+    pub(crate) fn idle_since(&self, before: Instant) -> bool {
         *crate::sync::lock(&self.last_seen) < before && self.idle()
     }
 
     /// Whether no request runs and no stream is open.
-    fn idle(&self) -> bool {
+    pub(crate) fn idle(&self) -> bool {
         self.open_streams.load(Ordering::Acquire) == 0 && self.scope.is_empty()
     }
 
-    fn last_seen(&self) -> Instant {
+    pub(crate) fn last_seen(&self) -> Instant {
         *crate::sync::lock(&self.last_seen)
     }
 
@@ -181,147 +181,6 @@ impl Session {
         for stream in s.live.values() {
             stream.close();
         }
-    }
-}
-
-/// Why an `initialize` got no session.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum TableFull {
-    #[error(
-        "too many sessions of this client (max_sessions_per_principal = {0}), none of them idle"
-    )]
-    Principal(usize),
-    #[error("too many sessions (max_sessions = {0}), none of them idle")]
-    Server(usize),
-}
-
-impl TableFull {
-    /// The refusal of the `initialize` request `id`.
-    pub(crate) fn rejection(&self, id: Option<crate::jsonrpc::RequestId>) -> super::Rejection {
-        let (per_principal, max) = match *self {
-            TableFull::Principal(max) => (true, max),
-            TableFull::Server(max) => (false, max),
-        };
-        super::Rejection::SessionsFull {
-            id,
-            per_principal,
-            max,
-        }
-    }
-}
-
-#[derive(Default)]
-struct Table {
-    map: HashMap<String, Arc<Session>>,
-    per_owner: HashMap<Owner, usize>,
-}
-
-impl Table {
-    fn remove(&mut self, id: &str) -> Option<Arc<Session>> {
-        let s = self.map.remove(id)?;
-        if let Some(n) = self.per_owner.get_mut(&s.owner) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_owner.remove(&s.owner);
-            }
-        }
-        Some(s)
-    }
-
-    /// The id of the idle session seen last longest ago, of `owner` (any
-    /// owner: `None`) and among those, of the owner holding the most.
-    fn oldest_idle(&self, owner: Option<&Owner>) -> Option<String> {
-        self.map
-            .values()
-            .filter(|s| owner.is_none_or(|o| *o == s.owner) && s.idle())
-            .max_by_key(|s| {
-                (
-                    self.per_owner.get(&s.owner).copied().unwrap_or(0),
-                    std::cmp::Reverse(s.last_seen()),
-                )
-            })
-            .map(|s| s.id.clone())
-    }
-}
-
-/// The live sessions, by id, with a quota per owner.
-///
-/// A new session of an owner at its quota takes the place of that owner's
-/// oldest idle session; in a full table, of the oldest idle session of
-/// the owner that holds the most. Without one to take, it is refused.
-pub(crate) struct SessionTable {
-    table: Mutex<Table>,
-    max: usize,
-    per_owner: usize,
-}
-
-impl SessionTable {
-    pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
-        Arc::new(SessionTable {
-            table: Mutex::new(Table::default()),
-            max: config.max_sessions.max(1),
-            per_owner: config
-                .max_sessions_per_principal
-                .clamp(1, config.max_sessions.max(1)),
-        })
-    }
-
-    /// Adds a session; the session it took the place of, if any.
-    pub(crate) fn insert(&self, session: Arc<Session>) -> Result<Option<Arc<Session>>, TableFull> {
-        let mut t = crate::sync::lock(&self.table);
-        let held = t.per_owner.get(&session.owner).copied().unwrap_or(0);
-        let make_room = if held >= self.per_owner {
-            Some(
-                t.oldest_idle(Some(&session.owner))
-                    .ok_or(TableFull::Principal(self.per_owner))?,
-            )
-        } else if t.map.len() >= self.max {
-            Some(t.oldest_idle(None).ok_or(TableFull::Server(self.max))?)
-        } else {
-            None
-        };
-        let evicted = make_room.and_then(|id| t.remove(&id));
-        *t.per_owner.entry(session.owner.clone()).or_insert(0) += 1;
-        t.map.insert(session.id.clone(), session);
-        Ok(evicted)
-    }
-
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
-        crate::sync::lock(&self.table).map.get(id).cloned()
-    }
-
-    pub(crate) fn remove(&self, id: &str) -> Option<Arc<Session>> {
-        crate::sync::lock(&self.table).remove(id)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        crate::sync::lock(&self.table).map.len()
-    }
-
-    pub(crate) fn all(&self) -> Vec<Arc<Session>> {
-        crate::sync::lock(&self.table)
-            .map
-            .values()
-            .cloned()
-            .collect()
-    }
-
-    /// Removes the sessions idle since `before`; returns them.
-    pub(crate) fn take_idle(&self, before: Instant) -> Vec<Arc<Session>> {
-        let mut t = crate::sync::lock(&self.table);
-        let idle: Vec<String> = t
-            .map
-            .iter()
-            .filter(|(_, s)| s.idle_since(before))
-            .map(|(k, _)| k.clone())
-            .collect();
-        idle.iter().filter_map(|k| t.remove(k)).collect()
-    }
-}
-
-impl Sessions for SessionTable {
-    fn find(&self, id: &str) -> Option<Arc<SessionShared>> {
-        self.get(id).map(|s| s.shared.clone())
     }
 }
 
