@@ -350,9 +350,9 @@ async fn spawn_once(exe: &Path, era: EraPreference, child: ChildKind) -> Result<
 /// (legacy) or `modern`.
 async fn run_conduit(exe: &Path, plan: &Plan, peer: &str, r: &mut Results) -> Result<(), String> {
     let era = if peer == "modern" {
-        EraPreference::Modern
+        EraPreference::Stateless
     } else {
-        EraPreference::Legacy
+        EraPreference::Stateful
     };
     // The default config (era auto): against a legacy-only server (the
     // probe is refused, then `initialize`) for the legacy column, against
@@ -466,7 +466,7 @@ async fn run_server(
     } else {
         "rmcp"
     };
-    let (rps, p50) = if era == EraPreference::Modern {
+    let (rps, p50) = if era == EraPreference::Stateless {
         ("server_rps_64_modern", "server_p50_modern")
     } else {
         ("server_rps_64", "server_p50")
@@ -664,10 +664,10 @@ fn run_round(
     }
     if wants("server") {
         let runs = [
-            ("conduit-server", EraPreference::Legacy),
-            ("rmcp-server", EraPreference::Legacy),
-            ("conduit-server", EraPreference::Modern),
-            ("rmcp-server", EraPreference::Modern),
+            ("conduit-server", EraPreference::Stateful),
+            ("rmcp-server", EraPreference::Stateful),
+            ("conduit-server", EraPreference::Stateless),
+            ("rmcp-server", EraPreference::Stateless),
         ];
         for k in 0..runs.len() {
             let (mode, era) = runs[(round + k) % runs.len()];
@@ -746,9 +746,9 @@ fn probe(exe: &Path, peer: &str, clients: usize, agg: Duration) {
         match peer {
             "conduit" | "modern" => {
                 let era = if peer == "modern" {
-                    EraPreference::Modern
+                    EraPreference::Stateless
                 } else {
-                    EraPreference::Legacy
+                    EraPreference::Stateful
                 };
                 let warm = Conduit::start(exe, era, ChildKind::Floor)
                     .await
@@ -1057,7 +1057,7 @@ fn main() {
     if let Some(round) = arg_value(&args, "--one-round").and_then(|v| v.parse().ok()) {
         // Warm-up, not measured: the first spawn also starts the spawning
         // thread, which the unpinned rounds pay once for the whole run.
-        if let Err(e) = rt.block_on(spawn_once(&exe, EraPreference::Legacy, ChildKind::Floor)) {
+        if let Err(e) = rt.block_on(spawn_once(&exe, EraPreference::Stateful, ChildKind::Floor)) {
             eprintln!("warm-up client: {e}");
         }
         let mut r = Results::default();

@@ -33,7 +33,7 @@
 use std::time::Duration;
 
 use conduit_mcp::oauth::{AuthorizationRequest, AuthorizationResponse, OAuth, OAuthConfig};
-use conduit_mcp::protocol::LEGACY_VERSIONS;
+use conduit_mcp::protocol::STATEFUL_VERSIONS;
 use conduit_mcp::{
     Client, ClientConfig, EraPreference, ErrorObject, InboundRequest, RequestOptions, Secret,
     StartOptions,
@@ -62,12 +62,12 @@ async fn main() {
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or(Value::Null);
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
-    let era = if LEGACY_VERSIONS.contains(&version.as_str()) {
-        EraPreference::Legacy
+    let era = if STATEFUL_VERSIONS.contains(&version.as_str()) {
+        EraPreference::Stateful
     } else if version.is_empty() {
         EraPreference::Auto
     } else {
-        EraPreference::Modern
+        EraPreference::Stateless
     };
     let mut config = ClientConfig::http(&url)
         .oauth(oauth(&context))

@@ -380,7 +380,7 @@ fn summarize(mut lat: Vec<f64>, window: Duration, errors: usize, peak_kib: u64) 
 async fn direct(plan: Plan) -> Result<Figures, String> {
     let config = ClientConfig::new(server_bin().display().to_string())
         .stderr(StderrMode::Discard)
-        .era(EraPreference::Legacy);
+        .era(EraPreference::Stateful);
     let client = Client::start(config).await.map_err(|e| e.to_string())?;
     client.ready(START).await.map_err(|e| e.to_string())?;
     let start = Instant::now();

@@ -40,7 +40,7 @@ async fn client(legacy: bool) -> Result<(), Box<dyn std::error::Error>> {
         .name("quickstart-server")
         .arg("--serve")
         .era(if legacy {
-            EraPreference::Legacy
+            EraPreference::Stateful
         } else {
             EraPreference::Auto
         });

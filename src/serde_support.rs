@@ -84,7 +84,7 @@ mod tests {
             .env("PLAIN", "1")
             .cd("/tmp")
             .stderr(StderrMode::File("/tmp/log".into()))
-            .era(EraPreference::Legacy)
+            .era(EraPreference::Stateful)
             .request_timeout(Duration::from_millis(1500))
             .restarts(
                 Backoff {
@@ -108,6 +108,33 @@ mod tests {
         assert_eq!(serde_json::to_value(&back).unwrap(), v);
         assert_eq!(back.args, config.args);
         assert_eq!(back.max_reconnects, 7);
+    }
+
+    #[test]
+    fn eras_are_written_with_their_old_names_and_read_with_both() {
+        use crate::protocol::Era;
+        for (pref, era, written, also) in [
+            (
+                EraPreference::Stateless,
+                Era::Stateless,
+                "modern",
+                "stateless",
+            ),
+            (EraPreference::Stateful, Era::Stateful, "legacy", "stateful"),
+        ] {
+            assert_eq!(serde_json::to_value(pref).unwrap(), written);
+            assert_eq!(serde_json::to_value(era).unwrap(), written);
+            assert_eq!(era.as_str(), written);
+            for name in [written, also] {
+                assert_eq!(
+                    serde_json::from_value::<EraPreference>(json!(name)).unwrap(),
+                    pref
+                );
+                assert_eq!(serde_json::from_value::<Era>(json!(name)).unwrap(), era);
+            }
+        }
+        assert_eq!(serde_json::to_value(EraPreference::Auto).unwrap(), "auto");
+        assert!(serde_json::from_value::<EraPreference>(json!("sideways")).is_err());
     }
 
     #[test]

@@ -102,7 +102,7 @@ async fn lines_of_8_mib_minus_one_exact_and_plus_one() {
 async fn server_that_stops_reading_while_10000_requests_are_sent() {
     const TIMEOUT: Duration = Duration::from_secs(30);
     let mut cfg = common::config(&["--stop-reading-after", "2"]);
-    cfg.era = EraPreference::Legacy;
+    cfg.era = EraPreference::Stateful;
     cfg.write_stall_timeout = Duration::from_secs(1);
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let client = Client::start_with(

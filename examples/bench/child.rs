@@ -20,7 +20,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 pub const BIG_BYTES: usize = 8 * 1024 * 1024;
 
 /// Protocol versions the floor child accepts in `initialize`.
-const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+const STATEFUL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// Nanoseconds of CLOCK_MONOTONIC, comparable between processes.
 pub fn mono_ns() -> u64 {
@@ -103,10 +103,10 @@ pub fn floor(stamp: Option<String>, legacy_only: bool) -> ! {
             (Some(m), _) if m.starts_with(b"notifications/") => Ok(()),
             (Some(b"initialize"), Some(id)) => {
                 let asked = string_of(&line, b"\"protocolVersion\":").unwrap_or(b"");
-                let version = LEGACY_VERSIONS
+                let version = STATEFUL_VERSIONS
                     .iter()
                     .find(|v| v.as_bytes() == asked)
-                    .unwrap_or(&LEGACY_VERSIONS[0]);
+                    .unwrap_or(&STATEFUL_VERSIONS[0]);
                 let result = format!(
                     "{{\"protocolVersion\":\"{version}\",\"capabilities\":{{\"tools\":{{}}}},\"serverInfo\":{{\"name\":\"bench-floor\",\"version\":\"1.0.0\"}}}}"
                 );

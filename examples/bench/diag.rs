@@ -39,25 +39,25 @@ pub fn spawn(exe: &Path, n: usize) {
         (
             "conduit era=legacy",
             &[],
-            EraPreference::Legacy,
+            EraPreference::Stateful,
             ChildKind::Floor,
         ),
         (
             "conduit era=modern",
             &[],
-            EraPreference::Modern,
+            EraPreference::Stateless,
             ChildKind::Floor,
         ),
         (
             "conduit legacy die_with_parent=false",
             &["BENCH_DIAG_NO_PDEATHSIG"],
-            EraPreference::Legacy,
+            EraPreference::Stateful,
             ChildKind::Floor,
         ),
         (
             "conduit legacy kill_process_group=false",
             &["BENCH_DIAG_NO_PGROUP"],
-            EraPreference::Legacy,
+            EraPreference::Stateful,
             ChildKind::Floor,
         ),
         ("rmcp", &[], EraPreference::Auto, ChildKind::Floor),
@@ -145,9 +145,9 @@ pub fn ping(exe: &Path, rounds: usize, pin: bool) {
             Err(e) => eprintln!("floor: {e}"),
         }
         for (i, rt, era) in [
-            (1, &mt, EraPreference::Legacy),
-            (2, &ct, EraPreference::Legacy),
-            (3, &mt, EraPreference::Modern),
+            (1, &mt, EraPreference::Stateful),
+            (2, &ct, EraPreference::Stateful),
+            (3, &mt, EraPreference::Stateless),
         ] {
             let r = rt.block_on(async {
                 let c = Conduit::start(exe, era, ChildKind::Floor).await?;
@@ -386,12 +386,15 @@ async fn client_op(exe: &Path, peer: &str, op: &str, n: usize) -> Result<(), Str
         return r;
     }
     let (era, child) = match peer {
-        "conduit" => (EraPreference::Legacy, ChildKind::Floor),
-        "modern" => (EraPreference::Modern, ChildKind::Floor),
-        "conduit-server" => (EraPreference::Legacy, ChildKind::Server("conduit-server")),
-        "rmcp-server" => (EraPreference::Legacy, ChildKind::Server("rmcp-server")),
-        "conduit-server-modern" => (EraPreference::Modern, ChildKind::Server("conduit-server")),
-        "rmcp-server-modern" => (EraPreference::Modern, ChildKind::Server("rmcp-server")),
+        "conduit" => (EraPreference::Stateful, ChildKind::Floor),
+        "modern" => (EraPreference::Stateless, ChildKind::Floor),
+        "conduit-server" => (EraPreference::Stateful, ChildKind::Server("conduit-server")),
+        "rmcp-server" => (EraPreference::Stateful, ChildKind::Server("rmcp-server")),
+        "conduit-server-modern" => (
+            EraPreference::Stateless,
+            ChildKind::Server("conduit-server"),
+        ),
+        "rmcp-server-modern" => (EraPreference::Stateless, ChildKind::Server("rmcp-server")),
         other => return Err(format!("unknown peer {other}")),
     };
     if op == "spawn" {

@@ -42,8 +42,8 @@ impl Peer {
     /// Our client, era pinned (checked once ready).
     pub async fn conduit(url: &str, flow: Flow) -> Result<Peer, String> {
         let (pref, want) = match flow {
-            Flow::Legacy => (EraPreference::Legacy, Era::Legacy),
-            Flow::Modern => (EraPreference::Modern, Era::Modern),
+            Flow::Legacy => (EraPreference::Stateful, Era::Stateful),
+            Flow::Modern => (EraPreference::Stateless, Era::Stateless),
         };
         let cfg = ClientConfig::http(url).name("bench-http").era(pref);
         let client = Client::start(cfg).await.map_err(|e| e.to_string())?;

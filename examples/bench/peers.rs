@@ -299,8 +299,8 @@ impl Conduit {
     /// ready. A client pinned to an era checks that it got it.
     pub async fn start_cfg(cfg: ClientConfig, stamp: Option<PathBuf>) -> Result<Conduit, String> {
         let want = match cfg.era {
-            EraPreference::Legacy => Some(Era::Legacy),
-            EraPreference::Modern => Some(Era::Modern),
+            EraPreference::Stateful => Some(Era::Stateful),
+            EraPreference::Stateless => Some(Era::Stateless),
             EraPreference::Auto => None,
         };
         let client = Client::start(cfg).await.map_err(|e| e.to_string())?;

@@ -305,14 +305,18 @@ pub(crate) struct ServeArgs {
     pub(crate) grace: Option<Duration>,
 }
 
-/// `--era`: the names `EraPreference` is serialised with.
+/// `--era`: the names `EraPreference` is serialised with (and read as).
 fn era() -> impl TypedValueParser<Value = EraPreference> {
-    clap::builder::PossibleValuesParser::new(["auto", "modern", "legacy"]).map(|v| {
-        match v.as_str() {
-            "modern" => EraPreference::Modern,
-            "legacy" => EraPreference::Legacy,
-            _ => EraPreference::Auto,
-        }
+    use clap::builder::PossibleValue;
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("auto"),
+        PossibleValue::new("modern").alias("stateless"),
+        PossibleValue::new("legacy").alias("stateful"),
+    ])
+    .map(|v| match v.as_str() {
+        "modern" => EraPreference::Stateless,
+        "legacy" => EraPreference::Stateful,
+        _ => EraPreference::Auto,
     })
 }
 

@@ -36,17 +36,32 @@ pub enum StderrMode {
 }
 
 /// Which protocol era to speak. Serialised as `"auto"`, `"modern"` or
-/// `"legacy"`.
+/// `"legacy"` (the `mcp` command's `--era` values); `"stateless"` and
+/// `"stateful"` are read too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub enum EraPreference {
     /// Probe with `server/discover`, fall back to `initialize` (the default).
     #[default]
+    #[serde(rename = "auto")]
     Auto,
-    /// Modern only: `server/discover`, never `initialize`.
-    Modern,
-    /// Legacy only: `initialize`, no probe.
-    Legacy,
+    /// [`Era::Stateless`](crate::protocol::Era::Stateless) only:
+    /// `server/discover`, never `initialize`.
+    #[serde(rename = "modern", alias = "stateless")]
+    Stateless,
+    /// [`Era::Stateful`](crate::protocol::Era::Stateful) only:
+    /// `initialize`, no probe.
+    #[serde(rename = "legacy", alias = "stateful")]
+    Stateful,
+}
+
+#[allow(non_upper_case_globals)]
+impl EraPreference {
+    /// Renamed to [`EraPreference::Stateless`].
+    #[deprecated(note = "renamed to `EraPreference::Stateless`")]
+    pub const Modern: EraPreference = EraPreference::Stateless;
+    /// Renamed to [`EraPreference::Stateful`].
+    #[deprecated(note = "renamed to `EraPreference::Stateful`")]
+    pub const Legacy: EraPreference = EraPreference::Stateful;
 }
 
 /// Restart policy: exponential backoff between attempts, and a limit.
@@ -945,7 +960,7 @@ mod tests {
             .kill_process_group(false)
             .die_with_parent(false)
             .group_watchdog(true)
-            .era(EraPreference::Legacy)
+            .era(EraPreference::Stateful)
             .request_timeout(d)
             .init_timeout(d)
             .client_info(Implementation::new("me", "1").with_title("Me"))
@@ -1021,7 +1036,7 @@ mod tests {
         }
         assert_eq!((request_timeout, init_timeout), (d, d));
         assert_eq!(backoff, b);
-        assert_eq!(era, EraPreference::Legacy);
+        assert_eq!(era, EraPreference::Stateful);
         assert_eq!(client_info.title.as_deref(), Some("Me"));
         assert_eq!(capabilities, serde_json::json!({ "roots": {} }));
         assert_eq!(log_level, Some(LoggingLevel::Warning));

@@ -139,7 +139,7 @@ pub(crate) fn encode_call(
     progress: bool,
 ) -> Result<Vec<u8>, String> {
     let mut extra = match (era, meta) {
-        (Era::Modern, Some(cache)) if !progress && !has_meta(params) => {
+        (Era::Stateless, Some(cache)) if !progress && !has_meta(params) => {
             let object = match params {
                 None => None,
                 Some(Value::Object(m)) => Some(m),
@@ -148,8 +148,8 @@ pub(crate) fn encode_call(
             };
             return encode_with_meta(id, method, object, &cache.raw).map_err(|e| e.to_string());
         }
-        (Era::Modern, cache) => cache.map(|c| c.map.clone()).unwrap_or_default(),
-        (Era::Legacy, _) => Map::new(),
+        (Era::Stateless, cache) => cache.map(|c| c.map.clone()).unwrap_or_default(),
+        (Era::Stateful, _) => Map::new(),
     };
     if progress {
         extra.insert("progressToken".into(), id_value(id));
@@ -272,7 +272,7 @@ mod tests {
             Some(json!({ "name": "echo", "arguments": { "text": "x\"\\\n\u{1F600}" } })),
         ] {
             let line =
-                encode_call(Era::Modern, Some(&c), &id, "tools/call", &params, false).unwrap();
+                encode_call(Era::Stateless, Some(&c), &id, "tools/call", &params, false).unwrap();
             assert_eq!(line.last(), Some(&b'\n'));
             assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
             let got: Value = serde_json::from_slice(&line).unwrap();
@@ -280,7 +280,7 @@ mod tests {
         }
         // Params that are not an object: the same error as the merge path.
         let err =
-            encode_call(Era::Modern, Some(&c), &id, "x", &Some(json!([1])), false).unwrap_err();
+            encode_call(Era::Stateless, Some(&c), &id, "x", &Some(json!([1])), false).unwrap_err();
         assert!(err.contains("must be a JSON object"), "{err}");
     }
 }

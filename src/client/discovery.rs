@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::status::ServerSession;
 use crate::jsonrpc::{codes, Outcome};
-use crate::protocol::{meta, Era, Implementation, LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::protocol::{meta, Era, Implementation, STATEFUL_VERSIONS, STATELESS_VERSIONS};
 
 /// What an answer to `server/discover` means.
 #[derive(Debug, PartialEq)]
@@ -45,28 +45,28 @@ pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
             }
             let chosen = if supported.iter().any(|s| s == requested) {
                 requested.to_owned()
-            } else if let Some(v) = MODERN_VERSIONS
+            } else if let Some(v) = STATELESS_VERSIONS
                 .iter()
                 .find(|m| supported.iter().any(|s| s == *m))
             {
                 return DiscoverVerdict::Retry((*v).to_owned());
             } else if supported
                 .iter()
-                .any(|s| LEGACY_VERSIONS.contains(&s.as_str()))
+                .any(|s| STATEFUL_VERSIONS.contains(&s.as_str()))
             {
                 return DiscoverVerdict::Legacy(format!(
                     "server supports only legacy versions {supported:?}"
                 ));
             } else {
                 return DiscoverVerdict::Incompatible(format!(
-                    "server supports {supported:?}; this client supports {MODERN_VERSIONS:?} and {LEGACY_VERSIONS:?}"
+                    "server supports {supported:?}; this client supports {STATELESS_VERSIONS:?} and {STATEFUL_VERSIONS:?}"
                 ));
             };
             let info = v
                 .get("_meta")
                 .and_then(|m| m.get(meta::SERVER_INFO))
                 .or_else(|| v.get("serverInfo"));
-            DiscoverVerdict::Modern(session(&v, Era::Modern, chosen, info))
+            DiscoverVerdict::Modern(session(&v, Era::Stateless, chosen, info))
         }
         Outcome::Error(e) if e.code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
             let supported = strings(e.data.as_ref().and_then(|d| d.get("supported")));
@@ -78,14 +78,14 @@ pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
             // refused the request for another reason, such as a missing or
             // mismatched `MCP-Protocol-Version` header over HTTP, and says
             // it supports it: the Connection retries once, bounded).
-            match MODERN_VERSIONS
+            match STATELESS_VERSIONS
                 .iter()
                 .filter(|m| supported.iter().any(|s| s == **m))
                 .min_by_key(|m| **m != requested)
             {
                 Some(v) => DiscoverVerdict::Retry((*v).to_owned()),
                 None => DiscoverVerdict::Incompatible(format!(
-                    "server supports protocol versions {supported:?}, this client {MODERN_VERSIONS:?}"
+                    "server supports protocol versions {supported:?}, this client {STATELESS_VERSIONS:?}"
                 )),
             }
         }
@@ -105,14 +105,14 @@ pub(crate) fn judge_initialize(outcome: &Outcome) -> Result<ServerSession, Strin
                 .get("protocolVersion")
                 .and_then(Value::as_str)
                 .ok_or("initialize result has no protocolVersion")?;
-            if !LEGACY_VERSIONS.contains(&version) {
+            if !STATEFUL_VERSIONS.contains(&version) {
                 return Err(format!(
-                    "server negotiated protocol version {version:?}, which this client does not support (it supports {LEGACY_VERSIONS:?})"
+                    "server negotiated protocol version {version:?}, which this client does not support (it supports {STATEFUL_VERSIONS:?})"
                 ));
             }
             Ok(session(
                 &v,
-                Era::Legacy,
+                Era::Stateful,
                 version.to_owned(),
                 v.get("serverInfo"),
             ))
@@ -153,7 +153,7 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::jsonrpc::ErrorObject;
-    use crate::protocol::MODERN_VERSION;
+    use crate::protocol::STATELESS_VERSION;
     use serde_json::json;
 
     fn ok(v: Value) -> Outcome {
@@ -163,12 +163,12 @@ mod tests {
     #[test]
     fn discover_result_is_modern() {
         let r = ok(
-            json!({"supportedVersions":[MODERN_VERSION],"capabilities":{"tools":{}},
+            json!({"supportedVersions":[STATELESS_VERSION],"capabilities":{"tools":{}},
             "_meta":{(meta::SERVER_INFO):{"name":"s","version":"1"}},"instructions":"hi"}),
         );
-        match judge(&r, MODERN_VERSION) {
+        match judge(&r, STATELESS_VERSION) {
             DiscoverVerdict::Modern(s) => {
-                assert_eq!(s.protocol_version, MODERN_VERSION);
+                assert_eq!(s.protocol_version, STATELESS_VERSION);
                 assert_eq!(s.server_info, Some(Implementation::new("s", "1")));
                 assert_eq!(s.instructions.as_deref(), Some("hi"));
             }
@@ -181,7 +181,7 @@ mod tests {
         for code in [-32601, -32600, -32602, -32603, -1, 42] {
             let e = Outcome::Error(ErrorObject::new(code, "nope"));
             assert!(
-                matches!(judge(&e, MODERN_VERSION), DiscoverVerdict::Legacy(_)),
+                matches!(judge(&e, STATELESS_VERSION), DiscoverVerdict::Legacy(_)),
                 "{code}"
             );
         }
@@ -191,28 +191,28 @@ mod tests {
     fn unsupported_version_never_falls_back() {
         let e = Outcome::Error(
             ErrorObject::new(-32022, "unsupported")
-                .with_data(json!({"supported":[MODERN_VERSION],"requested":"2099-01-01"})),
+                .with_data(json!({"supported":[STATELESS_VERSION],"requested":"2099-01-01"})),
         );
         assert_eq!(
             judge(&e, "2099-01-01"),
-            DiscoverVerdict::Retry(MODERN_VERSION.into())
+            DiscoverVerdict::Retry(STATELESS_VERSION.into())
         );
         let e = Outcome::Error(
             ErrorObject::new(-32022, "unsupported")
-                .with_data(json!({"supported":["2099-01-01"],"requested":MODERN_VERSION})),
+                .with_data(json!({"supported":["2099-01-01"],"requested":STATELESS_VERSION})),
         );
         assert!(matches!(
-            judge(&e, MODERN_VERSION),
+            judge(&e, STATELESS_VERSION),
             DiscoverVerdict::Incompatible(_)
         ));
         // Refused, though it lists the version requested: retry with it.
         let e = Outcome::Error(
             ErrorObject::new(-32022, "unsupported")
-                .with_data(json!({"supported":[MODERN_VERSION],"requested":MODERN_VERSION})),
+                .with_data(json!({"supported":[STATELESS_VERSION],"requested":STATELESS_VERSION})),
         );
         assert_eq!(
-            judge(&e, MODERN_VERSION),
-            DiscoverVerdict::Retry(MODERN_VERSION.into())
+            judge(&e, STATELESS_VERSION),
+            DiscoverVerdict::Retry(STATELESS_VERSION.into())
         );
     }
 

@@ -160,7 +160,7 @@ impl Client {
     /// ```
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, Error> {
         let method = methods::SUBSCRIPTIONS_LISTEN;
-        if let era @ Era::Legacy = self.era_when_ready().await? {
+        if let era @ Era::Stateful = self.era_when_ready().await? {
             return Err(Error::Unsupported {
                 method: method.into(),
                 era,
@@ -226,14 +226,14 @@ pub(crate) async fn refresh_tools(client: Client) {
         };
         let _ = client.refresh_tools().await;
         let mut stream = match session.era {
-            Era::Modern => client
+            Era::Stateless => client
                 .listen(SubscriptionFilter {
                     tools_list_changed: Some(true),
                     ..Default::default()
                 })
                 .await
                 .ok(),
-            Era::Legacy => None,
+            Era::Stateful => None,
         };
         if stream.is_some() {
             notes = None;

@@ -382,7 +382,7 @@ impl Client {
             // (possibly large) legacy results.
             if opts.single_round
                 || !MULTI_ROUND_METHODS.contains(&method)
-                || era != crate::protocol::Era::Modern
+                || era != crate::protocol::Era::Stateless
                 || memchr::memmem::find(raw.as_bytes(), b"input_required").is_none()
             {
                 return Ok(raw);

@@ -124,8 +124,8 @@ impl Client {
     /// has no `ping`; every modern server answers `server/discover`).
     pub async fn ping(&self) -> Result<(), Error> {
         let method = match self.era_when_ready().await? {
-            Era::Legacy => methods::PING,
-            Era::Modern => methods::DISCOVER,
+            Era::Stateful => methods::PING,
+            Era::Stateless => methods::DISCOVER,
         };
         self.request(method, None).await.map(drop)
     }
@@ -280,7 +280,7 @@ impl Client {
     /// the start), and nothing is sent now.
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), Error> {
         match self.era_when_ready().await? {
-            Era::Legacy => {
+            Era::Stateful => {
                 let params = SetLevelParams {
                     level,
                     meta: None,
@@ -291,7 +291,7 @@ impl Client {
                     .await
                     .map(drop)
             }
-            Era::Modern => {
+            Era::Stateless => {
                 *crate::sync::lock(&self.typed.log_level) = Some(level);
                 Ok(())
             }
@@ -386,7 +386,7 @@ impl Client {
 
     /// A legacy-only request with an empty result.
     async fn legacy_only(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
-        if let era @ Era::Modern = self.era_when_ready().await? {
+        if let era @ Era::Stateless = self.era_when_ready().await? {
             return Err(Error::Unsupported {
                 method: method.into(),
                 era,
@@ -405,7 +405,7 @@ impl Client {
     /// and the server is not known to be legacy (the key is harmless to a
     /// server that does not know it). A `_meta` level the caller set wins.
     pub(crate) fn with_log_level(&self, params: Option<Value>) -> Option<Value> {
-        if self.shared.era() == Some(Era::Legacy) {
+        if self.shared.era() == Some(Era::Stateful) {
             return params;
         }
         let Some(level) = self.typed.level() else {

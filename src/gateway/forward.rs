@@ -119,8 +119,8 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
         return v;
     };
     let foreign_meta = |k: &str| match front {
-        Era::Legacy => k.starts_with("io.modelcontextprotocol/") && !LEGACY_META.contains(&k),
-        Era::Modern => LEGACY_META.contains(&k),
+        Era::Stateful => k.starts_with("io.modelcontextprotocol/") && !LEGACY_META.contains(&k),
+        Era::Stateless => LEGACY_META.contains(&k),
     };
     if let Some(Value::Object(m)) = obj.get_mut("_meta") {
         let before = m.len();
@@ -130,12 +130,12 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
         }
     }
     match front {
-        Era::Legacy => {
+        Era::Stateful => {
             for k in MODERN_ONLY {
                 obj.remove(*k);
             }
         }
-        Era::Modern if method == crate::protocol::methods::TOOLS_LIST => {
+        Era::Stateless if method == crate::protocol::methods::TOOLS_LIST => {
             let tools = obj.get_mut("tools").and_then(Value::as_array_mut);
             for t in tools.into_iter().flatten().filter_map(Value::as_object_mut) {
                 for k in LEGACY_ONLY_TOOL {
@@ -143,7 +143,7 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
                 }
             }
         }
-        Era::Modern => {}
+        Era::Stateless => {}
     }
     v
 }
@@ -151,7 +151,7 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
 async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
     let (front, principal, target, method, ctx) = call.parts();
     let backend = backend_era(target).await?;
-    if ctx.era() == Era::Modern && backend == Era::Legacy {
+    if ctx.era() == Era::Stateless && backend == Era::Stateful {
         if let Some(state) = held_calls::our_state(&params) {
             return held_calls::resume(call, params, state).await;
         }
@@ -165,7 +165,7 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerE
         .relay
         .register(&target.server, principal.clone(), ctx.clone(), None);
     let mut opts = RequestOptions::new();
-    if ctx.era() == Era::Modern {
+    if ctx.era() == Era::Stateless {
         // The server's own `input_required` goes back to the front client
         // as it is; its retry comes back here with the answers.
         opts = opts.single_round();
@@ -259,13 +259,13 @@ pub(crate) fn server_params(
     m.remove(meta::PROGRESS_TOKEN);
     m.remove(meta::PROTOCOL_VERSION);
     match backend {
-        Era::Modern => {
+        Era::Stateless => {
             let caps = ctx
                 .client_capabilities()
                 .cloned()
                 .unwrap_or_else(|| json!({}));
             m.insert(meta::CLIENT_CAPABILITIES.into(), caps);
-            if ctx.era() == Era::Legacy {
+            if ctx.era() == Era::Stateful {
                 if let Some(info) = ctx.handle().client_info() {
                     m.entry(meta::CLIENT_INFO).or_insert(info);
                 }
@@ -278,7 +278,7 @@ pub(crate) fn server_params(
                 m.insert(meta::LOG_LEVEL.into(), json!(level));
             }
         }
-        Era::Legacy => {
+        Era::Stateful => {
             m.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
             p.remove("inputResponses");
             p.remove("requestState");
@@ -326,7 +326,7 @@ mod tests {
             "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "s", "version": "1" } },
         });
         assert_eq!(
-            for_front(modern, "tools/list", Era::Legacy),
+            for_front(modern, "tools/list", Era::Stateful),
             json!({ "tools": [{ "name": "t", "inputSchema": {} }] })
         );
         let legacy = json!({
@@ -334,13 +334,19 @@ mod tests {
             "_meta": { "io.modelcontextprotocol/related-task": { "taskId": "1" }, "x": 1 },
         });
         assert_eq!(
-            for_front(legacy.clone(), "tools/list", Era::Modern),
+            for_front(legacy.clone(), "tools/list", Era::Stateless),
             json!({ "tools": [{ "name": "t", "inputSchema": {} }], "_meta": { "x": 1 } })
         );
         // Each era's own members stay.
-        assert_eq!(for_front(legacy.clone(), "tools/list", Era::Legacy), legacy);
+        assert_eq!(
+            for_front(legacy.clone(), "tools/list", Era::Stateful),
+            legacy
+        );
         let answer =
             json!({ "resultType": "input_required", "requestState": "s", "inputRequests": {} });
-        assert_eq!(for_front(answer.clone(), "tools/call", Era::Modern), answer);
+        assert_eq!(
+            for_front(answer.clone(), "tools/call", Era::Stateless),
+            answer
+        );
     }
 }

@@ -276,16 +276,18 @@ impl Handler for Namespace {
                 Self::send(caller, &front, &owner, &req.method, params, &ctx).await
             }
             methods::COMPLETION_COMPLETE => Self::complete(caller, &front, params, &ctx).await,
-            methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
+            methods::LOGGING_SET_LEVEL if era == Era::Stateful => {
                 self.sessions.handle_request(req, ctx).await
             }
-            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE
+                if era == Era::Stateful =>
+            {
                 let uri = Self::string(&params, "uri")?;
                 let owner = Self::resolve(caller, &front, ItemKind::Resource, &uri).await?;
                 let target = Self::target(&front, &owner)?;
                 subscription(&front, caller, &self.sessions, &target, req, &ctx).await
             }
-            methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
+            methods::SUBSCRIPTIONS_LISTEN if era == Era::Stateless => {
                 let p = listen::params(&req)?;
                 let all = json!({
                     "tools": { "listChanged": true },

@@ -81,7 +81,7 @@ impl Handler for Passthrough {
         };
         let pass = |params| forward(&call, params);
         match req.method.as_str() {
-            methods::LOGGING_SET_LEVEL if era == Era::Legacy => {
+            methods::LOGGING_SET_LEVEL if era == Era::Stateful => {
                 // Kept for this session (its calls carry it to a 2026-07-28
                 // server); a legacy server is told too.
                 self.sessions
@@ -90,20 +90,22 @@ impl Handler for Passthrough {
                 if target
                     .client
                     .session()
-                    .is_some_and(|s| s.era == Era::Legacy)
+                    .is_some_and(|s| s.era == Era::Stateful)
                 {
                     pass(req.params).await?;
                 }
                 Ok(json!({}))
             }
-            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if era == Era::Legacy => {
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE
+                if era == Era::Stateful =>
+            {
                 subscription(&front, &caller, &self.sessions, &target, req, &ctx).await
             }
-            methods::SUBSCRIPTIONS_LISTEN if era == Era::Modern => {
+            methods::SUBSCRIPTIONS_LISTEN if era == Era::Stateless => {
                 let modern = target
                     .client
                     .session()
-                    .is_some_and(|s| s.era == Era::Modern);
+                    .is_some_and(|s| s.era == Era::Stateless);
                 if modern {
                     listen::pass(&target, &req, ctx).await
                 } else {

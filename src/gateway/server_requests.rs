@@ -116,8 +116,8 @@ impl ServerRequests {
     ) -> Registered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let session = match ctx.era() {
-            crate::protocol::Era::Legacy => session_key(&ctx).unwrap_or(usize::MAX - id as usize),
-            crate::protocol::Era::Modern => usize::MAX - id as usize,
+            crate::protocol::Era::Stateful => session_key(&ctx).unwrap_or(usize::MAX - id as usize),
+            crate::protocol::Era::Stateless => usize::MAX - id as usize,
         };
         let call = Arc::new(Call {
             id,

@@ -596,7 +596,7 @@ async fn watch_notes(
             Status::Ready(s) => Some(s.clone()),
             _ => None,
         };
-        let modern_ready = ready.as_ref().is_some_and(|s| s.era == Era::Modern);
+        let modern_ready = ready.as_ref().is_some_and(|s| s.era == Era::Stateless);
         let restarted = match (&last, &ready) {
             (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
             _ => false,

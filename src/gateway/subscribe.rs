@@ -328,7 +328,7 @@ pub(crate) async fn watch(
         Adding::Held => return Ok(()),
         Adding::Shared => {}
         Adding::New => match backend_era(target).await? {
-            Era::Legacy => {
+            Era::Stateful => {
                 target
                     .client
                     .request_raw(
@@ -339,7 +339,7 @@ pub(crate) async fn watch(
                     .await
                     .map_err(|e| failure(&target.server, &e))?;
             }
-            Era::Modern => {
+            Era::Stateless => {
                 let mut wanted = lock(&w.state).holdings.watched();
                 wanted.insert(uri.to_owned());
                 sync(&w, target, wanted, Some(uri)).await?;
@@ -424,7 +424,7 @@ pub(crate) async fn rewatch(front: &FrontState, server: &str) {
     }
     let watched = wanted.len();
     match target.client.session().map(|s| s.era) {
-        Some(Era::Legacy) => {
+        Some(Era::Stateful) => {
             for uri in wanted {
                 let r = target
                     .client
@@ -439,7 +439,7 @@ pub(crate) async fn rewatch(front: &FrontState, server: &str) {
                 }
             }
         }
-        Some(Era::Modern) => {
+        Some(Era::Stateless) => {
             if let Err(e) = sync(&w, &target, wanted, None).await {
                 tracing::warn!(server, error = %e.to_error_object().message, "gateway: the resource watches could not be opened after a restart");
                 return;
@@ -460,7 +460,7 @@ pub(crate) async fn rewatch(front: &FrontState, server: &str) {
 /// at most a watch nobody receives.
 async fn settle(w: &ServerWatch, target: &Target, freed: Vec<String>) {
     match target.client.session().map(|s| s.era) {
-        Some(Era::Legacy) => {
+        Some(Era::Stateful) => {
             for uri in freed {
                 let r = target
                     .client
@@ -475,7 +475,7 @@ async fn settle(w: &ServerWatch, target: &Target, freed: Vec<String>) {
                 }
             }
         }
-        Some(Era::Modern) => {
+        Some(Era::Stateless) => {
             let wanted = lock(&w.state).holdings.watched();
             if let Err(e) = sync(w, target, wanted, None).await {
                 tracing::debug!(server = %target.server, error = ?e, "gateway: the resource watches' stream was not narrowed");

@@ -70,14 +70,29 @@ pub use subscriptions::*;
 pub use tasks::*;
 pub use tools::*;
 
-/// The modern protocol revision (no handshake, `server/discover`).
-pub const MODERN_VERSION: &str = "2026-07-28";
-/// Modern revisions this library speaks, newest first.
-pub const MODERN_VERSIONS: &[&str] = &[MODERN_VERSION];
-/// The newest legacy revision (`initialize` handshake).
-pub const LATEST_LEGACY_VERSION: &str = "2025-11-25";
-/// Legacy revisions this library speaks, newest first.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The newest stateless protocol revision ([`Era::Stateless`]: no
+/// handshake, `server/discover`, `_meta` on every request).
+pub const STATELESS_VERSION: &str = "2026-07-28";
+/// The stateless revisions this library speaks, newest first.
+pub const STATELESS_VERSIONS: &[&str] = &[STATELESS_VERSION];
+/// The newest revision with the `initialize` handshake ([`Era::Stateful`]).
+pub const LATEST_STATEFUL_VERSION: &str = "2025-11-25";
+/// The revisions with the `initialize` handshake this library speaks,
+/// newest first.
+pub const STATEFUL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Renamed to [`STATELESS_VERSION`].
+#[deprecated(note = "renamed to `STATELESS_VERSION`")]
+pub const MODERN_VERSION: &str = STATELESS_VERSION;
+/// Renamed to [`STATELESS_VERSIONS`].
+#[deprecated(note = "renamed to `STATELESS_VERSIONS`")]
+pub const MODERN_VERSIONS: &[&str] = STATELESS_VERSIONS;
+/// Renamed to [`LATEST_STATEFUL_VERSION`].
+#[deprecated(note = "renamed to `LATEST_STATEFUL_VERSION`")]
+pub const LATEST_LEGACY_VERSION: &str = LATEST_STATEFUL_VERSION;
+/// Renamed to [`STATEFUL_VERSIONS`].
+#[deprecated(note = "renamed to `STATEFUL_VERSIONS`")]
+pub const LEGACY_VERSIONS: &[&str] = STATEFUL_VERSIONS;
 
 /// `_meta` keys of the modern era.
 pub mod meta {
@@ -170,33 +185,55 @@ pub mod methods {
     pub const TASKS_STATUS: &str = "notifications/tasks/status";
 }
 
-/// A protocol era.
+/// A protocol era: how a client and a server agree on what they speak.
+///
+/// Named by the property that tells the two apart, not by age: the next
+/// revision of either kind belongs to the same variant. Serialised (and
+/// printed by the `mcp` command) as `"legacy"` and `"modern"`, the names
+/// config files and the command line already use; `"stateful"` and
+/// `"stateless"` are read too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
 pub enum Era {
-    /// 2024-11-05 .. 2025-11-25: `initialize` handshake.
-    Legacy,
-    /// 2026-07-28 and later: `server/discover`, `_meta` on every request.
-    Modern,
+    /// 2024-11-05 to 2025-11-25 ([`STATEFUL_VERSIONS`]): an `initialize`
+    /// handshake opens a session that holds what the client declared.
+    #[serde(rename = "legacy", alias = "stateful")]
+    Stateful,
+    /// 2026-07-28 and later ([`STATELESS_VERSIONS`]): no handshake; every
+    /// request carries what the client declares in `_meta`, and
+    /// `server/discover` describes the server.
+    #[serde(rename = "modern", alias = "stateless")]
+    Stateless,
+}
+
+#[allow(non_upper_case_globals)]
+impl Era {
+    /// Renamed to [`Era::Stateful`]. (A `match` that names both old
+    /// variants needs the new names: constants do not count towards an
+    /// exhaustive match.)
+    #[deprecated(note = "renamed to `Era::Stateful`")]
+    pub const Legacy: Era = Era::Stateful;
+    /// Renamed to [`Era::Stateless`] (see [`Era::Legacy`]).
+    #[deprecated(note = "renamed to `Era::Stateless`")]
+    pub const Modern: Era = Era::Stateless;
 }
 
 impl Era {
     /// The era a protocol version belongs to, if this library knows it.
     pub fn of_version(version: &str) -> Option<Era> {
-        if MODERN_VERSIONS.contains(&version) {
-            Some(Era::Modern)
-        } else if LEGACY_VERSIONS.contains(&version) {
-            Some(Era::Legacy)
+        if STATELESS_VERSIONS.contains(&version) {
+            Some(Era::Stateless)
+        } else if STATEFUL_VERSIONS.contains(&version) {
+            Some(Era::Stateful)
         } else {
             None
         }
     }
 
-    /// `"legacy"` or `"modern"`.
+    /// `"legacy"` or `"modern"`: its serialised name.
     pub fn as_str(self) -> &'static str {
         match self {
-            Era::Legacy => "legacy",
-            Era::Modern => "modern",
+            Era::Stateful => "legacy",
+            Era::Stateless => "modern",
         }
     }
 }

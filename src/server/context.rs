@@ -208,7 +208,7 @@ impl RequestContext {
     /// counts as debug.
     pub fn log(&self, level: &str, data: Value) -> Result<bool, SendError> {
         let wanted = match self.era {
-            Era::Modern => match self
+            Era::Stateless => match self
                 .meta
                 .as_ref()
                 .and_then(|m| m.get(crate::protocol::meta::LOG_LEVEL))
@@ -217,7 +217,7 @@ impl RequestContext {
                 Some(w) => severity(w),
                 None => return Ok(false),
             },
-            Era::Legacy => self.handle.log_level().map_or(0, |l| l.severity()),
+            Era::Stateful => self.handle.log_level().map_or(0, |l| l.severity()),
         };
         if severity(level) < wanted {
             return Ok(false);
@@ -289,11 +289,11 @@ impl RequestContext {
     pub async fn ask(&self, key: &str, request: InputRequest) -> Result<Value, AskError> {
         self.check(&request)?;
         match self.era {
-            Era::Legacy => Ok(self
+            Era::Stateful => Ok(self
                 .handle
                 .request(request.method(), request.params())
                 .await?),
-            Era::Modern => {
+            Era::Stateless => {
                 if let Some(v) = self.input_response(key) {
                     return Ok(v.clone());
                 }
@@ -318,11 +318,11 @@ impl RequestContext {
         let mut missing = None;
         for (key, req) in requests {
             match self.era {
-                Era::Legacy => {
+                Era::Stateful => {
                     let v = self.handle.request(req.method(), req.params()).await?;
                     out.insert(key, v);
                 }
-                Era::Modern => match self.input_response(&key) {
+                Era::Stateless => match self.input_response(&key) {
                     Some(v) => {
                         out.insert(key, v.clone());
                     }
@@ -348,7 +348,7 @@ impl RequestContext {
                 });
             }
         }
-        if self.era == Era::Modern && !MULTI_ROUND_TRIP.contains(&self.method.as_str()) {
+        if self.era == Era::Stateless && !MULTI_ROUND_TRIP.contains(&self.method.as_str()) {
             return Err(AskError::NotAllowed(self.method.clone()));
         }
         Ok(())

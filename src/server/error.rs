@@ -193,7 +193,7 @@ impl From<AskError> for HandlerError {
             AskError::InputRequired { .. } => HandlerError::InputRequired,
             AskError::MissingCapability {
                 capability,
-                era: Era::Modern,
+                era: Era::Stateless,
             } => HandlerError::Rpc(
                 ErrorObject::new(
                     codes::MISSING_CLIENT_CAPABILITY,

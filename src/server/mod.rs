@@ -75,7 +75,7 @@
 //!   -32600 for JSON that is not a valid message (with its id when one could
 //!   be read), nothing for blank lines; never more than one reply per line.
 //! - **Dual era.** Legacy clients `initialize` (one of
-//!   [`LEGACY_VERSIONS`](crate::protocol::LEGACY_VERSIONS) is negotiated) and
+//!   [`STATEFUL_VERSIONS`](crate::protocol::STATEFUL_VERSIONS) is negotiated) and
 //!   may `ping`; modern clients send `server/discover` and the
 //!   `io.modelcontextprotocol/*` `_meta` keys on every request (-32602 when a
 //!   required key is missing, -32022 for an unsupported version). Before

@@ -318,7 +318,7 @@ impl Router {
         for h in self.live_handles() {
             let subscribed = h.shared().is_ok_and(|s| {
                 let st = s.session();
-                st.era == Some(Era::Legacy) && st.subscriptions.contains(uri)
+                st.era == Some(Era::Stateful) && st.subscriptions.contains(uri)
             });
             if subscribed {
                 let _ = h.notify(methods::RESOURCES_UPDATED, params.clone());
@@ -407,7 +407,7 @@ impl Router {
         for h in self.live_handles() {
             // Legacy clients get the notification; modern ones only on a
             // stream that asked for it.
-            if h.era() == Some(Era::Legacy) {
+            if h.era() == Some(Era::Stateful) {
                 let _ = h.notify_list_changed(kind);
             }
         }
@@ -653,8 +653,8 @@ fn session_of(
 /// URI in `data` in both.
 fn resource_not_found(era: Era) -> i64 {
     match era {
-        Era::Legacy => -32002,
-        Era::Modern => crate::jsonrpc::codes::INVALID_PARAMS,
+        Era::Stateful => -32002,
+        Era::Stateless => crate::jsonrpc::codes::INVALID_PARAMS,
     }
 }
 
@@ -783,10 +783,10 @@ impl Handler for Router {
             methods::RESOURCES_READ => self.read_resource(params(), ctx).await,
             // Legacy only: 2026-07-28 has `subscriptions/listen` and the
             // `_meta` log level instead.
-            methods::RESOURCES_SUBSCRIBE if ctx.era() == Era::Legacy => {
+            methods::RESOURCES_SUBSCRIBE if ctx.era() == Era::Stateful => {
                 self.subscription(params(), true, &ctx)
             }
-            methods::RESOURCES_UNSUBSCRIBE if ctx.era() == Era::Legacy => {
+            methods::RESOURCES_UNSUBSCRIBE if ctx.era() == Era::Stateful => {
                 self.subscription(params(), false, &ctx)
             }
             methods::PROMPTS_LIST => to_value(ListPromptsResult {
@@ -799,10 +799,10 @@ impl Handler for Router {
                 ..Default::default()
             }),
             methods::PROMPTS_GET => self.get_prompt(params(), ctx).await,
-            methods::LOGGING_SET_LEVEL if ctx.era() == Era::Legacy => {
+            methods::LOGGING_SET_LEVEL if ctx.era() == Era::Stateful => {
                 self.set_level(params(), &ctx)
             }
-            methods::SUBSCRIPTIONS_LISTEN if ctx.era() == Era::Modern => {
+            methods::SUBSCRIPTIONS_LISTEN if ctx.era() == Era::Stateless => {
                 self.listen(&req, ctx).await
             }
             methods::COMPLETION_COMPLETE => {

@@ -178,7 +178,7 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
     assert_eq!(local.request_timeout.as_millis(), 5000);
     assert_eq!(local.stdin_grace.as_millis(), 250);
     assert_eq!(local.term_grace.as_millis(), 750);
-    assert_eq!(local.era, EraPreference::Legacy);
+    assert_eq!(local.era, EraPreference::Stateful);
     assert_eq!(local.max_reconnects, 2);
     assert_eq!(local.backoff.initial.as_millis(), 10);
     assert_eq!(local.backoff.factor, 2.0, "unset: the default");

@@ -111,6 +111,8 @@ fn discover_reflects_the_era() {
         (vec![], vec![], "modern", "2026-07-28"),
         (vec!["--era", "modern"], vec![], "modern", "2026-07-28"),
         (vec!["--era", "legacy"], vec![], "legacy", "2025-11-25"),
+        (vec!["--era", "stateless"], vec![], "modern", "2026-07-28"),
+        (vec!["--era", "stateful"], vec![], "legacy", "2025-11-25"),
         (
             vec!["--era=auto"],
             vec!["--era", "legacy"],

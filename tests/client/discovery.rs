@@ -21,14 +21,14 @@ async fn late_discover_result_is_ignored_and_legacy_stands() {
     cfg.probe_timeout = Duration::from_millis(100);
     let client = Client::start(cfg).await.unwrap();
     let s = client.ready(Duration::from_secs(10)).await.unwrap();
-    assert_eq!(s.era, Era::Legacy);
+    assert_eq!(s.era, Era::Stateful);
     // Outlive the late answer; every call still gets its own response.
     let t = Instant::now();
     while t.elapsed() < Duration::from_millis(600) {
         let r = client.request("echo", Some(json!({"n": 1}))).await.unwrap();
         assert_eq!(r["n"], 1);
     }
-    assert_eq!(client.session().unwrap().era, Era::Legacy);
+    assert_eq!(client.session().unwrap().era, Era::Stateful);
     assert_eq!(client.session().unwrap().pid, s.pid, "no restart");
     client.stop().wait().await;
     let sent = std::fs::read_to_string(&log).unwrap();
@@ -78,7 +78,7 @@ async fn pinned_eras_and_a_legacy_only_server() {
         .await
         .unwrap();
     let s = client.ready(Duration::from_secs(10)).await.unwrap();
-    assert_eq!(s.era, Era::Legacy);
+    assert_eq!(s.era, Era::Stateful);
     assert!(
         t.elapsed() < Duration::from_secs(2),
         "fallback waited for the probe timeout"
@@ -90,11 +90,11 @@ async fn pinned_eras_and_a_legacy_only_server() {
     let client = Client::start(cfg).await.unwrap();
     assert_eq!(
         client.ready(Duration::from_secs(10)).await.unwrap().era,
-        Era::Legacy
+        Era::Stateful
     );
     client.stop().wait().await;
     // Pinned modern against a legacy-only server: a clear final error.
-    let client = Client::start(common::config(&["--era", "legacy"]).era(EraPreference::Modern))
+    let client = Client::start(common::config(&["--era", "legacy"]).era(EraPreference::Stateless))
         .await
         .unwrap();
     let e = client.ready(Duration::from_secs(10)).await.unwrap_err();
@@ -188,7 +188,7 @@ async fn slow_modern_only_server_is_found_modern_after_the_probe_timeout() {
     cfg.probe_timeout = Duration::from_millis(100);
     let client = Client::start(cfg).await.unwrap();
     let s = client.ready(Duration::from_secs(10)).await.unwrap();
-    assert_eq!(s.era, Era::Modern);
+    assert_eq!(s.era, Era::Stateless);
     let r = client.request("echo", Some(json!({"m": 1}))).await.unwrap();
     assert_eq!(r["m"], 1);
     assert_eq!(client.session().unwrap().pid, s.pid, "no restart");

@@ -216,7 +216,7 @@ fn error_code(a: &Value) -> Option<i64> {
 async fn server_requests_past_max_inbound_requests_are_refused_at_once() {
     let dir = common::tempdir("inbound-limit");
     let log = dir.join("in.log");
-    let cfg = common::config(&["--log-file", log.to_str().unwrap()]).era(EraPreference::Legacy);
+    let cfg = common::config(&["--log-file", log.to_str().unwrap()]).era(EraPreference::Stateful);
     let limit = cfg.max_inbound_requests;
     assert_eq!(limit, 16, "the default limit");
     let calls = Arc::new(AtomicUsize::new(0));
@@ -269,7 +269,7 @@ async fn server_requests_past_max_inbound_requests_are_refused_at_once() {
 async fn a_server_request_reusing_an_id_in_flight_is_refused_and_the_first_is_unaffected() {
     let dir = common::tempdir("inbound-dup");
     let log = dir.join("in.log");
-    let cfg = common::config(&["--log-file", log.to_str().unwrap()]).era(EraPreference::Legacy);
+    let cfg = common::config(&["--log-file", log.to_str().unwrap()]).era(EraPreference::Stateful);
     let calls = Arc::new(AtomicUsize::new(0));
     let (gate, gate_rx) = watch::channel(false);
     let (client, _) =

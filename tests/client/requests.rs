@@ -11,10 +11,10 @@ use serde_json::json;
 async fn echo_in_both_eras_and_auto() {
     common::trace();
     for (era, args, want) in [
-        (EraPreference::Auto, vec![], Era::Modern),
-        (EraPreference::Auto, vec!["--era", "legacy"], Era::Legacy),
-        (EraPreference::Legacy, vec![], Era::Legacy),
-        (EraPreference::Modern, vec![], Era::Modern),
+        (EraPreference::Auto, vec![], Era::Stateless),
+        (EraPreference::Auto, vec!["--era", "legacy"], Era::Stateful),
+        (EraPreference::Stateful, vec![], Era::Stateful),
+        (EraPreference::Stateless, vec![], Era::Stateless),
     ] {
         let client = Client::start(common::config(&args).era(era)).await.unwrap();
         let r = client
@@ -150,7 +150,7 @@ async fn typed_helpers_follow_pages_and_call_tools() {
 async fn roots_handler_serves_both_eras() {
     use conduit_mcp::{ErrorObject, InboundRequest, StartOptions};
     use std::sync::Arc;
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let handler = |req: InboundRequest| async move {
             match req.method.as_str() {
                 "roots/list" => Ok(json!({"roots": [{"uri": "file:///srv", "name": "srv"}]})),
@@ -177,7 +177,7 @@ async fn roots_handler_serves_both_eras() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_handler_server_requests_get_method_not_found() {
-    let client = Client::start(common::config(&[]).era(EraPreference::Legacy))
+    let client = Client::start(common::config(&[]).era(EraPreference::Stateful))
         .await
         .unwrap();
     let r = client

@@ -99,7 +99,7 @@ async fn server_that_never_reads_is_closed_once_callers_wait_for_room() {
     let mut cfg = common::config(&["--stop-reading-after", "2", "--ignore-term"]);
     cfg.max_write_queue_bytes = 1024 * 1024;
     cfg.write_stall_timeout = Duration::from_millis(500);
-    cfg.era = conduit_mcp::EraPreference::Legacy;
+    cfg.era = conduit_mcp::EraPreference::Stateful;
     let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
     let mut events = client.events();

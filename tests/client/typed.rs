@@ -48,8 +48,8 @@ struct AddArgs {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_typed_helper_in_both_eras() {
     for (pref, era) in [
-        (EraPreference::Legacy, Era::Legacy),
-        (EraPreference::Modern, Era::Modern),
+        (EraPreference::Stateful, Era::Stateful),
+        (EraPreference::Stateless, Era::Stateless),
     ] {
         let client = start(pref, None).await;
         assert_eq!(client.session().unwrap().era, era);
@@ -93,7 +93,7 @@ async fn every_typed_helper_in_both_eras() {
         );
         let e = client.read_resource("demo://nothing").await.unwrap_err();
         // -32002 up to 2025-11-25; -32602 in 2026-07-28 (SEP-2164).
-        let code = if era == Era::Legacy { -32002 } else { -32602 };
+        let code = if era == Era::Stateful { -32002 } else { -32602 };
         assert_eq!(e.server_error().map(|e| e.code), Some(code), "{e}");
 
         let prompts = client.list_prompts().await.unwrap();
@@ -115,7 +115,7 @@ async fn every_typed_helper_in_both_eras() {
 
         client.set_log_level(LoggingLevel::Warning).await.unwrap();
         match era {
-            Era::Legacy => {
+            Era::Stateful => {
                 client.subscribe_resource("demo://readme").await.unwrap();
                 client.unsubscribe_resource("demo://readme").await.unwrap();
                 let e = client
@@ -126,14 +126,14 @@ async fn every_typed_helper_in_both_eras() {
                     matches!(
                         e,
                         Error::Unsupported {
-                            era: Era::Legacy,
+                            era: Era::Stateful,
                             ..
                         }
                     ),
                     "{e}"
                 );
             }
-            Era::Modern => {
+            Era::Stateless => {
                 let e = client
                     .subscribe_resource("demo://readme")
                     .await
@@ -142,7 +142,7 @@ async fn every_typed_helper_in_both_eras() {
                     matches!(
                         e,
                         Error::Unsupported {
-                            era: Era::Modern,
+                            era: Era::Stateless,
                             ..
                         }
                     ),
@@ -165,7 +165,7 @@ async fn every_typed_helper_in_both_eras() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listen_is_a_stream_past_the_request_timeout_that_ends_with_a_reason() {
     let client =
-        Client::start(config(EraPreference::Modern).request_timeout(Duration::from_millis(300)))
+        Client::start(config(EraPreference::Stateless).request_timeout(Duration::from_millis(300)))
             .await
             .unwrap();
     client.ready(Duration::from_secs(20)).await.unwrap();
@@ -200,7 +200,7 @@ async fn listen_is_a_stream_past_the_request_timeout_that_ends_with_a_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typed_handler_declares_roots_by_itself_in_both_eras() {
-    for pref in [EraPreference::Legacy, EraPreference::Modern] {
+    for pref in [EraPreference::Stateful, EraPreference::Stateless] {
         let responder = ClientResponder::new()
             .roots(|| async { Ok(vec![Root::new("file:///typed/root", "typed")]) });
         // The config declares nothing: the responder does.

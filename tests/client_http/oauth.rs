@@ -19,7 +19,7 @@ const REDIRECT: &str = "http://127.0.0.1:9/callback";
 fn config(fake: &AuthFake, oauth: OAuth) -> ClientConfig {
     ClientConfig::http(fake.url())
         .oauth(oauth)
-        .era(EraPreference::Legacy)
+        .era(EraPreference::Stateful)
         .request_timeout(Duration::from_secs(20))
         .max_reconnects(0)
 }

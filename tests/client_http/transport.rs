@@ -48,8 +48,8 @@ fn text_of(r: &conduit_mcp::CallToolResult) -> String {
 async fn a_legacy_session_keeps_its_id_calls_tools_and_ends_with_delete() {
     let (cfg, rec) = Recorder::install(config());
     let server = start(cfg).await;
-    let (client, session) = connect(&server.url, EraPreference::Legacy).await;
-    assert_eq!(session.era, Era::Legacy);
+    let (client, session) = connect(&server.url, EraPreference::Stateful).await;
+    assert_eq!(session.era, Era::Stateful);
     assert_eq!(session.protocol_version, "2025-11-25");
     let tools = client.list_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "echo"));
@@ -87,7 +87,7 @@ async fn discovery_picks_the_modern_era_and_tool_arguments_are_mirrored_into_hea
     let (cfg, rec) = Recorder::install(config());
     let server = start(cfg).await;
     let (client, session) = connect(&server.url, EraPreference::Auto).await;
-    assert_eq!(session.era, Era::Modern);
+    assert_eq!(session.era, Era::Stateless);
     client.list_tools().await.unwrap();
     // The server checks Mcp-Param-Region against the body (-32020 if absent).
     let r = client
@@ -119,7 +119,7 @@ async fn discovery_picks_the_modern_era_and_tool_arguments_are_mirrored_into_hea
 #[tokio::test]
 async fn the_server_s_requests_are_answered_by_the_client_responder_in_both_eras() {
     let server = start(config()).await;
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let responder = ClientResponder::new()
             .roots(|| async { Ok(vec![Root::new("file:///srv/project", "project")]) });
         let opts = StartOptions {
@@ -145,7 +145,7 @@ async fn the_server_s_requests_are_answered_by_the_client_responder_in_both_eras
 #[tokio::test]
 async fn progress_arrives_on_the_answer_s_stream_in_both_eras() {
     let server = start(config()).await;
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let (client, _) = connect(&server.url, era).await;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let r = client
@@ -170,7 +170,7 @@ async fn progress_arrives_on_the_answer_s_stream_in_both_eras() {
 async fn a_response_stream_the_server_closes_is_resumed_with_last_event_id() {
     let (cfg, rec) = Recorder::install(config().sse_retry(Duration::from_millis(100)));
     let server = start(cfg).await;
-    let (client, _) = connect(&server.url, EraPreference::Legacy).await;
+    let (client, _) = connect(&server.url, EraPreference::Stateful).await;
     let r = client
         .call_tool("poll", json!({}), RequestOptions::default())
         .await
@@ -189,7 +189,7 @@ async fn a_response_stream_the_server_closes_is_resumed_with_last_event_id() {
 async fn list_changes_arrive_on_the_session_s_get_stream() {
     let (cfg, rec) = Recorder::install(config());
     let server = start(cfg).await;
-    let (client, _) = connect(&server.url, EraPreference::Legacy).await;
+    let (client, _) = connect(&server.url, EraPreference::Stateful).await;
     let mut notes = client.notifications();
     // The GET stream is open before the change is made.
     rec.wait_for(PATIENCE, |s| s.method == "GET")
@@ -217,7 +217,7 @@ async fn list_changes_arrive_on_the_session_s_get_stream() {
 #[tokio::test]
 async fn cancelling_a_call_stops_the_server_s_work_in_both_eras() {
     let server = start(config()).await;
-    for (i, era) in [EraPreference::Legacy, EraPreference::Modern]
+    for (i, era) in [EraPreference::Stateful, EraPreference::Stateless]
         .into_iter()
         .enumerate()
     {
@@ -252,7 +252,7 @@ async fn cancelling_a_call_stops_the_server_s_work_in_both_eras() {
 #[tokio::test]
 async fn an_answer_over_max_message_bytes_fails_that_call_alone() {
     let server = start(config()).await;
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let client = Client::start(client_config(&server.url, era).max_message_bytes(1024))
             .await
             .unwrap();
@@ -310,7 +310,7 @@ async fn configured_headers_reach_the_server_and_never_show() {
 #[tokio::test]
 async fn a_lost_server_fails_calls_in_flight_at_once_and_the_client_reconnects() {
     let server = start(config()).await;
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let mut proxy = Proxy::start(server.addr).await;
         let backoff = Backoff {
             initial: Duration::from_millis(20),
@@ -354,10 +354,10 @@ async fn a_lost_server_fails_calls_in_flight_at_once_and_the_client_reconnects()
             .expect("ready again after the server came back");
         assert_eq!(
             status.era,
-            if era == EraPreference::Legacy {
-                Era::Legacy
+            if era == EraPreference::Stateful {
+                Era::Stateful
             } else {
-                Era::Modern
+                Era::Stateless
             }
         );
         let r = client
@@ -432,19 +432,19 @@ async fn a_session_the_server_forgot_is_started_again() {
         }
     })
     .await;
-    let client = Client::start(
-        client_config(&fake.url, EraPreference::Legacy).backoff(Backoff {
+    let client = Client::start(client_config(&fake.url, EraPreference::Stateful).backoff(
+        Backoff {
             initial: Duration::from_millis(10),
             max: Duration::from_millis(10),
             factor: 1.0,
-        }),
-    )
+        },
+    ))
     .await
     .unwrap();
     // notifications/initialized got 404: the link closed, a new session began.
     assert!(support::eventually(|| inits.load(Ordering::SeqCst) >= 2).await);
     let session = ready(&client).await;
-    assert_eq!(session.era, Era::Legacy);
+    assert_eq!(session.era, Era::Stateful);
     assert!(client.list_tools().await.unwrap().is_empty());
     assert_eq!(inits.load(Ordering::SeqCst), 2);
 }
@@ -478,7 +478,7 @@ async fn a_probe_refused_with_400_falls_back_to_initialize_after_reading_the_bod
     .await;
     let started = Instant::now();
     let (client, session) = connect(&fake.url, EraPreference::Auto).await;
-    assert_eq!(session.era, Era::Legacy);
+    assert_eq!(session.era, Era::Stateful);
     assert_eq!(session.protocol_version, "2025-06-18");
     // At once, not after the probe timeout (3 s).
     assert!(
@@ -524,7 +524,7 @@ async fn invalid_x_mcp_header_tools_are_dropped_and_valid_ones_kept() {
         }
     })
     .await;
-    let (client, _) = connect(&fake.url, EraPreference::Modern).await;
+    let (client, _) = connect(&fake.url, EraPreference::Stateless).await;
     let names: Vec<String> = client
         .list_tools()
         .await
@@ -540,7 +540,7 @@ async fn invalid_x_mcp_header_tools_are_dropped_and_valid_ones_kept() {
 async fn a_modern_listen_stream_carries_list_changes() {
     use conduit_mcp::protocol::{ServerNotification, SubscriptionFilter};
     let server = start(config()).await;
-    let (client, _) = connect(&server.url, EraPreference::Modern).await;
+    let (client, _) = connect(&server.url, EraPreference::Stateless).await;
     let mut stream = client
         .listen(SubscriptionFilter::all_list_changes())
         .await
@@ -618,7 +618,7 @@ async fn the_first_request_of_a_session_follows_the_acknowledged_initialized() {
         },
     )
     .await;
-    let client = Client::start(client_config(&fake.url, EraPreference::Legacy))
+    let client = Client::start(client_config(&fake.url, EraPreference::Stateful))
         .await
         .unwrap();
     client.list_tools().await.unwrap();
@@ -633,7 +633,7 @@ async fn the_first_request_of_a_session_follows_the_acknowledged_initialized() {
 #[tokio::test]
 async fn notifications_a_subscriber_leaves_unread_are_bounded_in_bytes() {
     let server = start(config()).await;
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let client =
             Client::start(client_config(&server.url, era).max_queued_notification_bytes(16 * 1024))
                 .await
@@ -684,7 +684,7 @@ async fn calls_that_timed_out_give_their_room_in_the_write_queue_back() {
     let silent = http_support::Silent::start().await;
     // Room for about three tools/call bodies in transit.
     let client = Client::start(
-        client_config(&silent.url, EraPreference::Modern)
+        client_config(&silent.url, EraPreference::Stateless)
             .max_write_queue_bytes(1024)
             .request_timeout(Duration::from_millis(200)),
     )
@@ -712,8 +712,8 @@ async fn calls_that_timed_out_give_their_room_in_the_write_queue_back() {
 async fn a_tool_called_before_any_listing_still_gets_its_mcp_param_headers() {
     let (cfg, rec) = Recorder::install(config());
     let server = start(cfg).await;
-    let (client, session) = connect(&server.url, EraPreference::Modern).await;
-    assert_eq!(session.era, Era::Modern);
+    let (client, session) = connect(&server.url, EraPreference::Stateless).await;
+    assert_eq!(session.era, Era::Stateless);
     // No list_tools first: the server still requires Mcp-Param-Region.
     let r = client
         .call_tool(
@@ -754,7 +754,7 @@ async fn the_get_stream_is_open_before_the_session_s_first_request() {
         true
     });
     let server = start(cfg).await;
-    let (client, _) = connect(&server.url, EraPreference::Legacy).await;
+    let (client, _) = connect(&server.url, EraPreference::Stateful).await;
     client.list_tools().await.unwrap();
     assert_eq!(*order.lock().unwrap(), ["GET accepted", "tools/list"]);
     client.stop().wait().await;
@@ -788,7 +788,7 @@ async fn a_get_stream_that_asks_for_retry_0_is_reopened_with_a_floor_and_backoff
         },
     )
     .await;
-    let (client, _) = connect(&fake.url, EraPreference::Legacy).await;
+    let (client, _) = connect(&fake.url, EraPreference::Stateful).await;
     assert!(
         support::eventually(|| gets.load(Ordering::SeqCst) >= 1).await,
         "no GET stream"

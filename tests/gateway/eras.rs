@@ -68,7 +68,7 @@ fn only_input(v: &Value) -> (String, Value) {
 #[tokio::test]
 async fn a_2026_client_gets_input_required_for_a_legacy_servers_sampling_and_its_answer_reaches_the_server(
 ) {
-    let (f, at) = conf(EraPreference::Legacy, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateful, FrontConfig::new()).await;
     for (path, tool) in [(SINGLE, "test_sampling"), ("/mcp", "conf__test_sampling")] {
         let mut params = json!({ "name": tool, "arguments": { "prompt": "Say hi" } });
         params["_meta"] = sampling_caps();
@@ -115,7 +115,7 @@ async fn a_2026_client_gets_input_required_for_a_legacy_servers_sampling_and_its
 
 #[tokio::test]
 async fn a_2025_session_gets_a_servers_sampling_request_on_its_sse_stream_in_front_of_either_era() {
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let (f, at) = conf(era, FrontConfig::new()).await;
         let sid = at.session(SINGLE, &[], json!({ "sampling": {} })).await;
         let call = at
@@ -161,7 +161,7 @@ async fn a_2025_session_gets_a_servers_sampling_request_on_its_sse_stream_in_fro
 
 #[tokio::test]
 async fn a_capability_the_2026_client_did_not_declare_is_a_32021_error_not_a_request() {
-    let (f, at) = conf(EraPreference::Legacy, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateful, FrontConfig::new()).await;
     let r = at
         .modern(
             SINGLE,
@@ -194,7 +194,7 @@ async fn held(at: &At) -> i64 {
 #[tokio::test]
 async fn a_held_call_whose_client_never_comes_back_expires_and_its_state_is_refused() {
     let config = FrontConfig::new().input_timeout(Duration::from_millis(300));
-    let (f, at) = conf(EraPreference::Legacy, config).await;
+    let (f, at) = conf(EraPreference::Stateful, config).await;
     let mut params = json!({ "name": "test_sampling", "arguments": { "prompt": "x" } });
     params["_meta"] = sampling_caps();
     let r1 = at
@@ -242,7 +242,7 @@ async fn a_request_state_is_its_clients_only() {
         ClientGrant::new("alice", Secret::new("alice-token-0123456789")).server("*", ["*"]),
         ClientGrant::new("bob", Secret::new("bob-token-0123456789ab")).server("*", ["*"]),
     ]);
-    let (f, at) = conf(EraPreference::Legacy, FrontConfig::new().auth(auth)).await;
+    let (f, at) = conf(EraPreference::Stateful, FrontConfig::new().auth(auth)).await;
     let alice = [("authorization", "Bearer alice-token-0123456789")];
     let bob = [("authorization", "Bearer bob-token-0123456789ab")];
     let mut params = json!({ "name": "test_sampling", "arguments": { "prompt": "x" } });
@@ -299,7 +299,7 @@ async fn stream(r: gateway_support::Resp) -> (Vec<Value>, Value) {
 
 #[tokio::test]
 async fn progress_and_log_messages_pass_through_in_every_pair_of_eras() {
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let (f, at) = conf(era, FrontConfig::new()).await;
         // 2026-07-28 client.
         let mut p = json!({ "name": "test_tool_with_progress", "arguments": {} });
@@ -549,7 +549,7 @@ async fn a_legacy_servers_request_during_calls_of_two_clients_is_refused_not_mis
 
 #[tokio::test]
 async fn a_2026_servers_list_change_reaches_2025_sessions_of_both_endpoints() {
-    let (f, at) = conf(EraPreference::Modern, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new()).await;
     let mut streams = Vec::new();
     for path in ["/mcp", SINGLE] {
         let sid = at.session(path, &[], json!({})).await;
@@ -596,7 +596,7 @@ async fn a_2026_servers_list_change_reaches_2025_sessions_of_both_endpoints() {
 
 #[tokio::test]
 async fn a_2025_sessions_resource_subscription_gets_a_2026_servers_updates() {
-    let (f, at) = conf(EraPreference::Modern, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new()).await;
     let mut streams = Vec::new();
     for (path, tool) in [
         (SINGLE, "test_trigger_resource_update"),
@@ -664,7 +664,7 @@ async fn every_log_message_a_server_sends_before_its_answer_reaches_the_front_be
     // The server's last log line comes right before its answer: both must
     // reach the front client, in that order, every time.
     const CALLS: u64 = 12;
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let (f, at) = conf(era, FrontConfig::new()).await;
         let sid = at.session(SINGLE, &[], json!({})).await;
         for i in 0..CALLS {
@@ -696,7 +696,7 @@ async fn an_update_sent_right_after_a_2025_subscription_to_a_2026_server_is_neve
     // subscriber left), then triggers an update at once: the subscription's
     // answer must mean the server already has the stream.
     const ROUNDS: u64 = 100;
-    let (f, at) = conf(EraPreference::Modern, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new()).await;
     let sid = at.session(SINGLE, &[], json!({})).await;
     let get = at
         .send(
@@ -860,7 +860,7 @@ async fn a_session_unsubscribes_only_what_it_subscribed() {
     // unsubscribes once more, then ends his session: Alice still gets
     // her updates.
     let mut lost = Vec::new();
-    for era in [EraPreference::Modern, EraPreference::Legacy] {
+    for era in [EraPreference::Stateless, EraPreference::Stateful] {
         let (f, at) = conf(era, FrontConfig::new().auth(alice_and_bob())).await;
         for path in [SINGLE, "/mcp"] {
             let alice = at.session(path, &ALICE, json!({})).await;
@@ -1027,17 +1027,17 @@ async fn watches_go_with_their_session(era: EraPreference) {
 
 #[tokio::test]
 async fn a_sessions_watches_of_a_2026_server_go_with_the_session() {
-    watches_go_with_their_session(EraPreference::Modern).await;
+    watches_go_with_their_session(EraPreference::Stateless).await;
 }
 
 #[tokio::test]
 async fn a_sessions_subscriptions_on_a_legacy_server_go_with_the_session() {
-    watches_go_with_their_session(EraPreference::Legacy).await;
+    watches_go_with_their_session(EraPreference::Stateful).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_the_server_does_not_acknowledge_is_an_error_not_an_empty_result() {
-    let (f, at) = conf(EraPreference::Modern, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new()).await;
     // 2026-07-28 streams, each passed on to the server, until the server
     // has no slot left for another (one is not acknowledged).
     let listen = json!({ "notifications": { "toolsListChanged": true } });
@@ -1124,7 +1124,7 @@ async fn a_2026_clients_resource_subscription_is_its_own() {
     // session, subscribes and unsubscribes it and leaves: Alice's stream
     // still gets its updates, whatever the server's era.
     let mut lost = Vec::new();
-    for era in [EraPreference::Modern, EraPreference::Legacy] {
+    for era in [EraPreference::Stateless, EraPreference::Stateful] {
         let (f, at) = conf(era, FrontConfig::new().auth(alice_and_bob())).await;
         for path in ["/mcp", SINGLE] {
             let listen = json!({ "notifications": { "resourceSubscriptions": [WATCHED] } });
@@ -1175,7 +1175,7 @@ async fn a_2026_clients_resource_subscription_is_its_own() {
 #[tokio::test]
 async fn a_subscription_outlives_a_restart_of_its_server() {
     let mut lost = Vec::new();
-    for era in [EraPreference::Modern, EraPreference::Legacy] {
+    for era in [EraPreference::Stateless, EraPreference::Stateful] {
         let (f, at) = conf(era, FrontConfig::new()).await;
         let sid = at.session(SINGLE, &[], json!({})).await;
         let (sub, _) = timed(
@@ -1321,7 +1321,7 @@ async fn every_answer_has_its_front_eras_members_and_no_others() {
     let modern_schema = spec("2026-07-28");
     let mut problems = Vec::new();
     let (mut answers, mut with_result_type) = (0, 0);
-    for server in [EraPreference::Legacy, EraPreference::Modern] {
+    for server in [EraPreference::Stateful, EraPreference::Stateless] {
         let (f, at) = conf(server, FrontConfig::new()).await;
         for path in [SINGLE, "/mcp"] {
             let name = |n: &str| {
@@ -1433,7 +1433,7 @@ async fn answers(at: &At, path: &str, sid: &str, who: &[(&str, &str)]) -> bool {
 async fn the_session_table_bounds_every_client_together_not_each_token_alone() {
     let mut config = FrontConfig::new().auth(alice_and_bob());
     config.http.max_sessions = 2;
-    let (f, at) = conf(EraPreference::Modern, config).await;
+    let (f, at) = conf(EraPreference::Stateless, config).await;
     for path in [SINGLE, "/mcp"] {
         let a1 = at.session(path, &ALICE, json!({})).await;
         let a2 = at.session(path, &ALICE, json!({})).await;
@@ -1465,7 +1465,7 @@ async fn two_clients_built_with_one_name_do_not_share_sessions() {
         ClientGrant::new("alice", Secret::new("alice-token-0123456789")).server("*", ["*"]),
         ClientGrant::new("alice", Secret::new("bob-token-0123456789ab")).server("*", ["*"]),
     ]);
-    let (f, at) = conf(EraPreference::Modern, FrontConfig::new().auth(auth)).await;
+    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new().auth(auth)).await;
     for path in [SINGLE, "/mcp"] {
         let first = at.session(path, &ALICE, json!({})).await;
         assert!(answers(&at, path, &first, &ALICE).await, "{path}");

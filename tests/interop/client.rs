@@ -106,7 +106,7 @@ async fn everything_is_legacy_only_and_auto_falls_back() {
         "server-everything: auto discovery -> {:?} in {took:?} (node start included)",
         s.era
     );
-    assert_eq!(s.era, Era::Legacy);
+    assert_eq!(s.era, Era::Stateful);
     assert_eq!(s.protocol_version, "2025-11-25");
     assert_eq!(
         s.server_info.as_ref().unwrap().name,
@@ -116,14 +116,14 @@ async fn everything_is_legacy_only_and_auto_falls_back() {
     assert!(took < Duration::from_secs(15), "{took:?}");
     finish(client).await;
 
-    let (client, took) = start(everything(&js).era(EraPreference::Legacy)).await;
+    let (client, took) = start(everything(&js).era(EraPreference::Stateful)).await;
     eprintln!("server-everything: legacy handshake in {took:?}");
-    assert_eq!(client.session().unwrap().era, Era::Legacy);
+    assert_eq!(client.session().unwrap().era, Era::Stateful);
     finish(client).await;
 
     // Pinned to modern, a legacy-only server is refused at once, not retried.
     let t0 = Instant::now();
-    let client = Client::start(everything(&js).era(EraPreference::Modern))
+    let client = Client::start(everything(&js).era(EraPreference::Stateless))
         .await
         .unwrap();
     let e = client.ready(Duration::from_secs(30)).await.unwrap_err();
@@ -422,9 +422,9 @@ async fn everything_exits_0_on_every_clean_stop() {
 async fn python_mcpserver_in_both_eras() {
     let py = need!(venv_python(), "the Python mcp package at target/peers/venv");
     for (pref, want) in [
-        (EraPreference::Auto, Era::Modern),
-        (EraPreference::Modern, Era::Modern),
-        (EraPreference::Legacy, Era::Legacy),
+        (EraPreference::Auto, Era::Stateless),
+        (EraPreference::Stateless, Era::Stateless),
+        (EraPreference::Stateful, Era::Stateful),
     ] {
         let config = py_server(&py)
             .era(pref)
@@ -437,8 +437,8 @@ async fn python_mcpserver_in_both_eras() {
         );
         assert_eq!(s.era, want, "{pref:?}");
         let version = match want {
-            Era::Modern => "2026-07-28",
-            Era::Legacy => "2025-11-25",
+            Era::Stateless => "2026-07-28",
+            Era::Stateful => "2025-11-25",
         };
         assert_eq!(s.protocol_version, version);
         assert_eq!(s.server_info.as_ref().unwrap().name, "conduit-interop-py");
@@ -529,7 +529,7 @@ async fn slow_dual_era_start_beats_the_probe_timeout() {
     let session = client.ready(Duration::from_secs(30)).await;
     let era = session.as_ref().map(|s| s.era);
     client.stop().wait().await;
-    assert_eq!(era.ok(), Some(Era::Modern), "{session:?}");
+    assert_eq!(era.ok(), Some(Era::Stateless), "{session:?}");
 }
 
 /// `RequestOptions::progress` must deliver the notifications that arrive
@@ -563,8 +563,8 @@ async fn progress_just_before_the_answer_reaches_the_caller() {
 async fn time_server_in_both_eras() {
     let exe = need!(time_server(), "mcp-server-time at target/peers/venv");
     for (pref, want) in [
-        (EraPreference::Auto, Era::Modern),
-        (EraPreference::Legacy, Era::Legacy),
+        (EraPreference::Auto, Era::Stateless),
+        (EraPreference::Stateful, Era::Stateful),
     ] {
         let (client, took) = start(time(&exe).era(pref)).await;
         let s = client.session().unwrap();

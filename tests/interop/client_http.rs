@@ -130,9 +130,9 @@ async fn the_typescript_reference_server_over_streamable_http() {
     cmd.arg(&js).arg("streamableHttp");
     let peer = Peer::start(cmd).await;
     // Auto: the probe is refused (400, read), then initialize.
-    for era in [EraPreference::Auto, EraPreference::Legacy] {
+    for era in [EraPreference::Auto, EraPreference::Stateful] {
         let (got, text) = drive(&peer.url, era, "get-sum", json!({ "a": 2, "b": 3 })).await;
-        assert_eq!(got, Era::Legacy, "{era:?}");
+        assert_eq!(got, Era::Stateful, "{era:?}");
         assert!(text.contains('5'), "{era:?}: {text}");
     }
     peer.stop().await;
@@ -148,9 +148,9 @@ async fn the_python_sdk_server_over_streamable_http_in_both_eras() {
     cmd.arg(&script);
     let peer = Peer::start(cmd).await;
     for (era, want) in [
-        (EraPreference::Legacy, Era::Legacy),
-        (EraPreference::Modern, Era::Modern),
-        (EraPreference::Auto, Era::Modern),
+        (EraPreference::Stateful, Era::Stateful),
+        (EraPreference::Stateless, Era::Stateless),
+        (EraPreference::Auto, Era::Stateless),
     ] {
         let (got, text) = drive(&peer.url, era, "add", json!({ "a": 40, "b": 2 })).await;
         assert_eq!(got, want, "{era:?}");

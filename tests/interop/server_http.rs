@@ -112,8 +112,8 @@ fn router(seen: Arc<Seen>) -> Router {
                 let asks = asks.clone();
                 async move {
                     let counter = match ctx.era() {
-                        Era::Legacy => &asks.legacy_asks,
-                        Era::Modern => &asks.modern_asks,
+                        Era::Stateful => &asks.legacy_asks,
+                        Era::Stateless => &asks.modern_asks,
                     };
                     counter.fetch_add(1, Ordering::SeqCst);
                     let answer = ctx.ask("roots", InputRequest::list_roots()).await?;

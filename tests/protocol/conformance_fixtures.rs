@@ -26,8 +26,8 @@ use tokio::sync::mpsc;
 
 const PATIENCE: Duration = Duration::from_secs(20);
 const ERAS: [(EraPreference, Era); 2] = [
-    (EraPreference::Legacy, Era::Legacy),
-    (EraPreference::Modern, Era::Modern),
+    (EraPreference::Stateful, Era::Stateful),
+    (EraPreference::Stateless, Era::Stateless),
 ];
 
 use crate::example_bin;
@@ -402,7 +402,7 @@ async fn the_logging_tool_logs_three_info_messages_when_the_client_wants_them() 
         "Tool execution completed",
     ];
     // Legacy: logging/setLevel debug, as tools-call-with-logging does.
-    let s = Suite::both(EraPreference::Legacy).await;
+    let s = Suite::both(EraPreference::Stateful).await;
     let mut notes = s.client.notifications();
     s.client.set_log_level(LoggingLevel::Debug).await.unwrap();
     s.call("test_tool_with_logging", json!({})).await;
@@ -413,7 +413,7 @@ async fn the_logging_tool_logs_three_info_messages_when_the_client_wants_them() 
     s.stop().await;
 
     // Modern: nothing without _meta logLevel, the three with it.
-    let s = Suite::both(EraPreference::Modern).await;
+    let s = Suite::both(EraPreference::Stateless).await;
     let mut notes = s.client.notifications();
     s.call("test_tool_with_logging", json!({})).await;
     assert_eq!(logs(&mut notes), Vec::<Value>::new());
@@ -573,8 +573,8 @@ async fn the_input_required_fixtures_complete_through_the_client_in_both_eras() 
             .call("test_input_required_result_request_state", json!({}))
             .await;
         let want = match era {
-            Era::Modern => "state-ok: requestState validated",
-            Era::Legacy => "confirmed (no requestState in this era)",
+            Era::Stateless => "state-ok: requestState validated",
+            Era::Stateful => "confirmed (no requestState in this era)",
         };
         assert_eq!(text_of(&r), want);
         let r = s
@@ -630,7 +630,7 @@ async fn resources_read_as_the_suite_expects_in_both_eras() {
         // sep-2164: an error naming the uri, never empty contents; in the
         // modern era with -32602 (-32002 was the legacy code).
         let uri = "test://nonexistent-resource-for-conformance-testing";
-        let code = if era == Era::Legacy { -32002 } else { -32602 };
+        let code = if era == Era::Stateful { -32002 } else { -32602 };
         match s.client.read_resource(uri).await {
             Err(conduit_mcp::Error::Server(e)) => {
                 assert_eq!(e.data, Some(json!({ "uri": uri })), "{era}");
@@ -723,7 +723,7 @@ fn methods(notes: &mut conduit_mcp::Notifications) -> Vec<String> {
 
 #[tokio::test]
 async fn legacy_subscribers_hear_of_updates_and_list_changes_until_they_unsubscribe() {
-    let s = Suite::both(EraPreference::Legacy).await;
+    let s = Suite::both(EraPreference::Stateful).await;
     let mut notes = s.client.notifications();
     s.client
         .subscribe_resource("test://watched-resource")
@@ -777,7 +777,7 @@ async fn next_on(sub: &mut conduit_mcp::Subscription) -> ServerNotification {
 
 #[tokio::test]
 async fn modern_listen_streams_get_only_the_list_changes_they_asked_for() {
-    let s = Suite::both(EraPreference::Modern).await;
+    let s = Suite::both(EraPreference::Stateless).await;
     let tools_only = SubscriptionFilter {
         tools_list_changed: Some(true),
         ..Default::default()

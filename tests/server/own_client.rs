@@ -138,19 +138,19 @@ async fn drive(era: EraPreference, expect: conduit_mcp::Era) {
 
 #[tokio::test]
 async fn own_client_legacy_era() {
-    drive(EraPreference::Legacy, conduit_mcp::Era::Legacy).await;
+    drive(EraPreference::Stateful, conduit_mcp::Era::Stateful).await;
 }
 
 #[tokio::test]
 async fn own_client_modern_era() {
-    drive(EraPreference::Modern, conduit_mcp::Era::Modern).await;
+    drive(EraPreference::Stateless, conduit_mcp::Era::Stateless).await;
 }
 
 #[tokio::test]
 async fn own_client_auto_discovers_the_modern_era() {
     let client = start(EraPreference::Auto).await;
     let session = client.ready(PATIENCE).await.expect("ready");
-    assert_eq!(session.era, conduit_mcp::Era::Modern);
+    assert_eq!(session.era, conduit_mcp::Era::Stateless);
     assert_eq!(session.protocol_version, "2026-07-28");
     tokio::time::timeout(PATIENCE, client.stop().wait())
         .await
@@ -165,7 +165,7 @@ async fn own_client_auto_discovers_the_modern_era() {
 async fn own_client_throughput() {
     const N: usize = 20_000;
     const IN_FLIGHT: usize = 64;
-    for era in [EraPreference::Legacy, EraPreference::Modern] {
+    for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let client = start(era).await;
         client.ready(PATIENCE).await.unwrap();
         let permits = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));

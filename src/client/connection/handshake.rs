@@ -17,7 +17,7 @@ use crate::client::LifecycleEvent;
 use crate::client::{ServerSession, Status};
 use crate::error::CloseReason;
 use crate::jsonrpc::{encode, Outcome, RequestId};
-use crate::protocol::{meta, methods, Era, LATEST_LEGACY_VERSION, MODERN_VERSION};
+use crate::protocol::{meta, methods, Era, LATEST_STATEFUL_VERSION, STATELESS_VERSION};
 
 impl ConnectionState {
     pub(super) fn probe(&mut self, myself: &ActorRef<ConnectionMsg>, version: String) {
@@ -53,7 +53,7 @@ impl ConnectionState {
         let id = self.next_id();
         let cfg = &self.shared.config;
         let params = json!({
-            "protocolVersion": LATEST_LEGACY_VERSION,
+            "protocolVersion": LATEST_STATEFUL_VERSION,
             "capabilities": cfg.capabilities,
             "clientInfo": cfg.client_info,
         });
@@ -80,13 +80,13 @@ impl ConnectionState {
 
     pub(super) fn ready(&mut self, session: ServerSession) {
         self.meta_cache = match session.era {
-            Era::Modern => match self.modern_meta(&session.protocol_version) {
+            Era::Stateless => match self.modern_meta(&session.protocol_version) {
                 Value::Object(map) => serde_json::value::to_raw_value(&map)
                     .ok()
                     .map(|raw| Arc::new(MetaCache { map, raw })),
                 _ => None,
             },
-            Era::Legacy => None,
+            Era::Stateful => None,
         };
         let session = Arc::new(session);
         info!(
@@ -124,7 +124,7 @@ impl ConnectionState {
         };
         let requested = version.clone();
         let pid = self.shared.link().and_then(|l| l.pid());
-        let pinned = self.shared.config.era == EraPreference::Modern;
+        let pinned = self.shared.config.era == EraPreference::Stateless;
         match discovery::judge(&outcome, &requested) {
             DiscoverVerdict::Modern(mut session) => {
                 session.pid = pid;
@@ -163,7 +163,8 @@ impl ConnectionState {
             debug!(server = %self.name(), "late server/discover answer ignored: era already settled");
             return;
         }
-        if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, MODERN_VERSION) {
+        if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, STATELESS_VERSION)
+        {
             info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
             session.pid = self.shared.link().and_then(|l| l.pid());
             self.shared.pending.forget_initialize();
@@ -223,7 +224,7 @@ impl ConnectionState {
     ) {
         let probing = matches!(&self.phase, LinkPhase::Probing { id: p, .. } if p == id);
         if probing && self.shared.pending.remove(id).is_some() {
-            if self.shared.config.era == EraPreference::Modern {
+            if self.shared.config.era == EraPreference::Stateless {
                 return self.handshake_failed(format!("server/discover got no answer: {problem}"));
             }
             info!(server = %self.name(), reason = %problem, "server/discover got no answer: legacy era");

@@ -103,7 +103,7 @@ impl ConnectionState {
             _ => None,
         };
         match (&self.shared.handler, req.method.as_str()) {
-            (Some(handler), _) if era != Some(Era::Modern) => Some(handler.clone()),
+            (Some(handler), _) if era != Some(Era::Stateless) => Some(handler.clone()),
             (None, methods::PING) => {
                 if let Ok(line) = encode::result(&Some(req.id.clone()), &json!({})) {
                     self.send_control(line);

@@ -27,7 +27,7 @@ use crate::client::EraPreference;
 use crate::error::{CloseReason, Error, SpawnError};
 use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::methods;
-use crate::protocol::MODERN_VERSION;
+use crate::protocol::STATELESS_VERSION;
 use crate::transport::{Delivery, EventSink, Link, Transport, TransportEvent};
 
 /// Bytes (as held in memory once parsed) of server messages queued for the
@@ -416,9 +416,9 @@ impl ConnectionState {
         }
         self.shared.set_status(Status::Starting);
         match self.shared.config.era {
-            EraPreference::Legacy => self.initialize(myself),
-            EraPreference::Auto | EraPreference::Modern => {
-                self.probe(myself, MODERN_VERSION.to_owned())
+            EraPreference::Stateful => self.initialize(myself),
+            EraPreference::Auto | EraPreference::Stateless => {
+                self.probe(myself, STATELESS_VERSION.to_owned())
             }
         }
         debug!(server = %self.name(), pid, gen = self.gen, "server link adopted");

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::{codes, ErrorObject, Request};
 use crate::protocol::{
-    meta, methods, Era, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS,
+    meta, methods, Era, LATEST_STATEFUL_VERSION, STATEFUL_VERSIONS, STATELESS_VERSIONS,
 };
 
 use crate::server::handle::SessionShared;
@@ -63,12 +63,12 @@ fn check_modern(m: &Map<String, Value>) -> Result<&Value, ErrorObject> {
         .as_str()
         .unwrap_or_default();
     let caps = required(m, meta::CLIENT_CAPABILITIES, "an object", Value::is_object)?;
-    if !MODERN_VERSIONS.contains(&version) {
+    if !STATELESS_VERSIONS.contains(&version) {
         return Err(ErrorObject::new(
             codes::UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
         )
-        .with_data(json!({ "supported": MODERN_VERSIONS, "requested": version })));
+        .with_data(json!({ "supported": STATELESS_VERSIONS, "requested": version })));
     }
     Ok(caps)
 }
@@ -102,7 +102,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                 let caps = record_modern(shared, caps, &m);
                 let params = req.params.as_ref();
                 Route::Dispatch(Dispatch {
-                    era: Era::Modern,
+                    era: Era::Stateless,
                     client_capabilities: Some(caps),
                     input_responses: params
                         .and_then(|p| p.get("inputResponses"))
@@ -126,7 +126,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                     ))));
                 }
                 Route::Dispatch(Dispatch {
-                    era: Era::Legacy,
+                    era: Era::Stateful,
                     client_capabilities: st.legacy_capabilities.clone(),
                     input_responses: None,
                     request_state: None,
@@ -156,7 +156,7 @@ fn record_modern(shared: &SessionShared, caps: &Value, m: &Map<String, Value>) -
             st.client_info = Some(info.clone());
         }
     }
-    st.era = Some(Era::Modern);
+    st.era = Some(Era::Stateless);
     caps
 }
 
@@ -174,10 +174,10 @@ fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObjec
         return Err(invalid_params("initialize: capabilities must be an object"));
     }
     // Echo a version we speak, else offer our newest (the client decides).
-    let version = if LEGACY_VERSIONS.contains(&requested) {
+    let version = if STATEFUL_VERSIONS.contains(&requested) {
         requested
     } else {
-        LATEST_LEGACY_VERSION
+        LATEST_STATEFUL_VERSION
     };
     {
         let mut st = shared.session();
@@ -186,7 +186,7 @@ fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObjec
         st.legacy_capabilities = Some(caps.clone());
         st.latest_capabilities = Some(caps);
         st.client_info = params.and_then(|p| p.get("clientInfo")).cloned();
-        st.era = Some(Era::Legacy);
+        st.era = Some(Era::Stateful);
         st.initialized = false;
         // A new legacy session: nothing of the previous one carries over.
         st.subscriptions = Default::default();
@@ -209,7 +209,7 @@ fn discover(shared: &SessionShared) -> Value {
     let c = &shared.config;
     let mut result = json!({
         "resultType": "complete",
-        "supportedVersions": MODERN_VERSIONS,
+        "supportedVersions": STATELESS_VERSIONS,
         "capabilities": shared.capabilities(),
         "_meta": { meta::SERVER_INFO: c.server_info },
         "ttlMs": c.cache_ttl_ms,

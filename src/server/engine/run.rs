@@ -166,7 +166,7 @@ pub(crate) fn answer_line(
     };
     match result {
         Ok(mut v) => {
-            if hints.era == Era::Modern {
+            if hints.era == Era::Stateless {
                 if let Some(obj) = v.as_object_mut() {
                     obj.entry("resultType").or_insert_with(|| json!("complete"));
                     if hints.cacheable {
@@ -178,7 +178,7 @@ pub(crate) fn answer_line(
             }
             encoded(&v)
         }
-        Err(HandlerError::InputRequired) if hints.era == Era::Modern => {
+        Err(HandlerError::InputRequired) if hints.era == Era::Stateless => {
             let (requests, state) = {
                 let mut r = crate::sync::lock(recorded);
                 (std::mem::take(&mut r.requests), r.state.take())
@@ -658,7 +658,7 @@ mod tests {
                 params: None,
             };
             let d = Dispatch {
-                era: Era::Legacy,
+                era: Era::Stateful,
                 meta: None,
                 client_capabilities: None,
                 input_responses: None,

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::http::headers;
 use crate::jsonrpc::footprint;
 use crate::jsonrpc::{encode, Message, RequestId};
-use crate::protocol::{meta, methods, Era, LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::protocol::{meta, methods, Era, STATEFUL_VERSIONS, STATELESS_VERSIONS};
 use crate::server::engine::dispatch::{route, Route};
 use crate::server::engine::{Duplicate, Scope};
 use crate::server::handle::ServerHandle;
@@ -74,12 +74,12 @@ fn era_of(h: &HeaderMap, body_is_modern: bool) -> Era {
     let version = h.get(PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
     let has_session = h.contains_key(SESSION_ID);
     match version {
-        Some(v) if MODERN_VERSIONS.contains(&v) => Era::Modern,
-        Some(v) if LEGACY_VERSIONS.contains(&v) => Era::Legacy,
-        Some(_) if has_session => Era::Legacy,
-        Some(_) => Era::Modern,
-        None if body_is_modern && !has_session => Era::Modern,
-        None => Era::Legacy,
+        Some(v) if STATELESS_VERSIONS.contains(&v) => Era::Stateless,
+        Some(v) if STATEFUL_VERSIONS.contains(&v) => Era::Stateful,
+        Some(_) if has_session => Era::Stateful,
+        Some(_) => Era::Stateless,
+        None if body_is_modern && !has_session => Era::Stateless,
+        None => Era::Stateful,
     }
 }
 
@@ -214,8 +214,8 @@ async fn post(
         }
     };
     match era_of(h, has_modern_meta(&msg)) {
-        Era::Modern => post_modern(core, &parts, owner, msg, charge, accepts).await,
-        Era::Legacy => post_legacy(core, &parts, owner, msg, charge, accepts).await,
+        Era::Stateless => post_modern(core, &parts, owner, msg, charge, accepts).await,
+        Era::Stateful => post_legacy(core, &parts, owner, msg, charge, accepts).await,
     }
 }
 
@@ -327,7 +327,7 @@ fn session_of(core: &Core, h: &HeaderMap, owner: &Owner) -> Result<Arc<Session>,
 fn legacy_version_ok(h: &HeaderMap) -> Result<(), Rejection> {
     match h.get(PROTOCOL_VERSION) {
         None => Ok(()),
-        Some(v) if v.to_str().is_ok_and(|v| LEGACY_VERSIONS.contains(&v)) => Ok(()),
+        Some(v) if v.to_str().is_ok_and(|v| STATEFUL_VERSIONS.contains(&v)) => Ok(()),
         Some(v) => Err(Rejection::SessionVersion {
             requested: String::from_utf8_lossy(v.as_bytes()).into_owned(),
         }),
@@ -663,7 +663,7 @@ fn session_of_get_or_delete(
     h: &HeaderMap,
     owner: &Owner,
 ) -> Result<Arc<Session>, Rejection> {
-    if era_of(h, false) == Era::Modern
+    if era_of(h, false) == Era::Stateless
         || (!h.contains_key(SESSION_ID) && !h.contains_key(PROTOCOL_VERSION))
     {
         return Err(Rejection::MethodNotAllowed { allow: "POST" });

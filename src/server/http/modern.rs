@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::http::headers;
 use crate::jsonrpc::Request;
-use crate::protocol::{meta, methods, LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::protocol::{meta, methods, STATEFUL_VERSIONS, STATELESS_VERSIONS};
 
 use super::Rejection;
 
@@ -46,7 +46,7 @@ const NAME: HeaderName = HeaderName::from_static(headers::NAME);
 /// naming it), not the missing `_meta`.
 fn unknown_version(version: &[u8]) -> Option<Refusal> {
     let v = String::from_utf8_lossy(version);
-    if MODERN_VERSIONS.contains(&v.as_ref()) || LEGACY_VERSIONS.contains(&v.as_ref()) {
+    if STATELESS_VERSIONS.contains(&v.as_ref()) || STATEFUL_VERSIONS.contains(&v.as_ref()) {
         return None;
     }
     Some(Rejection::UnsupportedVersion {

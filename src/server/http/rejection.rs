@@ -9,7 +9,7 @@ use axum::http::{header, HeaderValue, Response, StatusCode};
 use axum::response::IntoResponse;
 
 use crate::jsonrpc::{codes, encode, ErrorObject, ParseError, RequestId};
-use crate::protocol::{LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::protocol::{STATEFUL_VERSIONS, STATELESS_VERSIONS};
 
 /// The JSON-RPC code of a refusal that is no JSON-RPC error of its own
 /// (admission, sessions, the server's state): the implementation-defined
@@ -186,7 +186,7 @@ pub enum Rejection {
     /// version of that revision: 400, -32000.
     #[error(
         "Bad Request: unsupported MCP-Protocol-Version {requested:?} (supported: {})",
-        LEGACY_VERSIONS.join(", ")
+        STATEFUL_VERSIONS.join(", ")
     )]
     SessionVersion {
         /// The version asked for.
@@ -382,9 +382,9 @@ impl Rejection {
         match self {
             Rejection::ServerUnavailable { error } => error.clone(),
             Rejection::UnsupportedVersion { requested, .. } => {
-                let supported: Vec<&str> = MODERN_VERSIONS
+                let supported: Vec<&str> = STATELESS_VERSIONS
                     .iter()
-                    .chain(LEGACY_VERSIONS)
+                    .chain(STATEFUL_VERSIONS)
                     .copied()
                     .collect();
                 ErrorObject::new(self.code(), self.to_string()).with_data(

@@ -441,7 +441,7 @@ impl OAuth {
         };
         let client = crate::transport::http::http_client::build(http).map_err(unbuilt)?;
         let flow = FlowClient::new(http, url.clone()).map_err(unbuilt)?;
-        let version = crate::protocol::MODERN_VERSION;
+        let version = crate::protocol::STATELESS_VERSION;
         let body = serde_json::json!({
             "jsonrpc": "2.0",
             "id": "conduit-login",
