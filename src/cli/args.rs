@@ -314,8 +314,9 @@ fn era() -> impl TypedValueParser<Value = EraPreference> {
         PossibleValue::new("legacy").alias("stateful"),
     ])
     .map(|v| match v.as_str() {
-        "modern" => EraPreference::Stateless,
-        "legacy" => EraPreference::Stateful,
+        // An alias arrives as typed.
+        "modern" | "stateless" => EraPreference::Stateless,
+        "legacy" | "stateful" => EraPreference::Stateful,
         _ => EraPreference::Auto,
     })
 }
