@@ -58,14 +58,15 @@ impl Actor for App {
         let me = std::env::current_exe()?.to_string_lossy().into_owned();
         let mut clients = Vec::new();
         for (name, extra) in [("steady", None), ("crashy", Some("--crash-every-ms=400"))] {
-            let mut config = ClientConfig::new(&me).name(name).arg("--serve").restarts(
-                Backoff {
+            let mut config = ClientConfig::new(&me)
+                .name(name)
+                .arg("--serve")
+                .backoff(Backoff {
                     initial: Duration::from_millis(50),
                     max: Duration::from_millis(500),
                     factor: 2.0,
-                },
-                10,
-            );
+                })
+                .max_reconnects(10);
             if let Some(a) = extra {
                 config = config.arg(a);
             }

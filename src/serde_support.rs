@@ -86,14 +86,12 @@ mod tests {
             .stderr(StderrMode::File("/tmp/log".into()))
             .era(EraPreference::Stateful)
             .request_timeout(Duration::from_millis(1500))
-            .restarts(
-                Backoff {
-                    initial: Duration::from_millis(5),
-                    max: Duration::from_millis(50),
-                    factor: 3.0,
-                },
-                7,
-            );
+            .backoff(Backoff {
+                initial: Duration::from_millis(5),
+                max: Duration::from_millis(50),
+                factor: 3.0,
+            })
+            .max_reconnects(7);
         config.name = Some("srv".into());
         let v = serde_json::to_value(&config).unwrap();
         assert_eq!(v["request_timeout_ms"], 1500);

@@ -375,8 +375,9 @@ async fn calls_racing_repeated_server_exits_all_resolve() {
         max: Duration::from_millis(20),
         factor: 1.0,
     };
-    let cfg =
-        common::config(&["--exit-after", "40", "--exit-code", "7"]).restarts(steady, u32::MAX);
+    let cfg = common::config(&["--exit-after", "40", "--exit-code", "7"])
+        .backoff(steady)
+        .max_reconnects(u32::MAX);
     let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
     let t = Instant::now();

@@ -81,7 +81,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         front.grace = g;
     }
     if let Some(log) = &args.log_calls {
-        front = front.call_log(log, args.log_arguments);
+        front = front.log_calls(log).log_arguments(args.log_arguments);
     }
     // Bound first: a port in use is reported before any server starts.
     let listener = TcpListener::bind(addr)

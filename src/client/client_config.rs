@@ -468,6 +468,7 @@ impl ClientConfig {
     }
 
     /// Sets both shutdown grace periods.
+    #[deprecated(note = "two positional durations: use `stdin_grace(..)` and `term_grace(..)`")]
     pub fn graces(mut self, stdin_grace: Duration, term_grace: Duration) -> Self {
         self.stdin_grace = stdin_grace;
         self.term_grace = term_grace;
@@ -475,6 +476,7 @@ impl ClientConfig {
     }
 
     /// Sets the restart policy.
+    #[deprecated(note = "a positional pair: use `backoff(..)` and `max_reconnects(..)`")]
     pub fn restarts(mut self, backoff: Backoff, max_reconnects: u32) -> Self {
         self.backoff = backoff;
         self.max_reconnects = max_reconnects;

@@ -249,9 +249,49 @@ impl FrontConfig {
     }
 
     /// Sets [`call_log`](Self::call_log) and [`log_arguments`](Self::log_arguments).
+    #[deprecated(note = "a positional flag: use `log_calls(path)` and `log_arguments(true)`")]
     pub fn call_log(mut self, path: impl Into<PathBuf>, arguments: bool) -> Self {
         self.call_log = Some(path.into());
         self.log_arguments = arguments;
+        self
+    }
+
+    /// Logs every call to the file at `path` (sets
+    /// [`call_log`](Self::call_log); none by default), as `mcp serve
+    /// --log-calls FILE` does.
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::FrontConfig;
+    ///
+    /// let config = FrontConfig::new().log_calls("/var/log/mcp-calls.jsonl").log_arguments(true);
+    /// assert!(config.log_arguments);
+    /// ```
+    pub fn log_calls(mut self, path: impl Into<PathBuf>) -> Self {
+        self.call_log = Some(path.into());
+        self
+    }
+
+    /// Sets [`log_arguments`](Self::log_arguments): the call log carries
+    /// each call's arguments too (off by default).
+    pub fn log_arguments(mut self, arguments: bool) -> Self {
+        self.log_arguments = arguments;
+        self
+    }
+
+    /// Sets [`allowed_origins`](Self::allowed_origins): browser origins
+    /// allowed besides loopback ones (none by default; `"*"` allows any).
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets [`max_held_calls`](Self::max_held_calls) (default 256).
+    pub fn max_held_calls(mut self, max: usize) -> Self {
+        self.max_held_calls = max;
         self
     }
 

@@ -324,15 +324,14 @@ fn callers_retrying_in_a_loop_on_one_thread_do_not_keep_the_connection_from_resp
 async fn the_give_up_counts_every_attempt() {
     let mut cfg = ClientConfig::new("cat")
         .stderr(StderrMode::Discard)
-        .graces(Duration::from_millis(500), Duration::from_millis(500))
-        .restarts(
-            conduit_mcp::Backoff {
-                initial: Duration::from_millis(20),
-                max: Duration::from_millis(100),
-                factor: 2.0,
-            },
-            3,
-        );
+        .stdin_grace(Duration::from_millis(500))
+        .term_grace(Duration::from_millis(500))
+        .backoff(conduit_mcp::Backoff {
+            initial: Duration::from_millis(20),
+            max: Duration::from_millis(100),
+            factor: 2.0,
+        })
+        .max_reconnects(3);
     cfg.probe_timeout = Duration::from_millis(300);
     cfg.init_timeout = Duration::from_millis(500);
     let (client, mut events) = common::start_recording(cfg).await;

@@ -26,7 +26,8 @@ fn config(era: EraPreference) -> ClientConfig {
         .stderr(StderrMode::Discard)
         .era(era)
         .request_timeout(Duration::from_secs(20))
-        .graces(Duration::from_millis(500), Duration::from_millis(500))
+        .stdin_grace(Duration::from_millis(500))
+        .term_grace(Duration::from_millis(500))
 }
 
 async fn start(era: EraPreference, handler: Option<ClientResponder>) -> Client {

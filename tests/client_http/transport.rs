@@ -317,9 +317,13 @@ async fn a_lost_server_fails_calls_in_flight_at_once_and_the_client_reconnects()
             max: Duration::from_millis(100),
             factor: 2.0,
         };
-        let client = Client::start(client_config(&proxy.url(), era).restarts(backoff, 50))
-            .await
-            .unwrap();
+        let client = Client::start(
+            client_config(&proxy.url(), era)
+                .backoff(backoff)
+                .max_reconnects(50),
+        )
+        .await
+        .unwrap();
         ready(&client).await;
         let (tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
         let call = {
@@ -382,7 +386,9 @@ async fn an_unreachable_server_is_retried_with_backoff_then_given_up() {
         factor: 2.0,
     };
     let client = Client::start(
-        client_config(&format!("http://{addr}/mcp"), EraPreference::Auto).restarts(backoff, 2),
+        client_config(&format!("http://{addr}/mcp"), EraPreference::Auto)
+            .backoff(backoff)
+            .max_reconnects(2),
     )
     .await
     .unwrap();

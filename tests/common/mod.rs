@@ -16,15 +16,14 @@ pub fn config(args: &[&str]) -> ClientConfig {
     let mut c = ClientConfig::new(fixture())
         .args(args.iter().copied())
         .stderr(StderrMode::Discard)
-        .graces(Duration::from_millis(500), Duration::from_millis(500))
-        .restarts(
-            Backoff {
-                initial: Duration::from_millis(20),
-                max: Duration::from_millis(200),
-                factor: 2.0,
-            },
-            3,
-        )
+        .stdin_grace(Duration::from_millis(500))
+        .term_grace(Duration::from_millis(500))
+        .backoff(Backoff {
+            initial: Duration::from_millis(20),
+            max: Duration::from_millis(200),
+            factor: 2.0,
+        })
+        .max_reconnects(3)
         .request_timeout(Duration::from_secs(20));
     c.probe_timeout = Duration::from_secs(3);
     c

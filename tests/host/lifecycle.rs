@@ -17,14 +17,13 @@ use serde_json::json;
 
 /// A fixture server whose restarts wait `backoff` and stop after `max`.
 fn restarting(backoff: Duration, max: u32) -> ClientConfig {
-    common::config(&[]).restarts(
-        Backoff {
+    common::config(&[])
+        .backoff(Backoff {
             initial: backoff,
             max: backoff,
             factor: 1.0,
-        },
-        max,
-    )
+        })
+        .max_reconnects(max)
 }
 
 fn pid_of(host: &Host, server: &str) -> u32 {

@@ -273,7 +273,8 @@ fn example_server() -> ClientConfig {
     ClientConfig::new(exe.to_str().unwrap())
         .env("RUST_LOG", "warn")
         .stderr(StderrMode::Discard)
-        .graces(Duration::from_millis(500), Duration::from_millis(500))
+        .stdin_grace(Duration::from_millis(500))
+        .term_grace(Duration::from_millis(500))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,7 +45,8 @@ fn base(c: ClientConfig) -> ClientConfig {
     // 1-3 s to start on a loaded machine, which must not matter.
     c.stderr(StderrMode::Discard)
         .request_timeout(Duration::from_secs(30))
-        .graces(Duration::from_secs(2), Duration::from_secs(2))
+        .stdin_grace(Duration::from_secs(2))
+        .term_grace(Duration::from_secs(2))
 }
 
 /// Starts the client and waits for the session; returns how long it took.
