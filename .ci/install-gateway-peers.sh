@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the two proxies the gateway benchmark (examples/gateway_bench.rs)
+# Installs the two proxies the gateway benchmark (benches/gateway_bench.rs)
 # measures `mcp serve` against, pinned, under target/gateway-peers/ (ignored
 # by git):
 #   target/gateway-peers/node_modules/.bin/supergateway

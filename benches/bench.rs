@@ -2,7 +2,7 @@
 //! era) and rmcp, against the same minimal child server, interleaved in one
 //! run, each round both unpinned and pinned to one CPU (issues #6 and #16).
 //!
-//! Run: `cargo run --release --example bench` (a few minutes), or
+//! Run: `cargo bench --bench bench` (a few minutes), or
 //! `-- --quick` for a smoke run; `-- --json` prints one JSON object per line
 //! (`{"peer", "metric", "value", "unit", "pinned"}`, plus ratio and target
 //! lines) on stdout and the tables on stderr.
@@ -987,7 +987,7 @@ usage: bench [--quick] [--json] [--samples] [--pinning both|on|off] [--rounds N]
                                   one CPU unless --no-pin
        bench --one-round N [--pin] [plan options]  one round; samples as JSON lines
        bench --diag-op PEER OP N [--pin]  N operations of one kind, for profilers
-                                  (see examples/bench/diag.rs)
+                                  (see benches/bench/diag.rs)
 Pinned runs use CPU 0 (BENCH_PIN_CPU=N for another).";
 
 fn main() {

@@ -15,9 +15,9 @@
 //!
 //! ```text
 //! bash .ci/install-gateway-peers.sh
-//! cargo build --release --features cli --bin mcp --example server --example gateway_bench
-//! target/release/examples/gateway_bench            # 50 clients, 10 s each
-//! target/release/examples/gateway_bench --quick    # smoke run: 2 s each
+//! cargo build --release --features cli --bin mcp --example server
+//! cargo bench --bench gateway_bench                 # 50 clients, 10 s each
+//! cargo bench --bench gateway_bench -- --quick      # smoke run: 2 s each
 //! ```
 //!
 //! `--clients N`, `--seconds S`, `--only NAME` (the gateways whose name
@@ -68,21 +68,22 @@ impl Figures {
     }
 }
 
-/// This binary's directory (`target/<profile>/examples`).
-fn examples_dir() -> PathBuf {
+/// The profile's directory (`target/release`: this binary is in its
+/// `deps`).
+fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the bench's own path");
-    exe.parent().expect("a directory").to_owned()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the profile directory")
+        .to_owned()
 }
 
 fn server_bin() -> PathBuf {
-    examples_dir().join("server")
+    profile_dir().join("examples").join("server")
 }
 
 fn mcp_bin() -> PathBuf {
-    examples_dir()
-        .parent()
-        .expect("the profile directory")
-        .join("mcp")
+    profile_dir().join("mcp")
 }
 
 fn peers_bin(name: &str) -> PathBuf {
@@ -614,7 +615,7 @@ async fn main() {
     for p in [server_bin(), mcp_bin()] {
         if !p.is_file() {
             eprintln!(
-                "missing {}: cargo build --release --features cli --bin mcp --example server --example gateway_bench",
+                "missing {}: cargo build --release --features cli --bin mcp --example server",
                 p.display()
             );
             std::process::exit(2);
