@@ -12,6 +12,7 @@ pub use crate::protocol::InputRequest;
 
 use super::error::{AskError, SendError};
 use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
+use super::held::{HeldCall, ScopeKey};
 
 /// Input requests and state recorded by a modern-era handler.
 #[derive(Debug, Default)]
@@ -45,7 +46,7 @@ impl RequestShared {
 }
 
 /// Methods that may answer with an input-required result (modern era).
-const MULTI_ROUND_TRIP: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+pub(crate) const MULTI_ROUND_TRIP: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
 /// The context of one request, passed to
 /// [`Handler::handle_request`](super::Handler::handle_request).
@@ -70,6 +71,10 @@ const MULTI_ROUND_TRIP: &[&str] = &["tools/call", "prompts/get", "resources/read
 ///
 /// So the same handler code works in both eras, provided it is idempotent
 /// up to its `ask` calls (in the modern era it runs once per round).
+///
+/// Work that must not run twice (it started something, or relays another
+/// process that asks) runs in [`run_held`](Self::run_held) instead: it runs
+/// once, and each round resumes it where it waits.
 #[derive(Clone, Debug)]
 pub struct RequestContext {
     pub(crate) id: RequestId,
@@ -81,6 +86,10 @@ pub struct RequestContext {
     pub(crate) request_state: Option<String>,
     pub(crate) handle: ServerHandle,
     pub(crate) shared: Arc<RequestShared>,
+    /// The client it came from, as the engine tells them apart.
+    pub(crate) scope: ScopeKey,
+    /// Stateless multi-round requests: the `name` (or `uri`) they are for.
+    pub(crate) target: Option<String>,
     #[cfg(feature = "http")]
     http: Option<Arc<axum::http::request::Parts>>,
 }
@@ -92,6 +101,7 @@ impl RequestContext {
         d: super::engine::dispatch::Dispatch,
         handle: ServerHandle,
         shared: Arc<RequestShared>,
+        scope: ScopeKey,
     ) -> Self {
         RequestContext {
             id: req.id.clone(),
@@ -103,6 +113,8 @@ impl RequestContext {
             request_state: d.request_state,
             handle,
             shared,
+            scope,
+            target: d.target,
             #[cfg(feature = "http")]
             http: d.http,
         }
@@ -305,6 +317,63 @@ impl RequestContext {
         }
     }
 
+    /// Runs `work` once, however many input rounds it needs: the held-call
+    /// mode of asking for input (see the [type documentation](Self) for the
+    /// re-run mode of [`ask`](Self::ask)).
+    ///
+    /// `work` gets a [`HeldCall`]; its [`ask`](HeldCall::ask) returns the
+    /// client's answer in either era. In the 2025-11-25 era `work` simply
+    /// runs here, its asks sent to the client as they are made. In the
+    /// 2026-07-28 era it runs in a task of its own: an ask ends this round
+    /// with `input_required` and a `requestState` of the server's (this
+    /// method returns [`HandlerError::InputRequired`](super::HandlerError);
+    /// return it with `?`), and the call waits for the client's retry.
+    /// The retry is routed to the same handler, which calls `run_held`
+    /// again: that call resumes the waiting work (its own `work` is dropped
+    /// unrun) and returns the work's result, or ends the round again at the
+    /// next ask. A retry with a state that is unknown, expired, used, of
+    /// another client, or of another method or name is refused with -32602.
+    ///
+    /// Bounded by [`ServerConfig::max_held_calls`](super::ServerConfig::max_held_calls)
+    /// and [`held_input_timeout`](super::ServerConfig::held_input_timeout);
+    /// a stop of the server aborts the calls that wait.
+    ///
+    /// Cancel safety: dropping the future (the request was cancelled)
+    /// aborts the work, unless it is waiting for the next round.
+    ///
+    /// # Examples
+    ///
+    /// A tool that starts a job once and asks the user to confirm it:
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    /// use serde_json::{json, Value};
+    ///
+    /// async fn deploy(ctx: RequestContext) -> Result<Value, HandlerError> {
+    ///     ctx.run_held(|call| async move {
+    ///         let plan = "3 services"; // computed once, not once per round
+    ///         let answer = call
+    ///             .ask(InputRequest::elicit(json!({
+    ///                 "mode": "form",
+    ///                 "message": format!("Deploy {plan}?"),
+    ///                 "requestedSchema": { "type": "object", "properties": {} },
+    ///             })))
+    ///             .await?;
+    ///         Ok(json!({ "content": [{ "type": "text", "text": answer["action"].to_string() }] }))
+    ///     })
+    ///     .await
+    /// }
+    /// ```
+    pub async fn run_held<T, F, Fut>(&self, work: F) -> Result<T, super::HandlerError>
+    where
+        T: Send + 'static,
+        F: FnOnce(HeldCall) -> Fut,
+        Fut: std::future::Future<Output = Result<T, super::HandlerError>> + Send + 'static,
+    {
+        super::held::run(self, work).await
+    }
+
     /// [`ask`](Self::ask) for several inputs at once. In the modern era all
     /// missing ones are requested in a single input-required round.
     pub async fn ask_all(
@@ -339,7 +408,7 @@ impl RequestContext {
         }
     }
 
-    fn check(&self, request: &InputRequest) -> Result<(), AskError> {
+    pub(crate) fn check(&self, request: &InputRequest) -> Result<(), AskError> {
         if let Some(cap) = capability_for(request.method()) {
             if !self.client_supports(cap) {
                 return Err(AskError::MissingCapability {
@@ -354,7 +423,7 @@ impl RequestContext {
         Ok(())
     }
 
-    fn record(&self, key: &str, request: &InputRequest) {
+    pub(crate) fn record(&self, key: &str, request: &InputRequest) {
         let v = serde_json::to_value(request).unwrap_or(Value::Null);
         crate::sync::lock(&self.shared.recorded)
             .requests

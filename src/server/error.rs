@@ -185,6 +185,22 @@ pub enum AskError {
     /// Legacy era: the server-to-client request failed.
     #[error(transparent)]
     Send(#[from] SendError),
+    /// Modern era, a [held call](super::HeldCall): the client did not come
+    /// back with the input within
+    /// [`held_input_timeout`](super::ServerConfig::held_input_timeout), or
+    /// the server stopped.
+    #[error("the client did not answer: its call ended or its input timed out")]
+    NotAnswered,
+    /// Modern era, a [held call](super::HeldCall): the server holds
+    /// [`max_held_calls`](super::ServerConfig::max_held_calls) calls
+    /// waiting for input already (or this client a quarter of them).
+    #[error(
+        "too many calls wait for their clients' input (max_held_calls = {max}); try again later"
+    )]
+    TooManyHeld {
+        /// The bound that was reached.
+        max: usize,
+    },
 }
 
 impl From<AskError> for HandlerError {
@@ -208,7 +224,9 @@ impl From<AskError> for HandlerError {
                 "{m} cannot ask the client for input in the modern era"
             )),
             AskError::Send(SendError::Client(e)) => HandlerError::Rpc(e),
-            AskError::Send(e) => HandlerError::Internal(e.to_string()),
+            e @ (AskError::Send(_) | AskError::NotAnswered | AskError::TooManyHeld { .. }) => {
+                HandlerError::Internal(e.to_string())
+            }
         }
     }
 }

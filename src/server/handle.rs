@@ -15,6 +15,7 @@ use crate::protocol::{methods, Era, LoggingLevel};
 
 use super::engine::budget::InboundBudget;
 use super::error::SendError;
+use super::held::HeldTable;
 use super::server_config::ServerConfig;
 use super::subscriptions::Subscriptions;
 use crate::line_io::{QueueError, WriteQueue};
@@ -107,6 +108,8 @@ pub(crate) struct SessionShared {
     /// run by [`ServerHandle::stop`] after the stop is signalled, so a
     /// server whose tasks never started stops all the same.
     pub(crate) on_stop: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Calls waiting for their clients' next input round.
+    pub(crate) held: Arc<HeldTable>,
 }
 
 impl SessionShared {
@@ -127,6 +130,7 @@ impl SessionShared {
             sessions: std::sync::OnceLock::new(),
             outlet: std::sync::OnceLock::new(),
             on_stop: std::sync::OnceLock::new(),
+            held: Arc::default(),
         }
     }
 
@@ -199,6 +203,7 @@ impl SessionShared {
         self.input_closed.send_replace(true);
         self.closed.store(true, Ordering::Release);
         drop(self.pending.take_all());
+        self.held.clear();
         self.phase.send_replace(ServePhase::Ended);
     }
 }

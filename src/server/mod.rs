@@ -189,6 +189,7 @@ mod error;
 #[cfg(unix)]
 mod guard;
 mod handle;
+mod held;
 #[cfg(feature = "http")]
 pub mod http;
 mod output;
@@ -207,6 +208,7 @@ pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
 pub use context::{InputRequest, RequestContext};
 pub use error::{AskError, HandlerError, SendError, ServerError};
 pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
+pub use held::HeldCall;
 pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
 pub use server_config::{

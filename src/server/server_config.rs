@@ -20,6 +20,10 @@ pub const DEFAULT_MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
 pub const MIN_INBOUND_BYTES: usize = 1024 * 1024;
 /// Default bound on one session's legacy resource subscriptions: 1 MiB.
 pub const DEFAULT_MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
+/// Default [`ServerConfig::max_held_calls`].
+pub(crate) const DEFAULT_MAX_HELD_CALLS: usize = 256;
+/// Default [`ServerConfig::held_input_timeout`]: 5 minutes.
+pub(crate) const DEFAULT_HELD_INPUT_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub use crate::protocol::CacheScope;
 
@@ -112,6 +116,18 @@ pub struct ServerConfig {
     /// write the protocol to a private duplicate of the original stdout, so
     /// a stray `println!` cannot corrupt the stream. Default off.
     pub stdout_guard: bool,
+    /// Modern era: the most calls of
+    /// [`RequestContext::run_held`](super::RequestContext::run_held) kept
+    /// waiting for their clients' next round at once, over all clients of
+    /// the server (one client may hold a quarter of them). Past it, the
+    /// call's [`HeldCall::ask`](super::HeldCall::ask) fails with
+    /// [`AskError::TooManyHeld`](super::AskError::TooManyHeld). Default 256.
+    pub max_held_calls: usize,
+    /// Modern era: how long a held call waits for its client's next round;
+    /// then its work is aborted (an ask waiting elsewhere fails with
+    /// [`AskError::NotAnswered`](super::AskError::NotAnswered)) and the
+    /// retry is refused. Default 5 minutes.
+    pub held_input_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -134,7 +150,21 @@ impl ServerConfig {
             cache_ttl_ms: 0,
             cache_scope: CacheScope::Private,
             stdout_guard: false,
+            max_held_calls: DEFAULT_MAX_HELD_CALLS,
+            held_input_timeout: DEFAULT_HELD_INPUT_TIMEOUT,
         }
+    }
+
+    /// Sets [`max_held_calls`](Self::max_held_calls).
+    pub fn max_held_calls(mut self, max: usize) -> Self {
+        self.max_held_calls = max;
+        self
+    }
+
+    /// Sets [`held_input_timeout`](Self::held_input_timeout).
+    pub fn held_input_timeout(mut self, timeout: Duration) -> Self {
+        self.held_input_timeout = timeout;
+        self
     }
 
     /// Sets [`capabilities`](Self::capabilities).

@@ -11,6 +11,7 @@ mod actor;
 mod backlog;
 mod budget;
 mod example;
+mod held;
 mod own_client;
 mod proptest;
 mod router;

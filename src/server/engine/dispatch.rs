@@ -10,6 +10,7 @@ use crate::protocol::{
     meta, methods, Era, LATEST_STATEFUL_VERSION, STATEFUL_VERSIONS, STATELESS_VERSIONS,
 };
 
+use crate::server::context::MULTI_ROUND_TRIP;
 use crate::server::handle::SessionShared;
 
 /// What to do with a request.
@@ -28,6 +29,9 @@ pub(crate) struct Dispatch {
     pub(crate) client_capabilities: Option<Arc<Value>>,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
+    /// Stateless multi-round requests: the `name` (or `uri`) they are for,
+    /// which a held call's retry must match.
+    pub(crate) target: Option<String>,
     /// The head of the HTTP request that carried it; set by the HTTP
     /// transport after routing.
     #[cfg(feature = "http")]
@@ -112,6 +116,11 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                         .and_then(|p| p.get("requestState"))
                         .and_then(Value::as_str)
                         .map(str::to_owned),
+                    target: params
+                        .filter(|_| MULTI_ROUND_TRIP.contains(&req.method.as_str()))
+                        .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                     meta: Some(m),
                     #[cfg(feature = "http")]
                     http: None,
@@ -130,6 +139,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                     client_capabilities: st.legacy_capabilities.clone(),
                     input_responses: None,
                     request_state: None,
+                    target: None,
                     meta,
                     #[cfg(feature = "http")]
                     http: None,

@@ -31,6 +31,7 @@ use crate::protocol::{methods, Era};
 use crate::server::context::{Recorded, RequestContext, RequestShared};
 use crate::server::error::HandlerError;
 use crate::server::handle::{Outlet, ServerHandle};
+use crate::server::held::ScopeKey;
 use crate::server::request_handler::Handler;
 use crate::server::server_config::ServerConfig;
 
@@ -276,7 +277,8 @@ impl<H: Handler> Engine<H> {
         };
         let hints = ResultHints::of(&req.method, d.era, &scope.shared.config);
         tracing::debug!(id = %req.id, method = %req.method, era = %hints.era, "request started");
-        let ctx = RequestContext::new(&req, d, handle, rs.clone());
+        let owner = ScopeKey(scope.clone());
+        let ctx = RequestContext::new(&req, d, handle, rs.clone(), owner);
         let withdrawn = Arc::new(AtomicBool::new(false));
         let guard = RunGuard {
             engine: Arc::downgrade(self),
@@ -663,6 +665,7 @@ mod tests {
                 client_capabilities: None,
                 input_responses: None,
                 request_state: None,
+                target: None,
                 #[cfg(feature = "http")]
                 http: None,
             };

@@ -1,0 +1,454 @@
+//! Calls kept running across their client's input rounds: the held-call
+//! mode of asking for input, beside the re-run mode of
+//! [`RequestContext::ask`].
+//!
+//! In the 2026-07-28 revision a server never sends a request: a handler
+//! that needs input answers `input_required` and the client retries the
+//! request with the answers. [`RequestContext::ask`] re-runs the handler
+//! on the retry. [`RequestContext::run_held`] instead runs the work once,
+//! in a task of its own: when it asks ([`HeldCall::ask`]), the round ends
+//! with `input_required` and a `requestState` of this server's, and the
+//! call waits in the server's [`HeldTable`], keyed by that state (128
+//! random bits, used once), for the retry. The retry finds it (in the same
+//! client's scope, for the same method and name), hands each
+//! `inputResponses` entry to the ask waiting for it, and goes on waiting
+//! for the result or the next ask.
+//!
+//! Bounded: at most [`max_held_calls`](super::ServerConfig::max_held_calls)
+//! calls wait at once, a quarter of them per client; each waits at most
+//! [`held_input_timeout`](super::ServerConfig::held_input_timeout), then
+//! its task is aborted. The end of the session (stdio) or of the server
+//! (HTTP) aborts those that wait.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::jsonrpc::{codes, ErrorObject};
+use crate::protocol::{Era, InputRequest};
+use crate::sync::AbortOnDrop;
+
+use super::context::RequestContext;
+use super::error::{AskError, HandlerError};
+use super::handle::SessionShared;
+use super::server_config::ServerConfig;
+
+/// The prefix of the request states of held calls.
+pub(crate) const STATE_PREFIX: &str = "conduit-held.";
+
+/// The client a request came from, as the engine's scopes tell clients
+/// apart (a stdio session, an HTTP session, the stateless requests of one
+/// principal): a held call is resumed only by its own client. Keeps its
+/// scope alive while a call waits in it.
+#[derive(Clone)]
+pub(crate) struct ScopeKey(pub(crate) Arc<dyn Any + Send + Sync>);
+
+impl ScopeKey {
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as *const () as usize
+    }
+}
+
+impl std::fmt::Debug for ScopeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ScopeKey({:#x})", self.id())
+    }
+}
+
+/// A call that keeps running across its client's input rounds: what the
+/// work given to [`RequestContext::run_held`] gets.
+///
+/// Cloneable; [`ask`](Self::ask) may be called from any task (say, a task
+/// that relays what another process asks).
+#[derive(Clone)]
+pub struct HeldCall {
+    inner: Arc<CallInner>,
+}
+
+struct CallInner {
+    /// The stateless era's asks, to the round waiting for them; `None` in
+    /// the stateful era, where an ask goes straight to the client.
+    asks: Option<mpsc::UnboundedSender<Ask>>,
+    /// The context of the round running now.
+    ctx: Mutex<RequestContext>,
+    /// Parked, waiting for the client's next round.
+    waiting: AtomicBool,
+}
+
+/// An ask waiting for a round to carry it to the client.
+struct Ask {
+    request: InputRequest,
+    reply: oneshot::Sender<Result<Value, AskError>>,
+}
+
+impl std::fmt::Debug for HeldCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldCall")
+            .field("era", &self.context().era())
+            .field("waiting", &self.is_waiting())
+            .finish()
+    }
+}
+
+impl HeldCall {
+    fn new(ctx: RequestContext, asks: Option<mpsc::UnboundedSender<Ask>>) -> Self {
+        HeldCall {
+            inner: Arc::new(CallInner {
+                asks,
+                ctx: Mutex::new(ctx),
+                waiting: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Asks the client for input (roots, sampling, elicitation) and waits
+    /// for its answer, in either era.
+    ///
+    /// - **2025-11-25 and earlier** ([`Era::Stateful`]): the request goes
+    ///   to the client at once, as [`RequestContext::ask`] sends it.
+    /// - **2026-07-28** ([`Era::Stateless`]): the current round ends with
+    ///   `input_required` carrying this request (several asks made at once
+    ///   go in one round); the answer arrives with the client's retry.
+    ///
+    /// Fails as [`RequestContext::ask`] does when the client did not
+    /// declare the capability or the method may not ask; with
+    /// [`AskError::NotAnswered`] when the client did not come back in
+    /// time, and [`AskError::TooManyHeld`] when the server holds its most
+    /// calls already.
+    ///
+    /// Cancel safety: dropping the future forgets the answer; the client
+    /// may still be asked.
+    pub async fn ask(&self, request: InputRequest) -> Result<Value, AskError> {
+        let ctx = self.context();
+        ctx.check(&request)?;
+        let Some(asks) = &self.inner.asks else {
+            return Ok(ctx
+                .handle
+                .request(request.method(), request.params())
+                .await?);
+        };
+        let (reply, answer) = oneshot::channel();
+        asks.send(Ask { request, reply })
+            .map_err(|_| AskError::NotAnswered)?;
+        answer.await.unwrap_or(Err(AskError::NotAnswered))
+    }
+
+    /// The context of the round running now: progress and log messages
+    /// sent through it reach the client's current request. Between rounds
+    /// it is the last round's, whose request has been answered (what is
+    /// sent then is not delivered).
+    pub fn context(&self) -> RequestContext {
+        crate::sync::lock(&self.inner.ctx).clone()
+    }
+
+    /// Whether the call waits for its client's next round (it asked, and
+    /// the round that carried the ask has been answered).
+    pub fn is_waiting(&self) -> bool {
+        self.inner.waiting.load(Ordering::Acquire)
+    }
+}
+
+/// An ask carried to the client: its key in `inputRequests`, its answer
+/// slot, and the request.
+type Pending = (
+    String,
+    oneshot::Sender<Result<Value, AskError>>,
+    InputRequest,
+);
+
+/// The held work of one call, driven by the round running now.
+struct Driver<T> {
+    call: HeldCall,
+    asks: mpsc::UnboundedReceiver<Ask>,
+    pending: Vec<Pending>,
+    next_key: u64,
+    result: oneshot::Receiver<Result<T, HandlerError>>,
+    /// The work; aborted when the driver goes (expiry, stop).
+    _task: AbortOnDrop<()>,
+}
+
+/// A call parked until its client's retry.
+struct Parked {
+    scope: ScopeKey,
+    method: String,
+    target: Option<String>,
+    driver: Box<dyn Any + Send>,
+    _timer: AbortOnDrop<()>,
+}
+
+#[derive(Default)]
+struct Parking {
+    calls: HashMap<String, Parked>,
+    per_scope: HashMap<usize, usize>,
+}
+
+impl Parking {
+    fn remove(&mut self, state: &str) -> Option<Parked> {
+        let p = self.calls.remove(state)?;
+        let id = p.scope.id();
+        if let Some(n) = self.per_scope.get_mut(&id) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_scope.remove(&id);
+            }
+        }
+        Some(p)
+    }
+}
+
+/// The calls of one server (or stdio session) waiting for their clients'
+/// next round, by request state.
+#[derive(Default)]
+pub(crate) struct HeldTable {
+    parking: Mutex<Parking>,
+}
+
+impl HeldTable {
+    /// Calls waiting now.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn len(&self) -> usize {
+        crate::sync::lock(&self.parking).calls.len()
+    }
+
+    /// Drops every waiting call: their asks fail, their work is aborted.
+    pub(crate) fn clear(&self) {
+        let all = std::mem::take(&mut *crate::sync::lock(&self.parking));
+        drop(all);
+    }
+
+    fn park<D: Any + Send>(
+        self: &Arc<Self>,
+        config: &ServerConfig,
+        ctx: &RequestContext,
+        driver: Box<D>,
+    ) -> Result<String, (Box<D>, AskError)> {
+        let max = config.max_held_calls.max(1);
+        let quota = (max / 4).max(1);
+        let scope = ctx.scope.clone();
+        let Some(state) = mint() else {
+            return Err((driver, AskError::TooManyHeld { max }));
+        };
+        let mut parking = crate::sync::lock(&self.parking);
+        let held = parking.per_scope.get(&scope.id()).copied().unwrap_or(0);
+        if parking.calls.len() >= max || held >= quota {
+            return Err((driver, AskError::TooManyHeld { max }));
+        }
+        let weak: Weak<HeldTable> = Arc::downgrade(self);
+        let key = state.clone();
+        let timeout = config.held_input_timeout;
+        let timer = AbortOnDrop(tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            if let Some(table) = weak.upgrade() {
+                let expired = crate::sync::lock(&table.parking).remove(&key);
+                if expired.is_some() {
+                    tracing::info!("a call waiting for its client's input expired; its asks fail and its work is aborted");
+                }
+                // Dropped outside the lock: its timer is this task.
+                drop(expired);
+            }
+        }));
+        *parking.per_scope.entry(scope.id()).or_insert(0) += 1;
+        parking.calls.insert(
+            state.clone(),
+            Parked {
+                scope,
+                method: ctx.method.clone(),
+                target: ctx.target.clone(),
+                driver,
+                _timer: timer,
+            },
+        );
+        Ok(state)
+    }
+
+    /// Takes the call parked under `state`, if `ctx`'s client may resume
+    /// it; a call of another client stays where it is.
+    fn take(&self, state: &str, ctx: &RequestContext) -> Result<Parked, HandlerError> {
+        let mut parking = crate::sync::lock(&self.parking);
+        let mine = parking
+            .calls
+            .get(state)
+            .is_some_and(|p| p.scope.id() == ctx.scope.id());
+        if !mine {
+            return Err(invalid_state("unknown, expired or already used"));
+        }
+        let parked = parking.remove(state);
+        drop(parking);
+        let parked = parked.ok_or_else(|| invalid_state("unknown, expired or already used"))?;
+        if parked.method != ctx.method || parked.target != ctx.target {
+            return Err(invalid_state("it belongs to another request"));
+        }
+        Ok(parked)
+    }
+}
+
+fn invalid_state(why: &str) -> HandlerError {
+    HandlerError::Rpc(ErrorObject::new(
+        codes::INVALID_PARAMS,
+        format!("invalid requestState: {why}"),
+    ))
+}
+
+/// A fresh request state: the prefix and 128 random bits.
+fn mint() -> Option<String> {
+    let mut raw = [0u8; 16];
+    getrandom::fill(&mut raw).ok()?;
+    Some(
+        std::iter::once(STATE_PREFIX.to_owned())
+            .chain(raw.iter().map(|b| format!("{b:02x}")))
+            .collect(),
+    )
+}
+
+/// [`RequestContext::run_held`].
+pub(crate) async fn run<T, F, Fut>(ctx: &RequestContext, work: F) -> Result<T, HandlerError>
+where
+    T: Send + 'static,
+    F: FnOnce(HeldCall) -> Fut,
+    Fut: Future<Output = Result<T, HandlerError>> + Send + 'static,
+{
+    if ctx.era == Era::Stateful {
+        return work(HeldCall::new(ctx.clone(), None)).await;
+    }
+    let shared = ctx
+        .handle
+        .shared()
+        .map_err(|e| HandlerError::Internal(e.to_string()))?;
+    if let Some(state) = ctx
+        .request_state
+        .as_deref()
+        .filter(|s| s.starts_with(STATE_PREFIX))
+    {
+        let parked = shared.held.take(state, ctx)?;
+        let driver = parked
+            .driver
+            .downcast::<Driver<T>>()
+            .map_err(|_| invalid_state("it belongs to another request"))?;
+        *crate::sync::lock(&driver.call.inner.ctx) = ctx.clone();
+        driver.call.inner.waiting.store(false, Ordering::Release);
+        return driver.resume(&shared, ctx).await;
+    }
+    let (asks_tx, asks) = mpsc::unbounded_channel();
+    let call = HeldCall::new(ctx.clone(), Some(asks_tx));
+    let (done, result) = oneshot::channel();
+    let work = work(call.clone());
+    let task = tokio::spawn(async move {
+        let _ = done.send(work.await);
+    });
+    Box::new(Driver {
+        call,
+        asks,
+        pending: Vec::new(),
+        next_key: 0,
+        result,
+        _task: AbortOnDrop(task),
+    })
+    .run(&shared, ctx)
+    .await
+}
+
+impl<T: Send + 'static> Driver<T> {
+    /// A retry: its answers go to the asks waiting for them; the call goes
+    /// on, or asks again for what the retry lacked.
+    async fn resume(
+        mut self: Box<Self>,
+        shared: &Arc<SessionShared>,
+        ctx: &RequestContext,
+    ) -> Result<T, HandlerError> {
+        let empty = Map::new();
+        let responses = ctx.input_responses.as_ref().unwrap_or(&empty);
+        let mut missing = Vec::new();
+        for (key, reply, request) in std::mem::take(&mut self.pending) {
+            match responses.get(&key) {
+                Some(v) => {
+                    let _ = reply.send(Ok(v.clone()));
+                }
+                None => missing.push((key, reply, request)),
+            }
+        }
+        if !missing.is_empty() {
+            // Asked again, in this round's answer.
+            self.pending = missing;
+            match self.park(shared, ctx) {
+                Ok(()) => return Err(HandlerError::InputRequired),
+                Err(back) => self = back,
+            }
+        }
+        self.run(shared, ctx).await
+    }
+
+    /// Waits for the work's result, or its next asks (then parks).
+    async fn run(
+        mut self: Box<Self>,
+        shared: &Arc<SessionShared>,
+        ctx: &RequestContext,
+    ) -> Result<T, HandlerError> {
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut self.result => {
+                    return r.unwrap_or_else(|_| {
+                        tracing::warn!(id = %ctx.id, "a held call's work panicked: answering -32603");
+                        Err(HandlerError::Internal("the request handler panicked".into()))
+                    });
+                }
+                Some(ask) = self.asks.recv() => {
+                    self.queue(ask);
+                    while let Ok(more) = self.asks.try_recv() {
+                        self.queue(more);
+                    }
+                    match self.park(shared, ctx) {
+                        Ok(()) => return Err(HandlerError::InputRequired),
+                        Err(back) => self = back,
+                    }
+                }
+            }
+        }
+    }
+
+    fn queue(&mut self, ask: Ask) {
+        self.next_key += 1;
+        self.pending
+            .push((format!("input-{}", self.next_key), ask.reply, ask.request));
+    }
+
+    /// Records the pending asks as this round's `input_required` and keeps
+    /// the call for the retry. Refused (the table is full), the asks fail
+    /// and the call comes back to go on running.
+    fn park(
+        self: Box<Self>,
+        shared: &Arc<SessionShared>,
+        ctx: &RequestContext,
+    ) -> Result<(), Box<Self>> {
+        let call = self.call.clone();
+        let keys: Vec<(String, InputRequest)> = self
+            .pending
+            .iter()
+            .map(|(k, _, r)| (k.clone(), r.clone()))
+            .collect();
+        call.inner.waiting.store(true, Ordering::Release);
+        match shared.held.park(&shared.config, ctx, self) {
+            Ok(state) => {
+                for (key, request) in &keys {
+                    ctx.record(key, request);
+                }
+                ctx.set_request_state(state);
+                tracing::debug!(id = %ctx.id, asks = keys.len(), "a held call waits for its client's input");
+                Ok(())
+            }
+            Err((mut back, e)) => {
+                call.inner.waiting.store(false, Ordering::Release);
+                tracing::warn!(id = %ctx.id, error = %e, "a held call's ask refused");
+                for (_, reply, _) in std::mem::take(&mut back.pending) {
+                    let _ = reply.send(Err(e.clone()));
+                }
+                Err(back)
+            }
+        }
+    }
+}
