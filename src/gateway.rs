@@ -114,7 +114,6 @@ mod calllog;
 mod config;
 mod forward;
 mod glob;
-mod held_calls;
 mod http;
 mod listen;
 mod metrics;

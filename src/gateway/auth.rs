@@ -209,8 +209,6 @@ impl ClientGrant {
 /// The caller of one request, as its token says.
 #[derive(Debug)]
 pub(crate) struct Principal {
-    /// Its place among the front's principals (its endpoints are its own).
-    pub(crate) index: usize,
     /// Its name: the client's, `token` for the one bearer token, or
     /// `anonymous`.
     pub(crate) name: Arc<str>,
@@ -296,14 +294,14 @@ impl Gate {
         let mut open = None;
         let mut operator_clients = false;
         match auth {
-            Auth::None => open = Some(principal(0, "anonymous", None, false, false)),
+            Auth::None => open = Some(principal("anonymous", None, false, false)),
             Auth::Bearer(t) => {
-                tokens = tokens.token(t.clone(), principal(0, "token", None, false, false))
+                tokens = tokens.token(t.clone(), principal("token", None, false, false))
             }
             Auth::Clients(clients) => {
                 for (i, c) in clients.iter().enumerate() {
                     operator_clients |= c.operator;
-                    let mut p = principal(i, &c.name, Some(c.servers.clone()), true, c.operator);
+                    let mut p = principal(&c.name, Some(c.servers.clone()), true, c.operator);
                     // Two clients built with one name still keep their
                     // sessions apart.
                     let shared_name = clients[..i].iter().any(|o| o.name == c.name);
@@ -381,14 +379,12 @@ impl Gate {
 }
 
 fn principal(
-    index: usize,
     name: &str,
     grants: Option<BTreeMap<String, Vec<Glob>>>,
     named: bool,
     operator: bool,
 ) -> Arc<Principal> {
     Arc::new(Principal {
-        index,
         name: name.into(),
         grants,
         named,

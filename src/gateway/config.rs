@@ -120,10 +120,12 @@ pub struct FrontConfig {
     /// A 2026-07-28 client whose call is waiting for its input (a legacy
     /// server asked for sampling, elicitation or roots) has this long to
     /// send it; then the server's request fails and the call is cancelled.
+    /// The endpoints' [`ServerConfig::held_input_timeout`](crate::server::ServerConfig::held_input_timeout).
     pub input_timeout: Duration,
-    /// The most calls kept waiting for their client's input at once (each
-    /// holds a server's call open); past it, a server's request for input
-    /// is refused.
+    /// The most calls kept waiting for their client's input at once, per
+    /// endpoint (each holds a server's call open), a quarter of them per
+    /// client; past it, a server's request for input is refused. The
+    /// endpoints' [`ServerConfig::max_held_calls`](crate::server::ServerConfig::max_held_calls).
     pub max_held_calls: usize,
     /// One JSON line per call to this file (time, client, server, method,
     /// tool, duration, outcome), bounded in bytes: a name over 256 bytes is

@@ -9,7 +9,7 @@
 //! | 2026-07-28 | 2026-07-28 | the server's `input_required` passed through as it is (its `requestState` too) |
 //! | 2025-11-25 | 2026-07-28 | fulfilled by the gateway's client: each input request goes to the front session as a request on the call's SSE stream |
 //! | 2025-11-25 | legacy | the server's request goes to the front session on the call's SSE stream |
-//! | 2026-07-28 | legacy | the server's call is held open; the front gets `input_required` with the gateway's `requestState`, and the retry's answer goes to the server's request ([`held_calls`]) |
+//! | 2026-07-28 | legacy | the server's call is held open ([`RequestContext::run_held`]); the front gets `input_required` with the call's `requestState`, and the retry's answer goes to the server's request |
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +24,6 @@ use crate::protocol::{meta, Era};
 use crate::server::{HandlerError, RequestContext};
 
 use super::auth::Principal;
-use super::held_calls;
 use super::server_requests::CURRENT;
 use super::state::FrontState;
 
@@ -151,19 +150,13 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
 async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
     let (front, principal, target, method, ctx) = call.parts();
     let backend = backend_era(target).await?;
-    if ctx.era() == Era::Stateless && backend == Era::Stateful {
-        if let Some(state) = held_calls::our_state(&params) {
-            return held_calls::resume(call, params, state).await;
-        }
-        if MULTI_ROUND.contains(&method) {
-            let params = server_params(params, ctx, backend);
-            return held_calls::start(call, params).await;
-        }
+    if ctx.era() == Era::Stateless && backend == Era::Stateful && MULTI_ROUND.contains(&method) {
+        return held(call, server_params(params, ctx, backend)).await;
     }
     let params = server_params(params, ctx, backend);
     let registered = front
         .relay
-        .register(&target.server, principal.clone(), ctx.clone(), None);
+        .register(&target.server, principal.clone(), ctx.clone());
     let mut opts = RequestOptions::new();
     if ctx.era() == Era::Stateless {
         // The server's own `input_required` goes back to the front client
@@ -175,10 +168,46 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerE
         registered.call.clone(),
         target.client.request_raw(method, params, opts),
     );
-    let result = pass_progress(call, progress, ctx).await;
+    let result = pass_progress(call, progress, |p| send_progress(ctx, p)).await;
     front.flush_notes(&target.server).await;
     drop(registered);
     answer(&target.server, result)
+}
+
+/// A 2026-07-28 front call to a legacy server: the server's call runs
+/// once, held across the front client's input rounds
+/// ([`RequestContext::run_held`]). What the server asks over its stdio is
+/// the held call's ask: the front round ends `input_required`, and the
+/// retry's answer goes to the server's waiting request. A retry arrives
+/// here too, and resumes the call.
+async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+    let (front, principal, target, method, ctx) = call.parts();
+    let (front, principal) = (front.clone(), principal.clone());
+    let (server, client, method) = (
+        target.server.clone(),
+        target.client.clone(),
+        method.to_owned(),
+    );
+    ctx.run_held(move |held| async move {
+        let (fail, failed) = tokio::sync::oneshot::channel();
+        let registered = front
+            .relay
+            .register_held(&server, principal, held.clone(), fail);
+        let (opts, progress) = with_progress(RequestOptions::new(), &held.context());
+        let request = CURRENT.scope(
+            registered.call.clone(),
+            client.request_raw(&method, params, opts),
+        );
+        let request = pass_progress(request, progress, |p| send_progress(&held.context(), p));
+        let result = tokio::select! {
+            r = request => r,
+            Ok(e) = failed => return Err(HandlerError::from(e)),
+        };
+        front.flush_notes(&server).await;
+        drop(registered);
+        answer(&server, result)
+    })
+    .await
 }
 
 /// The server's era, waiting (a bounded time) for a server that is not
@@ -205,11 +234,11 @@ pub(crate) fn with_progress(
     (opts.progress(tx), Some(rx))
 }
 
-/// Runs `call`, passing its progress to the front request.
+/// Runs `call`, passing its progress on with `to`.
 async fn pass_progress<F, T>(
     call: F,
     progress: Option<mpsc::UnboundedReceiver<Progress>>,
-    ctx: &RequestContext,
+    to: impl Fn(&Progress),
 ) -> T
 where
     F: std::future::Future<Output = T>,
@@ -222,11 +251,11 @@ where
         tokio::select! {
             r = &mut call => {
                 while let Ok(p) = progress.try_recv() {
-                    send_progress(ctx, &p);
+                    to(&p);
                 }
                 return r;
             }
-            Some(p) = progress.recv() => send_progress(ctx, &p),
+            Some(p) = progress.recv() => to(&p),
         }
     }
 }

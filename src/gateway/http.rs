@@ -412,7 +412,7 @@ async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
         .into_iter()
         .map(|s| (s.name.clone(), s.is_ready()))
         .collect();
-    let text = front.metrics.render(&ready, front.held.len());
+    let text = front.metrics.render(&ready, front.held_calls());
     let mut resp = Response::new(Body::from(text));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

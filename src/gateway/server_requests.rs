@@ -12,16 +12,16 @@
 //!   client it may not belong to.
 //!
 //! A 2025-11-25 front session gets the request on its call's SSE stream
-//! ([`RequestContext::ask`]); a 2026-07-28 front call gets it as an
-//! `input_required` round (see [`held_calls`](super::held_calls)): the request
-//! waits, with its answer slot, on the call's `asks` channel.
+//! ([`RequestContext::ask`]); a 2026-07-28 front call to a legacy server
+//! is a [`HeldCall`], and the request is its [`ask`](HeldCall::ask): an
+//! `input_required` round of the front call.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::client::{ClientHandler, HandlerFuture, InboundRequest};
 use crate::jsonrpc::{codes, ErrorObject};
@@ -29,7 +29,7 @@ use crate::protocol::{
     methods, ClientCapabilities, ElicitationCapability, InputRequest, ListChangedCapability,
     SamplingCapability,
 };
-use crate::server::{AskError, RequestContext, SendError};
+use crate::server::{AskError, HeldCall, RequestContext, SendError};
 
 use super::auth::Principal;
 
@@ -39,43 +39,42 @@ tokio::task_local! {
     pub(crate) static CURRENT: Arc<Call>;
 }
 
-/// A server's request for input, waiting for a 2026-07-28 front call to
-/// carry it to its client and back.
-pub(crate) struct Ask {
-    pub(crate) request: InboundRequest,
-    pub(crate) reply: oneshot::Sender<Result<Value, ErrorObject>>,
-}
-
 /// One front call in flight on a server.
 pub(crate) struct Call {
     id: u64,
     pub(crate) server: Arc<str>,
     pub(crate) principal: Arc<Principal>,
-    /// The front request's context (2026-07-28: the current round's).
-    ctx: Mutex<RequestContext>,
+    front: FrontCall,
     /// The front session (2025-11-25), or the call itself (2026-07-28).
     session: usize,
-    /// 2026-07-28 front calls: where the server's requests wait.
-    asks: Option<mpsc::UnboundedSender<Ask>>,
-    /// Held, waiting for its client's next round: a server's new request
-    /// is more likely another call's.
-    waiting: AtomicBool,
+    /// A held call's end when its client cannot give what the server
+    /// asks for: the front call fails with this error.
+    fail: Mutex<Option<oneshot::Sender<AskError>>>,
+}
+
+/// Where a server's requests for the call go.
+enum FrontCall {
+    /// The front request (a 2025-11-25 session's: asked on its stream;
+    /// a 2026-07-28 one to a 2026-07-28 server: fulfilled in its task).
+    Request(Box<RequestContext>),
+    /// A 2026-07-28 front call to a legacy server, held across its
+    /// client's input rounds.
+    Held(HeldCall),
 }
 
 impl Call {
-    /// The current front context.
+    /// The current front context (a held call's: the current round's).
     pub(crate) fn ctx(&self) -> RequestContext {
-        crate::sync::lock(&self.ctx).clone()
+        match &self.front {
+            FrontCall::Request(ctx) => (**ctx).clone(),
+            FrontCall::Held(held) => held.context(),
+        }
     }
 
-    /// A new round of the same call (2026-07-28 retries).
-    pub(crate) fn set_ctx(&self, ctx: RequestContext) {
-        *crate::sync::lock(&self.ctx) = ctx;
-    }
-
-    /// Marks the call held for its client's input (or running again).
-    pub(crate) fn set_waiting(&self, waiting: bool) {
-        self.waiting.store(waiting, Ordering::Release);
+    /// Held, waiting for its client's next round: a server's new request
+    /// is more likely another call's.
+    fn is_waiting(&self) -> bool {
+        matches!(&self.front, FrontCall::Held(h) if h.is_waiting())
     }
 }
 
@@ -105,28 +104,49 @@ impl Drop for Registered {
 }
 
 impl ServerRequests {
-    /// Records a call of `principal` on `server`; `asks` for a 2026-07-28
-    /// front call whose server may ask over its own stdio.
+    /// Records a call of `principal` on `server` made for the front request
+    /// `ctx`.
     pub(crate) fn register(
         self: &Arc<Self>,
         server: &str,
         principal: Arc<Principal>,
         ctx: RequestContext,
-        asks: Option<mpsc::UnboundedSender<Ask>>,
+    ) -> Registered {
+        let session = match ctx.era() {
+            crate::protocol::Era::Stateful => session_key(&ctx),
+            crate::protocol::Era::Stateless => None,
+        };
+        self.add(server, principal, FrontCall::Request(Box::new(ctx)), session, None)
+    }
+
+    /// Records a held call of `principal` on `server`; `fail` ends it when
+    /// its client cannot give what the server asks for.
+    pub(crate) fn register_held(
+        self: &Arc<Self>,
+        server: &str,
+        principal: Arc<Principal>,
+        held: HeldCall,
+        fail: oneshot::Sender<AskError>,
+    ) -> Registered {
+        self.add(server, principal, FrontCall::Held(held), None, Some(fail))
+    }
+
+    fn add(
+        self: &Arc<Self>,
+        server: &str,
+        principal: Arc<Principal>,
+        front: FrontCall,
+        session: Option<usize>,
+        fail: Option<oneshot::Sender<AskError>>,
     ) -> Registered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let session = match ctx.era() {
-            crate::protocol::Era::Stateful => session_key(&ctx).unwrap_or(usize::MAX - id as usize),
-            crate::protocol::Era::Stateless => usize::MAX - id as usize,
-        };
         let call = Arc::new(Call {
             id,
             server: server.into(),
             principal,
-            ctx: Mutex::new(ctx),
-            session,
-            asks,
-            waiting: AtomicBool::new(false),
+            front,
+            session: session.unwrap_or(usize::MAX - id as usize),
+            fail: Mutex::new(fail),
         });
         crate::sync::lock(&self.calls)
             .entry(call.server.clone())
@@ -165,8 +185,8 @@ impl ServerRequests {
         // A call held for its client's input is not running on the server
         // (its request is answered by the client's retry): a new request is
         // another call's, unless every call is held.
-        if calls.iter().any(|c| !c.waiting.load(Ordering::Acquire)) {
-            calls.retain(|c| !c.waiting.load(Ordering::Acquire));
+        if calls.iter().any(|c| !c.is_waiting()) {
+            calls.retain(|c| !c.is_waiting());
         }
         let Some(first) = calls.first() else {
             return Err(ErrorObject::new(
@@ -193,35 +213,24 @@ impl ServerRequests {
         }
         let call = self.attribute(server, &request.method)?;
         tracing::debug!(server, method = %request.method, client = %call.principal.name, "gateway: a server's request goes to its client");
-        match &call.asks {
-            Some(asks) => {
-                let (reply, answer) = oneshot::channel();
-                let method = request.method.clone();
-                if asks.send(Ask { request, reply }).is_err() {
-                    return Err(gone(&method));
+        let input = InputRequest::from_parts(&request.method, request.params);
+        match &call.front {
+            FrontCall::Held(held) => match held.ask(input).await {
+                Err(e @ AskError::MissingCapability { .. }) => {
+                    // The client cannot give it: its call fails with
+                    // -32021 naming the capability, and the server's call
+                    // is cancelled with it.
+                    tracing::debug!(server, error = %e, "gateway: the server asked for a capability the client did not declare");
+                    if let Some(fail) = crate::sync::lock(&call.fail).take() {
+                        let _ = fail.send(e.clone());
+                    }
+                    Err(ask_error(e))
                 }
-                answer.await.unwrap_or_else(|_| {
-                    Err(ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!("the client did not answer {method}: its call ended or its input timed out"),
-                    ))
-                })
-            }
-            None => {
-                let ctx = call.ctx();
-                let input = InputRequest::from_parts(&request.method, request.params);
-                ctx.ask("input", input).await.map_err(ask_error)
-            }
+                r => r.map_err(ask_error),
+            },
+            FrontCall::Request(ctx) => ctx.ask("input", input).await.map_err(ask_error),
         }
     }
-}
-
-/// The error a server gets when the call it asked for is gone.
-fn gone(method: &str) -> ErrorObject {
-    ErrorObject::new(
-        codes::INTERNAL_ERROR,
-        format!("the client call this {method} was for has ended"),
-    )
 }
 
 /// A front client's failure to answer, as the server's request's error.

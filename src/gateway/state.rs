@@ -1,5 +1,5 @@
 //! What the front's endpoints share: the host, the token check, the routing
-//! of server requests, the held calls, the metrics and call log, and one
+//! of server requests, the metrics and call log, and one
 //! [`HttpService`] per endpoint, made on first use.
 //!
 //! Every caller (a token's principal) uses the same services: each request
@@ -27,7 +27,6 @@ use super::auth::{Gate, Principal};
 use super::calllog::{now_rfc3339, CallLog, Line};
 use super::config::{FrontConfig, ToolFilter};
 use super::forward::{Target, READY_WAIT};
-use super::held_calls::HeldCalls;
 use super::metrics::{method_label, Metrics};
 use super::namespace::Namespace;
 use super::passthrough::Passthrough;
@@ -82,7 +81,6 @@ pub(crate) struct FrontState {
     pub(crate) config: FrontConfig,
     pub(crate) gate: Gate,
     pub(crate) relay: Arc<ServerRequests>,
-    pub(crate) held: Arc<HeldCalls>,
     pub(crate) metrics: Metrics,
     pub(crate) call_log: Option<CallLog>,
     /// The servers' resources watched for the front's sessions and streams.
@@ -115,7 +113,6 @@ impl FrontState {
         call_log: Option<CallLog>,
     ) -> Arc<Self> {
         let gate = Gate::new(&config.auth, config.metrics_token.clone());
-        let held = HeldCalls::new(config.max_held_calls, config.input_timeout);
         let mut metrics = Metrics::new();
         if let Some(log) = &call_log {
             metrics.count_call_log_drops(log.dropped());
@@ -124,7 +121,6 @@ impl FrontState {
             host,
             gate,
             relay,
-            held,
             metrics,
             call_log,
             watches: ResourceWatches::default(),
@@ -270,6 +266,8 @@ impl FrontState {
         let mut c = self.config.http.clone();
         c.server = server;
         c.server.stop_drain = self.config.grace;
+        c.server.max_held_calls = self.config.max_held_calls;
+        c.server.held_input_timeout = self.config.input_timeout;
         c.path = crate::server::http::DEFAULT_PATH.to_owned();
         c.allowed_hosts = self.config.allowed_hosts.clone();
         c.allowed_origins = Allow::Any;
@@ -321,6 +319,14 @@ impl FrontState {
     }
 
     /// Every made endpoint (for list changes, and the stop).
+    /// Calls held across their clients' input rounds, over every endpoint.
+    pub(crate) fn held_calls(&self) -> usize {
+        crate::sync::lock(&self.services)
+            .values()
+            .map(|m| m.service.handle().held_calls())
+            .sum()
+    }
+
     pub(crate) fn made(&self) -> Vec<(Endpoint, EndpointService)> {
         crate::sync::lock(&self.services)
             .iter()

@@ -390,6 +390,13 @@ impl ServerHandle {
             .and_then(|h| h.client_capabilities())
     }
 
+    /// Calls of [`RequestContext::run_held`](super::RequestContext::run_held)
+    /// waiting for their clients' next input round now (over HTTP: of
+    /// every client of the server; 0 once serving ended).
+    pub fn held_calls(&self) -> usize {
+        self.shared().map_or(0, |s| s.held.len())
+    }
+
     /// The client's `clientInfo` as last reported.
     pub fn client_info(&self) -> Option<Value> {
         self.shared()

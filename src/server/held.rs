@@ -210,7 +210,6 @@ pub(crate) struct HeldTable {
 
 impl HeldTable {
     /// Calls waiting now.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         crate::sync::lock(&self.parking).calls.len()
     }

@@ -87,7 +87,7 @@ async fn a_2026_client_gets_input_required_for_a_legacy_servers_sampling_and_its
             .as_str()
             .expect("a request state")
             .to_owned();
-        assert!(state.starts_with("conduit-gw."), "{state}");
+        assert!(state.starts_with("conduit-held."), "{state}");
 
         let mut retry = params.clone();
         retry["inputResponses"] = json!({ key.clone(): sampled("Hello from the model") });
@@ -263,7 +263,7 @@ async fn a_request_state_is_its_clients_only() {
     assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
     let tampered = {
         let mut p = params.clone();
-        p["requestState"] = json!("conduit-gw.00000000000000000000000000000000");
+        p["requestState"] = json!("conduit-held.00000000000000000000000000000000");
         at.modern(SINGLE, &alice, 3, "tools/call", p)
             .await
             .json()
