@@ -1,22 +1,7 @@
-//! The `mcp` command (feature `cli`): talk to local MCP servers over stdio
-//! from the command line.
+//! The `mcp` command (feature `cli`): talk to MCP servers from the command
+//! line, or serve them over HTTP (`mcp serve`).
 //!
-//! ```text
-//! cargo install --path . --features cli      # from a checkout
-//! mcp discover -- npx -y @modelcontextprotocol/server-everything
-//! mcp call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
-//! mcp servers --config ~/.cursor/mcp.json
-//! mcp tools --config .mcp.json
-//! mcp serve --config .mcp.json --listen 127.0.0.1:8808
-//! ```
-//!
-//! A config file (`--config`) runs every command in it; `--verbose` first
-//! prints the file and each command line (secrets as `***`).
-//!
-//! Run `mcp --help` for the whole usage (every subcommand has `--help`;
-//! `mcp completions SHELL` prints a completion script). Exit codes: 0
-//! success, 1 the server answered with an error, 2 usage or configuration
-//! error, 3 transport failure, timeout, or a server not ready.
+#![doc = include_str!("../docs/cli.md")]
 //!
 //! [`main`] is the program; [`run`] takes the arguments, for a program of
 //! your own that embeds it.

@@ -31,6 +31,25 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Guide
+//!
+//! Each chapter of the guide (`docs/` in the repository) is the
+//! documentation of the module it describes:
+//!
+//! - [`client`]: the stdio client, supervision, Streamable HTTP, the
+//!   caveats of processes (process groups, `die_with_parent`, Windows) and
+//!   the reliability figures; `oauth` (feature `http`): authorization.
+//! - [`server`]: the `Router`, the stdio server, and the methods of both
+//!   schemas; `server::http` (feature `http`): the Streamable HTTP server.
+//! - [`host`]: many servers in one host; [`config_file`]: the config files.
+//! - `cli` (feature `cli`): the `mcp` command; `gateway` (feature
+//!   `gateway`): `mcp serve` and the embedded gateway.
+//! - `cluster` (feature `cluster`): servers on one node called from another.
+//!
+//! The security model (`SECURITY.md`), the benchmarks (`BENCHMARKS.md`) and
+//! the changes (`CHANGELOG.md`) are in the
+//! [repository](https://github.com/conduit-mcp/conduit-mcp).
+//!
 //! # Architecture
 //!
 //! ```text
@@ -122,75 +141,6 @@
 //!   make the reader wait, so the server blocks on its own stdout; a
 //!   [`Client::stop`] takes effect at once whatever is queued.
 //!
-//! # Caveats
-//!
-//! - **Process groups and terminals.** With `kill_process_group` (default)
-//!   the server leads its own process group, so it is not in the terminal's
-//!   foreground group: Ctrl-C in a terminal reaches your program, not the
-//!   server (your program then stops the client, which ends the server). A
-//!   server that itself calls `setsid`/`setpgid` for its children leaves the
-//!   group and is out of reach of group signals.
-//! - **`die_with_parent` (Linux).** `PR_SET_PDEATHSIG` fires when the
-//!   *thread* that spawned the child exits, not the process. Every server
-//!   is therefore spawned from one dedicated thread that lives as long as
-//!   the process: the server dies with this process (even by SIGKILL) and
-//!   never because a tokio worker was retired or the thread that called
-//!   `Client::start` ended. The signal reaches the server (the group
-//!   leader) only: its own children (launcher grandchildren) are not
-//!   covered once this process is gone, unless `group_watchdog` is on: then
-//!   a watchdog forked per server, itself a member of the server's group,
-//!   SIGKILLs the group when this process dies. The watchdog is a
-//!   copy-on-write image of this process (a `fork`), so in a large process
-//!   it costs memory as pages are written, and the spawn costs more; it is
-//!   off by default. Not available on other platforms.
-//! - **Spawning (Linux).** The server is started like `posix_spawn` does
-//!   (`clone` with `CLONE_VM | CLONE_VFORK`), with the `die_with_parent`
-//!   setup done in the child before `exec`: no `fork`, so the cost of a
-//!   spawn does not grow with the size of this process. Every descriptor
-//!   above 2 is closed in the child (`close_range`), so the server inherits
-//!   nothing of this process, with or without `FD_CLOEXEC`. The server
-//!   starts with an empty signal mask and SIGPIPE at its default action,
-//!   like a child of `std::process::Command`; it is run with `execve`, so a
-//!   script without a `#!` line is not run by `/bin/sh`. Other platforms
-//!   use `tokio::process`.
-//! - **Reaping.** Exit is detected by waiting on the child, never by
-//!   polling: a pidfd on Linux 5.3+ (a thread per server blocked in
-//!   `waitid` on older kernels), tokio's machinery elsewhere. On Linux the
-//!   exited leader is left a zombie until its shutdown has ended, so its pid
-//!   and process-group id cannot be reused while a signal may still be sent
-//!   to them. The child is reaped by pid, so code in the same process that
-//!   reaps every child (`waitpid(-1)`, SIGCHLD ignored) breaks exit
-//!   reporting, as it does for `tokio::process`.
-//! - **Bounded memory.** What a server can make the client hold is bounded
-//!   in bytes: a line by `max_message_bytes`, unread notifications by
-//!   `max_queued_notification_bytes` per subscriber (then dropped and
-//!   counted), messages for the Connection by a 16 MiB budget (then the
-//!   reader stops reading: back-pressure on the server's stdout), the
-//!   server's own requests by `max_inbound_requests`. Two queues are yours:
-//!   the [`events`](Client::events) channel and a request's
-//!   [`progress`](RequestOptions::progress) channel are unbounded, so read
-//!   them (with `StderrMode::Log`, each stderr line is an event).
-//! - **Pipe size (Linux).** When a message longer than 256 KiB starts to
-//!   arrive, the server's stdout pipe is grown to 1 MiB (`F_SETPIPE_SZ`), so
-//!   a large result costs 8 times fewer reads and wake-ups. The kernel
-//!   charges pipe buffers to the user (`/proc/sys/fs/pipe-user-pages-soft`);
-//!   over that quota the pipe simply keeps its size. Idle clients never grow
-//!   their pipes.
-//! - **Results are decoded by the caller.** Routing a response checks the
-//!   envelope but not the inside of `result`: malformed JSON there is
-//!   reported to the one caller that decodes it ([`Error::Codec`]), not
-//!   dropped as junk.
-//! - **Runtime shutdown.** If the tokio runtime stops while a shutdown is
-//!   still escalating, the task's drop sends SIGKILL to the group at once.
-//! - **Windows.** No process groups or signals: shutdown closes stdin, waits
-//!   `stdin_grace`, then kills the process (`term_grace` is not used);
-//!   `.bat`/`.cmd` commands need `allow_batch_files`, and even then no
-//!   argument may hold `"%^&|<>`, which `cmd.exe` would re-parse. The
-//!   allowlisted environment differs (`APPDATA`, `PATH`, `PATHEXT`,
-//!   `SYSTEMROOT`, `TEMP`, `USERPROFILE` and the like). On platforms other
-//!   than Linux, tokio reaps the leader as it exits, so a group signal
-//!   of the escalation after that could in theory reach a group that reused
-//!   the number. Windows is not tested in CI.
 #![warn(missing_docs, unreachable_pub)]
 // docs.rs builds every feature and marks the items each one brings.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -273,3 +223,9 @@ pub use schemars;
 /// tool's or prompt's argument type.
 pub use schemars::JsonSchema;
 pub use secret::{Arg, EnvValue, MaybeSecret, Secret};
+
+// The README's examples are compiled as doctests too (they use every
+// feature but `cluster`).
+#[cfg(all(doctest, feature = "cli"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,4 +1,11 @@
-//! The client: run a local MCP server as a child process and talk to it.
+//! The client: run a local MCP server as a child process, or reach a remote
+//! one over Streamable HTTP, and talk to it.
+//!
+#![doc = include_str!("../../docs/client.md")]
+//!
+#![doc = include_str!("../../docs/reliability.md")]
+//!
+//! # The actor tree
 //!
 //! ```text
 //! ClientSupervisor        respawns a dead Connection; what the handle stops

@@ -1,6 +1,6 @@
 //! The caps of a paginated list: a server decides how many pages a list
-//! has (a fresh `nextCursor` for ever grew a host to 3.5 GiB in 8 s, item 10
-//! of issue 20), so every `nextCursor` loop counts pages, items and the
+//! has (a fresh `nextCursor` for ever would grow a host by gigabytes in
+//! seconds), so every `nextCursor` loop counts pages, items and the
 //! bytes the pages hold once parsed, and stops with
 //! [`Error::ListTooLong`] past any of the configured caps, or with
 //! [`Error::RepeatedCursor`] when a cursor comes back (a loop). The whole

@@ -5,7 +5,7 @@
 //! within `restart_period`, whatever phase the server died in (spawn,
 //! handshake, or after it was ready); one more and the client gives up.
 //! A count reset when the server becomes ready is never reached by a server
-//! that dies right after its handshake (item 12 of issue 20).
+//! that dies right after its handshake.
 //!
 //! The period is measured in time a server was up and ready, not on the
 //! wall clock. OTP restarts at once; here every restart first waits its

@@ -116,7 +116,13 @@ impl ServerRequests {
             crate::protocol::Era::Stateful => session_key(&ctx),
             crate::protocol::Era::Stateless => None,
         };
-        self.add(server, principal, FrontCall::Request(Box::new(ctx)), session, None)
+        self.add(
+            server,
+            principal,
+            FrontCall::Request(Box::new(ctx)),
+            session,
+            None,
+        )
     }
 
     /// Records a held call of `principal` on `server`; `fail` ends it when

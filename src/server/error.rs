@@ -193,12 +193,10 @@ pub enum AskError {
     NotAnswered,
     /// Modern era, a [held call](super::HeldCall): the server holds
     /// [`max_held_calls`](super::ServerConfig::max_held_calls) calls
-    /// waiting for input already (or this client a quarter of them).
-    #[error(
-        "too many calls wait for their clients' input (max_held_calls = {max}); try again later"
-    )]
+    /// waiting for input already, or this client a quarter of them.
+    #[error("too many calls wait for their clients' input (max_held_calls = {max}, a quarter of them per client); try again later")]
     TooManyHeld {
-        /// The bound that was reached.
+        /// [`max_held_calls`](super::ServerConfig::max_held_calls).
         max: usize,
     },
 }

@@ -1,34 +1,7 @@
-//! Server side of the MCP stdio transport: serve MCP over the process's own
-//! stdin/stdout, or over any caller-supplied async byte streams.
+//! Serving MCP over the process's own stdin/stdout, or over any
+//! caller-supplied async byte streams, with a raw `Handler` or a `Router`.
 //!
-//! # Overview
-//!
-//! ```no_run
-//! use conduit_mcp::jsonrpc::Request;
-//! use conduit_mcp::protocol::Implementation;
-//! use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
-//! use serde_json::{json, Value};
-//!
-//! struct Echo;
-//!
-//! impl Handler for Echo {
-//!     async fn handle_request(&self, req: Request, _ctx: RequestContext) -> Result<Value, HandlerError> {
-//!         match req.method.as_str() {
-//!             "tools/list" => Ok(json!({ "tools": [] })),
-//!             m => Err(HandlerError::MethodNotFound(m.to_owned())),
-//!         }
-//!     }
-//! }
-//!
-//! # async fn run() -> Result<(), conduit_mcp::server::ServerError> {
-//! let config = ServerConfig::new(Implementation::new("echo", "1.0.0"))
-//!     .capabilities(json!({ "tools": {} }));
-//! let server = StdioServer::new(config);
-//! let handle = server.handle(); // stop(), notify(), request(), ...
-//! let end = server.serve(Echo).await?;
-//! eprintln!("served until {end:?}");
-//! # Ok(()) }
-//! ```
+#![doc = include_str!("../../docs/server.md")]
 //!
 //! # Behaviour
 //!

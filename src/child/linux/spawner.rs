@@ -53,8 +53,8 @@ pub(super) async fn launch(p: Prepared) -> io::Result<Launched> {
 
 /// A launched child on its way to the caller. A value sent on a channel is
 /// dropped with the receiver if the receiving future goes before reading
-/// it: the child must end then, not run on with no owner (item 11 of
-/// issue 20: aborted starts left servers alive and zombies unreaped).
+/// it: the child must end then, not run on with no owner (an aborted
+/// start must leave no server alive and no zombie unreaped).
 struct Handover(Option<Launched>);
 
 impl Drop for Handover {

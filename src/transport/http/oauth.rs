@@ -1,72 +1,7 @@
 //! OAuth 2.1 for protected Streamable HTTP servers (feature `http`), as
 //! the MCP authorization specification describes it.
 //!
-//! Give an [`OAuth`] to [`HttpOptions::oauth`](crate::HttpOptions::oauth)
-//! (or [`ClientConfig::oauth`](crate::ClientConfig::oauth)) and the client
-//! authorizes by itself when a server asks:
-//!
-//! - on a 401 with `WWW-Authenticate`, it discovers the server's
-//!   protected resource metadata (RFC 9728) and its authorization server's
-//!   metadata (RFC 8414, OpenID Connect Discovery; a 2025-03-26 server's
-//!   root metadata or default endpoints), checks that the metadata is for
-//!   this server and that its `issuer` is the one it was fetched for;
-//! - it identifies itself: a client registered earlier with the same
-//!   authorization server, the configured pre-registered client, a Client
-//!   ID Metadata Document, or dynamic client registration; registrations
-//!   and tokens are bound to the authorization server that issued them
-//!   and dropped when the server moves to another one;
-//! - it runs the authorization code grant with PKCE (S256) and the
-//!   `resource` parameter (RFC 8707), asking for the scopes of the
-//!   challenge, else the resource's `scopes_supported`, else none (plus
-//!   `offline_access` when the authorization server offers it), through
-//!   the application's [`Authorizer`]; it checks `state` and `iss`
-//!   (RFC 9207) before exchanging the code;
-//! - it sends `Authorization: Bearer` on every request, refreshes a
-//!   refused token with its refresh token, and answers a 403
-//!   `insufficient_scope` by authorizing again for the union of the scopes
-//!   it had and those asked for, at most [`OAuthConfig::max_attempts`]
-//!   authorizations in a row that the server does not accept.
-//!
-//! Every URL the flow reaches comes from a server's answers, so each is
-//! checked before anything is sent there (or the browser is sent there;
-//! a refusal is [`AuthError::RefusedUrl`] with the [`UrlRule`] broken):
-//! `https://`, or `http://` only when both the MCP server and the URL are
-//! on loopback (a loopback IP literal or `localhost`); no credentials in
-//! it; no query where the specification defines none (the resource
-//! metadata URL, the issuer); and, from an MCP server that is not on
-//! loopback, no loopback, private, link-local or other non-public address
-//! except on the server's own origin. A host name is resolved first and
-//! refused if any of its addresses is such; the request then goes to the
-//! checked addresses only, so a second lookup cannot point it elsewhere
-//! (through a proxy, the proxy resolves the name again; a name this
-//! machine cannot resolve is reached through a proxy or not at all). No
-//! redirect is followed, each request has 30 s, and each answer is read
-//! within 1 MiB.
-//!
-//! The application supplies the [`Authorizer`] (take the user to the
-//! authorization URL, bring back the redirect) and, if tokens should
-//! outlive the process, a [`TokenStore`] ([`FileStore`] keeps them in a
-//! file of mode 0600; the default [`MemoryStore`] in memory). Tokens and
-//! client secrets are [`Secret`]s: never logged, redacted
-//! in `Debug` and absent from errors.
-//!
-//! ```no_run
-//! use conduit_mcp::oauth::{AuthorizationResponse, FileStore, OAuth, OAuthConfig};
-//! use conduit_mcp::{Client, ClientConfig};
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let authorizer = |req: conduit_mcp::oauth::AuthorizationRequest| async move {
-//!     println!("Open {} in your browser, then paste the address it ends on:", req.url);
-//!     let mut line = String::new();
-//!     std::io::stdin().read_line(&mut line).map_err(|e| e.to_string())?;
-//!     AuthorizationResponse::from_redirect(line.trim()).map_err(|e| e.to_string())
-//! };
-//! let oauth = OAuth::new(
-//!     OAuthConfig::new("http://127.0.0.1:8765/callback", authorizer)
-//!         .store(FileStore::new("tokens.json")),
-//! );
-//! let client = Client::start(ClientConfig::http("https://mcp.example.com/mcp").oauth(oauth)).await?;
-//! # Ok(()) }
-//! ```
+#![doc = include_str!("../../../docs/oauth.md")]
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
