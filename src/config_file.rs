@@ -71,7 +71,7 @@ pub struct ServersFile {
     pub unsupported: Vec<Unsupported>,
 }
 
-/// What `mcp serve` (and `gateway::HttpFront`, feature `gateway`)
+/// What `mcp serve` (and `gateway::HttpGateway`, feature `gateway`)
 /// reads from a server's `conduit` options beyond its client's: which of
 /// its tools are served, and whether it starts on first use.
 ///

@@ -30,16 +30,27 @@ mod subscribe;
 
 pub use auth::{ClientGrant, MIN_TOKEN_LEN};
 pub use config::{
-    Auth, FrontConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_HELD_CALLS,
+    Auth, HttpGatewayConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT,
+    DEFAULT_MAX_HELD_CALLS,
 };
 
-use self::server_requests::ServerRequests;
-use self::state::FrontState;
+/// Renamed to [`HttpGateway`].
+#[deprecated(note = "renamed to `HttpGateway`")]
+pub type HttpFront = HttpGateway;
+/// Renamed to [`HttpGatewayConfig`].
+#[deprecated(note = "renamed to `HttpGatewayConfig`")]
+pub type FrontConfig = HttpGatewayConfig;
+/// Renamed to [`HttpGatewayError`].
+#[deprecated(note = "renamed to `HttpGatewayError`")]
+pub type FrontError = HttpGatewayError;
 
-/// Why a front could not start.
+use self::server_requests::ServerRequests;
+use self::state::GatewayState;
+
+/// Why a gateway could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum FrontError {
+pub enum HttpGatewayError {
     /// The host could not start, or a server name was refused.
     #[error(transparent)]
     Host(#[from] HostError),
@@ -55,48 +66,51 @@ pub enum FrontError {
 }
 
 /// A [`Host`] served over Streamable HTTP (see the [module docs](self)).
-/// Clones share the same front.
+/// Clones share the same gateway.
 #[derive(Clone)]
-pub struct HttpFront {
-    state: Arc<FrontState>,
+pub struct HttpGateway {
+    state: Arc<GatewayState>,
     app: axum::Router,
 }
 
-impl std::fmt::Debug for HttpFront {
+impl std::fmt::Debug for HttpGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpFront")
+        f.debug_struct("HttpGateway")
             .field("host", &self.state.host)
             .field("config", &self.state.config)
             .finish_non_exhaustive()
     }
 }
 
-impl HttpFront {
+impl HttpGateway {
     /// Starts the host of `host` (every server but the lazy ones of
-    /// `config`) and the front before it. Returns once the servers are
+    /// `config`) and the gateway before it. Returns once the servers are
     /// ready or `host.ready_timeout` has passed (see [`Host::start`]); use
     /// [`launch`](Self::launch) to serve while they start.
-    pub async fn start(host: HostConfig, config: FrontConfig) -> Result<HttpFront, FrontError> {
+    pub async fn start(
+        host: HostConfig,
+        config: HttpGatewayConfig,
+    ) -> Result<HttpGateway, HttpGatewayError> {
         Self::start_with(host, HostOptions::new(), config).await
     }
 
     /// [`start`](Self::start) under your supervisor or with an early event
     /// subscriber ([`HostOptions`]). The servers' requests (sampling,
-    /// elicitation, roots) are the front's to answer: a handler set in
+    /// elicitation, roots) are the gateway's to answer: a handler set in
     /// `opts` is replaced.
     ///
     /// Cancel safety: dropping the future stops every server it started.
     pub async fn start_with(
         host: HostConfig,
         opts: HostOptions,
-        config: FrontConfig,
-    ) -> Result<HttpFront, FrontError> {
+        config: HttpGatewayConfig,
+    ) -> Result<HttpGateway, HttpGatewayError> {
         let front = Self::launch_with(host, opts, config).await?;
         front.started().await;
         Ok(front)
     }
 
-    /// The front of [`start`](Self::start), returned as soon as its host
+    /// The gateway of [`start`](Self::start), returned as soon as its host
     /// runs, its servers still starting: its routes answer at once.
     /// Until the start is over (every server ready, or given up, or
     /// `host.ready_timeout` passed: what [`start`](Self::start) waits
@@ -104,7 +118,10 @@ impl HttpFront {
     /// other requests wait for it, then are answered as after the start.
     /// [`started`](Self::started) waits for it too. Fails as `start` does
     /// (an invalid option, a refused name, a call log that cannot open).
-    pub async fn launch(host: HostConfig, config: FrontConfig) -> Result<HttpFront, FrontError> {
+    pub async fn launch(
+        host: HostConfig,
+        config: HttpGatewayConfig,
+    ) -> Result<HttpGateway, HttpGatewayError> {
         Self::launch_with(host, HostOptions::new(), config).await
     }
 
@@ -113,8 +130,8 @@ impl HttpFront {
     pub async fn launch_with(
         mut host: HostConfig,
         mut opts: HostOptions,
-        config: FrontConfig,
-    ) -> Result<HttpFront, FrontError> {
+        config: HttpGatewayConfig,
+    ) -> Result<HttpGateway, HttpGatewayError> {
         // Lazy servers are the host's: their names are checked with the
         // others now, not at their first use.
         for (name, c) in &config.lazy {
@@ -123,7 +140,7 @@ impl HttpFront {
         host.validate().map_err(HostError::from)?;
         let call_log = match &config.call_log {
             Some(path) => Some(calllog::CallLog::open(path, config.log_arguments).map_err(
-                |source| FrontError::CallLog {
+                |source| HttpGatewayError::CallLog {
                     path: path.clone(),
                     source,
                 },
@@ -135,7 +152,7 @@ impl HttpFront {
         opts.handler = None;
         opts = opts.handler_per_server(move |name| factory.handler_for(name));
         let (host, starting) = Host::launch(host, opts).await?;
-        let state = FrontState::new(host, config, relay, call_log);
+        let state = GatewayState::new(host, config, relay, call_log);
         let app = http::router(state.clone());
         // The start's end is the front's: the task holds no handle of it,
         // so a front dropped meanwhile stops its host at once.
@@ -149,10 +166,10 @@ impl HttpFront {
             starting.settled().await;
             drop(over);
         });
-        Ok(HttpFront { state, app })
+        Ok(HttpGateway { state, app })
     }
 
-    /// Waits until the front's start is over (see [`launch`](Self::launch);
+    /// Waits until the gateway's start is over (see [`launch`](Self::launch);
     /// at once after [`start`](Self::start)), or it is stopped; returns the
     /// servers as they are then.
     pub async fn started(&self) -> Vec<crate::host::ServerSummary> {
@@ -160,12 +177,12 @@ impl HttpFront {
         self.state.host.servers()
     }
 
-    /// The host behind the front.
+    /// The host behind the gateway.
     pub fn host(&self) -> &Host {
         &self.state.host
     }
 
-    /// The front's routes (`/mcp`, `/servers/{name}/mcp`, `/health`,
+    /// The gateway's routes (`/mcp`, `/servers/{name}/mcp`, `/health`,
     /// `/metrics`), to mount in an application that owns its listener.
     pub fn router(&self) -> axum::Router {
         self.app.clone()
@@ -191,7 +208,7 @@ impl HttpFront {
     }
 
     /// Stops: no new connection and a 503 for new requests; calls in
-    /// flight get [`FrontConfig::grace`]; every session ends; every server
+    /// flight get [`HttpGatewayConfig::grace`]; every session ends; every server
     /// stops and its processes are reaped before this returns.
     ///
     /// Cancel safety: the stop goes on if the future is dropped.
@@ -292,9 +309,9 @@ impl HttpFront {
 /// How long a stop waits for the servers' starts to return.
 const SPAWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Ends a front's start when dropped (its start returned, or panicked):
+/// Ends a gateway's start when dropped (its start returned, or panicked):
 /// the servers are followed from then on and held requests go on.
-struct StartOver(std::sync::Weak<FrontState>);
+struct StartOver(std::sync::Weak<GatewayState>);
 
 impl Drop for StartOver {
     fn drop(&mut self) {

@@ -79,7 +79,7 @@
 //! | `transport` (private) | the Connection's seam: one child turned into a link (PortOwner, reader and writer tasks), or (feature `http`) one HTTP session: a POST per message, SSE streams and their resumption, the session's headers; where an HTTP server is ([`HttpOptions`]) and its authorization (`oauth`, public as `conduit_mcp::oauth`) |
 //! | [`client`] | the actor tree (ClientSupervisor, Connection) and the user's [`Client`] handle |
 //! | [`host`] | many clients as one supervised subtree and one tool namespace |
-//! | `gateway` (feature `gateway`) | the supervised gateway: a host served over Streamable HTTP (`HttpFront`, behind `mcp serve`): tokens and grants, tool filters, `/health`, `/metrics`, requests carried across eras |
+//! | `gateway` (feature `gateway`) | the supervised gateway: a host served over Streamable HTTP (`HttpGateway`, behind `mcp serve`): tokens and grants, tool filters, `/health`, `/metrics`, requests carried across eras |
 //! | [`config_file`] | the files that list servers (`mcpServers`, VS Code's `servers`) |
 //! | [`server`] | serving MCP over stdio or any streams, and the tool [`server::Router`] |
 //! | `server::http` (feature `http`) | the same over Streamable HTTP: both eras on one endpoint, sessions, SSE streams and their resumption, limits, the axum service form |

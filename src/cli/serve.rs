@@ -1,5 +1,5 @@
 //! `mcp serve --config FILE`: the servers of a config file behind one
-//! Streamable HTTP endpoint, supervised ([`HttpFront`]); a thin layer that
+//! Streamable HTTP endpoint, supervised ([`HttpGateway`]); a thin layer that
 //! reads the options, refuses an open listener without a token, and stops
 //! on SIGTERM/SIGINT (exit 0 once every server process is gone).
 
@@ -14,7 +14,7 @@ use super::args::{Options, ServeArgs};
 use super::{said, verbose, Fail, Output};
 use crate::client::{ClientConfig, Status};
 use crate::config_file::{ConfigFileError, ServersFile};
-use crate::gateway::{Auth, ClientGrant, FrontConfig, HttpFront};
+use crate::gateway::{Auth, ClientGrant, HttpGateway, HttpGatewayConfig};
 use crate::host::{HostConfig, HostOptions};
 use crate::secret::Secret;
 use crate::server::http::Allow;
@@ -62,7 +62,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     if let Some(t) = options.timeout {
         host.ready_timeout = t;
     }
-    let mut front = FrontConfig::from_file(&file).auth(auth);
+    let mut front = HttpGatewayConfig::from_file(&file).auth(auth);
     front.metrics_token = metrics_token(&args)?;
     front.split_lazy(&file, &mut host.servers);
     front.allowed_origins = args
@@ -92,7 +92,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     let lazy: Vec<String> = front.lazy.keys().cloned().collect();
     // Every server's lifecycle from its first spawn, said on stderr.
     let (opts, mut events) = HostOptions::new().subscribe();
-    let gateway = HttpFront::launch_with(host, opts, front)
+    let gateway = HttpGateway::launch_with(host, opts, front)
         .await
         .map_err(|e| Fail::Usage(e.to_string()))?;
     let mut said = said::Said::default();
@@ -510,7 +510,7 @@ struct Watched {
 /// from what `applied` was read from (`seen`), applies it. A file that
 /// does not read leaves everything as it was (and is said on stderr).
 async fn watch(
-    gateway: HttpFront,
+    gateway: HttpGateway,
     path: PathBuf,
     mut applied: ServersFile,
     mut seen: Seen,

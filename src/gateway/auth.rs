@@ -22,7 +22,7 @@ pub const MIN_TOKEN_LEN: usize = 16;
 /// The server key of a grant that covers every server.
 const ANY_SERVER: &str = "*";
 
-/// One client of the front: its token, and the servers and tools it may use.
+/// One client of the gateway: its token, and the servers and tools it may use.
 ///
 /// A tokens file (`mcp serve --tokens FILE`, [`ClientGrant::load`]) lists
 /// them by name:
@@ -276,7 +276,7 @@ pub(crate) enum MetricsAccess {
     LoopbackOnly,
 }
 
-/// The front's principals, and the check of a request's token.
+/// The gateway's principals, and the check of a request's token.
 #[derive(Debug)]
 pub(crate) struct Gate {
     /// The clients' tokens, each standing for its principal.

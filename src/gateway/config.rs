@@ -1,4 +1,4 @@
-//! [`FrontConfig`]: how an [`HttpFront`](super::HttpFront) serves its host:
+//! [`HttpGatewayConfig`]: how an [`HttpGateway`](super::HttpGateway) serves its host:
 //! who may call it ([`Auth`]), from which browser origins, which tools of
 //! each server are served ([`ToolFilter`]), which servers start on first
 //! use, the stop grace, and the HTTP limits of each endpoint.
@@ -17,14 +17,14 @@ use crate::server::ServerConfig;
 use super::auth::ClientGrant;
 use super::glob::{self, Glob};
 
-/// Default [`FrontConfig::grace`]: 10 s.
+/// Default [`HttpGatewayConfig::grace`]: 10 s.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
-/// Default [`FrontConfig::input_timeout`]: 5 minutes.
+/// Default [`HttpGatewayConfig::input_timeout`]: 5 minutes.
 pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(300);
-/// Default [`FrontConfig::max_held_calls`].
+/// Default [`HttpGatewayConfig::max_held_calls`].
 pub const DEFAULT_MAX_HELD_CALLS: usize = 256;
 
-/// Who may call the front.
+/// Who may call the gateway.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub enum Auth {
@@ -85,13 +85,13 @@ impl ToolFilter {
     }
 }
 
-/// How an [`HttpFront`](super::HttpFront) serves its host.
+/// How an [`HttpGateway`](super::HttpGateway) serves its host.
 ///
 /// The defaults are the safe ones: no token (so bind loopback), loopback
 /// `Host` and `Origin` only, every tool served, a 10 s stop grace.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct FrontConfig {
+pub struct HttpGatewayConfig {
     /// Who may call (default [`Auth::None`]). `/health` needs no token.
     pub auth: Auth,
     /// A token of its own for `/metrics` (no client's token then reads
@@ -105,7 +105,7 @@ pub struct FrontConfig {
     /// 403. `"*"` allows any.
     pub allowed_origins: Vec<String>,
     /// Accepted `Host` headers (DNS rebinding): [`Allow::Loopback`] by
-    /// default; a front reached under other names lists them, or uses
+    /// default; a gateway reached under other names lists them, or uses
     /// [`Allow::Any`] behind a token.
     pub allowed_hosts: Allow,
     /// Per server: which of its tools are served.
@@ -113,7 +113,7 @@ pub struct FrontConfig {
     /// Servers started on their first use (a call, a listing of
     /// `/servers/NAME/mcp`, or `/mcp`'s lists), not with the host.
     pub lazy: BTreeMap<String, ClientConfig>,
-    /// On [`HttpFront::shutdown`](super::HttpFront::shutdown): how long
+    /// On [`HttpGateway::shutdown`](super::HttpGateway::shutdown): how long
     /// calls in flight get to finish before they are answered with an
     /// error and every server stops.
     pub grace: Duration,
@@ -139,13 +139,13 @@ pub struct FrontConfig {
     pub log_arguments: bool,
     /// The HTTP limits of every endpoint (sessions, bytes, connections,
     /// keep-alive; see [`HttpConfig`]). Its identity, path, hosts, origins
-    /// and authorization are the front's.
+    /// and authorization are the gateway's.
     pub http: HttpConfig,
 }
 
-impl Default for FrontConfig {
+impl Default for HttpGatewayConfig {
     fn default() -> Self {
-        FrontConfig {
+        HttpGatewayConfig {
             auth: Auth::None,
             metrics_token: None,
             allowed_origins: Vec::new(),
@@ -165,7 +165,7 @@ impl Default for FrontConfig {
     }
 }
 
-impl FrontConfig {
+impl HttpGatewayConfig {
     /// How long connections get after the stop begins (the grace, and 2 s
     /// more for a client reading its last events) before they are cut.
     pub(crate) fn flush(&self) -> Duration {
@@ -263,9 +263,9 @@ impl FrontConfig {
     /// --log-calls FILE` does.
     ///
     /// ```
-    /// use conduit_mcp::gateway::FrontConfig;
+    /// use conduit_mcp::gateway::HttpGatewayConfig;
     ///
-    /// let config = FrontConfig::new().log_calls("/var/log/mcp-calls.jsonl").log_arguments(true);
+    /// let config = HttpGatewayConfig::new().log_calls("/var/log/mcp-calls.jsonl").log_arguments(true);
     /// assert!(config.log_arguments);
     /// ```
     pub fn log_calls(mut self, path: impl Into<PathBuf>) -> Self {

@@ -25,7 +25,7 @@ use crate::server::{HandlerError, RequestContext};
 
 use super::auth::Principal;
 use super::server_requests::CURRENT;
-use super::state::FrontState;
+use super::state::GatewayState;
 
 /// How long a request waits for a server that is not ready (starting,
 /// restarting) before it fails.
@@ -44,7 +44,7 @@ pub(crate) struct Target {
 /// One front request on its way to a server: who asks, where it goes,
 /// and the request it came in as.
 pub(crate) struct Call<'a> {
-    pub(crate) front: &'a Arc<FrontState>,
+    pub(crate) front: &'a Arc<GatewayState>,
     pub(crate) caller: &'a Arc<Principal>,
     pub(crate) target: &'a Target,
     /// The method sent to the server.
@@ -58,7 +58,7 @@ impl<'a> Call<'a> {
     pub(crate) fn parts(
         &self,
     ) -> (
-        &'a Arc<FrontState>,
+        &'a Arc<GatewayState>,
         &'a Arc<Principal>,
         &'a Target,
         &'a str,

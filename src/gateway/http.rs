@@ -29,11 +29,11 @@ use crate::jsonrpc::{Message, RequestId};
 use crate::server::http::{Allow, BodyReader, HostOriginLayer, ParsedBody, Rejection};
 
 use super::auth::{MetricsAccess, Principal};
-use super::config::FrontConfig;
-use super::state::{Endpoint, FrontState};
+use super::config::HttpGatewayConfig;
+use super::state::{Endpoint, GatewayState};
 
 /// The routes of a front.
-pub(crate) fn router(front: Arc<FrontState>) -> axum::Router {
+pub(crate) fn router(front: Arc<GatewayState>) -> axum::Router {
     let admission = host_origin(&front.config);
     let state = Routes {
         bodies: BodyReader::of(&front.config.http),
@@ -56,7 +56,7 @@ pub(crate) fn router(front: Arc<FrontState>) -> axum::Router {
 
 #[derive(Clone)]
 struct Routes {
-    front: Arc<FrontState>,
+    front: Arc<GatewayState>,
     /// The reader of the bodies a grant check reads (room of its own).
     bodies: BodyReader,
 }
@@ -64,7 +64,7 @@ struct Routes {
 /// `Host` and `Origin`, on every route the listener serves (a rebinding
 /// page can reach them all): origins are loopback ones, the allowed ones,
 /// or any with `*`.
-fn host_origin(config: &FrontConfig) -> HostOriginLayer {
+fn host_origin(config: &HttpGatewayConfig) -> HostOriginLayer {
     let list = &config.allowed_origins;
     let layer = if list.iter().any(|o| o == "*") {
         HostOriginLayer::new(config.allowed_hosts.clone(), Allow::Any)
@@ -143,7 +143,7 @@ async fn admitted(
 
 /// Waits for the front's start to be over; the refusal (503) when the
 /// front stopped meanwhile or its host is gone.
-async fn held_for_start(front: &FrontState) -> Result<(), Rejection> {
+async fn held_for_start(front: &GatewayState) -> Result<(), Rejection> {
     front.start_over().await;
     if front.stopping.load(Ordering::Acquire) {
         return Err(Rejection::Stopping);
@@ -243,7 +243,7 @@ async fn peek(
 /// is checked on the server's own names as for any other server; when it
 /// may not, the server is what the grant leaves out (and stays unstarted).
 async fn start_named_lazy(
-    front: &Arc<FrontState>,
+    front: &Arc<GatewayState>,
     principal: &Principal,
     m: &Peek,
 ) -> Option<Refusal> {
@@ -283,7 +283,7 @@ struct Refusal {
 
 /// What of the message, if anything, the caller's grant leaves out.
 fn outside_grant(
-    front: &FrontState,
+    front: &GatewayState,
     principal: &Principal,
     endpoint: &Endpoint,
     m: &Peek,

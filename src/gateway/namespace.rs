@@ -18,13 +18,13 @@ use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle}
 use super::auth::{caller, Principal};
 use super::forward::{for_front, forward, Call, Target, READY_WAIT};
 use super::listen;
-use super::state::FrontState;
+use super::state::GatewayState;
 use super::subscribe::{subscription, watch};
 
 /// The handler of `/mcp`, for every caller: each request's caller is in
 /// its HTTP request's extensions.
 pub(crate) struct Namespace {
-    front: Weak<FrontState>,
+    front: Weak<GatewayState>,
     sessions: Router,
 }
 
@@ -35,11 +35,11 @@ struct Owner {
 }
 
 impl Namespace {
-    pub(crate) fn new(front: Weak<FrontState>, sessions: Router) -> Self {
+    pub(crate) fn new(front: Weak<GatewayState>, sessions: Router) -> Self {
         Namespace { front, sessions }
     }
 
-    fn front(&self) -> Result<Arc<FrontState>, HandlerError> {
+    fn front(&self) -> Result<Arc<GatewayState>, HandlerError> {
         self.front
             .upgrade()
             .ok_or_else(|| HandlerError::Internal("the gateway is stopping".into()))
@@ -48,7 +48,7 @@ impl Namespace {
     /// Whether the caller sees `server`'s item `own` of `kind`.
     fn visible(
         caller: &Principal,
-        front: &FrontState,
+        front: &GatewayState,
         kind: ItemKind,
         server: &str,
         own: &str,
@@ -64,7 +64,7 @@ impl Namespace {
 
     /// Starts the lazy servers this caller may use, and waits (bounded) for
     /// their lists.
-    async fn start_lazy(caller: &Principal, front: &Arc<FrontState>) {
+    async fn start_lazy(caller: &Principal, front: &Arc<GatewayState>) {
         let mut started = false;
         for name in front.host.lazy_servers() {
             if caller.server_allowed(&name) {
@@ -80,7 +80,7 @@ impl Namespace {
     }
 
     /// The namespace's items of `kind` this caller sees, as JSON.
-    fn list(caller: &Principal, front: &FrontState, kind: ItemKind) -> Vec<Value> {
+    fn list(caller: &Principal, front: &GatewayState, kind: ItemKind) -> Vec<Value> {
         let renamed = kind != ItemKind::Resource;
         front
             .host
@@ -102,7 +102,7 @@ impl Namespace {
     /// whose prefix it has is started first.
     async fn resolve(
         caller: &Principal,
-        front: &Arc<FrontState>,
+        front: &Arc<GatewayState>,
         kind: ItemKind,
         name: &str,
     ) -> Result<Owner, HandlerError> {
@@ -117,7 +117,7 @@ impl Namespace {
                     .with_data(json!({ "name": name })),
             )
         };
-        let found = |front: &FrontState| {
+        let found = |front: &GatewayState| {
             front.host.owner(kind, name).map(|r| Owner {
                 server: r.server,
                 own: r.name,
@@ -146,7 +146,7 @@ impl Namespace {
     }
 
     /// The server of `owner`.
-    fn target(front: &FrontState, owner: &Owner) -> Result<Target, HandlerError> {
+    fn target(front: &GatewayState, owner: &Owner) -> Result<Target, HandlerError> {
         front.target(&owner.server).ok_or_else(|| {
             HandlerError::Internal(format!(
                 "server `{}` is no longer in the gateway",
@@ -158,7 +158,7 @@ impl Namespace {
     /// Sends `req` to the server of `owner`, with `params`.
     async fn send(
         caller: &Arc<Principal>,
-        front: &Arc<FrontState>,
+        front: &Arc<GatewayState>,
         owner: &Owner,
         method: &str,
         params: Option<Value>,
@@ -196,7 +196,7 @@ impl Namespace {
 
     async fn complete(
         caller: &Arc<Principal>,
-        front: &Arc<FrontState>,
+        front: &Arc<GatewayState>,
         params: Option<Value>,
         ctx: &RequestContext,
     ) -> Result<Value, HandlerError> {

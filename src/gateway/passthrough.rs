@@ -16,19 +16,19 @@ use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle}
 use super::auth::{caller, Principal};
 use super::forward::{forward, Call, Target};
 use super::listen;
-use super::state::FrontState;
+use super::state::GatewayState;
 use super::subscribe::{subscription, watch};
 
 /// The handler of `/servers/NAME/mcp`, for every caller: each request's
 /// caller is in its HTTP request's extensions.
 pub(crate) struct Passthrough {
-    front: Weak<FrontState>,
+    front: Weak<GatewayState>,
     server: Arc<str>,
     sessions: Router,
 }
 
 impl Passthrough {
-    pub(crate) fn new(front: Weak<FrontState>, server: Arc<str>, sessions: Router) -> Self {
+    pub(crate) fn new(front: Weak<GatewayState>, server: Arc<str>, sessions: Router) -> Self {
         Passthrough {
             front,
             server,
@@ -36,13 +36,13 @@ impl Passthrough {
         }
     }
 
-    fn front(&self) -> Result<Arc<FrontState>, HandlerError> {
+    fn front(&self) -> Result<Arc<GatewayState>, HandlerError> {
         self.front
             .upgrade()
             .ok_or_else(|| HandlerError::Internal("the gateway is stopping".into()))
     }
 
-    fn target(&self, front: &FrontState) -> Result<Target, HandlerError> {
+    fn target(&self, front: &GatewayState) -> Result<Target, HandlerError> {
         front.target(&self.server).ok_or_else(|| {
             HandlerError::Rpc(ErrorObject::new(
                 codes::INTERNAL_ERROR,
@@ -52,11 +52,11 @@ impl Passthrough {
     }
 
     /// Whether the caller may see and call the tool `name`.
-    fn tool_visible(&self, caller: &Principal, front: &FrontState, name: &str) -> bool {
+    fn tool_visible(&self, caller: &Principal, front: &GatewayState, name: &str) -> bool {
         front.serves_tool(&self.server, name) && caller.tool_allowed(&self.server, name)
     }
 
-    fn filtered(&self, caller: &Principal, front: &FrontState) -> bool {
+    fn filtered(&self, caller: &Principal, front: &GatewayState) -> bool {
         front.has_filter(&self.server) || caller.restricted()
     }
 }

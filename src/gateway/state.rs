@@ -25,7 +25,7 @@ use crate::server::{HandlerError, ListKind, Router, ServerConfig};
 
 use super::auth::{Gate, Principal};
 use super::calllog::{now_rfc3339, CallLog, Line};
-use super::config::{FrontConfig, ToolFilter};
+use super::config::{HttpGatewayConfig, ToolFilter};
 use super::forward::{Target, READY_WAIT};
 use super::metrics::{method_label, Metrics};
 use super::namespace::Namespace;
@@ -76,9 +76,9 @@ pub(crate) struct EndpointService {
     pub(crate) router: axum::Router,
 }
 
-pub(crate) struct FrontState {
+pub(crate) struct GatewayState {
     pub(crate) host: Host,
-    pub(crate) config: FrontConfig,
+    pub(crate) config: HttpGatewayConfig,
     pub(crate) gate: Gate,
     pub(crate) relay: Arc<ServerRequests>,
     pub(crate) metrics: Metrics,
@@ -105,10 +105,10 @@ pub(crate) struct FrontState {
     pub(crate) spawned: watch::Sender<bool>,
 }
 
-impl FrontState {
+impl GatewayState {
     pub(crate) fn new(
         host: Host,
-        config: FrontConfig,
+        config: HttpGatewayConfig,
         relay: Arc<ServerRequests>,
         call_log: Option<CallLog>,
     ) -> Arc<Self> {
@@ -117,7 +117,7 @@ impl FrontState {
         if let Some(log) = &call_log {
             metrics.count_call_log_drops(log.dropped());
         }
-        Arc::new(FrontState {
+        Arc::new(GatewayState {
             host,
             gate,
             relay,
@@ -499,7 +499,7 @@ impl FrontState {
 
 /// One call being observed.
 pub(crate) struct Record<'a> {
-    front: &'a FrontState,
+    front: &'a GatewayState,
     principal: &'a Principal,
     server: &'a str,
     method: &'a str,
@@ -669,7 +669,7 @@ async fn watch_notes(
 
 /// What one server's notification watcher passes on, and counts.
 struct Watcher {
-    front: Weak<FrontState>,
+    front: Weak<GatewayState>,
     server: Arc<str>,
     /// Notifications passed on (see [`NoteFlush`]).
     passed: Arc<AtomicU64>,
@@ -700,7 +700,7 @@ async fn next_on(
 }
 
 /// One notification of server `server`.
-fn on_note(front: &FrontState, server: &Arc<str>, n: crate::jsonrpc::Notification) {
+fn on_note(front: &GatewayState, server: &Arc<str>, n: crate::jsonrpc::Notification) {
     let params = n.params.unwrap_or(Value::Null);
     match n.method.as_str() {
         "notifications/message" => {
@@ -742,7 +742,7 @@ fn on_note(front: &FrontState, server: &Arc<str>, n: crate::jsonrpc::Notificatio
 
 /// Follows the host's events: `/mcp`'s lists changed (after the host
 /// listed again), restarts counted.
-async fn watch_host(front: Weak<FrontState>, mut events: crate::host::HostEvents) {
+async fn watch_host(front: Weak<GatewayState>, mut events: crate::host::HostEvents) {
     while let Some(event) = events.recv().await {
         let Some(front) = front.upgrade() else { return };
         match event {

@@ -33,7 +33,7 @@ use crate::sync::{lock, AbortOnDrop};
 
 use super::auth::Principal;
 use super::forward::{backend_era, failure, Target};
-use super::state::FrontState;
+use super::state::GatewayState;
 
 /// The most resources of one server watched at once.
 pub(crate) const MAX_PER_SERVER: usize = 256;
@@ -195,7 +195,7 @@ impl ResourceWatches {
     /// watches are released when it ends.
     fn session_holder(
         &self,
-        front: &Arc<FrontState>,
+        front: &Arc<GatewayState>,
         ctx: &RequestContext,
     ) -> Result<Listed, HandlerError> {
         let token = ctx.lifetime_token();
@@ -229,7 +229,7 @@ impl ResourceWatches {
     }
 
     /// A new stream holder, released when the returned guard drops.
-    pub(crate) fn stream_holder(&self, front: &Arc<FrontState>) -> StreamHolder {
+    pub(crate) fn stream_holder(&self, front: &Arc<GatewayState>) -> StreamHolder {
         let holder = Listed::Stream(self.next_stream.fetch_add(1, Ordering::Relaxed));
         lock(&self.live).insert(
             holder,
@@ -289,7 +289,7 @@ impl ResourceWatches {
 /// The watches of one `subscriptions/listen` stream: released when this is
 /// dropped, however the stream ends.
 pub(crate) struct StreamHolder {
-    front: Weak<FrontState>,
+    front: Weak<GatewayState>,
     pub(crate) holder: Listed,
 }
 
@@ -308,7 +308,7 @@ impl Drop for StreamHolder {
 /// already, the server's watch opened if nobody else has it. An error (and
 /// nothing held) if it cannot be opened.
 pub(crate) async fn watch(
-    front: &FrontState,
+    front: &GatewayState,
     holder: Listed,
     target: &Target,
     uri: &str,
@@ -363,7 +363,7 @@ pub(crate) async fn watch(
 
 /// `holder` no longer watches `uri` of `target` (nothing if it did not);
 /// the server's watch goes with its last holder.
-pub(crate) async fn unwatch(front: &FrontState, holder: Listed, target: &Target, uri: &str) {
+pub(crate) async fn unwatch(front: &GatewayState, holder: Listed, target: &Target, uri: &str) {
     let Some(w) = lock(&front.watches.servers).get(&target.server).cloned() else {
         return;
     };
@@ -374,7 +374,7 @@ pub(crate) async fn unwatch(front: &FrontState, holder: Listed, target: &Target,
 }
 
 /// Releases everything `holder` holds, on every server.
-pub(crate) async fn release(front: &FrontState, holder: Listed) {
+pub(crate) async fn release(front: &GatewayState, holder: Listed) {
     let watches = &front.watches;
     match lock(&watches.live).get_mut(&holder) {
         Some(l) if !l.ending => l.ending = true,
@@ -408,7 +408,7 @@ pub(crate) async fn release(front: &FrontState, holder: Listed) {
 
 /// Opens `server`'s watches again on its new process (after a restart,
 /// which ended them).
-pub(crate) async fn rewatch(front: &FrontState, server: &str) {
+pub(crate) async fn rewatch(front: &GatewayState, server: &str) {
     let w = lock(&front.watches.servers).get(server).cloned();
     let (Some(w), Some(target)) = (w, front.target(server)) else {
         return;
@@ -615,7 +615,7 @@ async fn acknowledged(
 /// resource of `target`: recorded in the session (its `sessions` passes it the
 /// updates) and held by it.
 pub(crate) async fn subscription(
-    front: &Arc<FrontState>,
+    front: &Arc<GatewayState>,
     principal: &Principal,
     sessions: &Router,
     target: &Target,
@@ -630,7 +630,7 @@ pub(crate) async fn subscription(
 }
 
 async fn subscribe_session(
-    front: &Arc<FrontState>,
+    front: &Arc<GatewayState>,
     sessions: &Router,
     target: &Target,
     req: Request,

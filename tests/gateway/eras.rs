@@ -10,7 +10,7 @@ use crate::example_bin;
 
 use std::time::Duration;
 
-use conduit_mcp::gateway::{Auth, ClientGrant, FrontConfig, HttpFront};
+use conduit_mcp::gateway::{Auth, ClientGrant, HttpGateway, HttpGatewayConfig};
 use conduit_mcp::host::HostConfig;
 use conduit_mcp::{ClientConfig, EraPreference, Secret, StderrMode};
 use gateway_support::common::{self, tempdir};
@@ -30,8 +30,8 @@ fn conformance(era: EraPreference) -> ClientConfig {
 }
 
 /// A front on 127.0.0.1:0 for `host`.
-async fn front(host: HostConfig, config: FrontConfig) -> (HttpFront, At) {
-    let f = HttpFront::start(host, config)
+async fn front(host: HostConfig, config: HttpGatewayConfig) -> (HttpGateway, At) {
+    let f = HttpGateway::start(host, config)
         .await
         .expect("the front starts");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -41,7 +41,7 @@ async fn front(host: HostConfig, config: FrontConfig) -> (HttpFront, At) {
     (f, At { addr })
 }
 
-async fn conf(era: EraPreference, config: FrontConfig) -> (HttpFront, At) {
+async fn conf(era: EraPreference, config: HttpGatewayConfig) -> (HttpGateway, At) {
     front(HostConfig::new().server("conf", conformance(era)), config).await
 }
 
@@ -68,7 +68,7 @@ fn only_input(v: &Value) -> (String, Value) {
 #[tokio::test]
 async fn a_2026_client_gets_input_required_for_a_legacy_servers_sampling_and_its_answer_reaches_the_server(
 ) {
-    let (f, at) = conf(EraPreference::Stateful, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateful, HttpGatewayConfig::new()).await;
     for (path, tool) in [(SINGLE, "test_sampling"), ("/mcp", "conf__test_sampling")] {
         let mut params = json!({ "name": tool, "arguments": { "prompt": "Say hi" } });
         params["_meta"] = sampling_caps();
@@ -116,7 +116,7 @@ async fn a_2026_client_gets_input_required_for_a_legacy_servers_sampling_and_its
 #[tokio::test]
 async fn a_2025_session_gets_a_servers_sampling_request_on_its_sse_stream_in_front_of_either_era() {
     for era in [EraPreference::Stateful, EraPreference::Stateless] {
-        let (f, at) = conf(era, FrontConfig::new()).await;
+        let (f, at) = conf(era, HttpGatewayConfig::new()).await;
         let sid = at.session(SINGLE, &[], json!({ "sampling": {} })).await;
         let call = at
             .legacy(
@@ -161,7 +161,7 @@ async fn a_2025_session_gets_a_servers_sampling_request_on_its_sse_stream_in_fro
 
 #[tokio::test]
 async fn a_capability_the_2026_client_did_not_declare_is_a_32021_error_not_a_request() {
-    let (f, at) = conf(EraPreference::Stateful, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateful, HttpGatewayConfig::new()).await;
     let r = at
         .modern(
             SINGLE,
@@ -193,7 +193,7 @@ async fn held(at: &At) -> i64 {
 
 #[tokio::test]
 async fn a_held_call_whose_client_never_comes_back_expires_and_its_state_is_refused() {
-    let config = FrontConfig::new().input_timeout(Duration::from_millis(300));
+    let config = HttpGatewayConfig::new().input_timeout(Duration::from_millis(300));
     let (f, at) = conf(EraPreference::Stateful, config).await;
     let mut params = json!({ "name": "test_sampling", "arguments": { "prompt": "x" } });
     params["_meta"] = sampling_caps();
@@ -242,7 +242,7 @@ async fn a_request_state_is_its_clients_only() {
         ClientGrant::new("alice", Secret::new("alice-token-0123456789")).server("*", ["*"]),
         ClientGrant::new("bob", Secret::new("bob-token-0123456789ab")).server("*", ["*"]),
     ]);
-    let (f, at) = conf(EraPreference::Stateful, FrontConfig::new().auth(auth)).await;
+    let (f, at) = conf(EraPreference::Stateful, HttpGatewayConfig::new().auth(auth)).await;
     let alice = [("authorization", "Bearer alice-token-0123456789")];
     let bob = [("authorization", "Bearer bob-token-0123456789ab")];
     let mut params = json!({ "name": "test_sampling", "arguments": { "prompt": "x" } });
@@ -300,7 +300,7 @@ async fn stream(r: gateway_support::Resp) -> (Vec<Value>, Value) {
 #[tokio::test]
 async fn progress_and_log_messages_pass_through_in_every_pair_of_eras() {
     for era in [EraPreference::Stateful, EraPreference::Stateless] {
-        let (f, at) = conf(era, FrontConfig::new()).await;
+        let (f, at) = conf(era, HttpGatewayConfig::new()).await;
         // 2026-07-28 client.
         let mut p = json!({ "name": "test_tool_with_progress", "arguments": {} });
         p["_meta"] = json!({ "progressToken": "tok-m" });
@@ -372,7 +372,7 @@ async fn a_front_cancellation_reaches_the_server_in_both_eras() {
             common::config(&["--era", era, "--log-file", log.to_str().unwrap()]),
         );
     }
-    let (f, at) = front(host, FrontConfig::new()).await;
+    let (f, at) = front(host, HttpGatewayConfig::new()).await;
     let cancelled = |era: &str| {
         std::fs::read_to_string(dir.join(format!("{era}.log")))
             .unwrap_or_default()
@@ -455,7 +455,7 @@ async fn a_front_cancellation_reaches_the_server_in_both_eras() {
 #[tokio::test]
 async fn a_legacy_servers_request_during_calls_of_two_clients_is_refused_not_misrouted() {
     let host = HostConfig::new().server("old", common::config(&["--era", "legacy"]));
-    let (f, at) = front(host, FrontConfig::new()).await;
+    let (f, at) = front(host, HttpGatewayConfig::new()).await;
     let path = "/servers/old/mcp";
     let a = at.session(path, &[], json!({ "roots": {} })).await;
     let b = at.session(path, &[], json!({ "roots": {} })).await;
@@ -549,7 +549,7 @@ async fn a_legacy_servers_request_during_calls_of_two_clients_is_refused_not_mis
 
 #[tokio::test]
 async fn a_2026_servers_list_change_reaches_2025_sessions_of_both_endpoints() {
-    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateless, HttpGatewayConfig::new()).await;
     let mut streams = Vec::new();
     for path in ["/mcp", SINGLE] {
         let sid = at.session(path, &[], json!({})).await;
@@ -596,7 +596,7 @@ async fn a_2026_servers_list_change_reaches_2025_sessions_of_both_endpoints() {
 
 #[tokio::test]
 async fn a_2025_sessions_resource_subscription_gets_a_2026_servers_updates() {
-    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateless, HttpGatewayConfig::new()).await;
     let mut streams = Vec::new();
     for (path, tool) in [
         (SINGLE, "test_trigger_resource_update"),
@@ -665,7 +665,7 @@ async fn every_log_message_a_server_sends_before_its_answer_reaches_the_front_be
     // reach the front client, in that order, every time.
     const CALLS: u64 = 12;
     for era in [EraPreference::Stateful, EraPreference::Stateless] {
-        let (f, at) = conf(era, FrontConfig::new()).await;
+        let (f, at) = conf(era, HttpGatewayConfig::new()).await;
         let sid = at.session(SINGLE, &[], json!({})).await;
         for i in 0..CALLS {
             let mut p = json!({ "name": "test_tool_with_logging", "arguments": {} });
@@ -696,7 +696,7 @@ async fn an_update_sent_right_after_a_2025_subscription_to_a_2026_server_is_neve
     // subscriber left), then triggers an update at once: the subscription's
     // answer must mean the server already has the stream.
     const ROUNDS: u64 = 100;
-    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateless, HttpGatewayConfig::new()).await;
     let sid = at.session(SINGLE, &[], json!({})).await;
     let get = at
         .send(
@@ -861,7 +861,7 @@ async fn a_session_unsubscribes_only_what_it_subscribed() {
     // her updates.
     let mut lost = Vec::new();
     for era in [EraPreference::Stateless, EraPreference::Stateful] {
-        let (f, at) = conf(era, FrontConfig::new().auth(alice_and_bob())).await;
+        let (f, at) = conf(era, HttpGatewayConfig::new().auth(alice_and_bob())).await;
         for path in [SINGLE, "/mcp"] {
             let alice = at.session(path, &ALICE, json!({})).await;
             for id in [1, 2] {
@@ -919,7 +919,7 @@ async fn a_session_unsubscribes_only_what_it_subscribed() {
 /// A session fills the server's watches with junk and ends (DELETE, then
 /// idle expiry): the next client's subscription opens and gets updates.
 async fn watches_go_with_their_session(era: EraPreference) {
-    let mut config = FrontConfig::new().auth(alice_and_bob());
+    let mut config = HttpGatewayConfig::new().auth(alice_and_bob());
     config.http.session_idle_timeout = Duration::from_secs(1);
     let (f, at) = conf(era, config).await;
     let alice = at.session(SINGLE, &ALICE, json!({})).await;
@@ -1037,7 +1037,7 @@ async fn a_sessions_subscriptions_on_a_legacy_server_go_with_the_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_the_server_does_not_acknowledge_is_an_error_not_an_empty_result() {
-    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new()).await;
+    let (f, at) = conf(EraPreference::Stateless, HttpGatewayConfig::new()).await;
     // 2026-07-28 streams, each passed on to the server, until the server
     // has no slot left for another (one is not acknowledged).
     let listen = json!({ "notifications": { "toolsListChanged": true } });
@@ -1125,7 +1125,7 @@ async fn a_2026_clients_resource_subscription_is_its_own() {
     // still gets its updates, whatever the server's era.
     let mut lost = Vec::new();
     for era in [EraPreference::Stateless, EraPreference::Stateful] {
-        let (f, at) = conf(era, FrontConfig::new().auth(alice_and_bob())).await;
+        let (f, at) = conf(era, HttpGatewayConfig::new().auth(alice_and_bob())).await;
         for path in ["/mcp", SINGLE] {
             let listen = json!({ "notifications": { "resourceSubscriptions": [WATCHED] } });
             let mut events = at
@@ -1176,7 +1176,7 @@ async fn a_2026_clients_resource_subscription_is_its_own() {
 async fn a_subscription_outlives_a_restart_of_its_server() {
     let mut lost = Vec::new();
     for era in [EraPreference::Stateless, EraPreference::Stateful] {
-        let (f, at) = conf(era, FrontConfig::new()).await;
+        let (f, at) = conf(era, HttpGatewayConfig::new()).await;
         let sid = at.session(SINGLE, &[], json!({})).await;
         let (sub, _) = timed(
             &at,
@@ -1322,7 +1322,7 @@ async fn every_answer_has_its_front_eras_members_and_no_others() {
     let mut problems = Vec::new();
     let (mut answers, mut with_result_type) = (0, 0);
     for server in [EraPreference::Stateful, EraPreference::Stateless] {
-        let (f, at) = conf(server, FrontConfig::new()).await;
+        let (f, at) = conf(server, HttpGatewayConfig::new()).await;
         for path in [SINGLE, "/mcp"] {
             let name = |n: &str| {
                 if path == SINGLE {
@@ -1431,7 +1431,7 @@ async fn answers(at: &At, path: &str, sid: &str, who: &[(&str, &str)]) -> bool {
 
 #[tokio::test]
 async fn the_session_table_bounds_every_client_together_not_each_token_alone() {
-    let mut config = FrontConfig::new().auth(alice_and_bob());
+    let mut config = HttpGatewayConfig::new().auth(alice_and_bob());
     config.http.max_sessions = 2;
     let (f, at) = conf(EraPreference::Stateless, config).await;
     for path in [SINGLE, "/mcp"] {
@@ -1465,7 +1465,11 @@ async fn two_clients_built_with_one_name_do_not_share_sessions() {
         ClientGrant::new("alice", Secret::new("alice-token-0123456789")).server("*", ["*"]),
         ClientGrant::new("alice", Secret::new("bob-token-0123456789ab")).server("*", ["*"]),
     ]);
-    let (f, at) = conf(EraPreference::Stateless, FrontConfig::new().auth(auth)).await;
+    let (f, at) = conf(
+        EraPreference::Stateless,
+        HttpGatewayConfig::new().auth(auth),
+    )
+    .await;
     for path in [SINGLE, "/mcp"] {
         let first = at.session(path, &ALICE, json!({})).await;
         assert!(answers(&at, path, &first, &ALICE).await, "{path}");

@@ -1,11 +1,11 @@
-//! [`HttpFront`] as a library: mounted in the user's own axum app, its host
+//! [`HttpGateway`] as a library: mounted in the user's own axum app, its host
 //! under the user's own supervisor actor, stopped by the user.
 
 use crate::gateway_support;
 
 use std::time::Duration;
 
-use conduit_mcp::gateway::{FrontConfig, HttpFront, ToolFilter};
+use conduit_mcp::gateway::{HttpGateway, HttpGatewayConfig, ToolFilter};
 use conduit_mcp::host::{HostConfig, HostOptions};
 use gateway_support::common::{self, tempdir};
 use gateway_support::http::send;
@@ -62,10 +62,10 @@ async fn an_http_front_mounts_in_the_users_app_under_the_users_supervisor() {
     let host =
         HostConfig::new().server("a", common::config(&["--pid-file", pids.to_str().unwrap()]));
     let (parent, parent_task) = Actor::spawn(None, Parent, ()).await.unwrap();
-    let front = HttpFront::start_with(
+    let front = HttpGateway::start_with(
         host,
         HostOptions::new().supervisor(parent.get_cell()),
-        FrontConfig::new().tools("a", ToolFilter::all().deny(["fail", "sleep"])),
+        HttpGatewayConfig::new().tools("a", ToolFilter::all().deny(["fail", "sleep"])),
     )
     .await
     .unwrap();
@@ -137,7 +137,7 @@ async fn an_http_front_mounts_in_the_users_app_under_the_users_supervisor() {
 }
 
 /// The front's routes served on a loopback listener of their own.
-async fn mounted(front: &HttpFront) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+async fn mounted(front: &HttpGateway) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = front.router();
@@ -154,10 +154,10 @@ async fn a_front_whose_host_was_killed_says_so_on_health_and_on_calls() {
     let host =
         HostConfig::new().server("a", common::config(&["--pid-file", pids.to_str().unwrap()]));
     let (parent, parent_task) = Actor::spawn(None, Parent, ()).await.unwrap();
-    let front = HttpFront::start_with(
+    let front = HttpGateway::start_with(
         host,
         HostOptions::new().supervisor(parent.get_cell()),
-        FrontConfig::new(),
+        HttpGatewayConfig::new(),
     )
     .await
     .unwrap();
@@ -220,7 +220,9 @@ async fn a_launched_front_answers_health_at_once_and_holds_requests_until_its_st
         ]),
     );
     let asked = std::time::Instant::now();
-    let front = HttpFront::launch(host, FrontConfig::new()).await.unwrap();
+    let front = HttpGateway::launch(host, HttpGatewayConfig::new())
+        .await
+        .unwrap();
     let (addr, served) = mounted(&front).await;
     let (status, body) = health(addr).await;
     common::figure(
@@ -267,7 +269,9 @@ async fn a_front_stopped_while_it_starts_stops_its_servers_and_answers_held_requ
             "20000",
         ]),
     );
-    let front = HttpFront::launch(host, FrontConfig::new()).await.unwrap();
+    let front = HttpGateway::launch(host, HttpGatewayConfig::new())
+        .await
+        .unwrap();
     let (addr, served) = mounted(&front).await;
     let running = common::eventually(gateway_support::PATIENCE, || pids.exists()).await;
     assert!(running.is_some(), "slow did not start");

@@ -1,4 +1,4 @@
-//! The gateway (`mcp serve` and `HttpFront`): admission, its contract, eras, the library, options, the command.
+//! The gateway (`mcp serve` and `HttpGateway`): admission, its contract, eras, the library, options, the command.
 //!
 //! One test binary of several modules: one link instead of one per file.
 
