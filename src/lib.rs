@@ -83,9 +83,9 @@
 //! | [`config_file`] | the files that list servers (`mcpServers`, VS Code's `servers`) |
 //! | [`server`] | serving MCP over stdio or any streams, and the tool [`server::Router`] |
 //! | `server::http` (feature `http`) | the same over Streamable HTTP: both eras on one endpoint, sessions, SSE streams and their resumption, limits, the axum service form |
-//! | `http` (feature `http`) | what both halves of Streamable HTTP share: SSE framing and parsing, MCP header names and checks, the base64 sentinel (the seam a client transport over HTTP reuses) |
+//! | `http` (private, feature `http`) | what both halves of Streamable HTTP share: SSE framing and parsing, MCP header names and checks, the base64 sentinel (the seam a client transport over HTTP reuses) |
 //! | [`protocol`] | typed MCP messages (tools, resources, prompts, ...) for both eras |
-//! | [`jsonrpc`], [`framing`] | the wire format shared by both halves |
+//! | [`jsonrpc`], `framing` (private) | the wire format shared by both halves |
 //! | [`error`], [`secret`] | typed errors; values kept out of logs |
 //! | `cluster` (feature `cluster`) | clients served to and used from other nodes over `ractor_cluster` |
 //! | `cli` (feature `cli`) | the `mcp` command |
@@ -168,11 +168,15 @@ pub mod cluster;
 pub mod config_file;
 mod deadline;
 pub mod error;
+// Wire plumbing: public only for this repository's tests and benches, not
+// part of the API (crate-private in the next release).
+#[doc(hidden)]
 pub mod framing;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod host;
 #[cfg(feature = "http")]
+#[doc(hidden)]
 pub mod http;
 pub mod jsonrpc;
 mod line_io;

@@ -47,6 +47,8 @@ mod supervisor;
 mod typed;
 mod waiters;
 
+// Their one documented home is `protocol` (and the crate root).
+#[doc(hidden)]
 pub use crate::protocol::{CallToolResult, Tool};
 pub use crate::transport::http_options::HttpOptions;
 pub use client_config::{

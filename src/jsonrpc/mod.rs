@@ -447,6 +447,8 @@ fn not_an_object(body: &[u8]) -> ParseError {
     }
 }
 
+// Public only for this repository's tests and benches (see `framing`).
+#[doc(hidden)]
 pub mod encode;
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! # Behaviour
 //!
 //! - **One reader, one writer.** A reader task frames input with
-//!   [`LineFramer`](crate::framing::LineFramer) (a line over
+//!   the crate's line framer (a line over
 //!   `max_message_bytes` is refused with -32600 and discarded as it streams
 //!   in, never buffered whole), one writer task writes everything, many
 //!   queued lines per write call. Responses go out in completion order.

@@ -107,6 +107,7 @@ impl HttpServer {
     }
 
     /// The transport's diagnostic name: `"http"`.
+    #[deprecated(note = "always \"http\": it tells nothing about the server")]
     pub fn name(&self) -> &'static str {
         "http"
     }
