@@ -365,8 +365,8 @@ impl ClientConfig {
     }
 
     /// Authorizes with `oauth` when the HTTP server asks (feature `http`;
-    /// see [`oauth`](crate::oauth)); makes this an HTTP configuration for
-    /// an empty URL if it was not one.
+    /// see [`oauth`](crate::oauth)). For a config made by
+    /// [`http`](Self::http), as [`header`](Self::header) is.
     #[cfg(feature = "http")]
     pub fn oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
         let http = self.http.take().unwrap_or_else(|| HttpOptions::new(""));
@@ -375,8 +375,10 @@ impl ClientConfig {
     }
 
     /// Sets one header sent with every HTTP request (held as a
-    /// [`Secret`](crate::Secret)); makes this an HTTP configuration for
-    /// an empty URL if it was not one.
+    /// [`Secret`](crate::Secret)). For a config made by
+    /// [`http`](Self::http): on a command's config,
+    /// [`validate`](Self::validate) refuses it (key `header`), since a
+    /// config has one transport.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         let http = self.http.take().unwrap_or_else(|| HttpOptions::new(""));
         self.http = Some(http.header(name, value));
@@ -691,6 +693,21 @@ impl ClientConfig {
     /// Checks every option; the error names the offending key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(http) = &self.http {
+            // One transport per config: a command, or an HTTP server.
+            if !self.command.expose().is_empty() || !self.args.is_empty() {
+                let key = if http.url.is_empty() {
+                    "header"
+                } else {
+                    "http"
+                };
+                return Err(ConfigError::new(
+                    key,
+                    format!(
+                        "this config runs the command {:?} and also has HTTP options (a header, OAuth or a URL): a config has one transport; start an HTTP server's from ClientConfig::http(url)",
+                        self.command
+                    ),
+                ));
+            }
             if !cfg!(feature = "http") {
                 return Err(ConfigError::new(
                     "http",
@@ -900,6 +917,25 @@ mod tests {
             "command"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_config_has_one_transport() {
+        let err = ClientConfig::new("npx")
+            .header("Authorization", "Bearer t")
+            .validate()
+            .unwrap_err();
+        assert_eq!(err.key, "header");
+        assert!(err.to_string().contains("one transport"), "{err}");
+        let both = ClientConfig::new("npx").http_options(HttpOptions::new("https://a.example/mcp"));
+        assert_eq!(both.validate().unwrap_err().key, "http");
+        let args = ClientConfig::http("https://a.example/mcp").arg("-y");
+        assert_eq!(args.validate().unwrap_err().key, "http");
+        if cfg!(feature = "http") {
+            let ok =
+                ClientConfig::http("https://a.example/mcp").header("Authorization", "Bearer t");
+            assert!(ok.validate().is_ok());
+        }
     }
 
     #[test]
