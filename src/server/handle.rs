@@ -393,6 +393,14 @@ impl ServerHandle {
     /// Calls of [`RequestContext::run_held`](super::RequestContext::run_held)
     /// waiting for their clients' next input round now (over HTTP: of
     /// every client of the server; 0 once serving ended).
+    ///
+    /// ```
+    /// use conduit_mcp::server::ServerHandle;
+    ///
+    /// fn report(handle: &ServerHandle) {
+    ///     tracing::info!(held = handle.held_calls(), "calls waiting for their clients' input");
+    /// }
+    /// ```
     pub fn held_calls(&self) -> usize {
         self.shared().map_or(0, |s| s.held.len())
     }

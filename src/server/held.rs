@@ -123,6 +123,29 @@ impl HeldCall {
     ///
     /// Cancel safety: dropping the future forgets the answer; the client
     /// may still be asked.
+    ///
+    /// # Examples
+    ///
+    /// Two questions asked at once go to the client in one round:
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    /// use conduit_mcp::server::{HandlerError, HeldCall};
+    /// use serde_json::{json, Value};
+    ///
+    /// async fn work(call: HeldCall) -> Result<Value, HandlerError> {
+    ///     let (roots, answer) = tokio::join!(
+    ///         call.ask(InputRequest::list_roots()),
+    ///         call.ask(InputRequest::elicit(json!({
+    ///             "mode": "form",
+    ///             "message": "Which branch?",
+    ///             "requestedSchema": { "type": "object", "properties": { "branch": { "type": "string" } } },
+    ///         }))),
+    ///     );
+    ///     let (roots, answer) = (roots?, answer?);
+    ///     Ok(json!({ "content": [{ "type": "text", "text": format!("{} on {}", answer["content"]["branch"], roots["roots"][0]["uri"]) }] }))
+    /// }
+    /// ```
     pub async fn ask(&self, request: InputRequest) -> Result<Value, AskError> {
         let ctx = self.context();
         ctx.check(&request)?;
@@ -142,6 +165,19 @@ impl HeldCall {
     /// sent through it reach the client's current request. Between rounds
     /// it is the last round's, whose request has been answered (what is
     /// sent then is not delivered).
+    ///
+    /// ```
+    /// use conduit_mcp::server::{HandlerError, HeldCall};
+    /// use serde_json::{json, Value};
+    ///
+    /// async fn work(call: HeldCall) -> Result<Value, HandlerError> {
+    ///     for step in 1..=3 {
+    ///         // Reaches the client's request of this round.
+    ///         let _ = call.context().progress(step as f64, Some(3.0), Some("working"));
+    ///     }
+    ///     Ok(json!({ "content": [] }))
+    /// }
+    /// ```
     pub fn context(&self) -> RequestContext {
         crate::sync::lock(&self.inner.ctx).clone()
     }
