@@ -313,12 +313,8 @@ fn era() -> impl TypedValueParser<Value = EraPreference> {
         PossibleValue::new("modern").alias("stateless"),
         PossibleValue::new("legacy").alias("stateful"),
     ])
-    .map(|v| match v.as_str() {
-        // An alias arrives as typed.
-        "modern" | "stateless" => EraPreference::Stateless,
-        "legacy" | "stateful" => EraPreference::Stateful,
-        _ => EraPreference::Auto,
-    })
+    // An alias arrives as typed: serde reads both names.
+    .map(|v| serde_json::from_value(serde_json::Value::String(v)).unwrap_or_default())
 }
 
 fn timeout(v: &str) -> Result<Duration, String> {

@@ -703,7 +703,7 @@ impl ClientConfig {
                 return Err(ConfigError::new(
                     key,
                     format!(
-                        "this config runs the command {:?} and also has HTTP options (a header, OAuth or a URL): a config has one transport; start an HTTP server's from ClientConfig::http(url)",
+                        "this config runs the command {:?} and also has HTTP options (a header, OAuth or a URL): a config has one transport; an HTTP server's starts from ClientConfig::http(url)",
                         self.command
                     ),
                 ));

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use crate::client::{Client, Progress, RequestOptions};
 use crate::error::Error;
 use crate::jsonrpc::{codes, ErrorObject, RawJson};
-use crate::protocol::{meta, Era};
+use crate::protocol::{meta, Era, MULTI_ROUND_METHODS};
 use crate::server::{HandlerError, RequestContext};
 
 use super::auth::Principal;
@@ -30,9 +30,6 @@ use super::state::GatewayState;
 /// How long a request waits for a server that is not ready (starting,
 /// restarting) before it fails.
 pub(crate) const READY_WAIT: Duration = Duration::from_secs(30);
-
-/// Methods whose 2026-07-28 results may be `input_required`.
-pub(crate) const MULTI_ROUND: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
 /// Where a request goes.
 pub(crate) struct Target {
@@ -150,7 +147,10 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
 async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
     let (front, principal, target, method, ctx) = call.parts();
     let backend = backend_era(target).await?;
-    if ctx.era() == Era::Stateless && backend == Era::Stateful && MULTI_ROUND.contains(&method) {
+    if ctx.era() == Era::Stateless
+        && backend == Era::Stateful
+        && MULTI_ROUND_METHODS.contains(&method)
+    {
         return held(call, server_params(params, ctx, backend)).await;
     }
     let params = server_params(params, ctx, backend);

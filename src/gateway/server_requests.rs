@@ -53,10 +53,13 @@ pub(crate) struct Call {
 }
 
 /// Where a server's requests for the call go.
+// The large variant is the common one, and a `Call` lives in an `Arc`
+// anyway: boxing it would cost each forwarded call an allocation.
+#[allow(clippy::large_enum_variant)]
 enum FrontCall {
     /// The front request (a 2025-11-25 session's: asked on its stream;
     /// a 2026-07-28 one to a 2026-07-28 server: fulfilled in its task).
-    Request(Box<RequestContext>),
+    Request(RequestContext),
     /// A 2026-07-28 front call to a legacy server, held across its
     /// client's input rounds.
     Held(HeldCall),
@@ -66,7 +69,7 @@ impl Call {
     /// The current front context (a held call's: the current round's).
     pub(crate) fn ctx(&self) -> RequestContext {
         match &self.front {
-            FrontCall::Request(ctx) => (**ctx).clone(),
+            FrontCall::Request(ctx) => ctx.clone(),
             FrontCall::Held(held) => held.context(),
         }
     }
@@ -116,13 +119,7 @@ impl ServerRequests {
             crate::protocol::Era::Stateful => session_key(&ctx),
             crate::protocol::Era::Stateless => None,
         };
-        self.add(
-            server,
-            principal,
-            FrontCall::Request(Box::new(ctx)),
-            session,
-            None,
-        )
+        self.add(server, principal, FrontCall::Request(ctx), session, None)
     }
 
     /// Records a held call of `principal` on `server`; `fail` ends it when

@@ -134,12 +134,7 @@ pub fn decode_value(raw: &[u8]) -> Result<String, HeaderValueError> {
 /// for other methods (the header is not used), `Some(None)` when the
 /// method uses it but the body has no string there.
 pub fn name_source<'a>(method: &str, params: Option<&'a Value>) -> Option<Option<&'a str>> {
-    let key = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return None,
-    };
-    Some(params.and_then(|p| p.get(key)).and_then(Value::as_str))
+    crate::protocol::request_target(method, params)
 }
 
 /// The header form of a tool argument mirrored by `x-mcp-header`: a string

@@ -94,6 +94,34 @@ pub const LATEST_LEGACY_VERSION: &str = LATEST_STATEFUL_VERSION;
 #[deprecated(note = "renamed to `STATEFUL_VERSIONS`")]
 pub const LEGACY_VERSIONS: &[&str] = STATEFUL_VERSIONS;
 
+/// The methods whose results may be `input_required` in the stateless era:
+/// the only ones that may ask the client for input.
+pub(crate) const MULTI_ROUND_METHODS: &[&str] = &[
+    methods::TOOLS_CALL,
+    methods::PROMPTS_GET,
+    methods::RESOURCES_READ,
+];
+
+/// What a request of `method` is for: `params.name` of `tools/call` and
+/// `prompts/get`, `params.uri` of `resources/read`; `None` for other
+/// methods, `Some(None)` when the body has no string there. (HTTP mirrors
+/// it in `Mcp-Name`; a held call's retry must match it.)
+pub(crate) fn request_target<'a>(
+    method: &str,
+    params: Option<&'a serde_json::Value>,
+) -> Option<Option<&'a str>> {
+    let key = match method {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => "name",
+        methods::RESOURCES_READ => "uri",
+        _ => return None,
+    };
+    Some(
+        params
+            .and_then(|p| p.get(key))
+            .and_then(serde_json::Value::as_str),
+    )
+}
+
 /// `_meta` keys of the modern era.
 pub mod meta {
     /// The protocol version of this request (required).

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::jsonrpc::RequestId;
-use crate::protocol::Era;
 pub use crate::protocol::InputRequest;
+use crate::protocol::{Era, MULTI_ROUND_METHODS};
 
 use super::error::{AskError, SendError};
 use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
@@ -44,9 +44,6 @@ impl RequestShared {
         self.cancelled.load(Ordering::Acquire)
     }
 }
-
-/// Methods that may answer with an input-required result (modern era).
-pub(crate) const MULTI_ROUND_TRIP: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
 /// The context of one request, passed to
 /// [`Handler::handle_request`](super::Handler::handle_request).
@@ -417,7 +414,7 @@ impl RequestContext {
                 });
             }
         }
-        if self.era == Era::Stateless && !MULTI_ROUND_TRIP.contains(&self.method.as_str()) {
+        if self.era == Era::Stateless && !MULTI_ROUND_METHODS.contains(&self.method.as_str()) {
             return Err(AskError::NotAllowed(self.method.clone()));
         }
         Ok(())

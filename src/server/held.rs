@@ -460,28 +460,27 @@ impl<T: Send + 'static> Driver<T> {
         shared: &Arc<SessionShared>,
         ctx: &RequestContext,
     ) -> Result<(), Box<Self>> {
+        for (key, _, request) in &self.pending {
+            ctx.record(key, request);
+        }
+        let asks = self.pending.len();
         let call = self.call.clone();
-        let keys: Vec<(String, InputRequest)> = self
-            .pending
-            .iter()
-            .map(|(k, _, r)| (k.clone(), r.clone()))
-            .collect();
         call.inner.waiting.store(true, Ordering::Release);
         match shared.held.park(&shared.config, ctx, self) {
             Ok(state) => {
-                for (key, request) in &keys {
-                    ctx.record(key, request);
-                }
                 ctx.set_request_state(state);
-                tracing::debug!(id = %ctx.id, asks = keys.len(), "a held call waits for its client's input");
+                tracing::debug!(id = %ctx.id, asks, "a held call waits for its client's input");
                 Ok(())
             }
             Err((mut back, e)) => {
                 call.inner.waiting.store(false, Ordering::Release);
                 tracing::warn!(id = %ctx.id, error = %e, "a held call's ask refused");
-                for (_, reply, _) in std::mem::take(&mut back.pending) {
+                let mut recorded = crate::sync::lock(&ctx.shared.recorded);
+                for (key, reply, _) in std::mem::take(&mut back.pending) {
+                    recorded.requests.remove(&key);
                     let _ = reply.send(Err(e.clone()));
                 }
+                drop(recorded);
                 Err(back)
             }
         }

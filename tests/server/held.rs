@@ -130,40 +130,40 @@ fn one_ask(r: &Value) -> (String, Value, String) {
     (key.clone(), ask.clone(), state.to_owned())
 }
 
+/// Sends `tools/call` of `two_rounds` (the client declares elicitation and
+/// roots) with `extra` members, and returns the answer.
+async fn two_rounds(c: &mut Client, id: i64, extra: Value) -> Value {
+    let mut p = json!({ "name": "two_rounds", "_meta": caps() });
+    for (k, v) in extra.as_object().expect("an object") {
+        p[k] = v.clone();
+    }
+    c.request(json!(id), "tools/call", p).await;
+    c.recv().await
+}
+
 #[tokio::test]
 async fn a_held_call_runs_once_across_two_rounds_and_its_state_is_used_once() {
     let (h, mut rx, runs) = held();
     let mut c = start(config(), h);
-    let call = |id: i64, extra: Value| {
-        let mut p = json!({ "name": "two_rounds", "_meta": caps() });
-        for (k, v) in extra.as_object().unwrap() {
-            p[k] = v.clone();
-        }
-        (json!(id), p)
-    };
-    let (id, p) = call(1, json!({}));
-    c.request(id, "tools/call", p).await;
-    let r1 = c.recv().await;
+    let r1 = two_rounds(&mut c, 1, json!({})).await;
     let (key, ask, state) = one_ask(&r1);
     assert_eq!(ask["method"], "elicitation/create", "{r1}");
     assert!(state.starts_with("conduit-held."), "{state}");
     assert_eq!(next(&mut rx).await, Seen::Started("two_rounds".into()));
 
-    let (id, p) = call(
+    let r2 = two_rounds(
+        &mut c,
         2,
         json!({ "requestState": state, "inputResponses": { key.clone(): { "action": "accept", "content": {} } } }),
-    );
-    c.request(id, "tools/call", p).await;
-    let r2 = c.recv().await;
+    )
+    .await;
     let (key2, ask2, state2) = one_ask(&r2);
     assert_eq!(ask2["method"], "roots/list", "{r2}");
     assert_ne!(key2, key, "each ask its own key");
     assert_ne!(state2, state, "each round its own state");
 
     let retry = json!({ "requestState": state2, "inputResponses": { key2: { "roots": [{ "uri": "file:///r" }] } } });
-    let (id, p) = call(3, retry.clone());
-    c.request(id, "tools/call", p).await;
-    let r3 = c.recv().await;
+    let r3 = two_rounds(&mut c, 3, retry.clone()).await;
     assert_eq!(
         r3["result"]["content"][0]["text"], r#""accept" [{"uri":"file:///r"}]"#,
         "{r3}"
@@ -172,9 +172,7 @@ async fn a_held_call_runs_once_across_two_rounds_and_its_state_is_used_once() {
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the work ran once");
 
     // A state is used once.
-    let (id, p) = call(4, retry);
-    c.request(id, "tools/call", p).await;
-    let r4 = c.recv().await;
+    let r4 = two_rounds(&mut c, 4, retry).await;
     assert_eq!(r4["error"]["code"], -32602, "{r4}");
     assert!(
         r4["error"]["message"]
@@ -229,13 +227,8 @@ async fn asks_made_at_once_go_in_one_round_and_a_partial_retry_asks_for_the_rest
 async fn a_state_for_another_tool_is_refused_and_an_unknown_one_too() {
     let (h, _rx, _) = held();
     let mut c = start(config(), h);
-    c.request(
-        json!(1),
-        "tools/call",
-        json!({ "name": "two_rounds", "_meta": caps() }),
-    )
-    .await;
-    let (key, _, state) = one_ask(&c.recv().await);
+    let r1 = two_rounds(&mut c, 1, json!({})).await;
+    let (key, _, state) = one_ask(&r1);
     let answer = json!({ key: { "action": "accept", "content": {} } });
     c.request(
         json!(2),
@@ -252,14 +245,12 @@ async fn a_state_for_another_tool_is_refused_and_an_unknown_one_too() {
             .contains("another request"),
         "{r}"
     );
-    c.request(
-        json!(3),
-        "tools/call",
-        json!({ "name": "two_rounds", "_meta": caps(),
-                "requestState": "conduit-held.00000000000000000000000000000000" }),
+    let r = two_rounds(
+        &mut c,
+        3,
+        json!({ "requestState": "conduit-held.00000000000000000000000000000000" }),
     )
     .await;
-    let r = c.recv().await;
     assert_eq!(r["error"]["code"], -32602, "{r}");
 }
 
@@ -267,24 +258,17 @@ async fn a_state_for_another_tool_is_refused_and_an_unknown_one_too() {
 async fn a_client_that_never_comes_back_has_its_call_aborted_and_its_retry_refused() {
     let (h, mut rx, _) = held();
     let mut c = start(config().held_input_timeout(Duration::from_millis(200)), h);
-    c.request(
-        json!(1),
-        "tools/call",
-        json!({ "name": "two_rounds", "_meta": caps() }),
-    )
-    .await;
-    let (key, _, state) = one_ask(&c.recv().await);
+    let r1 = two_rounds(&mut c, 1, json!({})).await;
+    let (key, _, state) = one_ask(&r1);
     assert_eq!(next(&mut rx).await, Seen::Started("two_rounds".into()));
     // Expired: the work's task is aborted (its guard says so).
     assert_eq!(next(&mut rx).await, Seen::Dropped);
-    c.request(
-        json!(2),
-        "tools/call",
-        json!({ "name": "two_rounds", "_meta": caps(), "requestState": state,
-                "inputResponses": { key: { "action": "accept", "content": {} } } }),
+    let r = two_rounds(
+        &mut c,
+        2,
+        json!({ "requestState": state, "inputResponses": { key: { "action": "accept", "content": {} } } }),
     )
     .await;
-    let r = c.recv().await;
     assert_eq!(r["error"]["code"], -32602, "{r}");
     assert!(
         r["error"]["message"].as_str().unwrap().contains("expired"),
@@ -297,21 +281,10 @@ async fn past_max_held_calls_an_ask_fails_naming_the_bound() {
     let (h, mut rx, _) = held();
     // 4 in all: one per client.
     let mut c = start(config().max_held_calls(4), h);
-    c.request(
-        json!(1),
-        "tools/call",
-        json!({ "name": "two_rounds", "_meta": caps() }),
-    )
-    .await;
-    one_ask(&c.recv().await);
+    let r1 = two_rounds(&mut c, 1, json!({})).await;
+    one_ask(&r1);
     assert_eq!(next(&mut rx).await, Seen::Started("two_rounds".into()));
-    c.request(
-        json!(2),
-        "tools/call",
-        json!({ "name": "two_rounds", "_meta": caps() }),
-    )
-    .await;
-    let r = c.recv().await;
+    let r = two_rounds(&mut c, 2, json!({})).await;
     assert_eq!(r["id"], 2);
     assert_eq!(r["error"]["code"], -32603, "{r}");
     let message = r["error"]["message"].as_str().unwrap();
@@ -327,13 +300,8 @@ async fn past_max_held_calls_an_ask_fails_naming_the_bound() {
 async fn the_end_of_the_session_aborts_the_held_calls_waiting_in_it() {
     let (h, mut rx, _) = held();
     let mut c = start(config(), h);
-    c.request(
-        json!(1),
-        "tools/call",
-        json!({ "name": "two_rounds", "_meta": caps() }),
-    )
-    .await;
-    one_ask(&c.recv().await);
+    let r1 = two_rounds(&mut c, 1, json!({})).await;
+    one_ask(&r1);
     assert_eq!(next(&mut rx).await, Seen::Started("two_rounds".into()));
     c.close_input();
     c.end_ref().await.expect("a clean end");

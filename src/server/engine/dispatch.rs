@@ -10,7 +10,6 @@ use crate::protocol::{
     meta, methods, Era, LATEST_STATEFUL_VERSION, STATEFUL_VERSIONS, STATELESS_VERSIONS,
 };
 
-use crate::server::context::MULTI_ROUND_TRIP;
 use crate::server::handle::SessionShared;
 
 /// What to do with a request.
@@ -116,10 +115,8 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                         .and_then(|p| p.get("requestState"))
                         .and_then(Value::as_str)
                         .map(str::to_owned),
-                    target: params
-                        .filter(|_| MULTI_ROUND_TRIP.contains(&req.method.as_str()))
-                        .and_then(|p| p.get("name").or_else(|| p.get("uri")))
-                        .and_then(Value::as_str)
+                    target: crate::protocol::request_target(&req.method, params)
+                        .flatten()
                         .map(str::to_owned),
                     meta: Some(m),
                     #[cfg(feature = "http")]
