@@ -19,7 +19,7 @@ use super::waiters::{Pending, Waiter};
 use crate::error::Error;
 use crate::jsonrpc::{encode, RequestId};
 use crate::line_io::queue::QueueError;
-use crate::protocol::{methods, Era};
+use crate::protocol::{meta, methods, Era};
 use crate::transport::Link;
 
 /// Why [`Direct::send`] did not send.
@@ -126,10 +126,11 @@ impl Direct {
 }
 
 /// Serialises a call's request line for `era`: in the modern era with the
-/// session's `_meta` (spliced in pre-serialised when nothing needs merging),
-/// with a `progressToken` (the request id) when progress is wanted. The
-/// caller's params are not changed (merging works on a copy), so a call
-/// that could not be sent directly can still be sent by the Connection.
+/// session's `_meta`, with a `progressToken` (the request id) when progress
+/// is wanted. The call's own `_meta` entries win over both. Written in one
+/// pass over the caller's params, which are not changed or copied, so a
+/// call that could not be sent directly can still be sent by the
+/// Connection.
 pub(crate) fn encode_call(
     era: Era,
     meta: Option<&MetaCache>,
@@ -138,68 +139,86 @@ pub(crate) fn encode_call(
     params: &Option<Value>,
     progress: bool,
 ) -> Result<Vec<u8>, String> {
-    let mut extra = match (era, meta) {
-        (Era::Stateless, Some(cache)) if !progress && !has_meta(params) => {
-            let object = match params {
-                None => None,
-                Some(Value::Object(m)) => Some(m),
-                // Not an object: the merge path below reports the error.
-                Some(_) => return encode_merged(id, method, params, cache.map.clone()),
-            };
-            return encode_with_meta(id, method, object, &cache.raw).map_err(|e| e.to_string());
-        }
-        (Era::Stateless, cache) => cache.map(|c| c.map.clone()).unwrap_or_default(),
-        (Era::Stateful, _) => Map::new(),
+    let session = match era {
+        Era::Stateless => meta,
+        Era::Stateful => None,
     };
-    if progress {
-        extra.insert("progressToken".into(), id_value(id));
-    }
-    encode_merged(id, method, params, extra)
-}
-
-/// The request line with `extra` merged into the params' `_meta` (on a
-/// copy of the params).
-fn encode_merged(
-    id: &RequestId,
-    method: &str,
-    params: &Option<Value>,
-    extra: Map<String, Value>,
-) -> Result<Vec<u8>, String> {
-    if extra.is_empty() {
+    if session.is_none() && !progress {
         return encode::request(id, method, params.as_ref()).map_err(|e| e.to_string());
     }
-    let mut params = params.clone();
-    merge_meta(&mut params, extra)?;
-    encode::request(id, method, params.as_ref()).map_err(|e| e.to_string())
+    let object = match params {
+        None => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err("params must be a JSON object to carry _meta".into()),
+    };
+    let own = match object.and_then(|m| m.get("_meta")) {
+        None => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err("params._meta must be a JSON object".into()),
+    };
+    write_call(id, method, object, own, session, progress).map_err(|e| e.to_string())
 }
 
-/// The modern fast path: the line written directly, the session's `_meta`
-/// spliced in pre-serialised after the caller's params (the same bytes
-/// serde would write for `{..params, "_meta": meta}`, without its
-/// flattening machinery or a reallocation).
-fn encode_with_meta(
+/// The request line: the params' entries, then `_meta` as the call's own
+/// entries, the progress token and the session's entries, each key once
+/// (the first wins). With nothing to merge, the session's `_meta` is
+/// spliced in pre-serialised.
+fn write_call(
     id: &RequestId,
     method: &str,
     params: Option<&Map<String, Value>>,
-    meta: &serde_json::value::RawValue,
+    own: Option<&Map<String, Value>>,
+    session: Option<&MetaCache>,
+    progress: bool,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    let meta = meta.get().as_bytes();
-    let mut out = Vec::with_capacity(64 + method.len() + meta.len());
+    let spliced = session.map_or(0, |c| c.raw.get().len());
+    let mut out = Vec::with_capacity(96 + method.len() + spliced);
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     serde_json::to_writer(&mut out, id)?;
     out.extend_from_slice(b",\"method\":");
     serde_json::to_writer(&mut out, method)?;
     out.extend_from_slice(b",\"params\":{");
-    for (k, v) in params.into_iter().flatten() {
-        serde_json::to_writer(&mut out, k)?;
-        out.push(b':');
-        serde_json::to_writer(&mut out, v)?;
+    for (k, v) in params.into_iter().flatten().filter(|(k, _)| *k != "_meta") {
+        write_entry(&mut out, k, v)?;
         out.push(b',');
     }
     out.extend_from_slice(b"\"_meta\":");
-    out.extend_from_slice(meta);
+    match (own, progress, session) {
+        (None, false, Some(cache)) => out.extend_from_slice(cache.raw.get().as_bytes()),
+        _ => {
+            let taken = |k: &str| own.is_some_and(|m| m.contains_key(k));
+            out.push(b'{');
+            for (k, v) in own.into_iter().flatten() {
+                write_entry(&mut out, k, v)?;
+                out.push(b',');
+            }
+            if progress && !taken(meta::PROGRESS_TOKEN) {
+                serde_json::to_writer(&mut out, meta::PROGRESS_TOKEN)?;
+                out.push(b':');
+                serde_json::to_writer(&mut out, id)?;
+                out.push(b',');
+            }
+            let session = session.map(|c| &c.map).into_iter().flatten();
+            for (k, v) in session
+                .filter(|(k, _)| !(taken(k) || progress && k.as_str() == meta::PROGRESS_TOKEN))
+            {
+                write_entry(&mut out, k, v)?;
+                out.push(b',');
+            }
+            if out.last() == Some(&b',') {
+                out.pop();
+            }
+            out.push(b'}');
+        }
+    }
     out.extend_from_slice(b"}}\n");
     Ok(out)
+}
+
+fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) -> Result<(), serde_json::Error> {
+    serde_json::to_writer(&mut *out, key)?;
+    out.push(b':');
+    serde_json::to_writer(&mut *out, value)
 }
 
 /// The session's `_meta` for modern requests, built once when ready.
@@ -208,46 +227,12 @@ pub(crate) struct MetaCache {
     pub(crate) raw: Box<serde_json::value::RawValue>,
 }
 
-fn has_meta(params: &Option<Value>) -> bool {
-    match params {
-        None => false,
-        Some(Value::Object(m)) => m.contains_key("_meta"),
-        // Not an object: the merge path reports the error.
-        Some(_) => true,
-    }
-}
-
-fn id_value(id: &RequestId) -> Value {
-    match id {
-        RequestId::Number(n) => Value::from(*n),
-        RequestId::String(s) => Value::from(s.clone()),
-    }
-}
-
-/// Adds `extra` to `params._meta`, creating both if needed.
-fn merge_meta(params: &mut Option<Value>, extra: Map<String, Value>) -> Result<(), String> {
-    let p = params.get_or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(obj) = p else {
-        return Err("params must be a JSON object to carry _meta".into());
-    };
-    let m = obj
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(m) = m else {
-        return Err("params._meta must be a JSON object".into());
-    };
-    for (k, v) in extra {
-        m.entry(k).or_insert(v);
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cache() -> MetaCache {
-        let map = match json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "k": "a\"b\n" })
+        let map = match json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "k": "a\"b\n", "progressToken": "session's" })
         {
             Value::Object(m) => m,
             _ => unreachable!(),
@@ -256,31 +241,80 @@ mod tests {
         MetaCache { map, raw }
     }
 
-    /// What the slow path (merge into a copy, then serde) writes.
-    fn merged(id: &RequestId, method: &str, params: &Option<Value>, c: &MetaCache) -> Value {
-        let line = encode_merged(id, method, params, c.map.clone()).unwrap();
-        serde_json::from_slice(&line).unwrap()
+    /// The reference: the extra entries merged into a copy of the params
+    /// (the call's own entries win), then written by serde.
+    fn merged(
+        id: &RequestId,
+        method: &str,
+        params: &Option<Value>,
+        c: Option<&MetaCache>,
+        progress: bool,
+    ) -> Result<Value, String> {
+        let mut extra = c.map(|c| c.map.clone()).unwrap_or_default();
+        if progress {
+            extra.insert("progressToken".into(), serde_json::to_value(id).unwrap());
+        }
+        let mut params = params.clone();
+        if !extra.is_empty() {
+            let p = params.get_or_insert_with(|| json!({}));
+            let Value::Object(obj) = p else {
+                return Err("params must be a JSON object to carry _meta".into());
+            };
+            let Value::Object(m) = obj.entry("_meta").or_insert_with(|| json!({})) else {
+                return Err("params._meta must be a JSON object".into());
+            };
+            for (k, v) in extra {
+                m.entry(k).or_insert(v);
+            }
+        }
+        let line = encode::request(id, method, params.as_ref()).unwrap();
+        Ok(serde_json::from_slice(&line).unwrap())
     }
 
     #[test]
-    fn the_modern_fast_path_writes_what_the_merge_writes() {
+    fn the_one_pass_encoder_writes_what_a_merge_into_a_copy_writes() {
         let c = cache();
-        let id = RequestId::Number(7);
-        for params in [
+        let all_params = [
             None,
             Some(json!({})),
             Some(json!({ "name": "echo", "arguments": { "text": "x\"\\\n\u{1F600}" } })),
-        ] {
-            let line =
-                encode_call(Era::Stateless, Some(&c), &id, "tools/call", &params, false).unwrap();
-            assert_eq!(line.last(), Some(&b'\n'));
-            assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
-            let got: Value = serde_json::from_slice(&line).unwrap();
-            assert_eq!(got, merged(&id, "tools/call", &params, &c), "{params:?}");
+            Some(json!({ "name": "echo", "_meta": {} })),
+            Some(json!({ "name": "echo", "_meta": { "k": "own", "progressToken": 99 } })),
+            Some(json!({ "_meta": { "other": [1, 2] } })),
+            Some(json!([1])),
+            Some(json!({ "_meta": 3 })),
+        ];
+        for id in [RequestId::Number(7), RequestId::String("s-1".into())] {
+            for params in &all_params {
+                for (era, session) in [
+                    (Era::Stateless, Some(&c)),
+                    (Era::Stateless, None),
+                    (Era::Stateful, Some(&c)),
+                ] {
+                    for progress in [false, true] {
+                        let want = merged(
+                            &id,
+                            "tools/call",
+                            params,
+                            session.filter(|_| era == Era::Stateless),
+                            progress,
+                        );
+                        let got = encode_call(era, session, &id, "tools/call", params, progress);
+                        match (got, want) {
+                            (Ok(line), Ok(want)) => {
+                                assert_eq!(line.last(), Some(&b'\n'));
+                                assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+                                let got: Value = serde_json::from_slice(&line).unwrap();
+                                assert_eq!(got, want, "{params:?} {era:?} {progress}");
+                            }
+                            (Err(got), Err(want)) => assert_eq!(got, want),
+                            (got, want) => {
+                                panic!("{params:?} {era:?} {progress}: {got:?} against {want:?}")
+                            }
+                        }
+                    }
+                }
+            }
         }
-        // Params that are not an object: the same error as the merge path.
-        let err =
-            encode_call(Era::Stateless, Some(&c), &id, "x", &Some(json!([1])), false).unwrap_err();
-        assert!(err.contains("must be a JSON object"), "{err}");
     }
 }

@@ -184,7 +184,7 @@ impl Client {
             let opts = RequestOptions::new().timeout(std::time::Duration::MAX);
             let params = client.with_log_level(Some(params));
             let r = client
-                .round(request_id, method, params, &opts, Instant::now())
+                .round(request_id, method, &params, &opts, Instant::now())
                 .await
                 .and_then(|(raw, _)| {
                     raw.parse::<ListenResult>().map_err(|e| Error::Codec {

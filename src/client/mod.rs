@@ -386,7 +386,7 @@ impl Client {
         let mut params = self.with_log_level(params);
         for _ in 0..MAX_INPUT_ROUNDS {
             let id = self.shared.next_id();
-            let (raw, era) = self.round(id, method, params.clone(), &opts, start).await?;
+            let (raw, era) = self.round(id, method, &params, &opts, start).await?;
             // Only modern servers answer `input_required`: skip the scan of
             // (possibly large) legacy results.
             if opts.single_round
@@ -458,7 +458,7 @@ impl Client {
         &self,
         id: RequestId,
         method: &str,
-        params: Option<Value>,
+        params: &Option<Value>,
         opts: &RequestOptions,
         start: Instant,
     ) -> Result<(RawJson, crate::protocol::Era), Error> {
@@ -488,7 +488,7 @@ impl Client {
         // against the timeout; so does a cancellation.
         let sent = tokio::select! {
             biased;
-            r = self.send(&id, method, &params, wants_progress, &mut waiter) => r?,
+            r = self.send(&id, method, params, wants_progress, &mut waiter) => r?,
             _ = tokio::time::sleep_until(deadline) => return Err(clock.timed_out(method, deadline)),
             _ = cancelled(&opts.cancel) => return Err(Error::Cancelled { method: method.into() }),
         };
