@@ -1,11 +1,13 @@
 //! Side-by-side benchmark: the pipe floor, conduit-mcp (legacy and modern
 //! era) and rmcp, against the same minimal child server, interleaved in one
-//! run, each round both unpinned and pinned to one CPU (issues #6 and #16).
+//! run, each round both unpinned and pinned to one CPU.
 //!
 //! Run: `cargo bench --bench bench` (a few minutes), or
 //! `-- --quick` for a smoke run; `-- --json` prints one JSON object per line
 //! (`{"peer", "metric", "value", "unit", "pinned"}`, plus ratio and target
-//! lines) on stdout and the tables on stderr.
+//! lines) on stdout and the tables on stderr; `-- --svg DIR` also writes
+//! the figures as bar charts (`DIR/stdio-client.svg`, `stdio-server.svg`,
+//! `http-server.svg`, `http-client.svg`, those the run has figures for).
 //!
 //! - **floor**: a blocking child (this binary, `--child floor`) that answers
 //!   each request line with fixed bytes after a byte scan for the id, driven
@@ -26,14 +28,14 @@
 //! memory and 100-client throughput run in fresh subprocesses (`--probe`)
 //! so one peer's freed memory cannot flatter the next.
 //!
-//! The HTTP rows (issue 21; `--only http` runs them alone): our
+//! The HTTP rows (`--only http` runs them alone): our
 //! `HttpServer` against rmcp's Streamable HTTP server, both with the `echo`
 //! tool, each in a child process of its own, driven by one HTTP client in
 //! this process (see `bench/http.rs`): sequential latency, 50 clients'
 //! rate, and the server's memory per idle session; the floor column is
 //! axum answering fixed bytes.
 //!
-//! The HTTP client rows (issue 22; `--only httpc`): our `Client` over HTTP
+//! The HTTP client rows (`--only httpc`): our `Client` over HTTP
 //! against rmcp's reqwest-based client, both calling `echo` on the same
 //! `HttpServer` child, in both eras (see `bench/http_client.rs`):
 //! sequential latency and 64 calls in flight from one client; the floor
@@ -51,6 +53,8 @@ mod http_client;
 mod peers;
 #[path = "bench/report.rs"]
 mod report;
+#[path = "bench/svg.rs"]
+mod svg;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -1119,11 +1123,32 @@ fn main() {
         }
     }
     let t = report::text(&free, &fixed, &plan, started.elapsed(), pin_cpu());
+    if let Some(dir) = arg_value(&args, "--svg") {
+        write_charts(
+            std::path::Path::new(&dir),
+            report::charts(&free, &fixed, pin_cpu()),
+        );
+    }
     if json {
         print!("{}", report::json_lines(&free, &fixed));
         eprint!("{t}");
     } else {
         eprintln!();
         print!("{t}");
+    }
+}
+
+/// Writes each chart as `DIR/NAME`, saying which.
+fn write_charts(dir: &std::path::Path, charts: Vec<(&'static str, String)>) {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("--svg {}: {e}", dir.display());
+        return;
+    }
+    for (name, svg) in charts {
+        let path = dir.join(name);
+        match std::fs::write(&path, svg) {
+            Ok(()) => eprintln!("wrote {}", path.display()),
+            Err(e) => eprintln!("{}: {e}", path.display()),
+        }
     }
 }

@@ -23,8 +23,12 @@
 //! `--clients N`, `--seconds S`, `--only NAME` (the gateways whose name
 //! starts so: `mcp serve` (both rows), `mcp serve 2026-07-28`,
 //! `supergateway`, `mcp-proxy`), `--json` (one JSON object per line on
-//! stdout, the table on stderr). A gateway whose program is missing is
-//! skipped, said so.
+//! stdout, the table on stderr), `--svg DIR` (the figures as a bar chart,
+//! `DIR/gateway.svg`). A gateway whose program is missing is skipped, said
+//! so.
+
+#[path = "bench/svg.rs"]
+mod svg;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -706,6 +710,14 @@ async fn main() {
             );
         }
     }
+    if let Some(dir) = arg(&args, "--svg") {
+        let path = std::path::Path::new(&dir).join("gateway.svg");
+        let svg = chart(&rows, plan);
+        match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, svg)) {
+            Ok(()) => eprintln!("wrote {}", path.display()),
+            Err(e) => eprintln!("{}: {e}", path.display()),
+        }
+    }
     let find = |name: &str, clients: usize| {
         rows.iter()
             .find(|(n, c, _)| n.starts_with(name) && *c == clients)
@@ -750,4 +762,66 @@ async fn main() {
             );
         }
     }
+}
+
+/// The rows as one chart: requests/s and p50 at 1 and at N clients, and the
+/// memory of each gateway's process tree at N.
+fn chart(rows: &[(String, usize, Figures)], plan: Plan) -> String {
+    let panel = |title: String,
+                 unit: &str,
+                 higher: bool,
+                 value: &dyn Fn(&Figures) -> Option<f64>,
+                 clients: usize| svg::Panel {
+        title,
+        unit: unit.to_owned(),
+        higher_is_better: higher,
+        bars: rows
+            .iter()
+            .filter(|(_, c, _)| *c == clients)
+            .filter_map(|(name, _, f)| value(f).map(|v| (name.clone(), v)))
+            .collect(),
+    };
+    let n = plan.clients;
+    let panels = [
+        panel(
+            format!("requests/s, {n} clients"),
+            "req/s",
+            true,
+            &|f| Some(f.rps()),
+            n,
+        ),
+        panel(
+            format!("p50 latency, {n} clients"),
+            "us",
+            false,
+            &|f| Some(f.p50_ms * 1000.0),
+            n,
+        ),
+        panel(
+            "requests/s, 1 client".into(),
+            "req/s",
+            true,
+            &|f| Some(f.rps()),
+            1,
+        ),
+        panel(
+            "p50 latency, 1 client".into(),
+            "us",
+            false,
+            &|f| Some(f.p50_ms * 1000.0),
+            1,
+        ),
+        panel(
+            format!("memory of the process tree, {n} clients"),
+            "MiB",
+            false,
+            &|f| (f.peak_rss_mib > 0.0).then_some(f.peak_rss_mib),
+            n,
+        ),
+    ];
+    let note = format!(
+        "cargo bench --bench gateway_bench: {} s per row, one load generator, the same stdio server behind each",
+        plan.window.as_secs()
+    );
+    svg::chart("Gateways in front of one stdio server", &note, &panels)
 }

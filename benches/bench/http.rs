@@ -1,4 +1,4 @@
-//! The Streamable HTTP rows (issue 21): the same `echo` tool served by our
+//! The Streamable HTTP rows: the same `echo` tool served by our
 //! `HttpServer` and by rmcp's `StreamableHttpService` on axum, each in a
 //! child process of its own (this binary, `--child conduit-http` or
 //! `--child rmcp-http`: it prints its port, serves 127.0.0.1 and exits at

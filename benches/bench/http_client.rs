@@ -1,4 +1,4 @@
-//! The Streamable HTTP client rows (issue 22): this crate's `Client` over
+//! The Streamable HTTP client rows: this crate's `Client` over
 //! HTTP (`ClientConfig::http`) against rmcp's reqwest-based
 //! `StreamableHttpClientTransport`, both calling the `echo` tool (typed
 //! `call_tool` on each side) on the SAME server process: our `HttpServer`

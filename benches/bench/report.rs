@@ -1,7 +1,6 @@
-//! What a run prints: the unpinned and pinned tables, the targets of
-//! issue #6 (unpinned, as before), of issue #16 (pinned), of issue #21
-//! (HTTP server, pinned) and of issue #22 (HTTP client, pinned), and the
-//! same as JSON lines.
+//! What a run prints: the unpinned and pinned tables, the targets (of the
+//! stdio client unpinned; of the stdio client and server, the HTTP server
+//! and the HTTP client pinned), the same as JSON lines, and the charts.
 
 use std::time::Duration;
 
@@ -250,7 +249,7 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 pub struct Target {
     name: String,
     value: Option<f64>,
-    /// The same ratio on the unpinned figures (issue #16 targets only).
+    /// The same ratio on the unpinned figures (the pinned targets only).
     unpinned: Option<f64>,
     unit: &'static str,
     met: bool,
@@ -699,7 +698,7 @@ pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu
         s += "\nunpinned:\n\n";
         s += &table(free);
         if has_stdio(free) {
-            s += "\ntargets of issue 6 (unpinned):\n";
+            s += "\ntargets of the stdio client (unpinned):\n";
             s += &target_lines(&targets_unpinned(free), false);
         }
     }
@@ -709,22 +708,22 @@ pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu
         );
         s += &table(fixed);
         if has_stdio(fixed) {
-            s += "\ntargets of issue 16 (pinned; the same ratio unpinned in brackets):\n";
+            s += "\ntargets of the stdio client and server (pinned; the same ratio unpinned in brackets):\n";
             s += &target_lines(&targets_pinned(fixed, free), true);
         }
     }
     if has_http(fixed) {
-        s += "\ntargets of issue 21 (HTTP, pinned; the same ratio unpinned in brackets):\n";
+        s += "\ntargets of the HTTP server (pinned; the same ratio unpinned in brackets):\n";
         s += &target_lines(&targets_http(fixed, free), true);
     } else if has_http(free) {
-        s += "\ntargets of issue 21 (HTTP, unpinned):\n";
+        s += "\ntargets of the HTTP server (unpinned):\n";
         s += &target_lines(&targets_http(free, free), false);
     }
     if has_httpc(fixed) {
-        s += "\ntargets of issue 22 (HTTP client, pinned; the same ratio unpinned in brackets):\n";
+        s += "\ntargets of the HTTP client (pinned; the same ratio unpinned in brackets):\n";
         s += &target_lines(&targets_httpc(fixed, free), true);
     } else if has_httpc(free) {
-        s += "\ntargets of issue 22 (HTTP client, unpinned):\n";
+        s += "\ntargets of the HTTP client (unpinned):\n";
         s += &target_lines(&targets_httpc(free, free), false);
     }
     s += &format!(
@@ -812,4 +811,97 @@ pub fn json_lines(free: &Results, fixed: &Results) -> String {
         s.push('\n');
     }
     s
+}
+
+/// The peers' names in the charts.
+fn peer_label(peer: &str) -> &str {
+    match peer {
+        "floor" => "floor",
+        "conduit" => "conduit-mcp",
+        "modern" => "conduit-mcp, 2026-07-28",
+        "rmcp" => "rmcp 3.11",
+        other => other,
+    }
+}
+
+/// The figures as SVG charts, one file each: (file name, title, metrics).
+const CHARTS: &[(&str, &str, &[&str])] = &[
+    (
+        "stdio-client.svg",
+        "The stdio client",
+        &[
+            "ping_p50",
+            "rps_64",
+            "big_mbs",
+            "close_to_exit",
+            "agg_rps_100",
+            "rss_per_conn",
+        ],
+    ),
+    (
+        "stdio-server.svg",
+        "The stdio server, driven by this crate's client",
+        &[
+            "server_rps_64",
+            "server_rps_64_modern",
+            "server_p50",
+            "server_p50_modern",
+        ],
+    ),
+    (
+        "http-server.svg",
+        "The Streamable HTTP server",
+        &[
+            "http_p50",
+            "http_rps_50",
+            "http_p50_modern",
+            "http_rps_50_modern",
+            "http_session_kib",
+        ],
+    ),
+    (
+        "http-client.svg",
+        "The Streamable HTTP client",
+        &[
+            "httpc_p50",
+            "httpc_rps_64",
+            "httpc_p50_modern",
+            "httpc_rps_64_modern",
+        ],
+    ),
+];
+
+/// The charts of a run: pinned figures where the run has them, else the
+/// unpinned ones. Charts with no figure are left out.
+pub fn charts(free: &Results, fixed: &Results, cpu: usize) -> Vec<(&'static str, String)> {
+    let (r, how) = if fixed.samples.is_empty() {
+        (free, "unpinned".to_owned())
+    } else {
+        (fixed, format!("pinned to CPU {cpu}"))
+    };
+    let note = format!("cargo bench --bench bench: medians, {how}");
+    let mut out = Vec::new();
+    for (file, title, metrics) in CHARTS {
+        let panels: Vec<super::svg::Panel> = metrics
+            .iter()
+            .filter_map(|m| ROWS.iter().find(|row| row.metric == *m))
+            .map(|row| super::svg::Panel {
+                title: row.label.to_owned(),
+                unit: row.unit.to_owned(),
+                higher_is_better: row.higher,
+                bars: PEERS
+                    .iter()
+                    .filter_map(|p| {
+                        r.median(p, row.metric)
+                            .map(|v| (peer_label(p).to_owned(), v))
+                    })
+                    .collect(),
+            })
+            .collect();
+        if panels.iter().all(|p| p.bars.is_empty()) {
+            continue;
+        }
+        out.push((*file, super::svg::chart(title, &note, &panels)));
+    }
+    out
 }
