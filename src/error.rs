@@ -130,7 +130,7 @@ impl CloseReason {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid configuration `{key}`: {problem}")]
 pub struct ConfigError {
-    /// The option's name, as in [`ClientConfig`](crate::ClientConfig).
+    /// The option's name, as in [`ClientConfig`](crate::client::ClientConfig).
     pub key: &'static str,
     /// What is wrong with it.
     pub problem: String,
@@ -248,7 +248,7 @@ pub enum Error {
     #[error("client gave up after {attempts} failed attempts: {last}")]
     GaveUp {
         /// Deaths of the server counted within
-        /// [`restart_period`](crate::ClientConfig::restart_period), the
+        /// [`restart_period`](crate::client::ClientConfig::restart_period), the
         /// last one included: `max_reconnects` + 1, or fewer when the
         /// handshake failed for good (restarting would meet the same server).
         attempts: u32,
@@ -276,9 +276,9 @@ pub enum Error {
     #[error("{0}")]
     Internal(String),
     /// A paginated list (`tools/list`, `resources/list`, ...) went past one
-    /// of its caps ([`max_list_pages`](crate::ClientConfig::max_list_pages),
-    /// [`max_list_items`](crate::ClientConfig::max_list_items),
-    /// [`max_list_bytes`](crate::ClientConfig::max_list_bytes)): the server
+    /// of its caps ([`max_list_pages`](crate::client::ClientConfig::max_list_pages),
+    /// [`max_list_items`](crate::client::ClientConfig::max_list_items),
+    /// [`max_list_bytes`](crate::client::ClientConfig::max_list_bytes)): the server
     /// kept sending a `nextCursor`. What was fetched is dropped.
     #[error(
         "`{method}`: the list went past its cap of {limit} {cap} \
@@ -299,7 +299,7 @@ pub enum Error {
         bytes: usize,
     },
     /// A paginated list took longer than
-    /// [`list_timeout`](crate::ClientConfig::list_timeout), all its pages
+    /// [`list_timeout`](crate::client::ClientConfig::list_timeout), all its pages
     /// together. What was fetched is dropped.
     #[error("`{method}`: the list took longer than its list_timeout of {limit:?} ({pages} pages fetched)")]
     ListTimeout {
@@ -335,11 +335,11 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ListCap {
-    /// [`max_list_pages`](crate::ClientConfig::max_list_pages).
+    /// [`max_list_pages`](crate::client::ClientConfig::max_list_pages).
     Pages,
-    /// [`max_list_items`](crate::ClientConfig::max_list_items).
+    /// [`max_list_items`](crate::client::ClientConfig::max_list_items).
     Items,
-    /// [`max_list_bytes`](crate::ClientConfig::max_list_bytes).
+    /// [`max_list_bytes`](crate::client::ClientConfig::max_list_bytes).
     Bytes,
 }
 

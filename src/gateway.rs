@@ -17,6 +17,7 @@ use crate::host::{Host, HostConfig, HostError, HostOptions, ServerShutdown};
 mod auth;
 mod calllog;
 mod config;
+mod endpoints;
 mod forward;
 mod glob;
 mod http;
@@ -27,11 +28,12 @@ mod passthrough;
 mod server_requests;
 mod state;
 mod subscribe;
+mod target;
+mod watches;
 
-pub use auth::{ClientGrant, MIN_TOKEN_LEN};
+pub use auth::{Auth, ClientGrant, MIN_TOKEN_LEN};
 pub use config::{
-    Auth, HttpGatewayConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT,
-    DEFAULT_MAX_HELD_CALLS,
+    HttpGatewayConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_HELD_CALLS,
 };
 
 /// Renamed to [`HttpGateway`].

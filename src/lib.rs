@@ -168,6 +168,7 @@ pub mod cluster;
 pub mod config_file;
 mod deadline;
 pub mod error;
+mod footprint;
 // Wire plumbing: public only for this repository's tests and benches, not
 // part of the API (crate-private in the next release).
 #[doc(hidden)]

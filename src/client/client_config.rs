@@ -100,7 +100,7 @@ impl Backoff {
     }
 }
 
-/// The configuration of a [`Client`](crate::Client).
+/// The configuration of a [`Client`](crate::client::Client).
 ///
 /// Stdio configuration is operator configuration: whoever chooses `command`,
 /// `args` and `env` runs code as this process's user. Never build them from
@@ -125,7 +125,7 @@ impl Backoff {
 /// below, durations in milliseconds under names ending in `_ms`
 /// (`request_timeout_ms`, `stdin_grace_ms`, ...), `env` as an object, and
 /// every missing field at its default; an unknown field is an error. A
-/// [`Secret`](crate::Secret) in `command`, `args`, `env` or `cd` is written
+/// [`Secret`](crate::secret::Secret) in `command`, `args`, `env` or `cd` is written
 /// as `{"redacted": true}` and never with its value (see
 /// [`secret`](crate::secret)).
 ///
@@ -146,17 +146,17 @@ pub struct ClientConfig {
     pub name: Option<String>,
     /// The executable: a name looked up in PATH at every connection attempt,
     /// or an absolute path. Must not contain whitespace. A
-    /// [`Secret`](crate::Secret) is revealed only at spawn (errors and logs
+    /// [`Secret`](crate::secret::Secret) is revealed only at spawn (errors and logs
     /// show `***`).
     pub command: Arg,
     /// Arguments, passed literally (no shell). Each may be a
-    /// [`Secret`](crate::Secret), revealed only at spawn.
+    /// [`Secret`](crate::secret::Secret), revealed only at spawn.
     pub args: Vec<Arg>,
     /// Variables set in the child's environment, after the allowlist.
     #[serde(with = "crate::serde_support::env_map")]
     pub env: Vec<(String, EnvValue)>,
     /// Working directory (absolute, existing, valid Unicode); `None` = this
-    /// process's. It may be a [`Secret`](crate::Secret) (a config file's
+    /// process's. It may be a [`Secret`](crate::secret::Secret) (a config file's
     /// `cwd` taken from the environment is one).
     #[serde(alias = "cwd", skip_serializing_if = "Option::is_none")]
     pub cd: Option<MaybeSecret>,
@@ -183,11 +183,11 @@ pub struct ClientConfig {
     /// (default 16 MiB, at most 4 GiB - 1). A caller whose request finds
     /// no room waits (within its timeout) until the server reads; a single
     /// request longer than this fails alone with
-    /// [`Error::RequestTooLarge`](crate::Error::RequestTooLarge).
+    /// [`Error::RequestTooLarge`](crate::error::Error::RequestTooLarge).
     pub max_write_queue_bytes: usize,
     /// A server that accepts no byte of its stdin for this long while
     /// callers wait for room in the write queue is closed as not reading
-    /// ([`CloseReason::WriteStalled`](crate::CloseReason::WriteStalled));
+    /// ([`CloseReason::WriteStalled`](crate::error::CloseReason::WriteStalled));
     /// default 10 s. A server that reads slowly, or that stops reading while
     /// nobody waits, is left alone.
     #[serde(
@@ -200,9 +200,9 @@ pub struct ClientConfig {
     /// reusing the id of one still being handled gets -32600.
     pub max_inbound_requests: usize,
     /// Bytes of notifications (as held in memory once parsed) that one
-    /// [`Notifications`](crate::Notifications) subscriber may leave unread
+    /// [`Notifications`](crate::client::Notifications) subscriber may leave unread
     /// (default 16 MiB). Past it, notifications for that subscriber are
-    /// dropped and counted ([`Notifications::dropped`](crate::Notifications::dropped)).
+    /// dropped and counted ([`Notifications::dropped`](crate::client::Notifications::dropped)).
     pub max_queued_notification_bytes: usize,
     /// Restart backoff. The delay grows with the restart's number (see
     /// [`restart_period`](Self::restart_period)), so it keeps growing while
@@ -254,16 +254,16 @@ pub struct ClientConfig {
     /// This client's name and version, sent to the server.
     pub client_info: Implementation,
     /// Capabilities declared to the server (a JSON object). A
-    /// [`ClientHandler`](crate::ClientHandler)'s own capabilities are added
+    /// [`ClientHandler`](crate::client::ClientHandler)'s own capabilities are added
     /// when the client starts.
     pub capabilities: serde_json::Value,
     /// Modern era: the least severe log level the server should send,
     /// carried in every request's `_meta`
     /// (`io.modelcontextprotocol/logLevel`); `None` (the default): no log
     /// messages. Legacy servers are sent `logging/setLevel` by
-    /// [`Client::set_log_level`](crate::Client::set_log_level) instead.
+    /// [`Client::set_log_level`](crate::client::Client::set_log_level) instead.
     pub log_level: Option<LoggingLevel>,
-    /// Fetch the tool list kept by [`Client::tools`](crate::Client::tools)
+    /// Fetch the tool list kept by [`Client::tools`](crate::client::Client::tools)
     /// again whenever the server says it changed
     /// (`notifications/tools/list_changed`; modern servers send it on a
     /// `subscriptions/listen` stream the client opens for it). Default off.
@@ -271,7 +271,7 @@ pub struct ClientConfig {
     /// Pages one paginated list (`tools/list`, `resources/list`, ...) may
     /// have (default 1,000): a server that sends another `nextCursor` past
     /// it makes the list fail with
-    /// [`Error::ListTooLong`](crate::Error::ListTooLong). Real servers send
+    /// [`Error::ListTooLong`](crate::error::Error::ListTooLong). Real servers send
     /// one to a few dozen pages.
     pub max_list_pages: usize,
     /// Items (tools, resources, ...) one paginated list may hold, all pages
@@ -289,7 +289,7 @@ pub struct ClientConfig {
     /// Time one paginated list may take, all its pages together (default
     /// 5 minutes): each page's request gets at most the time left, and a
     /// list still unfinished when it runs out fails with
-    /// [`Error::ListTimeout`](crate::Error::ListTimeout). Without it a
+    /// [`Error::ListTimeout`](crate::error::Error::ListTimeout). Without it a
     /// server answering every page just inside
     /// [`request_timeout`](Self::request_timeout) could hold one list for
     /// `max_list_pages` times that timeout.
@@ -346,7 +346,7 @@ impl ClientConfig {
     }
 
     /// A configuration for the Streamable HTTP server at `url` (feature
-    /// `http`), with default options: the same [`Client`](crate::Client),
+    /// `http`), with default options: the same [`Client`](crate::client::Client),
     /// typed API, events, timeouts, cancellation, progress and restart
     /// policy as over stdio.
     ///
@@ -375,7 +375,7 @@ impl ClientConfig {
     }
 
     /// Sets one header sent with every HTTP request (held as a
-    /// [`Secret`](crate::Secret)). For a config made by
+    /// [`Secret`](crate::secret::Secret)). For a config made by
     /// [`http`](Self::http): on a command's config,
     /// [`validate`](Self::validate) refuses it (key `header`), since a
     /// config has one transport.
@@ -416,7 +416,7 @@ impl ClientConfig {
         self
     }
 
-    /// Adds one argument (a [`Secret`](crate::Secret) too:
+    /// Adds one argument (a [`Secret`](crate::secret::Secret) too:
     /// `.arg(Secret::new(token))`).
     pub fn arg(mut self, arg: impl Into<Arg>) -> Self {
         self.args.push(arg.into());
@@ -444,7 +444,7 @@ impl ClientConfig {
     }
 
     /// Sets the working directory (to make it a secret, assign
-    /// [`cd`](Self::cd) a [`Secret`](crate::Secret)). A path that is not
+    /// [`cd`](Self::cd) a [`Secret`](crate::secret::Secret)). A path that is not
     /// valid Unicode is refused by [`validate`](Self::validate).
     pub fn cd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cd = Some(plain_dir(dir.into()));

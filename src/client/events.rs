@@ -1,9 +1,9 @@
 //! Lifecycle events of a client, for a user's actor or task to follow.
 //!
-//! Subscribe with [`Client::events`](crate::Client::events) (or, to see the
-//! first spawn too, [`StartOptions::events`](crate::StartOptions)). Queues are
+//! Subscribe with [`Client::events`](crate::client::Client::events) (or, to see the
+//! first spawn too, [`StartOptions::events`](crate::client::StartOptions)). Queues are
 //! unbounded: a burst (a restart loop, a stderr flood in
-//! [`StderrMode::Log`](crate::StderrMode::Log)) is never dropped, so keep
+//! [`StderrMode::Log`](crate::client::StderrMode::Log)) is never dropped, so keep
 //! reading. [`forward_events`] turns them into messages of any ractor actor.
 
 use std::sync::Arc;
@@ -49,7 +49,7 @@ pub enum LifecycleEvent {
     Restarting {
         /// The client's name.
         name: String,
-        /// The restart's number (see [`Status::Restarting`](crate::Status::Restarting)).
+        /// The restart's number (see [`Status::Restarting`](crate::client::Status::Restarting)).
         attempt: u32,
         /// The backoff delay.
         delay: Duration,
@@ -66,7 +66,7 @@ pub enum LifecycleEvent {
         /// The client's name.
         name: String,
     },
-    /// A line the server wrote to stderr ([`StderrMode::Log`](crate::StderrMode::Log) only).
+    /// A line the server wrote to stderr ([`StderrMode::Log`](crate::client::StderrMode::Log) only).
     Stderr {
         /// The client's name.
         name: String,

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use crate::jsonrpc::{footprint, Notification};
+use crate::footprint;
+use crate::jsonrpc::Notification;
 use crate::protocol::ServerNotification;
 
 /// What one subscriber holds and has lost.
@@ -34,7 +35,7 @@ struct Queued {
 }
 
 /// A subscription to the server's notifications: see
-/// [`Client::notifications`](crate::Client::notifications).
+/// [`Client::notifications`](crate::client::Client::notifications).
 ///
 /// Bounded: while more than `max_queued_notification_bytes` of
 /// notifications wait unread here, new ones are dropped and counted in

@@ -4,11 +4,11 @@
 //! bytes the pages hold once parsed, and stops with
 //! [`Error::ListTooLong`] past any of the configured caps, or with
 //! [`Error::RepeatedCursor`] when a cursor comes back (a loop). The whole
-//! list has one deadline ([`list_timeout`](crate::ClientConfig::list_timeout)):
+//! list has one deadline ([`list_timeout`](crate::client::ClientConfig::list_timeout)):
 //! each page's request gets at most what is left of it, and
 //! [`Error::ListTimeout`] says it ran out.
 //!
-//! [`Pager`] only counts; [`Client::list_all`](crate::Client::list_all) and
+//! [`Pager`] only counts; [`Client::list_all`](crate::client::Client::list_all) and
 //! the typed `list_*` helpers fetch (the one loop, in `typed.rs`).
 
 use std::collections::HashSet;

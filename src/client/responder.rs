@@ -45,7 +45,7 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, ErrorObject>>
 ///
 /// The capabilities a handler returns from
 /// [`capabilities`](Self::capabilities) are added to
-/// [`ClientConfig::capabilities`](crate::ClientConfig::capabilities) when the
+/// [`ClientConfig::capabilities`](crate::client::ClientConfig::capabilities) when the
 /// client starts (what the configuration already says wins). A closure
 /// declares nothing: declare what it answers in the configuration, or use
 /// [`ClientResponder`].

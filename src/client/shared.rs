@@ -27,7 +27,7 @@ use crate::error::{CloseReason, Error};
 use crate::jsonrpc::{Notification, RequestId};
 use crate::transport::Link;
 
-/// Reports of finished shutdowns kept for [`ClientShutdown::wait`](crate::ClientShutdown::wait).
+/// Reports of finished shutdowns kept for [`ClientShutdown::wait`](crate::client::ClientShutdown::wait).
 pub(crate) const MAX_REPORTS: usize = 256;
 
 /// The link of the running server process.

@@ -50,7 +50,7 @@ pub enum Status {
     /// Waiting to restart after the server closed.
     Restarting {
         /// The restart's number among the deaths counted within
-        /// [`restart_period`](crate::ClientConfig::restart_period): 1, 2, ...
+        /// [`restart_period`](crate::client::ClientConfig::restart_period): 1, 2, ...
         /// while the server keeps dying; 1 again once a server has stayed
         /// up that long.
         attempt: u32,

@@ -131,10 +131,10 @@ impl Client {
     }
 
     /// Lists every tool, following `nextCursor` through all pages, within
-    /// the list caps ([`max_list_pages`](crate::ClientConfig::max_list_pages),
-    /// [`max_list_items`](crate::ClientConfig::max_list_items),
-    /// [`max_list_bytes`](crate::ClientConfig::max_list_bytes)) and its
-    /// [`list_timeout`](crate::ClientConfig::list_timeout): past one, on a
+    /// the list caps ([`max_list_pages`](crate::client::ClientConfig::max_list_pages),
+    /// [`max_list_items`](crate::client::ClientConfig::max_list_items),
+    /// [`max_list_bytes`](crate::client::ClientConfig::max_list_bytes)) and its
+    /// [`list_timeout`](crate::client::ClientConfig::list_timeout): past one, on a
     /// cursor the server repeats, or out of time, it fails with
     /// [`Error::ListTooLong`], [`Error::RepeatedCursor`] or
     /// [`Error::ListTimeout`].
@@ -145,7 +145,7 @@ impl Client {
     /// The tool list, fetched once per server process and kept: later
     /// calls return the kept list. A restarted server's list is fetched
     /// again. With
-    /// [`refresh_tools_on_list_changed`](crate::ClientConfig::refresh_tools_on_list_changed),
+    /// [`refresh_tools_on_list_changed`](crate::client::ClientConfig::refresh_tools_on_list_changed),
     /// the list is fetched again whenever the server says it changed;
     /// [`refresh_tools`](Self::refresh_tools) does it on demand.
     pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
@@ -276,7 +276,7 @@ impl Client {
     /// era: `logging/setLevel` with a legacy server; with a modern one the
     /// level goes in the `_meta` of every later request
     /// (`io.modelcontextprotocol/logLevel`, as
-    /// [`ClientConfig::log_level`](crate::ClientConfig::log_level) does from
+    /// [`ClientConfig::log_level`](crate::client::ClientConfig::log_level) does from
     /// the start), and nothing is sent now.
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), Error> {
         match self.era_when_ready().await? {
@@ -368,7 +368,7 @@ impl Client {
                         warn!(server = %self.shared.name, error = %e, "paginated list stopped");
                     }
                 })?;
-            let held = crate::jsonrpc::footprint::estimate(raw.as_bytes()).bytes;
+            let held = crate::footprint::estimate(raw.as_bytes()).bytes;
             let (mut items, next) = split(raw)?;
             let next = pager
                 .page(items.len(), held)

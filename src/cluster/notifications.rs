@@ -10,7 +10,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use crate::jsonrpc::{footprint, Notification};
+use crate::footprint;
+use crate::jsonrpc::Notification;
 
 /// What one subscriber holds unread and has lost.
 #[derive(Debug)]

@@ -14,13 +14,33 @@ use crate::secret::Secret;
 use crate::server::http::{BearerLayer, BearerTokens, Principal as SessionOwner};
 use crate::server::{HandlerError, RequestContext};
 
-use super::config::Auth;
 use super::glob::{self, Glob};
 
 /// The shortest token accepted from a tokens file.
 pub const MIN_TOKEN_LEN: usize = 16;
 /// The server key of a grant that covers every server.
 const ANY_SERVER: &str = "*";
+
+/// Who may call the gateway.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum Auth {
+    /// Anyone who reaches it (right for a loopback listener only).
+    #[default]
+    None,
+    /// One bearer token, with access to every server and tool.
+    Bearer(Secret),
+    /// Per-client tokens, each with the servers and tools it may use (see
+    /// [`ClientGrant`]; read from a file with [`ClientGrant::load`]).
+    Clients(Vec<ClientGrant>),
+}
+
+impl Auth {
+    /// Whether a token is needed.
+    pub fn required(&self) -> bool {
+        !matches!(self, Auth::None)
+    }
+}
 
 /// One client of the gateway: its token, and the servers and tools it may use.
 ///

@@ -14,7 +14,7 @@ use crate::secret::Secret;
 use crate::server::http::{Allow, HttpConfig};
 use crate::server::ServerConfig;
 
-use super::auth::ClientGrant;
+use super::auth::Auth;
 use super::glob::{self, Glob};
 
 /// Default [`HttpGatewayConfig::grace`]: 10 s.
@@ -23,27 +23,6 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default [`HttpGatewayConfig::max_held_calls`].
 pub const DEFAULT_MAX_HELD_CALLS: usize = 256;
-
-/// Who may call the gateway.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub enum Auth {
-    /// Anyone who reaches it (right for a loopback listener only).
-    #[default]
-    None,
-    /// One bearer token, with access to every server and tool.
-    Bearer(Secret),
-    /// Per-client tokens, each with the servers and tools it may use (see
-    /// [`ClientGrant`]; read from a file with [`ClientGrant::load`]).
-    Clients(Vec<ClientGrant>),
-}
-
-impl Auth {
-    /// Whether a token is needed.
-    pub fn required(&self) -> bool {
-        !matches!(self, Auth::None)
-    }
-}
 
 /// Which tools of one server are served: listed and callable alike.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -95,7 +74,7 @@ pub struct HttpGatewayConfig {
     /// Who may call (default [`Auth::None`]). `/health` needs no token.
     pub auth: Auth,
     /// A token of its own for `/metrics` (no client's token then reads
-    /// it, unless the client is an operator: [`ClientGrant::operator`]).
+    /// it, unless the client is an operator: [`ClientGrant::operator`](super::auth::ClientGrant::operator)).
     /// Without it and without operators, `/metrics` takes the one
     /// [`Auth::Bearer`] token, and with no token at all answers loopback
     /// peers only. It reaches no server.

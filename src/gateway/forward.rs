@@ -12,31 +12,20 @@
 //! | 2026-07-28 | legacy | the server's call is held open ([`RequestContext::run_held`]); the front gets `input_required` with the call's `requestState`, and the retry's answer goes to the server's request |
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
-use crate::client::{Client, Progress, RequestOptions};
+use crate::client::{Progress, RequestOptions};
 use crate::error::Error;
-use crate::jsonrpc::{codes, ErrorObject, RawJson};
+use crate::jsonrpc::RawJson;
 use crate::protocol::{meta, Era, MULTI_ROUND_METHODS};
 use crate::server::{HandlerError, RequestContext};
 
 use super::auth::Principal;
 use super::server_requests::CURRENT;
 use super::state::GatewayState;
-
-/// How long a request waits for a server that is not ready (starting,
-/// restarting) before it fails.
-pub(crate) const READY_WAIT: Duration = Duration::from_secs(30);
-
-/// Where a request goes.
-pub(crate) struct Target {
-    /// The server's name in the host.
-    pub(crate) server: Arc<str>,
-    pub(crate) client: Client,
-}
+use super::target::{backend_era, failure, Target};
 
 /// One front request on its way to a server: who asks, where it goes,
 /// and the request it came in as.
@@ -210,18 +199,6 @@ async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerEr
     .await
 }
 
-/// The server's era, waiting (a bounded time) for a server that is not
-/// ready.
-pub(crate) async fn backend_era(target: &Target) -> Result<Era, HandlerError> {
-    if let Some(s) = target.client.session() {
-        return Ok(s.era);
-    }
-    match target.client.ready(READY_WAIT).await {
-        Ok(s) => Ok(s.era),
-        Err(e) => Err(failure(&target.server, &e)),
-    }
-}
-
 /// Asks for progress when the front request did.
 pub(crate) fn with_progress(
     opts: RequestOptions,
@@ -328,18 +305,6 @@ pub(crate) fn answer(server: &str, result: Result<RawJson, Error>) -> Result<Val
             ))
         }),
         Err(e) => Err(failure(server, &e)),
-    }
-}
-
-/// A failed call as a JSON-RPC error: the server's own error as it is,
-/// anything else (timeout, crash, not ready) as -32603 naming the server.
-pub(crate) fn failure(server: &str, e: &Error) -> HandlerError {
-    match e.server_error() {
-        Some(obj) => HandlerError::Rpc(obj.clone()),
-        None => HandlerError::Rpc(
-            ErrorObject::new(codes::INTERNAL_ERROR, format!("server `{server}`: {e}"))
-                .with_data(json!({ "server": server })),
-        ),
     }
 }
 

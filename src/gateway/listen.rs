@@ -9,7 +9,7 @@ use crate::jsonrpc::Request;
 use crate::protocol::{meta, ListenParams, SubscriptionFilter};
 use crate::server::{HandlerError, RequestContext};
 
-use super::forward::{failure, Target};
+use super::target::{failure, Target};
 
 /// The request's params.
 pub(crate) fn params(req: &Request) -> Result<ListenParams, HandlerError> {

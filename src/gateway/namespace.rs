@@ -16,10 +16,12 @@ use crate::protocol::{methods, Era, SubscriptionFilter};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::{caller, Principal};
-use super::forward::{for_front, forward, Call, Target, READY_WAIT};
+use super::forward::{for_front, forward, Call};
 use super::listen;
 use super::state::GatewayState;
-use super::subscribe::{subscription, watch};
+use super::subscribe::subscription;
+use super::target::{Target, READY_WAIT};
+use super::watches::watch;
 
 /// The handler of `/mcp`, for every caller: each request's caller is in
 /// its HTTP request's extensions.
@@ -299,7 +301,7 @@ impl Handler for Namespace {
                 // as it lasts; those of no server are not acknowledged.
                 let mut _watches = None;
                 if let Some(uris) = agreed.resource_subscriptions.take() {
-                    let holder = _watches.insert(front.watches.stream_holder(&front));
+                    let holder = _watches.insert(front.watches.stream_holder());
                     let mut watched = Vec::new();
                     for uri in uris {
                         let Ok(owner) =
@@ -307,7 +309,13 @@ impl Handler for Namespace {
                         else {
                             continue;
                         };
-                        watch(&front, holder.holder, &Self::target(&front, &owner)?, &uri).await?;
+                        watch(
+                            &front.watches,
+                            holder.holder,
+                            &Self::target(&front, &owner)?,
+                            &uri,
+                        )
+                        .await?;
                         watched.push(uri);
                     }
                     agreed.resource_subscriptions = Some(watched);

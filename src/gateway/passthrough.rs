@@ -14,10 +14,12 @@ use crate::protocol::{methods, Era, ListenParams};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::{caller, Principal};
-use super::forward::{forward, Call, Target};
+use super::forward::{forward, Call};
 use super::listen;
 use super::state::GatewayState;
-use super::subscribe::{subscription, watch};
+use super::subscribe::subscription;
+use super::target::Target;
+use super::watches::watch;
 
 /// The handler of `/servers/NAME/mcp`, for every caller: each request's
 /// caller is in its HTTP request's extensions.
@@ -120,9 +122,8 @@ impl Handler for Passthrough {
                     // long as it lasts.
                     let mut _watches = None;
                     for uri in agreed.resource_subscriptions.iter().flatten() {
-                        let holder =
-                            _watches.get_or_insert_with(|| front.watches.stream_holder(&front));
-                        watch(&front, holder.holder, &target, uri).await?;
+                        let holder = _watches.get_or_insert_with(|| front.watches.stream_holder());
+                        watch(&front.watches, holder.holder, &target, uri).await?;
                     }
                     self.sessions.serve_listen(&req, ctx, agreed).await
                 }

@@ -1,6 +1,6 @@
 //! What the front's endpoints share: the host, the token check, the routing
 //! of server requests, the metrics and call log, and one
-//! [`HttpService`] per endpoint, made on first use.
+//! [`HttpService`] per endpoint, made on first use (the `endpoints` module).
 //!
 //! Every caller (a token's principal) uses the same services: each request
 //! carries its caller in its extensions, for the handler (what it may see)
@@ -19,19 +19,17 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::client::{Client, Delivered, LifecycleEvent, Status};
 use crate::host::{Host, HostError, HostEvent, ItemKind};
-use crate::protocol::{Era, Implementation, SubscriptionFilter};
-use crate::server::http::{Allow, HttpConfig, HttpService, Rejection};
-use crate::server::{HandlerError, ListKind, Router, ServerConfig};
+use crate::protocol::{Era, SubscriptionFilter};
+use crate::server::http::HttpService;
+use crate::server::{HandlerError, ListKind, Router};
 
 use super::auth::{Gate, Principal};
 use super::calllog::{now_rfc3339, CallLog, Line};
 use super::config::{HttpGatewayConfig, ToolFilter};
-use super::forward::{Target, READY_WAIT};
 use super::metrics::{method_label, Metrics};
-use super::namespace::Namespace;
-use super::passthrough::Passthrough;
 use super::server_requests::ServerRequests;
-use super::subscribe::ResourceWatches;
+use super::target::Target;
+use super::watches::ResourceWatches;
 
 /// How long a call's answer waits for its server's notifications to be
 /// passed on before it goes anyway.
@@ -84,12 +82,12 @@ pub(crate) struct GatewayState {
     pub(crate) metrics: Metrics,
     pub(crate) call_log: Option<CallLog>,
     /// The servers' resources watched for the front's sessions and streams.
-    pub(crate) watches: ResourceWatches,
+    pub(crate) watches: Arc<ResourceWatches>,
     /// Per server: its notification watcher's progress, and the way to ask
     /// it to pass on what it has queued (see
     /// [`flush_notes`](Self::flush_notes)).
     note_flush: Mutex<HashMap<Arc<str>, NoteFlush>>,
-    services: Mutex<HashMap<Endpoint, EndpointService>>,
+    pub(crate) services: Mutex<HashMap<Endpoint, EndpointService>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
     /// A fingerprint of the namespace's tools, prompts and resources, to
@@ -118,12 +116,12 @@ impl GatewayState {
             metrics.count_call_log_drops(log.dropped());
         }
         Arc::new(GatewayState {
+            watches: Arc::new(ResourceWatches::new(host.clone())),
             host,
             gate,
             relay,
             metrics,
             call_log,
-            watches: ResourceWatches::default(),
             note_flush: Mutex::new(HashMap::new()),
             services: Mutex::new(HashMap::new()),
             tools: std::sync::RwLock::new(config.tools.clone()),
@@ -182,10 +180,7 @@ impl GatewayState {
 
     /// The server `name`, as a call target, if the host has it.
     pub(crate) fn target(&self, name: &str) -> Option<Target> {
-        self.host.client(name).map(|client| Target {
-            server: name.into(),
-            client,
-        })
+        Target::of(&self.host, name)
     }
 
     /// Whether `name` is a server of the front (started or lazy).
@@ -211,114 +206,6 @@ impl GatewayState {
         Ok(())
     }
 
-    /// The service of `endpoint`, made if needed (for a server: once it is
-    /// ready). One serves every caller.
-    pub(crate) async fn endpoint(
-        self: &Arc<Self>,
-        endpoint: &Endpoint,
-    ) -> Result<EndpointService, Rejection> {
-        let unavailable = |e: HandlerError| Rejection::ServerUnavailable {
-            error: e.to_error_object(),
-        };
-        let key = endpoint.clone();
-        if let Some(m) = crate::sync::lock(&self.services).get(&key) {
-            return Ok(m.clone());
-        }
-        // Keeps what is per session (log levels, subscriptions) for the
-        // handler, and tells the sessions of list changes.
-        let sessions = Router::new();
-        let config = match endpoint {
-            Endpoint::Namespace => self.namespace_config(),
-            Endpoint::Server(name) => self.passthrough_config(name).await.map_err(unavailable)?,
-        };
-        let weak = Arc::downgrade(self);
-        let service = match endpoint {
-            Endpoint::Namespace => HttpService::new(config, Namespace::new(weak, sessions.clone())),
-            Endpoint::Server(name) => HttpService::new(
-                config,
-                Passthrough::new(weak, name.clone(), sessions.clone()),
-            ),
-        }
-        .map_err(|e| unavailable(HandlerError::Internal(e.to_string())))?;
-        let router = service.router();
-        let made = EndpointService {
-            service,
-            sessions,
-            router,
-        };
-        let mut services = crate::sync::lock(&self.services);
-        if let Some(m) = services.get(&key) {
-            // Made meanwhile by another request: that one is kept.
-            made.service.handle().stop();
-            return Ok(m.clone());
-        }
-        if self.stopping.load(Ordering::Acquire) {
-            made.service.handle().stop();
-            return Err(Rejection::Stopping);
-        }
-        services.insert(key, made.clone());
-        Ok(made)
-    }
-
-    /// An endpoint's HTTP configuration: the front's limits, hosts and
-    /// (already checked) origins.
-    fn http_config(&self, server: ServerConfig) -> HttpConfig {
-        let mut c = self.config.http.clone();
-        c.server = server;
-        c.server.stop_drain = self.config.grace;
-        c.server.max_held_calls = self.config.max_held_calls;
-        c.server.held_input_timeout = self.config.input_timeout;
-        c.path = crate::server::http::DEFAULT_PATH.to_owned();
-        c.allowed_hosts = self.config.allowed_hosts.clone();
-        c.allowed_origins = Allow::Any;
-        c
-    }
-
-    fn namespace_config(&self) -> HttpConfig {
-        let mut server = self.config.http.server.clone();
-        server.capabilities = serde_json::json!({
-            "tools": { "listChanged": true },
-            "prompts": { "listChanged": true },
-            "resources": { "listChanged": true, "subscribe": true },
-            "logging": {},
-            "completions": {},
-        });
-        if server.instructions.is_none() {
-            server.instructions = Some(
-                "Every server of this gateway in one namespace: tools and prompts are named server__name.".into(),
-            );
-        }
-        self.http_config(server)
-    }
-
-    /// `/servers/NAME/mcp` is the server as it is: its identity,
-    /// capabilities and instructions.
-    async fn passthrough_config(self: &Arc<Self>, name: &str) -> Result<HttpConfig, HandlerError> {
-        self.ensure_started(name)
-            .await
-            .map_err(|e| HandlerError::Internal(e.to_string()))?;
-        let target = self.target(name).ok_or_else(|| {
-            HandlerError::Internal(format!("no server named `{name}` in the gateway"))
-        })?;
-        let session = target
-            .client
-            .ready(READY_WAIT)
-            .await
-            .map_err(|e| super::forward::failure(name, &e))?;
-        let info = session
-            .server_info
-            .clone()
-            .unwrap_or_else(|| Implementation::new(name, "unknown"));
-        let mut server = ServerConfig::new(info).capabilities(session.capabilities.clone());
-        server.instructions = session.instructions.clone();
-        server.max_message_bytes = self.config.http.server.max_message_bytes;
-        server.max_in_flight = self.config.http.server.max_in_flight;
-        server.max_inbound_bytes = self.config.http.server.max_inbound_bytes;
-        server.max_outbound_bytes = self.config.http.server.max_outbound_bytes;
-        Ok(self.http_config(server))
-    }
-
-    /// Every made endpoint (for list changes, and the stop).
     /// Calls held across their clients' input rounds, over every endpoint.
     pub(crate) fn held_calls(&self) -> usize {
         crate::sync::lock(&self.services)
@@ -327,6 +214,7 @@ impl GatewayState {
             .sum()
     }
 
+    /// Every made endpoint (for list changes, and the stop).
     pub(crate) fn made(&self) -> Vec<(Endpoint, EndpointService)> {
         crate::sync::lock(&self.services)
             .iter()
@@ -616,7 +504,7 @@ async fn watch_notes(
             let server = server.clone();
             tokio::spawn(async move {
                 if let Some(front) = front.upgrade() {
-                    super::subscribe::rewatch(&front, &server).await;
+                    super::watches::rewatch(&front.watches, &server).await;
                 }
             });
         }

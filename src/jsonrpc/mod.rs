@@ -16,7 +16,6 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub(crate) mod footprint;
 pub(crate) mod pending;
 mod raw;
 mod scan;

@@ -50,7 +50,7 @@ use super::handle::{ServePhase, ServerHandle, SessionShared};
 use super::output::Sink;
 use super::request_handler::Handler;
 use super::ServeEnd;
-use crate::jsonrpc::footprint::{self, Estimate};
+use crate::footprint::{self, Estimate};
 use crate::line_io::{self, QueueReceiver};
 
 /// Parsed input, from the reader task to the loop.

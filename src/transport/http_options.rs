@@ -1,5 +1,5 @@
 //! [`HttpOptions`]: where a Streamable HTTP server is and what every request
-//! to it carries (the options of [`ClientConfig::http`](crate::ClientConfig::http)
+//! to it carries (the options of [`ClientConfig::http`](crate::client::ClientConfig::http)
 //! that stdio does not have).
 
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! `execve`, which runs in this process's memory and so makes only raw
 //! async-signal-safe calls on data prepared beforehand: no allocation, no
 //! locks, no unwinding. A failing step stores its errno in a slot of that
-//! shared memory and the child exits with 127; [`launch`] then reaps it and
-//! returns the error.
+//! shared memory and the child exits with 127; the `launch` module then
+//! reaps it and returns the error.
 
 use std::ffi::CString;
 use std::io;
@@ -14,8 +14,6 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use libc::{c_char, c_int, c_void, pid_t};
 
-use super::exit::wait_blocking;
-use super::reaper::Reaper;
 use super::watchdog::{Watchdog, WatchdogRead};
 use super::{above_stdio, cstring, path_cstring};
 
@@ -91,16 +89,6 @@ impl Prepared {
     }
 }
 
-/// A child that has called `execve`.
-#[derive(Debug)]
-pub(crate) struct Launched {
-    pub(crate) pid: pid_t,
-    /// The write end that keeps its group watchdog waiting, if any.
-    pub(crate) watchdog: Option<Watchdog>,
-    /// Its parent, the reaper, if it was cloned from one.
-    pub(crate) reaper: Option<Reaper>,
-}
-
 /// Size of the stack the cloned child runs on until `execve`. The child
 /// only makes a few system calls; glibc uses about as much.
 const CHILD_STACK_BYTES: usize = 64 * 1024;
@@ -131,6 +119,34 @@ pub(super) struct ChildSpec {
 }
 
 impl ChildSpec {
+    /// The child's view of `p`, with `argv` and `envp` the null-terminated
+    /// pointers of `p.argv` and `p.envp` (see [`null_terminated`]), which
+    /// must outlive it.
+    pub(super) fn new(p: &Prepared, argv: &[*const c_char], envp: &[*const c_char]) -> Self {
+        ChildSpec {
+            path: p.path.as_ptr(),
+            argv: argv.as_ptr(),
+            envp: envp.as_ptr(),
+            cwd: p.cwd.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+            stdio: p
+                .stdio
+                .each_ref()
+                .map(|f| f.as_ref().map_or(-1, |f| f.as_raw_fd())),
+            process_group: p.process_group,
+            // The reaper sets its own pid, if there is one.
+            parent: AtomicI32::new(if p.die_with_parent && !p.reaper {
+                // SAFETY: getpid has no preconditions.
+                unsafe { libc::getpid() }
+            } else {
+                0
+            }),
+            watchdog: p.watchdog.as_ref().map(|(rd, _)| rd.as_raw_fd()),
+            last_signal: libc::SIGRTMAX(),
+            error: AtomicI32::new(0),
+            watchdog_pid: AtomicI32::new(0),
+        }
+    }
+
     /// Sets the pid the child must die with (the reaper's own).
     pub(super) fn set_parent(&self, pid: pid_t) {
         self.parent.store(pid, Ordering::Relaxed);
@@ -146,72 +162,6 @@ impl ChildSpec {
     pub(super) fn watchdog_pid(&self) -> pid_t {
         self.watchdog_pid.load(Ordering::Relaxed)
     }
-}
-
-/// Starts `p`'s child and returns once it has called `execve`; reaps it
-/// and returns the error of the step that failed otherwise. With
-/// `p.reaper`, the child is cloned by a reaper (see the `reaper` module),
-/// which this returns with it. Call on the spawning thread (see the
-/// `spawner` module).
-pub(crate) fn launch(p: Prepared) -> io::Result<Launched> {
-    let argv = null_terminated(&p.argv);
-    let envp = null_terminated(&p.envp);
-    let spec = ChildSpec {
-        path: p.path.as_ptr(),
-        argv: argv.as_ptr(),
-        envp: envp.as_ptr(),
-        cwd: p.cwd.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
-        stdio: p
-            .stdio
-            .each_ref()
-            .map(|f| f.as_ref().map_or(-1, |f| f.as_raw_fd())),
-        process_group: p.process_group,
-        // The reaper sets its own pid, if there is one.
-        parent: AtomicI32::new(if p.die_with_parent && !p.reaper {
-            // SAFETY: getpid has no preconditions.
-            unsafe { libc::getpid() }
-        } else {
-            0
-        }),
-        watchdog: p.watchdog.as_ref().map(|(rd, _)| rd.as_raw_fd()),
-        last_signal: libc::SIGRTMAX(),
-        error: AtomicI32::new(0),
-        watchdog_pid: AtomicI32::new(0),
-    };
-    let (pid, reaper) = if p.reaper {
-        let (reaper, pid) =
-            with_signals_blocked(|| super::reaper::launch(&spec, p.die_with_parent))?;
-        (pid, Some(reaper))
-    } else {
-        (clone_vfork(&spec)?, None)
-    };
-    // The child has called execve or exited: its copies are its own now.
-    let Prepared {
-        stdio, watchdog, ..
-    } = p;
-    drop(stdio);
-    let watchdog = watchdog.map(|(_rd, wr)| wr.with_pid(spec.watchdog_pid()));
-    let err = spec.error();
-    if err != 0 {
-        // A watchdog forked before the failed step must not kill anything:
-        // disarm it, then reap the child (a vfork parent resumes only once
-        // it has exited; the reaper reaps it when released).
-        if let Some(w) = watchdog {
-            w.disarm();
-        }
-        match reaper {
-            Some(reaper) => reaper.end_blocking(),
-            None => {
-                let _ = wait_blocking(pid, 0);
-            }
-        }
-        return Err(io::Error::from_raw_os_error(err));
-    }
-    Ok(Launched {
-        pid,
-        watchdog,
-        reaper,
-    })
 }
 
 /// Runs `f` with every signal blocked in this thread, then restores the
@@ -360,7 +310,7 @@ fn errno() -> c_int {
 }
 
 /// The pointers of `strings`, then a null pointer (argv, envp).
-fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
+pub(super) fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
     strings
         .iter()
         .map(|s| s.as_ptr())

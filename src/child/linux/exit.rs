@@ -12,7 +12,7 @@ use tokio::io::Interest;
 use tokio::sync::watch;
 use tracing::warn;
 
-use super::reaper::ExitReports;
+use super::report::ExitReports;
 use crate::error::ChildExit;
 
 /// Stack of the helper threads (fallback exit watcher, reaper of killed

@@ -70,13 +70,16 @@ use crate::error::{ChildExit, SpawnError};
 mod clone;
 mod exit;
 mod fds;
+mod launch;
 mod raw;
 mod reaper;
+mod report;
 mod spawner;
 mod watchdog;
 
-use clone::{Launched, Prepared};
+use clone::Prepared;
 use exit::{kill_and_reap, reap, Exited};
+use launch::Launched;
 use reaper::Reaper;
 use watchdog::Watchdog;
 

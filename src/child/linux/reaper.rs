@@ -74,13 +74,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use libc::{c_int, pid_t};
-use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use super::clone::{clone_vfork, ChildSpec};
 use super::exit::{reap, reap_eventually, wait_blocking, Exited};
 use super::raw;
-use crate::error::ChildExit;
+use super::report::{record, ExitReports, EXITED, LAUNCHED, RECORD_BYTES};
 
 /// The reaper's command pipe is its descriptor 0, its report pipe 1.
 const COMMANDS: c_int = 0;
@@ -90,11 +89,6 @@ const REPORTS: c_int = 1;
 const TERM: u8 = b'T';
 const KILL: u8 = b'K';
 const RELEASE: u8 = b'R';
-
-/// Reports: `[kind, a, b]`, native-endian `i32`s (12 bytes: written at once).
-const LAUNCHED: i32 = 1;
-const EXITED: i32 = 2;
-const RECORD_BYTES: usize = 12;
 
 /// Size of the reaper's stack: its loop, a 512-byte read buffer, and during
 /// the launch the `clone` of the server (whose own stack is separate).
@@ -300,11 +294,7 @@ impl Reaper {
             .reports
             .take()
             .ok_or_else(|| io::Error::other("the reports were taken"))?;
-        Ok(ExitReports {
-            pipe: pipe::Receiver::from_owned_fd(fd)?,
-            buf: [0; RECORD_BYTES],
-            got: 0,
-        })
+        Ok(ExitReports::new(pipe::Receiver::from_owned_fd(fd)?))
     }
 
     /// Sends one command. A full or closed socket means the reaper is gone
@@ -385,57 +375,6 @@ impl Drop for Reaper {
         self.command(RELEASE);
         let stack = self.stack.take();
         reap_eventually(self.pid, move || drop(stack));
-    }
-}
-
-/// The server's exit, as the reaper reports it.
-#[derive(Debug)]
-pub(crate) struct ExitReports {
-    pipe: pipe::Receiver,
-    buf: [u8; RECORD_BYTES],
-    got: usize,
-}
-
-impl ExitReports {
-    /// Waits for the report of the server's exit. An error of kind
-    /// [`io::ErrorKind::BrokenPipe`]: the reaper ended first (killed from
-    /// outside); the server may then have been reaped by init, so its pid
-    /// must not be signalled any more.
-    ///
-    /// Cancel safety: cancel safe (a partial record is kept).
-    pub(super) async fn wait(&mut self) -> io::Result<ChildExit> {
-        while self.got < RECORD_BYTES {
-            let n = self.pipe.read(&mut self.buf[self.got..]).await?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "the server's reaper process ended before the server",
-                ));
-            }
-            self.got += n;
-        }
-        match record(&self.buf) {
-            [EXITED, code, status] => Ok(exit_of(code, status)),
-            _ => Err(io::Error::other("the reaper sent an unexpected report")),
-        }
-    }
-}
-
-fn record(buf: &[u8; RECORD_BYTES]) -> [i32; 3] {
-    let word = |i: usize| {
-        let mut w = [0u8; 4];
-        w.copy_from_slice(&buf[i * 4..i * 4 + 4]);
-        i32::from_ne_bytes(w)
-    };
-    [word(0), word(1), word(2)]
-}
-
-/// A `waitid` result as a [`ChildExit`].
-fn exit_of(code: c_int, status: c_int) -> ChildExit {
-    if code == libc::CLD_EXITED {
-        ChildExit::Code(status)
-    } else {
-        ChildExit::Signal(status)
     }
 }
 

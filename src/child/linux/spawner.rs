@@ -19,7 +19,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
-use super::clone::{Launched, Prepared};
+use super::clone::Prepared;
+use super::launch::Launched;
 
 /// Stack of the spawning thread: it only prepares pointers and clones (the
 /// child runs on a stack of its own).
@@ -40,7 +41,7 @@ pub(super) async fn launch(p: Prepared) -> io::Result<Launched> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     submit(Box::new(move || {
         // A refused send drops the hand-over, which ends the child.
-        let _ = tx.send(super::clone::launch(p).map(|l| Handover(Some(l))));
+        let _ = tx.send(super::launch::launch(p).map(|l| Handover(Some(l))));
     }))?;
     let mut handover = rx
         .await

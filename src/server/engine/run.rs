@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,7 +37,7 @@ use crate::server::server_config::ServerConfig;
 
 use super::budget::Charge;
 use super::dispatch::Dispatch;
-use super::scope::{Duplicate, Pool, Queued, Scope, ScopeState};
+use super::scope::{Duplicate, KeyHasher, Pool, Queued, Scope, ScopeState};
 
 /// Where one request's messages and its answer go: the transport's side
 /// of the seam.
@@ -69,29 +69,6 @@ pub(crate) enum Unanswered {
     Withdrawn,
     /// The server is stopping and its drain is over.
     Stopping,
-}
-
-/// Hashes the engine's request keys. The engine hands them out, the client
-/// cannot choose them, so SipHash's defence against chosen keys buys
-/// nothing here.
-#[derive(Default)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // Fibonacci hashing: spreads consecutive keys over all the bits.
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
 }
 
 /// A running request, as a cancellation and the stop see it.
@@ -559,7 +536,7 @@ mod tests {
     use tokio::sync::{mpsc, oneshot};
 
     use super::*;
-    use crate::jsonrpc::footprint::Estimate;
+    use crate::footprint::Estimate;
     use crate::line_io::WriteQueue;
     use crate::protocol::{Era, Implementation};
     use crate::server::engine::budget::InboundBudget;

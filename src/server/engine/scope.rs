@@ -14,7 +14,7 @@
 //!   queue are still read and acted on.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -24,7 +24,6 @@ use crate::server::handle::SessionShared;
 
 use super::budget::Charge;
 use super::dispatch::Dispatch;
-use super::run::KeyHasher;
 
 /// A request refused because its id is in flight in its scope.
 #[derive(Debug)]
@@ -177,5 +176,28 @@ impl<R> Scope<R> {
     /// Waits until nothing runs and nothing waits. Cancel safe.
     pub(crate) async fn emptied(&self) {
         crate::sync::until(&self.changed, || self.is_empty()).await;
+    }
+}
+
+/// Hashes the engine's request keys. The engine hands them out, the client
+/// cannot choose them, so SipHash's defence against chosen keys buys
+/// nothing here.
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: spreads consecutive keys over all the bits.
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }

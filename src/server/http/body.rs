@@ -9,7 +9,7 @@ use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 
 use crate::deadline::After;
-use crate::jsonrpc::footprint::{self, Estimate};
+use crate::footprint::{self, Estimate};
 use crate::jsonrpc::Message;
 
 use super::config::HttpConfig;

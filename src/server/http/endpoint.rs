@@ -20,8 +20,8 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCod
 use axum::response::IntoResponse;
 use serde_json::Value;
 
+use crate::footprint;
 use crate::http::headers;
-use crate::jsonrpc::footprint;
 use crate::jsonrpc::{encode, Message, RequestId};
 use crate::protocol::{meta, methods, Era, STATEFUL_VERSIONS, STATELESS_VERSIONS};
 use crate::server::engine::dispatch::{route, Route};

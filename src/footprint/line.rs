@@ -2,7 +2,7 @@
 //! parsed, estimated *before* parsing, so the server's byte budget
 //! ([`ServerConfig::max_inbound_bytes`](crate::server::ServerConfig::max_inbound_bytes))
 //! can decline to build what it cannot afford, and the client's list caps
-//! ([`ClientConfig::max_list_bytes`](crate::ClientConfig::max_list_bytes))
+//! ([`ClientConfig::max_list_bytes`](crate::client::ClientConfig::max_list_bytes))
 //! can count a page without building a tree of it.
 //!
 //! Why not the line's length: a `serde_json::Value` costs 32 bytes per node

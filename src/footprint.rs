@@ -16,7 +16,7 @@ mod line;
 
 pub(crate) use line::{estimate, Estimate};
 
-use super::{Message, Outcome};
+use crate::jsonrpc::{Message, Outcome};
 
 /// Bytes held by `v` and everything below it, its own node included.
 pub(crate) fn value(v: &Value) -> usize {

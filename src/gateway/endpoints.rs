@@ -1,0 +1,124 @@
+//! The making of an endpoint's [`HttpService`]: `/mcp` serves the
+//! [`Namespace`], `/servers/NAME/mcp` the [`Passthrough`] of NAME with
+//! NAME's own identity and capabilities, both with the front's limits.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::protocol::Implementation;
+use crate::server::http::{Allow, HttpConfig, HttpService, Rejection};
+use crate::server::{HandlerError, Router, ServerConfig};
+
+use super::namespace::Namespace;
+use super::passthrough::Passthrough;
+use super::state::{Endpoint, EndpointService, GatewayState};
+use super::target::{failure, READY_WAIT};
+
+impl GatewayState {
+    /// The service of `endpoint`, made if needed (for a server: once it is
+    /// ready). One serves every caller.
+    pub(crate) async fn endpoint(
+        self: &Arc<Self>,
+        endpoint: &Endpoint,
+    ) -> Result<EndpointService, Rejection> {
+        let unavailable = |e: HandlerError| Rejection::ServerUnavailable {
+            error: e.to_error_object(),
+        };
+        let key = endpoint.clone();
+        if let Some(m) = crate::sync::lock(&self.services).get(&key) {
+            return Ok(m.clone());
+        }
+        // Keeps what is per session (log levels, subscriptions) for the
+        // handler, and tells the sessions of list changes.
+        let sessions = Router::new();
+        let config = match endpoint {
+            Endpoint::Namespace => self.namespace_config(),
+            Endpoint::Server(name) => self.passthrough_config(name).await.map_err(unavailable)?,
+        };
+        let weak = Arc::downgrade(self);
+        let service = match endpoint {
+            Endpoint::Namespace => HttpService::new(config, Namespace::new(weak, sessions.clone())),
+            Endpoint::Server(name) => HttpService::new(
+                config,
+                Passthrough::new(weak, name.clone(), sessions.clone()),
+            ),
+        }
+        .map_err(|e| unavailable(HandlerError::Internal(e.to_string())))?;
+        let router = service.router();
+        let made = EndpointService {
+            service,
+            sessions,
+            router,
+        };
+        let mut services = crate::sync::lock(&self.services);
+        if let Some(m) = services.get(&key) {
+            // Made meanwhile by another request: that one is kept.
+            made.service.handle().stop();
+            return Ok(m.clone());
+        }
+        if self.stopping.load(Ordering::Acquire) {
+            made.service.handle().stop();
+            return Err(Rejection::Stopping);
+        }
+        services.insert(key, made.clone());
+        Ok(made)
+    }
+
+    /// An endpoint's HTTP configuration: the front's limits, hosts and
+    /// (already checked) origins.
+    fn http_config(&self, server: ServerConfig) -> HttpConfig {
+        let mut c = self.config.http.clone();
+        c.server = server;
+        c.server.stop_drain = self.config.grace;
+        c.server.max_held_calls = self.config.max_held_calls;
+        c.server.held_input_timeout = self.config.input_timeout;
+        c.path = crate::server::http::DEFAULT_PATH.to_owned();
+        c.allowed_hosts = self.config.allowed_hosts.clone();
+        c.allowed_origins = Allow::Any;
+        c
+    }
+
+    fn namespace_config(&self) -> HttpConfig {
+        let mut server = self.config.http.server.clone();
+        server.capabilities = serde_json::json!({
+            "tools": { "listChanged": true },
+            "prompts": { "listChanged": true },
+            "resources": { "listChanged": true, "subscribe": true },
+            "logging": {},
+            "completions": {},
+        });
+        if server.instructions.is_none() {
+            server.instructions = Some(
+                "Every server of this gateway in one namespace: tools and prompts are named server__name.".into(),
+            );
+        }
+        self.http_config(server)
+    }
+
+    /// `/servers/NAME/mcp` is the server as it is: its identity,
+    /// capabilities and instructions.
+    async fn passthrough_config(self: &Arc<Self>, name: &str) -> Result<HttpConfig, HandlerError> {
+        self.ensure_started(name)
+            .await
+            .map_err(|e| HandlerError::Internal(e.to_string()))?;
+        let target = self.target(name).ok_or_else(|| {
+            HandlerError::Internal(format!("no server named `{name}` in the gateway"))
+        })?;
+        let session = target
+            .client
+            .ready(READY_WAIT)
+            .await
+            .map_err(|e| failure(name, &e))?;
+        let info = session
+            .server_info
+            .clone()
+            .unwrap_or_else(|| Implementation::new(name, "unknown"));
+        let mut server = ServerConfig::new(info).capabilities(session.capabilities.clone());
+        server.instructions = session.instructions.clone();
+        server.max_message_bytes = self.config.http.server.max_message_bytes;
+        server.max_in_flight = self.config.http.server.max_in_flight;
+        server.max_inbound_bytes = self.config.http.server.max_inbound_bytes;
+        server.max_outbound_bytes = self.config.http.server.max_outbound_bytes;
+        Ok(self.http_config(server))
+    }
+}
