@@ -365,10 +365,10 @@ impl ClientConfig {
     }
 
     /// Authorizes with `oauth` when the HTTP server asks (feature `http`;
-    /// see [`oauth`](crate::oauth)). For a config made by
+    /// see [`oauth`](crate::transport::http::oauth)). For a config made by
     /// [`http`](Self::http), as [`header`](Self::header) is.
     #[cfg(feature = "http")]
-    pub fn oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+    pub fn oauth(mut self, oauth: crate::transport::http::oauth::OAuth) -> Self {
         let http = self.http.take().unwrap_or_else(|| HttpOptions::new(""));
         self.http = Some(http.oauth(oauth));
         self

@@ -105,7 +105,7 @@ type Answer<P> = Arc<dyn Fn(P) -> HandlerFuture + Send + Sync>;
 ///     });
 /// // Declares {"roots": {}, "elicitation": {}}; `ping` is answered `{}`.
 /// // Attach it with `Client::start_with` (`StartOptions::handler`).
-/// assert!(conduit_mcp::ClientHandler::capabilities(&responder).roots.is_some());
+/// assert!(conduit_mcp::client::ClientHandler::capabilities(&responder).roots.is_some());
 /// ```
 #[derive(Clone, Default)]
 pub struct ClientResponder {

@@ -12,7 +12,7 @@ use crate::protocol::{Era, MULTI_ROUND_METHODS};
 
 use super::error::{AskError, SendError};
 use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
-use super::held::{HeldCall, ScopeKey};
+use super::held_table::ScopeKey;
 
 /// Input requests and state recorded by a modern-era handler.
 #[derive(Debug, Default)]
@@ -312,63 +312,6 @@ impl RequestContext {
                 })
             }
         }
-    }
-
-    /// Runs `work` once, however many input rounds it needs: the held-call
-    /// mode of asking for input (see the [type documentation](Self) for the
-    /// re-run mode of [`ask`](Self::ask)).
-    ///
-    /// `work` gets a [`HeldCall`]; its [`ask`](HeldCall::ask) returns the
-    /// client's answer in either era. In the 2025-11-25 era `work` simply
-    /// runs here, its asks sent to the client as they are made. In the
-    /// 2026-07-28 era it runs in a task of its own: an ask ends this round
-    /// with `input_required` and a `requestState` of the server's (this
-    /// method returns [`HandlerError::InputRequired`](super::HandlerError);
-    /// return it with `?`), and the call waits for the client's retry.
-    /// The retry is routed to the same handler, which calls `run_held`
-    /// again: that call resumes the waiting work (its own `work` is dropped
-    /// unrun) and returns the work's result, or ends the round again at the
-    /// next ask. A retry with a state that is unknown, expired, used, of
-    /// another client, or of another method or name is refused with -32602.
-    ///
-    /// Bounded by [`ServerConfig::max_held_calls`](super::ServerConfig::max_held_calls)
-    /// and [`held_input_timeout`](super::ServerConfig::held_input_timeout);
-    /// a stop of the server aborts the calls that wait.
-    ///
-    /// Cancel safety: dropping the future (the request was cancelled)
-    /// aborts the work, unless it is waiting for the next round.
-    ///
-    /// # Examples
-    ///
-    /// A tool that starts a job once and asks the user to confirm it:
-    ///
-    /// ```
-    /// use conduit_mcp::protocol::InputRequest;
-    /// use conduit_mcp::server::{HandlerError, RequestContext};
-    /// use serde_json::{json, Value};
-    ///
-    /// async fn deploy(ctx: RequestContext) -> Result<Value, HandlerError> {
-    ///     ctx.run_held(|call| async move {
-    ///         let plan = "3 services"; // computed once, not once per round
-    ///         let answer = call
-    ///             .ask(InputRequest::elicit(json!({
-    ///                 "mode": "form",
-    ///                 "message": format!("Deploy {plan}?"),
-    ///                 "requestedSchema": { "type": "object", "properties": {} },
-    ///             })))
-    ///             .await?;
-    ///         Ok(json!({ "content": [{ "type": "text", "text": answer["action"].to_string() }] }))
-    ///     })
-    ///     .await
-    /// }
-    /// ```
-    pub async fn run_held<T, F, Fut>(&self, work: F) -> Result<T, super::HandlerError>
-    where
-        T: Send + 'static,
-        F: FnOnce(HeldCall) -> Fut,
-        Fut: std::future::Future<Output = Result<T, super::HandlerError>> + Send + 'static,
-    {
-        super::held::run(self, work).await
     }
 
     /// [`ask`](Self::ask) for several inputs at once. In the modern era all

@@ -15,7 +15,7 @@ use crate::protocol::{methods, Era, LoggingLevel};
 
 use super::engine::budget::InboundBudget;
 use super::error::SendError;
-use super::held::HeldTable;
+use super::held_table::HeldTable;
 use super::server_config::ServerConfig;
 use super::subscriptions::Subscriptions;
 use crate::line_io::{QueueError, WriteQueue};

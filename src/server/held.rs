@@ -8,7 +8,7 @@
 //! on the retry. [`RequestContext::run_held`] instead runs the work once,
 //! in a task of its own: when it asks ([`HeldCall::ask`]), the round ends
 //! with `input_required` and a `requestState` of this server's, and the
-//! call waits in the server's [`HeldTable`], keyed by that state (128
+//! call waits in the server's table of held calls, keyed by that state (128
 //! random bits, used once), for the retry. The retry finds it (in the same
 //! client's scope, for the same method and name), hands each
 //! `inputResponses` entry to the ask waiting for it, and goes on waiting
@@ -20,45 +20,20 @@
 //! its task is aborted. The end of the session (stdio) or of the server
 //! (HTTP) aborts those that wait.
 
-use std::any::Any;
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::jsonrpc::{codes, ErrorObject};
 use crate::protocol::{Era, InputRequest};
 use crate::sync::AbortOnDrop;
 
 use super::context::RequestContext;
 use super::error::{AskError, HandlerError};
 use super::handle::SessionShared;
-use super::server_config::ServerConfig;
-
-/// The prefix of the request states of held calls.
-pub(crate) const STATE_PREFIX: &str = "conduit-held.";
-
-/// The client a request came from, as the engine's scopes tell clients
-/// apart (a stdio session, an HTTP session, the stateless requests of one
-/// principal): a held call is resumed only by its own client. Keeps its
-/// scope alive while a call waits in it.
-#[derive(Clone)]
-pub(crate) struct ScopeKey(pub(crate) Arc<dyn Any + Send + Sync>);
-
-impl ScopeKey {
-    fn id(&self) -> usize {
-        Arc::as_ptr(&self.0) as *const () as usize
-    }
-}
-
-impl std::fmt::Debug for ScopeKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ScopeKey({:#x})", self.id())
-    }
-}
+use super::held_table::{invalid_state, Asker, STATE_PREFIX};
 
 /// A call that keeps running across its client's input rounds: what the
 /// work given to [`RequestContext::run_held`] gets.
@@ -208,140 +183,17 @@ struct Driver<T> {
     _task: AbortOnDrop<()>,
 }
 
-/// A call parked until its client's retry.
-struct Parked {
-    scope: ScopeKey,
-    method: String,
-    target: Option<String>,
-    driver: Box<dyn Any + Send>,
-    _timer: AbortOnDrop<()>,
-}
-
-#[derive(Default)]
-struct Parking {
-    calls: HashMap<String, Parked>,
-    per_scope: HashMap<usize, usize>,
-}
-
-impl Parking {
-    fn remove(&mut self, state: &str) -> Option<Parked> {
-        let p = self.calls.remove(state)?;
-        let id = p.scope.id();
-        if let Some(n) = self.per_scope.get_mut(&id) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_scope.remove(&id);
-            }
-        }
-        Some(p)
+/// The held-call table's view of `ctx`.
+fn asker(ctx: &RequestContext) -> Asker<'_> {
+    Asker {
+        scope: &ctx.scope,
+        method: &ctx.method,
+        target: ctx.target.as_deref(),
     }
-}
-
-/// The calls of one server (or stdio session) waiting for their clients'
-/// next round, by request state.
-#[derive(Default)]
-pub(crate) struct HeldTable {
-    parking: Mutex<Parking>,
-}
-
-impl HeldTable {
-    /// Calls waiting now.
-    pub(crate) fn len(&self) -> usize {
-        crate::sync::lock(&self.parking).calls.len()
-    }
-
-    /// Drops every waiting call: their asks fail, their work is aborted.
-    pub(crate) fn clear(&self) {
-        let all = std::mem::take(&mut *crate::sync::lock(&self.parking));
-        drop(all);
-    }
-
-    fn park<D: Any + Send>(
-        self: &Arc<Self>,
-        config: &ServerConfig,
-        ctx: &RequestContext,
-        driver: Box<D>,
-    ) -> Result<String, (Box<D>, AskError)> {
-        let max = config.max_held_calls.max(1);
-        let quota = (max / 4).max(1);
-        let scope = ctx.scope.clone();
-        let Some(state) = mint() else {
-            return Err((driver, AskError::TooManyHeld { max }));
-        };
-        let mut parking = crate::sync::lock(&self.parking);
-        let held = parking.per_scope.get(&scope.id()).copied().unwrap_or(0);
-        if parking.calls.len() >= max || held >= quota {
-            return Err((driver, AskError::TooManyHeld { max }));
-        }
-        let weak: Weak<HeldTable> = Arc::downgrade(self);
-        let key = state.clone();
-        let timeout = config.held_input_timeout;
-        let timer = AbortOnDrop(tokio::spawn(async move {
-            tokio::time::sleep(timeout).await;
-            if let Some(table) = weak.upgrade() {
-                let expired = crate::sync::lock(&table.parking).remove(&key);
-                if expired.is_some() {
-                    tracing::info!("a call waiting for its client's input expired; its asks fail and its work is aborted");
-                }
-                // Dropped outside the lock: its timer is this task.
-                drop(expired);
-            }
-        }));
-        *parking.per_scope.entry(scope.id()).or_insert(0) += 1;
-        parking.calls.insert(
-            state.clone(),
-            Parked {
-                scope,
-                method: ctx.method.clone(),
-                target: ctx.target.clone(),
-                driver,
-                _timer: timer,
-            },
-        );
-        Ok(state)
-    }
-
-    /// Takes the call parked under `state`, if `ctx`'s client may resume
-    /// it; a call of another client stays where it is.
-    fn take(&self, state: &str, ctx: &RequestContext) -> Result<Parked, HandlerError> {
-        let mut parking = crate::sync::lock(&self.parking);
-        let mine = parking
-            .calls
-            .get(state)
-            .is_some_and(|p| p.scope.id() == ctx.scope.id());
-        if !mine {
-            return Err(invalid_state("unknown, expired or already used"));
-        }
-        let parked = parking.remove(state);
-        drop(parking);
-        let parked = parked.ok_or_else(|| invalid_state("unknown, expired or already used"))?;
-        if parked.method != ctx.method || parked.target != ctx.target {
-            return Err(invalid_state("it belongs to another request"));
-        }
-        Ok(parked)
-    }
-}
-
-fn invalid_state(why: &str) -> HandlerError {
-    HandlerError::Rpc(ErrorObject::new(
-        codes::INVALID_PARAMS,
-        format!("invalid requestState: {why}"),
-    ))
-}
-
-/// A fresh request state: the prefix and 128 random bits.
-fn mint() -> Option<String> {
-    let mut raw = [0u8; 16];
-    getrandom::fill(&mut raw).ok()?;
-    Some(
-        std::iter::once(STATE_PREFIX.to_owned())
-            .chain(raw.iter().map(|b| format!("{b:02x}")))
-            .collect(),
-    )
 }
 
 /// [`RequestContext::run_held`].
-pub(crate) async fn run<T, F, Fut>(ctx: &RequestContext, work: F) -> Result<T, HandlerError>
+async fn run<T, F, Fut>(ctx: &RequestContext, work: F) -> Result<T, HandlerError>
 where
     T: Send + 'static,
     F: FnOnce(HeldCall) -> Fut,
@@ -359,7 +211,7 @@ where
         .as_deref()
         .filter(|s| s.starts_with(STATE_PREFIX))
     {
-        let parked = shared.held.take(state, ctx)?;
+        let parked = shared.held.take(state, asker(ctx))?;
         let driver = parked
             .driver
             .downcast::<Driver<T>>()
@@ -466,7 +318,7 @@ impl<T: Send + 'static> Driver<T> {
         let asks = self.pending.len();
         let call = self.call.clone();
         call.inner.waiting.store(true, Ordering::Release);
-        match shared.held.park(&shared.config, ctx, self) {
+        match shared.held.park(&shared.config, asker(ctx), self) {
             Ok(state) => {
                 ctx.set_request_state(state);
                 tracing::debug!(id = %ctx.id, asks, "a held call waits for its client's input");
@@ -484,5 +336,64 @@ impl<T: Send + 'static> Driver<T> {
                 Err(back)
             }
         }
+    }
+}
+
+impl RequestContext {
+    /// Runs `work` once, however many input rounds it needs: the held-call
+    /// mode of asking for input (see the [type documentation](Self) for the
+    /// re-run mode of [`ask`](Self::ask)).
+    ///
+    /// `work` gets a [`HeldCall`]; its [`ask`](HeldCall::ask) returns the
+    /// client's answer in either era. In the 2025-11-25 era `work` simply
+    /// runs here, its asks sent to the client as they are made. In the
+    /// 2026-07-28 era it runs in a task of its own: an ask ends this round
+    /// with `input_required` and a `requestState` of the server's (this
+    /// method returns [`HandlerError::InputRequired`](super::HandlerError);
+    /// return it with `?`), and the call waits for the client's retry.
+    /// The retry is routed to the same handler, which calls `run_held`
+    /// again: that call resumes the waiting work (its own `work` is dropped
+    /// unrun) and returns the work's result, or ends the round again at the
+    /// next ask. A retry with a state that is unknown, expired, used, of
+    /// another client, or of another method or name is refused with -32602.
+    ///
+    /// Bounded by [`ServerConfig::max_held_calls`](super::ServerConfig::max_held_calls)
+    /// and [`held_input_timeout`](super::ServerConfig::held_input_timeout);
+    /// a stop of the server aborts the calls that wait.
+    ///
+    /// Cancel safety: dropping the future (the request was cancelled)
+    /// aborts the work, unless it is waiting for the next round.
+    ///
+    /// # Examples
+    ///
+    /// A tool that starts a job once and asks the user to confirm it:
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    /// use serde_json::{json, Value};
+    ///
+    /// async fn deploy(ctx: RequestContext) -> Result<Value, HandlerError> {
+    ///     ctx.run_held(|call| async move {
+    ///         let plan = "3 services"; // computed once, not once per round
+    ///         let answer = call
+    ///             .ask(InputRequest::elicit(json!({
+    ///                 "mode": "form",
+    ///                 "message": format!("Deploy {plan}?"),
+    ///                 "requestedSchema": { "type": "object", "properties": {} },
+    ///             })))
+    ///             .await?;
+    ///         Ok(json!({ "content": [{ "type": "text", "text": answer["action"].to_string() }] }))
+    ///     })
+    ///     .await
+    /// }
+    /// ```
+    pub async fn run_held<T, F, Fut>(&self, work: F) -> Result<T, super::HandlerError>
+    where
+        T: Send + 'static,
+        F: FnOnce(HeldCall) -> Fut,
+        Fut: std::future::Future<Output = Result<T, super::HandlerError>> + Send + 'static,
+    {
+        run(self, work).await
     }
 }

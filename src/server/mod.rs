@@ -163,6 +163,7 @@ mod error;
 mod guard;
 mod handle;
 mod held;
+mod held_table;
 #[cfg(feature = "http")]
 pub mod http;
 mod output;

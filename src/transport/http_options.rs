@@ -1,5 +1,5 @@
 //! [`HttpOptions`]: where a Streamable HTTP server is and what every request
-//! to it carries (the options of [`ClientConfig::http`](crate::client::ClientConfig::http)
+//! to it carries (the options of `ClientConfig::http`
 //! that stdio does not have).
 
 use std::time::Duration;
@@ -47,10 +47,10 @@ pub struct HttpOptions {
     )]
     pub connect_timeout: Duration,
     /// Authorization with OAuth 2.1 when the server asks for it (feature
-    /// `http`; see [`oauth`](crate::oauth)); not serialised.
+    /// `http`; see [`oauth`](crate::transport::http::oauth)); not serialised.
     #[cfg(feature = "http")]
     #[serde(skip)]
-    pub oauth: Option<crate::oauth::OAuth>,
+    pub oauth: Option<crate::transport::http::oauth::OAuth>,
 }
 
 fn yes() -> bool {
@@ -75,9 +75,9 @@ impl HttpOptions {
     }
 
     /// Authorizes with `oauth` when the server asks (a 401, or a 403 for
-    /// more scope; feature `http`); see [`oauth`](crate::oauth).
+    /// more scope; feature `http`); see [`oauth`](crate::transport::http::oauth).
     #[cfg(feature = "http")]
-    pub fn oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+    pub fn oauth(mut self, oauth: crate::transport::http::oauth::OAuth) -> Self {
         self.oauth = Some(oauth);
         self
     }

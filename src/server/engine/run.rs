@@ -31,7 +31,7 @@ use crate::protocol::{methods, Era};
 use crate::server::context::{Recorded, RequestContext, RequestShared};
 use crate::server::error::HandlerError;
 use crate::server::handle::{Outlet, ServerHandle};
-use crate::server::held::ScopeKey;
+use crate::server::held_table::ScopeKey;
 use crate::server::request_handler::Handler;
 use crate::server::server_config::ServerConfig;
 

@@ -3,7 +3,7 @@
 //!
 //! A request runs on the [`Engine`] as on stdio, with the same
 //! [`RequestContext`]; its messages and its
-//! answer go to its [`Stream`] (its [`StreamReply`]),
+//! answer go to its [`Stream`] (its `StreamReply`),
 //! which the HTTP response reads. The task, not the response, owns the
 //! work: a 2025-11-25 client may disconnect and resume the stream later; a
 //! 2026-07-28 response that goes away cancels the request (see `respond`).
@@ -18,10 +18,10 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::jsonrpc::{codes, encode, ErrorObject, Notification, Request, RequestId};
+use crate::jsonrpc::{Notification, Request};
 use crate::server::context::RequestContext;
 use crate::server::engine::budget::InboundBudget;
-use crate::server::engine::{Engine, Reply, Scope, Unanswered};
+use crate::server::engine::{Engine, Scope};
 use crate::server::error::{HandlerError, SendError};
 use crate::server::handle::{Outlet, ServerHandle, SessionShared, Sessions};
 use crate::server::request_handler::Handler;
@@ -30,9 +30,9 @@ use crate::throttle::Throttle;
 use super::body::BodyReader;
 use super::config::HttpConfig;
 use super::principal::Owner;
-use super::session::Session;
+use super::session::{Session, StreamReply};
 use super::session_store::{MemorySessions, SessionStore};
-use super::stream::{Counter, RequestOutlet, Stream};
+use super::stream::{Counter, Stream};
 
 type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -101,70 +101,6 @@ impl Handler for Erased {
         handle: ServerHandle,
     ) -> impl Future<Output = Result<(), HandlerError>> + Send {
         self.0.notification(notification, handle)
-    }
-}
-
-/// An HTTP request's answer and messages go to its stream.
-pub(crate) struct StreamReply {
-    pub(crate) stream: Arc<Stream>,
-    /// The request's id (for an answer the engine did not write).
-    pub(crate) id: RequestId,
-    /// A 2025-11-25 request's session: where what its JSON-only response
-    /// cannot carry goes, and where its ended stream is kept for a late
-    /// resumption.
-    pub(crate) session: Option<Weak<Session>>,
-}
-
-impl Reply for StreamReply {
-    fn outlet(&self) -> Option<Arc<dyn Outlet>> {
-        let fallback = self
-            .session
-            .as_ref()
-            .and_then(Weak::upgrade)
-            .map(|s| Arc::downgrade(&s.shared));
-        Some(Arc::new(RequestOutlet {
-            stream: self.stream.clone(),
-            fallback,
-        }))
-    }
-
-    fn answer(&self, line: Vec<u8>) {
-        let _ = self.stream.push(line, true);
-    }
-
-    fn unanswered(&self, why: Unanswered) {
-        if self.stream.answered() {
-            return;
-        }
-        match why {
-            Unanswered::Stopping => {
-                let e = ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    "request cancelled: the server is stopping",
-                );
-                let _ = self
-                    .stream
-                    .push(encode::error(&Some(self.id.clone()), &e), true);
-            }
-            Unanswered::Withdrawn => self.stream.close(),
-        }
-    }
-
-    fn slow(&self) {
-        self.stream.slow();
-    }
-}
-
-impl Drop for StreamReply {
-    fn drop(&mut self) {
-        // Nobody reads the stream (the client left, or has not come back):
-        // it leaves the live ones, kept a while for a late resumption.
-        if let Some(s) = self.session.as_ref().and_then(Weak::upgrade) {
-            s.touch();
-            if !self.stream.attached() {
-                s.retire(self.stream.number, true);
-            }
-        }
     }
 }
 

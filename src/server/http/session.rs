@@ -9,19 +9,19 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::time::Instant;
 
+use crate::jsonrpc::{codes, encode, ErrorObject, RequestId};
 use crate::line_io::WriteQueue;
-use crate::server::handle::SessionShared;
+use crate::server::handle::{Outlet, SessionShared};
 
-use crate::server::engine::Scope;
+use crate::server::engine::{Reply, Scope, Unanswered};
 
 use super::config::HttpConfig;
-use super::core::StreamReply;
 use super::principal::Owner;
-use super::stream::{Counter, Stream};
+use super::stream::{Counter, RequestOutlet, Stream};
 
 /// Streams kept after they were delivered, in case the client missed the
 /// end and resumes.
@@ -190,6 +190,70 @@ pub(crate) fn mint_id() -> Result<String, getrandom::Error> {
     let mut raw = [0u8; 16];
     getrandom::fill(&mut raw)?;
     Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// An HTTP request's answer and messages go to its stream.
+pub(crate) struct StreamReply {
+    pub(crate) stream: Arc<Stream>,
+    /// The request's id (for an answer the engine did not write).
+    pub(crate) id: RequestId,
+    /// A 2025-11-25 request's session: where what its JSON-only response
+    /// cannot carry goes, and where its ended stream is kept for a late
+    /// resumption.
+    pub(crate) session: Option<Weak<Session>>,
+}
+
+impl Reply for StreamReply {
+    fn outlet(&self) -> Option<Arc<dyn Outlet>> {
+        let fallback = self
+            .session
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .map(|s| Arc::downgrade(&s.shared));
+        Some(Arc::new(RequestOutlet {
+            stream: self.stream.clone(),
+            fallback,
+        }))
+    }
+
+    fn answer(&self, line: Vec<u8>) {
+        let _ = self.stream.push(line, true);
+    }
+
+    fn unanswered(&self, why: Unanswered) {
+        if self.stream.answered() {
+            return;
+        }
+        match why {
+            Unanswered::Stopping => {
+                let e = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    "request cancelled: the server is stopping",
+                );
+                let _ = self
+                    .stream
+                    .push(encode::error(&Some(self.id.clone()), &e), true);
+            }
+            Unanswered::Withdrawn => self.stream.close(),
+        }
+    }
+
+    fn slow(&self) {
+        self.stream.slow();
+    }
+}
+
+impl Drop for StreamReply {
+    fn drop(&mut self) {
+        // Nobody reads the stream (the client left, or has not come back):
+        // it leaves the live ones, kept a while for a late resumption.
+        if let Some(s) = self.session.as_ref().and_then(Weak::upgrade) {
+            s.touch();
+            if !self.stream.attached() {
+                s.retire(self.stream.number, true);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

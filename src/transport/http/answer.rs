@@ -1,27 +1,24 @@
 //! Receiving the answer of one POST: JSON or an SSE stream, an HTTP error
 //! status read for the JSON-RPC error its body carries (a 400 with -32022,
-//! a 404 with -32601), 404 for the session, and what the link learns from
-//! the answers it delivers (the negotiated version, tools' annotations).
-//! Every body is read within a byte bound, never buffered past it.
+//! a 404 with -32601), and 404 for the session. Every body is read within
+//! a byte bound, never buffered past it.
 
 use std::sync::Arc;
 
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use reqwest::{Response, StatusCode};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::{learn, stream, Core};
+use super::body::{read_body, BodyError};
+use super::learn::received;
+use super::{stream, Core};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
-use crate::jsonrpc::{ErrorObject, Message, Outcome, RawJson, RequestId, Response as RpcResponse};
+use crate::jsonrpc::{ErrorObject, Message, Outcome, RequestId, Response as RpcResponse};
 use crate::transport::http_options::display_url;
 
 /// Bytes of an error body read to explain an HTTP failure.
 const ERROR_BODY_BYTES: usize = 64 * 1024;
-
-/// Describes a transport error, with its causes, without the URL (its
-/// query may hold a token): written once, with the OAuth requests'.
-pub(super) use crate::oauth::describe;
 
 /// Reads the answer to request `id` from `resp`.
 pub(super) async fn answer(core: &Arc<Core>, id: &RequestId, method: &str, resp: Response) {
@@ -125,82 +122,4 @@ async fn refused(core: &Arc<Core>, id: &RequestId, status: StatusCode, resp: Res
         outcome: Outcome::Error(error),
     };
     core.deliver(Message::Response(r)).await
-}
-
-/// Delivers a message from the server, after what the link learns from
-/// it: the protocol version of an `initialize` answer, the annotations of
-/// a `tools/list` answer (whose invalid tools are dropped).
-pub(super) async fn received(core: &Arc<Core>, message: Message) {
-    let message = match message {
-        Message::Response(mut r) => {
-            let method =
-                r.id.as_ref()
-                    .and_then(|id| core.state().inflight.get(id).map(|f| f.method.clone()));
-            if let (Some(method), Outcome::Result(raw)) = (method.as_deref(), &mut r.outcome) {
-                learn(core, method, raw);
-            }
-            Message::Response(r)
-        }
-        m => m,
-    };
-    core.deliver(message).await
-}
-
-/// What the link keeps from the result of `method`.
-fn learn(core: &Arc<Core>, method: &str, raw: &mut RawJson) {
-    match method {
-        crate::protocol::methods::INITIALIZE => {
-            let version = raw.parse::<Value>().ok().and_then(|v| {
-                v.get("protocolVersion")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
-            core.state().legacy_version = version;
-        }
-        "tools/list" => {
-            let Ok(mut v) = raw.parse::<Value>() else {
-                return;
-            };
-            if learn::from_result(core, &mut v) {
-                if let Ok(filtered) = RawJson::from_value(&v) {
-                    *raw = filtered;
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Why a body was not read.
-pub(super) enum BodyError {
-    /// Over the limit: reading stopped there.
-    TooLarge { at_least: usize },
-    /// The connection failed.
-    Failed(String),
-}
-
-/// Reads a whole body, at most `limit` bytes (never buffering more).
-pub(super) async fn read_body(mut resp: Response, limit: usize) -> Result<Vec<u8>, BodyError> {
-    if let Some(len) = resp.content_length() {
-        if len > limit as u64 {
-            return Err(BodyError::TooLarge {
-                at_least: usize::try_from(len).unwrap_or(usize::MAX),
-            });
-        }
-    }
-    let mut body = Vec::new();
-    loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => {
-                if body.len() + chunk.len() > limit {
-                    return Err(BodyError::TooLarge {
-                        at_least: body.len() + chunk.len(),
-                    });
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(None) => return Ok(body),
-            Err(e) => return Err(BodyError::Failed(describe(e))),
-        }
-    }
 }

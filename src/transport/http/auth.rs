@@ -1,5 +1,5 @@
 //! Sending with authorization: every request of the link carries the
-//! access token of its [`OAuth`](crate::oauth::OAuth) (when it has one); a
+//! access token of its [`OAuth`](crate::transport::http::oauth::OAuth) (when it has one); a
 //! 401, or a 403 asking for more scope, makes it authorize (or refresh)
 //! and send the request again, until the server accepts it or
 //! authorization gives up (its limit of attempts in a row).
@@ -7,11 +7,11 @@
 use reqwest::{RequestBuilder, Response};
 use serde_json::json;
 
-use super::answer::describe;
+use super::body::describe;
 use super::Core;
 use crate::jsonrpc::{ErrorObject, Message, Outcome, RequestId, Response as RpcResponse};
-use crate::oauth::AuthError;
-pub(super) use crate::oauth::SendError;
+use crate::transport::http::oauth::AuthError;
+pub(super) use crate::transport::http::oauth::SendError;
 
 /// Sends the request `build` makes (again for each attempt), with the
 /// link's access token, authorizing when the server asks.

@@ -12,11 +12,11 @@ use reqwest::header::CONTENT_TYPE;
 use serde_json::{json, Value};
 use tracing::{debug, warn};
 
-use super::answer::{read_body, BodyError};
+use super::body::{read_body, BodyError};
 use super::tool_headers::{self, Pairs};
 use super::{headers, Core};
 use crate::http::sse::Parser;
-use crate::jsonrpc::{Message, Outcome, RequestId};
+use crate::jsonrpc::{Message, Outcome, RawJson, RequestId};
 
 /// Pages the link's own listing follows at most.
 const MAX_PAGES: usize = 64;
@@ -142,4 +142,48 @@ async fn sse_answer(core: &Core, mut resp: reqwest::Response, id: &RequestId) ->
         }
     }
     None
+}
+
+/// Delivers a message from the server, after what the link learns from
+/// it: the protocol version of an `initialize` answer, the annotations of
+/// a `tools/list` answer (whose invalid tools are dropped).
+pub(super) async fn received(core: &Arc<Core>, message: Message) {
+    let message = match message {
+        Message::Response(mut r) => {
+            let method =
+                r.id.as_ref()
+                    .and_then(|id| core.state().inflight.get(id).map(|f| f.method.clone()));
+            if let (Some(method), Outcome::Result(raw)) = (method.as_deref(), &mut r.outcome) {
+                learn_from(core, method, raw);
+            }
+            Message::Response(r)
+        }
+        m => m,
+    };
+    core.deliver(message).await
+}
+
+/// What the link keeps from the result of `method`.
+fn learn_from(core: &Arc<Core>, method: &str, raw: &mut RawJson) {
+    match method {
+        crate::protocol::methods::INITIALIZE => {
+            let version = raw.parse::<Value>().ok().and_then(|v| {
+                v.get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            core.state().legacy_version = version;
+        }
+        "tools/list" => {
+            let Ok(mut v) = raw.parse::<Value>() else {
+                return;
+            };
+            if from_result(core, &mut v) {
+                if let Ok(filtered) = RawJson::from_value(&v) {
+                    *raw = filtered;
+                }
+            }
+        }
+        _ => {}
+    }
 }

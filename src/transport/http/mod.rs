@@ -51,6 +51,7 @@ use crate::transport::{Delivery, EventSink, Link, OpenFuture, Transport, Transpo
 
 mod answer;
 mod auth;
+mod body;
 mod headers;
 pub(crate) mod http_client;
 mod learn;
@@ -74,7 +75,10 @@ pub(crate) struct HttpLinkOptions {
     pub(crate) max_write_queue_bytes: usize,
     /// Authorization, when the server asks for it, and the client its
     /// flow uses.
-    pub(crate) oauth: Option<(crate::oauth::OAuth, crate::oauth::FlowClient)>,
+    pub(crate) oauth: Option<(
+        crate::transport::http::oauth::OAuth,
+        crate::transport::http::oauth::FlowClient,
+    )>,
 }
 
 /// Opens HTTP links to one endpoint; links share its connection pool.
@@ -110,7 +114,10 @@ impl HttpTransport {
         }
         let client = http_client::build(http)?;
         let oauth = match &http.oauth {
-            Some(o) => Some((o.clone(), crate::oauth::FlowClient::new(http, url.clone())?)),
+            Some(o) => Some((
+                o.clone(),
+                crate::transport::http::oauth::FlowClient::new(http, url.clone())?,
+            )),
             None => None,
         };
         Ok(Self {

@@ -130,7 +130,7 @@ impl OAuthConfig {
 }
 
 /// Authorization for protected HTTP servers: a cheap handle (clones share
-/// the tokens) to put in [`HttpOptions`](crate::client::HttpOptions). See the
+/// the tokens) to put in [`HttpOptions`](crate::transport::http_options::HttpOptions). See the
 /// [module docs](self).
 #[derive(Clone)]
 pub struct OAuth {
@@ -368,7 +368,10 @@ impl OAuth {
     /// `Ok(false)` when the request went through as it was (the server is
     /// not protected, or the kept token was accepted);
     /// [`AuthError::Unreachable`] when the request could not be sent.
-    pub async fn login(&self, http: &crate::client::HttpOptions) -> Result<bool, AuthError> {
+    pub async fn login(
+        &self,
+        http: &crate::transport::http_options::HttpOptions,
+    ) -> Result<bool, AuthError> {
         let url = parse(http.url.trim())?;
         let unbuilt = |e: crate::error::ConfigError| AuthError::Discovery {
             url: fetch::shown(&http.url),

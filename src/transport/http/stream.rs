@@ -19,8 +19,9 @@ use reqwest::header::{HeaderValue, ACCEPT};
 use reqwest::{Response, StatusCode};
 use tracing::{debug, warn};
 
-use super::answer::{describe, received};
 use super::auth::{self, SendError};
+use super::body::describe;
+use super::learn::received;
 use super::{headers, Core};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;

@@ -10,6 +10,7 @@ use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
+pub(crate) use super::guard::shown;
 use super::guard::FlowClient;
 
 /// Largest metadata, registration or token answer read.
@@ -17,11 +18,6 @@ const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Time allowed for one request of the flow.
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A URL as errors and logs show it: no credentials, query or fragment.
-pub(crate) fn shown(url: &str) -> String {
-    crate::transport::http_options::display_url(url)
-}
 
 /// What a JSON request got.
 pub(crate) enum Fetched {

@@ -15,10 +15,14 @@ use reqwest::{Client, Url};
 use tracing::debug;
 
 use super::error::UrlRule;
-use super::fetch::shown;
 use super::AuthError;
 use crate::error::ConfigError;
 use crate::transport::http_options::HttpOptions;
+
+/// A URL as errors and logs show it: no credentials, query or fragment.
+pub(crate) fn shown(url: &str) -> String {
+    crate::transport::http_options::display_url(url)
+}
 
 /// Time allowed to resolve one host name.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
