@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scores examples/conformance_client.rs with the client leg of the official
+# Scores conformance/client.rs with the client leg of the official
 # MCP conformance suite (pinned by .ci/install-conformance.sh), over
 # Streamable HTTP, both requirement sets: 2025-11-25 and 2026-07-28.
 #

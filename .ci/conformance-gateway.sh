@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Scores the gateway with the official MCP conformance suite: `mcp serve` in
-# front of `examples/conformance_server --stdio`, the suite pointed at the
+# front of `conformance/server.rs` (`--stdio`), the suite pointed at the
 # one-server endpoint /servers/conf/mcp, both requirement sets, scored by
 # .ci/conformance.sh (CONFORMANCE_URL) exactly as the direct HTTP server is
 # (30/30 for 2025-11-25, 37/37 for 2026-07-28 today).

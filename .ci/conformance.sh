@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scores examples/conformance_server.rs with the official MCP conformance
+# Scores conformance/server.rs with the official MCP conformance
 # suite (pinned by .ci/install-conformance.sh) over Streamable HTTP, both
 # requirement sets: 2025-11-25 (30 scenarios, legacy wire) and 2026-07-28
 # (37 scenarios, modern wire).

@@ -47,12 +47,16 @@ mod child;
 mod diag;
 #[path = "bench/http.rs"]
 mod http;
+// The tests' reader of SSE bodies, not the crate's own.
 #[path = "bench/http_client.rs"]
 mod http_client;
 #[path = "bench/peers.rs"]
 mod peers;
 #[path = "bench/report.rs"]
 mod report;
+#[path = "../tests/server_http_support/sse.rs"]
+#[allow(dead_code)]
+mod sse;
 #[path = "bench/svg.rs"]
 mod svg;
 

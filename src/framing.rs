@@ -15,14 +15,14 @@ use std::borrow::Cow;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Default largest line, in bytes, excluding the newline: 8 MiB.
-pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Bytes asked for per read call.
 const READ_CHUNK: usize = 64 * 1024;
 
 /// What [`LineFramer::next_frame`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Frame<'a> {
+pub(crate) enum Frame<'a> {
     /// One complete line, without its `\n` (a trailing `\r` is removed too).
     Line(&'a [u8]),
     /// A line longer than the limit began. Its bytes are being discarded up
@@ -64,7 +64,7 @@ fn trim_cr(line: &[u8]) -> &[u8] {
 /// Usage: call [`fill`](Self::fill) to read more, then drain
 /// [`next_frame`](Self::next_frame) until it returns `None`.
 #[derive(Debug)]
-pub struct LineFramer {
+pub(crate) struct LineFramer {
     buf: Vec<u8>,
     /// Start of the first unconsumed byte.
     start: usize,
@@ -77,7 +77,7 @@ pub struct LineFramer {
 
 impl LineFramer {
     /// A framer that refuses lines longer than `max` bytes.
-    pub fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         Self {
             buf: Vec::with_capacity(READ_CHUNK),
             start: 0,
@@ -87,19 +87,14 @@ impl LineFramer {
         }
     }
 
-    /// The configured limit.
-    pub fn max(&self) -> usize {
-        self.max
-    }
-
     /// Bytes currently buffered (at most the limit plus one read chunk).
-    pub fn buffered(&self) -> usize {
+    pub(crate) fn buffered(&self) -> usize {
         self.buf.len() - self.start
     }
 
-    /// Appends bytes as if they had been read (for tests and for callers that
-    /// already hold data).
-    pub fn push(&mut self, data: &[u8]) {
+    /// Appends bytes as if they had been read.
+    #[cfg(test)]
+    pub(crate) fn push(&mut self, data: &[u8]) {
         self.compact();
         self.buf.extend_from_slice(data);
     }
@@ -109,7 +104,7 @@ impl LineFramer {
     ///
     /// Cancel safety: this is cancel safe; if the future is dropped before it
     /// completes, no data has been read.
-    pub async fn fill<R: AsyncRead + Unpin + ?Sized>(
+    pub(crate) async fn fill<R: AsyncRead + Unpin + ?Sized>(
         &mut self,
         reader: &mut R,
     ) -> std::io::Result<usize> {
@@ -141,7 +136,7 @@ impl LineFramer {
 
     /// Returns the next complete line or oversize report, or `None` when more
     /// input is needed.
-    pub fn next_frame(&mut self) -> Option<Frame<'_>> {
+    pub(crate) fn next_frame(&mut self) -> Option<Frame<'_>> {
         Some(match self.locate()? {
             Found::Line { start, len } => Frame::Line(trim_cr(&self.buf[start..start + len])),
             Found::TooLarge(at_least) => Frame::TooLarge { at_least },
@@ -235,7 +230,7 @@ impl LineFramer {
     }
 
     /// Bytes of an unterminated final line (at end of stream), if any.
-    pub fn remainder(&self) -> &[u8] {
+    pub(crate) fn remainder(&self) -> &[u8] {
         if self.discarding {
             &[]
         } else {

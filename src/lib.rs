@@ -169,16 +169,12 @@ pub mod config_file;
 mod deadline;
 pub mod error;
 mod footprint;
-// Wire plumbing: public only for this repository's tests and benches, not
-// part of the API (crate-private in the next release).
-#[doc(hidden)]
-pub mod framing;
+mod framing;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod host;
 #[cfg(feature = "http")]
-#[doc(hidden)]
-pub mod http;
+mod http;
 pub mod jsonrpc;
 mod line_io;
 #[cfg(feature = "http")]

@@ -63,7 +63,7 @@ async fn stderr_flood_of_64_mib_while_answering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_of_8_mib_minus_one_exact_and_plus_one() {
-    let limit = conduit_mcp::framing::DEFAULT_MAX_MESSAGE_BYTES;
+    let limit = conduit_mcp::ClientConfig::new("x").max_message_bytes;
     for (delta, ok) in [(-1i64, true), (0, true), (1, false)] {
         let n = (limit as i64 + delta) as usize;
         let mut cfg = common::config(&["--line-bytes", &n.to_string()]);

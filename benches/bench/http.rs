@@ -30,13 +30,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use conduit_mcp::http::sse;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request};
 use serde_json::Value;
+
+use crate::sse;
 
 const LEGACY: &str = "2025-11-25";
 const MODERN: &str = "2026-07-28";

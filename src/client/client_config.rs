@@ -247,7 +247,7 @@ pub struct ClientConfig {
     /// Default timeout of a request (default 60 s).
     #[serde(rename = "request_timeout_ms", with = "crate::serde_support::millis")]
     pub request_timeout: Duration,
-    /// Timeout of the legacy `initialize` request (default 60 s), long
+    /// Timeout of the stateful `initialize` request (default 60 s), long
     /// enough for slow cold starts such as `npx -y`.
     #[serde(rename = "init_timeout_ms", with = "crate::serde_support::millis")]
     pub init_timeout: Duration,
@@ -257,15 +257,15 @@ pub struct ClientConfig {
     /// [`ClientHandler`](crate::client::ClientHandler)'s own capabilities are added
     /// when the client starts.
     pub capabilities: serde_json::Value,
-    /// Modern era: the least severe log level the server should send,
+    /// Stateless era: the least severe log level the server should send,
     /// carried in every request's `_meta`
     /// (`io.modelcontextprotocol/logLevel`); `None` (the default): no log
-    /// messages. Legacy servers are sent `logging/setLevel` by
+    /// messages. Stateful servers are sent `logging/setLevel` by
     /// [`Client::set_log_level`](crate::client::Client::set_log_level) instead.
     pub log_level: Option<LoggingLevel>,
     /// Fetch the tool list kept by [`Client::tools`](crate::client::Client::tools)
     /// again whenever the server says it changed
-    /// (`notifications/tools/list_changed`; modern servers send it on a
+    /// (`notifications/tools/list_changed`; stateless servers send it on a
     /// `subscriptions/listen` stream the client opens for it). Default off.
     pub refresh_tools_on_list_changed: bool,
     /// Pages one paginated list (`tools/list`, `resources/list`, ...) may

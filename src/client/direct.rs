@@ -125,7 +125,7 @@ impl Direct {
     }
 }
 
-/// Serialises a call's request line for `era`: in the modern era with the
+/// Serialises a call's request line for `era`: in the stateless era with the
 /// session's `_meta`, with a `progressToken` (the request id) when progress
 /// is wanted. The call's own `_meta` entries win over both. Written in one
 /// pass over the caller's params, which are not changed or copied, so a
@@ -221,7 +221,7 @@ fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) -> Result<(), serde_
     serde_json::to_writer(&mut *out, value)
 }
 
-/// The session's `_meta` for modern requests, built once when ready.
+/// The session's `_meta` for stateless requests, built once when ready.
 pub(crate) struct MetaCache {
     pub(crate) map: Map<String, Value>,
     pub(crate) raw: Box<serde_json::value::RawValue>,

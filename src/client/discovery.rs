@@ -1,14 +1,14 @@
 //! Judging the answers to `server/discover` and `initialize` (pure
 //! functions, so every branch of the stdio discovery rules is unit-tested).
 //!
-//! The rules (dual-era client on stdio): a DiscoverResult means modern; a
-//! recognised modern error (-32022 with `data.supported`) means modern with
+//! The rules (dual-era client on stdio): a DiscoverResult means stateless; a
+//! recognised stateless error (-32022 with `data.supported`) means stateless with
 //! one of the supported versions, never a fallback; any other error means
-//! legacy. The fallback is not keyed to one error code. A timeout (handled by
-//! the Connection) also means legacy; a DiscoverResult that arrives after the
+//! stateful. The fallback is not keyed to one error code. A timeout (handled by
+//! the Connection) also means stateful; a DiscoverResult that arrives after the
 //! probe timed out is ignored as a response to an abandoned request (the
 //! probe was cancelled with `notifications/cancelled` and `initialize` is
-//! already on its way), so the legacy verdict stands for that process.
+//! already on its way), so the stateful verdict stands for that process.
 
 use serde_json::Value;
 
@@ -22,14 +22,14 @@ use crate::protocol::{meta, Era, Implementation, STATEFUL_VERSIONS, STATELESS_VE
 // the size difference.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum DiscoverVerdict {
-    /// A modern server; ready.
-    Modern(ServerSession),
-    /// A modern server that wants another version: probe again with it.
+    /// A server of the stateless revision (2026-07-28); ready.
+    Stateless(ServerSession),
+    /// A stateless server that wants another version: probe again with it.
     Retry(String),
-    /// A modern server with no version in common: a clear, final error.
+    /// A stateless server with no version in common: a clear, final error.
     Incompatible(String),
-    /// Not a modern server: use `initialize`.
-    Legacy(String),
+    /// Not a stateless server: use `initialize`.
+    Stateful(String),
 }
 
 /// Judges the answer to a probe that requested `requested`.
@@ -37,11 +37,13 @@ pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
     match outcome {
         Outcome::Result(raw) => {
             let Ok(v) = raw.parse::<Value>() else {
-                return DiscoverVerdict::Legacy("discover result is not JSON".into());
+                return DiscoverVerdict::Stateful("discover result is not JSON".into());
             };
             let supported = strings(v.get("supportedVersions"));
             if supported.is_empty() {
-                return DiscoverVerdict::Legacy("discover result has no supportedVersions".into());
+                return DiscoverVerdict::Stateful(
+                    "discover result has no supportedVersions".into(),
+                );
             }
             let chosen = if supported.iter().any(|s| s == requested) {
                 requested.to_owned()
@@ -54,7 +56,7 @@ pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
                 .iter()
                 .any(|s| STATEFUL_VERSIONS.contains(&s.as_str()))
             {
-                return DiscoverVerdict::Legacy(format!(
+                return DiscoverVerdict::Stateful(format!(
                     "server supports only legacy versions {supported:?}"
                 ));
             } else {
@@ -66,13 +68,13 @@ pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
                 .get("_meta")
                 .and_then(|m| m.get(meta::SERVER_INFO))
                 .or_else(|| v.get("serverInfo"));
-            DiscoverVerdict::Modern(session(&v, Era::Stateless, chosen, info))
+            DiscoverVerdict::Stateless(session(&v, Era::Stateless, chosen, info))
         }
         Outcome::Error(e) if e.code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
             let supported = strings(e.data.as_ref().and_then(|d| d.get("supported")));
             if supported.is_empty() {
-                // -32022 without the modern data shape is not recognised.
-                return DiscoverVerdict::Legacy(format!("discover refused: {e}"));
+                // -32022 without the stateless data shape is not recognised.
+                return DiscoverVerdict::Stateful(format!("discover refused: {e}"));
             }
             // The version asked for first when it is listed (a server that
             // refused the request for another reason, such as a missing or
@@ -89,7 +91,7 @@ pub(crate) fn judge(outcome: &Outcome, requested: &str) -> DiscoverVerdict {
                 )),
             }
         }
-        Outcome::Error(e) => DiscoverVerdict::Legacy(format!("discover refused: {e}")),
+        Outcome::Error(e) => DiscoverVerdict::Stateful(format!("discover refused: {e}")),
     }
 }
 
@@ -167,7 +169,7 @@ mod tests {
             "_meta":{(meta::SERVER_INFO):{"name":"s","version":"1"}},"instructions":"hi"}),
         );
         match judge(&r, STATELESS_VERSION) {
-            DiscoverVerdict::Modern(s) => {
+            DiscoverVerdict::Stateless(s) => {
                 assert_eq!(s.protocol_version, STATELESS_VERSION);
                 assert_eq!(s.server_info, Some(Implementation::new("s", "1")));
                 assert_eq!(s.instructions.as_deref(), Some("hi"));
@@ -181,7 +183,7 @@ mod tests {
         for code in [-32601, -32600, -32602, -32603, -1, 42] {
             let e = Outcome::Error(ErrorObject::new(code, "nope"));
             assert!(
-                matches!(judge(&e, STATELESS_VERSION), DiscoverVerdict::Legacy(_)),
+                matches!(judge(&e, STATELESS_VERSION), DiscoverVerdict::Stateful(_)),
                 "{code}"
             );
         }

@@ -1,4 +1,4 @@
-//! Modern `subscriptions/listen` as a stream, and the background tool-list
+//! Stateless `subscriptions/listen` as a stream, and the background tool-list
 //! refresh built on it.
 //!
 //! A listen request stays open for as long as the stream does: its answer
@@ -130,10 +130,10 @@ impl Subscription {
 }
 
 impl Client {
-    /// Modern era: opens a `subscriptions/listen` stream for the
+    /// Stateless era: opens a `subscriptions/listen` stream for the
     /// notifications in `filter` (list changes, resource updates). The
     /// stream is not cut off by the request timeout: it lasts until it is
-    /// dropped, or the server ends it ([`ListenEnd`]). Legacy servers send
+    /// dropped, or the server ends it ([`ListenEnd`]). Stateful servers send
     /// their notifications without asking: read
     /// [`notifications`](Self::notifications) instead
     /// ([`Error::Unsupported`] here).
@@ -205,12 +205,12 @@ impl Client {
 }
 
 /// Keeps the tool list fresh: fetched again when a server becomes ready and
-/// whenever it says the list changed (legacy: its notification; modern: a
+/// whenever it says the list changed (stateful: its notification; stateless: a
 /// `subscriptions/listen` stream opened for it). Runs on a detached handle,
 /// so it never keeps the client alive; ends when the client does.
 pub(crate) async fn refresh_tools(client: Client) {
     let mut status = client.watch_status();
-    // Legacy sessions only: a modern session's changes come on the stream.
+    // Stateful sessions only: a stateless session's changes come on the stream.
     let mut notes: Option<Notifications> = None;
     loop {
         let session = loop {

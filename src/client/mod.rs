@@ -106,7 +106,7 @@ fn transport_for(config: &ClientConfig) -> Result<Arc<dyn Transport>, ConfigErro
 /// Options of [`Client::start_with`] beyond the config.
 #[derive(Default)]
 pub struct StartOptions {
-    /// Answers server-to-client requests and modern input requests.
+    /// Answers server-to-client requests and stateless input requests.
     pub handler: Option<Arc<dyn ClientHandler>>,
     /// Spawn the ClientSupervisor linked under this actor (embedding in a
     /// user's supervision tree).
@@ -158,7 +158,7 @@ impl std::fmt::Debug for Client {
     }
 }
 
-/// Methods whose modern-era result may be `input_required`.
+/// Methods whose stateless-era result may be `input_required`.
 const MULTI_ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 /// Input rounds allowed for one call before it fails (as the other SDKs).
 const MAX_INPUT_ROUNDS: usize = 10;
@@ -373,7 +373,7 @@ impl Client {
 
     /// Sends a request and returns its result as the bytes the server sent,
     /// not yet decoded (see [`RawJson`]: [`RawJson::parse`] decodes and
-    /// validates them). In the modern era an `input_required` result is
+    /// validates them). In the stateless era an `input_required` result is
     /// fulfilled by the handler and the request retried (new id,
     /// `inputResponses`, `requestState` echoed).
     pub async fn request_raw(
@@ -387,8 +387,8 @@ impl Client {
         for _ in 0..MAX_INPUT_ROUNDS {
             let id = self.shared.next_id();
             let (raw, era) = self.round(id, method, &params, &opts, start).await?;
-            // Only modern servers answer `input_required`: skip the scan of
-            // (possibly large) legacy results.
+            // Only stateless servers answer `input_required`: skip the scan of
+            // (possibly large) stateful results.
             if opts.single_round
                 || !MULTI_ROUND_METHODS.contains(&method)
                 || era != crate::protocol::Era::Stateless

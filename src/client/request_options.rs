@@ -124,7 +124,7 @@ impl RequestOptions {
         self
     }
 
-    /// Modern era: returns an `input_required` result as the server sent
+    /// Stateless era: returns an `input_required` result as the server sent
     /// it, instead of fulfilling its input requests with the handler and
     /// retrying. For a relay (a gateway) whose own client answers the
     /// input requests and retries with `inputResponses` and the

@@ -3,9 +3,9 @@
 //! for anything these do not cover.
 //!
 //! Era differences are handled here, not by the caller: [`Client::ping`]
-//! sends `ping` (legacy) or `server/discover` (modern, which has no
-//! `ping`); [`Client::set_log_level`] sends `logging/setLevel` (legacy) or
-//! puts the level in every later request's `_meta` (modern). Methods that
+//! sends `ping` (stateful) or `server/discover` (stateless, which has no
+//! `ping`); [`Client::set_log_level`] sends `logging/setLevel` (stateful) or
+//! puts the level in every later request's `_meta` (stateless). Methods that
 //! exist in one era only fail locally with [`Error::Unsupported`] in the
 //! other.
 
@@ -31,7 +31,7 @@ use crate::protocol::{
 /// State the typed layer keeps per client, shared by its handles.
 #[derive(Debug, Default)]
 pub(crate) struct TypedState {
-    /// The log level for modern requests' `_meta` (from the config, then
+    /// The log level for stateless requests' `_meta` (from the config, then
     /// [`Client::set_log_level`]).
     pub(crate) log_level: Mutex<Option<LoggingLevel>>,
     /// The tool list and the session it was fetched from.
@@ -119,9 +119,9 @@ fn params_of(method: &str, params: impl Serialize) -> Result<Option<Value>, Erro
 }
 
 impl Client {
-    /// Checks that the server answers, in either era: `ping` with a legacy
-    /// server, `server/discover` with a modern one (the modern revision
-    /// has no `ping`; every modern server answers `server/discover`).
+    /// Checks that the server answers, in either era: `ping` with a stateful
+    /// server, `server/discover` with a stateless one (the stateless revision
+    /// has no `ping`; every stateless server answers `server/discover`).
     pub async fn ping(&self) -> Result<(), Error> {
         let method = match self.era_when_ready().await? {
             Era::Stateful => methods::PING,
@@ -172,7 +172,7 @@ impl Client {
     ///
     /// A tool that fails reports it in an `Ok` result
     /// ([`CallToolResult::is_error`]); `Err` is a protocol or transport
-    /// failure. Modern `input_required` rounds are fulfilled by the
+    /// failure. Stateless `input_required` rounds are fulfilled by the
     /// client's handler (see [`request_raw`](Self::request_raw)).
     pub async fn call_tool(
         &self,
@@ -213,18 +213,18 @@ impl Client {
             .await
     }
 
-    /// Legacy era: subscribes to `notifications/resources/updated` for
-    /// `uri`. Modern servers have no such method ([`Error::Unsupported`]):
+    /// Stateful era: subscribes to `notifications/resources/updated` for
+    /// `uri`. Stateless servers have no such method ([`Error::Unsupported`]):
     /// use [`listen`](Self::listen) with
     /// [`SubscriptionFilter::resource`](crate::protocol::SubscriptionFilter::resource).
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), Error> {
-        self.legacy_only(methods::RESOURCES_SUBSCRIBE, ResourceParams::new(uri))
+        self.stateful_only(methods::RESOURCES_SUBSCRIBE, ResourceParams::new(uri))
             .await
     }
 
-    /// Legacy era: ends a [`subscribe_resource`](Self::subscribe_resource).
+    /// Stateful era: ends a [`subscribe_resource`](Self::subscribe_resource).
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
-        self.legacy_only(methods::RESOURCES_UNSUBSCRIBE, ResourceParams::new(uri))
+        self.stateful_only(methods::RESOURCES_UNSUBSCRIBE, ResourceParams::new(uri))
             .await
     }
 
@@ -273,7 +273,7 @@ impl Client {
     }
 
     /// Sets the least severe log level the server should send, in either
-    /// era: `logging/setLevel` with a legacy server; with a modern one the
+    /// era: `logging/setLevel` with a stateful server; with a stateless one the
     /// level goes in the `_meta` of every later request
     /// (`io.modelcontextprotocol/logLevel`, as
     /// [`ClientConfig::log_level`](crate::client::ClientConfig::log_level) does from
@@ -384,8 +384,8 @@ impl Client {
         }
     }
 
-    /// A legacy-only request with an empty result.
-    async fn legacy_only(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
+    /// A stateful-only request with an empty result.
+    async fn stateful_only(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
         if let era @ Era::Stateless = self.era_when_ready().await? {
             return Err(Error::Unsupported {
                 method: method.into(),
@@ -401,8 +401,8 @@ impl Client {
         Ok(self.ready(self.shared.config.request_timeout).await?.era)
     }
 
-    /// `params` with the modern log level in its `_meta`, when one is set
-    /// and the server is not known to be legacy (the key is harmless to a
+    /// `params` with the stateless log level in its `_meta`, when one is set
+    /// and the server is not known to be stateful (the key is harmless to a
     /// server that does not know it). A `_meta` level the caller set wins.
     pub(crate) fn with_log_level(&self, params: Option<Value>) -> Option<Value> {
         if self.shared.era() == Some(Era::Stateful) {

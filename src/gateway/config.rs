@@ -96,7 +96,7 @@ pub struct HttpGatewayConfig {
     /// calls in flight get to finish before they are answered with an
     /// error and every server stops.
     pub grace: Duration,
-    /// A 2026-07-28 client whose call is waiting for its input (a legacy
+    /// A 2026-07-28 client whose call is waiting for its input (a stateful
     /// server asked for sampling, elicitation or roots) has this long to
     /// send it; then the server's request fails and the call is cancelled.
     /// The endpoints' [`ServerConfig::held_input_timeout`](crate::server::ServerConfig::held_input_timeout).

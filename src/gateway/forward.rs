@@ -8,8 +8,8 @@
 //! |---|---|---|
 //! | 2026-07-28 | 2026-07-28 | the server's `input_required` passed through as it is (its `requestState` too) |
 //! | 2025-11-25 | 2026-07-28 | fulfilled by the gateway's client: each input request goes to the front session as a request on the call's SSE stream |
-//! | 2025-11-25 | legacy | the server's request goes to the front session on the call's SSE stream |
-//! | 2026-07-28 | legacy | the server's call is held open ([`RequestContext::run_held`]); the front gets `input_required` with the call's `requestState`, and the retry's answer goes to the server's request |
+//! | 2025-11-25 | stateful | the server's request goes to the front session on the call's SSE stream |
+//! | 2026-07-28 | stateful | the server's call is held open ([`RequestContext::run_held`]); the front gets `input_required` with the call's `requestState`, and the retry's answer goes to the server's request |
 
 use std::sync::Arc;
 
@@ -163,7 +163,7 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerE
     answer(&target.server, result)
 }
 
-/// A 2026-07-28 front call to a legacy server: the server's call runs
+/// A 2026-07-28 front call to a stateful server: the server's call runs
 /// once, held across the front client's input rounds
 /// ([`RequestContext::run_held`]). What the server asks over its stdio is
 /// the held call's ask: the front round ends `input_required`, and the
@@ -246,7 +246,7 @@ pub(crate) fn send_progress(ctx: &RequestContext, p: &Progress) {
 /// own progress token and protocol version out (the gateway's client sets
 /// its own); for a 2026-07-28 server, the front client's capabilities,
 /// identity and log level, so that the server asks only for what this
-/// client can give; for a legacy server, no `io.modelcontextprotocol/`
+/// client can give; for a stateful server, no `io.modelcontextprotocol/`
 /// keys and no retry fields.
 pub(crate) fn server_params(
     params: Option<Value>,
@@ -275,7 +275,7 @@ pub(crate) fn server_params(
                 if let Some(info) = ctx.handle().client_info() {
                     m.entry(meta::CLIENT_INFO).or_insert(info);
                 }
-                // A legacy client gets every log message of its calls
+                // A stateful client gets every log message of its calls
                 // unless it set a level.
                 let level = ctx
                     .handle()

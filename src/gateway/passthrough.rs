@@ -1,8 +1,8 @@
 //! `/servers/NAME/mcp`: one server as it is, its own names, every method
-//! passed on; the front answers only what is per session (a legacy
+//! passed on; the front answers only what is per session (a stateful
 //! client's log level and resource subscriptions, kept by its sessions) and
 //! serves `subscriptions/listen` (passed on to a 2026-07-28 server, kept
-//! by the sessions for a legacy one), and applies the tool filter and the
+//! by the sessions for a stateful one), and applies the tool filter and the
 //! caller's grant to `tools/list` and `tools/call`.
 
 use std::sync::{Arc, Weak};
@@ -85,7 +85,7 @@ impl Handler for Passthrough {
         match req.method.as_str() {
             methods::LOGGING_SET_LEVEL if era == Era::Stateful => {
                 // Kept for this session (its calls carry it to a 2026-07-28
-                // server); a legacy server is told too.
+                // server); a stateful server is told too.
                 self.sessions
                     .handle_request(req.clone(), ctx.clone())
                     .await?;

@@ -5,14 +5,14 @@
 //! [`ClientHandler`]. A request reaches it in one of two ways:
 //! - a 2026-07-28 server's input request, fulfilled by the client inside
 //!   the call's own task: the call is known exactly (a task-local);
-//! - a legacy server's request over stdio, which says nothing of the call
+//! - a stateful server's request over stdio, which says nothing of the call
 //!   it belongs to: it goes to the one client with calls in flight on that
 //!   server (the oldest call of that client's session); with calls of
 //!   several sessions in flight it is refused, rather than shown to a
 //!   client it may not belong to.
 //!
 //! A 2025-11-25 front session gets the request on its call's SSE stream
-//! ([`RequestContext::ask`]); a 2026-07-28 front call to a legacy server
+//! ([`RequestContext::ask`]); a 2026-07-28 front call to a stateful server
 //! is a [`HeldCall`], and the request is its [`ask`](HeldCall::ask): an
 //! `input_required` round of the front call.
 
@@ -35,7 +35,7 @@ use super::auth::Principal;
 
 tokio::task_local! {
     /// The front call a server call is made for (set around the client's
-    /// request, so a modern server's input requests find it).
+    /// request, so a stateless server's input requests find it).
     pub(crate) static CURRENT: Arc<Call>;
 }
 
@@ -60,7 +60,7 @@ enum FrontCall {
     /// The front request (a 2025-11-25 session's: asked on its stream;
     /// a 2026-07-28 one to a 2026-07-28 server: fulfilled in its task).
     Request(RequestContext),
-    /// A 2026-07-28 front call to a legacy server, held across its
+    /// A 2026-07-28 front call to a stateful server, held across its
     /// client's input rounds.
     Held(HeldCall),
 }

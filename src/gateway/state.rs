@@ -470,7 +470,7 @@ fn approximate_bytes(v: &Value) -> u64 {
 /// 2026-07-28 server sends list changes only on a `subscriptions/listen`
 /// stream: one is kept open while it is ready (so that the host lists it
 /// again, and the front's sessions are told), its notifications read here
-/// through `notes` like a legacy server's.
+/// through `notes` like a stateful server's.
 async fn watch_notes(
     watcher: Watcher,
     client: Client,
@@ -490,7 +490,7 @@ async fn watch_notes(
             Status::Ready(s) => Some(s.clone()),
             _ => None,
         };
-        let modern_ready = ready.as_ref().is_some_and(|s| s.era == Era::Stateless);
+        let stateless_ready = ready.as_ref().is_some_and(|s| s.era == Era::Stateless);
         let restarted = match (&last, &ready) {
             (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
             _ => false,
@@ -508,7 +508,7 @@ async fn watch_notes(
                 }
             });
         }
-        if modern_ready && stream.is_none() && !refused {
+        if stateless_ready && stream.is_none() && !refused {
             match client.listen(SubscriptionFilter::all_list_changes()).await {
                 Ok(s) => stream = Some(s),
                 Err(e) => {

@@ -206,7 +206,7 @@ pub struct HostOptions {
     /// (every client's tree) is then a subtree of the user's.
     pub supervisor: Option<ActorCell>,
     /// Answers every server's requests to the client (roots, sampling,
-    /// elicitation) and modern input requests.
+    /// elicitation) and stateless input requests.
     pub handler: Option<Arc<dyn ClientHandler>>,
     /// A handler per server, made from its name when it starts (wins over
     /// [`handler`](Self::handler)); see [`handler_per_server`](Self::handler_per_server).

@@ -9,19 +9,19 @@ use base64::Engine as _;
 use serde_json::Value;
 
 /// `MCP-Session-Id` (2025-11-25 era): the session minted by `initialize`.
-pub const SESSION_ID: &str = "mcp-session-id";
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
 /// `MCP-Protocol-Version`: the protocol version of the request.
-pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// `Mcp-Method` (2026-07-28 era): mirrors the body's `method`.
-pub const METHOD: &str = "mcp-method";
+pub(crate) const METHOD: &str = "mcp-method";
 /// `Mcp-Name` (2026-07-28 era): mirrors `params.name` (`tools/call`,
 /// `prompts/get`) or `params.uri` (`resources/read`).
-pub const NAME: &str = "mcp-name";
+pub(crate) const NAME: &str = "mcp-name";
 /// Prefix of `Mcp-Param-{Name}` (2026-07-28 era): a tool argument mirrored
 /// into a header, as its input schema's `x-mcp-header` asks.
-pub const PARAM_PREFIX: &str = "mcp-param-";
+pub(crate) const PARAM_PREFIX: &str = "mcp-param-";
 /// `Last-Event-ID` (2025-11-25 era): resume an SSE stream after this event.
-pub const LAST_EVENT_ID: &str = "last-event-id";
+pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The sentinel's prefix (exact, lower-case).
 const SENTINEL_START: &str = "=?base64?";
@@ -31,7 +31,7 @@ const SENTINEL_END: &str = "?=";
 /// A header value that is not valid for MCP.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum HeaderValueError {
+pub(crate) enum HeaderValueError {
     /// A byte outside visible ASCII, space and horizontal tab.
     #[error("invalid byte 0x{byte:02x} at offset {at}")]
     InvalidByte {
@@ -50,13 +50,13 @@ pub enum HeaderValueError {
 
 /// Whether `s` is a valid session id: 1 or more visible ASCII characters
 /// (0x21 to 0x7E), as the 2025-11-25 transport requires.
-pub fn is_visible_ascii(s: &str) -> bool {
+pub(crate) fn is_visible_ascii(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
 /// Whether `s` is an HTTP token (RFC 9110 `1*tchar`): what an
 /// `x-mcp-header` name must be.
-pub fn is_token(s: &str) -> bool {
+pub(crate) fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes().all(|b| {
             b.is_ascii_alphanumeric()
@@ -89,7 +89,7 @@ fn is_sentinel(s: &str) -> bool {
 /// Whether `s` can be sent as a plain header value: visible ASCII, space
 /// and tab only, no leading or trailing blank, and not itself shaped like
 /// the sentinel.
-pub fn is_plain(s: &str) -> bool {
+pub(crate) fn is_plain(s: &str) -> bool {
     let blank = |c: char| c == ' ' || c == '\t';
     !s.starts_with(blank)
         && !s.ends_with(blank)
@@ -99,7 +99,7 @@ pub fn is_plain(s: &str) -> bool {
 
 /// The header form of `value`: itself when [`is_plain`], else
 /// `=?base64?{base64 of its UTF-8}?=`.
-pub fn encode_value(value: &str) -> String {
+pub(crate) fn encode_value(value: &str) -> String {
     if is_plain(value) {
         value.to_owned()
     } else {
@@ -110,7 +110,7 @@ pub fn encode_value(value: &str) -> String {
 
 /// The value a header carries: the sentinel form decoded, any other value
 /// checked (visible ASCII, space and tab only) and returned as is.
-pub fn decode_value(raw: &[u8]) -> Result<String, HeaderValueError> {
+pub(crate) fn decode_value(raw: &[u8]) -> Result<String, HeaderValueError> {
     if let Some(at) = raw
         .iter()
         .position(|&b| b != b'\t' && !(0x20..=0x7e).contains(&b))
@@ -133,7 +133,7 @@ pub fn decode_value(raw: &[u8]) -> Result<String, HeaderValueError> {
 /// `tools/call` and `prompts/get`, `params.uri` for `resources/read`; `None`
 /// for other methods (the header is not used), `Some(None)` when the
 /// method uses it but the body has no string there.
-pub fn name_source<'a>(method: &str, params: Option<&'a Value>) -> Option<Option<&'a str>> {
+pub(crate) fn name_source<'a>(method: &str, params: Option<&'a Value>) -> Option<Option<&'a str>> {
     crate::protocol::request_target(method, params)
 }
 
@@ -141,7 +141,7 @@ pub fn name_source<'a>(method: &str, params: Option<&'a Value>) -> Option<Option
 /// as is, an integer in decimal, a boolean as `true`/`false`; `None` for
 /// other values (null, numbers with a fraction, arrays, objects), which are
 /// never mirrored.
-pub fn param_value(v: &Value) -> Option<String> {
+pub(crate) fn param_value(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Bool(b) => Some(b.to_string()),

@@ -13,5 +13,5 @@
 //! - [`sse`]: one event to bytes ([`sse::Event`]), and an incremental
 //!   parser ([`sse::Parser`]) that never buffers more than one event.
 
-pub mod headers;
-pub mod sse;
+pub(crate) mod headers;
+pub(crate) mod sse;

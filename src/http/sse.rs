@@ -11,20 +11,20 @@ use bytes::Bytes;
 
 /// One event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Event {
+pub(crate) struct Event {
     /// `id:` (the position a client resumes from with `Last-Event-ID`).
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     /// `event:` (MCP uses the default type, `message`: `None`).
-    pub event: Option<String>,
+    pub(crate) event: Option<String>,
     /// `data:` (a JSON-RPC message; empty for a priming event).
-    pub data: String,
+    pub(crate) data: String,
     /// `retry:` in milliseconds (the client's reconnection delay).
-    pub retry: Option<u64>,
+    pub(crate) retry: Option<u64>,
 }
 
 impl Event {
     /// An event carrying `data` (one JSON-RPC message).
-    pub fn message(data: impl Into<String>) -> Self {
+    pub(crate) fn message(data: impl Into<String>) -> Self {
         Event {
             data: data.into(),
             ..Event::default()
@@ -32,13 +32,13 @@ impl Event {
     }
 
     /// Sets the event's id.
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub(crate) fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
     }
 
     /// Sets the event's `retry`.
-    pub fn with_retry(mut self, ms: u64) -> Self {
+    pub(crate) fn with_retry(mut self, ms: u64) -> Self {
         self.retry = Some(ms);
         self
     }
@@ -47,7 +47,7 @@ impl Event {
     /// it. Line breaks in `data` become several `data:` lines; an id or
     /// event type holding a line break would break the framing, so those
     /// are cut at the first one.
-    pub fn to_bytes(&self) -> Bytes {
+    pub(crate) fn to_bytes(&self) -> Bytes {
         let mut out = Vec::with_capacity(self.data.len() + 48);
         let first_line = |s: &str| s.split(['\r', '\n']).next().unwrap_or("").to_owned();
         if let Some(id) = &self.id {
@@ -76,16 +76,16 @@ impl Event {
 
 /// A comment line: ignored by clients, it keeps idle connections open
 /// through proxies and client timeouts.
-pub fn keep_alive() -> Bytes {
+pub(crate) fn keep_alive() -> Bytes {
     Bytes::from_static(b":\n\n")
 }
 
 /// The stream broke the parser's bound.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("SSE event over {limit} bytes")]
-pub struct EventTooLarge {
+pub(crate) struct EventTooLarge {
     /// The bound.
-    pub limit: usize,
+    pub(crate) limit: usize,
 }
 
 /// An incremental `text/event-stream` parser.
@@ -97,7 +97,7 @@ pub struct EventTooLarge {
 /// event: an id, a `retry`, an empty `data`; callers skip empty data), and
 /// a block without one (only an id or a comment) is not.
 #[derive(Debug)]
-pub struct Parser {
+pub(crate) struct Parser {
     max_event_bytes: usize,
     line: Vec<u8>,
     /// The previous chunk ended with `\r`: a `\n` starting the next one
@@ -115,7 +115,7 @@ pub struct Parser {
 impl Parser {
     /// A parser that refuses an event (or a line) larger than
     /// `max_event_bytes`.
-    pub fn new(max_event_bytes: usize) -> Self {
+    pub(crate) fn new(max_event_bytes: usize) -> Self {
         Parser {
             max_event_bytes,
             line: Vec::new(),
@@ -131,17 +131,17 @@ impl Parser {
     }
 
     /// The id of the last event seen (the `Last-Event-ID` to resume with).
-    pub fn last_event_id(&self) -> Option<&str> {
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
         self.last_event_id.as_deref()
     }
 
     /// The latest `retry` the server sent, in milliseconds.
-    pub fn retry(&self) -> Option<u64> {
+    pub(crate) fn retry(&self) -> Option<u64> {
         self.retry
     }
 
     /// Parses `chunk`; returns the events it completed.
-    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<Event>, EventTooLarge> {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) -> Result<Vec<Event>, EventTooLarge> {
         let mut out = Vec::new();
         let mut rest = chunk;
         if self.after_cr && rest.first() == Some(&b'\n') {

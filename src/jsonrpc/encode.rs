@@ -46,7 +46,7 @@ fn line<T: Serialize>(msg: &T) -> Result<Vec<u8>, serde_json::Error> {
 }
 
 /// A request line.
-pub fn request<P: Serialize + ?Sized>(
+pub(crate) fn request<P: Serialize + ?Sized>(
     id: &RequestId,
     method: &str,
     params: Option<&P>,
@@ -60,7 +60,7 @@ pub fn request<P: Serialize + ?Sized>(
 }
 
 /// A notification line.
-pub fn notification<P: Serialize + ?Sized>(
+pub(crate) fn notification<P: Serialize + ?Sized>(
     method: &str,
     params: Option<&P>,
 ) -> Result<Vec<u8>, serde_json::Error> {
@@ -72,7 +72,7 @@ pub fn notification<P: Serialize + ?Sized>(
 }
 
 /// A success response line.
-pub fn result<R: Serialize + ?Sized>(
+pub(crate) fn result<R: Serialize + ?Sized>(
     id: &Option<RequestId>,
     result: &R,
 ) -> Result<Vec<u8>, serde_json::Error> {
@@ -85,7 +85,7 @@ pub fn result<R: Serialize + ?Sized>(
 
 /// An error response line. Cannot fail: an [`ErrorObject`] always
 /// serialises (its `data` is already a `Value`).
-pub fn error(id: &Option<RequestId>, error: &ErrorObject) -> Vec<u8> {
+pub(crate) fn error(id: &Option<RequestId>, error: &ErrorObject) -> Vec<u8> {
     line(&Err {
         jsonrpc: "2.0",
         id,

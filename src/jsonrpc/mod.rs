@@ -34,11 +34,11 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     /// Internal JSON-RPC error.
     pub const INTERNAL_ERROR: i64 = -32603;
-    /// Modern era: a header and the `_meta` disagree.
+    /// Stateless era: a header and the `_meta` disagree.
     pub const HEADER_MISMATCH: i64 = -32020;
-    /// Modern era: a client capability the server needs is missing.
+    /// Stateless era: a client capability the server needs is missing.
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
-    /// Modern era: the requested protocol version is not supported.
+    /// Stateless era: the requested protocol version is not supported.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
@@ -446,9 +446,7 @@ fn not_an_object(body: &[u8]) -> ParseError {
     }
 }
 
-// Public only for this repository's tests and benches (see `framing`).
-#[doc(hidden)]
-pub mod encode;
+pub(crate) mod encode;
 
 #[cfg(test)]
 mod tests {

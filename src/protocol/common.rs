@@ -127,8 +127,8 @@ pub struct Annotations {
 }
 
 string_enum! {
-    /// Modern era: what a result is (`resultType`). A result without one
-    /// (legacy servers) is complete.
+    /// Stateless era: what a result is (`resultType`). A result without one
+    /// (stateful servers) is complete.
     ResultType {
         /// The final result.
         Complete = "complete",
@@ -137,7 +137,7 @@ string_enum! {
     }
 }
 
-/// Who may reuse a cached modern-era result (`cacheScope`).
+/// Who may reuse a cached stateless-era result (`cacheScope`).
 ///
 /// The schema allows exactly these two values; any other decodes as
 /// [`Private`](Self::Private), the narrower scope.
@@ -185,7 +185,7 @@ pub struct EmptyResult {
     /// `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// Members not modelled here, kept as sent.
@@ -198,7 +198,7 @@ pub struct EmptyResult {
 /// `server/discover`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MetaParams {
-    /// `_meta` (modern: the stream's
+    /// `_meta` (stateless: the stream's
     /// [`SUBSCRIPTION_ID`](super::meta::SUBSCRIPTION_ID)).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -209,7 +209,7 @@ pub struct MetaParams {
 
 impl MetaParams {
     /// The `subscriptions/listen` stream a notification belongs to
-    /// (modern), if it says.
+    /// (stateless), if it says.
     pub fn subscription_id(&self) -> Option<&Value> {
         self.meta.as_ref()?.get(super::meta::SUBSCRIPTION_ID)
     }

@@ -138,7 +138,7 @@ pub struct Completion {
 pub struct CompleteResult {
     /// The completions.
     pub completion: Completion,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// `_meta`.

@@ -1,4 +1,4 @@
-//! Starting a session: the legacy `initialize` handshake and the modern
+//! Starting a session: the stateful `initialize` handshake and the stateless
 //! `server/discover`.
 
 use serde::{Deserialize, Serialize};
@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::capabilities::{ClientCapabilities, ServerCapabilities};
 use super::common::{CacheScope, Extra, Implementation, Meta, ResultType};
 
-/// The parameters of the legacy `initialize`.
+/// The parameters of the stateful `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
@@ -24,7 +24,7 @@ pub struct InitializeParams {
     pub extra: Extra,
 }
 
-/// The result of the legacy `initialize`.
+/// The result of the stateful `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
@@ -45,7 +45,7 @@ pub struct InitializeResult {
     pub extra: Extra,
 }
 
-/// The result of the modern `server/discover`. The server's
+/// The result of the stateless `server/discover`. The server's
 /// [`Implementation`] is in `_meta` under
 /// [`SERVER_INFO`](super::meta::SERVER_INFO) (see
 /// [`server_info`](Self::server_info)).

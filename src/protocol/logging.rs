@@ -1,4 +1,4 @@
-//! Logging: levels, the legacy `logging/setLevel`, `notifications/message`.
+//! Logging: levels, the stateful `logging/setLevel`, `notifications/message`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,7 +44,7 @@ impl LoggingLevel {
     }
 }
 
-/// The parameters of the legacy `logging/setLevel`.
+/// The parameters of the stateful `logging/setLevel`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SetLevelParams {
     /// The least severe level the client wants.

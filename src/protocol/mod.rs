@@ -1,7 +1,7 @@
 //! The MCP protocol, typed: versions, eras, `_meta` keys, method names, and
 //! a model for every request, result and notification of the two schemas
-//! this library speaks (2025-11-25, the last legacy revision, and
-//! 2026-07-28, the modern one).
+//! this library speaks (2025-11-25, the last stateful revision, and
+//! 2026-07-28, the stateless one).
 //!
 //! # Why our own types
 //!
@@ -15,7 +15,7 @@
 //!   into decoding errors, and a proxy re-encodes what it received.
 //! - **One model for both eras.** A field that exists in one revision only
 //!   is optional here; `resultType`, `ttlMs`, `cacheScope`, `inputRequests`
-//!   and `requestState` sit next to the legacy fields.
+//!   and `requestState` sit next to the stateful fields.
 //! - **Semver.** These types are part of this crate's API; re-exporting
 //!   another SDK's model would make each of its breaking releases one of
 //!   ours.
@@ -122,7 +122,7 @@ pub(crate) fn request_target<'a>(
     )
 }
 
-/// `_meta` keys of the modern era.
+/// `_meta` keys of the stateless era.
 pub mod meta {
     /// The protocol version of this request (required).
     pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -143,13 +143,13 @@ pub mod meta {
 
 /// Method names.
 pub mod methods {
-    /// Modern: discovery.
+    /// Stateless: discovery.
     pub const DISCOVER: &str = "server/discover";
-    /// Legacy: handshake request.
+    /// Stateful: handshake request.
     pub const INITIALIZE: &str = "initialize";
-    /// Legacy: handshake completion notification.
+    /// Stateful: handshake completion notification.
     pub const INITIALIZED: &str = "notifications/initialized";
-    /// Liveness check (legacy era).
+    /// Liveness check (stateful era).
     pub const PING: &str = "ping";
     /// Cancellation of an in-flight request.
     pub const CANCELLED: &str = "notifications/cancelled";
@@ -171,9 +171,9 @@ pub mod methods {
     pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
     /// Read a resource.
     pub const RESOURCES_READ: &str = "resources/read";
-    /// Legacy: subscribe to a resource's updates.
+    /// Stateful: subscribe to a resource's updates.
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-    /// Legacy: end a resource subscription.
+    /// Stateful: end a resource subscription.
     pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
     /// List the server's prompts.
     pub const PROMPTS_LIST: &str = "prompts/list";
@@ -181,17 +181,17 @@ pub mod methods {
     pub const PROMPTS_GET: &str = "prompts/get";
     /// Complete an argument.
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// Legacy: set the server's log level.
+    /// Stateful: set the server's log level.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// Modern: open a notification stream.
+    /// Stateless: open a notification stream.
     pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-    /// Legacy (2025-11-25, experimental): a task's state.
+    /// Stateful (2025-11-25, experimental): a task's state.
     pub const TASKS_GET: &str = "tasks/get";
-    /// Legacy (2025-11-25, experimental): a task's result.
+    /// Stateful (2025-11-25, experimental): a task's result.
     pub const TASKS_RESULT: &str = "tasks/result";
-    /// Legacy (2025-11-25, experimental): list tasks.
+    /// Stateful (2025-11-25, experimental): list tasks.
     pub const TASKS_LIST: &str = "tasks/list";
-    /// Legacy (2025-11-25, experimental): cancel a task.
+    /// Stateful (2025-11-25, experimental): cancel a task.
     pub const TASKS_CANCEL: &str = "tasks/cancel";
     /// A log message from the server.
     pub const MESSAGE: &str = "notifications/message";
@@ -203,13 +203,13 @@ pub mod methods {
     pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
     /// The server's tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    /// Legacy: the client's roots changed.
+    /// Stateful: the client's roots changed.
     pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
-    /// Modern: a `subscriptions/listen` stream is open.
+    /// Stateless: a `subscriptions/listen` stream is open.
     pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-    /// Legacy (2025-11-25): a URL-mode elicitation completed.
+    /// Stateful (2025-11-25): a URL-mode elicitation completed.
     pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
-    /// Legacy (2025-11-25, experimental): a task's status changed.
+    /// Stateful (2025-11-25, experimental): a task's status changed.
     pub const TASKS_STATUS: &str = "notifications/tasks/status";
 }
 

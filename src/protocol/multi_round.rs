@@ -1,4 +1,4 @@
-//! Modern multi round-trip requests: a `tools/call`, `prompts/get` or
+//! Stateless multi round-trip requests: a `tools/call`, `prompts/get` or
 //! `resources/read` answered with `input_required`, and the retry's
 //! `inputResponses`.
 
@@ -15,7 +15,7 @@ use super::sampling::{CreateMessageParams, CreateMessageResult};
 
 /// Something the server needs from the client: a `sampling/createMessage`,
 /// `roots/list` or `elicitation/create` request (`{method, params}`), in
-/// an [`InputRequiredResult`] (modern) or sent as a request (legacy).
+/// an [`InputRequiredResult`] (stateless) or sent as a request (stateful).
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputRequest {
     /// `sampling/createMessage`.
@@ -166,7 +166,7 @@ pub enum InputResponse {
 /// The answers of a retry, by the keys of the input requests.
 pub type InputResponses = BTreeMap<String, InputResponse>;
 
-/// A modern result saying the server needs input before it can answer:
+/// A stateless result saying the server needs input before it can answer:
 /// the client fulfils `inputRequests` and retries the request with
 /// `inputResponses`, echoing `requestState`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

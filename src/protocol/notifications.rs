@@ -93,11 +93,11 @@ pub enum ServerNotification {
     ResourcesListChanged(MetaParams),
     /// `notifications/resources/updated`.
     ResourceUpdated(ResourceParams),
-    /// Modern: `notifications/subscriptions/acknowledged`.
+    /// Stateless: `notifications/subscriptions/acknowledged`.
     SubscriptionsAcknowledged(SubscriptionsAcknowledgedParams),
-    /// Legacy (2025-11-25): `notifications/elicitation/complete`.
+    /// Stateful (2025-11-25): `notifications/elicitation/complete`.
     ElicitationComplete(ElicitationCompleteParams),
-    /// Legacy (2025-11-25): `notifications/tasks/status`.
+    /// Stateful (2025-11-25): `notifications/tasks/status`.
     TaskStatus(TaskState),
     /// Any other method, or a known one whose params do not match its
     /// shape, as received.
@@ -139,11 +139,11 @@ pub enum ClientNotification {
     Cancelled(CancelledParams),
     /// `notifications/progress`.
     Progress(ProgressParams),
-    /// Legacy: `notifications/initialized`.
+    /// Stateful: `notifications/initialized`.
     Initialized(MetaParams),
-    /// Legacy: `notifications/roots/list_changed`.
+    /// Stateful: `notifications/roots/list_changed`.
     RootsListChanged(MetaParams),
-    /// Legacy (2025-11-25): `notifications/tasks/status`.
+    /// Stateful (2025-11-25): `notifications/tasks/status`.
     TaskStatus(TaskState),
     /// Any other method, or a known one whose params do not match its
     /// shape, as received.

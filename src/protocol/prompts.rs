@@ -62,13 +62,13 @@ pub struct ListPromptsResult {
     /// The next page's cursor, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<Cursor>,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Modern era: how long the client may cache this (ms).
+    /// Stateless era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Modern era: who may reuse the cached result.
+    /// Stateless era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -88,10 +88,10 @@ pub struct GetPromptParams {
     /// Its arguments (the schema says string values).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Map<String, Value>>,
-    /// Modern era: the answers to a previous round's input requests.
+    /// Stateless era: the answers to a previous round's input requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// Modern era: the previous round's `requestState`, echoed.
+    /// Stateless era: the previous round's `requestState`, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// `_meta`.
@@ -134,7 +134,7 @@ pub struct GetPromptResult {
     /// What the prompt is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// `_meta`.

@@ -1,5 +1,5 @@
 //! Resources and resource templates: `resources/list`,
-//! `resources/templates/list`, `resources/read`, the legacy
+//! `resources/templates/list`, `resources/read`, the stateful
 //! `resources/subscribe`/`unsubscribe` and `notifications/resources/updated`.
 
 use serde::{Deserialize, Serialize};
@@ -94,13 +94,13 @@ pub struct ListResourcesResult {
     /// The next page's cursor, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<Cursor>,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Modern era: how long the client may cache this (ms).
+    /// Stateless era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Modern era: who may reuse the cached result.
+    /// Stateless era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -120,13 +120,13 @@ pub struct ListResourceTemplatesResult {
     /// The next page's cursor, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<Cursor>,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Modern era: how long the client may cache this (ms).
+    /// Stateless era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Modern era: who may reuse the cached result.
+    /// Stateless era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -143,10 +143,10 @@ pub struct ListResourceTemplatesResult {
 pub struct ReadResourceParams {
     /// The resource's URI.
     pub uri: String,
-    /// Modern era: the answers to a previous round's input requests.
+    /// Stateless era: the answers to a previous round's input requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// Modern era: the previous round's `requestState`, echoed.
+    /// Stateless era: the previous round's `requestState`, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// `_meta`.
@@ -163,13 +163,13 @@ pub struct ReadResourceParams {
 pub struct ReadResourceResult {
     /// The contents (several for a resource with parts).
     pub contents: Vec<ResourceContents>,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Modern era: how long the client may cache this (ms).
+    /// Stateless era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Modern era: who may reuse the cached result.
+    /// Stateless era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -180,14 +180,14 @@ pub struct ReadResourceResult {
     pub extra: Extra,
 }
 
-/// The parameters of a request about one resource (the legacy
+/// The parameters of a request about one resource (the stateful
 /// `resources/subscribe` and `resources/unsubscribe`) and of
 /// `notifications/resources/updated`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceParams {
     /// The resource's URI.
     pub uri: String,
-    /// `_meta` (on the notification, modern: the stream's
+    /// `_meta` (on the notification, stateless: the stream's
     /// [`SUBSCRIPTION_ID`](super::meta::SUBSCRIPTION_ID)).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,

@@ -1,6 +1,6 @@
-//! Legacy (2025-11-25, experimental) tasks: long-running requests polled
+//! Stateful (2025-11-25, experimental) tasks: long-running requests polled
 //! with `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`. Absent
-//! from the modern revision.
+//! from the stateless revision.
 
 use serde::{Deserialize, Serialize};
 

@@ -33,7 +33,7 @@ pub struct ToolAnnotations {
     pub extra: Extra,
 }
 
-/// Legacy (2025-11-25, experimental): how a tool runs as a task.
+/// Stateful (2025-11-25, experimental): how a tool runs as a task.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolExecution {
@@ -69,7 +69,7 @@ pub struct Tool {
     /// Icons to show.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<Icon>>,
-    /// Legacy (2025-11-25): task support.
+    /// Stateful (2025-11-25): task support.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<ToolExecution>,
     /// `_meta`.
@@ -99,13 +99,13 @@ pub struct ListToolsResult {
     /// The next page's cursor, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<Cursor>,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Modern era: how long the client may cache this (ms).
+    /// Stateless era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Modern era: who may reuse the cached result.
+    /// Stateless era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -125,13 +125,13 @@ pub struct CallToolParams {
     /// Its arguments (a JSON object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Map<String, Value>>,
-    /// Legacy (2025-11-25): run it as a task.
+    /// Stateful (2025-11-25): run it as a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
-    /// Modern era: the answers to a previous round's input requests.
+    /// Stateless era: the answers to a previous round's input requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// Modern era: the previous round's `requestState`, echoed.
+    /// Stateless era: the previous round's `requestState`, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// `_meta`.
@@ -170,7 +170,7 @@ pub struct CallToolResult {
     /// [`is_error`](Self::is_error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
-    /// Modern era: `"complete"`.
+    /// Stateless era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// `_meta`.

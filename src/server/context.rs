@@ -14,7 +14,7 @@ use super::error::{AskError, SendError};
 use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
 use super::held_table::ScopeKey;
 
-/// Input requests and state recorded by a modern-era handler.
+/// Input requests and state recorded by a stateless-era handler.
 #[derive(Debug, Default)]
 pub(crate) struct Recorded {
     pub(crate) requests: Map<String, Value>,
@@ -56,8 +56,8 @@ impl RequestShared {
 ///
 /// [`ask`](Self::ask) is the one call a handler makes for roots, sampling or
 /// elicitation:
-/// - **Legacy**: it sends the server-to-client request and awaits the answer.
-/// - **Modern**: the server never sends requests. If this request's
+/// - **Stateful**: it sends the server-to-client request and awaits the answer.
+/// - **Stateless**: the server never sends requests. If this request's
 ///   `inputResponses` already holds the answer under `key` (the client's
 ///   retry), `ask` returns it. Otherwise it records the input request and
 ///   returns [`AskError::InputRequired`]; the handler returns it with `?`
@@ -67,7 +67,7 @@ impl RequestShared {
 ///   start, this time getting the answer.
 ///
 /// So the same handler code works in both eras, provided it is idempotent
-/// up to its `ask` calls (in the modern era it runs once per round).
+/// up to its `ask` calls (in the stateless era it runs once per round).
 ///
 /// Work that must not run twice (it started something, or relays another
 /// process that asks) runs in [`run_held`](Self::run_held) instead: it runs
@@ -127,8 +127,8 @@ impl RequestContext {
         &self.method
     }
 
-    /// The era of this request: modern if it carried the modern `_meta`,
-    /// legacy if it came in a session opened by `initialize`.
+    /// The era of this request: stateless if it carried the stateless `_meta`,
+    /// stateful if it came in a session opened by `initialize`.
     pub fn era(&self) -> Era {
         self.era
     }
@@ -169,7 +169,7 @@ impl RequestContext {
     }
 
     /// The client's capabilities for this request: from its `_meta`
-    /// (modern) or the session's `initialize` (legacy).
+    /// (stateless) or the session's `initialize` (stateful).
     pub fn client_capabilities(&self) -> Option<&Value> {
         self.client_capabilities.as_deref()
     }
@@ -207,9 +207,9 @@ impl RequestContext {
     /// Sends a `notifications/message` log entry for this request, if the
     /// client wants it; returns whether it was sent.
     ///
-    /// Modern era: only when the request's `_meta` carries
+    /// Stateless era: only when the request's `_meta` carries
     /// `io.modelcontextprotocol/logLevel` and `level` is at least as severe
-    /// (the specification forbids log messages otherwise). Legacy era: when
+    /// (the specification forbids log messages otherwise). Stateful era: when
     /// the session set a level with `logging/setLevel` (recorded by a
     /// [`Router`](super::Router): [`ServerHandle::log_level`]), only at least
     /// as severe; otherwise always. Levels, least severe first: debug, info,
@@ -268,7 +268,7 @@ impl RequestContext {
         crate::sync::until(&s.cancel, || s.is_cancelled()).await;
     }
 
-    /// Modern era: the `requestState` the client echoed back on a retry.
+    /// Stateless era: the `requestState` the client echoed back on a retry.
     ///
     /// **Attacker-controlled**: the client can send anything. Verify it
     /// (e.g. sign it with a server secret) before trusting its content.
@@ -276,13 +276,13 @@ impl RequestContext {
         self.request_state.as_deref()
     }
 
-    /// Modern era: sets the `requestState` sent with an input-required
+    /// Stateless era: sets the `requestState` sent with an input-required
     /// result (the client echoes it on the retry).
     pub fn set_request_state(&self, state: impl Into<String>) {
         crate::sync::lock(&self.shared.recorded).state = Some(state.into());
     }
 
-    /// Modern era: the retry's `inputResponses[key]`, if present.
+    /// Stateless era: the retry's `inputResponses[key]`, if present.
     pub fn input_response(&self, key: &str) -> Option<&Value> {
         self.input_responses.as_ref().and_then(|m| m.get(key))
     }
@@ -292,7 +292,7 @@ impl RequestContext {
     ///
     /// Fails with [`AskError::MissingCapability`] if the client did not
     /// declare the capability (the server must not ask for it), and in the
-    /// modern era with [`AskError::NotAllowed`] outside `tools/call`,
+    /// stateless era with [`AskError::NotAllowed`] outside `tools/call`,
     /// `prompts/get` and `resources/read`. Every `AskError` converts into a
     /// [`HandlerError`](super::HandlerError) with `?`.
     pub async fn ask(&self, key: &str, request: InputRequest) -> Result<Value, AskError> {
@@ -314,7 +314,7 @@ impl RequestContext {
         }
     }
 
-    /// [`ask`](Self::ask) for several inputs at once. In the modern era all
+    /// [`ask`](Self::ask) for several inputs at once. In the stateless era all
     /// missing ones are requested in a single input-required round.
     pub async fn ask_all(
         &self,

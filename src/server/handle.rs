@@ -27,12 +27,12 @@ pub const STDIO_SESSION: &str = "stdio";
 /// What the client told us about itself.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SessionState {
-    /// Legacy: the negotiated version after `initialize`.
-    pub(crate) legacy_version: Option<String>,
-    /// Legacy: capabilities from the latest `initialize` (shared with every
+    /// Stateful: the negotiated version after `initialize`.
+    pub(crate) stateful_version: Option<String>,
+    /// Stateful: capabilities from the latest `initialize` (shared with every
     /// request's context, not copied: they can be large).
-    pub(crate) legacy_capabilities: Option<Arc<Value>>,
-    /// The latest capabilities seen (initialize or a modern `_meta`).
+    pub(crate) stateful_capabilities: Option<Arc<Value>>,
+    /// The latest capabilities seen (initialize or a stateless `_meta`).
     pub(crate) latest_capabilities: Option<Arc<Value>>,
     /// The latest client info seen.
     pub(crate) client_info: Option<Value>,
@@ -40,10 +40,10 @@ pub(crate) struct SessionState {
     pub(crate) era: Option<Era>,
     /// `notifications/initialized` was received.
     pub(crate) initialized: bool,
-    /// Legacy: the URIs of `resources/subscribe` (a [`Router`](super::Router)
+    /// Stateful: the URIs of `resources/subscribe` (a [`Router`](super::Router)
     /// records them), bounded by `max_subscription_bytes`.
     pub(crate) subscriptions: Subscriptions,
-    /// Legacy: the level of the latest `logging/setLevel` (a
+    /// Stateful: the level of the latest `logging/setLevel` (a
     /// [`Router`](super::Router) records it).
     pub(crate) log_level: Option<LoggingLevel>,
 }
@@ -372,8 +372,8 @@ impl ServerHandle {
         }
     }
 
-    /// The client's capabilities: from the latest `initialize` (legacy) or
-    /// the latest modern request's `_meta`, whichever came last. `None`
+    /// The client's capabilities: from the latest `initialize` (stateful) or
+    /// the latest stateless request's `_meta`, whichever came last. `None`
     /// before either, or once the transport is gone.
     pub fn client_capabilities(&self) -> Option<Value> {
         self.shared()
@@ -413,14 +413,14 @@ impl ServerHandle {
     }
 
     /// The era of the latest request that declared one (`initialize` or a
-    /// modern `_meta`).
+    /// stateless `_meta`).
     pub fn era(&self) -> Option<Era> {
         self.shared().ok().and_then(|s| s.session().era)
     }
 
     /// The level the client asked for with `logging/setLevel` in this
-    /// session (legacy era), as recorded by a [`Router`](super::Router);
-    /// `None` before one, for a modern client, or once the transport is
+    /// session (stateful era), as recorded by a [`Router`](super::Router);
+    /// `None` before one, for a stateless client, or once the transport is
     /// gone. [`RequestContext::log`](super::RequestContext::log) honours it.
     pub fn log_level(&self) -> Option<LoggingLevel> {
         self.shared()
@@ -488,12 +488,12 @@ impl ServerHandle {
         self.notify(kind.method(), None)
     }
 
-    /// Sends a server-to-client request (legacy era: `roots/list`,
+    /// Sends a server-to-client request (stateful era: `roots/list`,
     /// `sampling/createMessage`, `elicitation/create`, `ping`) and waits for
     /// the answer for at most [`ServerConfig::client_request_timeout`].
     ///
-    /// Requires an initialized legacy session ([`SendError::NoLegacySession`]
-    /// otherwise: in the modern era use
+    /// Requires an initialized stateful session ([`SendError::NoLegacySession`]
+    /// otherwise: in the stateless era use
     /// [`RequestContext::ask`](super::RequestContext::ask)), and the client
     /// capability the method needs ([`SendError::MissingCapability`]).
     /// On timeout a `notifications/cancelled` is sent for it.
@@ -529,10 +529,10 @@ impl ServerHandle {
             let shared = self.shared()?;
             let caps = {
                 let st = shared.session();
-                if st.legacy_version.is_none() {
+                if st.stateful_version.is_none() {
                     return Err(SendError::NoLegacySession);
                 }
-                st.legacy_capabilities.clone()
+                st.stateful_capabilities.clone()
             };
             if let Some(cap) = capability_for(method) {
                 if !has_capability(caps.as_deref(), cap) {

@@ -5,15 +5,15 @@
 //! writing JSON Schema by hand.
 //!
 //! The router answers `tools/list`, `tools/call`, `resources/list`,
-//! `resources/templates/list`, `resources/read`, the legacy
+//! `resources/templates/list`, `resources/read`, the stateful
 //! `resources/subscribe`/`unsubscribe` and `logging/setLevel` (kept per
 //! session, with the session: one router may serve many),
 //! `prompts/list`, `prompts/get`, `completion/complete` (with a completer)
-//! and the modern `subscriptions/listen`; anything else goes to its
+//! and the stateless `subscriptions/listen`; anything else goes to its
 //! [`fallback`](Router::fallback), the raw escape hatch. It declares the
 //! capabilities of what is registered when serving starts, and tells
-//! clients when a list changes at run time (legacy: the `list_changed`
-//! notification; modern: on the `subscriptions/listen` streams that asked
+//! clients when a list changes at run time (stateful: the `list_changed`
+//! notification; stateless: on the `subscriptions/listen` streams that asked
 //! for it).
 //!
 //! ```no_run
@@ -118,7 +118,7 @@ struct Routes {
     fallback: Option<Arc<FallbackFn>>,
 }
 
-/// A modern `subscriptions/listen` stream being served.
+/// A stateless `subscriptions/listen` stream being served.
 struct Listener {
     id: RequestId,
     filter: SubscriptionFilter,
@@ -132,15 +132,15 @@ struct Inner {
     handles: Mutex<Vec<ServerHandle>>,
     listeners: Mutex<Vec<(u64, Listener)>>,
     next_listener: std::sync::atomic::AtomicU64,
-    /// The level of the latest legacy `logging/setLevel` of any session
+    /// The level of the latest stateful `logging/setLevel` of any session
     /// (for [`Router::log_level`]; each session keeps its own).
     log_level: Mutex<Option<LoggingLevel>>,
 }
 
 /// A [`Handler`] built from registered tools, resources, templates and
 /// prompts. It answers `tools/*`, `resources/*`, `prompts/*`,
-/// `completion/complete` (with a completer), the legacy `logging/setLevel`
-/// and the modern `subscriptions/listen`; everything else goes to its
+/// `completion/complete` (with a completer), the stateful `logging/setLevel`
+/// and the stateless `subscriptions/listen`; everything else goes to its
 /// [`fallback`](Self::fallback).
 ///
 /// Cloning shares the routes: register or remove at run time on any clone
@@ -310,8 +310,8 @@ impl Router {
         self
     }
 
-    /// Tells clients that subscribed to `uri` (legacy
-    /// `resources/subscribe`, or a modern stream that named it) that it
+    /// Tells clients that subscribed to `uri` (stateful
+    /// `resources/subscribe`, or a stateless stream that named it) that it
     /// changed.
     pub fn resource_updated(&self, uri: &str) {
         let params = serde_json::to_value(ResourceParams::new(uri)).ok();
@@ -386,7 +386,7 @@ impl Router {
         self
     }
 
-    /// The level of the latest legacy `logging/setLevel` of any session
+    /// The level of the latest stateful `logging/setLevel` of any session
     /// this router serves, if any. Each session keeps its own level, which
     /// is the one to use: [`ServerHandle::log_level`] (through
     /// [`RequestContext::handle`]), honoured by [`RequestContext::log`].
@@ -405,7 +405,7 @@ impl Router {
     /// Tells every client that the list of `kind` changed.
     pub(crate) fn changed(&self, kind: ListKind) {
         for h in self.live_handles() {
-            // Legacy clients get the notification; modern ones only on a
+            // Stateful clients get the notification; stateless ones only on a
             // stream that asked for it.
             if h.era() == Some(Era::Stateful) {
                 let _ = h.notify_list_changed(kind);
@@ -421,7 +421,7 @@ impl Router {
         });
     }
 
-    /// Sends `method` on every modern stream whose filter `wants` it, with
+    /// Sends `method` on every stateless stream whose filter `wants` it, with
     /// the stream's id in `_meta`.
     fn notify_listeners(
         &self,
@@ -603,7 +603,7 @@ impl Router {
         })
     }
 
-    /// Legacy `resources/subscribe` / `unsubscribe`: recorded in the
+    /// Stateful `resources/subscribe` / `unsubscribe`: recorded in the
     /// requesting session, within its `max_subscription_bytes`.
     fn subscription(
         &self,
@@ -630,7 +630,7 @@ impl Router {
         Ok(json!({}))
     }
 
-    /// Legacy `logging/setLevel`: recorded in the requesting session.
+    /// Stateful `logging/setLevel`: recorded in the requesting session.
     fn set_level(&self, params: Value, ctx: &RequestContext) -> Result<Value, HandlerError> {
         let p: SetLevelParams = parse_params(params)?;
         session_of(ctx)?.session().log_level = Some(p.level.clone());
@@ -781,7 +781,7 @@ impl Handler for Router {
                 ..Default::default()
             }),
             methods::RESOURCES_READ => self.read_resource(params(), ctx).await,
-            // Legacy only: 2026-07-28 has `subscriptions/listen` and the
+            // Stateful only: 2026-07-28 has `subscriptions/listen` and the
             // `_meta` log level instead.
             methods::RESOURCES_SUBSCRIBE if ctx.era() == Era::Stateful => {
                 self.subscription(params(), true, &ctx)

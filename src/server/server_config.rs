@@ -18,7 +18,7 @@ pub const DEFAULT_MAX_OUTBOUND_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
 /// Smallest accepted [`ServerConfig::max_inbound_bytes`]: 1 MiB.
 pub const MIN_INBOUND_BYTES: usize = 1024 * 1024;
-/// Default bound on one session's legacy resource subscriptions: 1 MiB.
+/// Default bound on one session's stateful resource subscriptions: 1 MiB.
 pub const DEFAULT_MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
 /// Default [`ServerConfig::max_held_calls`].
 pub(crate) const DEFAULT_MAX_HELD_CALLS: usize = 256;
@@ -84,7 +84,7 @@ pub struct ServerConfig {
     /// [`ServerHandle::notify`](super::ServerHandle::notify) fails with
     /// [`SendError::QueueFull`](super::SendError::QueueFull).
     pub max_outbound_bytes: usize,
-    /// Bound on the legacy `resources/subscribe` URIs one session holds
+    /// Bound on the stateful `resources/subscribe` URIs one session holds
     /// (served by [`Router`](super::Router)), in bytes: each URI's length
     /// plus 64 for its entry (default [`DEFAULT_MAX_SUBSCRIPTION_BYTES`],
     /// about 900 subscriptions of 1 KiB URIs). A subscription past it is
@@ -103,27 +103,27 @@ pub struct ServerConfig {
     pub flush_timeout: Duration,
     /// Default timeout of a server-to-client request. Default 30 s.
     pub client_request_timeout: Duration,
-    /// Modern era: the `ttlMs` cache hint added to `server/discover` and to
+    /// Stateless era: the `ttlMs` cache hint added to `server/discover` and to
     /// the results of cacheable methods (`tools/list`, `prompts/list`,
     /// `resources/list`, `resources/templates/list`, `resources/read`) when
     /// the handler's result has none (the 2026-07-28 schema requires it).
     /// Default 0: immediately stale.
     pub cache_ttl_ms: u64,
-    /// Modern era: the `cacheScope` hint added alongside
+    /// Stateless era: the `cacheScope` hint added alongside
     /// [`cache_ttl_ms`](Self::cache_ttl_ms). Default [`CacheScope::Private`].
     pub cache_scope: CacheScope,
     /// Unix, process stdio only: while serving, point fd 1 at stderr and
     /// write the protocol to a private duplicate of the original stdout, so
     /// a stray `println!` cannot corrupt the stream. Default off.
     pub stdout_guard: bool,
-    /// Modern era: the most calls of
+    /// Stateless era: the most calls of
     /// [`RequestContext::run_held`](super::RequestContext::run_held) kept
     /// waiting for their clients' next round at once, over all clients of
     /// the server (one client may hold a quarter of them). Past it, the
     /// call's [`HeldCall::ask`](super::HeldCall::ask) fails with
     /// [`AskError::TooManyHeld`](super::AskError::TooManyHeld). Default 256.
     pub max_held_calls: usize,
-    /// Modern era: how long a held call waits for its client's next round;
+    /// Stateless era: how long a held call waits for its client's next round;
     /// then its work is aborted (an ask waiting elsewhere fails with
     /// [`AskError::NotAnswered`](super::AskError::NotAnswered)) and the
     /// retry is refused. Default 5 minutes.

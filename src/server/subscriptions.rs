@@ -1,4 +1,4 @@
-//! A session's legacy resource subscriptions (`resources/subscribe`), kept
+//! A session's stateful resource subscriptions (`resources/subscribe`), kept
 //! with the session and bounded in bytes: a client chooses the URIs, so a
 //! set without a bound is memory it can grow at will (100,000 subscriptions
 //! of 1 KiB URIs held over 100 MiB, with the inbound budget at 4 MiB).

@@ -170,7 +170,7 @@ impl At {
             .get("name")
             .or_else(|| params.get("uri"))
             .and_then(Value::as_str)
-            .map(conduit_mcp::http::headers::encode_value);
+            .map(http::header_value);
         let mut h = vec![("mcp-protocol-version", MODERN), ("mcp-method", method)];
         if let Some(n) = &name {
             if matches!(method, "tools/call" | "prompts/get" | "resources/read") {

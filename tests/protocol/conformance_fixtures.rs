@@ -1,4 +1,4 @@
-//! `examples/conformance_server.rs` over `--stdio`, driven by this crate's
+//! `conformance/server.rs` over `--stdio`, driven by this crate's
 //! own `Client` in both eras, checked fixture by fixture against what the
 //! official conformance suite checks over HTTP (its scenarios under
 //! `src/scenarios/server/`): names, content types and texts,

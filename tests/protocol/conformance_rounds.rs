@@ -1,5 +1,5 @@
 //! The modern-era (2026-07-28) wire rules the conformance suite checks on
-//! `examples/conformance_server.rs`, sent as raw JSON-RPC lines over
+//! `conformance/server.rs`, sent as raw JSON-RPC lines over
 //! `--stdio` with the exact `_meta`, keys and retries of the suite's
 //! `input-required-result-*`, `server-stateless` and `caching` scenarios
 //! (the crate's `Client` fulfils input rounds by itself, so it cannot send a

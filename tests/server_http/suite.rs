@@ -1,5 +1,5 @@
 //! Not a test: a server for trying the official conformance suite by hand
-//! before `examples/conformance_server.rs` exists. Ignored; run it with
+//! before `conformance/server.rs` exists. Ignored; run it with
 //! `PORT=3001 cargo test --test server_http_suite -- --ignored --nocapture`
 //! and point the suite at `http://127.0.0.1:3001/mcp`. It serves the test
 //! router plus the few diagnostic tools the transport-level scenarios use.

@@ -1,8 +1,10 @@
 //! Shared support for the Streamable HTTP server tests: a router with tools
 //! that exercise the transport, a server on 127.0.0.1:0, and a small
 //! HTTP/1 client (one connection per request, bodies read as they come,
-//! SSE parsed with the crate's own parser).
+//! SSE read with a reader of its own, [`sse`]).
 #![allow(dead_code, unreachable_pub)]
+
+pub mod sse;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use conduit_mcp::http::sse;
 use conduit_mcp::protocol::{
     CallToolResult, GetPromptResult, Implementation, InputRequest, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, Role, Tool,
@@ -420,6 +421,26 @@ pub fn meta() -> Value {
     })
 }
 
+/// The header form of a value (the 2026-07-28 transport's rule, written
+/// here apart from the crate's): itself when it is visible ASCII, spaces
+/// and tabs with no blank at either end and not shaped like the sentinel,
+/// else `=?base64?{its UTF-8 in base64}?=`.
+pub fn header_value(v: &str) -> String {
+    use base64::Engine;
+    let blank = |c: char| c == ' ' || c == '\t';
+    let sentinel = v.starts_with("=?base64?") && v.ends_with("?=");
+    let plain = !v.starts_with(blank)
+        && !v.ends_with(blank)
+        && !sentinel
+        && v.bytes().all(|b| b == b'\t' || (0x20..=0x7e).contains(&b));
+    if plain {
+        v.to_owned()
+    } else {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(v.as_bytes());
+        format!("=?base64?{b64}?=")
+    }
+}
+
 /// A modern request with conformant headers.
 pub async fn modern(addr: SocketAddr, id: Value, method: &str, mut params: Value) -> Resp {
     params["_meta"] = meta();
@@ -427,7 +448,7 @@ pub async fn modern(addr: SocketAddr, id: Value, method: &str, mut params: Value
         .get("name")
         .or_else(|| params.get("uri"))
         .and_then(Value::as_str)
-        .map(conduit_mcp::http::headers::encode_value);
+        .map(header_value);
     let mut headers = vec![("mcp-protocol-version", MODERN), ("mcp-method", method)];
     if let Some(n) = &name {
         if matches!(method, "tools/call" | "prompts/get" | "resources/read") {

@@ -1,4 +1,4 @@
-//! Discovery and the handshake: the `server/discover` probe, the legacy
+//! Discovery and the handshake: the `server/discover` probe, the stateful
 //! `initialize`, and how their answers (and a late probe answer) settle the
 //! era. The judgement itself is in [`discovery`].
 
@@ -22,7 +22,7 @@ use crate::protocol::{meta, methods, Era, LATEST_STATEFUL_VERSION, STATELESS_VER
 impl ConnectionState {
     pub(super) fn probe(&mut self, myself: &ActorRef<ConnectionMsg>, version: String) {
         let id = self.next_id();
-        let params = json!({ "_meta": self.modern_meta(&version) });
+        let params = json!({ "_meta": self.stateless_meta(&version) });
         let Ok(line) = encode::request(&id, methods::DISCOVER, Some(&params)) else {
             return;
         };
@@ -69,7 +69,7 @@ impl ConnectionState {
             Some(myself.send_after(init_timeout, move || ConnectionMsg::InitTimeout { gen }));
     }
 
-    pub(super) fn modern_meta(&self, version: &str) -> Value {
+    pub(super) fn stateless_meta(&self, version: &str) -> Value {
         let cfg = &self.shared.config;
         json!({
             meta::PROTOCOL_VERSION: version,
@@ -80,7 +80,7 @@ impl ConnectionState {
 
     pub(super) fn ready(&mut self, session: ServerSession) {
         self.meta_cache = match session.era {
-            Era::Stateless => match self.modern_meta(&session.protocol_version) {
+            Era::Stateless => match self.stateless_meta(&session.protocol_version) {
                 Value::Object(map) => serde_json::value::to_raw_value(&map)
                     .ok()
                     .map(|raw| Arc::new(MetaCache { map, raw })),
@@ -126,7 +126,7 @@ impl ConnectionState {
         let pid = self.shared.link().and_then(|l| l.pid());
         let pinned = self.shared.config.era == EraPreference::Stateless;
         match discovery::judge(&outcome, &requested) {
-            DiscoverVerdict::Modern(mut session) => {
+            DiscoverVerdict::Stateless(mut session) => {
                 session.pid = pid;
                 self.ready(session);
             }
@@ -142,10 +142,10 @@ impl ConnectionState {
                 self.probe(myself, v)
             }
             DiscoverVerdict::Incompatible(why) => self.handshake_failed(why),
-            DiscoverVerdict::Legacy(why) if pinned => {
+            DiscoverVerdict::Stateful(why) if pinned => {
                 self.handshake_failed(format!("era pinned to modern, but {why}"))
             }
-            DiscoverVerdict::Legacy(why) => {
+            DiscoverVerdict::Stateful(why) => {
                 info!(server = %self.name(), reason = %why, "legacy era");
                 self.initialize(myself)
             }
@@ -154,16 +154,17 @@ impl ConnectionState {
 
     /// The answer to a probe that timed out. Servers answer in order, so a
     /// DiscoverResult that arrives while `initialize` is still unanswered
-    /// means a modern server that was merely slow to start (a cold `npx` or
-    /// Python start): it settles the era as modern and the `initialize`
-    /// answer is then ignored. Once the legacy era is established, or if
+    /// means a stateless server that was merely slow to start (a cold `npx` or
+    /// Python start): it settles the era as stateless and the `initialize`
+    /// answer is then ignored. Once the stateful era is established, or if
     /// the late answer is an error, it is ignored.
     pub(super) fn late_probe_answered(&mut self, outcome: Outcome) {
         if !matches!(self.phase, LinkPhase::Initializing) {
             debug!(server = %self.name(), "late server/discover answer ignored: era already settled");
             return;
         }
-        if let DiscoverVerdict::Modern(mut session) = discovery::judge(&outcome, STATELESS_VERSION)
+        if let DiscoverVerdict::Stateless(mut session) =
+            discovery::judge(&outcome, STATELESS_VERSION)
         {
             info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
             session.pid = self.shared.link().and_then(|l| l.pid());
@@ -180,8 +181,8 @@ impl ConnectionState {
         if !matches!(self.phase, LinkPhase::Initializing) {
             return;
         }
-        // A modern server that refuses `initialize` with -32022 and lists
-        // modern versions is modern: probe again (now warm), never give up.
+        // A stateless server that refuses `initialize` with -32022 and lists
+        // stateless versions is stateless: probe again (now warm), never give up.
         if let Outcome::Error(e) = &outcome {
             if let DiscoverVerdict::Retry(v) = discovery::judge(&outcome, "") {
                 if self.reprobes < MAX_REPROBES {
@@ -237,12 +238,12 @@ impl ConnectionState {
         }
     }
 
-    /// No answer to `server/discover` within the probe timeout: legacy.
+    /// No answer to `server/discover` within the probe timeout: stateful.
     pub(super) fn probe_timed_out(&mut self, myself: &ActorRef<ConnectionMsg>) {
         if let LinkPhase::Probing { id, .. } = &self.phase {
             let id = id.clone();
             info!(server = %self.name(), timeout = ?self.shared.config.probe_timeout, "no answer to server/discover: legacy era");
-            // Kept pending: a modern server slow to start answers it
+            // Kept pending: a stateless server slow to start answers it
             // before `initialize` (see `late_probe_answered`).
             self.shared.pending.insert(id.clone(), Waiter::LateProbe);
             self.send_cancelled(&id, "discovery probe timed out");

@@ -95,7 +95,7 @@ impl ConnectionState {
 
     /// The user's handler for `req`, or `None` once `req` has been answered
     /// here: `ping` without a handler, and every request without a handler
-    /// or in the modern era (where the server asks nothing of the client
+    /// or in the stateless era (where the server asks nothing of the client
     /// outside a call) is method-not-found.
     fn handler_for(&mut self, req: &Request) -> Option<Arc<dyn ClientHandler>> {
         let era = match &self.phase {

@@ -60,8 +60,8 @@ fn required<'a>(
     }
 }
 
-/// Validates the modern `_meta`; returns the client capabilities.
-fn check_modern(m: &Map<String, Value>) -> Result<&Value, ErrorObject> {
+/// Validates the stateless `_meta`; returns the client capabilities.
+fn check_stateless_meta(m: &Map<String, Value>) -> Result<&Value, ErrorObject> {
     let version = required(m, meta::PROTOCOL_VERSION, "a string", Value::is_string)?
         .as_str()
         .unwrap_or_default();
@@ -76,7 +76,7 @@ fn check_modern(m: &Map<String, Value>) -> Result<&Value, ErrorObject> {
     Ok(caps)
 }
 
-fn is_modern(m: Option<&Map<String, Value>>) -> bool {
+fn is_stateless(m: Option<&Map<String, Value>>) -> bool {
     m.is_some_and(|m| {
         m.contains_key(meta::PROTOCOL_VERSION) || m.contains_key(meta::CLIENT_CAPABILITIES)
     })
@@ -89,20 +89,20 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
         methods::INITIALIZE => Route::Answer(initialize(shared, req)),
         methods::DISCOVER => {
             let m = meta.unwrap_or_default();
-            Route::Answer(check_modern(&m).map(|caps| {
-                record_modern(shared, caps, &m);
+            Route::Answer(check_stateless_meta(&m).map(|caps| {
+                record_stateless(shared, caps, &m);
                 discover(shared)
             }))
         }
-        methods::PING if !is_modern(meta.as_ref()) => Route::Answer(Ok(json!({}))),
+        methods::PING if !is_stateless(meta.as_ref()) => Route::Answer(Ok(json!({}))),
         _ => {
-            if is_modern(meta.as_ref()) {
+            if is_stateless(meta.as_ref()) {
                 let m = meta.unwrap_or_default();
-                let caps = match check_modern(&m) {
+                let caps = match check_stateless_meta(&m) {
                     Ok(c) => c,
                     Err(e) => return Route::Answer(Err(e)),
                 };
-                let caps = record_modern(shared, caps, &m);
+                let caps = record_stateless(shared, caps, &m);
                 let params = req.params.as_ref();
                 Route::Dispatch(Dispatch {
                     era: Era::Stateless,
@@ -124,7 +124,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                 })
             } else {
                 let st = shared.session();
-                if st.legacy_version.is_none() {
+                if st.stateful_version.is_none() {
                     return Route::Answer(Err(invalid_params(format!(
                         "no session: send initialize first (legacy), or include _meta {} and {} (modern)",
                         meta::PROTOCOL_VERSION,
@@ -133,7 +133,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                 }
                 Route::Dispatch(Dispatch {
                     era: Era::Stateful,
-                    client_capabilities: st.legacy_capabilities.clone(),
+                    client_capabilities: st.stateful_capabilities.clone(),
                     input_responses: None,
                     request_state: None,
                     target: None,
@@ -146,12 +146,12 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
     }
 }
 
-/// Records what a modern request reveals; returns its capabilities, shared.
+/// Records what a stateless request reveals; returns its capabilities, shared.
 ///
 /// A client sends the same capabilities and info with every request:
 /// comparing costs less than copying them again (several allocations per
 /// request), so an equal value keeps the copy already held.
-fn record_modern(shared: &SessionShared, caps: &Value, m: &Map<String, Value>) -> Arc<Value> {
+fn record_stateless(shared: &SessionShared, caps: &Value, m: &Map<String, Value>) -> Arc<Value> {
     let mut st = shared.session();
     let caps = match &st.latest_capabilities {
         Some(held) if **held == *caps => held.clone(),
@@ -188,14 +188,14 @@ fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObjec
     };
     {
         let mut st = shared.session();
-        st.legacy_version = Some(version.to_owned());
+        st.stateful_version = Some(version.to_owned());
         let caps = Arc::new(caps);
-        st.legacy_capabilities = Some(caps.clone());
+        st.stateful_capabilities = Some(caps.clone());
         st.latest_capabilities = Some(caps);
         st.client_info = params.and_then(|p| p.get("clientInfo")).cloned();
         st.era = Some(Era::Stateful);
         st.initialized = false;
-        // A new legacy session: nothing of the previous one carries over.
+        // A new stateful session: nothing of the previous one carries over.
         st.subscriptions = Default::default();
         st.log_level = None;
     }

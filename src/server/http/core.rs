@@ -315,7 +315,7 @@ impl Core {
     }
 
     /// A stream for a 2026-07-28 era request: its own bounds, no replay.
-    pub(crate) fn modern_stream(&self) -> Arc<Stream> {
+    pub(crate) fn stateless_stream(&self) -> Arc<Stream> {
         Stream::new(
             0,
             false,

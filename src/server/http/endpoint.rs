@@ -2,10 +2,10 @@
 //! the 2025-11-25 era's sessions, both eras told apart per request.
 //!
 //! A request's era: the `MCP-Protocol-Version` header names it; without the
-//! header, a body carrying the 2026-07-28 `_meta` is modern and anything
+//! header, a body carrying the 2026-07-28 `_meta` is stateless and anything
 //! else (an `initialize`, a session's traffic from a client older than
-//! 2025-06-18) legacy. A legacy request with a `MCP-Session-Id` header and
-//! an unknown version is legacy (and refused with 400 for that version).
+//! 2025-06-18) stateful. A stateful request with a `MCP-Session-Id` header and
+//! an unknown version is stateful (and refused with 400 for that version).
 
 // A refusal is the HTTP response itself: returned as is, once per request.
 #![allow(clippy::result_large_err)]
@@ -34,10 +34,10 @@ use super::bearer::{BearerLayer, BearerTokens};
 use super::body::ParsedBody;
 use super::core::Core;
 use super::gate::{self, Accepts};
-use super::modern;
 use super::principal::Owner;
 use super::session::StreamReply;
 use super::session::{self, Session};
+use super::stateless;
 use super::stream::{self, First, SseBody, Stream};
 use super::Rejection;
 
@@ -71,7 +71,7 @@ pub(crate) fn router(core: Arc<Core>) -> axum::Router {
 
 /// The era a request speaks, from its version header, its session header
 /// and whether its body carries the 2026-07-28 `_meta`.
-fn era_of(h: &HeaderMap, body_is_modern: bool) -> Era {
+fn era_of(h: &HeaderMap, body_is_stateless: bool) -> Era {
     let version = h.get(PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
     let has_session = h.contains_key(SESSION_ID);
     match version {
@@ -79,13 +79,13 @@ fn era_of(h: &HeaderMap, body_is_modern: bool) -> Era {
         Some(v) if STATEFUL_VERSIONS.contains(&v) => Era::Stateful,
         Some(_) if has_session => Era::Stateful,
         Some(_) => Era::Stateless,
-        None if body_is_modern && !has_session => Era::Stateless,
+        None if body_is_stateless && !has_session => Era::Stateless,
         None => Era::Stateful,
     }
 }
 
 /// Whether a message carries the 2026-07-28 era's `_meta`.
-fn has_modern_meta(m: &Message) -> bool {
+fn has_stateless_meta(m: &Message) -> bool {
     let params = match m {
         Message::Request(r) => r.params.as_ref(),
         Message::Notification(n) => n.params.as_ref(),
@@ -214,9 +214,9 @@ async fn post(
             }
         }
     };
-    match era_of(h, has_modern_meta(&msg)) {
-        Era::Stateless => post_modern(core, &parts, owner, msg, charge, accepts).await,
-        Era::Stateful => post_legacy(core, &parts, owner, msg, charge, accepts).await,
+    match era_of(h, has_stateless_meta(&msg)) {
+        Era::Stateless => post_stateless(core, &parts, owner, msg, charge, accepts).await,
+        Era::Stateful => post_stateful(core, &parts, owner, msg, charge, accepts).await,
     }
 }
 
@@ -228,7 +228,7 @@ fn request_id(m: &Message) -> Option<RequestId> {
     }
 }
 
-async fn post_modern(
+async fn post_stateless(
     core: Arc<Core>,
     parts: &Arc<Parts>,
     owner: Owner,
@@ -249,7 +249,7 @@ async fn post_modern(
             return Rejection::UnexpectedResponse { id: r.id }.into_response();
         }
     };
-    if let Err(r) = modern::check(h, &req, |name| {
+    if let Err(r) = stateless::check(h, &req, |name| {
         Handler::tool_input_schema(core.handler(), name)
     }) {
         return r.with_id(Some(req.id)).into_response();
@@ -258,7 +258,7 @@ async fn post_modern(
         Route::Answer(a) => answer_now(Some(req.id), a, true),
         Route::Dispatch(mut d) => {
             d.http = Some(parts.clone());
-            let stream = core.modern_stream();
+            let stream = core.stateless_stream();
             let scope = core.stateless_scope(&owner);
             let reply = StreamReply {
                 stream: stream.clone(),
@@ -266,7 +266,7 @@ async fn post_modern(
                 session: None,
             };
             match core.engine.submit(&scope, req, d, charge, reply) {
-                Ok(key) => respond(&core, stream, Kind::Modern { scope, key }, accepts).await,
+                Ok(key) => respond(&core, stream, Kind::Stateless { scope, key }, accepts).await,
                 // Stateless scopes let ids repeat.
                 Err(Duplicate(_)) => Rejection::Internal {
                     id: None,
@@ -282,7 +282,7 @@ async fn post_modern(
 fn answer_now(
     id: Option<RequestId>,
     a: Result<Value, crate::jsonrpc::ErrorObject>,
-    modern: bool,
+    stateless: bool,
 ) -> Response<Body> {
     match a {
         Ok(v) => match encode::result(&id, &v) {
@@ -294,7 +294,7 @@ fn answer_now(
             .into_response(),
         },
         Err(e) => {
-            let status = if modern {
+            let status = if stateless {
                 gate::status_for(e.code)
             } else {
                 StatusCode::OK
@@ -323,9 +323,9 @@ fn session_of(core: &Core, h: &HeaderMap, owner: &Owner) -> Result<Arc<Session>,
     }
 }
 
-/// A legacy request's version header, when present, must be a legacy
+/// A stateful request's version header, when present, must be a stateful
 /// version.
-fn legacy_version_ok(h: &HeaderMap) -> Result<(), Rejection> {
+fn stateful_version_ok(h: &HeaderMap) -> Result<(), Rejection> {
     match h.get(PROTOCOL_VERSION) {
         None => Ok(()),
         Some(v) if v.to_str().is_ok_and(|v| STATEFUL_VERSIONS.contains(&v)) => Ok(()),
@@ -335,7 +335,7 @@ fn legacy_version_ok(h: &HeaderMap) -> Result<(), Rejection> {
     }
 }
 
-async fn post_legacy(
+async fn post_stateful(
     core: Arc<Core>,
     parts: &Arc<Parts>,
     owner: Owner,
@@ -355,7 +355,7 @@ async fn post_legacy(
         // Carrying the request's id when there is one.
         Err(r) => return r.with_id(id).into_response(),
     };
-    if let Err(r) = legacy_version_ok(h) {
+    if let Err(r) = stateful_version_ok(h) {
         return r.into_response();
     }
     session.touch();
@@ -376,7 +376,7 @@ async fn post_legacy(
                     session: Some(Arc::downgrade(&session)),
                 };
                 match core.engine.submit(&session.scope, req, d, charge, reply) {
-                    Ok(_) => respond(&core, stream, Kind::Legacy { session }, accepts).await,
+                    Ok(_) => respond(&core, stream, Kind::Stateful { session }, accepts).await,
                     Err(Duplicate(mut reply)) => {
                         // Never ran: nothing to keep for a resumption.
                         reply.session = None;
@@ -482,16 +482,16 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
 
 /// Whose response this is.
 enum Kind {
-    Legacy {
-        session: Arc<Session>,
-    },
-    Modern {
+    /// A 2025-11-25 request, in its session.
+    Stateful { session: Arc<Session> },
+    /// A 2026-07-28 request, in its client's scope under its engine key.
+    Stateless {
         scope: Arc<Scope<StreamReply>>,
         key: u64,
     },
 }
 
-/// Cancels a modern request if its response goes away first.
+/// Cancels a stateless request if its response goes away first.
 struct CancelOnDrop {
     core: std::sync::Weak<Core>,
     request: Option<(Arc<Scope<StreamReply>>, u64)>,
@@ -535,8 +535,8 @@ async fn respond(
     let mut guard = CancelOnDrop {
         core: Arc::downgrade(core),
         request: match &kind {
-            Kind::Modern { scope, key } => Some((scope.clone(), *key)),
-            Kind::Legacy { .. } => None,
+            Kind::Stateless { scope, key } => Some((scope.clone(), *key)),
+            Kind::Stateful { .. } => None,
         },
     };
     let first = if accepts.json {
@@ -555,14 +555,14 @@ async fn respond(
     } else {
         First::Events
     };
-    let modern = matches!(kind, Kind::Modern { .. });
+    let stateless = matches!(kind, Kind::Stateless { .. });
     match first {
         First::Answer(data) => {
             guard.disarm();
-            if let Kind::Legacy { session } = &kind {
+            if let Kind::Stateful { session } = &kind {
                 session.retire(stream.number, false);
             }
-            let status = if modern {
+            let status = if stateless {
                 status_of_answer(&data)
             } else {
                 StatusCode::OK
@@ -576,7 +576,7 @@ async fn respond(
         }
         First::Closed => {
             guard.disarm();
-            if let Kind::Legacy { session } = &kind {
+            if let Kind::Stateful { session } = &kind {
                 session.retire(stream.number, false);
             }
             sse_response(Body::empty())
@@ -602,7 +602,7 @@ async fn respond(
                     }
                 }));
             }
-            if let Kind::Legacy { session } = kind {
+            if let Kind::Stateful { session } = kind {
                 body = watch_open(body, &session, stream);
             }
             sse_response(Body::new(body))
@@ -626,7 +626,7 @@ fn watch_open(body: SseBody, session: &Arc<Session>, stream: Arc<Stream>) -> Sse
     }))
 }
 
-/// The HTTP status of a modern answer: by its error code, if an error.
+/// The HTTP status of a stateless answer: by its error code, if an error.
 ///
 /// The answer is our encoder's line: `{"jsonrpc":"2.0","id":ID,` then
 /// `"result":` or `"error":`, compact. A quote inside a string is escaped,
@@ -670,7 +670,7 @@ fn session_of_get_or_delete(
         return Err(Rejection::MethodNotAllowed { allow: "POST" });
     }
     let session = session_of(core, h, owner)?;
-    legacy_version_ok(h)?;
+    stateful_version_ok(h)?;
     Ok(session)
 }
 
@@ -742,7 +742,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_modern_answer_gets_the_status_of_its_error_code() {
+    fn a_stateless_answer_gets_the_status_of_its_error_code() {
         let not_found = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#;
         assert_eq!(status_of_answer(not_found), StatusCode::NOT_FOUND);
         let invalid = br#"{"jsonrpc":"2.0","id":"a\"b","error":{"code":-32602,"message":"x"}}"#;

@@ -11,13 +11,13 @@ mod core;
 mod endpoint;
 pub(crate) mod gate;
 mod listener;
-mod modern;
 mod principal;
 mod rejection;
 mod room;
 mod server;
 mod session;
 mod session_store;
+mod stateless;
 mod stream;
 
 pub use admission::{AdmissionFuture, HostOrigin, HostOriginLayer};

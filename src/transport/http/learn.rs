@@ -46,7 +46,7 @@ pub(super) fn from_result(core: &Core, result: &mut Value) -> bool {
     !dropped.is_empty()
 }
 
-/// Whether a modern `tools/call` with `params` names a tool the link has
+/// Whether a stateless `tools/call` with `params` names a tool the link has
 /// no annotations for, before any listing of its own.
 pub(super) fn unknown_tool(core: &Core, params: Option<&Value>) -> bool {
     if core.tools_learned.initialized() {
@@ -172,7 +172,7 @@ fn learn_from(core: &Arc<Core>, method: &str, raw: &mut RawJson) {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
-            core.state().legacy_version = version;
+            core.state().stateful_version = version;
         }
         "tools/list" => {
             let Ok(mut v) = raw.parse::<Value>() else {

@@ -170,8 +170,8 @@ struct State {
     /// `MCP-Session-Id` from the `initialize` answer.
     session_id: Option<String>,
     /// The version `initialize` negotiated.
-    legacy_version: Option<String>,
-    /// The version of the last modern request's `_meta`.
+    stateful_version: Option<String>,
+    /// The version of the last stateless request's `_meta`.
     modern_version: Option<String>,
     /// The session's GET stream was started.
     get_started: bool,
@@ -266,7 +266,7 @@ impl Core {
             }
             st.session_id
                 .take()
-                .map(|id| (id, st.legacy_version.clone()))
+                .map(|id| (id, st.stateful_version.clone()))
         };
         info!(server = %self.name(), reason = %reason, "HTTP link closed");
         match session {

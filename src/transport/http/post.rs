@@ -136,7 +136,7 @@ fn send_line(
                     abort: None,
                 },
             );
-            // A modern call of a tool never listed on this link: list first,
+            // A stateless call of a tool never listed on this link: list first,
             // so its Mcp-Param-* headers can be sent.
             let meta = (modern
                 && r.method == "tools/call"

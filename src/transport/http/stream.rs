@@ -249,7 +249,7 @@ pub(super) async fn read_post_stream(core: Arc<Core>, id: RequestId, resp: Respo
 pub(super) async fn open_get(core: &Arc<Core>) {
     {
         let mut st = core.state();
-        if st.get_started || st.legacy_version.is_none() {
+        if st.get_started || st.stateful_version.is_none() {
             return;
         }
         st.get_started = true;

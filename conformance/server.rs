@@ -39,7 +39,7 @@
 //! the modern era, with the same handler code. Request state is sealed with
 //! a keyed hash so that a tampered state is refused.
 //!
-//! This file serves; the fixtures live in `examples/conformance_server/`,
+//! This file serves; the fixtures live in `conformance/server/`,
 //! one module per kind (content, notifying, input, multi_round, diagnostic,
 //! resources, prompts), with their arguments (`args`) and builders
 //! (`helpers`).
@@ -64,23 +64,23 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-#[path = "conformance_server/args.rs"]
+#[path = "server/args.rs"]
 mod args;
-#[path = "conformance_server/content.rs"]
+#[path = "server/content.rs"]
 mod content;
-#[path = "conformance_server/diagnostic.rs"]
+#[path = "server/diagnostic.rs"]
 mod diagnostic;
-#[path = "conformance_server/helpers.rs"]
+#[path = "server/helpers.rs"]
 mod helpers;
-#[path = "conformance_server/input.rs"]
+#[path = "server/input.rs"]
 mod input;
-#[path = "conformance_server/multi_round.rs"]
+#[path = "server/multi_round.rs"]
 mod multi_round;
-#[path = "conformance_server/notifying.rs"]
+#[path = "server/notifying.rs"]
 mod notifying;
-#[path = "conformance_server/prompts.rs"]
+#[path = "server/prompts.rs"]
 mod prompts;
-#[path = "conformance_server/resources.rs"]
+#[path = "server/resources.rs"]
 mod resources;
 
 use args::*;

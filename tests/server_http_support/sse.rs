@@ -1,0 +1,135 @@
+//! A reader of `text/event-stream` bodies for the tests and benches: the
+//! parts of the WHATWG event-stream rules that MCP servers use (`data`,
+//! `id`, `event` and `retry` fields, comments, LF, CR and CRLF line ends,
+//! events split anywhere across chunks). Written apart from the crate's own
+//! parser, so that the tests do not check the server with its own code.
+
+/// One dispatched event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Event {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// An event grew past the reader's bound.
+#[derive(Debug)]
+pub struct TooLarge(pub usize);
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "an SSE event over {} bytes", self.0)
+    }
+}
+
+/// Reads events from the chunks of one stream.
+#[derive(Debug, Default)]
+pub struct Parser {
+    limit: usize,
+    /// Bytes not yet ended by a line break.
+    pending: Vec<u8>,
+    /// The previous chunk ended in CR: a LF starting this one is its pair.
+    after_cr: bool,
+    /// The fields of the event being read; `data` is `None` until a data
+    /// field came (an event without one is not dispatched).
+    id: Option<String>,
+    event: Option<String>,
+    data: Option<String>,
+    size: usize,
+    last_id: Option<String>,
+    retry: Option<u64>,
+}
+
+impl Parser {
+    /// A reader that refuses events of more than `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Parser {
+            limit,
+            ..Parser::default()
+        }
+    }
+
+    /// The id of the latest event that set one.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// The latest `retry` field, in milliseconds.
+    pub fn retry(&self) -> Option<u64> {
+        self.retry
+    }
+
+    /// Reads `chunk`; the events it completed.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<Event>, TooLarge> {
+        let mut events = Vec::new();
+        for &b in chunk {
+            let after_cr = std::mem::take(&mut self.after_cr);
+            match b {
+                b'\n' if after_cr => {}
+                b'\n' | b'\r' => {
+                    self.after_cr = b == b'\r';
+                    let line = std::mem::take(&mut self.pending);
+                    if let Some(e) = self.line(&line) {
+                        events.push(e);
+                    }
+                }
+                _ => {
+                    self.pending.push(b);
+                    self.size += 1;
+                    if self.size > self.limit {
+                        return Err(TooLarge(self.limit));
+                    }
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    fn line(&mut self, line: &[u8]) -> Option<Event> {
+        if line.is_empty() {
+            self.size = 0;
+            let data = self.data.take();
+            let (id, event) = (self.id.take(), self.event.take());
+            return data.map(|data| Event { id, event, data });
+        }
+        let text = String::from_utf8_lossy(line);
+        let (name, value) = match text.split_once(':') {
+            Some((n, v)) => (n, v.strip_prefix(' ').unwrap_or(v)),
+            None => (&*text, ""),
+        };
+        match name {
+            "" => {} // a comment
+            "data" => match &mut self.data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => self.data = Some(value.to_owned()),
+            },
+            "id" if !value.contains('\0') => {
+                self.id = Some(value.to_owned());
+                self.last_id = self.id.clone();
+            }
+            "event" => self.event = Some(value.to_owned()),
+            "retry" => self.retry = value.parse().ok().or(self.retry),
+            _ => {}
+        }
+        None
+    }
+}
+
+#[test]
+fn events_are_read_whatever_the_line_ends_and_the_splits() {
+    let wire = b"id: 1\ndata: a\ndata: b\n\n: ping\r\n\r\nretry: 500\r\nevent: x\r\ndata:\r\n\r\nid: 2\rdata: c\r\r";
+    for cut in 0..=wire.len() {
+        let mut p = Parser::new(1024);
+        let mut got = p.feed(&wire[..cut]).unwrap();
+        got.extend(p.feed(&wire[cut..]).unwrap());
+        let data: Vec<&str> = got.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, ["a\nb", "", "c"], "cut at {cut}");
+        assert_eq!(got[0].id.as_deref(), Some("1"));
+        assert_eq!(got[1].event.as_deref(), Some("x"));
+        assert_eq!(p.last_event_id(), Some("2"));
+        assert_eq!(p.retry(), Some(500));
+    }
+}
