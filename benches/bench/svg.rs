@@ -14,8 +14,12 @@ pub struct Panel {
     pub bars: Vec<(String, f64)>,
 }
 
-const WIDTH: usize = 760;
-const LABEL: usize = 190;
+/// The narrowest label column; a wider one holds the longest label.
+const MIN_LABEL: usize = 190;
+/// Room right of the bars for the value.
+const VALUE: usize = 130;
+/// Width of one character of the labels (12 px Helvetica, generously).
+const CHAR: usize = 7;
 const BAR_AREA: usize = 440;
 const BAR: usize = 18;
 const GAP: usize = 5;
@@ -25,6 +29,13 @@ const HEAD: usize = 26;
 /// panels in order. Panels without bars are left out.
 pub fn chart(title: &str, note: &str, panels: &[Panel]) -> String {
     let panels: Vec<&Panel> = panels.iter().filter(|p| !p.bars.is_empty()).collect();
+    let longest = panels
+        .iter()
+        .flat_map(|p| p.bars.iter().map(|(name, _)| name.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let label = MIN_LABEL.max(16 + longest * CHAR);
+    let width = label + BAR_AREA + VALUE;
     let height = 58
         + panels
             .iter()
@@ -33,7 +44,7 @@ pub fn chart(title: &str, note: &str, panels: &[Panel]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">
 <rect width="100%" height="100%" fill="#ffffff"/>
 <text x="10" y="22" font-size="16" font-weight="bold">{}</text>
 <text x="10" y="40" fill="#555555">{}</text>
@@ -69,11 +80,11 @@ pub fn chart(title: &str, note: &str, panels: &[Panel]) -> String {
             let fill = if ours { "#2f6fb0" } else { "#a8a8a8" };
             let _ = writeln!(
                 s,
-                r##"<text x="{}" y="{}" text-anchor="end">{}</text><rect x="{LABEL}" y="{y}" width="{w:.1}" height="{BAR}" fill="{fill}"/><text x="{:.1}" y="{}">{}</text>"##,
-                LABEL - 8,
+                r##"<text x="{}" y="{}" text-anchor="end">{}</text><rect x="{label}" y="{y}" width="{w:.1}" height="{BAR}" fill="{fill}"/><text x="{:.1}" y="{}">{}</text>"##,
+                label - 8,
                 y + 13,
                 escape(peer),
-                LABEL as f64 + w + 6.0,
+                label as f64 + w + 6.0,
                 y + 13,
                 number(*value)
             );
