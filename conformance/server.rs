@@ -138,7 +138,8 @@ fn server_config() -> ServerConfig {
     .capabilities(json!({ "logging": {} }))
     .instructions("The fixtures of the MCP conformance suite's everything server.")
     // Every cacheable result is the same for every client: public, 1 minute.
-    .cache_hint(60_000, CacheScope::Public)
+    .cache_ttl_ms(60_000)
+    .cache_scope(CacheScope::Public)
 }
 
 /// Serves the fixtures over this process's stdin/stdout until end of input

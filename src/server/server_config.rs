@@ -31,8 +31,11 @@ pub use crate::protocol::CacheScope;
 ///
 /// Every field has a sensible default ([`ServerConfig::new`]); the builder
 /// methods change one at a time. [`validate`](Self::validate) runs when
-/// serving starts and names the offending field.
+/// serving starts and names the offending field. Built with
+/// [`new`](Self::new) and the builder methods (`#[non_exhaustive]`: no struct
+/// literal outside this crate); the fields stay readable and writable.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Name and version reported in `initialize` / `server/discover`.
     pub server_info: Implementation,
@@ -233,12 +236,34 @@ impl ServerConfig {
         self
     }
 
-    /// Sets [`cache_ttl_ms`](Self::cache_ttl_ms) and
-    /// [`cache_scope`](Self::cache_scope).
-    pub fn cache_hint(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+    /// Sets [`cache_ttl_ms`](Self::cache_ttl_ms) (default 0).
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{CacheScope, ServerConfig};
+    ///
+    /// let config = ServerConfig::new(Implementation::new("docs", "1.0"))
+    ///     .cache_ttl_ms(60_000)
+    ///     .cache_scope(CacheScope::Public);
+    /// assert_eq!(config.cache_ttl_ms, 60_000);
+    /// ```
+    pub fn cache_ttl_ms(mut self, ttl_ms: u64) -> Self {
         self.cache_ttl_ms = ttl_ms;
+        self
+    }
+
+    /// Sets [`cache_scope`](Self::cache_scope) (default
+    /// [`CacheScope::Private`]).
+    pub fn cache_scope(mut self, scope: CacheScope) -> Self {
         self.cache_scope = scope;
         self
+    }
+
+    /// Sets [`cache_ttl_ms`](Self::cache_ttl_ms) and
+    /// [`cache_scope`](Self::cache_scope).
+    #[deprecated(note = "use `cache_ttl_ms(..)` and `cache_scope(..)`")]
+    pub fn cache_hint(self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.cache_ttl_ms(ttl_ms).cache_scope(scope)
     }
 
     /// Sets [`stdout_guard`](Self::stdout_guard).

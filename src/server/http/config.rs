@@ -68,6 +68,7 @@ pub type Authorize = Arc<dyn Fn(&axum::http::request::Parts) -> bool + Send + Sy
 /// [`max_buffered_bytes`](Self::max_buffered_bytes) of queued messages
 /// and [`max_sessions`](Self::max_sessions) sessions.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct HttpConfig {
     /// Identity, capabilities and the limits shared with stdio. Its
     /// `max_message_bytes` (default 8 MiB) bounds a request body; its
