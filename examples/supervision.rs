@@ -74,11 +74,7 @@ impl Actor for App {
             // Linked under this actor: stopping the App ends the servers.
             let client = Client::start_with(
                 config,
-                StartOptions {
-                    supervisor: Some(myself.get_cell()),
-                    events: Some(tx),
-                    ..Default::default()
-                },
+                StartOptions::new().supervisor(myself.get_cell()).events(tx),
             )
             .await?;
             forward_events(rx, myself.clone(), AppMsg::Mcp);

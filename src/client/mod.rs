@@ -103,7 +103,8 @@ fn transport_for(config: &ClientConfig) -> Result<Arc<dyn Transport>, ConfigErro
     Ok(Arc::new(StdioTransport::new(config.stdio_options())))
 }
 
-/// Options of [`Client::start_with`] beyond the config.
+/// Options of [`Client::start_with`] beyond the config: built with
+/// [`new`](Self::new) and its setters (the fields stay public).
 #[derive(Default)]
 pub struct StartOptions {
     /// Answers server-to-client requests and stateless input requests.
@@ -113,6 +114,46 @@ pub struct StartOptions {
     pub supervisor: Option<ActorCell>,
     /// Receives every lifecycle event from the first spawn on.
     pub events: Option<mpsc::UnboundedSender<events::LifecycleEvent>>,
+}
+
+impl StartOptions {
+    /// No handler, no supervisor, no event subscriber.
+    ///
+    /// ```
+    /// use conduit_mcp::{ClientResponder, StartOptions};
+    ///
+    /// let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
+    /// let options = StartOptions::new()
+    ///     .handler(ClientResponder::new().roots(|| async { Ok(vec![]) }))
+    ///     .events(events);
+    /// assert!(options.handler.is_some() && options.supervisor.is_none());
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`handler`](Self::handler), which answers the server's requests
+    /// and the input requests of stateless results (default none: `ping`
+    /// is answered, every other server request refused with -32601).
+    pub fn handler(mut self, handler: impl ClientHandler) -> Self {
+        self.handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Sets [`supervisor`](Self::supervisor): the ClientSupervisor is
+    /// spawned linked under this actor (default none: unlinked).
+    pub fn supervisor(mut self, supervisor: ActorCell) -> Self {
+        self.supervisor = Some(supervisor);
+        self
+    }
+
+    /// Sets [`events`](Self::events), which then receives every lifecycle
+    /// event from the first spawn on (default none: see
+    /// [`Client::events`] for a subscription after the start).
+    pub fn events(mut self, events: mpsc::UnboundedSender<events::LifecycleEvent>) -> Self {
+        self.events = Some(events);
+        self
+    }
 }
 
 impl std::fmt::Debug for StartOptions {
@@ -194,10 +235,7 @@ impl Client {
     ///     .elicitation(|_| async { Ok(ElicitResult::decline()) });
     /// let client = Client::start_with(
     ///     ClientConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]),
-    ///     StartOptions {
-    ///         handler: Some(Arc::new(responder)),
-    ///         ..StartOptions::default()
-    ///     },
+    ///     StartOptions::new().handler(responder),
     /// )
     /// .await?;
     /// // Declared {"roots": {}, "elicitation": {}}; the server's requests
