@@ -264,16 +264,20 @@ pub(crate) fn overlay_options(options: &Options, config: &mut ClientConfig) {
     if let Some(era) = options.era {
         config.era = era;
     }
+    // The child's options; an HTTP server has none.
+    let Some(child) = config.transport.as_stdio_mut() else {
+        return;
+    };
     let env = options.env.iter();
     merge_env(
-        &mut config.env,
+        &mut child.env,
         env.map(|(k, v)| (k.clone(), EnvValue::Plain(v.clone()))),
     );
     if let Some(cd) = &options.cd {
-        config.cd = Some(plain_dir(cd.clone()));
+        child.cd = Some(plain_dir(cd.clone()));
     }
     if let Some(stderr) = &options.stderr {
-        config.stderr = stderr.clone();
+        child.stderr = stderr.clone();
     }
 }
 

@@ -104,7 +104,7 @@ mod tests {
         );
         let back: ClientConfig = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(serde_json::to_value(&back).unwrap(), v);
-        assert_eq!(back.args, config.args);
+        assert_eq!(back.transport, config.transport);
         assert_eq!(back.max_reconnects, 7);
     }
 

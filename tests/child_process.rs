@@ -859,7 +859,7 @@ fn relative_path_role() {
             .env("PATH", "rel")
             .cd(&there);
         let mut cfg = cfg;
-        cfg.args.clear();
+        cfg.transport.as_stdio_mut().unwrap().args.clear();
         let client = Client::start(cfg).await.unwrap();
         let info = client.request("fixture/info", None).await.unwrap();
         client.stop().wait().await;

@@ -205,7 +205,14 @@ fn parse_env_file_of(dir: &Path, lines: usize, limit: Duration) -> Option<Durati
     std::thread::spawn(move || {
         let t = Instant::now();
         let file = ServersFile::load(&config).expect("loads");
-        let n = file.server("s").unwrap().env.len();
+        let n = file
+            .server("s")
+            .unwrap()
+            .transport
+            .as_stdio()
+            .unwrap()
+            .env
+            .len();
         let _ = tx.send((t.elapsed(), n));
     });
     let (took, n) = rx.recv_timeout(limit).ok()?;

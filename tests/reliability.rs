@@ -293,7 +293,7 @@ async fn restart_loop_and_vanished_executable_respect_backoff_with_low_cpu() {
     #[cfg(not(unix))]
     std::fs::copy(common::fixture(), &exe).unwrap();
     let mut cfg = common::config(&[]);
-    cfg.command = exe.to_string_lossy().into();
+    cfg.transport.as_stdio_mut().unwrap().command = exe.to_string_lossy().into();
     let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
     std::fs::remove_file(&exe).unwrap();

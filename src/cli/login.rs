@@ -148,7 +148,7 @@ pub(super) async fn authorized(
     options: &Options,
     config: ClientConfig,
 ) -> Result<ClientConfig, Fail> {
-    let Some(http) = &config.http else {
+    let Some(http) = config.transport.as_http() else {
         return Ok(config);
     };
     let (oauth, asked) = self::oauth().map_err(Fail::Transport)?;
@@ -168,13 +168,13 @@ pub(super) async fn authorize_all(
     options: &Options,
     servers: &mut BTreeMap<String, ClientConfig>,
 ) -> Result<(), Fail> {
-    if !servers.values().any(|c| c.http.is_some()) {
+    if !servers.values().any(|c| c.transport.as_http().is_some()) {
         return Ok(());
     }
     let (oauth, asked) = self::oauth().map_err(Fail::Transport)?;
     let all = async {
         for (name, config) in servers.iter_mut() {
-            let Some(http) = &mut config.http else {
+            let Some(http) = config.transport.as_http_mut() else {
                 continue;
             };
             match log_in(options, &oauth, &asked, http).await {

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::client::ClientConfig;
+use crate::client::{ClientConfig, ClientTransport};
 use crate::secret::MaybeSecret;
 
 /// Says which config file was read.
@@ -28,17 +28,20 @@ pub(super) fn server(config: &ClientConfig) {
 /// (in DIR)` for the command after `--`; `NAME: Streamable HTTP at URL`
 /// for a remote server.
 fn describe(config: &ClientConfig) -> String {
-    if let Some(http) = &config.http {
+    let child = match &config.transport {
+        ClientTransport::Stdio(child) => child,
         // Nothing runs here: say where requests go (no credentials or
         // query; header values never).
-        let name = config.name.as_deref().unwrap_or("the server");
-        return format!("{name}: Streamable HTTP at {}", http.display_url());
-    }
-    let line: Vec<String> = std::iter::once(&config.command)
-        .chain(&config.args)
+        ClientTransport::Http(http) => {
+            let name = config.name.as_deref().unwrap_or("the server");
+            return format!("{name}: Streamable HTTP at {}", http.display_url());
+        }
+    };
+    let line: Vec<String> = std::iter::once(&child.command)
+        .chain(&child.args)
         .map(word)
         .collect();
-    let dir = match &config.cd {
+    let dir = match &child.cd {
         Some(dir) => dir.to_string(),
         None => std::env::current_dir()
             .map(|d| d.display().to_string())

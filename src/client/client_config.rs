@@ -12,28 +12,10 @@ use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel};
 use crate::secret::{Arg, EnvValue, MaybeSecret};
 use crate::transport::http_options::HttpOptions;
 
+use super::client_transport::{ClientTransport, NoOtherKeys, StderrMode, StdioCommand};
+
 /// Default write-queue limit: 16 MiB of unwritten messages.
 pub const DEFAULT_MAX_WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
-
-/// Where the server's stderr goes. It is never merged into stdout.
-///
-/// Serialised as `"inherit"`, `"discard"`, `"log"` or `{"file": "/path"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StderrMode {
-    /// This process's stderr (the default).
-    #[default]
-    Inherit,
-    /// `/dev/null`.
-    Discard,
-    /// Appended to a file (absolute path), opened by this process: no shell.
-    File(PathBuf),
-    /// Captured line by line: each line becomes a tracing event (target
-    /// `conduit_mcp::stderr`, level INFO, with the server's name and pid)
-    /// and a [`LifecycleEvent::Stderr`](crate::client::LifecycleEvent::Stderr).
-    /// A task drains the pipe continuously, so the server never blocks on it.
-    Log,
-}
 
 /// Which protocol era to speak. Serialised as `"auto"`, `"modern"` or
 /// `"legacy"` (the `mcp` command's `--era` values); `"stateless"` and
@@ -138,34 +120,18 @@ impl Backoff {
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default = "crate::serde_support::client_defaults", deny_unknown_fields)]
+#[serde(default = "crate::serde_support::client_defaults")]
 #[non_exhaustive]
 pub struct ClientConfig {
     /// Name used in logs and events (defaults to the command's file name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The executable: a name looked up in PATH at every connection attempt,
-    /// or an absolute path. Must not contain whitespace. A
-    /// [`Secret`](crate::secret::Secret) is revealed only at spawn (errors and logs
-    /// show `***`).
-    pub command: Arg,
-    /// Arguments, passed literally (no shell). Each may be a
-    /// [`Secret`](crate::secret::Secret), revealed only at spawn.
-    pub args: Vec<Arg>,
-    /// Variables set in the child's environment, after the allowlist.
-    #[serde(with = "crate::serde_support::env_map")]
-    pub env: Vec<(String, EnvValue)>,
-    /// Working directory (absolute, existing, valid Unicode); `None` = this
-    /// process's. It may be a [`Secret`](crate::secret::Secret) (a config file's
-    /// `cwd` taken from the environment is one).
-    #[serde(alias = "cwd", skip_serializing_if = "Option::is_none")]
-    pub cd: Option<MaybeSecret>,
-    /// Where stderr goes.
-    pub stderr: StderrMode,
-    /// Allow `.bat`/`.cmd` executables (Windows). `cmd.exe` runs them with
-    /// re-parsed arguments, so they are refused unless this is set, and even
-    /// then no argument may contain `"`, `%`, `^`, `&`, `|`, `<` or `>`.
-    pub allow_batch_files: bool,
+    /// The server: a child process (the default, with the command given
+    /// to [`new`](Self::new)) or a Streamable HTTP server
+    /// ([`http`](Self::http)). Serialised as its keys (see
+    /// [`ClientTransport`]).
+    #[serde(flatten)]
+    pub transport: ClientTransport,
     /// Largest line the server may write, in bytes (default 8 MiB).
     pub max_message_bytes: usize,
     /// Consecutive non-JSON-RPC lines tolerated (default 10).
@@ -295,13 +261,16 @@ pub struct ClientConfig {
     /// `max_list_pages` times that timeout.
     #[serde(rename = "list_timeout_ms", with = "crate::serde_support::millis")]
     pub list_timeout: Duration,
-    /// A Streamable HTTP server instead of a child process (feature
-    /// `http`; see [`ClientConfig::http`]). When set, `command`, `args`,
-    /// `env`, `cd`, `stderr` and the process options are not used;
-    /// `max_message_bytes` bounds each answer and each SSE event, and
-    /// `max_write_queue_bytes` the request bodies being sent at once.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub http: Option<HttpOptions>,
+    /// The key of a setter used against the other transport (a header
+    /// on a command's config, an argument on an HTTP server's), reported
+    /// by `validate`.
+    #[serde(skip)]
+    mixed: Option<&'static str>,
+    /// Refuses the keys no field took (never read: reading it is the
+    /// check).
+    #[allow(dead_code)]
+    #[serde(flatten, skip_serializing)]
+    other_keys: NoOtherKeys,
 }
 
 impl ClientConfig {
@@ -309,12 +278,7 @@ impl ClientConfig {
     pub fn new(command: impl Into<Arg>) -> Self {
         Self {
             name: None,
-            command: command.into(),
-            args: Vec::new(),
-            env: Vec::new(),
-            cd: None,
-            stderr: StderrMode::Inherit,
-            allow_batch_files: false,
+            transport: ClientTransport::Stdio(StdioCommand::new(command)),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_junk_lines: 10,
             stdin_grace: Duration::from_secs(2),
@@ -341,7 +305,8 @@ impl ClientConfig {
             max_list_items: 100_000,
             max_list_bytes: 256 * 1024 * 1024,
             list_timeout: Duration::from_secs(300),
-            http: None,
+            mixed: None,
+            other_keys: NoOtherKeys,
         }
     }
 
@@ -359,9 +324,7 @@ impl ClientConfig {
     /// assert!(!format!("{config:?}").contains("s3cr3t"));
     /// ```
     pub fn http(url: impl Into<String>) -> Self {
-        let mut config = Self::new("");
-        config.http = Some(HttpOptions::new(url));
-        config
+        Self::new("").http_options(HttpOptions::new(url))
     }
 
     /// Authorizes with `oauth` when the HTTP server asks (feature `http`;
@@ -369,8 +332,9 @@ impl ClientConfig {
     /// [`http`](Self::http), as [`header`](Self::header) is.
     #[cfg(feature = "http")]
     pub fn oauth(mut self, oauth: crate::transport::http::oauth::OAuth) -> Self {
-        let http = self.http.take().unwrap_or_else(|| HttpOptions::new(""));
-        self.http = Some(http.oauth(oauth));
+        if let Some(http) = self.http_mut("oauth") {
+            http.oauth = Some(oauth);
+        }
         self
     }
 
@@ -380,15 +344,48 @@ impl ClientConfig {
     /// [`validate`](Self::validate) refuses it (key `header`), since a
     /// config has one transport.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        let http = self.http.take().unwrap_or_else(|| HttpOptions::new(""));
-        self.http = Some(http.header(name, value));
+        if let Some(http) = self.http_mut("header") {
+            *http = std::mem::replace(http, HttpOptions::new("")).header(name, value);
+        }
         self
     }
 
-    /// Sets the HTTP options (see [`HttpOptions`]).
+    /// Makes this the config of the HTTP server `options` describe (see
+    /// [`HttpOptions`]). On a command's config (one that has a command or
+    /// any other option of a child process), [`validate`](Self::validate)
+    /// refuses it (key `http`), since a config has one transport.
     pub fn http_options(mut self, options: HttpOptions) -> Self {
-        self.http = Some(options);
+        match &self.transport {
+            ClientTransport::Stdio(child) if child.first_key_set().is_some() => {
+                self.mixed.get_or_insert("http");
+            }
+            _ => self.transport = ClientTransport::Http(options),
+        }
         self
+    }
+
+    /// The child process's options, for a setter named `key`; `None` (and
+    /// the mix recorded for `validate`) on an HTTP server's config.
+    fn stdio_mut(&mut self, key: &'static str) -> Option<&mut StdioCommand> {
+        match &mut self.transport {
+            ClientTransport::Stdio(child) => Some(child),
+            ClientTransport::Http(_) => {
+                self.mixed.get_or_insert(key);
+                None
+            }
+        }
+    }
+
+    /// The HTTP options, for a setter named `key`; `None` (and the mix
+    /// recorded for `validate`) on a command's config.
+    fn http_mut(&mut self, key: &'static str) -> Option<&mut HttpOptions> {
+        match &mut self.transport {
+            ClientTransport::Http(http) => Some(http),
+            ClientTransport::Stdio(_) => {
+                self.mixed.get_or_insert(key);
+                None
+            }
+        }
     }
 
     /// Sets the name used in logs and events.
@@ -397,35 +394,46 @@ impl ClientConfig {
         self
     }
 
-    /// Sets the executable (see [`command`](Self::command)).
+    /// Sets the executable (see [`StdioCommand::command`]). For a
+    /// command's config, as the setters below are: on an HTTP server's,
+    /// [`validate`](Self::validate) refuses them (with the setter's name as
+    /// the key), since a config has one transport.
     pub fn command(mut self, command: impl Into<Arg>) -> Self {
-        self.command = command.into();
+        if let Some(child) = self.stdio_mut("command") {
+            child.command = command.into();
+        }
         self
     }
 
     /// Adds arguments after those already given, like
     /// [`std::process::Command::args`]: `.arg("-y").args(["a", "b"])` runs
-    /// `command -y a b`. To replace them, assign the
-    /// [`args`](Self::args) field.
+    /// `command -y a b`. To replace them, assign
+    /// [`StdioCommand::args`].
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<Arg>,
     {
-        self.args.extend(args.into_iter().map(Into::into));
+        if let Some(child) = self.stdio_mut("args") {
+            child.args.extend(args.into_iter().map(Into::into));
+        }
         self
     }
 
     /// Adds one argument (a [`Secret`](crate::secret::Secret) too:
     /// `.arg(Secret::new(token))`).
     pub fn arg(mut self, arg: impl Into<Arg>) -> Self {
-        self.args.push(arg.into());
+        if let Some(child) = self.stdio_mut("args") {
+            child.args.push(arg.into());
+        }
         self
     }
 
     /// Sets one environment variable (replacing an earlier value).
     pub fn env(mut self, key: impl Into<String>, value: impl Into<EnvValue>) -> Self {
-        set_env(&mut self.env, key.into(), value.into());
+        if let Some(child) = self.stdio_mut("env") {
+            set_env(&mut child.env, key.into(), value.into());
+        }
         self
     }
 
@@ -436,24 +444,30 @@ impl ClientConfig {
         K: Into<String>,
         V: Into<EnvValue>,
     {
-        merge_env(
-            &mut self.env,
-            vars.into_iter().map(|(k, v)| (k.into(), v.into())),
-        );
+        if let Some(child) = self.stdio_mut("env") {
+            merge_env(
+                &mut child.env,
+                vars.into_iter().map(|(k, v)| (k.into(), v.into())),
+            );
+        }
         self
     }
 
     /// Sets the working directory (to make it a secret, assign
-    /// [`cd`](Self::cd) a [`Secret`](crate::secret::Secret)). A path that is not
-    /// valid Unicode is refused by [`validate`](Self::validate).
+    /// [`StdioCommand::cd`] a [`Secret`](crate::secret::Secret)). A path
+    /// that is not valid Unicode is refused by [`validate`](Self::validate).
     pub fn cd(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.cd = Some(plain_dir(dir.into()));
+        if let Some(child) = self.stdio_mut("cd") {
+            child.cd = Some(plain_dir(dir.into()));
+        }
         self
     }
 
-    /// Sets where stderr goes.
+    /// Sets where stderr goes (default [`StderrMode::Inherit`]).
     pub fn stderr(mut self, mode: StderrMode) -> Self {
-        self.stderr = mode;
+        if let Some(child) = self.stdio_mut("stderr") {
+            child.stderr = mode;
+        }
         self
     }
 
@@ -485,9 +499,11 @@ impl ClientConfig {
         self
     }
 
-    /// Sets [`allow_batch_files`](Self::allow_batch_files).
+    /// Sets [`StdioCommand::allow_batch_files`] (default off).
     pub fn allow_batch_files(mut self, allow: bool) -> Self {
-        self.allow_batch_files = allow;
+        if let Some(child) = self.stdio_mut("allow_batch_files") {
+            child.allow_batch_files = allow;
+        }
         self
     }
 
@@ -643,22 +659,25 @@ impl ClientConfig {
     }
 
     /// What the stdio transport needs: the child's spec and the limits.
-    pub(crate) fn stdio_options(&self) -> crate::transport::stdio::StdioOptions {
+    pub(crate) fn stdio_options(
+        &self,
+        child: &StdioCommand,
+    ) -> crate::transport::stdio::StdioOptions {
         use crate::child::{Graces, Spec, Stderr};
         crate::transport::stdio::StdioOptions {
             spec: Spec {
                 name: self.display_name(),
-                command: self.command.clone(),
-                args: self.args.clone(),
-                env: self.env.clone(),
-                cwd: self.cd.clone(),
-                stderr: match &self.stderr {
+                command: child.command.clone(),
+                args: child.args.clone(),
+                env: child.env.clone(),
+                cwd: child.cd.clone(),
+                stderr: match &child.stderr {
                     StderrMode::Inherit => Stderr::Inherit,
                     StderrMode::Discard => Stderr::Null,
                     StderrMode::Log => Stderr::Piped,
                     StderrMode::File(p) => Stderr::File(p.clone()),
                 },
-                allow_batch_files: self.allow_batch_files,
+                allow_batch_files: child.allow_batch_files,
                 process_group: cfg!(unix) && self.kill_process_group,
                 die_with_parent: self.die_with_parent,
                 group_watchdog: self.group_watchdog,
@@ -678,138 +697,48 @@ impl ClientConfig {
     /// for a secret command; for HTTP, the endpoint without credentials or
     /// query).
     pub fn display_name(&self) -> String {
-        if let (None, Some(http)) = (&self.name, &self.http) {
-            return http.display_url();
+        if let Some(name) = &self.name {
+            return name.clone();
         }
-        self.name.clone().unwrap_or_else(|| match &self.command {
-            MaybeSecret::Plain(command) => Path::new(command)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| command.clone()),
-            secret => secret.to_string(),
-        })
+        match &self.transport {
+            ClientTransport::Http(http) => http.display_url(),
+            ClientTransport::Stdio(child) => match &child.command {
+                MaybeSecret::Plain(command) => Path::new(command)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| command.clone()),
+                secret => secret.to_string(),
+            },
+        }
     }
 
     /// Checks every option; the error names the offending key.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(http) = &self.http {
-            // One transport per config: a command, or an HTTP server.
-            if !self.command.expose().is_empty() || !self.args.is_empty() {
-                let key = if http.url.is_empty() {
-                    "header"
-                } else {
-                    "http"
-                };
-                return Err(ConfigError::new(
-                    key,
-                    format!(
-                        "this config runs the command {:?} and also has HTTP options (a header, OAuth or a URL): a config has one transport; an HTTP server's starts from ClientConfig::http(url)",
-                        self.command
-                    ),
-                ));
-            }
-            if !cfg!(feature = "http") {
-                return Err(ConfigError::new(
-                    "http",
-                    "this build of conduit-mcp has no `http` feature",
-                ));
-            }
-            http.validate()?;
-            return self.validate_limits();
+        if let Some(key) = self.mixed {
+            let (this, other) = match &self.transport {
+                ClientTransport::Stdio(_) => ("runs a command", "an HTTP server's"),
+                ClientTransport::Http(_) => ("reaches an HTTP server", "a command's"),
+            };
+            return Err(ConfigError::new(
+                key,
+                format!(
+                    "this config {this} and `{key}` is an option of {other}: a config has one transport (an HTTP server's starts from ClientConfig::http(url))"
+                ),
+            ));
         }
-        self.validate_command()?;
-        self.validate_args_and_env()?;
-        self.validate_paths()?;
+        match &self.transport {
+            ClientTransport::Http(http) => {
+                if !cfg!(feature = "http") {
+                    return Err(ConfigError::new(
+                        "http",
+                        "this build of conduit-mcp has no `http` feature",
+                    ));
+                }
+                http.validate()?;
+            }
+            ClientTransport::Stdio(child) => child.validate()?,
+        }
         self.validate_limits()
-    }
-
-    /// `command`: a bare name without whitespace, or an absolute path (which
-    /// may hold spaces, as macOS's "Application Support" does, if it
-    /// exists); and the Windows batch-file rule. A secret command is named
-    /// `Secret(***)` in the errors.
-    fn validate_command(&self) -> Result<(), ConfigError> {
-        let shown = &self.command;
-        let cmd = self.command.expose();
-        let path = Path::new(cmd);
-        if cmd.is_empty() {
-            return Err(ConfigError::new("command", "must not be empty"));
-        }
-        if cmd.contains('\0') {
-            return Err(ConfigError::new("command", "contains a NUL byte"));
-        }
-        if cmd.chars().any(char::is_whitespace) && !(path.is_absolute() && path.is_file()) {
-            return Err(ConfigError::new(
-                "command",
-                format!("{shown:?} contains whitespace; put arguments in `args`"),
-            ));
-        }
-        if path.components().count() > 1 && !path.is_absolute() {
-            return Err(ConfigError::new(
-                "command",
-                format!("{shown:?} must be a bare name looked up in PATH or an absolute path"),
-            ));
-        }
-        crate::child::command::check_batch_file(&self.command, &self.args, self.allow_batch_files)
-    }
-
-    /// `args` and `env`: nothing a C string cannot hold, valid names.
-    fn validate_args_and_env(&self) -> Result<(), ConfigError> {
-        if let Some(i) = self.args.iter().position(|a| a.expose().contains('\0')) {
-            return Err(ConfigError::new(
-                "args",
-                format!("argument {i} contains a NUL byte"),
-            ));
-        }
-        for (k, v) in &self.env {
-            if k.is_empty() || k.contains('=') || k.contains('\0') {
-                return Err(ConfigError::new(
-                    "env",
-                    format!("variable name {k:?} is empty or contains '=' or NUL"),
-                ));
-            }
-            if v.expose().contains('\0') {
-                return Err(ConfigError::new(
-                    "env",
-                    format!("value of {k:?} contains a NUL byte"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// `cd` and a stderr file: absolute (and the directory existing). A
-    /// secret `cd` is named `***` in the errors.
-    fn validate_paths(&self) -> Result<(), ConfigError> {
-        if let Some(shown) = &self.cd {
-            let cd = Path::new(shown.expose());
-            if shown.expose().contains('\0') {
-                return Err(ConfigError::new(
-                    "cd",
-                    "contains a NUL byte, or is not valid Unicode",
-                ));
-            }
-            if !cd.is_absolute() {
-                return Err(ConfigError::new(
-                    "cd",
-                    format!("{shown} is not an absolute path"),
-                ));
-            }
-            if !cd.is_dir() {
-                return Err(ConfigError::new(
-                    "cd",
-                    format!("{shown} is not an existing directory"),
-                ));
-            }
-        }
-        if let StderrMode::File(p) = &self.stderr {
-            if !p.is_absolute() {
-                return Err(ConfigError::new(
-                    "stderr",
-                    format!("file {} is not an absolute path", p.display()),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Sizes, timeouts, the backoff and the capabilities.
@@ -929,13 +858,53 @@ mod tests {
         assert!(err.to_string().contains("one transport"), "{err}");
         let both = ClientConfig::new("npx").http_options(HttpOptions::new("https://a.example/mcp"));
         assert_eq!(both.validate().unwrap_err().key, "http");
+        assert!(both.transport.as_stdio().is_some(), "the command is kept");
         let args = ClientConfig::http("https://a.example/mcp").arg("-y");
-        assert_eq!(args.validate().unwrap_err().key, "http");
+        assert_eq!(args.validate().unwrap_err().key, "args");
+        assert!(args.transport.as_http().is_some());
+        // The first setter used against the transport is the one named.
+        let two = ClientConfig::http("https://a.example/mcp")
+            .cd("/")
+            .command("npx");
+        assert_eq!(two.validate().unwrap_err().key, "cd");
         if cfg!(feature = "http") {
             let ok =
                 ClientConfig::http("https://a.example/mcp").header("Authorization", "Bearer t");
             assert!(ok.validate().is_ok());
+            assert_eq!(ok.transport.as_http().unwrap().headers.len(), 1);
         }
+    }
+
+    #[test]
+    fn a_serialised_config_has_one_transport() {
+        let read = |v: serde_json::Value| serde_json::from_value::<ClientConfig>(v);
+        let stdio = read(serde_json::json!({"command": "uvx", "args": ["a"], "cwd": "/"})).unwrap();
+        let child = stdio.transport.as_stdio().unwrap();
+        assert_eq!((child.command.expose(), child.args.len()), ("uvx", 1));
+        assert_eq!(child.cd, Some("/".into()));
+        let http = read(
+            serde_json::json!({"http": {"url": "https://a.example/mcp"}, "max_reconnects": 2}),
+        )
+        .unwrap();
+        assert_eq!(
+            http.transport.as_http().unwrap().url,
+            "https://a.example/mcp"
+        );
+        assert_eq!(http.max_reconnects, 2);
+        let v = serde_json::to_value(&http).unwrap();
+        assert!(v.get("command").is_none() && v.get("args").is_none(), "{v}");
+        assert_eq!(read(v).unwrap().transport, http.transport);
+        let both =
+            read(serde_json::json!({"command": "uvx", "http": {"url": "https://a.example/mcp"}}))
+                .unwrap_err()
+                .to_string();
+        assert!(both.contains("`command` and `http`"), "{both}");
+        let unknown = read(serde_json::json!({"command": "uvx", "comand": "x"}))
+            .unwrap_err()
+            .to_string();
+        assert!(unknown.contains("comand"), "{unknown}");
+        let empty = read(serde_json::json!({})).unwrap();
+        assert_eq!(empty.validate().unwrap_err().key, "command");
     }
 
     #[test]
@@ -964,7 +933,7 @@ mod tests {
             .arg("-y")
             .args(["a", "b"])
             .args(["c"]);
-        assert_eq!(c.args, ["-y", "a", "b", "c"]);
+        assert_eq!(c.transport.as_stdio().unwrap().args, ["-y", "a", "b", "c"]);
     }
 
     #[test]
@@ -1011,18 +980,14 @@ mod tests {
             .max_list_pages(7)
             .max_list_items(8)
             .max_list_bytes(9)
-            .list_timeout(d)
-            .http_options(HttpOptions::new("http://x/"));
+            .list_timeout(d);
         // Every field differs from its default (a new field without a
         // builder shows up here as a missing line).
         let ClientConfig {
             name,
-            command,
-            args,
-            env,
-            cd,
-            stderr,
-            allow_batch_files,
+            transport,
+            mixed,
+            other_keys: _,
             max_message_bytes,
             max_junk_lines,
             stdin_grace,
@@ -1049,9 +1014,19 @@ mod tests {
             max_list_items,
             max_list_bytes,
             list_timeout,
-            http,
         } = c;
-        assert_eq!(http.map(|h| h.url).as_deref(), Some("http://x/"));
+        let ClientTransport::Stdio(StdioCommand {
+            command,
+            args,
+            env,
+            cd,
+            stderr,
+            allow_batch_files,
+        }) = transport
+        else {
+            panic!("a command's config")
+        };
+        assert_eq!(mixed, None);
         assert_eq!(name.as_deref(), Some("n"));
         assert_eq!((command.expose(), args.len(), env.len()), ("/bin/y", 1, 1));
         assert_eq!(cd, Some("/".into()));

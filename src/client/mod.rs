@@ -27,6 +27,7 @@ use tokio::time::Instant;
 use crate::deadline::After;
 
 mod client_config;
+mod client_transport;
 pub(crate) use client_config::merge_env;
 #[cfg(feature = "cli")]
 pub(crate) use client_config::plain_dir;
@@ -51,9 +52,8 @@ mod waiters;
 #[doc(hidden)]
 pub use crate::protocol::{CallToolResult, Tool};
 pub use crate::transport::http_options::HttpOptions;
-pub use client_config::{
-    Backoff, ClientConfig, EraPreference, StderrMode, DEFAULT_MAX_WRITE_QUEUE_BYTES,
-};
+pub use client_config::{Backoff, ClientConfig, EraPreference, DEFAULT_MAX_WRITE_QUEUE_BYTES};
+pub use client_transport::{ClientTransport, StderrMode, StdioCommand};
 pub use events::{forward_events, LifecycleEvent};
 pub use listen::{ListenEnd, Subscription};
 pub use notifications::{Delivered, Notifications};
@@ -89,18 +89,25 @@ pub enum StartError {
     Actor(String),
 }
 
-/// The transport `config` asks for: HTTP when it has a URL, else stdio.
+/// The transport `config` asks for.
 fn transport_for(config: &ClientConfig) -> Result<Arc<dyn Transport>, ConfigError> {
-    #[cfg(feature = "http")]
-    if let Some(http) = &config.http {
-        return Ok(Arc::new(crate::transport::http::HttpTransport::new(
+    match &config.transport {
+        ClientTransport::Stdio(child) => {
+            Ok(Arc::new(StdioTransport::new(config.stdio_options(child))))
+        }
+        #[cfg(feature = "http")]
+        ClientTransport::Http(http) => Ok(Arc::new(crate::transport::http::HttpTransport::new(
             config.display_name(),
             http,
             config.max_message_bytes,
             config.max_write_queue_bytes,
-        )?));
+        )?)),
+        #[cfg(not(feature = "http"))]
+        ClientTransport::Http(_) => Err(ConfigError::new(
+            "http",
+            "this build of conduit-mcp has no `http` feature",
+        )),
     }
-    Ok(Arc::new(StdioTransport::new(config.stdio_options())))
 }
 
 /// Options of [`Client::start_with`] beyond the config: built with

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::interpolate::{Problem, Variables};
 use super::{env_file, read, ConfigFileError, ServeOptions, OPTIONS_KEY};
-use crate::client::{merge_env, ClientConfig, StderrMode};
+use crate::client::{merge_env, ClientConfig, ClientTransport, StderrMode, StdioCommand};
 use crate::secret::{Arg, EnvValue, MaybeSecret, Secret};
 
 /// Fields of [`ClientConfig`] that an entry sets with its own keys, so
@@ -15,7 +15,7 @@ const SET_BY_ENTRY: &[&str] = &["command", "args", "env", "cd", "cwd", "name", "
 
 /// What one entry is.
 pub(super) enum Outcome {
-    /// A server to start (stdio, or Streamable HTTP with `config.http`),
+    /// A server to start (a command, or a Streamable HTTP server),
     /// and its gateway options.
     Server(Box<ClientConfig>, ServeOptions),
     /// `"disabled": true`.
@@ -141,17 +141,27 @@ pub(super) fn read(
     let command = command_path(ctx, &field("command"), command)?;
     let (mut config, serve) = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
     config.name = Some(name.to_owned());
-    config.command = command;
-    config.args = args(ctx, &field("args"), entry.get("args"))?;
     let (cwd, from_env) = match entry.get("cwd") {
         Some(cwd) => ctx.path(&field("cwd"), cwd)?,
         None => (ctx.dir.to_owned(), false),
     };
-    config.cd = Some(keep(cwd.to_string_lossy().into_owned(), from_env));
-    config.env = environment(ctx, key, entry)?;
-    if let StderrMode::File(p) = &config.stderr {
-        config.stderr = StderrMode::File(ctx.resolve(p));
+    // The options' `stderr` and `allow_batch_files`, the rest from the
+    // entry.
+    let mut child = match std::mem::replace(
+        &mut config.transport,
+        ClientTransport::Stdio(StdioCommand::default()),
+    ) {
+        ClientTransport::Stdio(child) => child,
+        ClientTransport::Http(_) => StdioCommand::default(),
+    };
+    child.command = command;
+    child.args = args(ctx, &field("args"), entry.get("args"))?;
+    child.cd = Some(keep(cwd.to_string_lossy().into_owned(), from_env));
+    child.env = environment(ctx, key, entry)?;
+    if let StderrMode::File(p) = &child.stderr {
+        child.stderr = StderrMode::File(ctx.resolve(p));
     }
+    config.transport = ClientTransport::Stdio(child);
     Ok(Outcome::Server(Box::new(config), serve))
 }
 
@@ -195,7 +205,7 @@ fn remote_server(
     }
     let (mut config, serve) = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
     config.name = Some(name.to_owned());
-    config.http = Some(http);
+    config.transport = ClientTransport::Http(http);
     Ok(Outcome::Server(Box::new(config), serve))
 }
 

@@ -135,7 +135,7 @@ pub enum SendError {
     /// Server-to-client requests need a stateful session (after `initialize`);
     /// the stateless era uses input-required results instead.
     #[error("server-to-client requests need an initialized legacy session")]
-    NoLegacySession,
+    NoStatefulSession,
     /// The client did not declare the capability this request needs.
     #[error("client did not declare the {0:?} capability")]
     MissingCapability(&'static str),

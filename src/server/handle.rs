@@ -492,7 +492,7 @@ impl ServerHandle {
     /// `sampling/createMessage`, `elicitation/create`, `ping`) and waits for
     /// the answer for at most [`ServerConfig::client_request_timeout`].
     ///
-    /// Requires an initialized stateful session ([`SendError::NoLegacySession`]
+    /// Requires an initialized stateful session ([`SendError::NoStatefulSession`]
     /// otherwise: in the stateless era use
     /// [`RequestContext::ask`](super::RequestContext::ask)), and the client
     /// capability the method needs ([`SendError::MissingCapability`]).
@@ -530,7 +530,7 @@ impl ServerHandle {
             let caps = {
                 let st = shared.session();
                 if st.stateful_version.is_none() {
-                    return Err(SendError::NoLegacySession);
+                    return Err(SendError::NoStatefulSession);
                 }
                 st.stateful_capabilities.clone()
             };

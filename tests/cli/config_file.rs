@@ -38,6 +38,9 @@ fn load(
 
 fn env_of<'a>(file: &'a ServersFile, server: &str, key: &str) -> Option<&'a EnvValue> {
     file.server(server)?
+        .transport
+        .as_stdio()
+        .unwrap()
         .env
         .iter()
         .find(|(k, _)| k == key)
@@ -71,11 +74,21 @@ fn claude_desktop_config() {
         ["filesystem", "github"]
     );
     let fs = file.server("filesystem").unwrap();
-    assert_eq!(fs.command, "npx", "a bare name stays a PATH lookup");
-    assert_eq!(fs.args[2], "/Users/me/Desktop");
+    assert_eq!(
+        fs.transport.as_stdio().unwrap().command,
+        "npx",
+        "a bare name stays a PATH lookup"
+    );
+    assert_eq!(
+        fs.transport.as_stdio().unwrap().args[2],
+        "/Users/me/Desktop"
+    );
     assert_eq!(fs.name.as_deref(), Some("filesystem"));
     // The default working directory is the file's.
-    assert_eq!(fs.cd.as_ref().unwrap(), dir.to_str().unwrap());
+    assert_eq!(
+        fs.transport.as_stdio().unwrap().cd.as_ref().unwrap(),
+        dir.to_str().unwrap()
+    );
     assert_eq!(
         env_of(&file, "github", "GITHUB_PERSONAL_ACCESS_TOKEN"),
         Some(&EnvValue::Plain("literal-token".into())),
@@ -113,8 +126,11 @@ fn cursor_config_with_env_variables_and_a_remote_server() {
     )
     .unwrap();
     let api = file.server("api").unwrap();
-    assert_eq!(api.command, "/home/me/bin/api-server");
-    assert_eq!(api.args, ["--region", "eu"]);
+    assert_eq!(
+        api.transport.as_stdio().unwrap().command,
+        "/home/me/bin/api-server"
+    );
+    assert_eq!(api.transport.as_stdio().unwrap().args, ["--region", "eu"]);
     // From the environment: a secret, never shown.
     let key = env_of(&file, "api", "API_KEY").unwrap();
     assert!(matches!(key, EnvValue::Secret(s) if s.expose() == "k-123"));
@@ -126,7 +142,7 @@ fn cursor_config_with_env_variables_and_a_remote_server() {
     );
     // A `url` without a type is a Streamable HTTP server; its headers are
     // secrets.
-    let remote = file.server("remote").unwrap().http.as_ref().unwrap();
+    let remote = file.server("remote").unwrap().transport.as_http().unwrap();
     assert_eq!(remote.url, "https://mcp.example.invalid/sse");
     assert_eq!(remote.headers[0].1.expose(), "Bearer t-456");
     assert!(!format!("{file:?}").contains("t-456"));
@@ -166,13 +182,16 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
     let project = dir.join("project");
     let local = file.server("local").unwrap();
     assert_eq!(
-        local.command,
+        local.transport.as_stdio().unwrap().command,
         project.join("bin/server").to_str().unwrap(),
         "relative to the file's directory"
     );
-    assert_eq!(local.args, ["--port", "8080", "fallback"]);
     assert_eq!(
-        local.cd.as_ref().unwrap(),
+        local.transport.as_stdio().unwrap().args,
+        ["--port", "8080", "fallback"]
+    );
+    assert_eq!(
+        local.transport.as_stdio().unwrap().cd.as_ref().unwrap(),
         project.join("work").to_str().unwrap()
     );
     assert_eq!(local.request_timeout.as_millis(), 5000);
@@ -183,11 +202,16 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
     assert_eq!(local.backoff.initial.as_millis(), 10);
     assert_eq!(local.backoff.factor, 2.0, "unset: the default");
     assert_eq!(
-        local.stderr,
+        local.transport.as_stdio().unwrap().stderr,
         StderrMode::File(project.join("logs/local.log"))
     );
     assert_eq!(
-        file.server("tools").unwrap().command,
+        file.server("tools")
+            .unwrap()
+            .transport
+            .as_stdio()
+            .unwrap()
+            .command,
         project.join("bin/tools").to_str().unwrap()
     );
     // Options not given keep their defaults.
@@ -231,9 +255,12 @@ fn vscode_mcp_json_with_comments_env_file_inputs_and_types() {
     );
     let file = load(&path, &[]).unwrap();
     assert_eq!(file.servers.len(), 2);
-    assert!(file.server("web").unwrap().http.is_some());
+    assert!(file.server("web").unwrap().transport.as_http().is_some());
     let memory = file.server("memory").unwrap();
-    assert_eq!(memory.args[1], "@modelcontextprotocol/server-memory");
+    assert_eq!(
+        memory.transport.as_stdio().unwrap().args[1],
+        "@modelcontextprotocol/server-memory"
+    );
     // Every env-file value is a secret; `env` wins over it.
     assert!(matches!(
         env_of(&file, "memory", "TOKEN"),
@@ -271,7 +298,15 @@ fn vscode_user_settings_hold_servers_under_mcp() {
         r#"{ "editor.fontSize": 14, "mcp": { "servers": { "time": { "command": "uvx", "args": ["mcp-server-time"] } } } }"#,
     );
     let file = load(&path, &[]).unwrap();
-    assert_eq!(file.server("time").unwrap().args, ["mcp-server-time"]);
+    assert_eq!(
+        file.server("time")
+            .unwrap()
+            .transport
+            .as_stdio()
+            .unwrap()
+            .args,
+        ["mcp-server-time"]
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -473,9 +508,13 @@ fn values_from_the_environment_are_secrets_in_args_command_and_cwd_too() {
         serde_json::to_value(gh).unwrap()["args"],
         json!(["--token", redacted, redacted, "plain"])
     );
-    assert!(gh.args[1].is_secret() && !gh.args[0].is_secret() && !gh.args[3].is_secret());
+    assert!(
+        gh.transport.as_stdio().unwrap().args[1].is_secret()
+            && !gh.transport.as_stdio().unwrap().args[0].is_secret()
+            && !gh.transport.as_stdio().unwrap().args[3].is_secret()
+    );
     assert_eq!(
-        gh.args,
+        gh.transport.as_stdio().unwrap().args,
         [
             "--token",
             TOKEN,
@@ -483,8 +522,11 @@ fn values_from_the_environment_are_secrets_in_args_command_and_cwd_too() {
             "plain"
         ]
     );
-    assert!(gh.command.is_secret() && gh.command == BIN);
-    let cd = gh.cd.as_ref().unwrap();
+    assert!(
+        gh.transport.as_stdio().unwrap().command.is_secret()
+            && gh.transport.as_stdio().unwrap().command == BIN
+    );
+    let cd = gh.transport.as_stdio().unwrap().cd.as_ref().unwrap();
     assert!(cd.is_secret() && cd == DIR);
     assert!(env_of(&file, "gh", "AUTH").unwrap().is_secret());
     // Validation errors name the key, never the value.

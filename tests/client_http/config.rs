@@ -32,8 +32,8 @@ fn url_entries_become_http_clients_with_secret_headers_and_sse_stays_unsupported
     let names: Vec<&str> = file.servers.keys().map(String::as_str).collect();
     assert_eq!(names, ["bare", "local", "remote", "streamable"]);
     let remote = file.servers["remote"]
-        .http
-        .as_ref()
+        .transport
+        .as_http()
         .expect("an HTTP server");
     assert_eq!(remote.url, "https://mcp.example.com/mcp");
     let auth = remote
@@ -44,7 +44,7 @@ fn url_entries_become_http_clients_with_secret_headers_and_sse_stays_unsupported
     assert_eq!(auth.1.expose(), "Bearer t0k");
     assert!(file.servers["remote"].validate().is_ok());
     assert_eq!(file.servers["streamable"].max_reconnects, 2);
-    assert!(file.servers["local"].http.is_none());
+    assert!(file.servers["local"].transport.as_http().is_none());
     // No header value shows anywhere.
     assert!(!format!("{file:?}").contains("t0k"));
     assert!(!format!("{file:?}").contains("core"));
@@ -63,7 +63,7 @@ fn vs_code_http_entries_are_read_too() {
         r#"{ "servers": { "gh": { "type": "http", "url": "https://api.example.com/mcp/",
              "headers": { "Authorization": "Bearer ${env:TOKEN}" } } } }"#,
     );
-    let gh = file.servers["gh"].http.as_ref().unwrap();
+    let gh = file.servers["gh"].transport.as_http().unwrap();
     assert_eq!(gh.headers[0].1.expose(), "Bearer t0k");
     // A header whose variable is unset names the key and the variable.
     let err = ServersFile::parse(

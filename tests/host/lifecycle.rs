@@ -227,7 +227,7 @@ async fn a_server_that_gives_up_leaves_the_namespace_with_its_reason() {
     let exe = dir.join("fragile-server");
     std::fs::copy(common::fixture(), &exe).unwrap();
     let mut fragile = restarting(Duration::from_millis(20), 1);
-    fragile.command = exe.to_str().unwrap().into();
+    fragile.transport.as_stdio_mut().unwrap().command = exe.to_str().unwrap().into();
     let config = HostConfig::new()
         .server("fragile", fragile)
         .server("steady", common::config(&[]));
@@ -622,7 +622,7 @@ async fn a_lazy_server_that_cannot_start_stays_lazy_and_the_next_use_tries_again
     let exe = dir.join("srv");
     let _ = std::fs::remove_file(&exe);
     let mut config = common::config(&[]);
-    config.command = exe.to_str().unwrap().into();
+    config.transport.as_stdio_mut().unwrap().command = exe.to_str().unwrap().into();
     let host = Host::start(HostConfig::new()).await.unwrap();
     host.add_lazy("later", config).unwrap();
     let e = host
@@ -711,7 +711,13 @@ async fn a_reload_restarts_changed_servers_only_and_tries_again_one_that_never_s
         ("idle", &[], true),
         ("broken", &[], false),
     ]);
-    next.servers.get_mut("broken").unwrap().command = missing.to_str().unwrap().into();
+    next.servers
+        .get_mut("broken")
+        .unwrap()
+        .transport
+        .as_stdio_mut()
+        .unwrap()
+        .command = missing.to_str().unwrap().into();
     let done = host.reload(&first, &next).await;
     assert_eq!(done.restarted, ["changed"]);
     assert_eq!(done.added, ["idle", "new"], "{done:?}");

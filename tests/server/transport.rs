@@ -557,7 +557,7 @@ async fn legacy_server_to_client_requests_are_correlated_and_time_out() {
     // Not before initialize.
     assert!(matches!(
         c.handle.request("ping", None).await,
-        Err(SendError::NoLegacySession)
+        Err(SendError::NoStatefulSession)
     ));
     c.initialize(json!({ "roots": {} })).await;
     // A tool that asks for roots: the server sends roots/list.
@@ -653,7 +653,7 @@ async fn modern_input_required_round_trip() {
     // The server never sends requests in the modern era.
     assert!(matches!(
         c.handle.request("ping", None).await,
-        Err(SendError::NoLegacySession)
+        Err(SendError::NoStatefulSession)
     ));
     assert!(c.until_ping("modern").await.is_empty());
 }
