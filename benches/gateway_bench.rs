@@ -64,11 +64,24 @@ struct Figures {
     p99_ms: f64,
     peak_rss_mib: f64,
     errors: usize,
+    /// CPU time (user and system) per measured call: this process's (the
+    /// load generator, and the server when it runs in process), and the
+    /// measured process tree's (a gateway and its servers; the stdio server
+    /// for the direct rows). NaN when not measured.
+    cpu_us_here: f64,
+    cpu_us_tree: f64,
 }
 
 impl Figures {
     fn rps(&self) -> f64 {
         self.calls as f64 / self.seconds
+    }
+
+    /// Sets the CPU figures from the window's totals (µs).
+    fn per_call_cpu(&mut self, (here, tree): (f64, f64)) {
+        let calls = self.calls.max(1) as f64;
+        self.cpu_us_here = here / calls;
+        self.cpu_us_tree = tree / calls;
     }
 }
 
@@ -105,8 +118,40 @@ fn free_port() -> u16 {
 
 /// The RSS of `pid` and all its descendants, in KiB.
 fn tree_rss_kib(root: u32) -> u64 {
+    tree_stats(root).0
+}
+
+/// The CPU time (user and system) this process has used, in µs.
+fn own_cpu_us() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .map(|s| stat_cpu_us(&s))
+        .unwrap_or(f64::NAN)
+}
+
+/// utime + stime of one `/proc/PID/stat` line, in µs.
+fn stat_cpu_us(stat: &str) -> f64 {
+    // SAFETY: sysconf reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .map(|r| r.split_whitespace().collect())
+        .unwrap_or_default();
+    // After the name: state is field 3, utime 14 and stime 15.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / hz * 1e6
+}
+
+/// The RSS (KiB) and CPU time (µs) of `pid` and all its live
+/// descendants.
+fn tree_stats(root: u32) -> (u64, f64) {
     let mut parents: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut rss: BTreeMap<u32, (u64, f64)> = BTreeMap::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
@@ -129,7 +174,7 @@ fn tree_rss_kib(root: u32) -> u64 {
                     .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             })
             .unwrap_or(0);
-        rss.insert(pid, kib);
+        rss.insert(pid, (kib, stat_cpu_us(&stat)));
     }
     let in_tree = |mut p: u32| {
         for _ in 0..64 {
@@ -145,8 +190,31 @@ fn tree_rss_kib(root: u32) -> u64 {
     };
     rss.iter()
         .filter(|(p, _)| in_tree(**p))
-        .map(|(_, k)| *k)
-        .sum()
+        .fold((0, 0.0), |(k, c), (_, (kib, cpu))| (k + kib, c + cpu))
+}
+
+/// Samples this process's CPU time and `root`'s tree's at `from` and at
+/// `to` (the measured window); their differences.
+fn cpu_window(
+    root: Option<u32>,
+    from: Instant,
+    to: Instant,
+) -> tokio::task::JoinHandle<(f64, f64)> {
+    let sample = move || {
+        let tree = root.map_or(f64::NAN, |p| tree_stats(p).1);
+        (own_cpu_us(), tree)
+    };
+    tokio::spawn(async move {
+        tokio::time::sleep_until(from.into()).await;
+        let a = tokio::task::spawn_blocking(sample)
+            .await
+            .unwrap_or((f64::NAN, f64::NAN));
+        tokio::time::sleep_until(to.into()).await;
+        let b = tokio::task::spawn_blocking(sample)
+            .await
+            .unwrap_or((f64::NAN, f64::NAN));
+        (b.0 - a.0, b.1 - a.1)
+    })
 }
 
 /// One HTTP/1 keep-alive connection.
@@ -306,6 +374,7 @@ async fn load(
     let start = Instant::now();
     let measure_from = start + WARMUP;
     let end = measure_from + plan.window;
+    let cpu = cpu_window(root, measure_from, end);
     let peak = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let sampler = root.map(|pid| {
         let peak = peak.clone();
@@ -355,12 +424,14 @@ async fn load(
     if let Some(s) = sampler {
         s.abort();
     }
-    Ok(summarize(
+    let mut f = summarize(
         all,
         plan.window,
         errors,
         peak.load(std::sync::atomic::Ordering::Relaxed),
-    ))
+    );
+    f.per_call_cpu(cpu.await.unwrap_or((f64::NAN, f64::NAN)));
+    Ok(f)
 }
 
 fn summarize(mut lat: Vec<f64>, window: Duration, errors: usize, peak_kib: u64) -> Figures {
@@ -378,6 +449,8 @@ fn summarize(mut lat: Vec<f64>, window: Duration, errors: usize, peak_kib: u64) 
         p99_ms: pct(0.99),
         peak_rss_mib: peak_kib as f64 / 1024.0,
         errors,
+        cpu_us_here: f64::NAN,
+        cpu_us_tree: f64::NAN,
     }
 }
 
@@ -391,6 +464,7 @@ async fn direct(plan: Plan) -> Result<Figures, String> {
     let start = Instant::now();
     let measure_from = start + WARMUP;
     let end = measure_from + plan.window;
+    let cpu = cpu_window(client.pid(), measure_from, end);
     let mut tasks = Vec::new();
     for i in 0..plan.clients {
         let client = client.clone();
@@ -427,6 +501,7 @@ async fn direct(plan: Plan) -> Result<Figures, String> {
     }
     let pid = client.pid();
     let mut f = summarize(all, plan.window, errors, 0);
+    f.per_call_cpu(cpu.await.unwrap_or((f64::NAN, f64::NAN)));
     // The server's process only: the client lives in this process.
     f.peak_rss_mib = pid.map_or(0.0, |p| tree_rss_kib(p) as f64 / 1024.0);
     client.stop().wait().await;
@@ -687,26 +762,38 @@ async fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 
     eprintln!(
-        "\n{:<32} {:>7} {:>10} {:>9} {:>9} {:>12} {:>7}",
-        "gateway", "clients", "req/s", "p50 ms", "p99 ms", "tree RSS MiB", "errors"
+        "\n{:<32} {:>7} {:>10} {:>9} {:>9} {:>12} {:>7} {:>10} {:>10}",
+        "gateway",
+        "clients",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "tree RSS MiB",
+        "errors",
+        "CPU us/call here",
+        "tree"
     );
     for (name, clients, f) in &rows {
         eprintln!(
-            "{:<32} {:>7} {:>10.0} {:>9.3} {:>9.3} {:>12.1} {:>7}",
+            "{:<32} {:>7} {:>10.0} {:>9.3} {:>9.3} {:>12.1} {:>7} {:>16.1} {:>10.1}",
             name,
             clients,
             f.rps(),
             f.p50_ms,
             f.p99_ms,
             f.peak_rss_mib,
-            f.errors
+            f.errors,
+            f.cpu_us_here,
+            f.cpu_us_tree
         );
         if json_out {
             println!(
                 "{}",
                 json!({ "gateway": name, "clients": clients, "rps": f.rps(), "p50_ms": f.p50_ms,
                         "p99_ms": f.p99_ms, "peak_rss_mib": f.peak_rss_mib, "errors": f.errors,
-                        "calls": f.calls, "seconds": f.seconds })
+                        "calls": f.calls, "seconds": f.seconds,
+                        "cpu_us_per_call_here": finite(f.cpu_us_here),
+                        "cpu_us_per_call_tree": finite(f.cpu_us_tree) })
             );
         }
     }
@@ -750,6 +837,20 @@ async fn main() {
                 plan.clients,
                 ours.rps() / h.rps()
             );
+            // Where the CPU goes: the load generator is this process in the
+            // gateway's row; the HTTP server is this process less the load
+            // generator in its own row; the stdio server is the direct
+            // row's tree.
+            let load = ours.cpu_us_here;
+            let http = h.cpu_us_here - load;
+            let stdio = find("direct", plan.clients).map_or(f64::NAN, |d| d.cpu_us_tree);
+            eprintln!(
+                "CPU per call at {} clients: load generator {load:.1} us, HTTP server {http:.1} us; mcp serve's tree {:.1} us (the stdio server {stdio:.1} us, the gateway {:.1} us); at 0.8x the gateway's tree may use {:.1} us",
+                plan.clients,
+                ours.cpu_us_tree,
+                ours.cpu_us_tree - stdio,
+                (load + http) / 0.8 - load
+            );
         }
         if let (Some(g), Some(h), Some(d)) = (
             find("mcp serve", 1),
@@ -761,6 +862,15 @@ async fn main() {
                 (g.p50_ms - h.p50_ms - d.p50_ms) * 1000.0
             );
         }
+    }
+}
+
+/// A JSON number, or null for a figure not measured.
+fn finite(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        Value::Null
     }
 }
 

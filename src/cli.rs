@@ -83,8 +83,15 @@ where
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }
+    let workers = match worker_threads(std::env::var("TOKIO_WORKER_THREADS").ok().as_deref()) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
     {
@@ -100,6 +107,21 @@ where
     // exit, as dropping the runtime would.
     runtime.shutdown_timeout(RUNTIME_EXIT_WAIT);
     ExitCode::from(finish(outcome))
+}
+
+/// The runtime's worker threads: `TOKIO_WORKER_THREADS` when set (and not
+/// empty), else one per CPU, as tokio's default; an invalid value is an
+/// error here rather than tokio's panic.
+fn worker_threads(env: Option<&str>) -> Result<usize, String> {
+    match env.filter(|v| !v.trim().is_empty()) {
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "TOKIO_WORKER_THREADS={v:?}: expected a number of threads, at least 1"
+            )),
+        },
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
 }
 
 /// How long the exit waits for the runtime's blocking tasks.
@@ -317,4 +339,22 @@ where
 pub(crate) async fn interrupted() -> Fail {
     let _ = tokio::signal::ctrl_c().await;
     Fail::Transport("interrupted".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::worker_threads;
+
+    #[test]
+    fn worker_threads_come_from_the_environment_or_the_cpus() {
+        assert_eq!(worker_threads(Some("3")), Ok(3));
+        assert_eq!(worker_threads(Some(" 1 ")), Ok(1));
+        for bad in ["0", "-1", "two"] {
+            let e = worker_threads(Some(bad)).unwrap_err();
+            assert!(e.contains("TOKIO_WORKER_THREADS"), "{e}");
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(worker_threads(None), Ok(cpus));
+        assert_eq!(worker_threads(Some(" ")), worker_threads(None));
+    }
 }

@@ -750,3 +750,28 @@ fn server_without_a_config_file_is_a_usage_error_not_ignored() {
     ]);
     assert_code(&out, 2);
 }
+
+#[test]
+fn a_worker_count_that_is_not_a_number_is_a_usage_error_not_a_panic() {
+    for bad in ["0", "two"] {
+        let mut cmd = Command::new(installed());
+        cmd.args(["tools", "--", common::fixture()])
+            .env("TOKIO_WORKER_THREADS", bad)
+            .stdin(Stdio::null());
+        let out = run_cmd(cmd);
+        assert_code(&out, 2);
+        assert!(
+            out.stderr.contains("TOKIO_WORKER_THREADS"),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    }
+    let mut cmd = Command::new(installed());
+    cmd.args(["tools", "--", common::fixture()])
+        .env("TOKIO_WORKER_THREADS", "1")
+        .stdin(Stdio::null());
+    let out = run_cmd(cmd);
+    assert_code(&out, 0);
+    assert!(out.json()["tools"].is_array(), "{}", out.stdout);
+}
