@@ -104,9 +104,12 @@ impl Backoff {
 /// # Serialisation
 ///
 /// `ClientConfig` is `Serialize` and `Deserialize` with the field names
-/// below, durations in milliseconds under names ending in `_ms`
-/// (`request_timeout_ms`, `stdin_grace_ms`, ...), `env` as an object, and
-/// every missing field at its default; an unknown field is an error. A
+/// below and those of its [`transport`](Self::transport) (`command`,
+/// `args`, `env`, `cd`, `stderr`, `allow_batch_files`, or `http`: one
+/// transport's keys, never both), durations in milliseconds under names
+/// ending in `_ms` (`request_timeout_ms`, `stdin_grace_ms`, ...), `env` as
+/// an object, and every missing field at its default; an unknown field is
+/// an error. A
 /// [`Secret`](crate::secret::Secret) in `command`, `args`, `env` or `cd` is written
 /// as `{"redacted": true}` and never with its value (see
 /// [`secret`](crate::secret)).
