@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::ConfigError;
 use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
@@ -12,7 +12,7 @@ use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel};
 use crate::secret::{Arg, EnvValue, MaybeSecret};
 use crate::transport::http_options::HttpOptions;
 
-use super::client_transport::{ClientTransport, NoOtherKeys, StderrMode, StdioCommand};
+use super::client_transport::{ClientTransport, StderrMode, StdioCommand};
 
 /// Default write-queue limit: 16 MiB of unwritten messages.
 pub const DEFAULT_MAX_WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
@@ -789,6 +789,73 @@ impl ClientConfig {
     }
 }
 
+/// Every key a serialised `ClientConfig` may hold (a refusal lists them).
+const KEYS: &[&str] = &[
+    "name",
+    "command",
+    "args",
+    "env",
+    "cd",
+    "cwd",
+    "stderr",
+    "allow_batch_files",
+    "http",
+    "max_message_bytes",
+    "max_junk_lines",
+    "stdin_grace_ms",
+    "term_grace_ms",
+    "probe_timeout_ms",
+    "max_write_queue_bytes",
+    "write_stall_timeout_ms",
+    "max_inbound_requests",
+    "max_queued_notification_bytes",
+    "backoff",
+    "max_reconnects",
+    "restart_period_ms",
+    "kill_process_group",
+    "die_with_parent",
+    "group_watchdog",
+    "era",
+    "request_timeout_ms",
+    "init_timeout_ms",
+    "client_info",
+    "capabilities",
+    "log_level",
+    "refresh_tools_on_list_changed",
+    "max_list_pages",
+    "max_list_items",
+    "max_list_bytes",
+    "list_timeout_ms",
+];
+
+/// What a config's keys that no field took are: refused, as
+/// `deny_unknown_fields` would (which a struct with a flattened field cannot
+/// use).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct NoOtherKeys;
+
+impl<'de> Deserialize<'de> for NoOtherKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Refuse;
+        impl<'de> serde::de::Visitor<'de> for Refuse {
+            type Value = NoOtherKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("no other keys")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<NoOtherKeys, A::Error> {
+                match map.next_key::<String>()? {
+                    None => Ok(NoOtherKeys),
+                    Some(key) => Err(serde::de::Error::unknown_field(&key, KEYS)),
+                }
+            }
+        }
+        deserializer.deserialize_map(Refuse)
+    }
+}
+
 /// A directory as plain text. One that is not valid Unicode gets a NUL
 /// byte, so that [`ClientConfig::validate`] refuses it rather than run the
 /// server in another directory with a similar name.
@@ -879,6 +946,28 @@ mod tests {
     }
 
     #[test]
+    fn the_listed_keys_are_the_serialised_ones() {
+        let stdio = ClientConfig::new("x")
+            .name("n")
+            .cd("/")
+            .log_level(LoggingLevel::Info);
+        let http = ClientConfig::http("https://a.example/mcp");
+        let mut written: Vec<String> = [stdio, http]
+            .iter()
+            .flat_map(|c| match serde_json::to_value(c).unwrap() {
+                serde_json::Value::Object(m) => m.keys().cloned().collect::<Vec<_>>(),
+                _ => unreachable!(),
+            })
+            .collect();
+        written.push("cwd".into());
+        written.sort();
+        written.dedup();
+        let mut listed: Vec<String> = KEYS.iter().map(|k| k.to_string()).collect();
+        listed.sort();
+        assert_eq!(written, listed);
+    }
+
+    #[test]
     fn a_serialised_config_has_one_transport() {
         let read = |v: serde_json::Value| serde_json::from_value::<ClientConfig>(v);
         let stdio = read(serde_json::json!({"command": "uvx", "args": ["a"], "cwd": "/"})).unwrap();
@@ -905,7 +994,10 @@ mod tests {
         let unknown = read(serde_json::json!({"command": "uvx", "comand": "x"}))
             .unwrap_err()
             .to_string();
-        assert!(unknown.contains("comand"), "{unknown}");
+        assert!(
+            unknown.contains("unknown field `comand`, expected one of `name`, `command`"),
+            "{unknown}"
+        );
         let empty = read(serde_json::json!({})).unwrap();
         assert_eq!(empty.validate().unwrap_err().key, "command");
     }

@@ -218,34 +218,6 @@ impl<'de> Deserialize<'de> for ClientTransport {
     }
 }
 
-/// What a config's keys that no field took are: refused, as
-/// `deny_unknown_fields` would (which a struct with a flattened field cannot
-/// use).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct NoOtherKeys;
-
-impl<'de> Deserialize<'de> for NoOtherKeys {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Refuse;
-        impl<'de> serde::de::Visitor<'de> for Refuse {
-            type Value = NoOtherKeys;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("no other keys")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<NoOtherKeys, A::Error> {
-                match map.next_key::<String>()? {
-                    None => Ok(NoOtherKeys),
-                    Some(key) => Err(serde::de::Error::custom(format!("unknown field `{key}`"))),
-                }
-            }
-        }
-        deserializer.deserialize_map(Refuse)
-    }
-}
-
 impl StdioCommand {
     /// Checks the command, its arguments, environment and paths; the error
     /// names the offending key.
