@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
 use crate::secret::Secret;
+use crate::transport::display_url::display_url;
 
 /// A Streamable HTTP server: its endpoint and the headers sent with every
 /// request (feature `http`).
@@ -71,6 +72,15 @@ impl HttpOptions {
             connect_timeout: default_connect_timeout(),
             #[cfg(feature = "http")]
             oauth: None,
+        }
+    }
+
+    /// How its HTTP clients connect.
+    #[cfg(feature = "http")]
+    pub(crate) fn connect(&self) -> crate::transport::http::http_client::Connect {
+        crate::transport::http::http_client::Connect {
+            timeout: self.connect_timeout,
+            proxy_from_env: self.proxy_from_env,
         }
     }
 
@@ -151,22 +161,6 @@ pub(crate) fn set_header(headers: &mut Vec<(String, Secret)>, name: String, valu
     headers.push((name, value));
 }
 
-/// `scheme://host[:port]/path` of `url`: no user info, query or fragment.
-pub(crate) fn display_url(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((s, r)) => (s, r),
-        None => return "(not a URL)".into(),
-    };
-    let end = rest.find(['?', '#']).unwrap_or(rest.len());
-    let rest = &rest[..end];
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    let host = authority.rsplit('@').next().unwrap_or_default();
-    format!("{scheme}://{host}{path}")
-}
-
 /// Headers as a JSON object of secrets (written redacted).
 mod header_map {
     use std::fmt;
@@ -212,15 +206,6 @@ mod header_map {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_shown_in_logs_carry_no_credentials_or_query() {
-        assert_eq!(
-            display_url("https://user:pw@example.com:8443/mcp?token=x#f"),
-            "https://example.com:8443/mcp"
-        );
-        assert_eq!(display_url("http://127.0.0.1:9"), "http://127.0.0.1:9");
-    }
 
     #[test]
     fn bad_urls_and_headers_are_refused_by_key() {

@@ -16,6 +16,7 @@ use crate::child::ShutdownHandle;
 use crate::error::{CloseReason, SpawnError};
 use crate::jsonrpc::{Message, RequestId};
 
+pub(crate) mod display_url;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 pub(crate) mod http_options;

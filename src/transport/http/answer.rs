@@ -15,7 +15,7 @@ use super::{stream, Core};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
 use crate::jsonrpc::{ErrorObject, Message, Outcome, RequestId, Response as RpcResponse};
-use crate::transport::http_options::display_url;
+use crate::transport::display_url::display_url;
 
 /// Bytes of an error body read to explain an HTTP failure.
 const ERROR_BODY_BYTES: usize = 64 * 1024;

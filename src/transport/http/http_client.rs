@@ -4,25 +4,33 @@
 use std::time::Duration;
 
 use crate::error::ConfigError;
-use crate::transport::http_options::HttpOptions;
 
-/// The HTTP client for the server of `http`: its connect timeout and
-/// proxy settings, redirects never followed.
-pub(crate) fn build(http: &HttpOptions) -> Result<reqwest::Client, ConfigError> {
-    builder(http)
+/// How a server's HTTP clients connect (from its `HttpOptions`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Connect {
+    /// Time allowed to open a connection (TCP and TLS).
+    pub(crate) timeout: Duration,
+    /// Use the proxy the environment names.
+    pub(crate) proxy_from_env: bool,
+}
+
+/// The HTTP client for a server: its connect timeout and proxy settings,
+/// redirects never followed.
+pub(crate) fn build(connect: Connect) -> Result<reqwest::Client, ConfigError> {
+    builder(connect)
         .build()
         .map_err(|e| ConfigError::new("http", format!("could not build the HTTP client: {e}")))
 }
 
 /// [`build`]'s settings, to add to.
-pub(crate) fn builder(http: &HttpOptions) -> reqwest::ClientBuilder {
+pub(crate) fn builder(connect: Connect) -> reqwest::ClientBuilder {
     let mut builder = reqwest::Client::builder()
-        .connect_timeout(http.connect_timeout)
+        .connect_timeout(connect.timeout)
         .pool_idle_timeout(Duration::from_secs(60))
         .user_agent(concat!("conduit-mcp/", env!("CARGO_PKG_VERSION")))
         // A redirect would re-send the headers (a token) elsewhere.
         .redirect(reqwest::redirect::Policy::none());
-    if !http.proxy_from_env {
+    if !connect.proxy_from_env {
         builder = builder.no_proxy();
     }
     builder

@@ -46,7 +46,8 @@ use tracing::{debug, info};
 use crate::error::{CloseReason, ConfigError};
 use crate::jsonrpc::{Message, RequestId};
 use crate::line_io::WriteQueue;
-use crate::transport::http_options::{display_url, HttpOptions};
+use crate::transport::display_url::display_url;
+use crate::transport::http_options::HttpOptions;
 use crate::transport::{Delivery, EventSink, Link, OpenFuture, Transport, TransportEvent};
 
 mod answer;
@@ -112,11 +113,11 @@ impl HttpTransport {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let client = http_client::build(http)?;
+        let client = http_client::build(http.connect())?;
         let oauth = match &http.oauth {
             Some(o) => Some((
                 o.clone(),
-                crate::transport::http::oauth::FlowClient::new(http, url.clone())?,
+                crate::transport::http::oauth::FlowClient::new(http.connect(), url.clone())?,
             )),
             None => None,
         };

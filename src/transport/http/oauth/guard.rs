@@ -17,11 +17,11 @@ use tracing::debug;
 use super::error::UrlRule;
 use super::AuthError;
 use crate::error::ConfigError;
-use crate::transport::http_options::HttpOptions;
+use crate::transport::http::http_client::{self, Connect};
 
 /// A URL as errors and logs show it: no credentials, query or fragment.
 pub(crate) fn shown(url: &str) -> String {
-    crate::transport::http_options::display_url(url)
+    crate::transport::display_url::display_url(url)
 }
 
 /// Time allowed to resolve one host name.
@@ -47,10 +47,10 @@ impl std::fmt::Debug for FlowClient {
 }
 
 impl FlowClient {
-    /// The flow's client for `server`, with the settings of `http`.
-    pub(crate) fn new(http: &HttpOptions, server: Url) -> Result<Self, ConfigError> {
+    /// The flow's client for `server`, connecting as `connect` says.
+    pub(crate) fn new(connect: Connect, server: Url) -> Result<Self, ConfigError> {
         let pins = Arc::new(Pins::default());
-        let client = crate::transport::http::http_client::builder(http)
+        let client = http_client::builder(connect)
             .dns_resolver(pins.clone())
             .build()
             .map_err(|e| {
@@ -298,7 +298,11 @@ mod tests {
         if let Some((_, f)) = flows.iter().find(|(s, _)| s == server) {
             return f.clone();
         }
-        let f = FlowClient::new(&HttpOptions::new(server), url(server)).unwrap();
+        let connect = Connect {
+            timeout: Duration::from_secs(10),
+            proxy_from_env: true,
+        };
+        let f = FlowClient::new(connect, url(server)).unwrap();
         flows.push((server.to_owned(), f.clone()));
         f
     }
