@@ -25,10 +25,10 @@ use crate::secret::EnvValue;
 mod args;
 mod hosted;
 mod login;
+mod one_server;
 mod progress;
 mod said;
 mod serve;
-mod single;
 mod verbose;
 
 use self::args::{Cli, Command, Options};
@@ -204,8 +204,8 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
             }
             hosted::run(&options, file, command).await
         }
-        (None, command) if options.url.is_some() => single::run_url(&options, command).await,
-        (None, command) => single::run(&options, command, server).await,
+        (None, command) if options.url.is_some() => one_server::run_url(&options, command).await,
+        (None, command) => one_server::run(&options, command, server).await,
     }
 }
 

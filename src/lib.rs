@@ -168,7 +168,6 @@ pub mod cluster;
 pub mod config_file;
 mod deadline;
 pub mod error;
-mod footprint;
 mod framing;
 #[cfg(feature = "gateway")]
 pub mod gateway;
@@ -177,6 +176,7 @@ pub mod host;
 mod http;
 pub mod jsonrpc;
 mod line_io;
+mod memory_estimate;
 #[cfg(feature = "http")]
 pub use transport::http::oauth;
 pub mod protocol;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::args::{Command, Options};
 use super::progress::ProgressView;
-use super::{apply_options, host_failure, interrupted, single, Fail, Output};
+use super::{apply_options, host_failure, interrupted, one_server, Fail, Output};
 use crate::client::RequestOptions;
 use crate::client::Status;
 use crate::config_file::ServersFile;
@@ -64,7 +64,7 @@ pub(super) async fn run(
                 .servers
                 .remove(&name)
                 .ok_or_else(|| unknown(&file, &name))?;
-            single::with_client(options, config, command).await
+            one_server::with_client(options, config, command).await
         }
     }
 }

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use crate::footprint;
 use crate::jsonrpc::Notification;
+use crate::memory_estimate;
 use crate::protocol::ServerNotification;
 
 /// What one subscriber holds and has lost.
@@ -110,13 +110,13 @@ impl Delivered {
 
 /// The publishing side: one entry per live subscriber.
 #[derive(Debug)]
-pub(crate) struct Hub {
+pub(crate) struct Fanout {
     subscribers: Mutex<Vec<(mpsc::UnboundedSender<Queued>, Arc<Account>)>>,
     limit: usize,
     server: String,
 }
 
-impl Hub {
+impl Fanout {
     pub(crate) fn new(limit: usize, server: String) -> Self {
         Self {
             subscribers: Mutex::new(Vec::new()),
@@ -142,7 +142,7 @@ impl Hub {
         }
         // The params, the method and the channel slot the notification
         // takes.
-        let cost = n.params.as_ref().map_or(0, footprint::value)
+        let cost = n.params.as_ref().map_or(0, memory_estimate::value)
             + n.method.capacity()
             + std::mem::size_of::<Queued>();
         let admitted: Vec<usize> = (0..subs.len())
@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_subscriber_that_does_not_read_holds_at_most_the_limit() {
-        let hub = Hub::new(10_000, "t".into());
+        let hub = Fanout::new(10_000, "t".into());
         let mut slow = hub.subscribe();
         let mut fast = hub.subscribe();
         let mut got_fast = 0;
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn with_nobody_subscribed_nothing_is_kept() {
-        let hub = Hub::new(10, "t".into());
+        let hub = Fanout::new(10, "t".into());
         let sub = hub.subscribe();
         drop(sub);
         hub.publish(note(1));

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 use super::client_config::ClientConfig;
 use super::direct::Direct;
 use super::events::LifecycleEvent;
-use super::notifications::{Hub, Notifications};
+use super::notifications::{Fanout, Notifications};
 use super::reply_slot::DownReason;
 use super::responder::ClientHandler;
 use super::restarts::{RestartIntensity, Verdict};
@@ -59,7 +59,7 @@ pub(crate) struct ClientShared {
     pub(crate) down: DownReason,
     /// Calls waiting for their answer, for the life of the client.
     pub(crate) pending: Pending,
-    notifications: Hub,
+    notifications: Fanout,
     events: Mutex<Events>,
     status: watch::Sender<Status>,
     /// The error calls get once the client gave up.
@@ -102,7 +102,7 @@ impl ClientShared {
         let restarts = RestartIntensity::new(config.max_reconnects, config.restart_period);
         Self {
             restarts: Mutex::new(restarts),
-            notifications: Hub::new(config.max_queued_notification_bytes, name.clone()),
+            notifications: Fanout::new(config.max_queued_notification_bytes, name.clone()),
             name,
             config,
             handler,

@@ -368,7 +368,7 @@ impl Client {
                         warn!(server = %self.shared.name, error = %e, "paginated list stopped");
                     }
                 })?;
-            let held = crate::footprint::estimate(raw.as_bytes()).bytes;
+            let held = crate::memory_estimate::estimate(raw.as_bytes()).bytes;
             let (mut items, next) = split(raw)?;
             let next = pager
                 .page(items.len(), held)

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use crate::footprint;
 use crate::jsonrpc::Notification;
+use crate::memory_estimate;
 
 /// What one subscriber holds unread and has lost.
 #[derive(Debug)]
@@ -93,7 +93,7 @@ impl Subscriber {
 
     /// Queues `n` if there is room for it, else drops and counts it.
     pub(crate) fn offer(&self, n: Notification, server: &str) {
-        let cost = n.params.as_ref().map_or(0, footprint::value) + n.method.capacity();
+        let cost = n.params.as_ref().map_or(0, memory_estimate::value) + n.method.capacity();
         let account = &self.account;
         let held = account.held.load(Ordering::Acquire);
         if held.saturating_add(cost) > account.limit {

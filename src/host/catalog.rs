@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::config::{HostConfig, WhenUnavailable};
-use super::events::{EventHub, HostEvents, Subscriber};
+use super::events::{EventFanout, HostEvents, Subscriber};
 use super::items::{self, Lists};
 use super::listing::Fetched;
 use super::namespace::{Collision, ItemKind, ItemRef, Listed, Namespace};
@@ -208,7 +208,7 @@ pub(crate) struct HostShared {
     catalog: Mutex<Catalog>,
     /// Bumped whenever a server's status or lists may have changed.
     changed: watch::Sender<u64>,
-    events: EventHub,
+    events: EventFanout,
 }
 
 impl HostShared {
@@ -226,7 +226,7 @@ impl HostShared {
             handler_for,
             catalog: Mutex::default(),
             changed: watch::Sender::new(0),
-            events: EventHub::new(config.max_queued_event_bytes, "host events", early),
+            events: EventFanout::new(config.max_queued_event_bytes, "host events", early),
         }
     }
 

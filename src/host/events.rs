@@ -173,9 +173,9 @@ pub(crate) fn subscription() -> (Subscriber, HostEvents) {
 }
 
 /// The host's events.
-pub(crate) type EventHub = Fanout<HostEvent>;
+pub(crate) type EventFanout = Fanout<HostEvent>;
 
-impl EventHub {
+impl EventFanout {
     pub(crate) fn events(&self) -> HostEvents {
         HostEvents(self.subscribe())
     }
@@ -236,7 +236,7 @@ mod tests {
     #[test]
     fn a_subscriber_that_does_not_read_holds_at_most_the_limit() {
         let (early, mut slow) = subscription();
-        let hub = EventHub::new(10_000, "test", vec![early]);
+        let hub = EventFanout::new(10_000, "test", vec![early]);
         let mut fast = hub.events();
         let mut got_fast = 0;
         for k in 0..1000 {
@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn a_subscriber_that_is_gone_is_forgotten() {
-        let hub = EventHub::new(10, "test", Vec::new());
+        let hub = EventFanout::new(10, "test", Vec::new());
         drop(hub.events());
         hub.publish(line(1));
         assert!(crate::sync::lock(&hub.subscribers).is_empty());

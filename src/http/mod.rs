@@ -12,6 +12,8 @@
 //!   `=?base64?...?=` form; the `Mcp-Name` source of a request.
 //! - [`sse`]: one event to bytes ([`sse::Event`]), and an incremental
 //!   parser ([`sse::Parser`]) that never buffers more than one event.
+//! - [`status`]: the HTTP status of a 2026-07-28 error answer.
 
 pub(crate) mod headers;
 pub(crate) mod sse;
+pub(crate) mod status;

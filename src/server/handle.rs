@@ -61,7 +61,7 @@ type Reply = Result<crate::jsonrpc::RawJson, ErrorObject>;
 /// stream of its own (HTTP): notifications and server-to-client requests
 /// sent through that request's context take this path instead of the
 /// session's queue.
-pub(crate) trait Outlet: Send + Sync {
+pub(crate) trait MessageTarget: Send + Sync {
     /// Queues one serialised message (a line) on the request's stream.
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError>;
 
@@ -103,7 +103,7 @@ pub(crate) struct SessionShared {
     pub(crate) sessions: std::sync::OnceLock<Weak<dyn Sessions>>,
     /// Set by transports whose session output is not one byte stream
     /// (HTTP): where [`send_line`](Self::send_line) queues instead of `out`.
-    pub(crate) outlet: std::sync::OnceLock<Arc<dyn Outlet>>,
+    pub(crate) target: std::sync::OnceLock<Arc<dyn MessageTarget>>,
     /// Set by transports that start their stop sequence lazily (HTTP):
     /// run by [`ServerHandle::stop`] after the stop is signalled, so a
     /// server whose tasks never started stops all the same.
@@ -128,7 +128,7 @@ impl SessionShared {
             pending: PendingTable::default(),
             transport: "stdio",
             sessions: std::sync::OnceLock::new(),
-            outlet: std::sync::OnceLock::new(),
+            target: std::sync::OnceLock::new(),
             on_stop: std::sync::OnceLock::new(),
             held: Arc::default(),
         }
@@ -148,7 +148,7 @@ impl SessionShared {
         if self.closed.load(Ordering::Acquire) {
             return Err(SendError::TransportGone);
         }
-        if let Some(o) = self.outlet.get() {
+        if let Some(o) = self.target.get() {
             return o.send_line(line);
         }
         self.out.try_send(line).map_err(|e| match e {
@@ -267,14 +267,14 @@ pub struct ServerHandle {
     pub(crate) token: LifetimeToken,
     /// The stream of the request whose context holds this handle, on
     /// transports that give each request one (HTTP); `None` otherwise.
-    pub(crate) outlet: Option<Arc<dyn Outlet>>,
+    pub(crate) target: Option<Arc<dyn MessageTarget>>,
 }
 
 impl std::fmt::Debug for ServerHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerHandle")
             .field("token", &self.token)
-            .field("request_stream", &self.outlet.is_some())
+            .field("request_stream", &self.target.is_some())
             .finish()
     }
 }
@@ -283,23 +283,23 @@ impl ServerHandle {
     pub(crate) fn new(shared: &Arc<SessionShared>) -> Self {
         Self {
             token: LifetimeToken(Arc::downgrade(shared)),
-            outlet: None,
+            target: None,
         }
     }
 
     /// A handle whose messages go to one request's stream.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) fn with_outlet(shared: &Arc<SessionShared>, outlet: Arc<dyn Outlet>) -> Self {
+    pub(crate) fn with_target(shared: &Arc<SessionShared>, target: Arc<dyn MessageTarget>) -> Self {
         Self {
             token: LifetimeToken(Arc::downgrade(shared)),
-            outlet: Some(outlet),
+            target: Some(target),
         }
     }
 
     /// Queues a line on this handle's path: the request's stream if it has
     /// one, else the session's queue.
     fn send_line(&self, shared: &SessionShared, line: Vec<u8>) -> Result<(), SendError> {
-        match &self.outlet {
+        match &self.target {
             Some(o) if !shared.closed.load(Ordering::Acquire) => o.send_line(line),
             _ => shared.send_line(line),
         }
@@ -553,7 +553,7 @@ impl ServerHandle {
             // abort of the handler awaiting it), the entry goes.
             let guard = Pending {
                 shared: Arc::downgrade(&shared),
-                outlet: self.outlet.clone(),
+                target: self.target.clone(),
                 id,
                 reason: "abandoned by the server",
             };
@@ -582,7 +582,7 @@ impl ServerHandle {
 struct Pending {
     shared: Weak<SessionShared>,
     /// The path the request took, for its cancellation.
-    outlet: Option<Arc<dyn Outlet>>,
+    target: Option<Arc<dyn MessageTarget>>,
     id: RequestId,
     /// The `reason` sent with the cancellation.
     reason: &'static str,
@@ -603,7 +603,7 @@ impl Drop for Pending {
             Some(&json!({ "requestId": id, "reason": self.reason })),
         )
         .map_err(|e| SendError::Serialize(e.to_string()))
-        .and_then(|line| match &self.outlet {
+        .and_then(|line| match &self.target {
             Some(o) => o.send_line(line),
             None => shared.send_line(line),
         });

@@ -50,8 +50,8 @@ use super::handle::{ServePhase, ServerHandle, SessionShared};
 use super::output::Sink;
 use super::request_handler::Handler;
 use super::ServeEnd;
-use crate::footprint::{self, Estimate};
 use crate::line_io::{self, QueueReceiver};
+use crate::memory_estimate::{self, Estimate};
 
 /// Parsed input, from the reader task to the loop.
 enum Inbound {
@@ -527,7 +527,7 @@ impl LineHandler for InboundLines {
         if is_blank(&line) {
             return Flow::Go;
         }
-        let e = footprint::estimate(&line);
+        let e = memory_estimate::estimate(&line);
         if self.held.is_some() {
             if e.control {
                 return self.overtake(&line, e).await;
@@ -585,7 +585,7 @@ async fn admit(line: &[u8], budget: &Arc<InboundBudget>) -> Option<Inbound> {
     if is_blank(line) {
         return None;
     }
-    let charge = budget.take(footprint::estimate(line)).await;
+    let charge = budget.take(memory_estimate::estimate(line)).await;
     classify(line, charge)
 }
 

@@ -241,7 +241,7 @@ fn to_mailbox(
     message: Message,
 ) -> Delivery {
     // One message larger than the whole budget takes all of it.
-    let cost = u32::try_from(message.footprint().min(MAILBOX_BYTES)).unwrap_or(u32::MAX);
+    let cost = u32::try_from(message.estimated_bytes().min(MAILBOX_BYTES)).unwrap_or(u32::MAX);
     let cast = {
         let me = me.clone();
         move |message, charge| {

@@ -1,6 +1,6 @@
 //! The inbound byte budget: bounds the memory the server holds for parsed
 //! input in bytes, because a bound in messages is none (one 8 MiB line can
-//! parse to 128 MiB, see [`footprint`](crate::footprint)).
+//! parse to 128 MiB, see [`memory_estimate`](crate::memory_estimate)).
 //!
 //! The reader [`take`](InboundBudget::take)s a [`Charge`] for a line's
 //! estimate *before* parsing it, waiting while the budget cannot afford it;
@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::footprint::Estimate;
+use crate::memory_estimate::Estimate;
 
 /// See the [module documentation](self).
 #[derive(Debug)]

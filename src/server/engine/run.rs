@@ -30,7 +30,7 @@ use crate::jsonrpc::{codes, encode, ErrorObject, Request, RequestId};
 use crate::protocol::{methods, Era};
 use crate::server::context::{Recorded, RequestContext, RequestShared};
 use crate::server::error::HandlerError;
-use crate::server::handle::{Outlet, ServerHandle};
+use crate::server::handle::{MessageTarget, ServerHandle};
 use crate::server::held_table::ScopeKey;
 use crate::server::request_handler::Handler;
 use crate::server::server_config::ServerConfig;
@@ -44,7 +44,7 @@ use super::scope::{Duplicate, KeyHasher, Pool, Queued, Scope, ScopeState};
 pub(crate) trait Reply: Send + Sync + 'static {
     /// Where notifications and server-to-client requests sent through the
     /// request's context go; `None`: the session's own output.
-    fn outlet(&self) -> Option<Arc<dyn Outlet>> {
+    fn target(&self) -> Option<Arc<dyn MessageTarget>> {
         None
     }
 
@@ -248,8 +248,8 @@ impl<H: Handler> Engine<H> {
             pool,
         } = q;
         let rs = Arc::new(RequestShared::default());
-        let handle = match reply.outlet() {
-            Some(outlet) => ServerHandle::with_outlet(&scope.shared, outlet),
+        let handle = match reply.target() {
+            Some(target) => ServerHandle::with_target(&scope.shared, target),
             None => ServerHandle::new(&scope.shared),
         };
         let hints = ResultHints::of(&req.method, d.era, &scope.shared.config);
@@ -536,8 +536,8 @@ mod tests {
     use tokio::sync::{mpsc, oneshot};
 
     use super::*;
-    use crate::footprint::Estimate;
     use crate::line_io::WriteQueue;
+    use crate::memory_estimate::Estimate;
     use crate::protocol::{Era, Implementation};
     use crate::server::engine::budget::InboundBudget;
     use crate::server::handle::SessionShared;

@@ -8,13 +8,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::http::{header, Request, Response};
+use axum::http::{header, HeaderMap, HeaderValue, Request, Response};
 use axum::response::IntoResponse;
 
 use crate::throttle::Throttle;
 
 use super::config::{Allow, HttpConfig};
-use super::gate;
 use super::Rejection;
 
 /// Refuses a request whose `Host` or `Origin` is not allowed, with 403
@@ -102,17 +101,17 @@ impl HostOriginLayer {
 impl Rules {
     /// The refusal of a request with these headers, if any.
     fn check(&self, headers: &axum::http::HeaderMap) -> Option<Rejection> {
-        if !gate::host_allowed(&self.hosts, headers) {
+        if !host_allowed(&self.hosts, headers) {
             if let Some(skipped) = self.warned[0].admit() {
-                tracing::warn!(server = %self.name, host = %gate::shown(headers.get(header::HOST)), skipped, "request refused: Host not allowed (DNS rebinding protection)");
+                tracing::warn!(server = %self.name, host = %shown(headers.get(header::HOST)), skipped, "request refused: Host not allowed (DNS rebinding protection)");
             }
             return Some(Rejection::HostNotAllowed);
         }
-        let origin_ok = gate::origin_allowed(&self.origins, headers)
-            || (self.loopback_origins && gate::origin_allowed(&Allow::Loopback, headers));
+        let origin_ok = origin_allowed(&self.origins, headers)
+            || (self.loopback_origins && origin_allowed(&Allow::Loopback, headers));
         if !origin_ok {
             if let Some(skipped) = self.warned[1].admit() {
-                tracing::warn!(server = %self.name, origin = %gate::shown(headers.get(header::ORIGIN)), skipped, "request refused: Origin not allowed");
+                tracing::warn!(server = %self.name, origin = %shown(headers.get(header::ORIGIN)), skipped, "request refused: Origin not allowed");
             }
             return Some(Rejection::OriginNotAllowed);
         }
@@ -204,12 +203,107 @@ where
                 Some(r) => Poll::Ready(Ok(r)),
                 // Polled after it completed: a contract of `Future` the
                 // caller broke; an empty 500 rather than a panic.
-                None => Poll::Ready(Ok(gate::empty(
+                None => Poll::Ready(Ok(super::response::empty(
                     axum::http::StatusCode::INTERNAL_SERVER_ERROR,
                 ))),
             },
             Projected::Admitted { future } => future.poll(cx),
         }
+    }
+}
+
+/// The loopback names a local server answers to.
+const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+/// The host part of a `Host` header or an origin's authority (the port
+/// removed; compare it ignoring ASCII case).
+fn host_part(authority: &str) -> &str {
+    let a = authority.trim();
+    if a.starts_with('[') {
+        // An IPv6 literal: `[::1]` or `[::1]:8080`; anything else after
+        // the `]` makes it no literal (kept whole, so it matches nothing).
+        return match a.find(']') {
+            Some(end) => {
+                let rest = &a[end + 1..];
+                let port_only = rest.is_empty()
+                    || rest
+                        .strip_prefix(':')
+                        .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+                if port_only {
+                    &a[..=end]
+                } else {
+                    a
+                }
+            }
+            None => a,
+        };
+    }
+    match a.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => a,
+    }
+}
+
+/// Whether `name` is one of the loopback names.
+fn is_loopback(name: &str) -> bool {
+    LOOPBACK.iter().any(|l| l.eq_ignore_ascii_case(name))
+}
+
+/// Whether the `Host` header is one this server answers to.
+fn host_allowed(allow: &Allow, headers: &HeaderMap) -> bool {
+    if *allow == Allow::Any {
+        return true;
+    }
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    let name = host_part(host);
+    match allow {
+        Allow::Any => true,
+        Allow::Loopback => is_loopback(name),
+        Allow::List(list) => {
+            let full = host.trim();
+            list.iter()
+                .any(|h| h.eq_ignore_ascii_case(name) || h.eq_ignore_ascii_case(full))
+        }
+    }
+}
+
+/// Whether the `Origin` header, if any, is allowed (a request without one
+/// does not come from a browser page).
+fn origin_allowed(allow: &Allow, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    match allow {
+        Allow::Any => true,
+        Allow::List(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin.trim())),
+        Allow::Loopback => {
+            let o = origin.trim().to_ascii_lowercase();
+            let authority = o
+                .strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"));
+            authority.is_some_and(|a| !a.contains('/') && is_loopback(host_part(a)))
+        }
+    }
+}
+
+/// A header value a peer chose, as a log shows it: at most 128 bytes of
+/// it (a line in a log must not have the peer's size).
+fn shown(value: Option<&HeaderValue>) -> String {
+    const MAX: usize = 128;
+    let Some(v) = value else {
+        return "(none)".to_owned();
+    };
+    let bytes = v.as_bytes();
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
+    if bytes.len() > MAX {
+        format!("{text}... ({} bytes)", bytes.len())
+    } else {
+        text.into_owned()
     }
 }
 
@@ -261,5 +355,61 @@ mod tests {
         assert_eq!(status(&both, &page).await, 200);
         let other = [("host", "127.0.0.1"), ("origin", "https://evil.example")];
         assert_eq!(status(&both, &other).await, 403);
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn loopback_hosts_pass_and_others_do_not() {
+        for ok in ["localhost", "127.0.0.1:8080", "[::1]:3000", "LOCALHOST:1"] {
+            assert!(
+                host_allowed(&Allow::Loopback, &headers(&[("host", ok)])),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "evil.example.com",
+            "127.0.0.1.evil.com",
+            "localhost.evil:80",
+            "[::2]",
+        ] {
+            assert!(
+                !host_allowed(&Allow::Loopback, &headers(&[("host", bad)])),
+                "{bad}"
+            );
+        }
+        assert!(!host_allowed(&Allow::Loopback, &HeaderMap::new()));
+        let list = Allow::List(vec!["mcp.example.com".into()]);
+        assert!(host_allowed(
+            &list,
+            &headers(&[("host", "mcp.example.com:443")])
+        ));
+        assert!(!host_allowed(&list, &headers(&[("host", "localhost")])));
+    }
+
+    #[test]
+    fn origins_are_checked_only_when_sent() {
+        assert!(origin_allowed(&Allow::Loopback, &HeaderMap::new()));
+        assert!(origin_allowed(
+            &Allow::Loopback,
+            &headers(&[("origin", "http://127.0.0.1:5173")])
+        ));
+        for bad in [
+            "http://evil.example.com",
+            "null",
+            "http://localhost.evil.com",
+            "file://localhost",
+        ] {
+            assert!(
+                !origin_allowed(&Allow::Loopback, &headers(&[("origin", bad)])),
+                "{bad}"
+            );
+        }
     }
 }

@@ -9,8 +9,8 @@ use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 
 use crate::deadline::After;
-use crate::footprint::{self, Estimate};
 use crate::jsonrpc::Message;
+use crate::memory_estimate::{self, Estimate};
 
 use super::config::HttpConfig;
 use super::principal::Owner;
@@ -171,7 +171,7 @@ impl ParsedBody {
     /// [`Rejection::Batch`] or [`Rejection::InvalidMessage`]).
     pub fn parse(bytes: &[u8]) -> Result<Self, Rejection> {
         // Estimated before parsing, as the endpoint does with bytes.
-        let estimate = footprint::estimate(bytes);
+        let estimate = memory_estimate::estimate(bytes);
         match Message::parse(bytes) {
             Ok(message) => Ok(ParsedBody { message, estimate }),
             Err(e) => Err(Rejection::of_parse(e)),

@@ -23,7 +23,7 @@ use crate::server::context::RequestContext;
 use crate::server::engine::budget::InboundBudget;
 use crate::server::engine::{Engine, Scope};
 use crate::server::error::{HandlerError, SendError};
-use crate::server::handle::{Outlet, ServerHandle, SessionShared, Sessions};
+use crate::server::handle::{MessageTarget, ServerHandle, SessionShared, Sessions};
 use crate::server::request_handler::Handler;
 use crate::throttle::Throttle;
 
@@ -108,7 +108,7 @@ impl Handler for Erased {
 /// handle's `notify`).
 struct Broadcast(Weak<dyn SessionStore>);
 
-impl Outlet for Broadcast {
+impl MessageTarget for Broadcast {
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
         let Some(table) = self.0.upgrade() else {
             return Err(SendError::TransportGone);
@@ -205,7 +205,7 @@ impl Core {
         let _ = root.sessions.set(weak);
         let sessions: Arc<dyn SessionStore> = memory;
         let _ = root
-            .outlet
+            .target
             .set(Arc::new(Broadcast(Arc::downgrade(&sessions))));
         let mut capabilities = config.server.capabilities.clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());

@@ -20,9 +20,9 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCod
 use axum::response::IntoResponse;
 use serde_json::Value;
 
-use crate::footprint;
 use crate::http::headers;
 use crate::jsonrpc::{encode, Message, RequestId};
+use crate::memory_estimate;
 use crate::protocol::{meta, methods, Era, STATEFUL_VERSIONS, STATELESS_VERSIONS};
 use crate::server::engine::dispatch::{route, Route};
 use crate::server::engine::{Duplicate, Scope};
@@ -33,8 +33,8 @@ use super::admission::HostOriginLayer;
 use super::bearer::{BearerLayer, BearerTokens};
 use super::body::ParsedBody;
 use super::core::Core;
-use super::gate::{self, Accepts};
 use super::principal::Owner;
+use super::response::{self, Accepts};
 use super::session::StreamReply;
 use super::session::{self, Session};
 use super::stateless;
@@ -103,7 +103,7 @@ fn has_stateless_meta(m: &Message) -> bool {
 /// the authorization hook, then the stop.
 fn admitted(core: &Arc<Core>, parts: &Parts) -> Result<Owner, Rejection> {
     core.start();
-    if !gate::authorized(&core.config, parts) {
+    if !authorized(&core.config, parts) {
         return Err(Rejection::Unauthorized);
     }
     if core.stopping.load(Ordering::Acquire) {
@@ -205,7 +205,7 @@ async fn post(
             };
             // Charged before parsing, as on stdio: what the parsed message
             // will hold.
-            let Some(charge) = core.inbound.try_take(footprint::estimate(&bytes)) else {
+            let Some(charge) = core.inbound.try_take(memory_estimate::estimate(&bytes)) else {
                 return Rejection::Busy.into_response();
             };
             match Message::parse(&bytes) {
@@ -243,7 +243,7 @@ async fn post_stateless(
         // a stream is the cancellation): accepted and ignored.
         Message::Notification(n) => {
             tracing::debug!(method = %n.method, "2026-07-28 notification over HTTP ignored");
-            return gate::empty(StatusCode::ACCEPTED);
+            return response::empty(StatusCode::ACCEPTED);
         }
         Message::Response(r) => {
             return Rejection::UnexpectedResponse { id: r.id }.into_response();
@@ -286,7 +286,7 @@ fn answer_now(
 ) -> Response<Body> {
     match a {
         Ok(v) => match encode::result(&id, &v) {
-            Ok(line) => gate::json(StatusCode::OK, line),
+            Ok(line) => response::json(StatusCode::OK, line),
             Err(e) => Rejection::Internal {
                 id,
                 reason: e.to_string(),
@@ -295,11 +295,11 @@ fn answer_now(
         },
         Err(e) => {
             let status = if stateless {
-                gate::status_for(e.code)
+                crate::http::status::status_for_error(e.code)
             } else {
                 StatusCode::OK
             };
-            gate::error_object(status, id, &e)
+            response::error_object(status, id, &e)
         }
     }
 }
@@ -397,7 +397,7 @@ async fn post_stateful(
                             tracing::debug!(id = %rid, "cancellation of an unknown or finished request ignored")
                         }
                     }
-                    return gate::empty(StatusCode::ACCEPTED);
+                    return response::empty(StatusCode::ACCEPTED);
                 }
                 methods::INITIALIZED => {
                     session.shared.session().initialized = true;
@@ -419,11 +419,11 @@ async fn post_stateful(
                 Ok(Err(e)) => tracing::warn!(%method, error = %e, "notification handler failed"),
                 Err(e) => tracing::warn!(%method, error = %e, "notification handler panicked"),
             }
-            gate::empty(StatusCode::ACCEPTED)
+            response::empty(StatusCode::ACCEPTED)
         }
         Message::Response(r) => {
             session.shared.route_response(r);
-            gate::empty(StatusCode::ACCEPTED)
+            response::empty(StatusCode::ACCEPTED)
         }
     }
 }
@@ -467,7 +467,7 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
         }
         Route::Answer(Err(e)) => {
             session.end();
-            gate::error_object(StatusCode::BAD_REQUEST, Some(req.id.clone()), &e)
+            response::error_object(StatusCode::BAD_REQUEST, Some(req.id.clone()), &e)
         }
         Route::Dispatch(_) => {
             session.end();
@@ -572,7 +572,7 @@ async fn respond(
             let mut body = Vec::with_capacity(data.len() + 1);
             body.extend_from_slice(&data);
             body.push(b'\n');
-            gate::json(status, body)
+            response::json(status, body)
         }
         First::Closed => {
             guard.disarm();
@@ -651,7 +651,7 @@ fn status_of_answer(data: &[u8]) -> StatusCode {
     }
     let mut de = serde_json::Deserializer::from_slice(&data[at + ERROR.len()..]);
     match <Code as serde::Deserialize>::deserialize(&mut de) {
-        Ok(c) => gate::status_for(c.code),
+        Ok(c) => crate::http::status::status_for_error(c.code),
         Err(_) => StatusCode::OK,
     }
 }
@@ -696,7 +696,7 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
             match session.stream(number) {
                 Some(s) if !(s.drained() && number != 0) => (s, seq),
                 // Ended and read, or forgotten: nothing more on that stream.
-                _ => return gate::empty(StatusCode::NO_CONTENT),
+                _ => return response::empty(StatusCode::NO_CONTENT),
             }
         }
         None => {
@@ -734,7 +734,13 @@ fn delete(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
     core.sessions.remove(&session.id);
     core.end_session(&session);
     tracing::info!(server = %core.name(), session = %session.id, "session ended by the client (DELETE)");
-    gate::empty(StatusCode::OK)
+    response::empty(StatusCode::OK)
+}
+
+/// Whether the request passes [`HttpConfig::authorize`] (the bearer
+/// token is a [`BearerLayer`](super::BearerLayer) in front).
+fn authorized(config: &super::HttpConfig, parts: &axum::http::request::Parts) -> bool {
+    config.authorize.as_ref().is_none_or(|f| f(parts))
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ mod body;
 mod config;
 mod core;
 mod endpoint;
-pub(crate) mod gate;
 mod listener;
 mod principal;
 mod rejection;
+mod response;
 mod room;
 mod server;
 mod session;
@@ -49,7 +49,7 @@ pub use axum;
 /// cancellation).
 pub fn close_sse_stream(ctx: &super::RequestContext) -> bool {
     ctx.handle()
-        .outlet
+        .target
         .as_ref()
         .is_some_and(|o| o.close_for_polling())
 }

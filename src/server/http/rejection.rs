@@ -408,7 +408,7 @@ impl Rejection {
 impl IntoResponse for Rejection {
     fn into_response(self) -> Response<Body> {
         let body = encode::error(&self.id().cloned(), &self.to_error_object());
-        let mut r = super::gate::json(self.status(), body);
+        let mut r = super::response::json(self.status(), body);
         let h = r.headers_mut();
         match &self {
             Rejection::Unauthorized => {

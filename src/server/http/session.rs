@@ -15,13 +15,13 @@ use tokio::time::Instant;
 
 use crate::jsonrpc::{codes, encode, ErrorObject, RequestId};
 use crate::line_io::WriteQueue;
-use crate::server::handle::{Outlet, SessionShared};
+use crate::server::handle::{MessageTarget, SessionShared};
 
 use crate::server::engine::{Reply, Scope, Unanswered};
 
 use super::config::HttpConfig;
 use super::principal::Owner;
-use super::stream::{Counter, RequestOutlet, Stream};
+use super::stream::{Counter, RequestTarget, Stream};
 
 /// Streams kept after they were delivered, in case the client missed the
 /// end and resumes.
@@ -62,7 +62,7 @@ impl Session {
         global: &Arc<Counter>,
         inbound: &Arc<crate::server::engine::budget::InboundBudget>,
     ) -> Arc<Self> {
-        // The session's own queue is unused (the outlet below takes its
+        // The session's own queue is unused (the target below takes its
         // messages); it exists because SessionShared owns one.
         let (out, _rx) = WriteQueue::new(1024);
         let mut shared = SessionShared::new(config.server.clone(), out);
@@ -71,7 +71,7 @@ impl Session {
         let queue = Counter::new(config.session_queue_bytes);
         let standalone = Stream::new(0, true, config.replay_bytes, queue.clone(), global.clone());
         let shared = Arc::new(shared);
-        let _ = shared.outlet.set(standalone.clone());
+        let _ = shared.target.set(standalone.clone());
         Arc::new(Session {
             id,
             owner,
@@ -204,13 +204,13 @@ pub(crate) struct StreamReply {
 }
 
 impl Reply for StreamReply {
-    fn outlet(&self) -> Option<Arc<dyn Outlet>> {
+    fn target(&self) -> Option<Arc<dyn MessageTarget>> {
         let fallback = self
             .session
             .as_ref()
             .and_then(Weak::upgrade)
             .map(|s| Arc::downgrade(&s.shared));
-        Some(Arc::new(RequestOutlet {
+        Some(Arc::new(RequestTarget {
             stream: self.stream.clone(),
             fallback,
         }))

@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 
 use crate::http::sse;
 use crate::server::error::SendError;
-use crate::server::handle::{Outlet, SessionShared};
+use crate::server::handle::{MessageTarget, SessionShared};
 
 /// Bytes held, against a limit; shared by the streams it bounds.
 #[derive(Debug)]
@@ -293,7 +293,7 @@ impl Stream {
 
     /// Marks the stream as read for its answer only (the client accepts
     /// only JSON): a request's messages before its answer go elsewhere
-    /// (see [`RequestOutlet`]) instead of being dropped unread.
+    /// (see [`RequestTarget`]) instead of being dropped unread.
     pub(crate) fn json_only(&self) {
         self.lock().json_only = true;
     }
@@ -506,7 +506,7 @@ impl Drop for Stream {
     }
 }
 
-impl Outlet for Stream {
+impl MessageTarget for Stream {
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
         self.push(line, false)
     }
@@ -570,12 +570,12 @@ enum Next {
 /// reads only the answer (JSON only): a stateful request's messages go to
 /// its session's GET stream; a stateless request has nowhere else to send
 /// them.
-pub(crate) struct RequestOutlet {
+pub(crate) struct RequestTarget {
     pub(crate) stream: Arc<Stream>,
     pub(crate) fallback: Option<Weak<SessionShared>>,
 }
 
-impl Outlet for RequestOutlet {
+impl MessageTarget for RequestTarget {
     fn close_for_polling(&self) -> bool {
         self.stream.kick()
     }

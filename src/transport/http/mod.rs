@@ -50,14 +50,14 @@ use crate::transport::display_url::display_url;
 use crate::transport::http_options::HttpOptions;
 use crate::transport::{Delivery, EventSink, Link, OpenFuture, Transport, TransportEvent};
 
-mod answer;
 mod auth;
 mod body;
 mod headers;
 pub(crate) mod http_client;
-mod learn;
+mod known_tools;
 pub mod oauth;
 mod post;
+mod response;
 mod stream;
 mod tool_headers;
 

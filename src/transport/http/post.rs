@@ -13,9 +13,9 @@ use reqwest::StatusCode;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use super::answer::answer;
 use super::auth::{self, SendError};
-use super::{headers, learn, stream, Core, Inflight};
+use super::response::answer;
+use super::{headers, known_tools, stream, Core, Inflight};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
 use crate::jsonrpc::{Message, RequestId};
@@ -140,7 +140,7 @@ fn send_line(
             // so its Mcp-Param-* headers can be sent.
             let meta = (modern
                 && r.method == "tools/call"
-                && learn::unknown_tool(core, r.params.as_ref()))
+                && known_tools::unknown_tool(core, r.params.as_ref()))
             .then(|| r.params.as_ref().and_then(|p| p.get("_meta")).cloned())
             .flatten();
             let task = tokio::spawn({
@@ -148,7 +148,7 @@ fn send_line(
                 async move {
                     let headers = match meta {
                         Some(meta) => {
-                            learn::list_once(&core, meta).await;
+                            known_tools::list_once(&core, meta).await;
                             headers::for_post(
                                 &core.opts.headers,
                                 &core.state(),

@@ -21,7 +21,7 @@ use tracing::{debug, warn};
 
 use super::auth::{self, SendError};
 use super::body::describe;
-use super::learn::received;
+use super::known_tools::received;
 use super::{headers, Core};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;

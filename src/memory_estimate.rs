@@ -63,7 +63,7 @@ fn heap(v: &Value) -> usize {
 
 impl Message {
     /// Bytes this message holds in memory (an estimate, see the module).
-    pub(crate) fn footprint(&self) -> usize {
+    pub(crate) fn estimated_bytes(&self) -> usize {
         let params = |p: &Option<Value>| p.as_ref().map_or(0, value);
         size_of::<Message>()
             + match self {

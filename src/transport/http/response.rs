@@ -10,7 +10,7 @@ use reqwest::{Response, StatusCode};
 use serde_json::json;
 
 use super::body::{read_body, BodyError};
-use super::learn::received;
+use super::known_tools::received;
 use super::{stream, Core};
 use crate::error::CloseReason;
 use crate::http::headers as mcp;
@@ -96,7 +96,7 @@ async fn refused(core: &Arc<Core>, id: &RequestId, status: StatusCode, resp: Res
             // auth failure only says it there); not when it is the one the
             // 2026-07-28 era gives that code (404 for -32601, 400 for
             // -32602...): the error then reads as it does on stdio.
-            if crate::server::http::gate::status_for(e.code) != status {
+            if crate::http::status::status_for_error(e.code) != status {
                 e.message = format!("HTTP {status}: {}", e.message);
             }
             r.id = Some(id.clone());
