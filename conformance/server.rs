@@ -50,15 +50,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use conduit_mcp::protocol::InputRequest;
 use conduit_mcp::protocol::{
     CacheScope, CallToolResult, CompleteParams, CompleteResult, Completion, CreateMessageResult,
     ElicitAction, ElicitResult, GetPromptResult, Implementation, ListRootsResult,
     ReadResourceResult, Reference, Resource, ResourceTemplate, Tool,
 };
 use conduit_mcp::server::http::{HttpConfig, HttpServer};
-use conduit_mcp::server::{
-    HandlerError, InputRequest, RequestContext, Router, ServerConfig, StdioServer,
-};
+use conduit_mcp::server::{HandlerError, RequestContext, Router, ServerConfig, StdioServer};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;

@@ -14,12 +14,13 @@
 
 use std::time::{Duration, Instant};
 
+use conduit_mcp::protocol::InputRequest;
 use conduit_mcp::protocol::{
     CallToolResult, GetPromptResult, Implementation, PromptMessage, ReadResourceResult, Resource,
     ResourceContents, Role,
 };
 use conduit_mcp::server::{
-    HandlerError, InputRequest, RequestContext, Router, ServeEnd, ServerConfig, StdioServer,
+    HandlerError, RequestContext, Router, ServeEnd, ServerConfig, StdioServer,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;

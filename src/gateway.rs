@@ -11,7 +11,6 @@ use tokio::net::TcpListener;
 
 use crate::client::ClientConfig;
 use crate::config_file::ServersFile;
-pub use crate::host::Reload;
 use crate::host::{Host, HostConfig, HostError, HostOptions, ServerShutdown};
 
 mod auth;
@@ -35,6 +34,11 @@ pub use auth::{Auth, ClientGrant, MIN_TOKEN_LEN};
 pub use config::{
     HttpGatewayConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_HELD_CALLS,
 };
+
+/// Moved to [`host::Reload`](crate::host::Reload).
+#[deprecated(note = "use `conduit_mcp::host::Reload`")]
+#[doc(hidden)]
+pub type Reload = crate::host::Reload;
 
 /// Renamed to [`HttpGateway`].
 #[deprecated(note = "renamed to `HttpGateway`")]
@@ -286,7 +290,7 @@ impl HttpGateway {
     /// sessions of `/servers/NAME/mcp` end for a server restarted or
     /// removed; the others and their sessions are untouched. `previous` is
     /// the file as last applied.
-    pub async fn reload(&self, previous: &ServersFile, next: &ServersFile) -> Reload {
+    pub async fn reload(&self, previous: &ServersFile, next: &ServersFile) -> crate::host::Reload {
         let state = &self.state;
         // Before the servers start: each lists through its filter from
         // its first listing.

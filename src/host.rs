@@ -14,9 +14,10 @@ use tracing::{info, warn};
 
 use crate::child::ShutdownReport;
 use crate::client::LifecycleEvent;
-use crate::client::{CallToolResult, Client, ClientShutdown, RequestOptions};
+use crate::client::{Client, ClientShutdown, RequestOptions};
 use crate::client::{ServerSession, Status};
 use crate::config_file::ServersFile;
+use crate::protocol::CallToolResult;
 use crate::protocol::{GetPromptResult, ReadResourceResult};
 use crate::ClientConfig;
 

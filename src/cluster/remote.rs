@@ -33,9 +33,9 @@ use super::server_group;
 use super::sink::{Admission, Routes, Sink};
 use super::token;
 use super::wire::{self, Call, CallKey, GatewayMsg, Hello, Op, RemoteError, SinkMsg, Subscription};
-use crate::client::{CallToolResult, Tool};
 use crate::deadline::After;
 use crate::jsonrpc::RawJson;
+use crate::protocol::{CallToolResult, Tool};
 use crate::sync::lock;
 use crate::{CancelToken, Progress};
 

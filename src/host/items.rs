@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::client::Tool;
+use crate::protocol::Tool;
 
 /// What kind of item a name belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -30,7 +30,7 @@ pub use super::items::ItemKind;
 
 use super::items::Item;
 use super::naming::Naming;
-use crate::client::Tool;
+use crate::protocol::Tool;
 
 /// One server's item, by its own name (or URI).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::jsonrpc::RequestId;
-pub use crate::protocol::InputRequest;
+use crate::protocol::InputRequest;
 use crate::protocol::{Era, MULTI_ROUND_METHODS};
 
 use super::error::{AskError, SendError};

@@ -647,9 +647,8 @@ mod tests {
 
     use crate::jsonrpc::Request;
     use crate::protocol::Implementation;
-    use crate::server::{
-        Handler, HandlerError, InputRequest, RequestContext, ServerConfig, StdioServer,
-    };
+    use crate::protocol::InputRequest;
+    use crate::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
 
     /// Only a guard against hangs.
     const PATIENCE: Duration = Duration::from_secs(10);

@@ -179,15 +179,24 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
-pub use context::{InputRequest, RequestContext};
+pub use context::RequestContext;
 pub use error::{AskError, HandlerError, SendError, ServerError};
 pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
 pub use held::HeldCall;
 pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
+
+/// Moved to [`protocol::CacheScope`](crate::protocol::CacheScope).
+#[deprecated(note = "use `conduit_mcp::protocol::CacheScope`")]
+#[doc(hidden)]
+pub type CacheScope = crate::protocol::CacheScope;
+/// Moved to [`protocol::InputRequest`](crate::protocol::InputRequest).
+#[deprecated(note = "use `conduit_mcp::protocol::InputRequest`")]
+#[doc(hidden)]
+pub type InputRequest = crate::protocol::InputRequest;
 pub use server_config::{
-    CacheScope, ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_OUTBOUND_BYTES, DEFAULT_MAX_SUBSCRIPTION_BYTES, MIN_INBOUND_BYTES,
+    ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES,
+    DEFAULT_MAX_SUBSCRIPTION_BYTES, MIN_INBOUND_BYTES,
 };
 
 use crate::line_io::{QueueReceiver, WriteQueue};

@@ -25,7 +25,7 @@ pub(crate) const DEFAULT_MAX_HELD_CALLS: usize = 256;
 /// Default [`ServerConfig::held_input_timeout`]: 5 minutes.
 pub(crate) const DEFAULT_HELD_INPUT_TIMEOUT: Duration = Duration::from_secs(300);
 
-pub use crate::protocol::CacheScope;
+use crate::protocol::CacheScope;
 
 /// How a [`StdioServer`](super::StdioServer) behaves.
 ///
@@ -240,7 +240,8 @@ impl ServerConfig {
     ///
     /// ```
     /// use conduit_mcp::protocol::Implementation;
-    /// use conduit_mcp::server::{CacheScope, ServerConfig};
+    /// use conduit_mcp::protocol::CacheScope;
+    /// use conduit_mcp::server::ServerConfig;
     ///
     /// let config = ServerConfig::new(Implementation::new("docs", "1.0"))
     ///     .cache_ttl_ms(60_000)

@@ -32,7 +32,7 @@ fn pid_of(host: &Host, server: &str) -> u32 {
         .unwrap_or_else(|| panic!("{server} has a ready server"))
 }
 
-fn text(result: &conduit_mcp::client::CallToolResult) -> String {
+fn text(result: &conduit_mcp::protocol::CallToolResult) -> String {
     result.joined_text()
 }
 

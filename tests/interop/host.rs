@@ -64,7 +64,7 @@ fn mcp_json() -> String {
     )
 }
 
-fn text(r: &conduit_mcp::client::CallToolResult) -> String {
+fn text(r: &conduit_mcp::protocol::CallToolResult) -> String {
     r.joined_text()
 }
 

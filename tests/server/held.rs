@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use conduit_mcp::jsonrpc::Request;
-use conduit_mcp::server::{Handler, HandlerError, InputRequest, RequestContext};
+use conduit_mcp::protocol::InputRequest;
+use conduit_mcp::server::{Handler, HandlerError, RequestContext};
 use serde_json::{json, Value};
 use server_support::*;
 use tokio::sync::mpsc;

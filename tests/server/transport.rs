@@ -778,7 +778,7 @@ async fn modern_cacheable_results_get_cache_hints() {
     }
     let cfg = config()
         .cache_ttl_ms(60_000)
-        .cache_scope(conduit_mcp::server::CacheScope::Public);
+        .cache_scope(conduit_mcp::protocol::CacheScope::Public);
     let mut c = start(cfg, Lists);
     let meta = modern_meta(json!({}));
     c.request(json!(1), "tools/list", json!({ "_meta": meta }))

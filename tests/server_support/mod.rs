@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use conduit_mcp::jsonrpc::{Notification, Request};
-use conduit_mcp::protocol::Implementation;
+use conduit_mcp::protocol::{Implementation, InputRequest};
 use conduit_mcp::server::{
-    Handler, HandlerError, InputRequest, RequestContext, ServeEnd, ServerConfig, ServerError,
-    ServerHandle, StdioServer,
+    Handler, HandlerError, RequestContext, ServeEnd, ServerConfig, ServerError, ServerHandle,
+    StdioServer,
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
