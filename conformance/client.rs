@@ -76,10 +76,7 @@ async fn main() {
         .request_timeout(PATIENCE)
         .max_reconnects(1);
     config.capabilities = json!({ "roots": {}, "sampling": {}, "elicitation": {} });
-    let opts = StartOptions {
-        handler: Some(std::sync::Arc::new(answer)),
-        ..Default::default()
-    };
+    let opts = StartOptions::new().handler(answer);
     let client = match Client::start_with(config, opts).await {
         Ok(c) => c,
         Err(e) => {

@@ -61,11 +61,11 @@ impl Actor for App {
             let mut config = ClientConfig::new(&me)
                 .name(name)
                 .arg("--serve")
-                .backoff(Backoff {
-                    initial: Duration::from_millis(50),
-                    max: Duration::from_millis(500),
-                    factor: 2.0,
-                })
+                .backoff(
+                    Backoff::new()
+                        .initial(Duration::from_millis(50))
+                        .max(Duration::from_millis(500)),
+                )
                 .max_reconnects(10);
             if let Some(a) = extra {
                 config = config.arg(a);

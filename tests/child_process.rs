@@ -47,11 +47,9 @@ fn run<F: Future>(f: F) -> F::Output {
 /// A restart policy that will not restart within a test's lifetime, so no
 /// new server (and no new pid) appears while a test watches one.
 fn no_restart_during_test() -> Backoff {
-    Backoff {
-        initial: Duration::from_secs(120),
-        max: Duration::from_secs(120),
-        factor: 2.0,
-    }
+    Backoff::new()
+        .initial(Duration::from_secs(120))
+        .max(Duration::from_secs(120))
 }
 
 // ------------------------------------------------ item 2: die_with_parent

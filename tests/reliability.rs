@@ -105,15 +105,9 @@ async fn server_that_stops_reading_while_10000_requests_are_sent() {
     cfg.era = EraPreference::Stateful;
     cfg.write_stall_timeout = Duration::from_secs(1);
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let client = Client::start_with(
-        cfg,
-        StartOptions {
-            events: Some(tx),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let client = Client::start_with(cfg, StartOptions::new().events(tx))
+        .await
+        .unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
     let pad = "p".repeat(2048);
     let t = Instant::now();
@@ -370,11 +364,10 @@ async fn calls_racing_repeated_server_exits_all_resolve() {
     // A server dying every 40 answers is a crash loop the client would give
     // up on (max_reconnects within restart_period): here it restarts it
     // for ever, with a constant backoff, as this test is about the calls.
-    let steady = conduit_mcp::Backoff {
-        initial: Duration::from_millis(20),
-        max: Duration::from_millis(20),
-        factor: 1.0,
-    };
+    let steady = conduit_mcp::Backoff::new()
+        .initial(Duration::from_millis(20))
+        .max(Duration::from_millis(20))
+        .factor(1.0);
     let cfg = common::config(&["--exit-after", "40", "--exit-code", "7"])
         .backoff(steady)
         .max_reconnects(u32::MAX);

@@ -47,11 +47,27 @@ impl EraPreference {
 }
 
 /// Restart policy: exponential backoff between attempts, and a limit.
+/// Built with [`new`](Self::new) and its setters (the fields stay public).
 ///
 /// Serialised as `{"initial_ms": 100, "max_ms": 30000, "factor": 2.0}`
 /// (missing keys take their defaults).
+///
+/// ```
+/// use std::time::Duration;
+/// use conduit_mcp::{Backoff, ClientConfig};
+///
+/// let backoff = Backoff::new()
+///     .initial(Duration::from_millis(50))
+///     .max(Duration::from_secs(5));
+/// assert_eq!(backoff.delay(1), Duration::from_millis(50));
+/// assert_eq!(backoff.delay(3), Duration::from_millis(200));
+/// assert_eq!(backoff.delay(30), Duration::from_secs(5));
+/// let config = ClientConfig::new("my-server").backoff(backoff);
+/// # let _ = config;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Backoff {
     /// Delay before the first restart.
     #[serde(rename = "initial_ms", with = "crate::serde_support::millis")]
@@ -74,6 +90,30 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// The default policy: 100 ms, doubling, at most 30 s.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the delay before the first restart (default 100 ms).
+    pub fn initial(mut self, delay: Duration) -> Self {
+        self.initial = delay;
+        self
+    }
+
+    /// Sets the largest delay (default 30 s).
+    pub fn max(mut self, delay: Duration) -> Self {
+        self.max = delay;
+        self
+    }
+
+    /// Sets the growth factor per consecutive failure (default 2.0; below
+    /// 1.0 is refused by [`ClientConfig::validate`]).
+    pub fn factor(mut self, factor: f64) -> Self {
+        self.factor = factor;
+        self
+    }
+
     /// The delay before restart number `attempt` (1-based).
     pub fn delay(&self, attempt: u32) -> Duration {
         let exp = self.factor.powi(attempt.saturating_sub(1).min(64) as i32);

@@ -121,6 +121,7 @@ fn transport_for(config: &ClientConfig) -> Result<Arc<dyn Transport>, ConfigErro
 /// Options of [`Client::start_with`] beyond the config: built with
 /// [`new`](Self::new) and its setters (the fields stay public).
 #[derive(Default)]
+#[non_exhaustive]
 pub struct StartOptions {
     /// Answers server-to-client requests and stateless input requests.
     pub handler: Option<Arc<dyn ClientHandler>>,

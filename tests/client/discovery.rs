@@ -44,15 +44,9 @@ async fn slow_cold_start_does_not_become_a_restart_loop() {
     cfg.probe_timeout = Duration::from_millis(100);
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let t = Instant::now();
-    let client = Client::start_with(
-        cfg,
-        conduit_mcp::StartOptions {
-            events: Some(tx),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let client = Client::start_with(cfg, conduit_mcp::StartOptions::new().events(tx))
+        .await
+        .unwrap();
     // Called at once: waits for readiness instead of failing.
     let r = client
         .request("echo", Some(json!({"early": true})))

@@ -27,10 +27,7 @@ impl Actor for AppRoot {
         for name in ["files", "time"] {
             let c = Client::start_with(
                 common::config(&["--ignore-eof"]).name(name),
-                StartOptions {
-                    supervisor: Some(myself.get_cell()),
-                    ..Default::default()
-                },
+                StartOptions::new().supervisor(myself.get_cell()),
             )
             .await?;
             clients.push(c);
@@ -79,10 +76,7 @@ async fn lifecycle_events_cover_a_crash_and_restart() {
         common::config(&["--stderr-mib", "1"])
             .name("crashy")
             .stderr(StderrMode::Log),
-        StartOptions {
-            events: Some(tx),
-            ..Default::default()
-        },
+        StartOptions::new().events(tx),
     )
     .await
     .unwrap();
@@ -232,14 +226,7 @@ async fn a_start_aborted_while_its_parent_stops_leaves_no_server() {
         pid_files.push(pid_file);
         let cell = parent.get_cell();
         let start = tokio::spawn(async move {
-            Client::start_with(
-                cfg,
-                StartOptions {
-                    supervisor: Some(cell),
-                    ..Default::default()
-                },
-            )
-            .await
+            Client::start_with(cfg, StartOptions::new().supervisor(cell)).await
         });
         // Jitter, not synchronisation: where in the start the abort lands.
         let until = std::time::Instant::now() + start_time * (round % 40) as u32 / 30;

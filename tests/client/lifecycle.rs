@@ -326,11 +326,11 @@ async fn the_give_up_counts_every_attempt() {
         .stderr(StderrMode::Discard)
         .stdin_grace(Duration::from_millis(500))
         .term_grace(Duration::from_millis(500))
-        .backoff(conduit_mcp::Backoff {
-            initial: Duration::from_millis(20),
-            max: Duration::from_millis(100),
-            factor: 2.0,
-        })
+        .backoff(
+            conduit_mcp::Backoff::new()
+                .initial(Duration::from_millis(20))
+                .max(Duration::from_millis(100)),
+        )
         .max_reconnects(3);
     cfg.probe_timeout = Duration::from_millis(300);
     cfg.init_timeout = Duration::from_millis(500);

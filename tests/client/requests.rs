@@ -149,7 +149,6 @@ async fn typed_helpers_follow_pages_and_call_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn roots_handler_serves_both_eras() {
     use conduit_mcp::{ErrorObject, InboundRequest, StartOptions};
-    use std::sync::Arc;
     for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let handler = |req: InboundRequest| async move {
             match req.method.as_str() {
@@ -159,10 +158,7 @@ async fn roots_handler_serves_both_eras() {
         };
         let client = Client::start_with(
             common::config(&[]).era(era),
-            StartOptions {
-                handler: Some(Arc::new(handler)),
-                ..Default::default()
-            },
+            StartOptions::new().handler(handler),
         )
         .await
         .unwrap();

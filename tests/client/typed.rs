@@ -31,9 +31,9 @@ fn config(era: EraPreference) -> ClientConfig {
 }
 
 async fn start(era: EraPreference, handler: Option<ClientResponder>) -> Client {
-    let opts = StartOptions {
-        handler: handler.map(|h| std::sync::Arc::new(h) as _),
-        ..Default::default()
+    let opts = match handler {
+        Some(h) => StartOptions::new().handler(h),
+        None => StartOptions::new(),
     };
     let client = Client::start_with(config(era), opts).await.unwrap();
     client.ready(Duration::from_secs(20)).await.unwrap();

@@ -122,10 +122,7 @@ async fn the_server_s_requests_are_answered_by_the_client_responder_in_both_eras
     for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let responder = ClientResponder::new()
             .roots(|| async { Ok(vec![Root::new("file:///srv/project", "project")]) });
-        let opts = StartOptions {
-            handler: Some(Arc::new(responder)),
-            ..Default::default()
-        };
+        let opts = StartOptions::new().handler(responder);
         let client = Client::start_with(client_config(&server.url, era), opts)
             .await
             .unwrap();
@@ -312,11 +309,9 @@ async fn a_lost_server_fails_calls_in_flight_at_once_and_the_client_reconnects()
     let server = start(config()).await;
     for era in [EraPreference::Stateful, EraPreference::Stateless] {
         let mut proxy = Proxy::start(server.addr).await;
-        let backoff = Backoff {
-            initial: Duration::from_millis(20),
-            max: Duration::from_millis(100),
-            factor: 2.0,
-        };
+        let backoff = Backoff::new()
+            .initial(Duration::from_millis(20))
+            .max(Duration::from_millis(100));
         let client = Client::start(
             client_config(&proxy.url(), era)
                 .backoff(backoff)
@@ -380,11 +375,9 @@ async fn an_unreachable_server_is_retried_with_backoff_then_given_up() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let backoff = Backoff {
-        initial: Duration::from_millis(10),
-        max: Duration::from_millis(20),
-        factor: 2.0,
-    };
+    let backoff = Backoff::new()
+        .initial(Duration::from_millis(10))
+        .max(Duration::from_millis(20));
     let client = Client::start(
         client_config(&format!("http://{addr}/mcp"), EraPreference::Auto)
             .backoff(backoff)
@@ -438,13 +431,14 @@ async fn a_session_the_server_forgot_is_started_again() {
         }
     })
     .await;
-    let client = Client::start(client_config(&fake.url, EraPreference::Stateful).backoff(
-        Backoff {
-            initial: Duration::from_millis(10),
-            max: Duration::from_millis(10),
-            factor: 1.0,
-        },
-    ))
+    let client = Client::start(
+        client_config(&fake.url, EraPreference::Stateful).backoff(
+            Backoff::new()
+                .initial(Duration::from_millis(10))
+                .max(Duration::from_millis(10))
+                .factor(1.0),
+        ),
+    )
     .await
     .unwrap();
     // notifications/initialized got 404: the link closed, a new session began.

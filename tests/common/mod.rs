@@ -18,11 +18,11 @@ pub fn config(args: &[&str]) -> ClientConfig {
         .stderr(StderrMode::Discard)
         .stdin_grace(Duration::from_millis(500))
         .term_grace(Duration::from_millis(500))
-        .backoff(Backoff {
-            initial: Duration::from_millis(20),
-            max: Duration::from_millis(200),
-            factor: 2.0,
-        })
+        .backoff(
+            Backoff::new()
+                .initial(Duration::from_millis(20))
+                .max(Duration::from_millis(200)),
+        )
         .max_reconnects(3)
         .request_timeout(Duration::from_secs(20));
     c.probe_timeout = Duration::from_secs(3);
@@ -250,16 +250,11 @@ pub async fn start_recording_with(
     handler: Option<std::sync::Arc<dyn conduit_mcp::ClientHandler>>,
 ) -> (Client, Events) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let client = Client::start_with(
-        cfg,
-        conduit_mcp::StartOptions {
-            events: Some(tx),
-            handler,
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("client starts");
+    let mut options = conduit_mcp::StartOptions::new().events(tx);
+    options.handler = handler;
+    let client = Client::start_with(cfg, options)
+        .await
+        .expect("client starts");
     (client, rx)
 }
 

@@ -18,11 +18,7 @@ use serde_json::json;
 /// A fixture server whose restarts wait `backoff` and stop after `max`.
 fn restarting(backoff: Duration, max: u32) -> ClientConfig {
     common::config(&[])
-        .backoff(Backoff {
-            initial: backoff,
-            max: backoff,
-            factor: 1.0,
-        })
+        .backoff(Backoff::new().initial(backoff).max(backoff).factor(1.0))
         .max_reconnects(max)
 }
 

@@ -119,10 +119,7 @@ impl Suite {
             record.lock().unwrap().push(req);
             async move { answer }
         };
-        let opts = StartOptions {
-            handler: Some(Arc::new(handler)),
-            ..StartOptions::default()
-        };
+        let opts = StartOptions::new().handler(handler);
         let client = Client::start_with(config, opts)
             .await
             .expect("client start");

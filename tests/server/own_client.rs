@@ -39,10 +39,7 @@ async fn start(era: EraPreference) -> Client {
             m => Err(ErrorObject::new(-32601, format!("unsupported: {m}"))),
         }
     };
-    let opts = StartOptions {
-        handler: Some(Arc::new(handler)),
-        ..StartOptions::default()
-    };
+    let opts = StartOptions::new().handler(handler);
     Client::start_with(config, opts)
         .await
         .expect("client start")
