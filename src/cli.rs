@@ -38,12 +38,33 @@ use self::progress::ProgressView;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The `mcp` program, with this process's arguments.
+///
+/// # Examples
+///
+/// A program of your own that is the `mcp` command:
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     conduit_mcp::cli::main()
+/// }
+/// ```
 pub fn main() -> ExitCode {
     run(std::env::args_os())
 }
 
 /// The `mcp` program with `args` (the first is the program's name): parses
 /// them, runs the command, prints its output, and returns the exit code.
+///
+/// # Examples
+///
+/// ```
+/// use std::process::ExitCode;
+///
+/// fn main() -> ExitCode {
+///     // As `mcp --version` from a shell: prints the version, exits with 0.
+///     conduit_mcp::cli::run(["mcp", "--version"])
+/// }
+/// ```
 pub fn run<I, T>(args: I) -> ExitCode
 where
     I: IntoIterator<Item = T>,

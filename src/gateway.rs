@@ -93,6 +93,21 @@ impl HttpGateway {
     /// `config`) and the gateway before it. Returns once the servers are
     /// ready or `host.ready_timeout` has passed (see [`Host::start`]); use
     /// [`launch`](Self::launch) to serve while they start.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::client::ClientConfig;
+    /// use conduit_mcp::gateway::{HttpGateway, HttpGatewayConfig};
+    /// use conduit_mcp::host::HostConfig;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let host = HostConfig::new().server("time", ClientConfig::new("uvx").arg("mcp-server-time"));
+    /// let gateway = HttpGateway::start(host, HttpGatewayConfig::new()).await?;
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8808").await?;
+    /// gateway.serve(listener).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn start(
         host: HostConfig,
         config: HttpGatewayConfig,
@@ -106,6 +121,20 @@ impl HttpGateway {
     /// `opts` is replaced.
     ///
     /// Cancel safety: dropping the future stops every server it started.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::client::ClientConfig;
+    /// use conduit_mcp::gateway::{HttpGateway, HttpGatewayConfig};
+    /// use conduit_mcp::host::{HostConfig, HostOptions};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let host = HostConfig::new().server("time", ClientConfig::new("uvx").arg("mcp-server-time"));
+    /// let (opts, events) = HostOptions::new().subscribe(); // every event from the first
+    /// let gateway = HttpGateway::start_with(host, opts, HttpGatewayConfig::new()).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn start_with(
         host: HostConfig,
         opts: HostOptions,
@@ -124,6 +153,21 @@ impl HttpGateway {
     /// other requests wait for it, then are answered as after the start.
     /// [`started`](Self::started) waits for it too. Fails as `start` does
     /// (an invalid option, a refused name, a call log that cannot open).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::client::ClientConfig;
+    /// use conduit_mcp::gateway::{HttpGateway, HttpGatewayConfig};
+    /// use conduit_mcp::host::HostConfig;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let host = HostConfig::new().server("time", ClientConfig::new("uvx").arg("mcp-server-time"));
+    /// let gateway = HttpGateway::launch(host, HttpGatewayConfig::new()).await?; // servers still starting
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8808").await?;
+    /// gateway.serve(listener).await?; // `/health` says "starting" meanwhile
+    /// # Ok(()) }
+    /// ```
     pub async fn launch(
         host: HostConfig,
         config: HttpGatewayConfig,
@@ -133,6 +177,20 @@ impl HttpGateway {
 
     /// [`launch`](Self::launch) with [`HostOptions`], as
     /// [`start_with`](Self::start_with).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::client::ClientConfig;
+    /// use conduit_mcp::gateway::{HttpGateway, HttpGatewayConfig};
+    /// use conduit_mcp::host::{HostConfig, HostOptions};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let host = HostConfig::new().server("time", ClientConfig::new("uvx").arg("mcp-server-time"));
+    /// let (opts, events) = HostOptions::new().subscribe(); // the starts' events too
+    /// let gateway = HttpGateway::launch_with(host, opts, HttpGatewayConfig::new()).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn launch_with(
         mut host: HostConfig,
         mut opts: HostOptions,
@@ -178,6 +236,16 @@ impl HttpGateway {
     /// Waits until the gateway's start is over (see [`launch`](Self::launch);
     /// at once after [`start`](Self::start)), or it is stopped; returns the
     /// servers as they are then.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(gateway: conduit_mcp::gateway::HttpGateway) {
+    /// for server in gateway.started().await {
+    ///     println!("{}: {:?}, {} tools", server.name, server.status, server.tools);
+    /// }
+    /// # }
+    /// ```
     pub async fn started(&self) -> Vec<crate::host::ServerSummary> {
         self.state.start_over().await;
         self.state.host.servers()
@@ -190,6 +258,18 @@ impl HttpGateway {
 
     /// The gateway's routes (`/mcp`, `/servers/{name}/mcp`, `/health`,
     /// `/metrics`), to mount in an application that owns its listener.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(gateway: conduit_mcp::gateway::HttpGateway) -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = axum::Router::new()
+    ///     .route("/", axum::routing::get(|| async { "see /mcp" }))
+    ///     .merge(gateway.router());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8808").await?;
+    /// axum::serve(listener, app).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn router(&self) -> axum::Router {
         self.app.clone()
     }
@@ -198,6 +278,21 @@ impl HttpGateway {
     /// until [`shutdown`](Self::shutdown): then no connection is accepted,
     /// and those still open are cut once the grace (and 2 s more) has
     /// passed. Returns when every connection is closed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(gateway: conduit_mcp::gateway::HttpGateway) -> Result<(), Box<dyn std::error::Error>> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8808").await?;
+    /// let serving = tokio::spawn({
+    ///     let gateway = gateway.clone();
+    ///     async move { gateway.serve(listener).await }
+    /// });
+    /// tokio::signal::ctrl_c().await?;
+    /// gateway.shutdown().await;
+    /// serving.await??; // every connection closed
+    /// # Ok(()) }
+    /// ```
     pub async fn serve(&self, listener: TcpListener) -> io::Result<()> {
         if let Ok(addr) = listener.local_addr() {
             tracing::info!(%addr, "gateway: listening");
@@ -218,6 +313,16 @@ impl HttpGateway {
     /// stops and its processes are reaped before this returns.
     ///
     /// Cancel safety: the stop goes on if the future is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(gateway: conduit_mcp::gateway::HttpGateway) {
+    /// for stopped in gateway.shutdown().await {
+    ///     println!("{}: {} process(es) reaped", stopped.name, stopped.reports.len());
+    /// }
+    /// # }
+    /// ```
     pub async fn shutdown(&self) -> Vec<ServerShutdown> {
         let state = &self.state;
         state.stopping.store(true, Ordering::Release);
@@ -249,6 +354,18 @@ impl HttpGateway {
     }
 
     /// Adds server `name` (started now, or on first use when `lazy`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::client::ClientConfig;
+    /// use conduit_mcp::gateway::ToolFilter;
+    ///
+    /// # async fn example(gateway: conduit_mcp::gateway::HttpGateway) -> Result<(), Box<dyn std::error::Error>> {
+    /// let files = ClientConfig::new("mcp-files").arg("/srv/docs");
+    /// gateway.add_server("files", files, Some(ToolFilter::all().allow(["read_*"])), false).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn add_server(
         &self,
         name: &str,
@@ -277,6 +394,15 @@ impl HttpGateway {
     /// Stops server `name` and takes it out (its `/servers/NAME/mcp`
     /// sessions end; `/mcp`'s sessions are told its items are gone).
     /// Returns once its processes are reaped.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(gateway: conduit_mcp::gateway::HttpGateway) -> Result<(), Box<dyn std::error::Error>> {
+    /// gateway.remove_server("files").await?; // its processes are gone now
+    /// assert!(gateway.host().server("files").is_none());
+    /// # Ok(()) }
+    /// ```
     pub async fn remove_server(&self, name: &str) -> Result<(), HostError> {
         self.state.drop_endpoints(name);
         let shutdown = self.state.host.remove(name)?;
@@ -290,6 +416,20 @@ impl HttpGateway {
     /// sessions of `/servers/NAME/mcp` end for a server restarted or
     /// removed; the others and their sessions are untouched. `previous` is
     /// the file as last applied.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::config_file::ServersFile;
+    ///
+    /// # async fn example(gateway: conduit_mcp::gateway::HttpGateway) -> Result<(), Box<dyn std::error::Error>> {
+    /// let previous = ServersFile::load(".mcp.json")?;
+    /// // ... the file changes ...
+    /// let next = ServersFile::load(".mcp.json")?;
+    /// let done = gateway.reload(&previous, &next).await;
+    /// println!("restarted {:?}, added {:?}, removed {:?}", done.restarted, done.added, done.removed);
+    /// # Ok(()) }
+    /// ```
     pub async fn reload(&self, previous: &ServersFile, next: &ServersFile) -> crate::host::Reload {
         let state = &self.state;
         // Before the servers start: each lists through its filter from

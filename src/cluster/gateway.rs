@@ -121,12 +121,36 @@ impl std::fmt::Debug for GatewayConfig {
 
 impl GatewayConfig {
     /// Exposes nothing yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::{GatewayConfig, Grants};
+    /// use conduit_mcp::Client;
+    ///
+    /// fn exposing(files: Client) -> GatewayConfig {
+    ///     GatewayConfig::new().expose("files", files, Grants::methods(["tools/list", "tools/call"]))
+    /// }
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Exposes `client` under `name`, with `grants`: what other nodes may
     /// do with it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::{GatewayConfig, Grants};
+    /// use conduit_mcp::Client;
+    ///
+    /// fn exposing(files: Client, search: Client) -> GatewayConfig {
+    ///     GatewayConfig::new()
+    ///         .expose("files", files, Grants::methods(["tools/call"]).notifications())
+    ///         .expose("search", search, Grants::all()) // every node is trusted with it
+    /// }
+    /// ```
     pub fn expose(mut self, name: impl Into<String>, client: Client, grants: Grants) -> Self {
         self.servers.insert(name.into(), Exposed { client, grants });
         self
@@ -145,6 +169,17 @@ impl GatewayConfig {
     /// Exposes `client` under `name`; other nodes may call only `methods`
     /// (`tools/list` also covers the list of tools); no notifications, no
     /// session: [`Grants::methods`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::GatewayConfig;
+    /// use conduit_mcp::Client;
+    ///
+    /// fn exposing(files: Client) -> GatewayConfig {
+    ///     GatewayConfig::new().server_allowing("files", files, ["tools/list", "tools/call"])
+    /// }
+    /// ```
     pub fn server_allowing<I, S>(self, name: impl Into<String>, client: Client, methods: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -214,6 +249,18 @@ pub struct Gateway {
 
 impl Gateway {
     /// Starts a gateway for `config`, linked under `supervisor` if given.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::{Gateway, GatewayConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let gateway = Gateway::start(GatewayConfig::new(), None).await?; // exposes nothing yet
+    /// gateway.stop();
+    /// # Ok(()) }
+    /// ```
     pub async fn start(
         config: GatewayConfig,
         supervisor: Option<ActorCell>,
@@ -233,6 +280,18 @@ impl Gateway {
 
     /// Stops the gateway (the exposed clients keep running: they are
     /// yours).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::{Gateway, GatewayConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let gateway = Gateway::start(GatewayConfig::new(), None).await?;
+    /// gateway.stop(); // the exposed clients keep running
+    /// # Ok(()) }
+    /// ```
     pub fn stop(&self) {
         self.actor.stop(None);
     }

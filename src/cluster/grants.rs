@@ -30,6 +30,15 @@ pub struct Grants {
 
 impl Grants {
     /// Nothing: every call is refused (the server is still found by name).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::Grants;
+    ///
+    /// assert_eq!(Grants::none(), Grants::methods(Vec::<String>::new()));
+    /// assert_ne!(Grants::none(), Grants::all());
+    /// ```
     pub fn none() -> Self {
         Self {
             methods: Some(HashSet::new()),
@@ -40,6 +49,15 @@ impl Grants {
     /// These methods only (`tools/list` also covers
     /// [`list_tools`](super::RemoteServer::list_tools)); no notifications,
     /// no session.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::Grants;
+    ///
+    /// let tools = Grants::methods(["tools/list", "tools/call"]);
+    /// assert_ne!(tools, Grants::all());
+    /// ```
     pub fn methods<I, S>(methods: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -53,6 +71,15 @@ impl Grants {
 
     /// Everything: every method, the notifications and the session. For a
     /// cluster whose every node you trust with the server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::Grants;
+    ///
+    /// let everything = Grants::all();
+    /// assert_ne!(everything, Grants::methods(["tools/call"]).notifications().session());
+    /// ```
     pub fn all() -> Self {
         Self {
             methods: None,
@@ -63,6 +90,15 @@ impl Grants {
 
     /// Also the server's notifications
     /// ([`RemoteServer::notifications`](super::RemoteServer::notifications)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::Grants;
+    ///
+    /// let watched = Grants::methods(["tools/call"]).notifications();
+    /// assert_ne!(watched, Grants::methods(["tools/call"]));
+    /// ```
     pub fn notifications(mut self) -> Self {
         self.notifications = true;
         self
@@ -70,6 +106,15 @@ impl Grants {
 
     /// Also the server's session
     /// ([`RemoteServer::session`](super::RemoteServer::session)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::Grants;
+    ///
+    /// let inspectable = Grants::methods(["tools/call"]).session(); // pid, server info, capabilities
+    /// assert_ne!(inspectable, Grants::methods(["tools/call"]));
+    /// ```
     pub fn session(mut self) -> Self {
         self.session = true;
         self

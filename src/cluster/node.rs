@@ -68,6 +68,15 @@ impl NodeConfig {
     /// A node named `name@hostname` (what it declares to its peers), with
     /// the cluster's `cookie`. Port 0 (the system picks one), loopback, no
     /// TLS.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::NodeConfig;
+    ///
+    /// let config = NodeConfig::new("node-a", "host-a", "a-long-random-cookie");
+    /// assert!(config.build().is_ok()); // loopback, a port the system picks, no TLS
+    /// ```
     pub fn new(
         name: impl Into<String>,
         hostname: impl Into<String>,
@@ -84,7 +93,7 @@ impl NodeConfig {
         }
     }
 
-    /// The port to listen on (0: the system picks one).
+    /// The port to listen on (default 0: the system picks one).
     pub fn port(mut self, port: u16) -> Self {
         self.port = port;
         self
@@ -99,6 +108,19 @@ impl NodeConfig {
     /// Accepts connections over TLS ([`tls::acceptor`](super::tls::acceptor),
     /// or [`tls::mutual_acceptor`](super::tls::mutual_acceptor) to require
     /// client certificates).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::{tls, NodeConfig};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (cert, key) = (std::fs::read("node-a.pem")?, std::fs::read("node-a.key")?);
+    /// let server = NodeConfig::new("node-a", "node-a.example", "a-long-random-cookie")
+    ///     .tls(tls::acceptor(&cert, &key)?)
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
     pub fn tls(mut self, acceptor: IncomingEncryptionMode) -> Self {
         self.encryption = Some(acceptor);
         self
@@ -114,6 +136,17 @@ impl NodeConfig {
     /// The node server, to spawn (`ractor::Actor::spawn(None, server, ())`:
     /// its actor takes ractor_cluster's `NodeServerMessage`, as a
     /// `NodeServer`'s does).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::{NodeConfig, NodeConfigError};
+    ///
+    /// let refused = NodeConfig::new("node-a", "host-a", "").build().unwrap_err();
+    /// assert_eq!(refused, NodeConfigError::EmptyCookie);
+    /// let server = NodeConfig::new("node-a", "host-a", "a-long-random-cookie").port(4697).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn build(self) -> Result<GuardedNodeServer, NodeConfigError> {
         if self.cookie.is_empty() {
             return Err(NodeConfigError::EmptyCookie);
@@ -173,6 +206,24 @@ pub struct GuardedNodeServer {
 
 impl GuardedNodeServer {
     /// Guards `server`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::GuardedNodeServer;
+    /// use ractor_cluster::node::NodeConnectionMode;
+    /// use ractor_cluster::NodeServer;
+    ///
+    /// let server = NodeServer::new(
+    ///     4697,
+    ///     "a-long-random-cookie".into(),
+    ///     "node-a".into(),
+    ///     "host-a".into(),
+    ///     None,
+    ///     Some(NodeConnectionMode::Isolated),
+    /// );
+    /// let guarded = GuardedNodeServer::new(server); // spawn it as the NodeServer
+    /// ```
     pub fn new(server: NodeServer) -> Self {
         Self { inner: server }
     }

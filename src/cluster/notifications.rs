@@ -41,6 +41,17 @@ impl RemoteNotifications {
     /// caller's [`RemoteServers`](super::RemoteServers) stopped).
     ///
     /// Cancel safety: cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut notifications = files.notifications(std::time::Duration::from_secs(5)).await?;
+    /// while let Some(n) = notifications.recv().await {
+    ///     println!("{}", n.method);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn recv(&mut self) -> Option<Notification> {
         let (n, cost) = self.rx.recv().await?;
         self.account.held.fetch_sub(cost, Ordering::AcqRel);
@@ -48,6 +59,18 @@ impl RemoteNotifications {
     }
 
     /// The next notification if one is waiting.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut notifications = files.notifications(std::time::Duration::from_secs(5)).await?;
+    /// // What arrived so far, without waiting.
+    /// while let Some(n) = notifications.try_recv() {
+    ///     println!("{}", n.method);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn try_recv(&mut self) -> Option<Notification> {
         let (n, cost) = self.rx.try_recv().ok()?;
         self.account.held.fetch_sub(cost, Ordering::AcqRel);
@@ -56,6 +79,19 @@ impl RemoteNotifications {
 
     /// Notifications dropped because this subscriber had too many bytes
     /// unread.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut notifications = files.notifications(std::time::Duration::from_secs(5)).await?;
+    /// while let Some(n) = notifications.recv().await {
+    ///     if notifications.dropped() > 0 {
+    ///         eprintln!("{} notifications lost: reading too slowly", notifications.dropped());
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn dropped(&self) -> u64 {
         self.account.dropped.load(Ordering::Relaxed)
     }

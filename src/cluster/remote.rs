@@ -66,12 +66,23 @@ impl Default for RemoteOptions {
 
 impl RemoteOptions {
     /// Defaults: a 60 s timeout, no progress, no cancellation.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::RemoteOptions;
+    ///
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let opts = RemoteOptions::new(); // 60 s, no progress, no cancellation
+    /// let result = files.call_tool("read_file", serde_json::json!({ "path": "a.txt" }), opts).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The call's timeout, applied on the node that hosts the server (which
-    /// may lower it to its own maximum).
+    /// may lower it to its own maximum). Default 60 s.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -79,12 +90,45 @@ impl RemoteOptions {
 
     /// Asks for progress; each notification arrives on `tx` (unbounded:
     /// yours to read, as with a local request's progress).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::RemoteOptions;
+    /// use conduit_mcp::Progress;
+    ///
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    /// tokio::spawn(async move {
+    ///     while let Some(p) = rx.recv().await {
+    ///         println!("{} of {:?}", p.progress, p.total);
+    ///     }
+    /// });
+    /// let opts = RemoteOptions::new().progress(tx);
+    /// files.call_tool("index", serde_json::json!({}), opts).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
         self.progress = Some(tx);
         self
     }
 
     /// Cancels the call (on the server too) when `token` is cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::RemoteOptions;
+    /// use conduit_mcp::CancelToken;
+    ///
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let cancel = CancelToken::new();
+    /// let opts = RemoteOptions::new().cancel_token(cancel.clone());
+    /// let call = files.call_tool("index", serde_json::json!({}), opts);
+    /// // Elsewhere: `cancel.cancel()` ends the call here and on node A.
+    /// let result = call.await;
+    /// # Ok(()) }
+    /// ```
     pub fn cancel_token(mut self, token: CancelToken) -> Self {
         self.cancel = Some(token);
         self
@@ -166,7 +210,7 @@ pub struct RemoteServersBuilder {
 impl RemoteServersBuilder {
     /// This node's `NodeServer`: names the nodes that claim a server
     /// (needed by [`trust`](Self::trust); without it, a remote claimant is
-    /// `node #<id>`).
+    /// `node #<id>`). None by default.
     pub fn node_server(mut self, server: ActorRef<NodeServerMessage>) -> Self {
         self.node_server = Some(server);
         self
@@ -175,6 +219,20 @@ impl RemoteServersBuilder {
     /// `server` is called only on `nodes` (names as the nodes declare
     /// them: `name@hostname`), or on a gateway of this node. Without a
     /// trust list for a name, any single claimant is called.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::RemoteServers;
+    ///
+    /// # async fn example(node: ractor::ActorRef<ractor_cluster::NodeServerMessage>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let servers = RemoteServers::builder()
+    ///     .node_server(node)
+    ///     .trust("files", ["node-a@host-a", "node-c@host-c"])
+    ///     .start()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
     pub fn trust<I, S>(mut self, server: impl Into<String>, nodes: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -197,6 +255,19 @@ impl RemoteServersBuilder {
 
     /// Starts the sink. The node must be connected to the other nodes
     /// (ractor_cluster's `NodeServer` and `client_connect`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::{RemoteServers, RemoteStartError};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // A trust list names nodes: it needs the node server.
+    /// let refused = RemoteServers::builder().trust("files", ["node-a@host-a"]).start().await;
+    /// assert!(matches!(refused, Err(RemoteStartError::TrustNeedsNodeServer { .. })));
+    /// # }
+    /// ```
     pub async fn start(self) -> Result<RemoteServers, RemoteStartError> {
         if self.node_server.is_none() {
             if let Some(server) = self.trust.keys().next() {
@@ -291,11 +362,34 @@ impl RemoteServers {
     /// Starts the sink with no node server and no trust list: a local
     /// gateway, else a single remote claimant, is called
     /// ([`builder`](Self::builder) for more).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::{FindError, RemoteServers};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let servers = RemoteServers::start().await?;
+    /// assert!(matches!(servers.find("files"), Err(FindError::NotFound { .. }))); // no gateway yet
+    /// servers.stop();
+    /// # Ok(()) }
+    /// ```
     pub async fn start() -> Result<RemoteServers, RemoteStartError> {
         Self::builder().start().await
     }
 
     /// A builder: the node server, which nodes to trust for which name.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::RemoteServers;
+    ///
+    /// # async fn example(node: ractor::ActorRef<ractor_cluster::NodeServerMessage>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let servers = RemoteServers::builder().node_server(node).start().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn builder() -> RemoteServersBuilder {
         RemoteServersBuilder::default()
     }
@@ -304,6 +398,20 @@ impl RemoteServers {
     /// it now: a gateway on this node if there is one, else the one
     /// claimant on another node that is trusted for `name` (process groups
     /// sync shortly after nodes connect: see [`wait_for`](Self::wait_for)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::FindError;
+    ///
+    /// # fn example(servers: conduit_mcp::cluster::RemoteServers) {
+    /// match servers.find("files") {
+    ///     Ok(files) => println!("`files` is served by {}", files.node()),
+    ///     Err(FindError::Ambiguous { nodes, .. }) => eprintln!("claimed by {nodes:?}: trust one"),
+    ///     Err(e) => eprintln!("{e}"),
+    /// }
+    /// # }
+    /// ```
     pub fn find(&self, name: &str) -> Result<RemoteServer, FindError> {
         let members = ractor::pg::get_members(&server_group(name));
         let (local, remote): (Vec<ActorCell>, Vec<ActorCell>) =
@@ -366,6 +474,18 @@ impl RemoteServers {
     /// [`find`](Self::find) to succeed. An ambiguous name fails at once; a
     /// name claimed only by untrusted nodes, or by none, is waited for (a
     /// trusted gateway may still appear).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn example(servers: conduit_mcp::cluster::RemoteServers) -> Result<(), Box<dyn std::error::Error>> {
+    /// // Process groups sync shortly after the nodes connect.
+    /// let files = servers.wait_for("files", Duration::from_secs(10)).await?;
+    /// let tools = files.list_tools(Duration::from_secs(5)).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn wait_for(&self, name: &str, timeout: Duration) -> Result<RemoteServer, FindError> {
         let deadline = tokio::time::Instant::now().after(timeout);
         loop {
@@ -395,12 +515,37 @@ impl RemoteServers {
     /// this node holds a ticket from: forged ones, progress for a call that
     /// went to another gateway, and tickets for a hello that had already
     /// given up.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::RemoteServers;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let servers = RemoteServers::start().await?;
+    /// assert_eq!(servers.rejected(), 0); // nothing forged has arrived
+    /// # servers.stop();
+    /// # Ok(()) }
+    /// ```
     pub fn rejected(&self) -> u64 {
         self.inner.routes.rejected()
     }
 
     /// Stops the sink: progress and notifications stop arriving, and the
     /// tickets end.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::cluster::RemoteServers;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let servers = RemoteServers::start().await?;
+    /// servers.stop(); // no more progress or notifications; the tickets end
+    /// # Ok(()) }
+    /// ```
     pub fn stop(&self) {
         if let Some(names) = &self.inner.names {
             names.stop();
@@ -527,6 +672,17 @@ impl RemoteServer {
     /// progress with [`RemoteOptions::progress`].
     ///
     /// Cancel safety: dropping the future cancels the call on node A.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::RemoteOptions;
+    ///
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let raw = files.request("prompts/list", None, RemoteOptions::new()).await?;
+    /// let prompts: serde_json::Value = raw.parse()?;
+    /// # Ok(()) }
+    /// ```
     pub async fn request(
         &self,
         method: &str,
@@ -539,6 +695,21 @@ impl RemoteServer {
     }
 
     /// Calls a tool. A tool that fails is an `Ok` with `is_error`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::cluster::RemoteOptions;
+    /// use std::time::Duration;
+    ///
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let opts = RemoteOptions::new().timeout(Duration::from_secs(10));
+    /// let result = files.call_tool("read_file", serde_json::json!({ "path": "a.txt" }), opts).await?;
+    /// if !result.is_error() {
+    ///     println!("{}", result.joined_text());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool(
         &self,
         name: &str,
@@ -551,6 +722,16 @@ impl RemoteServer {
     }
 
     /// Every tool of the server (needs the `tools/list` grant).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// for tool in files.list_tools(std::time::Duration::from_secs(5)).await? {
+    ///     println!("{}", tool.name);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<Tool>, RemoteError> {
         let opts = RemoteOptions::new().timeout(timeout);
         let bytes = self.call(Op::ListTools, None, None, opts).await?;
@@ -560,6 +741,15 @@ impl RemoteServer {
     /// The server's session (era, protocol version, server info,
     /// capabilities, instructions, pid), as JSON (needs the `session`
     /// grant).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let session = files.session(std::time::Duration::from_secs(5)).await?;
+    /// println!("{} on {}", session["serverInfo"]["name"], files.node());
+    /// # Ok(()) }
+    /// ```
     pub async fn session(&self, timeout: Duration) -> Result<Value, RemoteError> {
         let opts = RemoteOptions::new().timeout(timeout);
         let bytes = self.call(Op::Session, None, None, opts).await?;
@@ -569,6 +759,17 @@ impl RemoteServer {
     /// Subscribes to the server's notifications from now on (needs the
     /// `notifications` grant: else [`RemoteError::Refused`]). Returns once
     /// the gateway has taken the subscription.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(files: conduit_mcp::cluster::RemoteServer) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut notifications = files.notifications(std::time::Duration::from_secs(5)).await?;
+    /// if let Some(n) = notifications.recv().await {
+    ///     println!("{}", n.method);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn notifications(
         &self,
         timeout: Duration,

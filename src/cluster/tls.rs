@@ -92,6 +92,19 @@ fn acceptor_from(config: rustls::ServerConfig) -> IncomingEncryptionMode {
 
 /// The node server's side: its certificate chain and private key (PEM).
 /// Connecting nodes show no certificate.
+///
+/// # Examples
+///
+/// ```no_run
+/// use conduit_mcp::cluster::{tls, NodeConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (cert, key) = (std::fs::read("node-a.pem")?, std::fs::read("node-a.key")?);
+/// let server = NodeConfig::new("node-a", "node-a.example", "a-long-random-cookie")
+///     .tls(tls::acceptor(&cert, &key)?)
+///     .build()?;
+/// # Ok(()) }
+/// ```
 pub fn acceptor(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<IncomingEncryptionMode, TlsError> {
     let config = rustls::ServerConfig::builder()
         .with_no_client_auth()
@@ -104,6 +117,21 @@ pub fn acceptor(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<IncomingEncrypt
 /// certificate of every connecting node. A node that shows none, or one
 /// signed by another authority, fails the TLS handshake and never reaches
 /// ractor_cluster's.
+///
+/// # Examples
+///
+/// ```no_run
+/// use conduit_mcp::cluster::{tls, NodeConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let cert = std::fs::read("node-a.pem")?;
+/// let key = std::fs::read("node-a.key")?;
+/// let nodes_ca = std::fs::read("nodes-ca.pem")?; // signs every node's certificate
+/// let server = NodeConfig::new("node-a", "node-a.example", "a-long-random-cookie")
+///     .tls(tls::mutual_acceptor(&cert, &key, &nodes_ca)?)
+///     .build()?;
+/// # Ok(()) }
+/// ```
 pub fn mutual_acceptor(
     cert_chain_pem: &[u8],
     key_pem: &[u8],
@@ -119,6 +147,18 @@ pub fn mutual_acceptor(
 }
 
 /// The connecting side: trusts the certificate authorities in `ca_pem`.
+///
+/// # Examples
+///
+/// ```no_run
+/// use conduit_mcp::cluster::tls;
+///
+/// # async fn example(node: ractor::ActorRef<ractor_cluster::NodeServerMessage>) -> Result<(), Box<dyn std::error::Error>> {
+/// let ca = std::fs::read("ca.pem")?;
+/// let connector = tls::connector(&ca)?;
+/// ractor_cluster::client_connect_enc(&node, "node-a.example:4697", connector, tls::server_name("node-a.example")?).await?;
+/// # Ok(()) }
+/// ```
 pub fn connector(ca_pem: &[u8]) -> Result<tokio_rustls::TlsConnector, TlsError> {
     let config = rustls::ClientConfig::builder()
         .with_root_certificates(roots(ca_pem)?)
@@ -129,6 +169,19 @@ pub fn connector(ca_pem: &[u8]) -> Result<tokio_rustls::TlsConnector, TlsError> 
 /// The connecting side with mutual TLS: trusts the authorities in
 /// `ca_pem`, and shows its own certificate chain and private key (PEM) to
 /// the node it connects to ([`mutual_acceptor`]).
+///
+/// # Examples
+///
+/// ```no_run
+/// use conduit_mcp::cluster::tls;
+///
+/// # async fn example(node: ractor::ActorRef<ractor_cluster::NodeServerMessage>) -> Result<(), Box<dyn std::error::Error>> {
+/// let ca = std::fs::read("ca.pem")?;
+/// let (cert, key) = (std::fs::read("node-b.pem")?, std::fs::read("node-b.key")?);
+/// let connector = tls::mutual_connector(&ca, &cert, &key)?;
+/// ractor_cluster::client_connect_enc(&node, "node-a.example:4697", connector, tls::server_name("node-a.example")?).await?;
+/// # Ok(()) }
+/// ```
 pub fn mutual_connector(
     ca_pem: &[u8],
     cert_chain_pem: &[u8],
@@ -141,6 +194,16 @@ pub fn mutual_connector(
 }
 
 /// The name the server's certificate must carry.
+///
+/// # Examples
+///
+/// ```
+/// use conduit_mcp::cluster::tls;
+///
+/// assert!(tls::server_name("node-a.example").is_ok());
+/// assert!(tls::server_name("10.0.0.7").is_ok());
+/// assert!(tls::server_name("not a name").is_err());
+/// ```
 pub fn server_name(host: &str) -> Result<ServerName<'static>, TlsError> {
     ServerName::try_from(host.to_owned()).map_err(|_| TlsError::ServerName(host.to_owned()))
 }

@@ -37,6 +37,16 @@ pub enum Auth {
 
 impl Auth {
     /// Whether a token is needed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::Auth;
+    /// use conduit_mcp::secret::Secret;
+    ///
+    /// assert!(!Auth::None.required());
+    /// assert!(Auth::Bearer(Secret::new("a-long-random-token-0123")).required());
+    /// ```
     pub fn required(&self) -> bool {
         !matches!(self, Auth::None)
     }
@@ -94,6 +104,17 @@ impl std::fmt::Debug for ClientGrant {
 
 impl ClientGrant {
     /// A client with `token` that may use nothing yet (see [`server`](Self::server)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::{Auth, ClientGrant, HttpGatewayConfig};
+    /// use conduit_mcp::secret::Secret;
+    ///
+    /// let ci = ClientGrant::new("ci", Secret::new("ci-token-0123456789")).server("time", ["*"]);
+    /// assert_eq!(ci.name, "ci");
+    /// let config = HttpGatewayConfig::new().auth(Auth::Clients(vec![ci]));
+    /// ```
     pub fn new(name: impl Into<String>, token: Secret) -> Self {
         ClientGrant {
             name: name.into(),
@@ -105,6 +126,17 @@ impl ClientGrant {
 
     /// Lets the client read `/metrics` (an operator's view: every
     /// server's names, rates and errors). It grants no server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::{Auth, ClientGrant, HttpGatewayConfig};
+    /// use conduit_mcp::secret::Secret;
+    ///
+    /// let ops = ClientGrant::new("ops", Secret::new("ops-token-0123456789")).operator(); // `/metrics` only
+    /// let config = HttpGatewayConfig::new().auth(Auth::Clients(vec![ops]));
+    /// assert!(config.auth.required());
+    /// ```
     pub fn operator(mut self) -> Self {
         self.operator = true;
         self
@@ -112,6 +144,18 @@ impl ClientGrant {
 
     /// Lets the client use `server` (`"*"`: every server), and of its tools
     /// those matching one of `tools`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::{Auth, ClientGrant, HttpGatewayConfig};
+    /// use conduit_mcp::secret::Secret;
+    ///
+    /// let alice = ClientGrant::new("alice", Secret::new("alice-token-0123456789"))
+    ///     .server("files", ["read_*", "list_*"]) // two tools of `files`
+    ///     .server("time", ["*"]); // every tool of `time`
+    /// let config = HttpGatewayConfig::new().auth(Auth::Clients(vec![alice]));
+    /// ```
     pub fn server<I: IntoIterator<Item = S>, S: AsRef<str>>(
         mut self,
         server: impl Into<String>,
@@ -126,6 +170,17 @@ impl ClientGrant {
 
     /// Reads a tokens file (JSON with comments; a regular file of at most
     /// 4 MiB). Errors name the key, never a token.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::gateway::{Auth, ClientGrant, HttpGatewayConfig};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let clients = ClientGrant::load("/etc/mcp/tokens.json")?;
+    /// let config = HttpGatewayConfig::new().auth(Auth::Clients(clients));
+    /// # Ok(()) }
+    /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Vec<ClientGrant>, ConfigFileError> {
         let path = path.as_ref();
         let text = read_jsonc(path)?;
@@ -133,6 +188,22 @@ impl ClientGrant {
     }
 
     /// Reads a tokens file's JSON, `env` giving the variables of `token_env`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::ClientGrant;
+    /// use serde_json::json;
+    /// use std::path::Path;
+    ///
+    /// let file = json!({ "clients": {
+    ///     "ci": { "token_env": "CI_MCP_TOKEN", "servers": { "time": ["*"] } },
+    /// } });
+    /// let env = |name: &str| (name == "CI_MCP_TOKEN").then(|| "ci-token-0123456789".to_owned());
+    /// let clients = ClientGrant::parse(&file, Path::new("tokens.json"), &env)?;
+    /// assert_eq!(clients[0].name, "ci");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parse(
         v: &Value,
         path: &Path,

@@ -33,11 +33,29 @@ pub struct ToolFilter {
 
 impl ToolFilter {
     /// Every tool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::ToolFilter;
+    ///
+    /// assert!(ToolFilter::all().allows("delete_everything"));
+    /// ```
     pub fn all() -> Self {
         Self::default()
     }
 
     /// Only tools matching one of `patterns` (`*`, `?`), unless denied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::ToolFilter;
+    ///
+    /// let filter = ToolFilter::all().allow(["get_*", "list_*"]);
+    /// assert!(filter.allows("get_weather"));
+    /// assert!(!filter.allows("set_weather"));
+    /// ```
     pub fn allow<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, patterns: I) -> Self {
         self.allow
             .extend(patterns.into_iter().map(|p| Glob::new(p.as_ref())));
@@ -45,6 +63,16 @@ impl ToolFilter {
     }
 
     /// No tool matching one of `patterns` (deny wins over allow).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::ToolFilter;
+    ///
+    /// let filter = ToolFilter::all().allow(["*_file"]).deny(["delete_*"]);
+    /// assert!(filter.allows("read_file"));
+    /// assert!(!filter.allows("delete_file")); // deny wins
+    /// ```
     pub fn deny<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, patterns: I) -> Self {
         self.deny
             .extend(patterns.into_iter().map(|p| Glob::new(p.as_ref())));
@@ -52,11 +80,33 @@ impl ToolFilter {
     }
 
     /// Whether the tool `name` (the server's own name) is served.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::ToolFilter;
+    ///
+    /// let filter = ToolFilter::all().deny(["drop_?"]);
+    /// assert!(filter.allows("drop_table"));
+    /// assert!(!filter.allows("drop_x"));
+    /// ```
     pub fn allows(&self, name: &str) -> bool {
         (self.allow.is_empty() || glob::any(&self.allow, name)) && !glob::any(&self.deny, name)
     }
 
     /// The filter a config file's `conduit.tools` sets.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::config_file::ServeOptions;
+    /// use conduit_mcp::gateway::ToolFilter;
+    ///
+    /// let mut options = ServeOptions::default();
+    /// options.tools_deny = vec!["*_delete".to_owned()];
+    /// let filter = ToolFilter::from_options(&options);
+    /// assert!(!filter.allows("file_delete"));
+    /// ```
     pub fn from_options(options: &ServeOptions) -> Self {
         Self::all()
             .allow(&options.tools_allow)
@@ -152,12 +202,39 @@ impl HttpGatewayConfig {
     }
 
     /// The defaults.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::{Auth, HttpGatewayConfig, DEFAULT_GRACE};
+    ///
+    /// let config = HttpGatewayConfig::new();
+    /// assert!(matches!(config.auth, Auth::None));
+    /// assert_eq!(config.grace, DEFAULT_GRACE);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The tool filters of a config file's servers (`conduit.tools`).
     /// Its lazy servers are split out by [`split_lazy`](Self::split_lazy).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::config_file::ServersFile;
+    /// use conduit_mcp::gateway::HttpGatewayConfig;
+    /// use std::path::Path;
+    ///
+    /// let text = r#"{ "mcpServers": { "files": {
+    ///     "command": "mcp-files",
+    ///     "conduit": { "tools": { "deny": ["*_delete"] } }
+    /// } } }"#;
+    /// let file = ServersFile::parse(text, Path::new("/etc/mcp/servers.json"), &|_| None)?;
+    /// let config = HttpGatewayConfig::from_file(&file);
+    /// assert!(!config.tools["files"].allows("file_delete"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_file(file: &ServersFile) -> Self {
         let mut c = Self::default();
         for (name, options) in &file.serve {
@@ -171,6 +248,26 @@ impl HttpGatewayConfig {
 
     /// Moves the servers a config file marks `conduit.lazy` out of
     /// `servers` (the host's) into [`lazy`](Self::lazy).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::config_file::ServersFile;
+    /// use conduit_mcp::gateway::HttpGatewayConfig;
+    /// use std::path::Path;
+    ///
+    /// let text = r#"{ "mcpServers": {
+    ///     "time": { "command": "mcp-time" },
+    ///     "search": { "command": "mcp-search", "conduit": { "lazy": true } }
+    /// } }"#;
+    /// let file = ServersFile::parse(text, Path::new("/etc/mcp/servers.json"), &|_| None)?;
+    /// let mut servers = file.servers.clone();
+    /// let mut config = HttpGatewayConfig::from_file(&file);
+    /// config.split_lazy(&file, &mut servers);
+    /// assert!(servers.contains_key("time") && !servers.contains_key("search"));
+    /// assert!(config.lazy.contains_key("search"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn split_lazy(&mut self, file: &ServersFile, servers: &mut BTreeMap<String, ClientConfig>) {
         for (name, options) in &file.serve {
             if options.lazy {
@@ -181,49 +278,78 @@ impl HttpGatewayConfig {
         }
     }
 
-    /// Sets [`auth`](Self::auth).
+    /// Sets [`auth`](Self::auth) (default [`Auth::None`]).
     pub fn auth(mut self, auth: Auth) -> Self {
         self.auth = auth;
         self
     }
 
-    /// Sets [`metrics_token`](Self::metrics_token).
+    /// Sets [`metrics_token`](Self::metrics_token) (default none).
     pub fn metrics_token(mut self, token: Secret) -> Self {
         self.metrics_token = Some(token);
         self
     }
 
     /// Allows one more browser origin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::HttpGatewayConfig;
+    ///
+    /// let config = HttpGatewayConfig::new().allow_origin("https://app.example.com");
+    /// assert_eq!(config.allowed_origins, ["https://app.example.com"]);
+    /// ```
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
         self.allowed_origins.push(origin.into());
         self
     }
 
-    /// Sets [`allowed_hosts`](Self::allowed_hosts).
+    /// Sets [`allowed_hosts`](Self::allowed_hosts) (default [`Allow::Loopback`]).
     pub fn allowed_hosts(mut self, allow: Allow) -> Self {
         self.allowed_hosts = allow;
         self
     }
 
     /// Sets the tool filter of `server`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::{HttpGatewayConfig, ToolFilter};
+    ///
+    /// let config = HttpGatewayConfig::new().tools("files", ToolFilter::all().allow(["read_*"]));
+    /// assert!(!config.tools["files"].allows("write_file"));
+    /// ```
     pub fn tools(mut self, server: impl Into<String>, filter: ToolFilter) -> Self {
         self.tools.insert(server.into(), filter);
         self
     }
 
     /// Adds a server started on first use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::client::ClientConfig;
+    /// use conduit_mcp::gateway::HttpGatewayConfig;
+    ///
+    /// let config = HttpGatewayConfig::new().lazy("search", ClientConfig::new("mcp-search"));
+    /// assert!(config.lazy.contains_key("search")); // started by its first call
+    /// ```
     pub fn lazy(mut self, name: impl Into<String>, config: ClientConfig) -> Self {
         self.lazy.insert(name.into(), config);
         self
     }
 
-    /// Sets [`grace`](Self::grace).
+    /// Sets [`grace`](Self::grace) (default [`DEFAULT_GRACE`], 10 s).
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
         self
     }
 
-    /// Sets [`input_timeout`](Self::input_timeout).
+    /// Sets [`input_timeout`](Self::input_timeout) (default
+    /// [`DEFAULT_INPUT_TIMEOUT`], 5 minutes).
     pub fn input_timeout(mut self, timeout: Duration) -> Self {
         self.input_timeout = timeout;
         self
@@ -276,7 +402,8 @@ impl HttpGatewayConfig {
         self
     }
 
-    /// Sets the HTTP limits of every endpoint.
+    /// Sets the HTTP limits of every endpoint (default: those of
+    /// [`HttpConfig::new`]).
     pub fn http(mut self, http: HttpConfig) -> Self {
         self.http = http;
         self

@@ -61,6 +61,22 @@ pub struct ServeActor<H>(PhantomData<fn() -> H>);
 
 impl<H> ServeActor<H> {
     /// The actor (pass it to `ractor::Actor::spawn` or `spawn_linked`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{Router, ServeActor, ServeArgs, ServerConfig, StdioServer};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// let server = StdioServer::over(tokio::io::empty(), tokio::io::sink(), config);
+    /// let args = ServeArgs { server, handler: Router::new() };
+    /// let (_actor, done) = ractor::Actor::spawn(None, ServeActor::new(), args).await?;
+    /// done.await?; // the input was empty: serving ended, and the actor stopped
+    /// # Ok(()) }
+    /// ```
     pub fn new() -> Self {
         Self(PhantomData)
     }

@@ -176,6 +176,20 @@ impl RequestContext {
 
     /// Whether the client declared `capability` (`"roots"`, `"sampling"`,
     /// `"elicitation"`, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    ///
+    /// async fn files(ctx: RequestContext) -> Result<CallToolResult, HandlerError> {
+    ///     if !ctx.client_supports("roots") {
+    ///         return Ok(CallToolResult::error("this tool needs the client's roots"));
+    ///     }
+    ///     Ok(CallToolResult::text("..."))
+    /// }
+    /// ```
     pub fn client_supports(&self, capability: &str) -> bool {
         has_capability(self.client_capabilities.as_deref(), capability)
     }
@@ -192,6 +206,21 @@ impl RequestContext {
 
     /// Sends `notifications/progress` for this request. Does nothing (and
     /// succeeds) when the client gave no progress token.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    ///
+    /// async fn import(ctx: RequestContext) -> Result<CallToolResult, HandlerError> {
+    ///     for done in 1..=10 {
+    ///         // ... one tenth of the work ...
+    ///         let _ = ctx.progress(done as f64, Some(10.0), Some("importing"));
+    ///     }
+    ///     Ok(CallToolResult::text("imported"))
+    /// }
+    /// ```
     pub fn progress(
         &self,
         progress: f64,
@@ -215,6 +244,21 @@ impl RequestContext {
     /// as severe; otherwise always. Levels, least severe first: debug, info,
     /// notice, warning, error, critical, alert, emergency; an unknown level
     /// counts as debug.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    /// use serde_json::json;
+    ///
+    /// async fn fetch(ctx: RequestContext) -> Result<CallToolResult, HandlerError> {
+    ///     // Sent only if the client asked for "warning" or a less severe level.
+    ///     let sent = ctx.log("warning", json!({ "message": "cache miss, fetching" }));
+    ///     tracing::debug!(?sent, "log to the client");
+    ///     Ok(CallToolResult::text("fetched"))
+    /// }
+    /// ```
     pub fn log(&self, level: &str, data: Value) -> Result<bool, SendError> {
         let wanted = match self.era {
             Era::Stateless => match self
@@ -235,6 +279,20 @@ impl RequestContext {
     }
 
     /// Sends a notification (see [`ServerHandle::notify`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    /// use serde_json::json;
+    ///
+    /// async fn build(ctx: RequestContext) -> Result<CallToolResult, HandlerError> {
+    ///     ctx.notify("notifications/acme/built", Some(json!({ "target": "docs" })))
+    ///         .map_err(|e| HandlerError::Internal(e.to_string()))?;
+    ///     Ok(CallToolResult::text("built"))
+    /// }
+    /// ```
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), SendError> {
         self.handle.notify(method, params)
     }
@@ -244,6 +302,25 @@ impl RequestContext {
     /// `subscriptions/listen` stream) ends then, so that serving can end
     /// without waiting for [`ServerConfig::eof_drain`](super::ServerConfig::eof_drain).
     /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::RequestContext;
+    /// use std::time::Duration;
+    ///
+    /// // Ticks until the client goes away or the server stops.
+    /// async fn watch(ctx: RequestContext) {
+    ///     loop {
+    ///         tokio::select! {
+    ///             _ = ctx.input_closed() => break,
+    ///             _ = tokio::time::sleep(Duration::from_secs(1)) => {
+    ///                 let _ = ctx.progress(1.0, None, Some("still watching"));
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// ```
     pub async fn input_closed(&self) {
         let Ok(shared) = self.handle.shared() else {
             return;
@@ -256,12 +333,43 @@ impl RequestContext {
     /// Whether the request was cancelled (stop with a drain period). A
     /// request cancelled by `notifications/cancelled` is aborted outright:
     /// its future is dropped at its next `.await`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    ///
+    /// async fn index(ctx: RequestContext, files: Vec<String>) -> Result<CallToolResult, HandlerError> {
+    ///     for file in &files {
+    ///         if ctx.is_cancelled() {
+    ///             break; // the server is stopping: end early
+    ///         }
+    ///         // ... index `file` ...
+    ///     }
+    ///     Ok(CallToolResult::text("indexed"))
+    /// }
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.shared.is_cancelled()
     }
 
     /// Resolves when the request is cancelled (see
     /// [`is_cancelled`](Self::is_cancelled)). Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    ///
+    /// async fn slow(ctx: RequestContext) -> Result<CallToolResult, HandlerError> {
+    ///     tokio::select! {
+    ///         _ = ctx.cancelled() => Ok(CallToolResult::error("cancelled")),
+    ///         _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => Ok(CallToolResult::text("done")),
+    ///     }
+    /// }
+    /// ```
     pub async fn cancelled(&self) {
         // Never cancelled (the session gone first): never resolves.
         let s = &self.shared;
@@ -272,17 +380,55 @@ impl RequestContext {
     ///
     /// **Attacker-controlled**: the client can send anything. Verify it
     /// (e.g. sign it with a server secret) before trusting its content.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::RequestContext;
+    ///
+    /// fn round(ctx: &RequestContext) -> u32 {
+    ///     // Untrusted: parse it, never act on it unchecked.
+    ///     ctx.request_state().and_then(|s| s.parse().ok()).unwrap_or(0)
+    /// }
+    /// ```
     pub fn request_state(&self) -> Option<&str> {
         self.request_state.as_deref()
     }
 
     /// Stateless era: sets the `requestState` sent with an input-required
     /// result (the client echoes it on the retry).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    /// use serde_json::Value;
+    ///
+    /// async fn plan(ctx: RequestContext) -> Result<Value, HandlerError> {
+    ///     let step: u32 = ctx.request_state().and_then(|s| s.parse().ok()).unwrap_or(0);
+    ///     ctx.set_request_state((step + 1).to_string()); // echoed back by the retry
+    ///     let roots = ctx.ask("roots", InputRequest::list_roots()).await?;
+    ///     Ok(roots)
+    /// }
+    /// ```
     pub fn set_request_state(&self, state: impl Into<String>) {
         crate::sync::lock(&self.shared.recorded).state = Some(state.into());
     }
 
     /// Stateless era: the retry's `inputResponses[key]`, if present.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::RequestContext;
+    ///
+    /// fn confirmed(ctx: &RequestContext) -> bool {
+    ///     ctx.input_response("confirm")
+    ///         .and_then(|answer| answer["action"].as_str())
+    ///         == Some("accept")
+    /// }
+    /// ```
     pub fn input_response(&self, key: &str) -> Option<&Value> {
         self.input_responses.as_ref().and_then(|m| m.get(key))
     }
@@ -295,6 +441,26 @@ impl RequestContext {
     /// stateless era with [`AskError::NotAllowed`] outside `tools/call`,
     /// `prompts/get` and `resources/read`. Every `AskError` converts into a
     /// [`HandlerError`](super::HandlerError) with `?`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{CallToolResult, InputRequest};
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    /// use serde_json::json;
+    ///
+    /// async fn delete(ctx: RequestContext) -> Result<CallToolResult, HandlerError> {
+    ///     let question = json!({
+    ///         "message": "Delete every file?",
+    ///         "requestedSchema": { "type": "object", "properties": {} },
+    ///     });
+    ///     let answer = ctx.ask("confirm", InputRequest::elicit(question)).await?;
+    ///     if answer["action"] != "accept" {
+    ///         return Ok(CallToolResult::text("kept"));
+    ///     }
+    ///     Ok(CallToolResult::text("deleted"))
+    /// }
+    /// ```
     pub async fn ask(&self, key: &str, request: InputRequest) -> Result<Value, AskError> {
         self.check(&request)?;
         match self.era {
@@ -316,6 +482,25 @@ impl RequestContext {
 
     /// [`ask`](Self::ask) for several inputs at once. In the stateless era all
     /// missing ones are requested in a single input-required round.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{CallToolResult, InputRequest};
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    /// use serde_json::json;
+    ///
+    /// async fn summarise(ctx: RequestContext) -> Result<CallToolResult, HandlerError> {
+    ///     let sample = json!({ "messages": [], "maxTokens": 200 });
+    ///     let answers = ctx
+    ///         .ask_all(vec![
+    ///             ("roots".to_owned(), InputRequest::list_roots()),
+    ///             ("summary".to_owned(), InputRequest::create_message(sample)),
+    ///         ])
+    ///         .await?; // stateless: both asked in one round
+    ///     Ok(CallToolResult::text(answers["summary"].to_string()))
+    /// }
+    /// ```
     pub async fn ask_all(
         &self,
         requests: Vec<(String, InputRequest)>,

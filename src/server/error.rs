@@ -95,6 +95,16 @@ impl HandlerError {
     /// [`InputRequired`](Self::InputRequired) never reaches the wire as an
     /// error in the stateless era; in the stateful era (where it cannot happen
     /// through `ask`) it is -32603.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::HandlerError;
+    ///
+    /// let error = HandlerError::InvalidParams("`city` is required".into()).to_error_object();
+    /// assert_eq!(error.code, -32602);
+    /// assert_eq!(error.message, "`city` is required");
+    /// ```
     pub fn to_error_object(&self) -> ErrorObject {
         match self {
             HandlerError::Rpc(e) => e.clone(),

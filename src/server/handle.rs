@@ -219,6 +219,20 @@ pub struct LifetimeToken(pub(crate) Weak<SessionShared>);
 
 impl LifetimeToken {
     /// Whether the transport still exists and is not closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{ServerConfig, StdioServer};
+    ///
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// let server = StdioServer::over(tokio::io::empty(), tokio::io::sink(), config);
+    /// let token = server.handle().lifetime_token();
+    /// assert!(token.is_alive());
+    /// drop(server);
+    /// assert!(!token.is_alive());
+    /// ```
     pub fn is_alive(&self) -> bool {
         self.0
             .upgrade()
@@ -342,6 +356,27 @@ impl ServerHandle {
     /// [`ServerConfig::stop_drain`], zero by default); their answers are not
     /// sent. Calling it before serving starts makes `serve` return
     /// immediately. Idempotent; does nothing once the transport is gone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    /// # use tokio::io::AsyncBufReadExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// # let (reader, writer) = tokio::io::split(server_end);
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// # let server = StdioServer::over(reader, writer, config);
+    /// # let handle = server.handle();
+    /// # let serving = tokio::spawn(server.serve(Router::new()));
+    /// # let mut from_server = tokio::io::BufReader::new(client).lines();
+    /// handle.wait_until_ready().await?;
+    /// handle.stop();
+    /// assert_eq!(serving.await??, ServeEnd::Stopped);
+    /// # Ok(()) }
+    /// ```
     pub fn stop(&self) {
         if let Some(s) = self.token.0.upgrade() {
             tracing::info!("server stop requested");
@@ -356,6 +391,26 @@ impl ServerHandle {
     /// the server was dropped) first.
     ///
     /// Cancel safety: cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    /// # use tokio::io::AsyncBufReadExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// # let (reader, writer) = tokio::io::split(server_end);
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// # let server = StdioServer::over(reader, writer, config);
+    /// # let handle = server.handle();
+    /// # let serving = tokio::spawn(server.serve(Router::new()));
+    /// # let mut from_server = tokio::io::BufReader::new(client).lines();
+    /// handle.wait_until_ready().await?; // the server reads its input now
+    /// handle.notify("notifications/acme/ready", None)?;
+    /// # Ok(()) }
+    /// ```
     pub async fn wait_until_ready(&self) -> Result<(), SendError> {
         let mut rx = self.shared()?.phase.subscribe();
         // The Arc is released above: waiting must not keep the server alive.
@@ -375,6 +430,16 @@ impl ServerHandle {
     /// The client's capabilities: from the latest `initialize` (stateful) or
     /// the latest stateless request's `_meta`, whichever came last. `None`
     /// before either, or once the transport is gone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::ServerHandle;
+    ///
+    /// fn can_sample(handle: &ServerHandle) -> bool {
+    ///     handle.client_capabilities().is_some_and(|caps| caps.get("sampling").is_some())
+    /// }
+    /// ```
     pub fn client_capabilities(&self) -> Option<Value> {
         self.shared()
             .ok()
@@ -384,6 +449,19 @@ impl ServerHandle {
     /// [`client_capabilities`](Self::client_capabilities) of one session
     /// (stdio has one: [`STDIO_SESSION`]; HTTP sessions are named by their
     /// `MCP-Session-Id`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::ServerHandle;
+    ///
+    /// // `session` is an HTTP client's `MCP-Session-Id` (or STDIO_SESSION).
+    /// fn has_roots(handle: &ServerHandle, session: &str) -> bool {
+    ///     handle
+    ///         .client_capabilities_for_session(session)
+    ///         .is_some_and(|caps| caps.get("roots").is_some())
+    /// }
+    /// ```
     pub fn client_capabilities_for_session(&self, session: &str) -> Option<Value> {
         self.for_session(session)
             .ok()
@@ -406,6 +484,19 @@ impl ServerHandle {
     }
 
     /// The client's `clientInfo` as last reported.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::ServerHandle;
+    ///
+    /// fn client_name(handle: &ServerHandle) -> String {
+    ///     handle
+    ///         .client_info()
+    ///         .and_then(|info| info["name"].as_str().map(str::to_owned))
+    ///         .unwrap_or_else(|| "an unknown client".to_owned())
+    /// }
+    /// ```
     pub fn client_info(&self) -> Option<Value> {
         self.shared()
             .ok()
@@ -414,6 +505,17 @@ impl ServerHandle {
 
     /// The era of the latest request that declared one (`initialize` or a
     /// stateless `_meta`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Era;
+    /// use conduit_mcp::server::ServerHandle;
+    ///
+    /// fn can_send_requests(handle: &ServerHandle) -> bool {
+    ///     handle.era() == Some(Era::Stateful) // the stateless era asks through results instead
+    /// }
+    /// ```
     pub fn era(&self) -> Option<Era> {
         self.shared().ok().and_then(|s| s.session().era)
     }
@@ -422,6 +524,17 @@ impl ServerHandle {
     /// session (stateful era), as recorded by a [`Router`](super::Router);
     /// `None` before one, for a stateless client, or once the transport is
     /// gone. [`RequestContext::log`](super::RequestContext::log) honours it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::LoggingLevel;
+    /// use conduit_mcp::server::ServerHandle;
+    ///
+    /// fn wants_debug(handle: &ServerHandle) -> bool {
+    ///     matches!(handle.log_level(), Some(LoggingLevel::Debug))
+    /// }
+    /// ```
     pub fn log_level(&self) -> Option<LoggingLevel> {
         self.shared()
             .ok()
@@ -433,6 +546,28 @@ impl ServerHandle {
     /// Fails with [`SendError::QueueFull`] when the client is not reading
     /// (over `max_outbound_bytes` unwritten), and
     /// [`SendError::TransportGone`] once serving has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    /// # use tokio::io::AsyncBufReadExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// # let (reader, writer) = tokio::io::split(server_end);
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// # let server = StdioServer::over(reader, writer, config);
+    /// # let handle = server.handle();
+    /// # let serving = tokio::spawn(server.serve(Router::new()));
+    /// # let mut from_server = tokio::io::BufReader::new(client).lines();
+    /// handle.wait_until_ready().await?;
+    /// handle.notify("notifications/acme/hello", Some(serde_json::json!({ "n": 1 })))?;
+    /// let line = from_server.next_line().await?.unwrap();
+    /// assert!(line.contains("notifications/acme/hello"));
+    /// # Ok(()) }
+    /// ```
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), SendError> {
         let shared = self.shared()?;
         let line = encode::notification(method, params.as_ref())
@@ -441,6 +576,29 @@ impl ServerHandle {
     }
 
     /// [`notify`](Self::notify) addressed to one session.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    /// # use tokio::io::AsyncBufReadExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// # let (reader, writer) = tokio::io::split(server_end);
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// # let server = StdioServer::over(reader, writer, config);
+    /// # let handle = server.handle();
+    /// # let serving = tokio::spawn(server.serve(Router::new()));
+    /// # let mut from_server = tokio::io::BufReader::new(client).lines();
+    /// use conduit_mcp::server::STDIO_SESSION;
+    ///
+    /// handle.wait_until_ready().await?;
+    /// handle.notify_session(STDIO_SESSION, "notifications/acme/hello", None)?;
+    /// assert!(handle.notify_session("no-such-session", "notifications/acme/hello", None).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn notify_session(
         &self,
         session: &str,
@@ -451,6 +609,29 @@ impl ServerHandle {
     }
 
     /// Sends `notifications/progress` for `token`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    /// # use tokio::io::AsyncBufReadExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// # let (reader, writer) = tokio::io::split(server_end);
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// # let server = StdioServer::over(reader, writer, config);
+    /// # let handle = server.handle();
+    /// # let serving = tokio::spawn(server.serve(Router::new()));
+    /// # let mut from_server = tokio::io::BufReader::new(client).lines();
+    /// handle.wait_until_ready().await?;
+    /// let token = serde_json::json!("import-1"); // the request's `_meta.progressToken`
+    /// handle.notify_progress(&token, 5.0, Some(10.0), Some("half way"))?;
+    /// let line = from_server.next_line().await?.unwrap();
+    /// assert!(line.contains("notifications/progress"));
+    /// # Ok(()) }
+    /// ```
     pub fn notify_progress(
         &self,
         token: &Value,
@@ -470,6 +651,28 @@ impl ServerHandle {
 
     /// Sends `notifications/message` (a log message) at `level`
     /// (`"debug"`, `"info"`, ..., `"emergency"`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    /// # use tokio::io::AsyncBufReadExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// # let (reader, writer) = tokio::io::split(server_end);
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// # let server = StdioServer::over(reader, writer, config);
+    /// # let handle = server.handle();
+    /// # let serving = tokio::spawn(server.serve(Router::new()));
+    /// # let mut from_server = tokio::io::BufReader::new(client).lines();
+    /// handle.wait_until_ready().await?;
+    /// handle.notify_log("warning", Some("cache"), serde_json::json!("cache is 90% full"))?;
+    /// let line = from_server.next_line().await?.unwrap();
+    /// assert!(line.contains("notifications/message"));
+    /// # Ok(()) }
+    /// ```
     pub fn notify_log(
         &self,
         level: &str,
@@ -484,6 +687,30 @@ impl ServerHandle {
     }
 
     /// Sends `notifications/{tools,resources,prompts}/list_changed`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    /// # use tokio::io::AsyncBufReadExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// # let (reader, writer) = tokio::io::split(server_end);
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// # let server = StdioServer::over(reader, writer, config);
+    /// # let handle = server.handle();
+    /// # let serving = tokio::spawn(server.serve(Router::new()));
+    /// # let mut from_server = tokio::io::BufReader::new(client).lines();
+    /// use conduit_mcp::server::ListKind;
+    ///
+    /// handle.wait_until_ready().await?;
+    /// handle.notify_list_changed(ListKind::Tools)?;
+    /// let line = from_server.next_line().await?.unwrap();
+    /// assert!(line.contains("notifications/tools/list_changed"));
+    /// # Ok(()) }
+    /// ```
     pub fn notify_list_changed(&self, kind: ListKind) -> Result<(), SendError> {
         self.notify(kind.method(), None)
     }
@@ -503,12 +730,35 @@ impl ServerHandle {
     /// pending table and sends the client a `notifications/cancelled` for it
     /// (best effort: not when the transport is gone or the outbound queue is
     /// full); a late answer is ignored.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::server::{SendError, ServerHandle};
+    ///
+    /// async fn roots(handle: &ServerHandle) -> Result<serde_json::Value, SendError> {
+    ///     let answer = handle.request("roots/list", None).await?;
+    ///     Ok(answer["roots"].clone())
+    /// }
+    /// ```
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, SendError> {
         let timeout = self.shared()?.config.client_request_timeout;
         self.request_with_timeout(method, params, timeout).await
     }
 
     /// [`request`](Self::request) addressed to one session.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::server::{SendError, ServerHandle};
+    ///
+    /// // `session` is an HTTP client's `MCP-Session-Id`.
+    /// async fn ping(handle: &ServerHandle, session: &str) -> Result<(), SendError> {
+    ///     handle.request_session(session, "ping", None).await?;
+    ///     Ok(())
+    /// }
+    /// ```
     pub async fn request_session(
         &self,
         session: &str,
@@ -519,6 +769,18 @@ impl ServerHandle {
     }
 
     /// [`request`](Self::request) with an explicit timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::server::{SendError, ServerHandle};
+    /// use std::time::Duration;
+    ///
+    /// async fn quick_ping(handle: &ServerHandle) -> bool {
+    ///     let answer = handle.request_with_timeout("ping", None, Duration::from_secs(2)).await;
+    ///     !matches!(answer, Err(SendError::Timeout(_)))
+    /// }
+    /// ```
     pub async fn request_with_timeout(
         &self,
         method: &str,

@@ -159,6 +159,16 @@ impl HeldCall {
 
     /// Whether the call waits for its client's next round (it asked, and
     /// the round that carried the ask has been answered).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::HeldCall;
+    ///
+    /// fn describe(call: &HeldCall) -> &'static str {
+    ///     if call.is_waiting() { "waiting for the client's next round" } else { "running" }
+    /// }
+    /// ```
     pub fn is_waiting(&self) -> bool {
         self.inner.waiting.load(Ordering::Acquire)
     }

@@ -242,6 +242,18 @@ impl std::fmt::Debug for StdioServer {
 
 impl StdioServer {
     /// A server over the process's stdin and stdout.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{Router, ServerConfig, StdioServer};
+    ///
+    /// # async fn run() -> Result<(), conduit_mcp::server::ServerError> {
+    /// let server = StdioServer::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
+    /// let end = server.serve(Router::new()).await?; // until the client closes stdin
+    /// # Ok(()) }
+    /// ```
     pub fn new(config: ServerConfig) -> Self {
         Self::with_io(config, Io::Process)
     }
@@ -249,6 +261,32 @@ impl StdioServer {
     /// A server over caller-supplied streams (a socket, a pipe, or
     /// `tokio::io::duplex` in tests). The server owns them and drops them
     /// when serving ends (dropping the writer closes the client's input).
+    ///
+    /// # Examples
+    ///
+    /// A server on one end of an in-memory pipe, answering a `ping`:
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// let (reader, writer) = tokio::io::split(server_end);
+    /// let serving = tokio::spawn(StdioServer::over(reader, writer, config).serve(Router::new()));
+    ///
+    /// let (from_server, mut to_server) = tokio::io::split(client);
+    /// to_server.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await?;
+    /// let answer = BufReader::new(from_server).lines().next_line().await?.unwrap();
+    /// assert_eq!(serde_json::from_str::<serde_json::Value>(&answer)?["id"], 1);
+    ///
+    /// to_server.shutdown().await?; // end of input
+    /// assert_eq!(serving.await??, ServeEnd::Eof);
+    /// # Ok(()) }
+    /// ```
     pub fn over<R, W>(reader: R, writer: W, config: ServerConfig) -> Self
     where
         R: AsyncRead + Send + Unpin + 'static,
@@ -274,6 +312,24 @@ impl StdioServer {
 
     /// A cloneable handle: stop, notifications, server-to-client requests,
     /// client capabilities, readiness.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// let (_client, server_end) = tokio::io::duplex(4096);
+    /// let (reader, writer) = tokio::io::split(server_end);
+    /// let server = StdioServer::over(reader, writer, config);
+    /// let handle = server.handle();
+    /// handle.stop(); // before serving starts: `serve` returns at once
+    /// assert_eq!(server.serve(Router::new()).await?, ServeEnd::Stopped);
+    /// # Ok(()) }
+    /// ```
     pub fn handle(&self) -> ServerHandle {
         ServerHandle::new(&self.shared)
     }
@@ -292,6 +348,21 @@ impl StdioServer {
     /// JSON-RPC errors and do not end serving.
     ///
     /// Must be called within a tokio runtime (it spawns tasks).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{Router, ServeEnd, ServerConfig, StdioServer};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+    /// // Empty input: serving ends with end of file.
+    /// let server = StdioServer::over(tokio::io::empty(), tokio::io::sink(), config);
+    /// assert_eq!(server.serve(Router::new()).await?, ServeEnd::Eof);
+    /// # Ok(()) }
+    /// ```
     pub async fn serve<H: Handler>(self, handler: H) -> Result<ServeEnd, ServerError> {
         let StdioServer { shared, io, out } = self;
         let mut capabilities = shared.config.capabilities.clone();

@@ -85,6 +85,22 @@ type FallbackFn = dyn Fn(Request, RequestContext) -> RouteFuture<Value> + Send +
 
 /// The JSON Schema of `T` (2020-12, without `$schema`), for a tool's
 /// `inputSchema` or `outputSchema`.
+///
+/// # Examples
+///
+/// ```
+/// use conduit_mcp::server::schema_of;
+///
+/// #[derive(schemars::JsonSchema)]
+/// struct Weather {
+///     /// The city.
+///     city: String,
+/// }
+///
+/// let schema = schema_of::<Weather>();
+/// assert_eq!(schema["properties"]["city"]["type"], "string");
+/// assert_eq!(schema["required"], serde_json::json!(["city"]));
+/// ```
 pub fn schema_of<T: JsonSchema>() -> Value {
     let mut schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
     if let Some(obj) = schema.as_object_mut() {
@@ -167,6 +183,15 @@ impl std::fmt::Debug for Router {
 
 impl Router {
     /// An empty router.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::{Handler, Router};
+    ///
+    /// let router = Router::new();
+    /// assert!(router.capabilities().tools.is_none()); // nothing registered yet
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -190,6 +215,25 @@ impl Router {
     /// result (`isError: true`) naming each argument and the rule, and `f`
     /// does not run; a panic in `f` makes a tool error result too, and
     /// serving goes on. A tool of the same name is replaced.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use conduit_mcp::server::{Handler, RequestContext, Router};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add {
+    ///     a: f64,
+    ///     b: f64,
+    /// }
+    ///
+    /// let router = Router::new().tool("add", "Adds two numbers.", |args: Add, _ctx: RequestContext| async move {
+    ///     Ok(CallToolResult::text((args.a + args.b).to_string()))
+    /// });
+    /// let schema = router.tool_input_schema("add").unwrap(); // generated from `Add`
+    /// assert_eq!(schema["required"], serde_json::json!(["a", "b"]));
+    /// ```
     pub fn tool<A, F, Fut>(self, name: &str, description: &str, f: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -211,6 +255,19 @@ impl Router {
     /// checked against (a schema that does not compile is logged, and the
     /// tool's calls are refused with the reason). Clients are told the
     /// list changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{CallToolResult, Tool};
+    /// use conduit_mcp::server::{Handler, RequestContext, Router};
+    /// use serde_json::Value;
+    ///
+    /// let router = Router::new();
+    /// let tool = Tool { name: "now".into(), title: Some("Current time".into()), ..Tool::default() };
+    /// router.add_tool(tool, |_: Value, _ctx: RequestContext| async { Ok(CallToolResult::text("12:00")) });
+    /// assert!(router.capabilities().tools.is_some());
+    /// ```
     pub fn add_tool<A, F, Fut>(&self, mut tool: Tool, f: F)
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -234,6 +291,19 @@ impl Router {
     }
 
     /// Removes a tool; returns whether there was one. Clients are told.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use conduit_mcp::server::{RequestContext, Router};
+    ///
+    /// let router = Router::new().tool("ping", "Pong.", |_: serde_json::Value, _ctx: RequestContext| async {
+    ///     Ok(CallToolResult::text("pong"))
+    /// });
+    /// assert!(router.remove_tool("ping"));
+    /// assert!(!router.remove_tool("ping")); // already gone
+    /// ```
     pub fn remove_tool(&self, name: &str) -> bool {
         let removed = {
             let mut r = self.routes_mut();
@@ -250,6 +320,22 @@ impl Router {
     // --------------------------------------------------------- resources
 
     /// Registers a resource read by `f`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{ReadResourceResult, Resource, ResourceContents};
+    /// use conduit_mcp::server::{Handler, RequestContext, Router};
+    ///
+    /// let readme = Resource::new("file:///README.md", "readme");
+    /// let router = Router::new().resource(readme, |_ctx: RequestContext| async {
+    ///     Ok(ReadResourceResult {
+    ///         contents: vec![ResourceContents::text("file:///README.md", "# Hello")],
+    ///         ..Default::default()
+    ///     })
+    /// });
+    /// assert!(router.capabilities().resources.is_some());
+    /// ```
     pub fn resource<F, Fut>(self, resource: Resource, f: F) -> Self
     where
         F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
@@ -261,6 +347,22 @@ impl Router {
 
     /// [`resource`](Self::resource) at run time (one with the same URI is
     /// replaced). Clients are told the list changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{ReadResourceResult, Resource, ResourceContents};
+    /// use conduit_mcp::server::{Handler, RequestContext, Router};
+    ///
+    /// let router = Router::new();
+    /// router.add_resource(Resource::new("memo://today", "today"), |_ctx: RequestContext| async {
+    ///     Ok(ReadResourceResult {
+    ///         contents: vec![ResourceContents::text("memo://today", "nothing planned")],
+    ///         ..Default::default()
+    ///     })
+    /// });
+    /// assert!(router.capabilities().resources.is_some());
+    /// ```
     pub fn add_resource<F, Fut>(&self, resource: Resource, f: F)
     where
         F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
@@ -276,6 +378,19 @@ impl Router {
     }
 
     /// Removes a resource; returns whether there was one. Clients are told.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{ReadResourceResult, Resource};
+    /// use conduit_mcp::server::{RequestContext, Router};
+    ///
+    /// let router = Router::new().resource(Resource::new("memo://today", "today"), |_ctx: RequestContext| async {
+    ///     Ok(ReadResourceResult::default())
+    /// });
+    /// assert!(router.remove_resource("memo://today"));
+    /// assert!(!router.remove_resource("memo://today"));
+    /// ```
     pub fn remove_resource(&self, uri: &str) -> bool {
         let removed = {
             let mut r = self.routes_mut();
@@ -293,6 +408,27 @@ impl Router {
     /// resource has and that matches the template's `uriTemplate` (RFC 6570
     /// `{var}` and `{+var}`) calls `f` with the URI and the variables. A
     /// template with the same `uriTemplate` is replaced.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{ReadResourceResult, ResourceContents, ResourceTemplate};
+    /// use conduit_mcp::server::{Handler, RequestContext, Router};
+    ///
+    /// let users = ResourceTemplate {
+    ///     uri_template: "users://{id}".into(),
+    ///     name: "user".into(),
+    ///     ..Default::default()
+    /// };
+    /// let router = Router::new().resource_template(users, |uri: String, vars, _ctx: RequestContext| async move {
+    ///     let id = vars["id"].as_str().unwrap_or_default().to_owned(); // `42` for users://42
+    ///     Ok(ReadResourceResult {
+    ///         contents: vec![ResourceContents::text(uri, format!("user {id}"))],
+    ///         ..Default::default()
+    ///     })
+    /// });
+    /// assert!(router.capabilities().resources.is_some());
+    /// ```
     pub fn resource_template<F, Fut>(self, template: ResourceTemplate, f: F) -> Self
     where
         F: Fn(String, Map<String, Value>, RequestContext) -> Fut + Send + Sync + 'static,
@@ -313,6 +449,19 @@ impl Router {
     /// Tells clients that subscribed to `uri` (stateful
     /// `resources/subscribe`, or a stateless stream that named it) that it
     /// changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::Router;
+    ///
+    /// // After the file behind a resource changes, from any clone of the router
+    /// // being served:
+    /// fn file_changed(router: &Router) {
+    ///     router.resource_updated("file:///README.md");
+    /// }
+    /// # file_changed(&Router::new());
+    /// ```
     pub fn resource_updated(&self, uri: &str) {
         let params = serde_json::to_value(ResourceParams::new(uri)).ok();
         for h in self.live_handles() {
@@ -337,6 +486,27 @@ impl Router {
     /// descriptions and whether required come from `A`'s JSON Schema), and
     /// `f` builds its messages. Arguments that do not decode are an
     /// invalid-params error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{GetPromptResult, PromptMessage, Role};
+    /// use conduit_mcp::server::{Handler, RequestContext, Router};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Review {
+    ///     /// The code to review.
+    ///     code: String,
+    /// }
+    ///
+    /// let router = Router::new().prompt("review", "Reviews code.", |args: Review, _ctx: RequestContext| async move {
+    ///     Ok(GetPromptResult {
+    ///         messages: vec![PromptMessage::text(Role::User, format!("Review this:\n{}", args.code))],
+    ///         ..Default::default()
+    ///     })
+    /// });
+    /// assert!(router.capabilities().prompts.is_some());
+    /// ```
     pub fn prompt<A, F, Fut>(self, name: &str, description: &str, f: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -366,6 +536,23 @@ impl Router {
 
     /// Answers `completion/complete` with `f` (and declares
     /// `completions`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{CompleteParams, CompleteResult, Completion};
+    /// use conduit_mcp::server::{Handler, RequestContext, Router};
+    ///
+    /// let router = Router::new().completion(|params: CompleteParams, _ctx: RequestContext| async move {
+    ///     let cities = ["Paris", "Porto", "Prague"];
+    ///     let values = cities.iter().filter(|c| c.starts_with(&params.argument.value)).map(|c| c.to_string());
+    ///     Ok(CompleteResult {
+    ///         completion: Completion { values: values.collect(), ..Default::default() },
+    ///         ..Default::default()
+    ///     })
+    /// });
+    /// assert!(router.capabilities().completions.is_some());
+    /// ```
     pub fn completion<F, Fut>(self, f: F) -> Self
     where
         F: Fn(CompleteParams, RequestContext) -> Fut + Send + Sync + 'static,
@@ -377,6 +564,21 @@ impl Router {
 
     /// Sends every request the router does not answer to `f` (the raw
     /// escape hatch); without one they get -32601.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::jsonrpc::Request;
+    /// use conduit_mcp::server::{HandlerError, RequestContext, Router};
+    /// use serde_json::json;
+    ///
+    /// let router = Router::new().fallback(|req: Request, _ctx: RequestContext| async move {
+    ///     match req.method.as_str() {
+    ///         "acme/version" => Ok(json!({ "version": "1.2.3" })),
+    ///         other => Err(HandlerError::MethodNotFound(other.to_owned())),
+    ///     }
+    /// });
+    /// ```
     pub fn fallback<F, Fut>(self, f: F) -> Self
     where
         F: Fn(Request, RequestContext) -> Fut + Send + Sync + 'static,
@@ -390,6 +592,15 @@ impl Router {
     /// this router serves, if any. Each session keeps its own level, which
     /// is the one to use: [`ServerHandle::log_level`] (through
     /// [`RequestContext::handle`]), honoured by [`RequestContext::log`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::Router;
+    ///
+    /// let router = Router::new();
+    /// assert_eq!(router.log_level(), None); // no client has sent `logging/setLevel`
+    /// ```
     pub fn log_level(&self) -> Option<LoggingLevel> {
         lock(&self.inner.log_level).clone()
     }

@@ -136,6 +136,17 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// A configuration with the given identity, no capabilities and the
     /// default limits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{ServerConfig, DEFAULT_MAX_IN_FLIGHT};
+    ///
+    /// let config = ServerConfig::new(Implementation::new("weather", "1.0.0"));
+    /// assert_eq!(config.max_in_flight, DEFAULT_MAX_IN_FLIGHT);
+    /// assert!(config.validate().is_ok());
+    /// ```
     pub fn new(server_info: Implementation) -> Self {
         Self {
             server_info,
@@ -158,79 +169,79 @@ impl ServerConfig {
         }
     }
 
-    /// Sets [`max_held_calls`](Self::max_held_calls).
+    /// Sets [`max_held_calls`](Self::max_held_calls) (default 256).
     pub fn max_held_calls(mut self, max: usize) -> Self {
         self.max_held_calls = max;
         self
     }
 
-    /// Sets [`held_input_timeout`](Self::held_input_timeout).
+    /// Sets [`held_input_timeout`](Self::held_input_timeout) (default 5 minutes).
     pub fn held_input_timeout(mut self, timeout: Duration) -> Self {
         self.held_input_timeout = timeout;
         self
     }
 
-    /// Sets [`capabilities`](Self::capabilities).
+    /// Sets [`capabilities`](Self::capabilities) (default `{}`: only what the handler declares).
     pub fn capabilities(mut self, capabilities: Value) -> Self {
         self.capabilities = capabilities;
         self
     }
 
-    /// Sets [`instructions`](Self::instructions).
+    /// Sets [`instructions`](Self::instructions) (default none).
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
         self
     }
 
-    /// Sets [`max_message_bytes`](Self::max_message_bytes).
+    /// Sets [`max_message_bytes`](Self::max_message_bytes) (default 8 MiB).
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
         self
     }
 
-    /// Sets [`max_in_flight`](Self::max_in_flight).
+    /// Sets [`max_in_flight`](Self::max_in_flight) (default [`DEFAULT_MAX_IN_FLIGHT`], 64).
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n;
         self
     }
 
-    /// Sets [`max_outbound_bytes`](Self::max_outbound_bytes).
+    /// Sets [`max_outbound_bytes`](Self::max_outbound_bytes) (default [`DEFAULT_MAX_OUTBOUND_BYTES`], 16 MiB).
     pub fn max_outbound_bytes(mut self, bytes: usize) -> Self {
         self.max_outbound_bytes = bytes;
         self
     }
 
-    /// Sets [`max_subscription_bytes`](Self::max_subscription_bytes).
+    /// Sets [`max_subscription_bytes`](Self::max_subscription_bytes) (default [`DEFAULT_MAX_SUBSCRIPTION_BYTES`], 1 MiB).
     pub fn max_subscription_bytes(mut self, bytes: usize) -> Self {
         self.max_subscription_bytes = bytes;
         self
     }
 
-    /// Sets [`max_inbound_bytes`](Self::max_inbound_bytes).
+    /// Sets [`max_inbound_bytes`](Self::max_inbound_bytes) (default [`DEFAULT_MAX_INBOUND_BYTES`], 64 MiB).
     pub fn max_inbound_bytes(mut self, bytes: usize) -> Self {
         self.max_inbound_bytes = bytes;
         self
     }
 
-    /// Sets [`stop_drain`](Self::stop_drain).
+    /// Sets [`stop_drain`](Self::stop_drain) (default zero).
     pub fn stop_drain(mut self, d: Duration) -> Self {
         self.stop_drain = d;
         self
     }
 
-    /// Sets [`eof_drain`](Self::eof_drain).
+    /// Sets [`eof_drain`](Self::eof_drain) (default 5 s).
     pub fn eof_drain(mut self, d: Duration) -> Self {
         self.eof_drain = d;
         self
     }
 
-    /// Sets [`flush_timeout`](Self::flush_timeout).
+    /// Sets [`flush_timeout`](Self::flush_timeout) (default 1 s).
     pub fn flush_timeout(mut self, d: Duration) -> Self {
         self.flush_timeout = d;
         self
     }
 
-    /// Sets [`client_request_timeout`](Self::client_request_timeout).
+    /// Sets [`client_request_timeout`](Self::client_request_timeout) (default 30 s).
     pub fn client_request_timeout(mut self, d: Duration) -> Self {
         self.client_request_timeout = d;
         self
@@ -267,13 +278,24 @@ impl ServerConfig {
         self.cache_ttl_ms(ttl_ms).cache_scope(scope)
     }
 
-    /// Sets [`stdout_guard`](Self::stdout_guard).
+    /// Sets [`stdout_guard`](Self::stdout_guard) (default off).
     pub fn stdout_guard(mut self, on: bool) -> Self {
         self.stdout_guard = on;
         self
     }
 
     /// Checks the configuration; the error names the offending field.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::{ServerConfig, ServerError};
+    ///
+    /// let config = ServerConfig::new(Implementation::new("weather", "1.0.0")).max_in_flight(0);
+    /// let err = config.validate().unwrap_err();
+    /// assert!(matches!(err, ServerError::InvalidConfig { key: "max_in_flight", .. }));
+    /// ```
     pub fn validate(&self) -> Result<(), ServerError> {
         let bad = |key: &'static str, reason: &str| {
             Err(ServerError::InvalidConfig {

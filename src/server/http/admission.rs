@@ -62,6 +62,25 @@ struct Rules {
 
 impl HostOriginLayer {
     /// Allows the `Host` values `hosts` and the `Origin` values `origins`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::http::{Allow, HostOriginLayer};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let hosts = Allow::List(vec!["mcp.example.com".into()]);
+    /// let app = axum::Router::new()
+    ///     .route("/status", axum::routing::get(|| async { "ok" }))
+    ///     .layer(HostOriginLayer::new(hosts, Allow::Loopback));
+    /// let request = axum::http::Request::get("/status")
+    ///     .header("host", "mcp.example.com")
+    ///     .body(axum::body::Body::empty())?;
+    /// assert_eq!(app.oneshot(request).await?.status(), 200);
+    /// # Ok(()) }
+    /// ```
     pub fn new(hosts: Allow, origins: Allow) -> Self {
         HostOriginLayer {
             rules: Arc::new(Rules {
@@ -77,6 +96,27 @@ impl HostOriginLayer {
     /// The rules of `config` ([`HttpConfig::allowed_hosts`],
     /// [`HttpConfig::allowed_origins`]), its log lines named after its
     /// server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{HostOriginLayer, HttpConfig};
+    /// use conduit_mcp::server::ServerConfig;
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("app", "1.0.0")));
+    /// let app = axum::Router::new()
+    ///     .route("/status", axum::routing::get(|| async { "ok" }))
+    ///     .layer(HostOriginLayer::of(&config)); // the MCP endpoint's rules: loopback only
+    /// let request = axum::http::Request::get("/status")
+    ///     .header("host", "evil.example")
+    ///     .body(axum::body::Body::empty())?;
+    /// assert_eq!(app.oneshot(request).await?.status(), 403);
+    /// # Ok(()) }
+    /// ```
     pub fn of(config: &HttpConfig) -> Self {
         HostOriginLayer::new(config.allowed_hosts.clone(), config.allowed_origins.clone())
             .named(config.server.server_info.name.as_str())
@@ -85,6 +125,27 @@ impl HostOriginLayer {
     /// Lets loopback origins (`http://localhost:5173`, any port) in as
     /// well as those of `origins`: what a local tool next to a list of
     /// remote pages wants.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::http::{Allow, HostOriginLayer};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let origins = Allow::List(vec!["https://app.example.com".into()]);
+    /// let layer = HostOriginLayer::new(Allow::Loopback, origins).with_loopback_origins();
+    /// let app = axum::Router::new()
+    ///     .route("/status", axum::routing::get(|| async { "ok" }))
+    ///     .layer(layer);
+    /// let dev_page = axum::http::Request::get("/status")
+    ///     .header("host", "localhost")
+    ///     .header("origin", "http://localhost:5173")
+    ///     .body(axum::body::Body::empty())?;
+    /// assert_eq!(app.oneshot(dev_page).await?.status(), 200);
+    /// # Ok(()) }
+    /// ```
     pub fn with_loopback_origins(mut self) -> Self {
         Arc::make_mut(&mut self.rules).loopback_origins = true;
         self

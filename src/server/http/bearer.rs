@@ -55,29 +55,85 @@ impl<T> Default for BearerTokens<T> {
 
 impl<T> BearerTokens<T> {
     /// No tokens (nothing is found).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::http::BearerTokens;
+    ///
+    /// let tokens: BearerTokens<String> = BearerTokens::new();
+    /// assert!(tokens.is_empty());
+    /// assert_eq!(tokens.find_token("anything"), None);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Adds `token`, standing for `value`. When two tokens are equal, the
     /// first added is found.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::secret::Secret;
+    /// use conduit_mcp::server::http::BearerTokens;
+    ///
+    /// let tokens = BearerTokens::new()
+    ///     .token(Secret::new("ci-0123456789abcdef"), "ci")
+    ///     .token(Secret::new("ops-0123456789abcdef"), "ops");
+    /// assert_eq!(tokens.find_token("ops-0123456789abcdef"), Some(&"ops"));
+    /// ```
     pub fn token(mut self, token: Secret, value: T) -> Self {
         self.entries.push((token, value));
         self
     }
 
     /// Whether it holds no token.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::secret::Secret;
+    /// use conduit_mcp::server::http::BearerTokens;
+    ///
+    /// let tokens = BearerTokens::new().token(Secret::new("ci-0123456789abcdef"), ());
+    /// assert!(!tokens.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// What the request's bearer token stands for, if it is one of these
     /// (the scheme's name in any case, as RFC 7235 says).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::secret::Secret;
+    /// use conduit_mcp::server::http::BearerTokens;
+    ///
+    /// let tokens = BearerTokens::new().token(Secret::new("ci-0123456789abcdef"), "ci");
+    /// let mut headers = axum::http::HeaderMap::new();
+    /// headers.insert("authorization", "bearer ci-0123456789abcdef".parse()?); // any case
+    /// assert_eq!(tokens.find(&headers), Some(&"ci"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn find(&self, headers: &HeaderMap) -> Option<&T> {
         self.find_token(given(headers)?)
     }
 
     /// What `token` stands for, if it is one of these.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::secret::Secret;
+    /// use conduit_mcp::server::http::BearerTokens;
+    ///
+    /// let tokens = BearerTokens::new().token(Secret::new("ci-0123456789abcdef"), "ci");
+    /// assert_eq!(tokens.find_token("ci-0123456789abcdef"), Some(&"ci"));
+    /// assert_eq!(tokens.find_token("ci-guess"), None);
+    /// ```
     pub fn find_token(&self, token: &str) -> Option<&T> {
         let mut found = None;
         // Every token compared, found or not: the time is the same.
@@ -155,6 +211,24 @@ impl<T> Clone for BearerLayer<T> {
 
 impl<T> BearerLayer<T> {
     /// Lets in the holders of `tokens`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::secret::Secret;
+    /// use conduit_mcp::server::http::{BearerLayer, BearerTokens};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let tokens = BearerTokens::new().token(Secret::new("ci-0123456789abcdef"), ());
+    /// let app = axum::Router::new()
+    ///     .route("/deploy", axum::routing::post(|| async { "deployed" }))
+    ///     .layer(BearerLayer::new(tokens));
+    /// let anonymous = axum::http::Request::post("/deploy").body(axum::body::Body::empty())?;
+    /// assert_eq!(app.oneshot(anonymous).await?.status(), 401);
+    /// # Ok(()) }
+    /// ```
     pub fn new(tokens: BearerTokens<T>) -> Self {
         BearerLayer {
             tokens: Arc::new(tokens),

@@ -71,6 +71,17 @@ impl std::fmt::Debug for BodyReader {
 impl BodyReader {
     /// A reader with the bounds of `config`, and room of its own (not
     /// shared with an endpoint of the same config).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{BodyReader, HttpConfig};
+    /// use conduit_mcp::server::ServerConfig;
+    ///
+    /// let server = ServerConfig::new(Implementation::new("app", "1.0.0")).max_message_bytes(64 * 1024);
+    /// let reader = BodyReader::of(&HttpConfig::new(server)); // bodies up to 64 KiB
+    /// ```
     pub fn of(config: &HttpConfig) -> Self {
         BodyReader {
             limit: config.server.max_message_bytes,
@@ -85,6 +96,25 @@ impl BodyReader {
     /// Reads `body`, the body of the request of `parts`. The refusal says
     /// which bound it broke ([`Rejection::BodyTooLarge`],
     /// [`Rejection::BodyTimeout`], [`Rejection::BodyUnreadable`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{BodyReader, HttpConfig, Rejection};
+    /// use conduit_mcp::server::ServerConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = ServerConfig::new(Implementation::new("app", "1.0.0")).max_message_bytes(8);
+    /// let reader = BodyReader::of(&HttpConfig::new(server));
+    /// let (parts, body) = axum::http::Request::post("/mcp")
+    ///     .body(axum::body::Body::from("more than eight bytes"))?
+    ///     .into_parts();
+    /// let refused = reader.read(&parts, body).await.unwrap_err();
+    /// assert!(matches!(refused, Rejection::BodyTooLarge { limit: 8 }));
+    /// # Ok(()) }
+    /// ```
     pub async fn read(&self, parts: &Parts, body: Body) -> Result<Bytes, Rejection> {
         self.read_as(&parts.headers, Owner::of(&parts.extensions), body)
             .await
@@ -169,6 +199,17 @@ impl ParsedBody {
     /// Parses `bytes` with the endpoint's own parser; the refusal is the
     /// endpoint's for the same bytes (400: [`Rejection::NotJson`],
     /// [`Rejection::Batch`] or [`Rejection::InvalidMessage`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::http::{ParsedBody, Rejection};
+    ///
+    /// assert!(ParsedBody::parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).is_ok());
+    /// let refused = ParsedBody::parse(b"not json").unwrap_err();
+    /// assert!(matches!(refused, Rejection::NotJson));
+    /// assert_eq!(refused.status(), 400);
+    /// ```
     pub fn parse(bytes: &[u8]) -> Result<Self, Rejection> {
         // Estimated before parsing, as the endpoint does with bytes.
         let estimate = memory_estimate::estimate(bytes);

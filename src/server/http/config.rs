@@ -188,6 +188,18 @@ impl fmt::Debug for HttpConfig {
 
 impl HttpConfig {
     /// The defaults around `server`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{Allow, HttpConfig};
+    /// use conduit_mcp::server::ServerConfig;
+    ///
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
+    /// assert_eq!(config.path, "/mcp");
+    /// assert_eq!(config.allowed_hosts, Allow::Loopback);
+    /// ```
     pub fn new(server: ServerConfig) -> Self {
         HttpConfig {
             server,
@@ -211,91 +223,91 @@ impl HttpConfig {
         }
     }
 
-    /// Sets [`path`](Self::path).
+    /// Sets [`path`](Self::path) (default [`DEFAULT_PATH`], `/mcp`).
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
         self
     }
 
-    /// Sets [`allowed_hosts`](Self::allowed_hosts).
+    /// Sets [`allowed_hosts`](Self::allowed_hosts) (default [`Allow::Loopback`]).
     pub fn allowed_hosts(mut self, allow: Allow) -> Self {
         self.allowed_hosts = allow;
         self
     }
 
-    /// Sets [`allowed_origins`](Self::allowed_origins).
+    /// Sets [`allowed_origins`](Self::allowed_origins) (default [`Allow::Loopback`]).
     pub fn allowed_origins(mut self, allow: Allow) -> Self {
         self.allowed_origins = allow;
         self
     }
 
-    /// Sets [`max_sessions`](Self::max_sessions).
+    /// Sets [`max_sessions`](Self::max_sessions) (default [`DEFAULT_MAX_SESSIONS`], 1024).
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.max_sessions = n;
         self
     }
 
-    /// Sets [`max_sessions_per_principal`](Self::max_sessions_per_principal).
+    /// Sets [`max_sessions_per_principal`](Self::max_sessions_per_principal) (default [`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`], 256).
     pub fn max_sessions_per_principal(mut self, n: usize) -> Self {
         self.max_sessions_per_principal = n;
         self
     }
 
-    /// Sets [`session_queue_bytes`](Self::session_queue_bytes).
+    /// Sets [`session_queue_bytes`](Self::session_queue_bytes) (default [`DEFAULT_SESSION_QUEUE_BYTES`], 4 MiB).
     pub fn session_queue_bytes(mut self, bytes: usize) -> Self {
         self.session_queue_bytes = bytes;
         self
     }
 
-    /// Sets [`replay_bytes`](Self::replay_bytes).
+    /// Sets [`replay_bytes`](Self::replay_bytes) (default [`DEFAULT_REPLAY_BYTES`], 256 KiB).
     pub fn replay_bytes(mut self, bytes: usize) -> Self {
         self.replay_bytes = bytes;
         self
     }
 
-    /// Sets [`max_buffered_bytes`](Self::max_buffered_bytes).
+    /// Sets [`max_buffered_bytes`](Self::max_buffered_bytes) (default [`DEFAULT_MAX_BUFFERED_BYTES`], 64 MiB).
     pub fn max_buffered_bytes(mut self, bytes: usize) -> Self {
         self.max_buffered_bytes = bytes;
         self
     }
 
-    /// Sets [`session_idle_timeout`](Self::session_idle_timeout).
+    /// Sets [`session_idle_timeout`](Self::session_idle_timeout) (default [`DEFAULT_SESSION_IDLE_TIMEOUT`], 10 minutes).
     pub fn session_idle_timeout(mut self, d: Duration) -> Self {
         self.session_idle_timeout = d;
         self
     }
 
-    /// Sets [`max_connections`](Self::max_connections).
+    /// Sets [`max_connections`](Self::max_connections) (default [`DEFAULT_MAX_CONNECTIONS`], 512).
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n;
         self
     }
 
-    /// Sets [`max_connections_per_peer`](Self::max_connections_per_peer).
+    /// Sets [`max_connections_per_peer`](Self::max_connections_per_peer) (default [`DEFAULT_MAX_CONNECTIONS_PER_PEER`], 256).
     pub fn max_connections_per_peer(mut self, n: usize) -> Self {
         self.max_connections_per_peer = n;
         self
     }
 
-    /// Sets [`header_read_timeout`](Self::header_read_timeout).
+    /// Sets [`header_read_timeout`](Self::header_read_timeout) (default [`DEFAULT_HEADER_READ_TIMEOUT`], 10 s).
     pub fn header_read_timeout(mut self, d: Duration) -> Self {
         self.header_read_timeout = d;
         self
     }
 
-    /// Sets [`keep_alive`](Self::keep_alive).
+    /// Sets [`keep_alive`](Self::keep_alive) (default [`DEFAULT_KEEP_ALIVE`], 15 s).
     pub fn keep_alive(mut self, d: Duration) -> Self {
         self.keep_alive = d;
         self
     }
 
-    /// Sets [`sse_retry`](Self::sse_retry).
+    /// Sets [`sse_retry`](Self::sse_retry) (default [`DEFAULT_SSE_RETRY`], 1 s).
     pub fn sse_retry(mut self, d: Duration) -> Self {
         self.sse_retry = d;
         self
     }
 
-    /// Sets [`body_timeout`](Self::body_timeout).
+    /// Sets [`body_timeout`](Self::body_timeout) (default [`DEFAULT_BODY_TIMEOUT`], 30 s).
     pub fn body_timeout(mut self, d: Duration) -> Self {
         self.body_timeout = d;
         self
@@ -304,6 +316,27 @@ impl HttpConfig {
     /// Requires `Authorization: Bearer <token>` on every request (compared
     /// in constant time); others get 401 with `WWW-Authenticate: Bearer`.
     /// The token is never logged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{HttpConfig, HttpService};
+    /// use conduit_mcp::server::{Router, ServerConfig};
+    /// use conduit_mcp::Secret;
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")))
+    ///     .bearer_token(Secret::new("s3cret-token"));
+    /// let mcp = HttpService::new(config, Router::new())?;
+    /// let anonymous = axum::http::Request::post("/mcp")
+    ///     .header("host", "localhost")
+    ///     .body(axum::body::Body::empty())?;
+    /// assert_eq!(mcp.oneshot(anonymous).await?.status(), 401);
+    /// # Ok(()) }
+    /// ```
     pub fn bearer_token(mut self, token: Secret) -> Self {
         self.bearer = Some(token);
         self
@@ -312,6 +345,26 @@ impl HttpConfig {
     /// Runs `check` on every request's head before anything else but the
     /// `Host`/`Origin` checks; `false` answers 401. (Any tower layer on the
     /// [`router`](super::HttpService::router) works too.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{HttpConfig, HttpService};
+    /// use conduit_mcp::server::{Router, ServerConfig};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")))
+    ///     .authorize(|head| head.headers.contains_key("x-api-key"));
+    /// let mcp = HttpService::new(config, Router::new())?;
+    /// let without_key = axum::http::Request::post("/mcp")
+    ///     .header("host", "localhost")
+    ///     .body(axum::body::Body::empty())?;
+    /// assert_eq!(mcp.oneshot(without_key).await?.status(), 401);
+    /// # Ok(()) }
+    /// ```
     pub fn authorize(
         mut self,
         check: impl Fn(&axum::http::request::Parts) -> bool + Send + Sync + 'static,
@@ -321,6 +374,18 @@ impl HttpConfig {
     }
 
     /// Checks the configuration; the error names the offending field.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::HttpConfig;
+    /// use conduit_mcp::server::{ServerConfig, ServerError};
+    ///
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0"))).path("mcp");
+    /// let err = config.validate().unwrap_err();
+    /// assert!(matches!(err, ServerError::InvalidConfig { key: "path", .. }));
+    /// ```
     pub fn validate(&self) -> Result<(), ServerError> {
         self.server.validate()?;
         let bad = |key: &'static str, reason: &str| {

@@ -47,6 +47,21 @@ pub use axum;
 /// false, doing nothing, for a request not served over HTTP or in the
 /// 2026-07-28 era (whose streams are not resumable: closing one is a
 /// cancellation).
+///
+/// # Examples
+///
+/// ```
+/// use conduit_mcp::protocol::CallToolResult;
+/// use conduit_mcp::server::http::close_sse_stream;
+/// use conduit_mcp::server::{HandlerError, RequestContext};
+///
+/// async fn long_job(ctx: RequestContext) -> Result<CallToolResult, HandlerError> {
+///     // Free the connection: the client comes back for the answer.
+///     let polling = close_sse_stream(&ctx);
+///     tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+///     Ok(CallToolResult::text(if polling { "done (polled)" } else { "done" }))
+/// }
+/// ```
 pub fn close_sse_stream(ctx: &super::RequestContext) -> bool {
     ctx.handle()
         .target

@@ -30,6 +30,15 @@ pub struct Principal(Arc<str>);
 
 impl Principal {
     /// The principal named `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::http::Principal;
+    ///
+    /// let alice = Principal::new("alice");
+    /// assert_eq!(alice.name(), "alice");
+    /// ```
     pub fn new(name: impl Into<Arc<str>>) -> Self {
         Principal(name.into())
     }

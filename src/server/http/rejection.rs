@@ -290,6 +290,15 @@ macro_rules! with_optional_id {
 
 impl Rejection {
     /// The HTTP status of the response.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::http::Rejection;
+    ///
+    /// assert_eq!(Rejection::Unauthorized.status(), 401);
+    /// assert_eq!(Rejection::Stopping.status(), 503);
+    /// ```
     pub fn status(&self) -> StatusCode {
         use Rejection::*;
         match self {
@@ -324,6 +333,15 @@ impl Rejection {
     }
 
     /// The JSON-RPC error code of the response's body.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::http::Rejection;
+    ///
+    /// assert_eq!(Rejection::NotJson.code(), -32700);
+    /// assert_eq!(Rejection::HostNotAllowed.code(), -32000);
+    /// ```
     pub fn code(&self) -> i64 {
         use Rejection::*;
         match self {
@@ -362,6 +380,17 @@ impl Rejection {
     }
 
     /// The id of the request refused, when it is known.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::jsonrpc::RequestId;
+    /// use conduit_mcp::server::http::Rejection;
+    ///
+    /// let refused = Rejection::SessionNotFound { id: Some(RequestId::from(7)) };
+    /// assert_eq!(refused.id(), Some(&RequestId::from(7)));
+    /// assert_eq!(Rejection::Unauthorized.id(), None);
+    /// ```
     pub fn id(&self) -> Option<&RequestId> {
         if let Rejection::DuplicateId { id } = self {
             return Some(id);
@@ -372,12 +401,32 @@ impl Rejection {
     /// The same refusal, naming the request's id (for a condition found
     /// before the body was parsed). Variants that carry no id are kept as
     /// they are.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::jsonrpc::RequestId;
+    /// use conduit_mcp::server::http::Rejection;
+    ///
+    /// let refused = Rejection::SessionRequired { id: None }.with_id(Some(RequestId::from("call-1")));
+    /// assert_eq!(refused.id(), Some(&RequestId::from("call-1")));
+    /// ```
     pub fn with_id(mut self, request: Option<RequestId>) -> Self {
         with_optional_id!(&mut self, id => *id = request, _ => {});
         self
     }
 
     /// The JSON-RPC error object of the response's body.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::http::Rejection;
+    ///
+    /// let error = Rejection::Unauthorized.to_error_object();
+    /// assert_eq!(error.code, -32000);
+    /// assert_eq!(error.message, "Unauthorized");
+    /// ```
     pub fn to_error_object(&self) -> ErrorObject {
         match self {
             Rejection::ServerUnavailable { error } => error.clone(),

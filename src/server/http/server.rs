@@ -72,12 +72,41 @@ impl HttpServer {
     /// the names it is reached by in
     /// [`HttpConfig::allowed_hosts`](HttpConfig::allowed_hosts), and set an
     /// authorization.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{HttpConfig, HttpServer};
+    /// use conduit_mcp::server::{Router, ServerConfig};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
+    /// let server = HttpServer::bind("127.0.0.1:8080", config).await?;
+    /// server.serve(Router::new()).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn bind(addr: impl ToSocketAddrs, config: HttpConfig) -> io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         Ok(Self::from_listener(listener, config))
     }
 
     /// Serves on a listener bound elsewhere.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{HttpConfig, HttpServer};
+    /// use conduit_mcp::server::{Router, ServerConfig};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?; // any free port
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
+    /// let server = HttpServer::from_listener(listener, config);
+    /// server.serve(Router::new()).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn from_listener(listener: TcpListener, config: HttpConfig) -> Self {
         let root = new_root(&config);
         HttpServer {
@@ -88,11 +117,38 @@ impl HttpServer {
     }
 
     /// The address the listener is bound to.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::http::{HttpConfig, HttpServer};
+    /// # use conduit_mcp::server::ServerConfig;
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
+    /// let server = HttpServer::bind("127.0.0.1:0", config).await?;
+    /// let port = server.local_addr()?.port(); // the port the system chose
+    /// assert_ne!(port, 0);
+    /// # Ok(()) }
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.listener.local_addr()
     }
 
     /// The endpoint's URL (`http://ADDR/mcp`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::http::{HttpConfig, HttpServer};
+    /// # use conduit_mcp::server::ServerConfig;
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
+    /// let server = HttpServer::bind("127.0.0.1:8080", config).await?;
+    /// assert_eq!(server.url()?, "http://127.0.0.1:8080/mcp");
+    /// # Ok(()) }
+    /// ```
     pub fn url(&self) -> io::Result<String> {
         Ok(format!("http://{}{}", self.local_addr()?, self.config.path))
     }
@@ -102,6 +158,24 @@ impl HttpServer {
     /// ([`notify`](ServerHandle::notify)) or one
     /// ([`notify_session`](ServerHandle::notify_session), by its
     /// `MCP-Session-Id`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::http::{HttpConfig, HttpServer};
+    /// # use conduit_mcp::server::{Router, ServerConfig};
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
+    /// let server = HttpServer::bind("127.0.0.1:8080", config).await?;
+    /// let handle = server.handle();
+    /// tokio::spawn(async move {
+    ///     let _ = tokio::signal::ctrl_c().await;
+    ///     handle.stop(); // serve returns once every session ended
+    /// });
+    /// server.serve(Router::new()).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn handle(&self) -> ServerHandle {
         ServerHandle::new(&self.root)
     }
@@ -122,6 +196,23 @@ impl HttpServer {
     /// lifetime token has expired by then.
     ///
     /// Must be called within a tokio runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::{CallToolResult, Implementation};
+    /// use conduit_mcp::server::http::{HttpConfig, HttpServer};
+    /// use conduit_mcp::server::{RequestContext, Router, ServeEnd, ServerConfig};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let router = Router::new().tool("hello", "Says hello.", |_: serde_json::Value, _ctx: RequestContext| async {
+    ///     Ok(CallToolResult::text("hello"))
+    /// });
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("hello", "1.0.0")));
+    /// let end = HttpServer::bind("127.0.0.1:8080", config).await?.serve(router).await?;
+    /// assert_eq!(end, ServeEnd::Stopped);
+    /// # Ok(()) }
+    /// ```
     pub async fn serve<H: Handler>(self, handler: H) -> Result<ServeEnd, ServerError> {
         let HttpServer {
             listener,
@@ -225,6 +316,25 @@ impl HttpService {
     /// The endpoint serving `handler`. Spawns nothing (and needs no
     /// runtime): its background tasks start with its first request, within
     /// the runtime that serves it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{HttpConfig, HttpService};
+    /// use conduit_mcp::server::{Router, ServerConfig};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("app", "1.0.0")));
+    /// let mcp = HttpService::new(config, Router::new())?;
+    /// let elsewhere = axum::http::Request::get("/other")
+    ///     .header("host", "localhost")
+    ///     .body(axum::body::Body::empty())?;
+    /// assert_eq!(mcp.oneshot(elsewhere).await?.status(), 404); // only /mcp is served
+    /// # Ok(()) }
+    /// ```
     pub fn new<H: Handler>(config: HttpConfig, handler: H) -> Result<Self, ServerError> {
         config.validate()?;
         let root = new_root(&config);
@@ -238,6 +348,22 @@ impl HttpService {
     /// in-flight requests answered or aborted, every session ended, the
     /// lifetime token expired (or the service is gone). Starts the
     /// background tasks if no request did yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::http::{HttpConfig, HttpService};
+    /// # use conduit_mcp::server::{Router, ServerConfig};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = HttpConfig::new(ServerConfig::new(Implementation::new("app", "1.0.0")));
+    /// let mcp = HttpService::new(config, Router::new())?;
+    /// mcp.handle().stop();
+    /// mcp.stopped().await; // every session has ended
+    /// assert!(!mcp.handle().lifetime_token().is_alive());
+    /// # Ok(()) }
+    /// ```
     pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut done = self.core.done.subscribe();
         let core = Arc::downgrade(&self.core);
@@ -250,12 +376,56 @@ impl HttpService {
     }
 
     /// A cloneable handle (see [`HttpServer::handle`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::http::{HttpConfig, HttpService};
+    /// # use conduit_mcp::server::{Router, ServerConfig};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = HttpConfig::new(ServerConfig::new(Implementation::new("app", "1.0.0")));
+    /// let mcp = HttpService::new(config, Router::new())?;
+    /// mcp.handle().stop();
+    /// let ping = axum::http::Request::post("/mcp")
+    ///     .header("host", "localhost")
+    ///     .header("content-type", "application/json")
+    ///     .header("accept", "application/json, text/event-stream")
+    ///     .body(axum::body::Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))?;
+    /// assert_eq!(mcp.oneshot(ping).await?.status(), 503); // stopped
+    /// # Ok(()) }
+    /// ```
     pub fn handle(&self) -> ServerHandle {
         ServerHandle::new(&self.core.root)
     }
 
     /// The router: the endpoint at [`HttpConfig::path`]. Add tower layers
     /// to it (authentication, tracing, timeouts) as to any axum router.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use conduit_mcp::protocol::Implementation;
+    /// # use conduit_mcp::server::http::{HttpConfig, HttpService};
+    /// # use conduit_mcp::server::{Router, ServerConfig};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let config = HttpConfig::new(ServerConfig::new(Implementation::new("app", "1.0.0")));
+    /// let mcp = HttpService::new(config, Router::new())?;
+    /// let app = axum::Router::new()
+    ///     .route("/health", axum::routing::get(|| async { "ok" }))
+    ///     .merge(mcp.router());
+    /// let end_session = axum::http::Request::delete("/mcp")
+    ///     .header("host", "localhost")
+    ///     .body(axum::body::Body::empty())?;
+    /// assert_eq!(app.oneshot(end_session).await?.status(), 405); // no session to end
+    /// # Ok(()) }
+    /// ```
     pub fn router(&self) -> axum::Router {
         self.router.clone()
     }
