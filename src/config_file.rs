@@ -290,6 +290,21 @@ impl ServersFile {
     ///
     /// Loading a file is deciding to run every command in it: see
     /// [the security model](self#security-model).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::config_file::ServersFile;
+    ///
+    /// let path = std::env::temp_dir().join(format!("conduit-doc-load-{}.json", std::process::id()));
+    /// let text = r#"{ "mcpServers": { "time": { "command": "uvx", "args": ["mcp-server-time"] } } }"#;
+    /// std::fs::write(&path, text).unwrap();
+    /// let file = ServersFile::load(&path)?;
+    /// let time = file.server("time").unwrap();
+    /// assert_eq!(time.transport.as_stdio().unwrap().args, ["mcp-server-time"]);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// # Ok::<(), conduit_mcp::config_file::ConfigFileError>(())
+    /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
         let path = path.as_ref();
         let text = Self::read_text(path)?;
@@ -305,6 +320,27 @@ impl ServersFile {
 
     /// Reads `text` as the file at `path` (relative paths in it are taken
     /// from `path`'s directory), expanding variables with `env`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use conduit_mcp::config_file::ServersFile;
+    ///
+    /// let text = r#"{
+    ///     // Comments and trailing commas are allowed.
+    ///     "mcpServers": {
+    ///         "github": { "command": "github-mcp", "env": { "TOKEN": "${GITHUB_TOKEN}" } },
+    ///         "old": { "command": "old-mcp", "disabled": true },
+    ///     }
+    /// }"#;
+    /// let env = |name: &str| (name == "GITHUB_TOKEN").then(|| "ghp_example".to_string());
+    /// let file = ServersFile::parse(text, Path::new("/srv/app/mcp.json"), &env)?;
+    /// assert_eq!(file.disabled, ["old"]);
+    /// let token = &file.server("github").unwrap().transport.as_stdio().unwrap().env[0].1;
+    /// assert!(token.is_secret() && token == "ghp_example");
+    /// # Ok::<(), conduit_mcp::config_file::ConfigFileError>(())
+    /// ```
     pub fn parse(
         text: &str,
         path: &Path,
@@ -393,6 +429,19 @@ impl ServersFile {
     }
 
     /// The configuration of the server `name`, if the file starts one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use conduit_mcp::config_file::ServersFile;
+    ///
+    /// let text = r#"{ "servers": { "time": { "command": "uvx", "args": ["mcp-server-time"] } } }"#;
+    /// let file = ServersFile::parse(text, Path::new("/srv/app/.vscode/mcp.json"), &|_| None)?;
+    /// assert_eq!(file.server("time").unwrap().display_name(), "time");
+    /// assert!(file.server("fetch").is_none());
+    /// # Ok::<(), conduit_mcp::config_file::ConfigFileError>(())
+    /// ```
     pub fn server(&self, name: &str) -> Option<&ClientConfig> {
         self.servers.get(name)
     }
@@ -402,12 +451,41 @@ impl ServersFile {
     /// fingerprints for an entry that did not change, so a reload restarts
     /// only the servers whose entries changed. `None` for a name the file
     /// does not start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use conduit_mcp::config_file::ServersFile;
+    ///
+    /// let read = |text: &str| ServersFile::parse(text, Path::new("/srv/mcp.json"), &|_| None);
+    /// let before = read(r#"{ "mcpServers": { "a": { "command": "a" }, "b": { "command": "b" } } }"#)?;
+    /// let after = read(r#"{ "mcpServers": { "a": { "command": "a" }, "b": { "command": "b2" } } }"#)?;
+    /// assert_eq!(before.fingerprint("a"), after.fingerprint("a")); // unchanged: keep it running
+    /// assert_ne!(before.fingerprint("b"), after.fingerprint("b")); // changed: restart it
+    /// assert_eq!(before.fingerprint("c"), None);
+    /// # Ok::<(), conduit_mcp::config_file::ConfigFileError>(())
+    /// ```
     pub fn fingerprint(&self, name: &str) -> Option<u64> {
         self.entries.get(name).copied()
     }
 
     /// Keeps only the servers whose names `keep` accepts (their options and
     /// fingerprints with them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use conduit_mcp::config_file::ServersFile;
+    ///
+    /// let text = r#"{ "mcpServers": { "time": { "command": "uvx" }, "fetch": { "command": "uvx" } } }"#;
+    /// let mut file = ServersFile::parse(text, Path::new("/srv/mcp.json"), &|_| None)?;
+    /// file.retain_servers(|name| name == "time"); // as `mcp serve time` does
+    /// assert_eq!(file.servers.keys().collect::<Vec<_>>(), ["time"]);
+    /// assert_eq!(file.fingerprint("fetch"), None);
+    /// # Ok::<(), conduit_mcp::config_file::ConfigFileError>(())
+    /// ```
     pub fn retain_servers(&mut self, mut keep: impl FnMut(&str) -> bool) {
         self.servers.retain(|n, _| keep(n));
         self.serve.retain(|n, _| keep(n));
@@ -419,6 +497,19 @@ impl ServersFile {
 /// the bounds of a config file (a regular file of at most
 /// [`MAX_CONFIG_FILE_BYTES`], opened without blocking on a FIFO): for other
 /// files a program reads beside its config file (a tokens file, say).
+///
+/// # Examples
+///
+/// ```
+/// use conduit_mcp::config_file::read_jsonc;
+///
+/// let path = std::env::temp_dir().join(format!("conduit-doc-jsonc-{}.json", std::process::id()));
+/// std::fs::write(&path, "{ \"theme\": \"dark\", // a comment\n }").unwrap();
+/// let value = read_jsonc(&path)?;
+/// assert_eq!(value["theme"], "dark");
+/// # std::fs::remove_file(&path).unwrap();
+/// # Ok::<(), conduit_mcp::config_file::ConfigFileError>(())
+/// ```
 pub fn read_jsonc(path: &Path) -> Result<Value, ConfigFileError> {
     let text = read::read_text(path, MAX_CONFIG_FILE_BYTES)
         .map_err(|p| ConfigFileError::unreadable(path, None, path, p))?;

@@ -21,6 +21,17 @@ pub enum ChildExit {
 
 impl ChildExit {
     /// Converts a standard library status.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ChildExit;
+    ///
+    /// # #[cfg(unix)] {
+    /// let status = std::process::Command::new("true").status().unwrap();
+    /// assert_eq!(ChildExit::from_std(status), ChildExit::Code(0));
+    /// # }
+    /// ```
     pub fn from_std(status: std::process::ExitStatus) -> Self {
         #[cfg(unix)]
         {
@@ -33,6 +44,15 @@ impl ChildExit {
     }
 
     /// `true` for exit code 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ChildExit;
+    ///
+    /// assert!(ChildExit::Code(0).success());
+    /// assert!(!ChildExit::Code(1).success() && !ChildExit::Signal(9).success());
+    /// ```
     pub fn success(&self) -> bool {
         *self == ChildExit::Code(0)
     }
@@ -118,6 +138,15 @@ pub enum CloseReason {
 
 impl CloseReason {
     /// The exit status, when the server exited.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::{ChildExit, CloseReason};
+    ///
+    /// assert_eq!(CloseReason::Exited(ChildExit::Code(3)).exit_status(), Some(ChildExit::Code(3)));
+    /// assert_eq!(CloseReason::StdoutClosed.exit_status(), None);
+    /// ```
     pub fn exit_status(&self) -> Option<ChildExit> {
         match self {
             CloseReason::Exited(s) => Some(*s),
@@ -355,6 +384,24 @@ impl fmt::Display for ListCap {
 
 impl Error {
     /// The server's error object, when the server answered with an error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::RequestOptions;
+    /// use serde_json::json;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let args = json!({ "timezone": 7 });
+    /// match client.call_tool("get_current_time", args, RequestOptions::new()).await {
+    ///     Ok(result) => println!("{}", result.joined_text()),
+    ///     Err(e) => match e.server_error() {
+    ///         Some(obj) => println!("the server answered {}: {}", obj.code, obj.message),
+    ///         None => println!("local failure: {e}"), // a timeout, a crash, ...
+    ///     },
+    /// }
+    /// # }
+    /// ```
     pub fn server_error(&self) -> Option<&ErrorObject> {
         match self {
             Error::Server(e) => Some(e),

@@ -97,6 +97,15 @@ pub enum HostEvent {
 
 impl HostEvent {
     /// The server the event is about (for a collision, the one left out).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::HostEvent;
+    ///
+    /// let event = HostEvent::Removed { server: "time".into(), reason: "gave up".into() };
+    /// assert_eq!(event.server(), "time");
+    /// ```
     pub fn server(&self) -> &str {
         match self {
             HostEvent::Lifecycle { server, .. }
@@ -133,6 +142,19 @@ pub struct ServerSummary {
 
 impl ServerSummary {
     /// The session, when the server is ready.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(host: conduit_mcp::host::Host) {
+    /// for summary in host.servers() {
+    ///     match summary.session() {
+    ///         Some(session) => println!("{}: {}", summary.name, session.protocol_version),
+    ///         None => println!("{}: {:?}", summary.name, summary.status),
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn session(&self) -> Option<&Arc<ServerSession>> {
         match &self.status {
             Status::Ready(s) => Some(s),
@@ -141,6 +163,22 @@ impl ServerSummary {
     }
 
     /// Whether the server is ready and its lists known.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig};
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::host::HostError> {
+    /// let config = HostConfig::new().server("broken", ClientConfig::new("/nonexistent/mcp-server"));
+    /// let host = Host::start(config).await?;
+    /// let broken = host.server("broken").unwrap();
+    /// assert!(!broken.is_ready() && broken.session().is_none());
+    /// # host.stop().wait().await;
+    /// # Ok(()) }
+    /// ```
     pub fn is_ready(&self) -> bool {
         self.listed && self.session().is_some()
     }
@@ -182,6 +220,24 @@ impl Host {
     /// is kept with its reason ([`servers`](Self::servers)) and does not
     /// fail the others; only an invalid host option, or an actor that
     /// cannot be spawned, fails the start.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::{Host, HostConfig};
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// # async fn example() -> Result<(), conduit_mcp::host::HostError> {
+    /// let config = HostConfig::new()
+    ///     .server("time", ClientConfig::new("uvx").arg("mcp-server-time"))
+    ///     .server("fetch", ClientConfig::new("uvx").arg("mcp-server-fetch"));
+    /// let host = Host::start(config).await?;
+    /// for tool in host.tools() {
+    ///     println!("{} (from {})", tool.name, tool.server);
+    /// }
+    /// host.stop().wait().await;
+    /// # Ok(()) }
+    /// ```
     pub async fn start(config: HostConfig) -> Result<Host, HostError> {
         Self::start_with(config, HostOptions::default()).await
     }
@@ -191,6 +247,22 @@ impl Host {
     ///
     /// Cancel safety: dropping the future stops every server it started
     /// (see [Cancellation](self#cancellation)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use conduit_mcp::host::{Host, HostConfig, HostOptions};
+    /// use conduit_mcp::protocol::Root;
+    /// use conduit_mcp::ClientResponder;
+    ///
+    /// # async fn example(config: HostConfig) -> Result<(), conduit_mcp::host::HostError> {
+    /// let roots = ClientResponder::new()
+    ///     .roots(|| async { Ok(vec![Root::new("file:///srv/project", "project")]) });
+    /// let host = Host::start_with(config, HostOptions::new().handler(Arc::new(roots))).await?;
+    /// println!("{} servers", host.servers().len());
+    /// # Ok(()) }
+    /// ```
     pub async fn start_with(config: HostConfig, opts: HostOptions) -> Result<Host, HostError> {
         let (host, starting) = Self::launch(config, opts).await?;
         starting.finish().await;
@@ -256,6 +328,20 @@ impl Host {
     /// Reads a config file ([`ServersFile::load`]) and starts its servers.
     /// Entries that are disabled or not stdio servers are logged and left
     /// out; use [`ServersFile`] to see them.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::Host;
+    ///
+    /// # async fn example() -> Result<(), conduit_mcp::host::HostError> {
+    /// // A Claude Desktop / VS Code style file: {"mcpServers": {"time": {"command": "uvx", ...}}}
+    /// let host = Host::load("mcp.json").await?;
+    /// for server in host.servers() {
+    ///     println!("{}: {:?}", server.name, server.status);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn load(path: impl AsRef<Path>) -> Result<Host, HostError> {
         let file = ServersFile::load(path)?;
         let config = HostConfig::from_file(&file)?;
@@ -276,6 +362,21 @@ impl Host {
     ///
     /// Cancel safety: dropping the future takes the server out of the host
     /// again and stops it (see [Cancellation](self#cancellation)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use conduit_mcp::ClientConfig;
+    /// use serde_json::json;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::host::HostError> {
+    /// host.add("time", ClientConfig::new("uvx").arg("mcp-server-time")).await?;
+    /// host.ready(Duration::from_secs(30)).await;
+    /// let now = host.call_tool("time__get_current_time", json!({ "timezone": "UTC" })).await?;
+    /// println!("{}", now.joined_text());
+    /// # Ok(()) }
+    /// ```
     pub async fn add(
         &self,
         name: impl Into<String>,
@@ -307,6 +408,22 @@ impl Host {
     /// namespace (a lazy server not started yet is only forgotten). Await
     /// the result's [`wait`](HostShutdown::wait) for its process to be
     /// gone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig, HostError};
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), HostError> {
+    /// let config = HostConfig::new().lazy_server("time", ClientConfig::new("uvx").arg("mcp-server-time"));
+    /// let host = Host::start(config).await?;
+    /// host.remove("time")?.wait().await;
+    /// assert!(!host.is_lazy("time"));
+    /// assert!(matches!(host.remove("time"), Err(HostError::UnknownServer(_))));
+    /// # Ok(()) }
+    /// ```
     pub fn remove(&self, name: &str) -> Result<HostShutdown, HostError> {
         self.shared.remove(name)
     }
@@ -340,6 +457,19 @@ impl Host {
     ///
     /// Cancel safety: the start is the host's; dropping the future neither
     /// stops it nor makes another caller's start fail.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::host::HostError> {
+    /// host.add_lazy("time", ClientConfig::new("uvx").arg("mcp-server-time"))?;
+    /// // Start it now (at the start of a session, say) rather than on its first call.
+    /// host.start_lazy("time").await?;
+    /// assert!(!host.is_lazy("time"));
+    /// # Ok(()) }
+    /// ```
     pub async fn start_lazy(&self, name: &str) -> Result<(), HostError> {
         let timeout = self.shared.ready_timeout;
         let Some(start) = self.shared.lazy_start(name) else {
@@ -384,18 +514,64 @@ impl Host {
 
     /// The lazy servers not started yet (or whose first start is not over),
     /// by name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig};
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::host::HostError> {
+    /// let config = HostConfig::new()
+    ///     .lazy_server("time", ClientConfig::new("uvx").arg("mcp-server-time"))
+    ///     .lazy_server("fetch", ClientConfig::new("uvx").arg("mcp-server-fetch"));
+    /// let host = Host::start(config).await?; // nothing runs yet
+    /// assert_eq!(host.lazy_servers(), ["fetch", "time"]);
+    /// assert!(host.servers().is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn lazy_servers(&self) -> Vec<String> {
         self.shared.lazy_names()
     }
 
     /// Whether `name` is a lazy server not started yet (or whose first
     /// start is not over).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig};
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::host::HostError> {
+    /// let host = Host::start(HostConfig::new()).await?;
+    /// host.add_lazy("time", ClientConfig::new("uvx").arg("mcp-server-time"))?;
+    /// assert!(host.is_lazy("time") && !host.is_lazy("fetch"));
+    /// # Ok(()) }
+    /// ```
     pub fn is_lazy(&self, name: &str) -> bool {
         self.shared.is_lazy(name)
     }
 
     /// The lazy server not started yet whose items the namespaced `name`
     /// would be (by its prefix).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig};
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::host::HostError> {
+    /// let config = HostConfig::new().lazy_server("time", ClientConfig::new("uvx").arg("mcp-server-time"));
+    /// let host = Host::start(config).await?;
+    /// assert_eq!(host.lazy_owner("time__get_current_time").as_deref(), Some("time"));
+    /// assert_eq!(host.lazy_owner("fetch__fetch"), None);
+    /// # Ok(()) }
+    /// ```
     pub fn lazy_owner(&self, name: &str) -> Option<String> {
         self.shared.lazy_owner(name)
     }
@@ -423,23 +599,74 @@ impl Host {
     /// Waits until every server is ready and listed, or will never be
     /// (gave up, could not start), up to `timeout`; returns every server's
     /// summary then.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) {
+    /// for server in host.ready(Duration::from_secs(30)).await {
+    ///     println!("{}: {} tools, ready: {}", server.name, server.tools, server.is_ready());
+    /// }
+    /// # }
+    /// ```
     pub async fn ready(&self, timeout: Duration) -> Vec<ServerSummary> {
         self.shared.wait_settled(timeout).await;
         self.servers()
     }
 
     /// Every server, by name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig};
+    /// use conduit_mcp::{ClientConfig, Status};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::host::HostError> {
+    /// let config = HostConfig::new().server("broken", ClientConfig::new("/nonexistent/mcp-server"));
+    /// let host = Host::start(config).await?; // a server that cannot start is kept
+    /// let servers = host.servers();
+    /// assert_eq!(servers.len(), 1);
+    /// let Status::GaveUp(reason) = &servers[0].status else { unreachable!() };
+    /// assert!(reason.starts_with("could not start"));
+    /// # Ok(()) }
+    /// ```
     pub fn servers(&self) -> Vec<ServerSummary> {
         self.shared.summaries()
     }
 
     /// The server `name`'s summary.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// if let Some(time) = host.server("time") {
+    ///     println!("{} tools, ready after {:?}", time.tools, time.ready_after);
+    /// }
+    /// # }
+    /// ```
     pub fn server(&self, name: &str) -> Option<ServerSummary> {
         self.servers().into_iter().find(|s| s.name == name)
     }
 
     /// The server `name`'s client, for anything the host does not route
     /// (resource templates, completions, subscriptions, raw requests).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::Error> {
+    /// if let Some(client) = host.client("files") {
+    ///     for template in client.list_resource_templates().await? {
+    ///         println!("{}", template.uri_template);
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn client(&self, name: &str) -> Option<Client> {
         self.shared.client(name)
     }
@@ -447,6 +674,19 @@ impl Host {
     /// Every item of `kind` in the namespace, by namespaced name, as its
     /// server listed it (see [`Listed`]; [`tools`](Self::tools) and its
     /// kin parse them).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::ItemKind;
+    ///
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// for (name, listed) in host.listed(ItemKind::Tool) {
+    ///     let (server, own) = (listed.server(), listed.own_name());
+    ///     println!("{name}: {server}'s `{own}`, {} bytes of JSON", listed.json().len());
+    /// }
+    /// # }
+    /// ```
     pub fn listed(&self, kind: ItemKind) -> Vec<(String, Listed)> {
         self.shared.holders(kind)
     }
@@ -469,12 +709,37 @@ impl Host {
     }
 
     /// Who serves the namespaced `name` of `kind` now, without waiting.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::ItemKind;
+    ///
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// if let Some(item) = host.owner(ItemKind::Tool, "time__get_current_time") {
+    ///     assert_eq!((item.server.as_str(), item.name.as_str()), ("time", "get_current_time"));
+    /// }
+    /// # }
+    /// ```
     pub fn owner(&self, kind: ItemKind, name: &str) -> Option<ItemRef> {
         self.shared.owner_of(kind, name)
     }
 
     /// What every namespaced name of `server` starts with (its sanitised
     /// name and the separator), whether the server runs or not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::host::HostError> {
+    /// let host = Host::start(HostConfig::new()).await?;
+    /// assert_eq!(host.prefix("time"), "time__");
+    /// assert_eq!(host.prefix("my.fx"), "my_fx__");
+    /// # Ok(()) }
+    /// ```
     pub fn prefix(&self, server: &str) -> String {
         self.shared.naming.prefix(server)
     }
@@ -482,6 +747,17 @@ impl Host {
     /// A counter bumped whenever a server's status or lists may have
     /// changed: wait on it (`changed().await`) instead of polling
     /// [`servers`](Self::servers).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(host: conduit_mcp::host::Host) {
+    /// let mut changes = host.changes();
+    /// while changes.changed().await.is_ok() {
+    ///     println!("{} tools now", host.tools().len());
+    /// }
+    /// # }
+    /// ```
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.shared.changes()
     }
@@ -489,6 +765,21 @@ impl Host {
     /// Whether the host has stopped: [`stop`](Self::stop), its last handle
     /// dropped, or its actor ended however it ended (killed in your tree
     /// included). A stopped host serves nothing and adds nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::host::HostError> {
+    /// let host = Host::start(HostConfig::new()).await?;
+    /// assert!(!host.is_stopped());
+    /// let shutdown = host.stop();
+    /// assert!(host.is_stopped());
+    /// shutdown.wait().await;
+    /// # Ok(()) }
+    /// ```
     pub fn is_stopped(&self) -> bool {
         self.shared.is_stopped()
     }
@@ -504,35 +795,103 @@ impl Host {
     /// unread loses the next events (counted in [`HostEvents::dropped`]);
     /// keep reading. Use [`HostOptions::subscribe`] to see the first
     /// spawns too.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::HostEvent;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) {
+    /// let mut events = host.events();
+    /// while let Some(event) = events.recv().await {
+    ///     match event {
+    ///         HostEvent::Listed { server, tools, .. } => println!("{server}: {tools} tools"),
+    ///         HostEvent::Collision(c) => println!("{c}"),
+    ///         other => println!("{}: {other:?}", other.server()),
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn events(&self) -> HostEvents {
         self.shared.subscribe()
     }
 
     /// Every tool of the namespace, by namespaced name.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// for tool in host.tools() {
+    ///     println!("{} = {}'s `{}`", tool.name, tool.server, tool.tool.name);
+    /// }
+    /// # }
+    /// ```
     pub fn tools(&self) -> Vec<HostTool> {
         let holders = self.shared.holders(ItemKind::Tool);
         holders.iter().map(|(name, h)| h.tool(name)).collect()
     }
 
     /// Every prompt of the namespace, by namespaced name.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// for prompt in host.prompts() {
+    ///     println!("{}: {}", prompt.name, prompt.prompt["description"]);
+    /// }
+    /// # }
+    /// ```
     pub fn prompts(&self) -> Vec<HostPrompt> {
         let holders = self.shared.holders(ItemKind::Prompt);
         holders.iter().map(|(name, h)| h.prompt(name)).collect()
     }
 
     /// Every resource of every server, by URI.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// for resource in host.resources() {
+    ///     println!("{} (from {}): {}", resource.uri, resource.server, resource.resource["name"]);
+    /// }
+    /// # }
+    /// ```
     pub fn resources(&self) -> Vec<HostResource> {
         let holders = self.shared.holders(ItemKind::Resource);
         holders.iter().map(|(uri, h)| h.resource(uri)).collect()
     }
 
     /// The names that are contested now: who holds each, who is left out.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// for collision in host.collisions() {
+    ///     eprintln!("{collision}"); // "Tool name `a__echo`: a's `echo` keeps it, ..."
+    /// }
+    /// # }
+    /// ```
     pub fn collisions(&self) -> Vec<Collision> {
         self.shared.collisions()
     }
 
     /// Calls the tool `name` (namespaced, as in [`tools`](Self::tools))
     /// with the server's default timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use serde_json::json;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::host::HostError> {
+    /// let result = host.call_tool("time__get_current_time", json!({ "timezone": "UTC" })).await?;
+    /// println!("{}", result.joined_text());
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool(
         &self,
         name: &str,
@@ -543,6 +902,21 @@ impl Host {
     }
 
     /// Calls the tool `name` with options (timeout, progress, cancellation).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use conduit_mcp::RequestOptions;
+    /// use serde_json::json;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::host::HostError> {
+    /// let opts = RequestOptions::new().timeout(Duration::from_secs(5));
+    /// let args = json!({ "url": "https://example.com" });
+    /// let result = host.call_tool_with("fetch__fetch", args, opts).await?;
+    /// println!("{}", result.joined_text());
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool_with(
         &self,
         name: &str,
@@ -562,6 +936,17 @@ impl Host {
 
     /// Gets the prompt `name` (namespaced) with `arguments`, a JSON object
     /// of string values (see [`Client::get_prompt`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use serde_json::json;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::host::HostError> {
+    /// let prompt = host.get_prompt("git__commit_message", json!({ "style": "short" })).await?;
+    /// println!("{} messages", prompt.messages.len());
+    /// # Ok(()) }
+    /// ```
     pub async fn get_prompt(
         &self,
         name: &str,
@@ -580,6 +965,17 @@ impl Host {
 
     /// Reads the resource `uri` from the server that holds it (the first
     /// that listed it).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::host::HostError> {
+    /// let read = host.read_resource("file:///srv/project/README.md").await?;
+    /// if let Some(text) = read.contents.first().and_then(|c| c.as_text()) {
+    ///     println!("{text}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, HostError> {
         let route = self.route(ItemKind::Resource, uri).await?;
         route
@@ -596,6 +992,16 @@ impl Host {
     /// in flight fail; no server is added or restarted after this. Await
     /// the result's [`wait`](HostShutdown::wait) for every process to be
     /// gone.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(host: conduit_mcp::host::Host) {
+    /// for server in host.stop().wait().await {
+    ///     println!("{}: {} processes shut down", server.name, server.reports.len());
+    /// }
+    /// # }
+    /// ```
     pub fn stop(&self) -> HostShutdown {
         let shutdown = self.shared.stop_all();
         self.actor.stop(Some("host stopped".into()));
@@ -633,6 +1039,19 @@ impl Starting {
     /// Waits until every start returned: each server has its client, or
     /// failed (a start that panicked is logged). Cancel safe: starts that
     /// returned are not waited for again.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::{Host, HostOptions};
+    ///
+    /// # async fn example(config: conduit_mcp::host::HostConfig) -> Result<(), conduit_mcp::host::HostError> {
+    /// let (host, mut starting) = Host::launch(config, HostOptions::new()).await?;
+    /// starting.returned().await; // every server has its client now, or failed
+    /// let clients = host.servers().iter().filter(|s| host.client(&s.name).is_some()).count();
+    /// println!("{clients} clients");
+    /// # Ok(()) }
+    /// ```
     pub async fn returned(&mut self) {
         while let Some(start) = self.starts.first_mut() {
             let end = start.await;
@@ -645,6 +1064,22 @@ impl Starting {
 
     /// Waits until every server is ready and listed or will never be, up to
     /// [`HostConfig::ready_timeout`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::{Host, HostOptions};
+    ///
+    /// # async fn example(config: conduit_mcp::host::HostConfig) -> Result<(), conduit_mcp::host::HostError> {
+    /// let (host, starting) = Host::launch(config, HostOptions::new()).await?;
+    /// tokio::spawn(async move {
+    ///     starting.settled().await;
+    ///     println!("every server is ready, or never will be");
+    /// });
+    /// // Serve with `host` meanwhile.
+    /// # let _ = host;
+    /// # Ok(()) }
+    /// ```
     pub async fn settled(self) {
         self.shared.wait_settled(self.ready_timeout).await;
     }
@@ -686,6 +1121,18 @@ impl HostShutdown {
     /// the slowest.
     ///
     /// Cancel safety: cancel safe; the shutdowns go on regardless.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(host: conduit_mcp::host::Host) -> Result<(), conduit_mcp::host::HostError> {
+    /// for server in host.remove("time")?.wait().await {
+    ///     for report in &server.reports {
+    ///         println!("{} pid {}: SIGKILL sent: {}", server.name, report.pid, report.sent_kill);
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn wait(self) -> Vec<ServerShutdown> {
         let mut out = Vec::with_capacity(self.servers.len());
         for (name, shutdown) in self.servers {

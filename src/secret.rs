@@ -52,11 +52,30 @@ pub struct Secret(String);
 
 impl Secret {
     /// Wraps a secret value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::Secret;
+    ///
+    /// let token = Secret::new(String::from("ghp_example"));
+    /// assert_eq!(token.to_string(), "***");
+    /// ```
     pub fn new(value: impl Into<String>) -> Self {
         Secret(value.into())
     }
 
     /// The secret value. Call only where the value must be used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::Secret;
+    ///
+    /// let token = Secret::new("ghp_example");
+    /// let header = format!("Bearer {}", token.expose()); // where it is sent
+    /// assert_eq!(header, "Bearer ghp_example");
+    /// ```
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -105,6 +124,17 @@ pub type Arg = MaybeSecret;
 impl MaybeSecret {
     /// The value itself: what the child receives. Call only where the value
     /// must be used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::{Arg, Secret};
+    ///
+    /// let plain: Arg = "--verbose".into();
+    /// let secret: Arg = Secret::new("t0k").into();
+    /// assert_eq!((plain.expose(), secret.expose()), ("--verbose", "t0k"));
+    /// assert_eq!(secret.to_string(), "***");
+    /// ```
     pub fn expose(&self) -> &str {
         match self {
             MaybeSecret::Plain(s) => s,
@@ -113,6 +143,16 @@ impl MaybeSecret {
     }
 
     /// Whether it is a [`Secret`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::{EnvValue, Secret};
+    ///
+    /// let value: EnvValue = Secret::new("t0k").into();
+    /// assert!(value.is_secret());
+    /// assert!(!EnvValue::from("en_US.UTF-8").is_secret());
+    /// ```
     pub fn is_secret(&self) -> bool {
         matches!(self, MaybeSecret::Secret(_))
     }

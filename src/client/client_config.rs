@@ -115,6 +115,18 @@ impl Backoff {
     }
 
     /// The delay before restart number `attempt` (1-based).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use conduit_mcp::Backoff;
+    ///
+    /// let backoff = Backoff::default(); // 100 ms, doubling, at most 30 s
+    /// assert_eq!(backoff.delay(1), Duration::from_millis(100));
+    /// assert_eq!(backoff.delay(3), Duration::from_millis(400));
+    /// assert_eq!(backoff.delay(20), Duration::from_secs(30));
+    /// ```
     pub fn delay(&self, attempt: u32) -> Duration {
         let exp = self.factor.powi(attempt.saturating_sub(1).min(64) as i32);
         let secs = (self.initial.as_secs_f64() * exp).min(self.max.as_secs_f64());
@@ -318,6 +330,18 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// A configuration running `command` with default options.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = ClientConfig::new("uvx").arg("mcp-server-time");
+    /// assert_eq!(config.request_timeout, Duration::from_secs(60));
+    /// assert_eq!(config.display_name(), "uvx");
+    /// assert!(config.validate().is_ok());
+    /// ```
     pub fn new(command: impl Into<Arg>) -> Self {
         Self {
             name: None,
@@ -372,7 +396,24 @@ impl ClientConfig {
 
     /// Authorizes with `oauth` when the HTTP server asks (feature `http`;
     /// see [`oauth`](crate::transport::http::oauth)). For a config made by
-    /// [`http`](Self::http), as [`header`](Self::header) is.
+    /// [`http`](Self::http), as [`header`](Self::header) is. Default none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{AuthorizationRequest, AuthorizationResponse, OAuth, OAuthConfig};
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let authorizer = |req: AuthorizationRequest| async move {
+    ///     println!("open {}", req.url);
+    ///     AuthorizationResponse::from_redirect("/callback?code=c&state=s")
+    ///         .map_err(|e| e.to_string())
+    /// };
+    /// let oauth = OAuth::new(OAuthConfig::new("http://127.0.0.1:8765/callback", authorizer));
+    /// let config = ClientConfig::http("https://mcp.example.com/mcp").oauth(oauth);
+    /// assert!(config.transport.as_http().unwrap().oauth.is_some());
+    /// assert!(config.validate().is_ok());
+    /// ```
     #[cfg(feature = "http")]
     pub fn oauth(mut self, oauth: crate::transport::http::oauth::OAuth) -> Self {
         if let Some(http) = self.http_mut("oauth") {
@@ -386,6 +427,22 @@ impl ClientConfig {
     /// [`http`](Self::http): on a command's config,
     /// [`validate`](Self::validate) refuses it (key `header`), since a
     /// config has one transport.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = ClientConfig::http("https://mcp.example.com/mcp")
+    ///     .header("Authorization", "Bearer old")
+    ///     .header("authorization", "Bearer s3cr3t"); // replaces the first
+    /// let headers = &config.transport.as_http().unwrap().headers;
+    /// assert_eq!(headers.len(), 1);
+    /// assert_eq!(headers[0].1.expose(), "Bearer s3cr3t");
+    /// // On a command's config, `validate` names the mix.
+    /// let mixed = ClientConfig::new("uvx").header("Authorization", "Bearer t");
+    /// assert_eq!(mixed.validate().unwrap_err().key, "header");
+    /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         if let Some(http) = self.http_mut("header") {
             *http = std::mem::replace(http, HttpOptions::new("")).header(name, value);
@@ -397,6 +454,18 @@ impl ClientConfig {
     /// [`HttpOptions`]). On a command's config (one that has a command or
     /// any other option of a child process), [`validate`](Self::validate)
     /// refuses it (key `http`), since a config has one transport.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use conduit_mcp::{ClientConfig, HttpOptions};
+    ///
+    /// let mut options = HttpOptions::new("https://mcp.example.com/mcp").header("X-Tenant", "acme");
+    /// options.connect_timeout = Duration::from_secs(3);
+    /// let config = ClientConfig::http("https://other.example.com/mcp").http_options(options);
+    /// assert_eq!(config.transport.as_http().unwrap().url, "https://mcp.example.com/mcp");
+    /// ```
     pub fn http_options(mut self, options: HttpOptions) -> Self {
         match &self.transport {
             ClientTransport::Stdio(child) if child.first_key_set().is_some() => {
@@ -431,7 +500,9 @@ impl ClientConfig {
         }
     }
 
-    /// Sets the name used in logs and events.
+    /// Sets the name used in logs and events (default none: the
+    /// command's file name, or the HTTP endpoint; see
+    /// [`display_name`](Self::display_name)).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -440,7 +511,8 @@ impl ClientConfig {
     /// Sets the executable (see [`StdioCommand::command`]). For a
     /// command's config, as the setters below are: on an HTTP server's,
     /// [`validate`](Self::validate) refuses them (with the setter's name as
-    /// the key), since a config has one transport.
+    /// the key), since a config has one transport. Default: the command
+    /// given to [`new`](Self::new).
     pub fn command(mut self, command: impl Into<Arg>) -> Self {
         if let Some(child) = self.stdio_mut("command") {
             child.command = command.into();
@@ -452,6 +524,20 @@ impl ClientConfig {
     /// [`std::process::Command::args`]: `.arg("-y").args(["a", "b"])` runs
     /// `command -y a b`. To replace them, assign
     /// [`StdioCommand::args`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = ClientConfig::new("npx")
+    ///     .arg("-y")
+    ///     .args(["@modelcontextprotocol/server-filesystem", "/srv"]);
+    /// assert_eq!(
+    ///     config.transport.as_stdio().unwrap().args,
+    ///     ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]
+    /// );
+    /// ```
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -465,6 +551,19 @@ impl ClientConfig {
 
     /// Adds one argument (a [`Secret`](crate::secret::Secret) too:
     /// `.arg(Secret::new(token))`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::{ClientConfig, Secret};
+    ///
+    /// let config = ClientConfig::new("github-mcp")
+    ///     .arg("--token")
+    ///     .arg(Secret::new("ghp_example"));
+    /// let args = &config.transport.as_stdio().unwrap().args;
+    /// assert_eq!(args, &["--token", "ghp_example"]);
+    /// assert!(args[1].is_secret());
+    /// ```
     pub fn arg(mut self, arg: impl Into<Arg>) -> Self {
         if let Some(child) = self.stdio_mut("args") {
             child.args.push(arg.into());
@@ -473,6 +572,20 @@ impl ClientConfig {
     }
 
     /// Sets one environment variable (replacing an earlier value).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::{ClientConfig, Secret};
+    ///
+    /// let config = ClientConfig::new("uvx")
+    ///     .env("LOG_LEVEL", "debug")
+    ///     .env("API_TOKEN", Secret::new("s3cr3t"))
+    ///     .env("LOG_LEVEL", "info"); // replaces "debug"
+    /// let env = &config.transport.as_stdio().unwrap().env;
+    /// assert_eq!(env.len(), 2);
+    /// assert_eq!(env[1], ("LOG_LEVEL".to_string(), "info".into()));
+    /// ```
     pub fn env(mut self, key: impl Into<String>, value: impl Into<EnvValue>) -> Self {
         if let Some(child) = self.stdio_mut("env") {
             set_env(&mut child.env, key.into(), value.into());
@@ -481,6 +594,19 @@ impl ClientConfig {
     }
 
     /// Sets several environment variables (a map or a list of pairs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let vars = BTreeMap::from([("LANG", "C.UTF-8"), ("TZ", "UTC")]);
+    /// let config = ClientConfig::new("uvx").env("TZ", "Europe/Paris").envs(vars);
+    /// let env = &config.transport.as_stdio().unwrap().env;
+    /// assert_eq!(env.len(), 2);
+    /// assert!(env.iter().any(|(k, v)| k == "TZ" && v == "UTC"));
+    /// ```
     pub fn envs<I, K, V>(mut self, vars: I) -> Self
     where
         I: IntoIterator<Item = (K, V)>,
@@ -499,6 +625,18 @@ impl ClientConfig {
     /// Sets the working directory (to make it a secret, assign
     /// [`StdioCommand::cd`] a [`Secret`](crate::secret::Secret)). A path
     /// that is not valid Unicode is refused by [`validate`](Self::validate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = ClientConfig::new("uvx").cd("/");
+    /// assert_eq!(config.transport.as_stdio().unwrap().cd, Some("/".into()));
+    /// assert!(config.validate().is_ok());
+    /// // A relative directory is refused.
+    /// assert_eq!(ClientConfig::new("uvx").cd("srv").validate().unwrap_err().key, "cd");
+    /// ```
     pub fn cd(mut self, dir: impl Into<PathBuf>) -> Self {
         if let Some(child) = self.stdio_mut("cd") {
             child.cd = Some(plain_dir(dir.into()));
@@ -514,13 +652,13 @@ impl ClientConfig {
         self
     }
 
-    /// Sets the default request timeout.
+    /// Sets the default request timeout (default 60 s).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
-    /// Sets the protocol era.
+    /// Sets the protocol era (default [`EraPreference::Auto`]).
     pub fn era(mut self, era: EraPreference) -> Self {
         self.era = era;
         self
@@ -550,146 +688,168 @@ impl ClientConfig {
         self
     }
 
-    /// Sets [`max_message_bytes`](Self::max_message_bytes).
+    /// Sets [`max_message_bytes`](Self::max_message_bytes) (default 8 MiB).
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
         self
     }
 
-    /// Sets [`max_junk_lines`](Self::max_junk_lines).
+    /// Sets [`max_junk_lines`](Self::max_junk_lines) (default 10).
     pub fn max_junk_lines(mut self, lines: usize) -> Self {
         self.max_junk_lines = lines;
         self
     }
 
-    /// Sets [`stdin_grace`](Self::stdin_grace).
+    /// Sets [`stdin_grace`](Self::stdin_grace) (default 2 s).
     pub fn stdin_grace(mut self, grace: Duration) -> Self {
         self.stdin_grace = grace;
         self
     }
 
-    /// Sets [`term_grace`](Self::term_grace).
+    /// Sets [`term_grace`](Self::term_grace) (default 2 s).
     pub fn term_grace(mut self, grace: Duration) -> Self {
         self.term_grace = grace;
         self
     }
 
-    /// Sets [`probe_timeout`](Self::probe_timeout).
+    /// Sets [`probe_timeout`](Self::probe_timeout) (default 3 s).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
         self
     }
 
-    /// Sets [`max_write_queue_bytes`](Self::max_write_queue_bytes).
+    /// Sets [`max_write_queue_bytes`](Self::max_write_queue_bytes)
+    /// (default 16 MiB).
     pub fn max_write_queue_bytes(mut self, bytes: usize) -> Self {
         self.max_write_queue_bytes = bytes;
         self
     }
 
-    /// Sets [`write_stall_timeout`](Self::write_stall_timeout).
+    /// Sets [`write_stall_timeout`](Self::write_stall_timeout) (default
+    /// 10 s).
     pub fn write_stall_timeout(mut self, timeout: Duration) -> Self {
         self.write_stall_timeout = timeout;
         self
     }
 
-    /// Sets [`max_inbound_requests`](Self::max_inbound_requests).
+    /// Sets [`max_inbound_requests`](Self::max_inbound_requests) (default
+    /// 16).
     pub fn max_inbound_requests(mut self, n: usize) -> Self {
         self.max_inbound_requests = n;
         self
     }
 
-    /// Sets [`max_queued_notification_bytes`](Self::max_queued_notification_bytes).
+    /// Sets [`max_queued_notification_bytes`](Self::max_queued_notification_bytes)
+    /// (default 16 MiB).
     pub fn max_queued_notification_bytes(mut self, bytes: usize) -> Self {
         self.max_queued_notification_bytes = bytes;
         self
     }
 
-    /// Sets [`backoff`](Self::backoff).
+    /// Sets [`backoff`](Self::backoff) (default 100 ms, doubling, at most
+    /// 30 s).
     pub fn backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = backoff;
         self
     }
 
-    /// Sets [`max_reconnects`](Self::max_reconnects).
+    /// Sets [`max_reconnects`](Self::max_reconnects) (default 5).
     pub fn max_reconnects(mut self, n: u32) -> Self {
         self.max_reconnects = n;
         self
     }
 
-    /// Sets [`restart_period`](Self::restart_period).
+    /// Sets [`restart_period`](Self::restart_period) (default 60 s).
     pub fn restart_period(mut self, period: Duration) -> Self {
         self.restart_period = period;
         self
     }
 
-    /// Sets [`kill_process_group`](Self::kill_process_group).
+    /// Sets [`kill_process_group`](Self::kill_process_group) (default on).
     pub fn kill_process_group(mut self, on: bool) -> Self {
         self.kill_process_group = on;
         self
     }
 
-    /// Sets [`die_with_parent`](Self::die_with_parent).
+    /// Sets [`die_with_parent`](Self::die_with_parent) (default on).
     pub fn die_with_parent(mut self, on: bool) -> Self {
         self.die_with_parent = on;
         self
     }
 
-    /// Sets [`group_watchdog`](Self::group_watchdog).
+    /// Sets [`group_watchdog`](Self::group_watchdog) (default off).
     pub fn group_watchdog(mut self, on: bool) -> Self {
         self.group_watchdog = on;
         self
     }
 
-    /// Sets [`init_timeout`](Self::init_timeout).
+    /// Sets [`init_timeout`](Self::init_timeout) (default 60 s).
     pub fn init_timeout(mut self, timeout: Duration) -> Self {
         self.init_timeout = timeout;
         self
     }
 
-    /// Sets [`client_info`](Self::client_info).
+    /// Sets [`client_info`](Self::client_info) (default name
+    /// `conduit-mcp`, this crate's version).
     pub fn client_info(mut self, info: Implementation) -> Self {
         self.client_info = info;
         self
     }
 
-    /// Sets [`capabilities`](Self::capabilities).
+    /// Sets [`capabilities`](Self::capabilities) (default `{}`: none
+    /// beyond a handler's), written as their JSON object.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ClientCapabilities;
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = ClientConfig::new("uvx").capabilities(ClientCapabilities {
+    ///     roots: Some(Default::default()),
+    ///     ..Default::default()
+    /// });
+    /// assert_eq!(config.capabilities, serde_json::json!({ "roots": {} }));
+    /// ```
     pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.capabilities =
             serde_json::to_value(capabilities).unwrap_or_else(|_| serde_json::json!({}));
         self
     }
 
-    /// Sets [`log_level`](Self::log_level).
+    /// Sets [`log_level`](Self::log_level) (default none: no log messages
+    /// from a stateless server).
     pub fn log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
         self
     }
 
-    /// Sets [`refresh_tools_on_list_changed`](Self::refresh_tools_on_list_changed).
+    /// Sets [`refresh_tools_on_list_changed`](Self::refresh_tools_on_list_changed)
+    /// (default off).
     pub fn refresh_tools_on_list_changed(mut self, on: bool) -> Self {
         self.refresh_tools_on_list_changed = on;
         self
     }
 
-    /// Sets [`max_list_pages`](Self::max_list_pages).
+    /// Sets [`max_list_pages`](Self::max_list_pages) (default 1,000).
     pub fn max_list_pages(mut self, pages: usize) -> Self {
         self.max_list_pages = pages;
         self
     }
 
-    /// Sets [`max_list_items`](Self::max_list_items).
+    /// Sets [`max_list_items`](Self::max_list_items) (default 100,000).
     pub fn max_list_items(mut self, items: usize) -> Self {
         self.max_list_items = items;
         self
     }
 
-    /// Sets [`max_list_bytes`](Self::max_list_bytes).
+    /// Sets [`max_list_bytes`](Self::max_list_bytes) (default 256 MiB).
     pub fn max_list_bytes(mut self, bytes: usize) -> Self {
         self.max_list_bytes = bytes;
         self
     }
 
-    /// Sets [`list_timeout`](Self::list_timeout).
+    /// Sets [`list_timeout`](Self::list_timeout) (default 5 minutes).
     pub fn list_timeout(mut self, timeout: Duration) -> Self {
         self.list_timeout = timeout;
         self
@@ -739,6 +899,18 @@ impl ClientConfig {
     /// The name used in logs: `name`, or the command's file name (`***`
     /// for a secret command; for HTTP, the endpoint without credentials or
     /// query).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::{ClientConfig, Secret};
+    ///
+    /// assert_eq!(ClientConfig::new("/usr/local/bin/time-server").display_name(), "time-server");
+    /// assert_eq!(ClientConfig::new(Secret::new("/opt/x")).display_name(), "***");
+    /// assert_eq!(ClientConfig::new("uvx").name("time").display_name(), "time");
+    /// let http = ClientConfig::http("https://user:pw@mcp.example.com/mcp?key=k");
+    /// assert_eq!(http.display_name(), "https://mcp.example.com/mcp");
+    /// ```
     pub fn display_name(&self) -> String {
         if let Some(name) = &self.name {
             return name.clone();
@@ -756,6 +928,21 @@ impl ClientConfig {
     }
 
     /// Checks every option; the error names the offending key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// assert!(ClientConfig::new("uvx").validate().is_ok());
+    /// let err = ClientConfig::new("uvx")
+    ///     .request_timeout(Duration::ZERO)
+    ///     .validate()
+    ///     .unwrap_err();
+    /// assert_eq!(err.key, "request_timeout");
+    /// assert_eq!(ClientConfig::new("npx -y server").validate().unwrap_err().key, "command");
+    /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(key) = self.mixed {
             let (this, other) = match &self.transport {

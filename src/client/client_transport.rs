@@ -44,6 +44,16 @@ pub enum ClientTransport {
 
 impl ClientTransport {
     /// The child process, for a stdio transport.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = ClientConfig::new("uvx").arg("mcp-server-time");
+    /// assert_eq!(config.transport.as_stdio().unwrap().command, "uvx");
+    /// assert!(ClientConfig::http("https://mcp.example.com/mcp").transport.as_stdio().is_none());
+    /// ```
     pub fn as_stdio(&self) -> Option<&StdioCommand> {
         match self {
             ClientTransport::Stdio(child) => Some(child),
@@ -52,6 +62,18 @@ impl ClientTransport {
     }
 
     /// The child process to change, for a stdio transport.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let mut config = ClientConfig::new("uvx").args(["mcp-server-time", "--local-timezone=UTC"]);
+    /// if let Some(child) = config.transport.as_stdio_mut() {
+    ///     child.args.truncate(1); // replaces the arguments, which `args` appends to
+    /// }
+    /// assert_eq!(config.transport.as_stdio().unwrap().args, ["mcp-server-time"]);
+    /// ```
     pub fn as_stdio_mut(&mut self) -> Option<&mut StdioCommand> {
         match self {
             ClientTransport::Stdio(child) => Some(child),
@@ -60,6 +82,16 @@ impl ClientTransport {
     }
 
     /// The server's options, for an HTTP transport.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = ClientConfig::http("https://mcp.example.com/mcp");
+    /// assert_eq!(config.transport.as_http().unwrap().url, "https://mcp.example.com/mcp");
+    /// assert!(ClientConfig::new("uvx").transport.as_http().is_none());
+    /// ```
     pub fn as_http(&self) -> Option<&HttpOptions> {
         match self {
             ClientTransport::Http(http) => Some(http),
@@ -68,6 +100,18 @@ impl ClientTransport {
     }
 
     /// The server's options to change, for an HTTP transport.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let mut config = ClientConfig::http("https://mcp.example.com/mcp");
+    /// if let Some(http) = config.transport.as_http_mut() {
+    ///     http.proxy_from_env = false;
+    /// }
+    /// assert!(!config.transport.as_http().unwrap().proxy_from_env);
+    /// ```
     pub fn as_http_mut(&mut self) -> Option<&mut HttpOptions> {
         match self {
             ClientTransport::Http(http) => Some(http),
@@ -115,6 +159,19 @@ pub struct StdioCommand {
 
 impl StdioCommand {
     /// Runs `command` with no arguments and the defaults above.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::client::{ClientConfig, ClientTransport, StdioCommand, StderrMode};
+    ///
+    /// let mut child = StdioCommand::new("uvx");
+    /// child.args = vec!["mcp-server-time".into()];
+    /// child.stderr = StderrMode::Discard;
+    /// let mut config = ClientConfig::new("unused");
+    /// config.transport = ClientTransport::Stdio(child);
+    /// assert_eq!(config.display_name(), "uvx");
+    /// ```
     pub fn new(command: impl Into<Arg>) -> Self {
         StdioCommand {
             command: command.into(),

@@ -82,6 +82,16 @@ impl LifecycleEvent {
     /// Whether no event follows this one: after [`GaveUp`](Self::GaveUp)
     /// or [`Stopped`](Self::Stopped) nothing more is delivered (stderr
     /// lines the dying server still writes go to the log only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::LifecycleEvent;
+    ///
+    /// let stopped = LifecycleEvent::Stopped { name: "time".into() };
+    /// let spawned = LifecycleEvent::Spawned { name: "time".into(), pid: 4242 };
+    /// assert!(stopped.is_final() && !spawned.is_final());
+    /// ```
     pub fn is_final(&self) -> bool {
         matches!(
             self,

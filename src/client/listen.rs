@@ -62,6 +62,24 @@ impl Subscription {
     /// [`end`](Self::end)).
     ///
     /// Cancel safety: cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::{ServerNotification, SubscriptionFilter};
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let filter = SubscriptionFilter::default().resource("file:///srv/log.txt");
+    /// let mut stream = client.listen(filter).await?;
+    /// while let Some(n) = stream.next().await {
+    ///     match n {
+    ///         ServerNotification::SubscriptionsAcknowledged(_) => println!("listening"),
+    ///         ServerNotification::ResourceUpdated(r) => println!("{} changed", r.uri),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn next(&mut self) -> Option<ServerNotification> {
         self.next_raw().await.map(ServerNotification::from_raw)
     }
@@ -70,6 +88,19 @@ impl Subscription {
     /// the stream on).
     ///
     /// Cancel safety: cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::SubscriptionFilter;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let mut stream = client.listen(SubscriptionFilter::all_list_changes()).await?;
+    /// while let Some(n) = stream.next_raw().await {
+    ///     println!("{} {}", n.method, n.params.unwrap_or_default());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn next_raw(&mut self) -> Option<Notification> {
         loop {
             let done = self.done.as_mut()?;
@@ -100,6 +131,23 @@ impl Subscription {
     }
 
     /// Why the stream ended, once [`next`](Self::next) returned `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::client::ListenEnd;
+    /// use conduit_mcp::protocol::SubscriptionFilter;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let mut stream = client.listen(SubscriptionFilter::all_list_changes()).await?;
+    /// while stream.next().await.is_some() {}
+    /// match stream.end() {
+    ///     Some(ListenEnd::Closed(result)) => println!("the server ended it: {result:?}"),
+    ///     Some(ListenEnd::Failed(e)) => println!("failed: {e}"),
+    ///     None => unreachable!("`next` returned None"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn end(&self) -> Option<&ListenEnd> {
         self.end.as_ref()
     }

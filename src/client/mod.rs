@@ -225,6 +225,20 @@ impl Client {
     /// process, and returns at once (discovery continues in the background;
     /// calls wait for it). A missing executable or a bad option is reported
     /// here, without retries.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use conduit_mcp::{Client, ClientConfig};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = Client::start(ClientConfig::new("uvx").arg("mcp-server-time")).await?;
+    /// let session = client.ready(Duration::from_secs(30)).await?;
+    /// println!("{} speaks {}", client.name(), session.protocol_version);
+    /// client.stop().wait().await;
+    /// # Ok(()) }
+    /// ```
     pub async fn start(config: ClientConfig) -> Result<Client, StartError> {
         Self::start_with(config, StartOptions::default()).await
     }
@@ -328,16 +342,55 @@ impl Client {
     }
 
     /// The current status.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::Status;
+    ///
+    /// # fn example(client: conduit_mcp::Client) {
+    /// match client.status() {
+    ///     Status::Ready(session) => println!("ready, pid {:?}", session.pid),
+    ///     Status::Restarting { attempt, reason } => println!("restart {attempt}: {reason}"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// # }
+    /// ```
     pub fn status(&self) -> Status {
         self.shared.status_now()
     }
 
     /// A receiver that sees every status change.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let mut status = client.watch_status();
+    /// while status.changed().await.is_ok() {
+    ///     let now = status.borrow_and_update().clone();
+    ///     println!("now {now:?}");
+    ///     if now.is_final() {
+    ///         break;
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn watch_status(&self) -> watch::Receiver<Status> {
         self.shared.status()
     }
 
     /// The discovered session, when a server is ready.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(client: conduit_mcp::Client) {
+    /// if let Some(session) = client.session() {
+    ///     println!("{:?} era, version {}", session.era, session.protocol_version);
+    /// }
+    /// # }
+    /// ```
     pub fn session(&self) -> Option<Arc<ServerSession>> {
         match self.shared.status_now() {
             Status::Ready(s) => Some(s.clone()),
@@ -346,6 +399,19 @@ impl Client {
     }
 
     /// Waits until a server is ready (discovery done), up to `timeout`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let session = client.ready(Duration::from_secs(30)).await?;
+    /// if let Some(info) = &session.server_info {
+    ///     println!("{} {}", info.name, info.version);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn ready(&self, timeout: Duration) -> Result<Arc<ServerSession>, Error> {
         let mut rx = self.shared.status();
         let wait = async {
@@ -375,6 +441,24 @@ impl Client {
     /// restarting, gave up, stopped, stderr lines). Unbounded: nothing is
     /// dropped under bursts. Use [`StartOptions::events`] to see the first
     /// spawn as well.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::LifecycleEvent;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let mut events = client.events();
+    /// while let Some(event) = events.recv().await {
+    ///     if let LifecycleEvent::Restarting { attempt, delay, .. } = &event {
+    ///         println!("restart {attempt} in {delay:?}");
+    ///     }
+    ///     if event.is_final() {
+    ///         break;
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn events(&self) -> mpsc::UnboundedReceiver<events::LifecycleEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.shared.add_event_subscriber(tx);
@@ -388,6 +472,21 @@ impl Client {
     /// unread loses the next ones (counted in [`Notifications::dropped`] and
     /// logged); the server is never slowed down by it. With no subscriber,
     /// notifications are dropped at once.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::ServerNotification;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let mut notes = client.notifications();
+    /// while let Some(n) = notes.recv_typed().await {
+    ///     if let ServerNotification::Log(entry) = n {
+    ///         println!("[{}] {}", entry.level.as_str(), entry.data);
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn notifications(&self) -> Notifications {
         self.shared.subscribe()
     }
@@ -396,12 +495,38 @@ impl Client {
     ///
     /// Cancel safety: dropping the future cancels the request (the server is
     /// sent `notifications/cancelled`, and a late answer is ignored).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let result = client.request("tools/list", None).await?;
+    /// let tools = result["tools"].as_array().map_or(0, Vec::len);
+    /// println!("{tools} tools on the first page");
+    /// # Ok(()) }
+    /// ```
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, Error> {
         self.request_with(method, params, RequestOptions::default())
             .await
     }
 
     /// Sends a request and decodes its result into `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::ListPromptsResult;
+    /// use conduit_mcp::RequestOptions;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let page: ListPromptsResult = client
+    ///     .request_as("prompts/list", None, RequestOptions::new())
+    ///     .await?;
+    /// for prompt in &page.prompts {
+    ///     println!("{}", prompt.name);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn request_as<T: DeserializeOwned>(
         &self,
         method: &str,
@@ -416,6 +541,21 @@ impl Client {
     }
 
     /// Sends a request with options (timeout, progress, cancellation).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use conduit_mcp::RequestOptions;
+    /// use serde_json::json;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let params = json!({ "name": "get_current_time", "arguments": { "timezone": "UTC" } });
+    /// let opts = RequestOptions::new().timeout(Duration::from_secs(5));
+    /// let result = client.request_with("tools/call", Some(params), opts).await?;
+    /// println!("{}", result["content"][0]["text"]);
+    /// # Ok(()) }
+    /// ```
     pub async fn request_with(
         &self,
         method: &str,
@@ -430,6 +570,20 @@ impl Client {
     /// validates them). In the stateless era an `input_required` result is
     /// fulfilled by the handler and the request retried (new id,
     /// `inputResponses`, `requestState` echoed).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::ListResourcesResult;
+    /// use conduit_mcp::RequestOptions;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// let raw = client.request_raw("resources/list", None, RequestOptions::new()).await?;
+    /// println!("{} bytes", raw.len());
+    /// let page: ListResourcesResult = raw.parse()?;
+    /// println!("{} resources", page.resources.len());
+    /// # Ok(()) }
+    /// ```
     pub async fn request_raw(
         &self,
         method: &str,
@@ -620,6 +774,15 @@ impl Client {
     /// (and `Ok` returned) when no server is ready; it fails with
     /// [`Error::WriteQueueFull`] when the server is not keeping up with
     /// what it is sent.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// // The client's roots changed: tell the server (a stateful one asks again).
+    /// client.notify("notifications/roots/list_changed", None)?;
+    /// # Ok(()) }
+    /// ```
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
         if let Some(e) = self.shared.final_error() {
             return Err(e);
@@ -648,6 +811,18 @@ impl Client {
     /// server's shutdown (stdin close, SIGTERM, SIGKILL, reap) runs
     /// detached; await the returned handle to wait for its end (for
     /// example before the program exits).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let shutdown = client.stop();
+    /// assert!(client.status().is_final()); // at once
+    /// for report in shutdown.wait().await {
+    ///     println!("pid {} ended: {:?}", report.pid, report.exit);
+    /// }
+    /// # }
+    /// ```
     pub fn stop(&self) -> ClientShutdown {
         // Final, and the server's stdin closed, from here: no actor hop
         // between the call and the shutdown's first step.
@@ -659,6 +834,17 @@ impl Client {
     }
 
     /// The pid of the current server process, if one is ready.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(client: conduit_mcp::Client) {
+    /// match client.pid() {
+    ///     Some(pid) => println!("the server runs as pid {pid}"),
+    ///     None => println!("no server ready (or an HTTP server)"),
+    /// }
+    /// # }
+    /// ```
     pub fn pid(&self) -> Option<u32> {
         self.session().and_then(|s| s.pid)
     }
@@ -785,6 +971,17 @@ impl ClientShutdown {
     /// 256 most recent.
     ///
     /// Cancel safety: cancel safe; the shutdown goes on regardless.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let reports = client.stop().wait().await;
+    /// if let Some(last) = reports.last() {
+    ///     println!("took {:?}, SIGKILL sent: {}", last.elapsed, last.sent_kill);
+    /// }
+    /// # }
+    /// ```
     pub async fn wait(self) -> Vec<ShutdownReport> {
         self.shared.wait_processes().await
     }

@@ -50,12 +50,35 @@ impl Notifications {
     /// The next notification; `None` once the client has ended.
     ///
     /// Cancel safety: cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let mut notes = client.notifications();
+    /// while let Some(n) = notes.recv().await {
+    ///     println!("{} {:?}", n.method, n.params);
+    /// }
+    /// # }
+    /// ```
     pub async fn recv(&mut self) -> Option<Notification> {
         let q = self.rx.recv().await?;
         Some(self.take(q))
     }
 
     /// The next notification if one is waiting.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(client: conduit_mcp::Client) {
+    /// let mut notes = client.notifications();
+    /// // ... later, without waiting:
+    /// while let Some(n) = notes.try_recv() {
+    ///     println!("{}", n.method);
+    /// }
+    /// # }
+    /// ```
     pub fn try_recv(&mut self) -> Option<Notification> {
         let q = self.rx.try_recv().ok()?;
         Some(self.take(q))
@@ -65,17 +88,62 @@ impl Notifications {
     /// methods are kept raw); `None` once the client has ended.
     ///
     /// Cancel safety: cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::ServerNotification;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let mut notes = client.notifications();
+    /// while let Some(n) = notes.recv_typed().await {
+    ///     match n {
+    ///         ServerNotification::ToolsListChanged(_) => println!("the tools changed"),
+    ///         ServerNotification::Unknown(raw) => println!("other: {}", raw.method),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub async fn recv_typed(&mut self) -> Option<ServerNotification> {
         self.recv().await.map(ServerNotification::from_raw)
     }
 
     /// The next notification, typed, if one is waiting.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::ServerNotification;
+    ///
+    /// # fn example(client: conduit_mcp::Client) {
+    /// let mut notes = client.notifications();
+    /// // ... later, without waiting:
+    /// let changed = std::iter::from_fn(|| notes.try_recv_typed())
+    ///     .any(|n| matches!(n, ServerNotification::ToolsListChanged(_)));
+    /// println!("tools changed: {changed}");
+    /// # }
+    /// ```
     pub fn try_recv_typed(&mut self) -> Option<ServerNotification> {
         self.try_recv().map(ServerNotification::from_raw)
     }
 
     /// Notifications dropped for this subscriber because it had too many
     /// bytes unread.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let mut notes = client.notifications();
+    /// while let Some(n) = notes.recv().await {
+    ///     println!("{}", n.method);
+    ///     if notes.dropped() > 0 {
+    ///         eprintln!("{} notifications lost: reading too slowly", notes.dropped());
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn dropped(&self) -> u64 {
         self.account.dropped.load(Ordering::Relaxed)
     }
@@ -85,6 +153,21 @@ impl Notifications {
     /// relay compares it with what it passed on to know it is caught up
     /// (everything the server sent before an answer read after it is
     /// counted).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let mut notes = client.notifications();
+    /// let delivered = notes.delivered();
+    /// tokio::spawn(async move {
+    ///     while let Some(n) = notes.recv().await {
+    ///         println!("relaying {}", n.method);
+    ///     }
+    /// });
+    /// println!("{} handed to the relay so far", delivered.get());
+    /// # }
+    /// ```
     pub fn delivered(&self) -> Delivered {
         Delivered(self.account.clone())
     }
@@ -103,6 +186,17 @@ pub struct Delivered(Arc<Account>);
 impl Delivered {
     /// The count so far. A notification published before something this
     /// thread saw later (an answer read after it) is counted.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn example(client: conduit_mcp::Client) {
+    /// let notes = client.notifications();
+    /// let delivered = notes.delivered();
+    /// assert_eq!(delivered.get(), 0); // none handed over yet
+    /// # drop(notes);
+    /// # }
+    /// ```
     pub fn get(&self) -> u64 {
         self.0.sent.load(Ordering::Acquire)
     }

@@ -42,22 +42,78 @@ pub struct CancelToken {
 
 impl CancelToken {
     /// A new, uncancelled token.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::CancelToken;
+    ///
+    /// let token = CancelToken::new();
+    /// assert!(!token.is_cancelled());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Cancels every request using this token.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::{CancelToken, RequestOptions};
+    /// use serde_json::json;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let token = CancelToken::new();
+    /// let opts = RequestOptions::new().cancel_token(token.clone());
+    /// let call = client.call_tool("long_job", json!({}), opts);
+    /// tokio::spawn(async move { token.cancel() }); // from anywhere: a UI, a signal
+    /// match call.await {
+    ///     Err(conduit_mcp::Error::Cancelled { method }) => println!("{method} cancelled"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// # }
+    /// ```
     pub fn cancel(&self) {
         self.inner.0.store(true, Ordering::Release);
         self.inner.1.notify_waiters();
     }
 
     /// Whether [`cancel`](Self::cancel) was called.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::CancelToken;
+    ///
+    /// let token = CancelToken::new();
+    /// let clone = token.clone();
+    /// clone.cancel();
+    /// assert!(token.is_cancelled()); // clones share the token
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.inner.0.load(Ordering::Acquire)
     }
 
     /// Resolves once cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::CancelToken;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let token = CancelToken::new();
+    /// let waiter = tokio::spawn({
+    ///     let token = token.clone();
+    ///     async move { token.cancelled().await }
+    /// });
+    /// token.cancel();
+    /// waiter.await.unwrap();
+    /// token.cancelled().await; // at once once cancelled
+    /// # }
+    /// ```
     pub async fn cancelled(&self) {
         loop {
             let notified = self.inner.1.notified();
@@ -93,6 +149,17 @@ pub struct RequestOptions {
 
 impl RequestOptions {
     /// Defaults: the client's `request_timeout`, no progress.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::RequestOptions;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// // The same as `client.request("ping", None)`.
+    /// client.request_with("ping", None, RequestOptions::new()).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -105,6 +172,24 @@ impl RequestOptions {
 
     /// Asks for progress (`_meta.progressToken`) and sends each
     /// notification to `tx`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::{Progress, RequestOptions};
+    /// use serde_json::json;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    /// tokio::spawn(async move {
+    ///     while let Some(p) = rx.recv().await {
+    ///         println!("{} of {:?}: {:?}", p.progress, p.total, p.message);
+    ///     }
+    /// });
+    /// let opts = RequestOptions::new().progress(tx);
+    /// client.call_tool("index_repository", json!({}), opts).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
         self.progress = Some(tx);
         self
@@ -112,6 +197,24 @@ impl RequestOptions {
 
     /// Restarts the timeout at each progress notification, never beyond
     /// `max_total` from the start.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use conduit_mcp::RequestOptions;
+    /// use serde_json::json;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    /// // 30 s without progress fails the call, and so do 10 minutes in all.
+    /// let opts = RequestOptions::new()
+    ///     .timeout(Duration::from_secs(30))
+    ///     .progress(tx)
+    ///     .reset_timeout_on_progress(Duration::from_secs(600));
+    /// client.call_tool("build", json!({}), opts).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
         self.reset_timeout_on_progress = true;
         self.max_total = Some(max_total);
@@ -119,6 +222,28 @@ impl RequestOptions {
     }
 
     /// Cancels the request when `token` is cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::{CancelToken, RequestOptions};
+    ///
+    /// # async fn example(client: conduit_mcp::Client) {
+    /// let token = CancelToken::new();
+    /// tokio::spawn({
+    ///     let token = token.clone();
+    ///     async move {
+    ///         let _ = tokio::signal::ctrl_c().await;
+    ///         token.cancel();
+    ///     }
+    /// });
+    /// let opts = RequestOptions::new().cancel_token(token);
+    /// let result = client.request_with("tools/call", None, opts).await;
+    /// if let Err(conduit_mcp::Error::Cancelled { .. }) = result {
+    ///     println!("stopped by Ctrl-C");
+    /// }
+    /// # }
+    /// ```
     pub fn cancel_token(mut self, token: CancelToken) -> Self {
         self.cancel = Some(token);
         self
@@ -129,6 +254,23 @@ impl RequestOptions {
     /// retrying. For a relay (a gateway) whose own client answers the
     /// input requests and retries with `inputResponses` and the
     /// `requestState` itself.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::RequestOptions;
+    /// use serde_json::json;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let params = json!({ "name": "deploy", "arguments": {} });
+    /// let opts = RequestOptions::new().single_round();
+    /// let result = client.request_with("tools/call", Some(params), opts).await?;
+    /// if result["resultType"] == "input_required" {
+    ///     // Pass `result["inputRequests"]` on; retry with `inputResponses`
+    ///     // and `result["requestState"]`.
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn single_round(mut self) -> Self {
         self.single_round = true;
         self

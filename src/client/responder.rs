@@ -147,11 +147,43 @@ fn params<P: DeserializeOwned>(request: &InboundRequest) -> Result<P, ErrorObjec
 
 impl ClientResponder {
     /// A responder that answers only `ping`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::client::{ClientHandler, ClientResponder, InboundRequest};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let responder = ClientResponder::new();
+    /// let ping = InboundRequest { method: "ping".into(), params: None };
+    /// assert_eq!(responder.handle(ping).await.unwrap(), serde_json::json!({}));
+    /// let roots = InboundRequest { method: "roots/list".into(), params: None };
+    /// assert_eq!(responder.handle(roots).await.unwrap_err().code, -32601);
+    /// # }
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Answers `roots/list` with `f`'s roots; declares `roots`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::client::{ClientHandler, ClientResponder, InboundRequest};
+    /// use conduit_mcp::protocol::Root;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let responder =
+    ///     ClientResponder::new().roots(|| async { Ok(vec![Root::new("file:///srv/app", "app")]) });
+    /// assert!(responder.capabilities().roots.is_some());
+    /// let request = InboundRequest { method: "roots/list".into(), params: None };
+    /// let answer = responder.handle(request).await.unwrap();
+    /// assert_eq!(answer["roots"][0]["uri"], "file:///srv/app");
+    /// # }
+    /// ```
     pub fn roots<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -170,6 +202,26 @@ impl ClientResponder {
     }
 
     /// Answers `sampling/createMessage` with `f`; declares `sampling`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::client::{ClientHandler, ClientResponder};
+    /// use conduit_mcp::protocol::{CreateMessageResult, Role, SamplingContent, TextContent};
+    ///
+    /// let responder = ClientResponder::new().sampling(|params| async move {
+    ///     // Ask a model about `params.messages` (at most `params.max_tokens`).
+    ///     Ok(CreateMessageResult {
+    ///         role: Role::Assistant,
+    ///         content: SamplingContent::Text(TextContent::new("Paris")).into(),
+    ///         model: "my-model".into(),
+    ///         stop_reason: Some("endTurn".into()),
+    ///         meta: None,
+    ///         extra: Default::default(),
+    ///     })
+    /// });
+    /// assert!(responder.capabilities().sampling.is_some());
+    /// ```
     pub fn sampling<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(CreateMessageParams) -> Fut + Send + Sync + 'static,
@@ -180,6 +232,30 @@ impl ClientResponder {
     }
 
     /// Answers `elicitation/create` with `f`; declares `elicitation`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::client::{ClientHandler, ClientResponder, InboundRequest};
+    /// use conduit_mcp::protocol::ElicitResult;
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let responder = ClientResponder::new().elicitation(|params| async move {
+    ///     println!("the server asks: {}", params.message);
+    ///     Ok(ElicitResult::decline())
+    /// });
+    /// let request = InboundRequest {
+    ///     method: "elicitation/create".into(),
+    ///     params: Some(json!({
+    ///         "message": "Deploy?",
+    ///         "requestedSchema": { "type": "object", "properties": {} },
+    ///     })),
+    /// };
+    /// assert_eq!(responder.handle(request).await.unwrap(), json!({ "action": "decline" }));
+    /// # }
+    /// ```
     pub fn elicitation<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(ElicitParams) -> Fut + Send + Sync + 'static,

@@ -27,6 +27,26 @@ pub struct ServerSession {
 impl ServerSession {
     /// The session as one JSON object (`era`, `protocolVersion`,
     /// `serverInfo`, `capabilities`, `instructions`, `pid`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::client::ServerSession;
+    /// use conduit_mcp::protocol::{Era, Implementation};
+    /// use serde_json::json;
+    ///
+    /// let session = ServerSession {
+    ///     era: Era::Stateful,
+    ///     protocol_version: "2025-06-18".into(),
+    ///     server_info: Some(Implementation::new("time", "1.0")),
+    ///     capabilities: json!({ "tools": {} }),
+    ///     instructions: None,
+    ///     pid: Some(4242),
+    /// };
+    /// let v = session.to_json();
+    /// assert_eq!(v["protocolVersion"], "2025-06-18");
+    /// assert_eq!(v["serverInfo"]["name"], "time");
+    /// ```
     pub fn to_json(&self) -> Value {
         serde_json::json!({
             "era": self.era,
@@ -65,6 +85,16 @@ pub enum Status {
 
 impl Status {
     /// Whether the client will never serve calls again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::Status;
+    ///
+    /// assert!(Status::Stopped.is_final());
+    /// assert!(Status::GaveUp("exited 5 times".into()).is_final());
+    /// assert!(!Status::Restarting { attempt: 1, reason: "exited".into() }.is_final());
+    /// ```
     pub fn is_final(&self) -> bool {
         matches!(self, Status::GaveUp(_) | Status::Stopped)
     }

@@ -122,6 +122,16 @@ impl Client {
     /// Checks that the server answers, in either era: `ping` with a stateful
     /// server, `server/discover` with a stateless one (the stateless revision
     /// has no `ping`; every stateless server answers `server/discover`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let start = std::time::Instant::now();
+    /// client.ping().await?;
+    /// println!("answered in {:?}", start.elapsed());
+    /// # Ok(()) }
+    /// ```
     pub async fn ping(&self) -> Result<(), Error> {
         let method = match self.era_when_ready().await? {
             Era::Stateful => methods::PING,
@@ -138,6 +148,16 @@ impl Client {
     /// cursor the server repeats, or out of time, it fails with
     /// [`Error::ListTooLong`], [`Error::RepeatedCursor`] or
     /// [`Error::ListTimeout`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// for tool in client.list_tools().await? {
+    ///     println!("{}: {}", tool.display_name(), tool.description.as_deref().unwrap_or(""));
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         self.all_pages::<ListToolsResult>(methods::TOOLS_LIST).await
     }
@@ -148,6 +168,17 @@ impl Client {
     /// [`refresh_tools_on_list_changed`](crate::client::ClientConfig::refresh_tools_on_list_changed),
     /// the list is fetched again whenever the server says it changed;
     /// [`refresh_tools`](Self::refresh_tools) does it on demand.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let tools = client.tools().await?; // fetched once, then kept
+    /// for tool in tools.iter() {
+    ///     println!("{}", tool.name);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
         let session = self.ready(self.shared.config.request_timeout).await?;
         let cached = crate::sync::lock(&self.typed.tools).clone();
@@ -158,6 +189,16 @@ impl Client {
     }
 
     /// Fetches the tool list again and keeps it (see [`tools`](Self::tools)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// // Fetched now, whatever is kept; `tools()` returns this list from now on.
+    /// let tools = client.refresh_tools().await?;
+    /// println!("{} tools", tools.len());
+    /// # Ok(()) }
+    /// ```
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
         let session = self.ready(self.shared.config.request_timeout).await?;
         let tools = Arc::new(self.list_tools().await?);
@@ -174,6 +215,23 @@ impl Client {
     /// ([`CallToolResult::is_error`]); `Err` is a protocol or transport
     /// failure. Stateless `input_required` rounds are fulfilled by the
     /// client's handler (see [`request_raw`](Self::request_raw)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::RequestOptions;
+    /// use serde_json::json;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let args = json!({ "timezone": "Europe/Paris" });
+    /// let result = client.call_tool("get_current_time", args, RequestOptions::new()).await?;
+    /// if result.is_error() {
+    ///     eprintln!("the tool failed: {}", result.joined_text());
+    /// } else {
+    ///     println!("{}", result.joined_text());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool(
         &self,
         name: &str,
@@ -191,18 +249,49 @@ impl Client {
 
     /// Lists every resource (all pages, within the list caps: see
     /// [`list_tools`](Self::list_tools)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// for resource in client.list_resources().await? {
+    ///     println!("{} ({})", resource.uri, resource.mime_type.as_deref().unwrap_or("?"));
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
         self.all_pages::<ListResourcesResult>(methods::RESOURCES_LIST)
             .await
     }
 
     /// Lists every resource template (all pages, within the list caps).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// for template in client.list_resource_templates().await? {
+    ///     println!("{}: {}", template.name, template.uri_template);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
         self.all_pages::<ListResourceTemplatesResult>(methods::RESOURCES_TEMPLATES_LIST)
             .await
     }
 
     /// Reads a resource.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let read = client.read_resource("file:///srv/project/README.md").await?;
+    /// for contents in &read.contents {
+    ///     println!("{}", contents.as_text().unwrap_or("(binary)"));
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
         let params = ReadResourceParams {
             uri: uri.to_owned(),
@@ -217,18 +306,56 @@ impl Client {
     /// `uri`. Stateless servers have no such method ([`Error::Unsupported`]):
     /// use [`listen`](Self::listen) with
     /// [`SubscriptionFilter::resource`](crate::protocol::SubscriptionFilter::resource).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::ServerNotification;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let mut notes = client.notifications();
+    /// client.subscribe_resource("file:///srv/project/log.txt").await?;
+    /// while let Some(n) = notes.recv_typed().await {
+    ///     if let ServerNotification::ResourceUpdated(r) = n {
+    ///         println!("{} changed", r.uri);
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), Error> {
         self.stateful_only(methods::RESOURCES_SUBSCRIBE, ResourceParams::new(uri))
             .await
     }
 
     /// Stateful era: ends a [`subscribe_resource`](Self::subscribe_resource).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let uri = "file:///srv/project/log.txt";
+    /// client.subscribe_resource(uri).await?;
+    /// // ... later: no more `notifications/resources/updated` for it.
+    /// client.unsubscribe_resource(uri).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
         self.stateful_only(methods::RESOURCES_UNSUBSCRIBE, ResourceParams::new(uri))
             .await
     }
 
     /// Lists every prompt (all pages, within the list caps).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// for prompt in client.list_prompts().await? {
+    ///     let args = prompt.arguments.unwrap_or_default();
+    ///     println!("{} takes {} arguments", prompt.name, args.len());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
         self.all_pages::<ListPromptsResult>(methods::PROMPTS_LIST)
             .await
@@ -236,6 +363,19 @@ impl Client {
 
     /// Gets a prompt. `arguments` is a JSON object of string values (see
     /// [`call_tool`](Self::call_tool) for what is accepted).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use serde_json::json;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let prompt = client.get_prompt("code_review", json!({ "language": "rust" })).await?;
+    /// for message in &prompt.messages {
+    ///     println!("{:?}: {:?}", message.role, message.content.as_text());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn get_prompt(
         &self,
         name: &str,
@@ -278,6 +418,17 @@ impl Client {
     /// (`io.modelcontextprotocol/logLevel`, as
     /// [`ClientConfig::log_level`](crate::client::ClientConfig::log_level) does from
     /// the start), and nothing is sent now.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::protocol::LoggingLevel;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// // Warnings and worse only, whichever era the server speaks.
+    /// client.set_log_level(LoggingLevel::Warning).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), Error> {
         match self.era_when_ready().await? {
             Era::Stateful => {
@@ -301,12 +452,37 @@ impl Client {
     /// Follows `nextCursor` and concatenates the `key` arrays of every
     /// page, as sent (the raw form of the typed `list_*` helpers), within
     /// the list caps (see [`list_tools`](Self::list_tools)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let tools = client.list_all("tools/list", "tools").await?;
+    /// let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    /// println!("{names:?}");
+    /// # Ok(()) }
+    /// ```
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, Error> {
         self.list_all_with(method, key, RequestOptions::new()).await
     }
 
     /// [`list_all`](Self::list_all) with options (timeout, progress,
     /// cancellation) for each page's request.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use conduit_mcp::RequestOptions;
+    ///
+    /// # async fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
+    /// let opts = RequestOptions::new().timeout(Duration::from_secs(10)); // per page
+    /// let templates = client
+    ///     .list_all_with("resources/templates/list", "resourceTemplates", opts)
+    ///     .await?;
+    /// println!("{} templates", templates.len());
+    /// # Ok(()) }
+    /// ```
     pub async fn list_all_with(
         &self,
         method: &str,

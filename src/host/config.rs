@@ -96,11 +96,36 @@ impl Default for HostConfig {
 
 impl HostConfig {
     /// No servers, default options.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use conduit_mcp::host::HostConfig;
+    ///
+    /// let config = HostConfig::new();
+    /// assert!(config.servers.is_empty());
+    /// assert_eq!(config.separator, "__");
+    /// assert_eq!(config.ready_timeout, Duration::from_secs(60));
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Adds (or replaces) the server `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::HostConfig;
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = HostConfig::new()
+    ///     .server("time", ClientConfig::new("uvx").arg("mcp-server-time"))
+    ///     .server("time", ClientConfig::new("uvx").arg("mcp-server-time==0.6")); // replaces
+    /// assert_eq!(config.servers.len(), 1);
+    /// assert!(config.validate().is_ok());
+    /// ```
     pub fn server(mut self, name: impl Into<String>, config: ClientConfig) -> Self {
         self.servers.insert(name.into(), config);
         self
@@ -108,6 +133,19 @@ impl HostConfig {
 
     /// Adds (or replaces) the server `name`, started on its first use
     /// instead of with the host.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::HostConfig;
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = HostConfig::new()
+    ///     .server("time", ClientConfig::new("uvx").arg("mcp-server-time"))
+    ///     .lazy_server("fetch", ClientConfig::new("uvx").arg("mcp-server-fetch"));
+    /// assert!(config.lazy.contains("fetch") && !config.lazy.contains("time"));
+    /// assert_eq!(config.servers.len(), 2);
+    /// ```
     pub fn lazy_server(mut self, name: impl Into<String>, config: ClientConfig) -> Self {
         let name = name.into();
         self.lazy.insert(name.clone());
@@ -115,26 +153,28 @@ impl HostConfig {
         self
     }
 
-    /// Sets the separator between server and tool names.
+    /// Sets the separator between server and tool names (default `__`).
     pub fn separator(mut self, separator: impl Into<String>) -> Self {
         self.separator = separator.into();
         self
     }
 
-    /// Sets what calls do while their server is restarting.
+    /// Sets what calls do while their server is restarting (default
+    /// [`WhenUnavailable::FailFast`]).
     pub fn when_unavailable(mut self, policy: WhenUnavailable) -> Self {
         self.when_unavailable = policy;
         self
     }
 
     /// Sets how long [`Host::start`](super::Host::start) waits for the
-    /// servers.
+    /// servers (default 60 s).
     pub fn ready_timeout(mut self, timeout: Duration) -> Self {
         self.ready_timeout = timeout;
         self
     }
 
-    /// Sets [`max_queued_event_bytes`](Self::max_queued_event_bytes).
+    /// Sets [`max_queued_event_bytes`](Self::max_queued_event_bytes)
+    /// (default 4 MiB).
     pub fn max_queued_event_bytes(mut self, bytes: usize) -> Self {
         self.max_queued_event_bytes = bytes;
         self
@@ -157,6 +197,19 @@ impl HostConfig {
     /// (`a__b`, `a_` with `__`), equals another server's (`my.fx` and
     /// `my_fx`), or, with the separator, is longer than `max_name_len`
     /// less 9 (a cut name must keep it whole).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::HostConfig;
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let ok = HostConfig::new().server("time", ClientConfig::new("uvx"));
+    /// assert!(ok.validate().is_ok());
+    /// // `a__b`'s tools would look like server `a`'s.
+    /// let bad = HostConfig::new().server("a__b", ClientConfig::new("uvx"));
+    /// assert_eq!(bad.validate().unwrap_err().key, "servers");
+    /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.separator.is_empty() {
             return Err(ConfigError::new("separator", "must not be empty"));
@@ -217,17 +270,29 @@ pub struct HostOptions {
 
 impl HostOptions {
     /// No parent, no handler, no early subscriber.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use conduit_mcp::host::HostOptions;
+    /// use conduit_mcp::ClientResponder;
+    ///
+    /// let opts = HostOptions::new().handler(Arc::new(ClientResponder::new()));
+    /// assert!(opts.handler.is_some() && opts.supervisor.is_none());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Spawns the host under `parent`.
+    /// Spawns the host under `parent` (default none: unlinked).
     pub fn supervisor(mut self, parent: ActorCell) -> Self {
         self.supervisor = Some(parent);
         self
     }
 
-    /// Sets the handler of the servers' requests.
+    /// Sets the handler of the servers' requests (default none: `ping` is
+    /// answered, every other server request refused).
     pub fn handler(mut self, handler: Arc<dyn ClientHandler>) -> Self {
         self.handler = Some(handler);
         self
@@ -238,6 +303,26 @@ impl HostOptions {
     /// for a handler that must know which server asks (a gateway relaying
     /// each request to the client whose call it belongs to). Replaces
     /// [`handler`](Self::handler).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use conduit_mcp::client::{ClientHandler, InboundRequest};
+    /// use conduit_mcp::host::HostOptions;
+    /// use conduit_mcp::ErrorObject;
+    /// use serde_json::Value;
+    ///
+    /// let opts = HostOptions::new().handler_per_server(|server| {
+    ///     let server = server.to_owned();
+    ///     let handler = move |req: InboundRequest| {
+    ///         println!("{server} asks for {}", req.method);
+    ///         async { Err::<Value, _>(ErrorObject::new(-32601, "not supported here")) }
+    ///     };
+    ///     Arc::new(handler) as Arc<dyn ClientHandler>
+    /// });
+    /// # let _ = opts;
+    /// ```
     pub fn handler_per_server(
         mut self,
         make: impl Fn(&str) -> Arc<dyn ClientHandler> + Send + Sync + 'static,

@@ -85,6 +85,21 @@ pub enum HostError {
 
 impl HostError {
     /// The server's JSON-RPC error, when the server answered with one.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use serde_json::json;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) {
+    /// if let Err(e) = host.call_tool("time__get_current_time", json!({ "timezone": 7 })).await {
+    ///     match e.server_error() {
+    ///         Some(obj) => println!("the server answered {}: {}", obj.code, obj.message),
+    ///         None => println!("{e}"),
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn server_error(&self) -> Option<&crate::jsonrpc::ErrorObject> {
         match self {
             HostError::Call { source, .. } => source.server_error(),

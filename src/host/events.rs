@@ -141,12 +141,41 @@ impl HostEvents {
     /// was read.
     ///
     /// Cancel safety: cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::HostEvent;
+    ///
+    /// # async fn example(host: conduit_mcp::host::Host) {
+    /// let mut events = host.events();
+    /// while let Some(event) = events.recv().await {
+    ///     if let HostEvent::Removed { server, reason } = event {
+    ///         eprintln!("{server} left the namespace: {reason}");
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub async fn recv(&mut self) -> Option<HostEvent> {
         let q = self.0.rx.recv().await?;
         Some(self.0.take(q))
     }
 
     /// The next event if one is waiting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::HostOptions;
+    ///
+    /// let (opts, mut events) = HostOptions::new().subscribe();
+    /// assert!(events.try_recv().is_err()); // nothing yet
+    /// // ... `Host::start_with(config, opts)`; later, without waiting:
+    /// while let Ok(event) = events.try_recv() {
+    ///     println!("{}: {event:?}", event.server());
+    /// }
+    /// # drop(opts);
+    /// ```
     pub fn try_recv(&mut self) -> Result<HostEvent, TryRecvError> {
         let q = self.0.rx.try_recv()?;
         Ok(self.0.take(q))
@@ -154,11 +183,34 @@ impl HostEvents {
 
     /// Events dropped for this subscriber because it had too many bytes
     /// unread.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(host: conduit_mcp::host::Host) {
+    /// let mut events = host.events();
+    /// while let Some(event) = events.recv().await {
+    ///     println!("{event:?}");
+    ///     if events.dropped() > 0 {
+    ///         eprintln!("{} events lost: reading too slowly", events.dropped());
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn dropped(&self) -> u64 {
         self.0.account.dropped.load(Ordering::Relaxed)
     }
 
     /// Bytes of events waiting unread (as counted against the bound).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::HostOptions;
+    ///
+    /// let (_opts, events) = HostOptions::new().subscribe();
+    /// assert_eq!((events.held_bytes(), events.dropped()), (0, 0));
+    /// ```
     pub fn held_bytes(&self) -> usize {
         self.0.account.held.load(Ordering::Acquire)
     }

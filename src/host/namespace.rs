@@ -135,6 +135,20 @@ impl Listed {
     }
 
     /// The item parsed, under its namespaced `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::ItemKind;
+    ///
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// let found = host.find_listed(ItemKind::Tool, |l| l.server() == "time");
+    /// if let Some((name, listed)) = found {
+    ///     let tool = listed.tool(&name); // parsed: only this one
+    ///     println!("{}: {:?}", tool.name, tool.tool.description);
+    /// }
+    /// # }
+    /// ```
     pub fn tool(&self, name: &str) -> HostTool {
         HostTool {
             name: name.to_owned(),
@@ -147,6 +161,19 @@ impl Listed {
     }
 
     /// The item parsed, under its namespaced `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::ItemKind;
+    ///
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// let found = host.find_listed(ItemKind::Prompt, |l| l.own_name() == "commit_message");
+    /// if let Some((name, listed)) = found {
+    ///     println!("{}", listed.prompt(&name).prompt["arguments"]);
+    /// }
+    /// # }
+    /// ```
     pub fn prompt(&self, name: &str) -> HostPrompt {
         HostPrompt {
             name: name.to_owned(),
@@ -156,6 +183,19 @@ impl Listed {
     }
 
     /// The item parsed, under its namespaced `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::host::ItemKind;
+    ///
+    /// # fn example(host: conduit_mcp::host::Host) {
+    /// for (uri, listed) in host.listed(ItemKind::Resource) {
+    ///     let resource = listed.resource(&uri);
+    ///     println!("{} ({})", resource.uri, resource.resource["mimeType"]);
+    /// }
+    /// # }
+    /// ```
     pub fn resource(&self, uri: &str) -> HostResource {
         HostResource {
             uri: uri.to_owned(),

@@ -87,6 +87,18 @@ pub struct ErrorObject {
 
 impl ErrorObject {
     /// An error with a code and message and no data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ErrorObject;
+    ///
+    /// let e = ErrorObject::new(-32602, "unknown tool: weather");
+    /// assert_eq!(e.to_string(), "unknown tool: weather (code -32602)");
+    /// let json = serde_json::to_value(&e)?;
+    /// assert_eq!(json, serde_json::json!({ "code": -32602, "message": "unknown tool: weather" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -96,6 +108,16 @@ impl ErrorObject {
     }
 
     /// Adds `data`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::ErrorObject;
+    /// use serde_json::json;
+    ///
+    /// let e = ErrorObject::new(-32602, "invalid params").with_data(json!({ "field": "arguments.n" }));
+    /// assert_eq!(e.data, Some(json!({ "field": "arguments.n" })));
+    /// ```
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
@@ -234,6 +256,21 @@ impl Message {
     /// A response's `result` is not validated here, only delimited: decoding
     /// it ([`RawJson::parse`]) reports malformed JSON inside it. Everything
     /// else in the line is fully checked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::jsonrpc::{Message, Outcome, ParseError};
+    /// use conduit_mcp::RequestId;
+    ///
+    /// let line = br#"{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}"#;
+    /// let Message::Response(response) = Message::parse(line)? else { unreachable!() };
+    /// assert_eq!(response.id, Some(RequestId::Number(7)));
+    /// let Outcome::Result(raw) = response.outcome else { unreachable!() };
+    /// assert_eq!(raw.as_bytes(), br#"{"tools":[]}"#); // delimited, not decoded
+    /// assert_eq!(Message::parse(b"[1]").unwrap_err(), ParseError::Batch);
+    /// # Ok::<(), ParseError>(())
+    /// ```
     pub fn parse(line: &[u8]) -> Result<Message, ParseError> {
         Ok(match Self::parse_in(line)? {
             Parsed::Done(m) => m,
@@ -248,6 +285,18 @@ impl Message {
 
     /// Like [`parse`](Self::parse), but a response's result keeps `line`
     /// itself instead of copying its bytes out: for large lines.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::jsonrpc::{Message, Outcome, ParseError};
+    ///
+    /// let line = br#"{"jsonrpc":"2.0","id":"a","result":{"text":"a long result"}}"#.to_vec();
+    /// let Message::Response(response) = Message::parse_owned(line)? else { unreachable!() };
+    /// let Outcome::Result(raw) = response.outcome else { unreachable!() };
+    /// assert_eq!(raw.parse::<serde_json::Value>().unwrap()["text"], "a long result");
+    /// # Ok::<(), ParseError>(())
+    /// ```
     pub fn parse_owned(line: Vec<u8>) -> Result<Message, ParseError> {
         Ok(match Self::parse_in(&line)? {
             Parsed::Done(m) => m,

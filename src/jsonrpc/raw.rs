@@ -42,12 +42,33 @@ pub struct RawJson {
 
 impl RawJson {
     /// Wraps bytes, unchecked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::RawJson;
+    ///
+    /// let raw = RawJson::from_vec(b"[1, 2, 3]".to_vec());
+    /// assert_eq!(raw.parse::<Vec<u8>>()?, [1, 2, 3]);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         let range = 0..bytes.len();
         Self { buf: bytes, range }
     }
 
     /// Serialises `value`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::RawJson;
+    /// use serde_json::json;
+    ///
+    /// let raw = RawJson::from_value(&json!({ "ok": true }))?;
+    /// assert_eq!(raw.as_bytes(), br#"{"ok":true}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
         serde_json::to_vec(value).map(Self::from_vec)
     }
@@ -64,12 +85,29 @@ impl RawJson {
     }
 
     /// The JSON text's bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::RawJson;
+    ///
+    /// let raw = RawJson::from_vec(br#"{"a":1}"#.to_vec());
+    /// assert_eq!(std::str::from_utf8(raw.as_bytes()).unwrap(), r#"{"a":1}"#);
+    /// ```
     pub fn as_bytes(&self) -> &[u8] {
         // In bounds: every constructor checks the range.
         self.buf.get(self.range.clone()).unwrap_or_default()
     }
 
     /// Length of the JSON text in bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::RawJson;
+    ///
+    /// assert_eq!(RawJson::from_vec(b"true".to_vec()).len(), 4);
+    /// ```
     pub fn len(&self) -> usize {
         self.range.len()
     }
@@ -82,16 +120,49 @@ impl RawJson {
 
     /// Whether there are no bytes at all (never the case for a parsed
     /// message: a member always has a value).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::RawJson;
+    ///
+    /// assert!(RawJson::from_vec(Vec::new()).is_empty());
+    /// assert!(!RawJson::from_vec(b"0".to_vec()).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.range.is_empty()
     }
 
     /// Decodes the value into `T`, validating it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use conduit_mcp::RawJson;
+    ///
+    /// let raw = RawJson::from_vec(br#"{"celsius": 21.5}"#.to_vec());
+    /// let map: HashMap<String, f64> = raw.parse()?;
+    /// assert_eq!(map["celsius"], 21.5);
+    /// assert!(RawJson::from_vec(b"{oops".to_vec()).parse::<serde_json::Value>().is_err());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(self.as_bytes())
     }
 
     /// Validates the value and copies it into a serde_json [`RawValue`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::RawJson;
+    ///
+    /// let raw = RawJson::from_vec(br#"{"k": [1, 2]}"#.to_vec());
+    /// let value = raw.to_raw_value()?; // validated, kept as text
+    /// assert_eq!(value.get(), r#"{"k": [1, 2]}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn to_raw_value(&self) -> Result<Box<RawValue>, serde_json::Error> {
         serde_json::from_slice(self.as_bytes())
     }

@@ -45,6 +45,17 @@ pub struct Implementation {
 
 impl Implementation {
     /// A name and version.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::Implementation;
+    ///
+    /// let info = Implementation::new("my-client", "1.2.0");
+    /// let json = serde_json::to_value(&info)?;
+    /// assert_eq!(json, serde_json::json!({ "name": "my-client", "version": "1.2.0" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -58,6 +69,17 @@ impl Implementation {
     }
 
     /// Sets the display name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::{ClientConfig, Implementation};
+    ///
+    /// let info = Implementation::new("my-client", "1.2.0").with_title("My Client");
+    /// assert_eq!(info.title.as_deref(), Some("My Client"));
+    /// let config = ClientConfig::new("uvx").client_info(info); // sent as `clientInfo`
+    /// # let _ = config;
+    /// ```
     pub fn with_title(mut self, title: impl Into<String>) -> Self {
         self.title = Some(title.into());
         self
@@ -152,6 +174,17 @@ pub enum CacheScope {
 
 impl CacheScope {
     /// `"private"` or `"public"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CacheScope;
+    ///
+    /// assert_eq!(CacheScope::Public.as_str(), "public");
+    /// let read: CacheScope = serde_json::from_str(r#""shared""#)?; // unknown: the narrower scope
+    /// assert_eq!(read.as_str(), "private");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             CacheScope::Private => "private",
@@ -210,6 +243,19 @@ pub struct MetaParams {
 impl MetaParams {
     /// The `subscriptions/listen` stream a notification belongs to
     /// (stateless), if it says.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::MetaParams;
+    /// use serde_json::json;
+    ///
+    /// let params: MetaParams =
+    ///     serde_json::from_value(json!({ "_meta": { "io.modelcontextprotocol/subscriptionId": 3 } }))?;
+    /// assert_eq!(params.subscription_id(), Some(&json!(3)));
+    /// assert_eq!(MetaParams::default().subscription_id(), None);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn subscription_id(&self) -> Option<&Value> {
         self.meta.as_ref()?.get(super::meta::SUBSCRIPTION_ID)
     }
@@ -241,6 +287,17 @@ pub enum OneOrMany<T> {
 
 impl<T> OneOrMany<T> {
     /// The items, one or several.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::OneOrMany;
+    ///
+    /// let one = OneOrMany::One("a");
+    /// let many = OneOrMany::Many(vec!["a", "b"]);
+    /// assert_eq!(one.iter().count(), 1);
+    /// assert_eq!(many.iter().copied().collect::<Vec<_>>(), ["a", "b"]);
+    /// ```
     pub fn iter(&self) -> std::slice::Iter<'_, T> {
         match self {
             OneOrMany::One(t) => std::slice::from_ref(t).iter(),

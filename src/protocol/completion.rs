@@ -40,6 +40,17 @@ tagged_enum! {
 
 impl Reference {
     /// A prompt's argument.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Reference;
+    ///
+    /// let r = Reference::prompt("code_review");
+    /// let json = serde_json::to_value(&r)?;
+    /// assert_eq!(json, serde_json::json!({ "type": "ref/prompt", "name": "code_review" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn prompt(name: impl Into<String>) -> Self {
         Reference::Prompt(PromptReference {
             name: name.into(),
@@ -48,6 +59,17 @@ impl Reference {
     }
 
     /// A resource template's variable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Reference;
+    ///
+    /// let r = Reference::resource_template("file:///{path}");
+    /// assert_eq!(r.kind(), "ref/resource");
+    /// assert_eq!(serde_json::to_value(&r)?["uri"], "file:///{path}");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn resource_template(uri_template: impl Into<String>) -> Self {
         Reference::ResourceTemplate(ResourceTemplateReference {
             uri: uri_template.into(),
@@ -100,6 +122,23 @@ pub struct CompleteParams {
 
 impl CompleteParams {
     /// Completes argument `name`, typed so far as `value`, of `reference`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{CompleteParams, Reference};
+    /// use serde_json::json;
+    ///
+    /// let params = CompleteParams::new(Reference::prompt("code_review"), "language", "py");
+    /// assert_eq!(
+    ///     serde_json::to_value(&params)?,
+    ///     json!({
+    ///         "ref": { "type": "ref/prompt", "name": "code_review" },
+    ///         "argument": { "name": "language", "value": "py" },
+    ///     })
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(reference: Reference, name: impl Into<String>, value: impl Into<String>) -> Self {
         Self {
             reference,

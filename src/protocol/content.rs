@@ -25,6 +25,17 @@ pub struct TextContent {
 
 impl TextContent {
     /// A text block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{ContentBlock, TextContent};
+    ///
+    /// let block = ContentBlock::Text(TextContent::new("hello"));
+    /// let json = serde_json::to_value(&block)?;
+    /// assert_eq!(json, serde_json::json!({ "type": "text", "text": "hello" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
@@ -54,6 +65,17 @@ pub struct MediaContent {
 
 impl MediaContent {
     /// Base64 `data` of type `mime_type`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{ContentBlock, MediaContent};
+    ///
+    /// let clip = ContentBlock::Audio(MediaContent::new("UklGRg==", "audio/wav"));
+    /// assert_eq!(clip.kind(), "audio");
+    /// assert_eq!(serde_json::to_value(&clip)?["mimeType"], "audio/wav");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
         Self {
             data: data.into(),
@@ -97,16 +119,46 @@ tagged_enum! {
 
 impl ContentBlock {
     /// A text block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ContentBlock;
+    ///
+    /// let block = ContentBlock::text("42");
+    /// assert_eq!((block.kind(), block.as_text()), ("text", Some("42")));
+    /// ```
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text(TextContent::new(text))
     }
 
     /// An image block (base64 `data`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ContentBlock;
+    ///
+    /// let png = ContentBlock::image("iVBORw0KGgo=", "image/png");
+    /// assert_eq!(png.kind(), "image");
+    /// assert_eq!(png.as_text(), None);
+    /// ```
     pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
         ContentBlock::Image(MediaContent::new(data, mime_type))
     }
 
     /// The text, if this is a text block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{CallToolResult, ContentBlock};
+    ///
+    /// let blocks = vec![ContentBlock::text("a"), ContentBlock::image("AA==", "image/png")];
+    /// let result = CallToolResult::content(blocks);
+    /// let texts: Vec<&str> = result.content.iter().filter_map(ContentBlock::as_text).collect();
+    /// assert_eq!(texts, ["a"]);
+    /// ```
     pub fn as_text(&self) -> Option<&str> {
         match self {
             ContentBlock::Text(t) => Some(&t.text),
@@ -223,6 +275,17 @@ pub enum ResourceContents {
 
 impl ResourceContents {
     /// Text contents.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ResourceContents;
+    ///
+    /// let contents = ResourceContents::text("file:///srv/notes.md", "# Notes");
+    /// let json = serde_json::to_value(&contents)?;
+    /// assert_eq!(json, serde_json::json!({ "uri": "file:///srv/notes.md", "text": "# Notes" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn text(uri: impl Into<String>, text: impl Into<String>) -> Self {
         ResourceContents::Text(TextResourceContents {
             uri: uri.into(),
@@ -232,6 +295,19 @@ impl ResourceContents {
     }
 
     /// The resource's URI.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ResourceContents;
+    /// use serde_json::json;
+    ///
+    /// let blob: ResourceContents = serde_json::from_value(json!({ "uri": "file:///a.png", "blob": "AA==" }))?;
+    /// assert_eq!(blob.uri(), Some("file:///a.png"));
+    /// let odd: ResourceContents = serde_json::from_value(json!({ "uri": "x:1", "data": 1 }))?;
+    /// assert_eq!(odd.uri(), Some("x:1")); // kept as sent, still read
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn uri(&self) -> Option<&str> {
         match self {
             ResourceContents::Text(t) => Some(&t.uri),
@@ -241,6 +317,18 @@ impl ResourceContents {
     }
 
     /// The text, for text contents.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ResourceContents;
+    /// use serde_json::json;
+    ///
+    /// assert_eq!(ResourceContents::text("file:///a.md", "hi").as_text(), Some("hi"));
+    /// let blob: ResourceContents = serde_json::from_value(json!({ "uri": "file:///a.png", "blob": "AA==" }))?;
+    /// assert_eq!(blob.as_text(), None);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn as_text(&self) -> Option<&str> {
         match self {
             ResourceContents::Text(t) => Some(&t.text),

@@ -49,6 +49,22 @@ pub struct ElicitationSchema {
 impl ElicitationSchema {
     /// The fields, typed (a field that is not a primitive schema is left
     /// out).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ElicitationSchema;
+    /// use serde_json::json;
+    ///
+    /// let schema: ElicitationSchema = serde_json::from_value(json!({
+    ///     "type": "object",
+    ///     "properties": { "name": { "type": "string", "title": "Name" }, "age": { "type": "integer" } },
+    /// }))?;
+    /// let mut kinds: Vec<(&str, String)> = schema.fields().map(|(k, f)| (k, f.kind)).collect();
+    /// kinds.sort();
+    /// assert_eq!(kinds, [("age", "integer".to_string()), ("name", "string".to_string())]);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn fields(&self) -> impl Iterator<Item = (&str, PrimitiveSchema)> + '_ {
         self.properties.iter().filter_map(|(k, v)| {
             PrimitiveSchema::deserialize(v)

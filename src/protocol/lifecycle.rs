@@ -78,6 +78,21 @@ pub struct DiscoverResult {
 
 impl DiscoverResult {
     /// The server's name and version from `_meta`, if it gave a valid one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::DiscoverResult;
+    /// use serde_json::json;
+    ///
+    /// let result: DiscoverResult = serde_json::from_value(json!({
+    ///     "supportedVersions": ["2026-07-28"],
+    ///     "capabilities": {},
+    ///     "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "time", "version": "1.0" } },
+    /// }))?;
+    /// assert_eq!(result.server_info().map(|i| i.name), Some("time".to_string()));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn server_info(&self) -> Option<Implementation> {
         let v = self.meta.as_ref()?.get(super::meta::SERVER_INFO)?;
         Implementation::deserialize(v).ok()

@@ -30,6 +30,15 @@ string_enum! {
 
 impl LoggingLevel {
     /// 0 (debug) to 7 (emergency); an unknown level counts as debug.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::LoggingLevel;
+    ///
+    /// assert!(LoggingLevel::Error.severity() > LoggingLevel::Warning.severity());
+    /// assert_eq!(LoggingLevel::from("verbose").severity(), 0); // unknown: as debug
+    /// ```
     pub fn severity(&self) -> u8 {
         match self {
             LoggingLevel::Debug | LoggingLevel::Other(_) => 0,

@@ -22,6 +22,21 @@ macro_rules! string_enum {
 
         impl $name {
             /// The value as it is on the wire.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use conduit_mcp::protocol::", stringify!($name), ";")]
+            ///
+            $(
+                #[doc = concat!(
+                    "assert_eq!(", stringify!($name), "::", stringify!($variant),
+                    ".as_str(), ", stringify!($wire), ");"
+                )]
+            )+
+            #[doc = concat!("let unknown = ", stringify!($name), "::from(\"x-vendor-value\");")]
+            /// assert_eq!(unknown.as_str(), "x-vendor-value"); // kept as sent
+            /// ```
             pub fn as_str(&self) -> &str {
                 match self {
                     $( Self::$variant => $wire, )+
@@ -83,6 +98,17 @@ macro_rules! tagged_enum {
 
         impl $name {
             /// The `type` member: the kind of this object.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use conduit_mcp::protocol::", stringify!($name), ";")]
+            ///
+            #[doc = concat!("let unknown: ", stringify!($name), " =")]
+            ///     serde_json::from_value(serde_json::json!({ "type": "x-vendor-kind", "n": 1 }))?;
+            /// assert_eq!(unknown.kind(), "x-vendor-kind"); // kept as sent
+            /// # Ok::<(), serde_json::Error>(())
+            /// ```
             pub fn kind(&self) -> &str {
                 match self {
                     $( Self::$variant(_) => $wire, )+

@@ -247,6 +247,16 @@ impl Era {
 
 impl Era {
     /// The era a protocol version belongs to, if this library knows it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::Era;
+    ///
+    /// assert_eq!(Era::of_version("2025-06-18"), Some(Era::Stateful));
+    /// assert_eq!(Era::of_version("2026-07-28"), Some(Era::Stateless));
+    /// assert_eq!(Era::of_version("1999-01-01"), None);
+    /// ```
     pub fn of_version(version: &str) -> Option<Era> {
         if STATELESS_VERSIONS.contains(&version) {
             Some(Era::Stateless)
@@ -258,6 +268,16 @@ impl Era {
     }
 
     /// `"legacy"` or `"modern"`: its serialised name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::Era;
+    ///
+    /// assert_eq!(Era::Stateful.as_str(), "legacy");
+    /// assert_eq!(serde_json::to_value(Era::Stateless)?, Era::Stateless.as_str());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             Era::Stateful => "legacy",

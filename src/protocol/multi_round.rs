@@ -31,23 +31,67 @@ pub enum InputRequest {
 
 impl InputRequest {
     /// `roots/list`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    ///
+    /// let ask = InputRequest::list_roots();
+    /// assert_eq!((ask.method(), ask.params()), ("roots/list", None));
+    /// ```
     pub fn list_roots() -> Self {
         InputRequest::ListRoots(None)
     }
 
     /// `sampling/createMessage` with these parameters (typed when they
     /// match the schema, kept as given otherwise).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    /// use serde_json::json;
+    ///
+    /// let ask = InputRequest::create_message(json!({
+    ///     "messages": [{ "role": "user", "content": { "type": "text", "text": "Summarise the diff" } }],
+    ///     "maxTokens": 200,
+    /// }));
+    /// assert!(matches!(ask, InputRequest::CreateMessage(ref p) if p.max_tokens == 200));
+    /// ```
     pub fn create_message(params: Value) -> Self {
         Self::from_parts(methods::SAMPLING_CREATE_MESSAGE, Some(params))
     }
 
     /// `elicitation/create` with these parameters (typed when they match
     /// the schema, kept as given otherwise).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    /// use serde_json::json;
+    ///
+    /// let ask = InputRequest::elicit(json!({
+    ///     "message": "Which branch?",
+    ///     "requestedSchema": { "type": "object", "properties": { "branch": { "type": "string" } } },
+    /// }));
+    /// assert!(matches!(ask, InputRequest::Elicit(ref p) if p.message == "Which branch?"));
+    /// ```
     pub fn elicit(params: Value) -> Self {
         Self::from_parts(methods::ELICITATION_CREATE, Some(params))
     }
 
     /// The method.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    ///
+    /// assert_eq!(InputRequest::list_roots().method(), "roots/list");
+    /// assert_eq!(InputRequest::from_parts("x/custom", None).method(), "x/custom");
+    /// ```
     pub fn method(&self) -> &str {
         match self {
             InputRequest::CreateMessage(_) => methods::SAMPLING_CREATE_MESSAGE,
@@ -58,6 +102,19 @@ impl InputRequest {
     }
 
     /// The params, as JSON.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    /// use serde_json::json;
+    ///
+    /// let ask = InputRequest::elicit(json!({
+    ///     "message": "Go?",
+    ///     "requestedSchema": { "type": "object", "properties": {} },
+    /// }));
+    /// assert_eq!(ask.params().unwrap()["message"], "Go?");
+    /// ```
     pub fn params(&self) -> Option<Value> {
         let v = match self {
             InputRequest::CreateMessage(p) => serde_json::to_value(p),
@@ -71,6 +128,20 @@ impl InputRequest {
     }
 
     /// The request for `method` with `params` (typed when known).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::InputRequest;
+    /// use serde_json::json;
+    ///
+    /// // The `{method, params}` of an `inputRequests` entry, typed.
+    /// let ask = InputRequest::from_parts("roots/list", None);
+    /// assert_eq!(ask, InputRequest::list_roots());
+    /// let other = InputRequest::from_parts("x/custom", Some(json!({ "a": 1 })));
+    /// assert!(matches!(other, InputRequest::Unknown(_)));
+    /// assert_eq!(other.params(), Some(json!({ "a": 1 })));
+    /// ```
     pub fn from_parts(method: &str, params: Option<Value>) -> Self {
         fn typed<T: serde::de::DeserializeOwned>(p: &Option<Value>) -> Option<T> {
             T::deserialize(p.as_ref()?).ok()

@@ -106,6 +106,21 @@ pub enum ServerNotification {
 
 impl ServerNotification {
     /// Types a raw notification.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ServerNotification;
+    /// use conduit_mcp::Notification;
+    /// use serde_json::json;
+    ///
+    /// let raw = Notification {
+    ///     method: "notifications/message".into(),
+    ///     params: Some(json!({ "level": "warning", "data": "disk almost full" })),
+    /// };
+    /// let ServerNotification::Log(entry) = ServerNotification::from_raw(raw) else { unreachable!() };
+    /// assert_eq!(entry.data, "disk almost full");
+    /// ```
     pub fn from_raw(n: Notification) -> Self {
         use ServerNotification as S;
         let r = match n.method.as_str() {
@@ -152,6 +167,18 @@ pub enum ClientNotification {
 
 impl ClientNotification {
     /// Types a raw notification.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ClientNotification;
+    /// use conduit_mcp::Notification;
+    ///
+    /// let raw = Notification { method: "notifications/roots/list_changed".into(), params: None };
+    /// assert!(matches!(ClientNotification::from_raw(raw), ClientNotification::RootsListChanged(_)));
+    /// let odd = Notification { method: "x/custom".into(), params: None };
+    /// assert!(matches!(ClientNotification::from_raw(odd), ClientNotification::Unknown(_)));
+    /// ```
     pub fn from_raw(n: Notification) -> Self {
         use ClientNotification as C;
         let r = match n.method.as_str() {

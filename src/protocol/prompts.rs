@@ -116,6 +116,19 @@ pub struct PromptMessage {
 
 impl PromptMessage {
     /// A text message from `role`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{PromptMessage, Role};
+    ///
+    /// let message = PromptMessage::text(Role::User, "Review this diff");
+    /// assert_eq!(
+    ///     serde_json::to_value(&message)?,
+    ///     serde_json::json!({ "role": "user", "content": { "type": "text", "text": "Review this diff" } })
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn text(role: Role, text: impl Into<String>) -> Self {
         Self {
             role,

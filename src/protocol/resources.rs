@@ -45,6 +45,17 @@ pub struct Resource {
 
 impl Resource {
     /// A resource with a URI and a name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Resource;
+    ///
+    /// let mut readme = Resource::new("file:///srv/README.md", "README");
+    /// readme.mime_type = Some("text/markdown".into());
+    /// assert_eq!(serde_json::to_value(&readme)?["mimeType"], "text/markdown");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
             uri: uri.into(),
@@ -198,6 +209,16 @@ pub struct ResourceParams {
 
 impl ResourceParams {
     /// About `uri`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ResourceParams;
+    ///
+    /// let params = ResourceParams::new("file:///srv/log.txt");
+    /// assert_eq!(serde_json::to_value(&params)?, serde_json::json!({ "uri": "file:///srv/log.txt" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
             uri: uri.into(),

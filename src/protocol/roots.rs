@@ -23,6 +23,17 @@ pub struct Root {
 
 impl Root {
     /// A root with a URI and a display name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Root;
+    ///
+    /// let root = Root::new("file:///srv/project", "project");
+    /// let json = serde_json::to_value(&root)?;
+    /// assert_eq!(json, serde_json::json!({ "uri": "file:///srv/project", "name": "project" }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
             uri: uri.into(),

@@ -32,6 +32,16 @@ pub struct SubscriptionFilter {
 
 impl SubscriptionFilter {
     /// Every list change (tools, prompts, resources).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::SubscriptionFilter;
+    ///
+    /// let filter = SubscriptionFilter::all_list_changes();
+    /// assert_eq!(filter.tools_list_changed, Some(true));
+    /// assert_eq!(filter.resource_subscriptions, None);
+    /// ```
     pub fn all_list_changes() -> Self {
         Self {
             tools_list_changed: Some(true),
@@ -42,6 +52,17 @@ impl SubscriptionFilter {
     }
 
     /// Adds `notifications/resources/updated` for `uri`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::SubscriptionFilter;
+    ///
+    /// let filter = SubscriptionFilter::all_list_changes()
+    ///     .resource("file:///srv/a.log")
+    ///     .resource("file:///srv/b.log");
+    /// assert_eq!(filter.resource_subscriptions.unwrap().len(), 2);
+    /// ```
     pub fn resource(mut self, uri: impl Into<String>) -> Self {
         self.resource_subscriptions
             .get_or_insert_with(Vec::new)
@@ -97,6 +118,20 @@ pub struct ListenResult {
 
 impl ListenResult {
     /// The stream it closes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::ListenResult;
+    /// use serde_json::json;
+    ///
+    /// let end: ListenResult = serde_json::from_value(json!({
+    ///     "resultType": "complete",
+    ///     "_meta": { "io.modelcontextprotocol/subscriptionId": "s-1" },
+    /// }))?;
+    /// assert_eq!(end.subscription_id(), Some(&json!("s-1")));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn subscription_id(&self) -> Option<&Value> {
         self.meta.as_ref()?.get(super::meta::SUBSCRIPTION_ID)
     }

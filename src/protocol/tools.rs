@@ -82,6 +82,17 @@ pub struct Tool {
 
 impl Tool {
     /// The name to show: `title`, then `annotations.title`, then `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::Tool;
+    ///
+    /// let mut tool = Tool { name: "get_weather".into(), ..Tool::default() };
+    /// assert_eq!(tool.display_name(), "get_weather");
+    /// tool.title = Some("Weather".into());
+    /// assert_eq!(tool.display_name(), "Weather");
+    /// ```
     pub fn display_name(&self) -> &str {
         self.title
             .as_deref()
@@ -183,6 +194,19 @@ pub struct CallToolResult {
 
 impl CallToolResult {
     /// A result with these content blocks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{CallToolResult, ContentBlock};
+    ///
+    /// let result = CallToolResult::content(vec![
+    ///     ContentBlock::text("A chart:"),
+    ///     ContentBlock::image("iVBORw0KGgo=", "image/png"),
+    /// ]);
+    /// assert_eq!(result.content.len(), 2);
+    /// assert!(!result.is_error());
+    /// ```
     pub fn content(content: Vec<ContentBlock>) -> Self {
         Self {
             content,
@@ -191,12 +215,34 @@ impl CallToolResult {
     }
 
     /// A successful result with one text block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::CallToolResult;
+    ///
+    /// let result = CallToolResult::text("21.5 °C");
+    /// let json = serde_json::to_value(&result)?;
+    /// assert_eq!(json, serde_json::json!({ "content": [{ "type": "text", "text": "21.5 °C" }] }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Self::content(vec![ContentBlock::text(text)])
     }
 
     /// A tool error (`isError: true`) with one text block saying what went
     /// wrong. The model sees it and may try again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::CallToolResult;
+    ///
+    /// let result = CallToolResult::error("unknown city: Atlantis");
+    /// assert!(result.is_error());
+    /// assert_eq!(serde_json::to_value(&result)?["isError"], true);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn error(message: impl Into<String>) -> Self {
         Self {
             is_error: Some(true),
@@ -207,6 +253,17 @@ impl CallToolResult {
     /// A successful result with structured content, and its JSON text as a
     /// text block (for clients that do not read `structuredContent`, as
     /// the specification recommends).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::CallToolResult;
+    /// use serde_json::json;
+    ///
+    /// let result = CallToolResult::structured(json!({ "celsius": 21.5 }));
+    /// assert_eq!(result.structured_content, Some(json!({ "celsius": 21.5 })));
+    /// assert_eq!(result.joined_text(), r#"{"celsius":21.5}"#);
+    /// ```
     pub fn structured(value: Value) -> Self {
         Self {
             structured_content: Some(value.clone()),
@@ -215,11 +272,35 @@ impl CallToolResult {
     }
 
     /// Whether the tool reported an error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::CallToolResult;
+    ///
+    /// assert!(CallToolResult::error("no such file").is_error());
+    /// let result: CallToolResult = serde_json::from_str(r#"{"content": []}"#)?; // absent: no error
+    /// assert!(!result.is_error());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn is_error(&self) -> bool {
         self.is_error == Some(true)
     }
 
     /// The text of all text blocks, joined with newlines.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::{CallToolResult, ContentBlock};
+    ///
+    /// let result = CallToolResult::content(vec![
+    ///     ContentBlock::text("line 1"),
+    ///     ContentBlock::image("AA==", "image/png"),
+    ///     ContentBlock::text("line 2"),
+    /// ]);
+    /// assert_eq!(result.joined_text(), "line 1\nline 2");
+    /// ```
     pub fn joined_text(&self) -> String {
         self.content
             .iter()

@@ -64,6 +64,17 @@ fn default_connect_timeout() -> Duration {
 
 impl HttpOptions {
     /// The endpoint `url`, no extra headers, proxies from the environment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use conduit_mcp::HttpOptions;
+    ///
+    /// let options = HttpOptions::new("https://mcp.example.com/mcp");
+    /// assert!(options.headers.is_empty() && options.proxy_from_env);
+    /// assert_eq!(options.connect_timeout, Duration::from_secs(10));
+    /// ```
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
@@ -86,6 +97,23 @@ impl HttpOptions {
 
     /// Authorizes with `oauth` when the server asks (a 401, or a 403 for
     /// more scope; feature `http`); see [`oauth`](crate::transport::http::oauth).
+    /// Default none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{AuthorizationRequest, AuthorizationResponse, OAuth, OAuthConfig};
+    /// use conduit_mcp::HttpOptions;
+    ///
+    /// let authorizer = |req: AuthorizationRequest| async move {
+    ///     println!("open {}", req.url);
+    ///     AuthorizationResponse::from_redirect("/callback?code=c&state=s")
+    ///         .map_err(|e| e.to_string())
+    /// };
+    /// let oauth = OAuth::new(OAuthConfig::new("http://127.0.0.1:8765/callback", authorizer));
+    /// let options = HttpOptions::new("https://mcp.example.com/mcp").oauth(oauth.clone());
+    /// assert_eq!(options.oauth, Some(oauth));
+    /// ```
     #[cfg(feature = "http")]
     pub fn oauth(mut self, oauth: crate::transport::http::oauth::OAuth) -> Self {
         self.oauth = Some(oauth);
@@ -94,6 +122,19 @@ impl HttpOptions {
 
     /// Sets one header (replacing an earlier value of the same name,
     /// compared case-insensitively). The value is held as a [`Secret`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::HttpOptions;
+    ///
+    /// let options = HttpOptions::new("https://mcp.example.com/mcp")
+    ///     .header("Authorization", "Bearer old")
+    ///     .header("authorization", "Bearer s3cr3t");
+    /// assert_eq!(options.headers.len(), 1);
+    /// assert_eq!(options.headers[0].1.expose(), "Bearer s3cr3t");
+    /// assert!(!format!("{options:?}").contains("s3cr3t"));
+    /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         set_header(&mut self.headers, name.into(), Secret::new(value));
         self
@@ -101,6 +142,15 @@ impl HttpOptions {
 
     /// `scheme://host:port/path` of the endpoint, without credentials or
     /// query: what logs and names may show.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::HttpOptions;
+    ///
+    /// let options = HttpOptions::new("https://user:pw@mcp.example.com:8443/mcp?api_key=k");
+    /// assert_eq!(options.display_url(), "https://mcp.example.com:8443/mcp");
+    /// ```
     pub fn display_url(&self) -> String {
         display_url(&self.url)
     }

@@ -78,6 +78,22 @@ impl std::fmt::Debug for OAuthConfig {
 impl OAuthConfig {
     /// A configuration redirecting to `redirect_uri`, the user taken there
     /// by `authorizer`, tokens kept in memory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{AuthorizationRequest, AuthorizationResponse, OAuthConfig};
+    ///
+    /// let authorizer = |req: AuthorizationRequest| async move {
+    ///     println!("open {} in a browser", req.url);
+    ///     // ... wait for the browser to come back to req.redirect_uri ...
+    ///     AuthorizationResponse::from_redirect("/callback?code=c&state=s")
+    ///         .map_err(|e| e.to_string())
+    /// };
+    /// let config = OAuthConfig::new("http://127.0.0.1:8765/callback", authorizer);
+    /// assert_eq!(config.client_name, "conduit-mcp");
+    /// assert!(config.offline_access && config.max_attempts == 3);
+    /// ```
     pub fn new(redirect_uri: impl Into<String>, authorizer: impl Authorizer) -> Self {
         Self {
             client_name: "conduit-mcp".into(),
@@ -91,7 +107,8 @@ impl OAuthConfig {
         }
     }
 
-    /// Sets the name given in dynamic registration.
+    /// Sets the name given in dynamic registration (default
+    /// `conduit-mcp`).
     pub fn client_name(mut self, name: impl Into<String>) -> Self {
         self.client_name = name.into();
         self
@@ -99,31 +116,47 @@ impl OAuthConfig {
 
     /// Uses a client registered out of band (with a secret: a
     /// confidential client).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{AuthorizationRequest, AuthorizationResponse, OAuthConfig, TokenAuthMethod};
+    /// use conduit_mcp::Secret;
+    ///
+    /// # let authorizer = |_: AuthorizationRequest| async { Err::<AuthorizationResponse, String>("no browser".into()) };
+    /// let config = OAuthConfig::new("http://127.0.0.1:8765/callback", authorizer)
+    ///     .client("my-app", Some(Secret::new("app-secret")));
+    /// let client = config.client.as_ref().unwrap();
+    /// assert_eq!(client.client_id, "my-app");
+    /// assert_eq!(client.auth_method, TokenAuthMethod::ClientSecretBasic);
+    /// ```
     pub fn client(mut self, client_id: impl Into<String>, client_secret: Option<Secret>) -> Self {
         self.client = Some(RegisteredClient::new(client_id, client_secret));
         self
     }
 
     /// Uses `url` (this client's metadata document) as the client id
-    /// where the authorization server supports Client ID Metadata Documents.
+    /// where the authorization server supports Client ID Metadata Documents
+    /// (default none).
     pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
         self.client_metadata_url = Some(url.into());
         self
     }
 
-    /// Keeps registrations and tokens in `store`.
+    /// Keeps registrations and tokens in `store` (default: a
+    /// [`MemoryStore`], for the life of the process).
     pub fn store(mut self, store: impl TokenStore) -> Self {
         self.store = Arc::new(store);
         self
     }
 
-    /// Whether to ask for `offline_access` where offered.
+    /// Whether to ask for `offline_access` where offered (default on).
     pub fn offline_access(mut self, on: bool) -> Self {
         self.offline_access = on;
         self
     }
 
-    /// Authorizations in a row before giving up.
+    /// Authorizations in a row before giving up (default 3).
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = n;
         self
@@ -178,6 +211,23 @@ impl ServerAuth {
 
 impl OAuth {
     /// Authorization as `config` says.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{AuthorizationRequest, AuthorizationResponse, FileStore, OAuth, OAuthConfig};
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// # let authorizer = |_: AuthorizationRequest| async { Err::<AuthorizationResponse, String>("no browser".into()) };
+    /// let oauth = OAuth::new(
+    ///     OAuthConfig::new("http://127.0.0.1:8765/callback", authorizer)
+    ///         .store(FileStore::new("tokens.json")),
+    /// );
+    /// // Clones share the tokens: one handle may serve several clients.
+    /// let a = ClientConfig::http("https://a.example.com/mcp").oauth(oauth.clone());
+    /// let b = ClientConfig::http("https://b.example.com/mcp").oauth(oauth);
+    /// # let _ = (a, b);
+    /// ```
     pub fn new(config: OAuthConfig) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -363,6 +413,29 @@ impl OAuth {
 
     /// Forgets the tokens kept for the server at `url` (its registration
     /// stays).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{
+    ///     AuthorizationRequest, AuthorizationResponse, MemoryStore, OAuth, OAuthConfig,
+    ///     RegisteredClient, StoredAuth, TokenStore,
+    /// };
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::oauth::AuthError> {
+    /// # let authorizer = |_: AuthorizationRequest| async { Err::<AuthorizationResponse, String>("no browser".into()) };
+    /// let store = MemoryStore::new();
+    /// let mut kept = StoredAuth::default();
+    /// kept.client = Some(RegisteredClient::new("my-app", None));
+    /// store.save("https://mcp.example.com/mcp", &kept).unwrap();
+    /// let oauth = OAuth::new(OAuthConfig::new("http://127.0.0.1:8765/callback", authorizer).store(store));
+    ///
+    /// oauth.forget("https://mcp.example.com/mcp").await?; // the next request authorizes again
+    /// let now = oauth.stored("https://mcp.example.com/mcp").await?;
+    /// assert!(now.tokens.is_none() && now.client.is_some());
+    /// # Ok(()) }
+    /// ```
     pub async fn forget(&self, url: &str) -> Result<(), AuthError> {
         let sa = self.server(&parse(url)?);
         let _flow = sa.flow.lock().await;
@@ -373,6 +446,24 @@ impl OAuth {
 
     /// What the store holds for the server at `url` (its URL without
     /// query is the key).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{AuthorizationRequest, AuthorizationResponse, OAuth, OAuthConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), conduit_mcp::oauth::AuthError> {
+    /// # let authorizer = |_: AuthorizationRequest| async { Err::<AuthorizationResponse, String>("no browser".into()) };
+    /// let oauth = OAuth::new(OAuthConfig::new("http://127.0.0.1:8765/callback", authorizer));
+    /// let auth = oauth.stored("https://mcp.example.com/mcp?session=1").await?;
+    /// assert!(auth.tokens.is_none()); // not authorized yet
+    /// match &auth.tokens {
+    ///     Some(t) => println!("expires at {:?}, scope {:?}", t.expires_at, t.scope),
+    ///     None => println!("no token kept"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn stored(&self, url: &str) -> Result<StoredAuth, AuthError> {
         let sa = self.server(&parse(url)?);
         let _flow = sa.flow.lock().await;

@@ -43,6 +43,18 @@ impl std::fmt::Debug for AuthorizationResponse {
 
 impl AuthorizationResponse {
     /// A response from its parts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::AuthorizationResponse;
+    /// use conduit_mcp::Secret;
+    ///
+    /// // What a custom-scheme handler received, already parsed.
+    /// let response = AuthorizationResponse::new(Secret::new("abc"), Some("xyz".into()), None);
+    /// assert_eq!(response.code.expose(), "abc");
+    /// assert!(!format!("{response:?}").contains("xyz"));
+    /// ```
     pub fn new(code: Secret, state: Option<String>, iss: Option<String>) -> Self {
         Self { code, state, iss }
     }

@@ -14,6 +14,22 @@ impl OAuth {
     /// `Ok(false)` when the request went through as it was (the server is
     /// not protected, or the kept token was accepted);
     /// [`AuthError::Unreachable`] when the request could not be sent.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use conduit_mcp::oauth::OAuth;
+    /// use conduit_mcp::{Client, ClientConfig};
+    ///
+    /// # async fn example(oauth: OAuth) -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = ClientConfig::http("https://mcp.example.com/mcp").oauth(oauth.clone());
+    /// if oauth.login(config.transport.as_http().unwrap()).await? {
+    ///     println!("logged in");
+    /// }
+    /// let client = Client::start(config).await?; // no login in the middle of a call
+    /// # let _ = client;
+    /// # Ok(()) }
+    /// ```
     pub async fn login(&self, http: &HttpOptions) -> Result<bool, AuthError> {
         let url = parse(http.url.trim())?;
         let unbuilt = |e: crate::error::ConfigError| AuthError::Discovery {

@@ -31,6 +31,15 @@ pub enum TokenAuthMethod {
 
 impl TokenAuthMethod {
     /// The OAuth name (`client_secret_basic`, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::TokenAuthMethod;
+    ///
+    /// assert_eq!(TokenAuthMethod::ClientSecretPost.as_str(), "client_secret_post");
+    /// assert_eq!(TokenAuthMethod::None.as_str(), "none");
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ClientSecretBasic => "client_secret_basic",
@@ -68,6 +77,18 @@ impl RegisteredClient {
     /// out of band; with a secret it authenticates with
     /// `client_secret_basic` unless the server supports only
     /// `client_secret_post`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{RegisteredClient, TokenAuthMethod};
+    /// use conduit_mcp::Secret;
+    ///
+    /// let public = RegisteredClient::new("my-app", None);
+    /// assert_eq!(public.auth_method, TokenAuthMethod::None);
+    /// let confidential = RegisteredClient::new("my-app", Some(Secret::new("s3cr3t")));
+    /// assert_eq!(confidential.auth_method, TokenAuthMethod::ClientSecretBasic);
+    /// ```
     pub fn new(client_id: impl Into<String>, client_secret: Option<Secret>) -> Self {
         let auth_method = if client_secret.is_some() {
             TokenAuthMethod::ClientSecretBasic
@@ -138,6 +159,20 @@ pub struct MemoryStore {
 
 impl MemoryStore {
     /// An empty store.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{MemoryStore, StoredAuth, TokenStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// assert_eq!(store.load("https://mcp.example.com/mcp")?, None);
+    /// let mut auth = StoredAuth::default();
+    /// auth.issuer = Some("https://auth.example.com".into());
+    /// store.save("https://mcp.example.com/mcp", &auth)?;
+    /// assert_eq!(store.load("https://mcp.example.com/mcp")?, Some(auth));
+    /// # Ok::<(), String>(())
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -190,6 +225,22 @@ struct FileLock {
 
 impl FileStore {
     /// A store in `path` (created on the first save, with its directory).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::oauth::{FileStore, StoredAuth, TokenStore};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("conduit-doc-{}", std::process::id()));
+    /// let store = FileStore::new(dir.join("tokens.json"));
+    /// let mut auth = StoredAuth::default();
+    /// auth.issuer = Some("https://auth.example.com".into());
+    /// store.save("https://mcp.example.com/mcp", &auth)?; // creates the directory and file
+    /// assert_eq!(store.load("https://mcp.example.com/mcp")?, Some(auth));
+    /// assert!(store.path().is_file());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), String>(())
+    /// ```
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
