@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use conduit_mcp::cluster::{
     Gateway, GatewayConfig, NodeConfig, RemoteError, RemoteOptions, RemoteServers,
+    RemoteServersConfig,
 };
 use conduit_mcp::jsonrpc::Request;
 use conduit_mcp::protocol::Implementation;
@@ -121,11 +122,12 @@ async fn node_b(addr: &str) -> Result<RemoteServers, Box<dyn std::error::Error>>
     let node = NodeConfig::new("node-b", "localhost", COOKIE).build()?;
     let (node, _) = Actor::spawn(None, node, ()).await?;
     ractor_cluster::client_connect(&node, addr).await?;
-    let servers = RemoteServers::builder()
-        .node_server(node)
-        .trust("echo", ["node-a@localhost"])
-        .start()
-        .await?;
+    let servers = RemoteServers::start_with(
+        RemoteServersConfig::new()
+            .node_server(node)
+            .trust("echo", ["node-a@localhost"]),
+    )
+    .await?;
     let echo = servers.wait_for("echo", Duration::from_secs(20)).await?;
     let tools = echo.list_tools(Duration::from_secs(10)).await?;
     println!(

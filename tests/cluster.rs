@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use conduit_mcp::cluster::{
     CallCap, FindError, Gateway, GatewayConfig, Grants, NodeConfig, NodeConfigError, RemoteError,
-    RemoteOptions, RemoteServers,
+    RemoteOptions, RemoteServers, RemoteServersConfig,
 };
 use conduit_mcp::{CancelToken, Client, ClientConfig, StderrMode};
 use ractor::Actor;
@@ -400,15 +400,14 @@ async fn a_node_that_claims_a_served_name_gets_none_of_the_calls() {
     let (_c, port_c, log_c, _) = start_a(TEST, "impostor", "node-c").await;
     // The impostor first: before, it was the claimant found first.
     let b = start_b(&[port_c, port_a]).await;
-    let trusting = RemoteServers::builder()
-        .node_server(b.clone())
-        .trust("fixture", ["node-a@localhost"])
-        .start()
-        .await
-        .unwrap();
-    let plain = RemoteServers::builder()
-        .node_server(b.clone())
-        .start()
+    let trusting = RemoteServers::start_with(
+        RemoteServersConfig::new()
+            .node_server(b.clone())
+            .trust("fixture", ["node-a@localhost"]),
+    )
+    .await
+    .unwrap();
+    let plain = RemoteServers::start_with(RemoteServersConfig::new().node_server(b.clone()))
         .await
         .unwrap();
     let both = common::eventually(Duration::from_secs(20), || {

@@ -22,8 +22,10 @@ pub use gateway::{
 pub use grants::Grants;
 pub use node::{GuardedNodeServer, GuardedNodeServerState, NodeConfig, NodeConfigError};
 pub use notifications::RemoteNotifications;
+#[allow(deprecated)]
+pub use remote::RemoteServersBuilder;
 pub use remote::{
-    FindError, RemoteOptions, RemoteServer, RemoteServers, RemoteServersBuilder, RemoteStartError,
+    FindError, RemoteOptions, RemoteServer, RemoteServers, RemoteServersConfig, RemoteStartError,
     DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES,
 };
 pub use wire::{CallCap, GatewayMsg, RemoteError, SinkMsg};

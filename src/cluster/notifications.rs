@@ -26,7 +26,7 @@ struct Account {
 /// ([`RemoteServer::notifications`](super::RemoteServer::notifications)).
 ///
 /// Bounded: while more than the limit
-/// ([`RemoteServersBuilder::max_queued_notification_bytes`](super::RemoteServersBuilder::max_queued_notification_bytes))
+/// ([`RemoteServersConfig::max_queued_notification_bytes`](super::RemoteServersConfig::max_queued_notification_bytes))
 /// waits unread here, new notifications are dropped and counted in
 /// [`dropped`](Self::dropped). Keep reading. Dropping it ends the
 /// subscription on the gateway.

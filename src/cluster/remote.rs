@@ -12,7 +12,7 @@
 //!
 //! Finding a server by name checks who claims it: a gateway on this node
 //! first; else the claimants on other nodes, kept to the nodes trusted for
-//! that name ([`RemoteServersBuilder::trust`]); more than one claimant left
+//! that name ([`RemoteServersConfig::trust`]); more than one claimant left
 //! is an error that names them ([`FindError::Ambiguous`]), never a pick.
 
 use std::collections::{HashMap, HashSet};
@@ -135,7 +135,7 @@ impl RemoteOptions {
     }
 }
 
-/// Why [`RemoteServersBuilder::start`] failed.
+/// Why [`RemoteServers::start_with`] failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RemoteStartError {
@@ -145,7 +145,7 @@ pub enum RemoteStartError {
     /// Nodes are trusted for a server by name, and names are known only
     /// through the node server.
     #[error(
-        "trusting nodes for `{server}` needs the node server (RemoteServersBuilder::node_server)"
+        "trusting nodes for `{server}` needs the node server (RemoteServersConfig::node_server)"
     )]
     TrustNeedsNodeServer {
         /// The server with a trust list.
@@ -186,28 +186,39 @@ pub enum FindError {
     },
 }
 
-/// Builds a [`RemoteServers`]: which nodes may serve which names.
+/// How a [`RemoteServers`] finds servers: which nodes may serve which
+/// names. Built with [`new`](Self::new) and its setters, started with
+/// [`RemoteServers::start_with`].
 ///
 /// ```no_run
 /// # async fn f(node: ractor::ActorRef<ractor_cluster::NodeServerMessage>) -> Result<(), Box<dyn std::error::Error>> {
-/// use conduit_mcp::cluster::RemoteServers;
-/// let servers = RemoteServers::builder()
+/// use conduit_mcp::cluster::{RemoteServers, RemoteServersConfig};
+/// let config = RemoteServersConfig::new()
 ///     .node_server(node)
 ///     // `files` is called only on node-a (as node-a declared itself).
-///     .trust("files", ["node-a@host-a"])
-///     .start()
-///     .await?;
+///     .trust("files", ["node-a@host-a"]);
+/// let servers = RemoteServers::start_with(config).await?;
 /// let files = servers.wait_for("files", std::time::Duration::from_secs(10)).await?;
 /// # let _ = files; Ok(()) }
 /// ```
 #[derive(Debug, Default)]
-pub struct RemoteServersBuilder {
+pub struct RemoteServersConfig {
     node_server: Option<ActorRef<NodeServerMessage>>,
     trust: HashMap<String, HashSet<String>>,
     max_queued_notification_bytes: Option<usize>,
 }
 
-impl RemoteServersBuilder {
+/// Renamed to [`RemoteServersConfig`].
+#[deprecated(note = "renamed to `RemoteServersConfig` (start it with `RemoteServers::start_with`)")]
+pub type RemoteServersBuilder = RemoteServersConfig;
+
+impl RemoteServersConfig {
+    /// No node server, no trust list, the default notification bound: a
+    /// local gateway, else a single remote claimant, is called.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
     /// This node's `NodeServer`: names the nodes that claim a server
     /// (needed by [`trust`](Self::trust); without it, a remote claimant is
     /// `node #<id>`). None by default.
@@ -223,15 +234,14 @@ impl RemoteServersBuilder {
     /// # Examples
     ///
     /// ```no_run
-    /// use conduit_mcp::cluster::RemoteServers;
+    /// use conduit_mcp::cluster::{RemoteServers, RemoteServersConfig};
     ///
     /// # async fn example(node: ractor::ActorRef<ractor_cluster::NodeServerMessage>) -> Result<(), Box<dyn std::error::Error>> {
-    /// let servers = RemoteServers::builder()
+    /// let config = RemoteServersConfig::new()
     ///     .node_server(node)
-    ///     .trust("files", ["node-a@host-a", "node-c@host-c"])
-    ///     .start()
-    ///     .await?;
-    /// # Ok(()) }
+    ///     .trust("files", ["node-a@host-a", "node-c@host-c"]);
+    /// let servers = RemoteServers::start_with(config).await?;
+    /// # let _ = servers; Ok(()) }
     /// ```
     pub fn trust<I, S>(mut self, server: impl Into<String>, nodes: I) -> Self
     where
@@ -253,24 +263,35 @@ impl RemoteServersBuilder {
         self
     }
 
-    /// Starts the sink. The node must be connected to the other nodes
-    /// (ractor_cluster's `NodeServer` and `client_connect`).
+    /// Starts the sink with this config.
+    #[deprecated(note = "use `RemoteServers::start_with(config)`")]
+    pub async fn start(self) -> Result<RemoteServers, RemoteStartError> {
+        RemoteServers::start_with(self).await
+    }
+}
+
+impl RemoteServers {
+    /// Starts the sink as `config` says. The node must be connected to the
+    /// other nodes (ractor_cluster's `NodeServer` and `client_connect`).
     ///
     /// # Examples
     ///
     /// ```
-    /// use conduit_mcp::cluster::{RemoteServers, RemoteStartError};
+    /// use conduit_mcp::cluster::{RemoteServers, RemoteServersConfig, RemoteStartError};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// // A trust list names nodes: it needs the node server.
-    /// let refused = RemoteServers::builder().trust("files", ["node-a@host-a"]).start().await;
+    /// let config = RemoteServersConfig::new().trust("files", ["node-a@host-a"]);
+    /// let refused = RemoteServers::start_with(config).await;
     /// assert!(matches!(refused, Err(RemoteStartError::TrustNeedsNodeServer { .. })));
     /// # }
     /// ```
-    pub async fn start(self) -> Result<RemoteServers, RemoteStartError> {
-        if self.node_server.is_none() {
-            if let Some(server) = self.trust.keys().next() {
+    pub async fn start_with(
+        config: RemoteServersConfig,
+    ) -> Result<RemoteServers, RemoteStartError> {
+        if config.node_server.is_none() {
+            if let Some(server) = config.trust.keys().next() {
                 return Err(RemoteStartError::TrustNeedsNodeServer {
                     server: server.clone(),
                 });
@@ -282,7 +303,7 @@ impl RemoteServersBuilder {
             std::process::id(),
             SINKS.fetch_add(1, Ordering::Relaxed)
         );
-        let names = match self.node_server {
+        let names = match config.node_server {
             Some(server) => Some(
                 NodeNames::follow(server, group.clone())
                     .await
@@ -308,8 +329,8 @@ impl RemoteServersBuilder {
                 routes,
                 next_id: AtomicU64::new(1),
                 names,
-                trust: self.trust,
-                max_queued_notification_bytes: self
+                trust: config.trust,
+                max_queued_notification_bytes: config
                     .max_queued_notification_bytes
                     .unwrap_or(DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES),
                 admissions: Mutex::default(),
@@ -361,7 +382,7 @@ struct Claimant {
 impl RemoteServers {
     /// Starts the sink with no node server and no trust list: a local
     /// gateway, else a single remote claimant, is called
-    /// ([`builder`](Self::builder) for more).
+    /// ([`start_with`](Self::start_with) for more).
     ///
     /// # Examples
     ///
@@ -376,22 +397,13 @@ impl RemoteServers {
     /// # Ok(()) }
     /// ```
     pub async fn start() -> Result<RemoteServers, RemoteStartError> {
-        Self::builder().start().await
+        Self::start_with(RemoteServersConfig::new()).await
     }
 
-    /// A builder: the node server, which nodes to trust for which name.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use conduit_mcp::cluster::RemoteServers;
-    ///
-    /// # async fn example(node: ractor::ActorRef<ractor_cluster::NodeServerMessage>) -> Result<(), Box<dyn std::error::Error>> {
-    /// let servers = RemoteServers::builder().node_server(node).start().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn builder() -> RemoteServersBuilder {
-        RemoteServersBuilder::default()
+    /// A [`RemoteServersConfig`] to start with.
+    #[deprecated(note = "use `RemoteServersConfig::new()` and `RemoteServers::start_with`")]
+    pub fn builder() -> RemoteServersConfig {
+        RemoteServersConfig::new()
     }
 
     /// The server exposed under `name`, if exactly one gateway may serve
