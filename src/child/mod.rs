@@ -103,7 +103,8 @@ pub(crate) mod pipe_size;
 pub(crate) mod shutdown;
 
 pub(crate) use shutdown::{ExitWatch, Graces, ShutdownGuard, ShutdownSignal, ShutdownTrigger};
-pub use shutdown::{ShutdownHandle, ShutdownReport};
+pub(crate) use shutdown::ShutdownHandle;
+pub use shutdown::ShutdownReport;
 
 #[cfg(target_os = "linux")]
 use linux as imp;

@@ -140,7 +140,7 @@ pub struct ShutdownReport {
 ///
 /// Cloneable; awaiting it never delays the shutdown itself.
 #[derive(Debug, Clone)]
-pub struct ShutdownHandle {
+pub(crate) struct ShutdownHandle {
     rx: watch::Receiver<Option<ShutdownReport>>,
 }
 
@@ -153,7 +153,7 @@ impl ShutdownHandle {
     /// it vanished (the runtime shut down; the group was SIGKILLed then).
     ///
     /// Cancel safety: cancel safe.
-    pub async fn wait(mut self) -> Option<ShutdownReport> {
+    pub(crate) async fn wait(mut self) -> Option<ShutdownReport> {
         if let Ok(r) = self.rx.wait_for(Option::is_some).await {
             return r.clone();
         }
@@ -162,7 +162,7 @@ impl ShutdownHandle {
     }
 
     /// The report, if the sequence has ended.
-    pub fn try_report(&self) -> Option<ShutdownReport> {
+    pub(crate) fn try_report(&self) -> Option<ShutdownReport> {
         self.rx.borrow().clone()
     }
 }
