@@ -265,13 +265,19 @@ impl HttpGateway {
     /// # async fn example(gateway: conduit_mcp::gateway::HttpGateway) -> Result<(), Box<dyn std::error::Error>> {
     /// let app = axum::Router::new()
     ///     .route("/", axum::routing::get(|| async { "see /mcp" }))
-    ///     .merge(gateway.router());
+    ///     .merge(gateway.axum_router());
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8808").await?;
     /// axum::serve(listener, app).await?;
     /// # Ok(()) }
     /// ```
-    pub fn router(&self) -> axum::Router {
+    pub fn axum_router(&self) -> axum::Router {
         self.app.clone()
+    }
+
+    /// Renamed to [`axum_router`](Self::axum_router).
+    #[deprecated(note = "renamed to `axum_router`")]
+    pub fn router(&self) -> axum::Router {
+        self.axum_router()
     }
 
     /// Serves on `listener` (at most `http.max_connections` connections)
@@ -298,7 +304,7 @@ impl HttpGateway {
             tracing::info!(%addr, "gateway: listening");
         }
         let done = self.state.closing.subscribe();
-        crate::server::http::serve_router(
+        crate::server::http::serve(
             listener,
             self.app.clone(),
             &self.state.config.http,

@@ -102,9 +102,9 @@ mod other;
 pub(crate) mod pipe_size;
 pub(crate) mod shutdown;
 
-pub(crate) use shutdown::{ExitWatch, Graces, ShutdownGuard, ShutdownSignal, ShutdownTrigger};
 pub(crate) use shutdown::ShutdownHandle;
 pub use shutdown::ShutdownReport;
+pub(crate) use shutdown::{ExitWatch, Graces, ShutdownGuard, ShutdownSignal, ShutdownTrigger};
 
 #[cfg(target_os = "linux")]
 use linux as imp;

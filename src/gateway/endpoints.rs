@@ -44,7 +44,7 @@ impl GatewayState {
             ),
         }
         .map_err(|e| unavailable(HandlerError::Internal(e.to_string())))?;
-        let router = service.router();
+        let router = service.axum_router();
         let made = EndpointService {
             service,
             sessions,

@@ -73,7 +73,7 @@ async fn an_http_front_mounts_in_the_users_app_under_the_users_supervisor() {
     // The user's app: its own route beside the front's.
     let app = axum::Router::new()
         .route("/version", axum::routing::get(|| async { "1.2.3" }))
-        .merge(front.router());
+        .merge(front.axum_router());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let served = tokio::spawn(async move { axum::serve(listener, app).await });
@@ -140,7 +140,7 @@ async fn an_http_front_mounts_in_the_users_app_under_the_users_supervisor() {
 async fn mounted(front: &HttpGateway) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = front.router();
+    let app = front.axum_router();
     let served = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });

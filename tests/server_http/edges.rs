@@ -113,7 +113,7 @@ async fn the_service_nested_under_a_prefix_serves_a_session_there() {
     let handle = mcp.handle();
     let app = axum::Router::new()
         .route("/health", axum::routing::get(|| async { "ok" }))
-        .nest("/api", mcp.router());
+        .nest("/api", mcp.axum_router());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(async move { axum::serve(listener, app).await });

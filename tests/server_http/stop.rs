@@ -159,7 +159,7 @@ async fn the_mounted_service_serves_next_to_other_routes_and_refuses_after_stop(
             "/health",
             conduit_mcp::server::http::axum::routing::get(|| async { "ok" }),
         )
-        .merge(mcp.router());
+        .merge(mcp.axum_router());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server =

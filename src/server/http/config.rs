@@ -344,7 +344,7 @@ impl HttpConfig {
 
     /// Runs `check` on every request's head before anything else but the
     /// `Host`/`Origin` checks; `false` answers 401. (Any tower layer on the
-    /// [`router`](super::HttpService::router) works too.)
+    /// [`axum_router`](super::HttpService::axum_router) works too.)
     ///
     /// # Examples
     ///

@@ -450,7 +450,7 @@ mod tests {
         let service = HttpService::new(config, router).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let app = service.router();
+        let app = service.axum_router();
         let served = tokio::spawn(async move { axum::serve(listener, app).await });
         let mut init = raw(addr, None, &json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } } }))

@@ -68,7 +68,7 @@ impl ConnLimits {
 /// ```no_run
 /// # async fn demo(router: axum::Router) -> std::io::Result<()> {
 /// use std::time::Duration;
-/// use conduit_mcp::server::http::{serve_router, HttpConfig};
+/// use conduit_mcp::server::http::{self, HttpConfig};
 /// use conduit_mcp::server::ServerConfig;
 /// use conduit_mcp::protocol::Implementation;
 ///
@@ -79,10 +79,10 @@ impl ConnLimits {
 ///     let _ = tokio::signal::ctrl_c().await;
 ///     stop.send_replace(true);
 /// });
-/// serve_router(listener, router, &config, stopped, Duration::from_secs(5)).await
+/// http::serve(listener, router, &config, stopped, Duration::from_secs(5)).await
 /// # }
 /// ```
-pub async fn serve_router(
+pub async fn serve(
     listener: TcpListener,
     router: axum::Router,
     config: &HttpConfig,
@@ -92,7 +92,19 @@ pub async fn serve_router(
     serve_app(listener, router, ConnLimits::of(config), stop, grace).await
 }
 
-/// [`serve_router`] with its bounds given.
+/// Renamed to [`serve`].
+#[deprecated(note = "renamed to `conduit_mcp::server::http::serve`")]
+pub async fn serve_router(
+    listener: TcpListener,
+    router: axum::Router,
+    config: &HttpConfig,
+    stop: watch::Receiver<bool>,
+    grace: Duration,
+) -> io::Result<()> {
+    serve(listener, router, config, stop, grace).await
+}
+
+/// [`serve`] with its bounds given.
 pub(crate) async fn serve_app(
     listener: TcpListener,
     app: axum::Router,

@@ -30,12 +30,14 @@ pub use config::{
     DEFAULT_PATH, DEFAULT_REPLAY_BYTES, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSION_QUEUE_BYTES,
     DEFAULT_SSE_RETRY,
 };
+pub use listener::serve;
+#[allow(deprecated)]
 pub use listener::serve_router;
 pub use principal::Principal;
 pub use rejection::Rejection;
 pub use server::{HttpServer, HttpService};
 
-/// The axum this crate builds on (its [`HttpService::router`] is an
+/// The axum this crate builds on (its [`HttpService::axum_router`] is an
 /// `axum::Router` of this version).
 pub use axum;
 

@@ -266,7 +266,7 @@ async fn serve_on<H: Handler>(
 /// let mcp = HttpService::new(config, Router::new())?;
 /// let app = axum::Router::new()
 ///     .route("/health", axum::routing::get(|| async { "ok" }))
-///     .merge(mcp.router()); // POST/GET/DELETE /mcp
+///     .merge(mcp.axum_router()); // POST/GET/DELETE /mcp
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 /// axum::serve(listener, app).await?;
 /// # Ok(()) }
@@ -419,15 +419,22 @@ impl HttpService {
     /// let mcp = HttpService::new(config, Router::new())?;
     /// let app = axum::Router::new()
     ///     .route("/health", axum::routing::get(|| async { "ok" }))
-    ///     .merge(mcp.router());
+    ///     .merge(mcp.axum_router());
     /// let end_session = axum::http::Request::delete("/mcp")
     ///     .header("host", "localhost")
     ///     .body(axum::body::Body::empty())?;
     /// assert_eq!(app.oneshot(end_session).await?.status(), 405); // no session to end
     /// # Ok(()) }
     /// ```
-    pub fn router(&self) -> axum::Router {
+    pub fn axum_router(&self) -> axum::Router {
         self.router.clone()
+    }
+
+    /// Renamed to [`axum_router`](Self::axum_router) (this crate's
+    /// [`Router`](crate::server::Router) is another thing: the MCP router).
+    #[deprecated(note = "renamed to `axum_router`")]
+    pub fn router(&self) -> axum::Router {
+        self.axum_router()
     }
 }
 
