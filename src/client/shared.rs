@@ -32,8 +32,8 @@ pub(crate) const MAX_REPORTS: usize = 256;
 
 /// The link of the running server process.
 pub(crate) struct CurrentLink {
-    pub(crate) gen: u64,
-    pub(crate) link: Arc<dyn Link>,
+    gen: u64,
+    link: Arc<dyn Link>,
 }
 
 /// Event subscribers, and whether a final event was sent.

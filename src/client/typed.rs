@@ -33,7 +33,7 @@ use crate::protocol::{
 pub(crate) struct TypedState {
     /// The log level for stateless requests' `_meta` (from the config, then
     /// [`Client::set_log_level`]).
-    pub(crate) log_level: Mutex<Option<LoggingLevel>>,
+    log_level: Mutex<Option<LoggingLevel>>,
     /// The tool list and the session it was fetched from.
     tools: Mutex<Option<KeptTools>>,
 }

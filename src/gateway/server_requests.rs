@@ -42,8 +42,8 @@ tokio::task_local! {
 /// One front call in flight on a server.
 pub(crate) struct Call {
     id: u64,
-    pub(crate) server: Arc<str>,
-    pub(crate) principal: Arc<Principal>,
+    server: Arc<str>,
+    principal: Arc<Principal>,
     front: FrontCall,
     /// The front session (2025-11-25), or the call itself (2026-07-28).
     session: usize,

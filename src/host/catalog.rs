@@ -200,11 +200,11 @@ fn release(ns: &mut Namespace, servers: &BTreeMap<String, Entry>, naming: &Namin
 
 pub(crate) struct HostShared {
     pub(crate) naming: Naming,
-    pub(crate) when_unavailable: WhenUnavailable,
+    when_unavailable: WhenUnavailable,
     /// How long a start waits for its servers ([`HostConfig::ready_timeout`]).
     pub(crate) ready_timeout: Duration,
-    pub(crate) handler: Option<Arc<dyn ClientHandler>>,
-    pub(crate) handler_for: Option<super::config::HandlerFactory>,
+    handler: Option<Arc<dyn ClientHandler>>,
+    handler_for: Option<super::config::HandlerFactory>,
     catalog: Mutex<Catalog>,
     /// Bumped whenever a server's status or lists may have changed.
     changed: watch::Sender<u64>,

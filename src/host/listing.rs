@@ -12,9 +12,9 @@ use crate::error::Error;
 /// Which lists to (re)fetch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Wanted {
-    pub(crate) tools: bool,
-    pub(crate) prompts: bool,
-    pub(crate) resources: bool,
+    tools: bool,
+    prompts: bool,
+    resources: bool,
 }
 
 impl Wanted {

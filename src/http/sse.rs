@@ -13,13 +13,13 @@ use bytes::Bytes;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Event {
     /// `id:` (the position a client resumes from with `Last-Event-ID`).
-    pub(crate) id: Option<String>,
+    id: Option<String>,
     /// `event:` (MCP uses the default type, `message`: `None`).
-    pub(crate) event: Option<String>,
+    event: Option<String>,
     /// `data:` (a JSON-RPC message; empty for a priming event).
     pub(crate) data: String,
     /// `retry:` in milliseconds (the client's reconnection delay).
-    pub(crate) retry: Option<u64>,
+    retry: Option<u64>,
 }
 
 impl Event {

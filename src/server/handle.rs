@@ -91,7 +91,7 @@ pub(crate) struct SessionShared {
     /// The capabilities declared: the configuration's and the handler's
     /// (set when serving starts).
     pub(crate) declared: std::sync::OnceLock<Value>,
-    pub(crate) closed: AtomicBool,
+    closed: AtomicBool,
     /// Bytes held for parsed input (`max_inbound_bytes`).
     pub(crate) inbound: Arc<InboundBudget>,
     session: Mutex<SessionState>,
@@ -264,7 +264,7 @@ impl ListKind {
 /// [`SendError::TransportGone`] and [`stop`](Self::stop) does nothing.
 #[derive(Clone)]
 pub struct ServerHandle {
-    pub(crate) token: LifetimeToken,
+    token: LifetimeToken,
     /// The stream of the request whose context holds this handle, on
     /// transports that give each request one (HTTP); `None` otherwise.
     pub(crate) target: Option<Arc<dyn MessageTarget>>,

@@ -19,16 +19,16 @@ use super::{above_stdio, cstring, path_cstring};
 
 /// Everything one child needs, owned.
 pub(crate) struct Prepared {
-    pub(crate) path: CString,
+    path: CString,
     /// `argv`, with the program path first.
     pub(crate) argv: Vec<CString>,
     /// `KEY=VALUE` strings.
     pub(crate) envp: Vec<CString>,
-    pub(crate) cwd: Option<CString>,
+    cwd: Option<CString>,
     /// The child's ends of its stdin, stdout and stderr (`None`: inherit),
     /// all above 2. Closed here once the child has called `execve`.
     pub(crate) stdio: [Option<OwnedFd>; 3],
-    pub(crate) process_group: bool,
+    process_group: bool,
     pub(crate) die_with_parent: bool,
     /// The group watchdog's pipe.
     pub(crate) watchdog: Option<(WatchdogRead, Watchdog)>,

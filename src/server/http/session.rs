@@ -42,7 +42,7 @@ pub(crate) struct Session {
     pub(crate) owner: Owner,
     pub(crate) shared: Arc<SessionShared>,
     /// Bytes queued over all its streams.
-    pub(crate) queue: Arc<Counter>,
+    queue: Arc<Counter>,
     /// The GET stream: messages not tied to a request.
     pub(crate) standalone: Arc<Stream>,
     streams: Mutex<Streams>,

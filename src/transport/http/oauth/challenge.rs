@@ -10,7 +10,7 @@ pub(crate) struct Challenge {
     /// The scopes the request needs.
     pub(crate) scope: Option<String>,
     /// The OAuth error (`invalid_token`, `insufficient_scope`).
-    pub(crate) error: Option<String>,
+    error: Option<String>,
 }
 
 impl Challenge {

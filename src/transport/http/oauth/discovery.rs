@@ -23,7 +23,7 @@ use super::AuthError;
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct AsMetadata {
     #[serde(default)]
-    pub(crate) issuer: Option<String>,
+    issuer: Option<String>,
     pub(crate) authorization_endpoint: String,
     pub(crate) token_endpoint: String,
     #[serde(default)]
@@ -33,7 +33,7 @@ pub(crate) struct AsMetadata {
     #[serde(default)]
     pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
+    code_challenge_methods_supported: Option<Vec<String>>,
     #[serde(default)]
     pub(crate) client_id_metadata_document_supported: Option<bool>,
     #[serde(default)]
