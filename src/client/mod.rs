@@ -200,7 +200,7 @@ impl Drop for StopOnLastDrop {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("name", &self.shared.name)
+            .field("name", &self.shared.name())
             .field("status", &*self.shared.status().borrow())
             .finish()
     }
@@ -310,7 +310,7 @@ impl Client {
 
     /// The name used in logs.
     pub fn name(&self) -> &str {
-        &self.shared.name
+        self.shared.name()
     }
 
     /// The client's supervisor actor (to link or monitor from a user's tree).
@@ -461,7 +461,7 @@ impl Client {
     async fn fulfil(&self, method: &str, params: Option<Value>, v: &Value) -> Result<Value, Error> {
         let mut responses = serde_json::Map::new();
         if let Some(reqs) = v.get("inputRequests").and_then(Value::as_object) {
-            let Some(handler) = &self.shared.handler else {
+            let Some(handler) = self.shared.handler() else {
                 return Err(Error::Codec {
                     method: method.into(),
                     problem: "the server needs input from the client, but no handler is set".into(),
@@ -509,14 +509,14 @@ impl Client {
     ) -> Result<(RawJson, crate::protocol::Era), Error> {
         let clock = Deadlines {
             start,
-            timeout: opts.timeout.unwrap_or(self.shared.config.request_timeout),
+            timeout: opts.timeout.unwrap_or(self.shared.config().request_timeout),
             hard: opts.max_total.map(|m| start.after(m)),
         };
         let deadline = clock.from(start);
         if let Some(e) = self.shared.final_error() {
             return Err(e);
         }
-        let (reply, rx) = ReplySlot::new(self.shared.down.clone());
+        let (reply, rx) = ReplySlot::new(self.shared.down().clone());
         let wants_progress = opts.progress.is_some() || opts.reset_timeout_on_progress;
         let (ptx, prx) = if wants_progress {
             let (t, r) = mpsc::unbounded_channel();
@@ -604,7 +604,7 @@ impl Client {
     fn down_error(&self) -> Error {
         self.shared
             .final_error()
-            .unwrap_or_else(|| Error::ConnectionDown(self.shared.down.get()))
+            .unwrap_or_else(|| Error::ConnectionDown(self.shared.down().get()))
     }
 
     /// Sends a notification to the server without waiting. It is dropped

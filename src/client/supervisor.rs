@@ -134,7 +134,7 @@ impl Actor for ClientSupervisor {
         }
         st.connection = None;
         if st.shared.is_final() {
-            info!(server = %st.shared.name, reason = ?why, "client tree stopping");
+            info!(server = %st.shared.name(), reason = ?why, "client tree stopping");
             myself.stop(why);
             return Ok(());
         }
@@ -146,14 +146,14 @@ impl Actor for ClientSupervisor {
                     "the connection actor died: {}",
                     why.unwrap_or_else(|| "killed".into())
                 );
-                warn!(server = %st.shared.name, reason = %last, "giving up");
+                warn!(server = %st.shared.name(), reason = %last, "giving up");
                 let err = st.shared.give_up(attempts, &last);
                 myself.stop(Some(err.to_string()));
                 return Ok(());
             }
         };
-        let delay = st.shared.config.backoff.delay(attempt);
-        warn!(server = %st.shared.name, reason = ?why, attempt, delay_ms = delay.as_millis() as u64, "connection actor died; respawning");
+        let delay = st.shared.config().backoff.delay(attempt);
+        warn!(server = %st.shared.name(), reason = ?why, attempt, delay_ms = delay.as_millis() as u64, "connection actor died; respawning");
         st.shared.set_status(Status::Restarting {
             attempt,
             reason: why.unwrap_or_else(|| "connection actor killed".into()),

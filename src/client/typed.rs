@@ -149,7 +149,7 @@ impl Client {
     /// the list is fetched again whenever the server says it changed;
     /// [`refresh_tools`](Self::refresh_tools) does it on demand.
     pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
-        let session = self.ready(self.shared.config.request_timeout).await?;
+        let session = self.ready(self.shared.config().request_timeout).await?;
         let cached = crate::sync::lock(&self.typed.tools).clone();
         match cached {
             Some((s, tools)) if Arc::ptr_eq(&s, &session) => Ok(tools),
@@ -159,7 +159,7 @@ impl Client {
 
     /// Fetches the tool list again and keeps it (see [`tools`](Self::tools)).
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
-        let session = self.ready(self.shared.config.request_timeout).await?;
+        let session = self.ready(self.shared.config().request_timeout).await?;
         let tools = Arc::new(self.list_tools().await?);
         *crate::sync::lock(&self.typed.tools) = Some((session, tools.clone()));
         Ok(tools)
@@ -346,10 +346,10 @@ impl Client {
         opts: &RequestOptions,
         split: impl Fn(RawJson) -> Result<(Vec<T>, Option<Cursor>), Error>,
     ) -> Result<Vec<T>, Error> {
-        let mut pager = Pager::new(method, &self.shared.config);
+        let mut pager = Pager::new(method, self.shared.config());
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
-        let own = opts.timeout.unwrap_or(self.shared.config.request_timeout);
+        let own = opts.timeout.unwrap_or(self.shared.config().request_timeout);
         loop {
             let params = cursor.take().map(|c| json!({ "cursor": c }));
             // The page gets at most what is left of the list's time.
@@ -365,7 +365,7 @@ impl Client {
                 .map_err(|e| pager.page_failed(e))
                 .inspect_err(|e| {
                     if matches!(e, Error::ListTimeout { .. }) {
-                        warn!(server = %self.shared.name, error = %e, "paginated list stopped");
+                        warn!(server = %self.shared.name(), error = %e, "paginated list stopped");
                     }
                 })?;
             let held = crate::memory_estimate::estimate(raw.as_bytes()).bytes;
@@ -374,7 +374,7 @@ impl Client {
                 .page(items.len(), held)
                 .and_then(|()| pager.next(next))
                 .inspect_err(|e| {
-                    warn!(server = %self.shared.name, error = %e, "paginated list stopped");
+                    warn!(server = %self.shared.name(), error = %e, "paginated list stopped");
                 })?;
             out.append(&mut items);
             match next {
@@ -398,7 +398,7 @@ impl Client {
 
     /// The era, once a server is ready (within the request timeout).
     pub(crate) async fn era_when_ready(&self) -> Result<Era, Error> {
-        Ok(self.ready(self.shared.config.request_timeout).await?.era)
+        Ok(self.ready(self.shared.config().request_timeout).await?.era)
     }
 
     /// `params` with the stateless log level in its `_meta`, when one is set

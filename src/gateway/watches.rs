@@ -220,7 +220,7 @@ impl ResourceWatches {
         if live.contains_key(&holder) {
             return Ok(holder);
         }
-        let mut closed = shared.input_closed.subscribe();
+        let mut closed = shared.watch_input_closed();
         drop(shared);
         live.insert(
             holder,

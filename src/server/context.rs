@@ -248,7 +248,7 @@ impl RequestContext {
         let Ok(shared) = self.handle.shared() else {
             return;
         };
-        let mut rx = shared.input_closed.subscribe();
+        let mut rx = shared.watch_input_closed();
         drop(shared);
         let _ = rx.wait_for(|c| *c).await;
     }

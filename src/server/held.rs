@@ -211,7 +211,7 @@ where
         .as_deref()
         .filter(|s| s.starts_with(STATE_PREFIX))
     {
-        let parked = shared.held.take(state, asker(ctx))?;
+        let parked = shared.held().take(state, asker(ctx))?;
         let driver = parked
             .driver
             .downcast::<Driver<T>>()
@@ -318,7 +318,7 @@ impl<T: Send + 'static> Driver<T> {
         let asks = self.pending.len();
         let call = self.call.clone();
         call.inner.waiting.store(true, Ordering::Release);
-        match shared.held.park(&shared.config, asker(ctx), self) {
+        match shared.held().park(shared.config(), asker(ctx), self) {
             Ok(state) => {
                 ctx.set_request_state(state);
                 tracing::debug!(id = %ctx.id, asks, "a held call waits for its client's input");

@@ -252,7 +252,7 @@ impl<H: Handler> Engine<H> {
             Some(target) => ServerHandle::with_target(&scope.shared, target),
             None => ServerHandle::new(&scope.shared),
         };
-        let hints = ResultHints::of(&req.method, d.era, &scope.shared.config);
+        let hints = ResultHints::of(&req.method, d.era, scope.shared.config());
         tracing::debug!(id = %req.id, method = %req.method, era = %hints.era, "request started");
         let owner = ScopeKey(scope.clone());
         let ctx = RequestContext::new(&req, d, handle, rs.clone(), owner);

@@ -199,17 +199,15 @@ impl Core {
         root: Arc<SessionShared>,
         closes_root: bool,
     ) -> Arc<Self> {
-        let inbound = root.inbound.clone();
+        let inbound = root.inbound().clone();
         let memory = MemorySessions::new(&config);
         let weak: Weak<dyn Sessions> = Arc::downgrade(&(memory.clone() as Arc<dyn Sessions>));
-        let _ = root.sessions.set(weak);
+        root.set_sessions(weak);
         let sessions: Arc<dyn SessionStore> = memory;
-        let _ = root
-            .target
-            .set(Arc::new(Broadcast(Arc::downgrade(&sessions))));
+        root.set_target(Arc::new(Broadcast(Arc::downgrade(&sessions))));
         let mut capabilities = config.server.capabilities.clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
-        let _ = root.declared.set(capabilities);
+        root.declare_capabilities(capabilities);
         let bodies = BodyReader::of(&config);
         let engine = Engine::new(Arc::new(Erased(Box::new(handler))));
         let core = Arc::new(Core {
@@ -228,7 +226,7 @@ impl Core {
             closes_root,
         });
         let weak = Arc::downgrade(&core);
-        let _ = core.root.on_stop.set(Box::new(move || {
+        core.root.set_on_stop(Box::new(move || {
             if let Some(core) = weak.upgrade() {
                 core.stop_unstarted();
             }
@@ -247,7 +245,7 @@ impl Core {
         }
         tokio::spawn(Core::sweep(Arc::downgrade(self)));
         let weak: Weak<Core> = Arc::downgrade(self);
-        let mut stop = self.root.stop.subscribe();
+        let mut stop = self.root.watch_stop();
         tokio::spawn(async move {
             if stop.wait_for(|v| *v).await.is_err() {
                 return; // the server is gone
@@ -266,7 +264,7 @@ impl Core {
             return; // the stop watcher runs the sequence
         }
         self.stopping.store(true, Ordering::Release);
-        self.root.input_closed.send_replace(true);
+        self.root.mark_input_closed();
         self.finish();
     }
 
@@ -291,17 +289,16 @@ impl Core {
     /// A new session's state (its capabilities are the server's).
     pub(crate) fn new_session(&self, id: String, owner: Owner) -> Arc<Session> {
         let s = Session::new(id, owner, &self.config, &self.global, &self.inbound);
-        let _ = s.shared.declared.set(self.root.capabilities().clone());
-        let _ = s.shared.sessions.set(
+        s.shared
+            .declare_capabilities(self.root.capabilities().clone());
+        s.shared.set_sessions(
             self.root
-                .sessions
-                .get()
+                .sessions()
                 .cloned()
                 .unwrap_or_else(|| Weak::<MemorySessions>::new() as Weak<dyn Sessions>),
         );
-        s.shared
-            .phase
-            .send_replace(crate::server::handle::ServePhase::Ready);
+        s.shared.mark_ready();
+
         Handler::serving(self.handler(), ServerHandle::new(&s.shared));
         s
     }
@@ -355,9 +352,9 @@ impl Core {
             sessions = sessions.len(),
             "http server stopping"
         );
-        self.root.input_closed.send_replace(true);
+        self.root.mark_input_closed();
         for s in &sessions {
-            s.shared.input_closed.send_replace(true);
+            s.shared.mark_input_closed();
         }
         let stateless: Vec<_> = crate::sync::lock(&self.stateless)
             .values()

@@ -400,7 +400,7 @@ async fn post_stateful(
                     return response::empty(StatusCode::ACCEPTED);
                 }
                 methods::INITIALIZED => {
-                    session.shared.session().initialized = true;
+                    session.shared.session().mark_initialized();
                     tracing::info!(session = %session.id, "client sent notifications/initialized");
                 }
                 _ => {}

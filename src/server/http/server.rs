@@ -14,7 +14,8 @@ use axum::http::{Request, Response};
 use tokio::net::{TcpListener, ToSocketAddrs};
 
 use crate::line_io::WriteQueue;
-use crate::server::handle::{ServePhase, ServerHandle, SessionShared};
+use crate::server::handle::{ServerHandle, SessionShared};
+
 use crate::server::{Handler, ServeEnd, ServerError};
 
 use super::config::HttpConfig;
@@ -25,9 +26,7 @@ use super::listener::{serve_app, ConnLimits};
 /// The server-wide state a handle can reach before serving starts.
 fn new_root(config: &HttpConfig) -> Arc<SessionShared> {
     let (out, _rx) = WriteQueue::new(1024);
-    let mut root = SessionShared::new(config.server.clone(), out);
-    root.transport = "http";
-    Arc::new(root)
+    Arc::new(SessionShared::new(config.server.clone(), out).over_http())
 }
 
 /// A Streamable HTTP server: a listener, and the MCP endpoint on it.
@@ -141,7 +140,7 @@ async fn serve_on<H: Handler>(
     root: Arc<SessionShared>,
 ) -> Result<ServeEnd, ServerError> {
     config.validate()?;
-    if *root.stop.borrow() {
+    if root.stop_requested() {
         tracing::info!("server stopped before it started");
         return Ok(ServeEnd::Stopped);
     }
@@ -153,7 +152,7 @@ async fn serve_on<H: Handler>(
     core.start();
     let app = endpoint::router(core.clone());
     tracing::info!(server = %core.name(), %addr, path = %core.config.path, "http server listening");
-    root.phase.send_replace(ServePhase::Ready);
+    root.mark_ready();
     serve_app(listener, app, limits, done, flush)
         .await
         .map_err(ServerError::Read)?;
@@ -229,7 +228,7 @@ impl HttpService {
         config.validate()?;
         let root = new_root(&config);
         let core = Core::new(config, handler, root, true);
-        core.root.phase.send_replace(ServePhase::Ready);
+        core.root.mark_ready();
         let router = endpoint::router(core.clone());
         Ok(HttpService { core, router })
     }

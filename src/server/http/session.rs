@@ -65,13 +65,14 @@ impl Session {
         // The session's own queue is unused (the target below takes its
         // messages); it exists because SessionShared owns one.
         let (out, _rx) = WriteQueue::new(1024);
-        let mut shared = SessionShared::new(config.server.clone(), out);
-        shared.inbound = inbound.clone();
-        shared.transport = "http";
+        let shared = SessionShared::new(config.server.clone(), out)
+            .over_http()
+            .with_inbound(inbound.clone());
         let queue = Counter::new(config.session_queue_bytes);
         let standalone = Stream::new(0, true, config.replay_bytes, queue.clone(), global.clone());
         let shared = Arc::new(shared);
-        let _ = shared.target.set(standalone.clone());
+        shared.set_target(standalone.clone());
+
         Arc::new(Session {
             id,
             owner,
