@@ -216,6 +216,7 @@ impl SessionShared {
 
     /// The capabilities declared to clients.
     /// A state for the HTTP transport (`"http"` in diagnostics).
+    #[cfg(feature = "http")]
     pub(crate) fn over_http(mut self) -> Self {
         self.transport = "http";
         self
@@ -223,6 +224,7 @@ impl SessionShared {
 
     /// Shares another state's budget for parsed input (an HTTP session
     /// counts against its server's).
+    #[cfg(feature = "http")]
     pub(crate) fn with_inbound(mut self, inbound: Arc<InboundBudget>) -> Self {
         self.inbound = inbound;
         self
@@ -285,23 +287,27 @@ impl SessionShared {
 
     /// Sets where the per-session variants of the handle's methods look
     /// sessions up (the first call wins).
+    #[cfg(feature = "http")]
     pub(crate) fn set_sessions(&self, sessions: Weak<dyn Sessions>) {
         let _ = self.sessions.set(sessions);
     }
 
     /// Where sessions are looked up, if a transport with many sessions set it.
+    #[cfg(feature = "http")]
     pub(crate) fn sessions(&self) -> Option<&Weak<dyn Sessions>> {
         self.sessions.get()
     }
 
     /// Sets where [`send_line`](Self::send_line) queues instead of `out`
     /// (the first call wins).
+    #[cfg(feature = "http")]
     pub(crate) fn set_target(&self, target: Arc<dyn MessageTarget>) {
         let _ = self.target.set(target);
     }
 
     /// Sets what [`ServerHandle::stop`] runs after the stop is signalled
     /// (the first call wins).
+    #[cfg(feature = "http")]
     pub(crate) fn set_on_stop(&self, on_stop: Box<dyn Fn() + Send + Sync>) {
         let _ = self.on_stop.set(on_stop);
     }
