@@ -434,7 +434,7 @@ impl Client {
             let (raw, era) = self.round(id, method, &params, &opts, start).await?;
             // Only stateless servers answer `input_required`: skip the scan of
             // (possibly large) stateful results.
-            if opts.single_round
+            if opts.is_single_round()
                 || !MULTI_ROUND_METHODS.contains(&method)
                 || era != crate::protocol::Era::Stateless
                 || memchr::memmem::find(raw.as_bytes(), b"input_required").is_none()
@@ -509,15 +509,15 @@ impl Client {
     ) -> Result<(RawJson, crate::protocol::Era), Error> {
         let clock = Deadlines {
             start,
-            timeout: opts.timeout.unwrap_or(self.shared.config().request_timeout),
-            hard: opts.max_total.map(|m| start.after(m)),
+            timeout: opts.timeout_or(self.shared.config().request_timeout),
+            hard: opts.max_total().map(|m| start.after(m)),
         };
         let deadline = clock.from(start);
         if let Some(e) = self.shared.final_error() {
             return Err(e);
         }
         let (reply, rx) = ReplySlot::new(self.shared.down().clone());
-        let wants_progress = opts.progress.is_some() || opts.reset_timeout_on_progress;
+        let wants_progress = opts.wants_progress();
         let (ptx, prx) = if wants_progress {
             let (t, r) = mpsc::unbounded_channel();
             (Some(t), Some(r))
@@ -535,7 +535,7 @@ impl Client {
             biased;
             r = self.send(&id, method, params, wants_progress, &mut waiter) => r?,
             _ = tokio::time::sleep_until(deadline) => return Err(clock.timed_out(method, deadline)),
-            _ = cancelled(&opts.cancel) => return Err(Error::Cancelled { method: method.into() }),
+            _ = cancelled(opts.cancel()) => return Err(Error::Cancelled { method: method.into() }),
         };
         // The era of the server this call went to (the status may still be
         // catching up with a server that just became ready).
@@ -704,7 +704,7 @@ impl Answer {
                     self.guard.direct = None;
                     // Progress sent just before the answer is still queued:
                     // deliver it before returning.
-                    if let (Some(prx), Some(tx)) = (self.progress.as_mut(), &opts.progress) {
+                    if let (Some(prx), Some(tx)) = (self.progress.as_mut(), opts.progress_sender()) {
                         while let Ok(p) = prx.try_recv() {
                             let _ = tx.send(Progress::from_params(p));
                         }
@@ -713,10 +713,10 @@ impl Answer {
                 }
                 p = async { match self.progress.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
                     let Some(p) = p else { continue };
-                    if opts.reset_timeout_on_progress {
+                    if opts.resets_timeout_on_progress() {
                         deadline = clock.from(Instant::now());
                     }
-                    if let Some(tx) = &opts.progress {
+                    if let Some(tx) = opts.progress_sender() {
                         let _ = tx.send(Progress::from_params(p));
                     }
                 }
@@ -724,7 +724,7 @@ impl Answer {
                     self.guard.reason = "timeout";
                     return Err(clock.timed_out(method, deadline));
                 }
-                _ = cancelled(&opts.cancel) => {
+                _ = cancelled(opts.cancel()) => {
                     self.guard.reason = "cancelled by the caller";
                     return Err(Error::Cancelled { method: method.into() });
                 }
@@ -734,7 +734,7 @@ impl Answer {
 }
 
 /// Resolves when `cancel` is cancelled; never without one.
-async fn cancelled(cancel: &Option<CancelToken>) {
+async fn cancelled(cancel: Option<&CancelToken>) {
     match cancel {
         Some(c) => c.cancelled().await,
         None => std::future::pending().await,

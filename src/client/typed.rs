@@ -349,16 +349,12 @@ impl Client {
         let mut pager = Pager::new(method, self.shared.config());
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
-        let own = opts.timeout.unwrap_or(self.shared.config().request_timeout);
+        let own = opts.timeout_or(self.shared.config().request_timeout);
         loop {
             let params = cursor.take().map(|c| json!({ "cursor": c }));
             // The page gets at most what is left of the list's time.
             let left = pager.time_left()?;
-            let mut page_opts = opts.clone();
-            page_opts.timeout = Some(own.min(left));
-            if page_opts.reset_timeout_on_progress {
-                page_opts.max_total = Some(page_opts.max_total.map_or(left, |t| t.min(left)));
-            }
+            let page_opts = opts.for_page(own, left);
             let raw = self
                 .request_raw(method, params, page_opts)
                 .await
@@ -368,7 +364,7 @@ impl Client {
                         warn!(server = %self.shared.name(), error = %e, "paginated list stopped");
                     }
                 })?;
-            let held = crate::memory_estimate::estimate(raw.as_bytes()).bytes;
+            let held = crate::memory_estimate::estimate(raw.as_bytes()).bytes();
             let (mut items, next) = split(raw)?;
             let next = pager
                 .page(items.len(), held)

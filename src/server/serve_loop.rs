@@ -452,7 +452,7 @@ impl InboundLines {
     fn hold(&mut self, line: &[u8], e: Estimate) {
         tracing::debug!(
             held = self.budget.held(),
-            next = e.bytes,
+            next = e.bytes(),
             "inbound byte budget full: a request waits, control messages read on"
         );
         let (budget, tx, line) = (self.budget.clone(), self.tx.clone(), line.to_vec());
@@ -530,7 +530,7 @@ impl LineHandler for InboundLines {
         }
         let e = memory_estimate::estimate(&line);
         if self.held.is_some() {
-            if e.control {
+            if e.is_control() {
                 return self.overtake(&line, e).await;
             }
             if self.release_held().await == Flow::Stop {
@@ -539,7 +539,7 @@ impl LineHandler for InboundLines {
         }
         match self.budget.try_take(e) {
             Some(charge) => self.send(classify(&line, charge)).await,
-            None if e.control => {
+            None if e.is_control() => {
                 let charge = self.budget.take(e).await;
                 self.send(classify(&line, charge)).await
             }
