@@ -45,13 +45,39 @@ pub(crate) struct AsMetadata {
 pub(crate) struct Discovered {
     /// The `resource` parameter: the metadata's `resource` exactly as
     /// published, or the server's URL when it published none.
-    pub(crate) resource: String,
+    resource: String,
     /// The resource's `scopes_supported`.
-    pub(crate) resource_scopes: Option<Vec<String>>,
+    resource_scopes: Option<Vec<String>>,
     /// The issuer the metadata was validated against (`None` for the
     /// 2025-03-26 default endpoints, which come with no metadata).
-    pub(crate) issuer: Option<String>,
-    pub(crate) metadata: AsMetadata,
+    issuer: Option<String>,
+    metadata: AsMetadata,
+}
+
+impl Discovered {
+    /// The `resource` parameter.
+    #[inline]
+    pub(crate) fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The resource's `scopes_supported`.
+    #[inline]
+    pub(crate) fn resource_scopes(&self) -> Option<&Vec<String>> {
+        self.resource_scopes.as_ref()
+    }
+
+    /// The issuer the metadata was validated against.
+    #[inline]
+    pub(crate) fn issuer(&self) -> Option<&String> {
+        self.issuer.as_ref()
+    }
+
+    /// The authorization server's metadata.
+    #[inline]
+    pub(crate) fn metadata(&self) -> &AsMetadata {
+        &self.metadata
+    }
 }
 
 #[derive(Deserialize)]
