@@ -550,13 +550,10 @@ impl Host {
     ) -> Result<CallToolResult, HostError> {
         let route = self.route(ItemKind::Tool, name).await?;
         route
-            .client
-            .call_tool(&route.own, arguments, opts)
+            .client()
+            .call_tool(route.own(), arguments, opts)
             .await
-            .map_err(|source| HostError::Call {
-                server: route.server,
-                source,
-            })
+            .map_err(|source| route.failed(source))
     }
 
     /// Gets the prompt `name` (namespaced) with `arguments`, a JSON object
@@ -568,13 +565,10 @@ impl Host {
     ) -> Result<GetPromptResult, HostError> {
         let route = self.route(ItemKind::Prompt, name).await?;
         route
-            .client
-            .get_prompt(&route.own, arguments)
+            .client()
+            .get_prompt(route.own(), arguments)
             .await
-            .map_err(|source| HostError::Call {
-                server: route.server,
-                source,
-            })
+            .map_err(|source| route.failed(source))
     }
 
     /// Reads the resource `uri` from the server that holds it (the first
@@ -582,13 +576,10 @@ impl Host {
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, HostError> {
         let route = self.route(ItemKind::Resource, uri).await?;
         route
-            .client
-            .read_resource(&route.own)
+            .client()
+            .read_resource(route.own())
             .await
-            .map_err(|source| HostError::Call {
-                server: route.server,
-                source,
-            })
+            .map_err(|source| route.failed(source))
     }
 
     /// Stops every server and the host's actor, and returns at once. Calls
