@@ -148,10 +148,10 @@ async fn serve_on<H: Handler>(
     let limits = ConnLimits::of(&config);
     let addr = listener.local_addr().map_err(ServerError::Read)?;
     let core = Core::new(config, handler, root.clone(), false);
-    let done = core.done.subscribe();
+    let done = core.watch_done();
     core.start();
     let app = endpoint::router(core.clone());
-    tracing::info!(server = %core.name(), %addr, path = %core.config.path, "http server listening");
+    tracing::info!(server = %core.name(), %addr, path = %core.config().path, "http server listening");
     root.mark_ready();
     serve_app(listener, app, limits, done, flush)
         .await
@@ -215,7 +215,7 @@ pub struct HttpService {
 impl std::fmt::Debug for HttpService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpService")
-            .field("config", &self.core.config)
+            .field("config", self.core.config())
             .finish_non_exhaustive()
     }
 }
@@ -228,7 +228,7 @@ impl HttpService {
         config.validate()?;
         let root = new_root(&config);
         let core = Core::new(config, handler, root, true);
-        core.root.mark_ready();
+        core.root().mark_ready();
         let router = endpoint::router(core.clone());
         Ok(HttpService { core, router })
     }
@@ -238,7 +238,7 @@ impl HttpService {
     /// lifetime token expired (or the service is gone). Starts the
     /// background tasks if no request did yet.
     pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut done = self.core.done.subscribe();
+        let mut done = self.core.watch_done();
         let core = Arc::downgrade(&self.core);
         async move {
             if let Some(core) = core.upgrade() {
@@ -250,7 +250,7 @@ impl HttpService {
 
     /// A cloneable handle (see [`HttpServer::handle`]).
     pub fn handle(&self) -> ServerHandle {
-        ServerHandle::new(&self.core.root)
+        ServerHandle::new(self.core.root())
     }
 
     /// The router: the endpoint at [`HttpConfig::path`]. Add tower layers

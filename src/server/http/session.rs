@@ -37,24 +37,66 @@ struct Streams {
 
 /// One 2025-11-25 era session.
 pub(crate) struct Session {
-    pub(crate) id: String,
+    id: String,
     /// Whose share of the table it is.
-    pub(crate) owner: Owner,
-    pub(crate) shared: Arc<SessionShared>,
+    owner: Owner,
+    shared: Arc<SessionShared>,
     /// Bytes queued over all its streams.
     queue: Arc<Counter>,
     /// The GET stream: messages not tied to a request.
-    pub(crate) standalone: Arc<Stream>,
+    standalone: Arc<Stream>,
     streams: Mutex<Streams>,
     /// Its requests, on the engine: ids unique while in flight,
     /// `max_in_flight` running, the others waiting.
-    pub(crate) scope: Arc<Scope<StreamReply>>,
+    scope: Arc<Scope<StreamReply>>,
     last_seen: Mutex<Instant>,
     /// Open SSE responses (an idle session has none).
-    pub(crate) open_streams: AtomicUsize,
+    open_streams: AtomicUsize,
 }
 
 impl Session {
+    /// The session's id (`Mcp-Session-Id`).
+    #[inline]
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Who opened the session.
+    #[inline]
+    pub(crate) fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// The session's state, shared with its handles and contexts.
+    #[inline]
+    pub(crate) fn shared(&self) -> &Arc<SessionShared> {
+        &self.shared
+    }
+
+    /// The stream of messages that belong to no request (GET).
+    #[inline]
+    pub(crate) fn standalone(&self) -> &Arc<Stream> {
+        &self.standalone
+    }
+
+    /// The scope the session's requests run in.
+    #[inline]
+    pub(crate) fn scope(&self) -> &Arc<Scope<StreamReply>> {
+        &self.scope
+    }
+
+    /// An SSE stream of the session opened (it is not idle meanwhile).
+    #[inline]
+    pub(crate) fn stream_opened(&self) {
+        self.open_streams.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An SSE stream of the session closed.
+    #[inline]
+    pub(crate) fn stream_closed(&self) {
+        self.open_streams.fetch_sub(1, Ordering::AcqRel);
+    }
+
     pub(crate) fn new(
         id: String,
         owner: Owner,
