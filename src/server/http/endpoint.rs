@@ -159,7 +159,7 @@ const POST_ACCEPTS: &str = "application/json and text/event-stream";
 /// JSON (a body without `Content-Type` is read as JSON).
 fn post_media(h: &HeaderMap) -> Result<Accepts, Rejection> {
     let accepts = Accepts::of(h);
-    if !accepts.json && !accepts.sse {
+    if !accepts.json() && !accepts.sse() {
         return Err(Rejection::NotAcceptable {
             expected: POST_ACCEPTS,
         });
@@ -364,10 +364,10 @@ async fn post_stateful(
             Route::Dispatch(mut d) => {
                 d.http = Some(parts.clone());
                 let stream = session.new_stream(core.config(), core.global());
-                if !accepts.sse {
+                if !accepts.sse() {
                     stream.json_only();
                 }
-                let number = stream.number;
+                let number = stream.number();
                 let id = req.id.clone();
                 let reply = StreamReply {
                     stream: stream.clone(),
@@ -538,13 +538,13 @@ async fn respond(
             Kind::Stateful { .. } => None,
         },
     };
-    let first = if accepts.json {
-        let patience = if accepts.sse {
+    let first = if accepts.json() {
+        let patience = if accepts.sse() {
             core.config().keep_alive
         } else {
             std::time::Duration::MAX
         };
-        if accepts.sse {
+        if accepts.sse() {
             stream.first(patience).await
         } else {
             // JSON only: wait for the answer; messages before it have
@@ -559,7 +559,7 @@ async fn respond(
         First::Answer(data) => {
             guard.disarm();
             if let Kind::Stateful { session } = &kind {
-                session.retire(stream.number, false);
+                session.retire(stream.number(), false);
             }
             let status = if stateless {
                 status_of_answer(&data)
@@ -576,16 +576,16 @@ async fn respond(
         First::Closed => {
             guard.disarm();
             if let Kind::Stateful { session } = &kind {
-                session.retire(stream.number, false);
+                session.retire(stream.number(), false);
             }
             sse_response(Body::empty())
         }
         First::Events => {
             let attached = stream.attach(0);
-            let prelude = stream.priming(attached.after, core.config().sse_retry);
+            let prelude = stream.priming(attached.after(), core.config().sse_retry);
             let mut body = SseBody::new(
                 stream.clone(),
-                attached.generation,
+                attached.generation(),
                 prelude,
                 core.config().keep_alive,
             );
@@ -618,8 +618,8 @@ fn watch_open(body: SseBody, session: &Arc<Session>, stream: Arc<Stream>) -> Sse
         if let Some(s) = weak.upgrade() {
             s.stream_closed();
             s.touch();
-            if stream.number != 0 && stream.drained() {
-                s.retire(stream.number, true);
+            if stream.number() != 0 && stream.drained() {
+                s.retire(stream.number(), true);
             }
         }
     }))
@@ -680,7 +680,7 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
-    if !Accepts::of(h).sse {
+    if !Accepts::of(h).sse() {
         return Rejection::NotAcceptable {
             expected: "text/event-stream",
         }
@@ -704,20 +704,24 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
             (s, after)
         }
     };
-    tracing::debug!(session = %session.id(), stream = stream.number, after, "SSE stream attached");
+    tracing::debug!(session = %session.id(), stream = stream.number(), after, "SSE stream attached");
     let attached = stream.attach(after);
     let mut prelude = stream
-        .priming(attached.after, core.config().sse_retry)
+        .priming(attached.after(), core.config().sse_retry)
         .map(Vec::from)
         .unwrap_or_default();
-    if attached.lost > 0 {
+    if attached.lost() > 0 {
         let logging = session.shared().capabilities().get("logging").is_some();
-        prelude.extend_from_slice(&stream::loss_notice(stream.number, attached.lost, logging));
+        prelude.extend_from_slice(&stream::loss_notice(
+            stream.number(),
+            attached.lost(),
+            logging,
+        ));
     }
     let prelude = (!prelude.is_empty()).then(|| prelude.into());
     let body = SseBody::new(
         stream.clone(),
-        attached.generation,
+        attached.generation(),
         prelude,
         core.config().keep_alive,
     );

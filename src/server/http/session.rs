@@ -185,7 +185,7 @@ impl Session {
         let s = crate::sync::lock(&self.streams);
         s.live
             .get(&number)
-            .or_else(|| s.ended.iter().find(|st| st.number == number))
+            .or_else(|| s.ended.iter().find(|st| st.number() == number))
             .cloned()
     }
 
@@ -197,7 +197,7 @@ impl Session {
         let mut s = crate::sync::lock(&self.streams);
         let stream = s.live.remove(&number);
         if !keep {
-            s.ended.retain(|st| st.number != number);
+            s.ended.retain(|st| st.number() != number);
             return;
         }
         if let Some(stream) = stream {
@@ -253,10 +253,7 @@ impl Reply for StreamReply {
             .as_ref()
             .and_then(Weak::upgrade)
             .map(|s| Arc::downgrade(&s.shared));
-        Some(Arc::new(RequestTarget {
-            stream: self.stream.clone(),
-            fallback,
-        }))
+        Some(Arc::new(RequestTarget::new(self.stream.clone(), fallback)))
     }
 
     fn answer(&self, line: Vec<u8>) {
@@ -293,7 +290,7 @@ impl Drop for StreamReply {
         if let Some(s) = self.session.as_ref().and_then(Weak::upgrade) {
             s.touch();
             if !self.stream.attached() {
-                s.retire(self.stream.number, true);
+                s.retire(self.stream.number(), true);
             }
         }
     }
