@@ -213,15 +213,11 @@ impl Host {
     /// ```
     pub async fn launch(
         config: HostConfig,
-        opts: HostOptions,
+        mut opts: HostOptions,
     ) -> Result<(Host, Starting), HostError> {
         config.validate()?;
-        let shared = Arc::new(HostShared::new(
-            &config,
-            opts.handler,
-            opts.handler_for,
-            opts.early,
-        ));
+        let (handler_for, early) = (opts.take_handler_for(), opts.take_early());
+        let shared = Arc::new(HostShared::new(&config, opts.handler, handler_for, early));
         let spawned = match opts.supervisor {
             Some(parent) => Actor::spawn_linked(None, HostSupervisor, shared.clone(), parent).await,
             None => Actor::spawn(None, HostSupervisor, shared.clone()).await,
@@ -340,7 +336,7 @@ impl Host {
     /// Cancel safety: the start is the host's; dropping the future neither
     /// stops it nor makes another caller's start fail.
     pub async fn start_lazy(&self, name: &str) -> Result<(), HostError> {
-        let timeout = self.shared.ready_timeout;
+        let timeout = self.shared.ready_timeout();
         let Some(start) = self.shared.lazy_start(name) else {
             if self.shared.client(name).is_none() && self.server(name).is_none() {
                 return Err(HostError::UnknownServer(name.to_owned()));
@@ -475,7 +471,7 @@ impl Host {
     /// What every namespaced name of `server` starts with (its sanitised
     /// name and the separator), whether the server runs or not.
     pub fn prefix(&self, server: &str) -> String {
-        self.shared.naming.prefix(server)
+        self.shared.naming().prefix(server)
     }
 
     /// A counter bumped whenever a server's status or lists may have

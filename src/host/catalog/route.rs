@@ -86,7 +86,7 @@ impl HostShared {
         let Some(holder) = cat.namespace.table(kind).get(name) else {
             return Err(self.explain_miss(&cat, kind, name));
         };
-        let server = holder.server.to_string();
+        let server = holder.server().to_string();
         let entry = cat
             .servers
             .get(&server)
@@ -114,7 +114,7 @@ impl HostShared {
         }
         Ok(Route {
             server,
-            own: holder.item.own.to_string(),
+            own: holder.item().own().to_string(),
             client,
         })
     }
