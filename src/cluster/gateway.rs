@@ -548,7 +548,7 @@ impl Admitted {
             shared: self.shared.clone(),
             ticket: self.call.ticket.clone(),
             id: self.call.id,
-            node: self.route.node,
+            node: self.route.node(),
         };
         let max = self.shared.max_answer_bytes;
         let bytes = match self.serve().await {
@@ -668,13 +668,13 @@ fn remote_error(e: Error, timeout_ms: u64) -> RemoteError {
 /// Casts `bytes` (as `msg`) to a route's sink if its node's window has
 /// room; else drops them, noting the first drop and every 1000th.
 fn send_within_window(route: &Route, bytes: Vec<u8>, msg: fn(Vec<u8>) -> SinkMsg, what: &str) {
-    if route.window.try_take(bytes.len() as u64) {
-        let _ = ActorRef::<SinkMsg>::from(route.sink.clone()).cast(msg(bytes));
+    if route.window().try_take(bytes.len() as u64) {
+        let _ = ActorRef::<SinkMsg>::from(route.sink().clone()).cast(msg(bytes));
         return;
     }
-    let dropped = route.window.dropped();
+    let dropped = route.window().dropped();
     if dropped == 1 || dropped % 1000 == 0 {
-        warn!(node = %route.node, dropped, window = route.window.limit(),
+        warn!(node = %route.node(), dropped, window = route.window().limit(),
             "{what} dropped: the node has not handled what was sent to it");
     }
 }
@@ -684,7 +684,7 @@ fn send_within_window(route: &Route, bytes: Vec<u8>, msg: fn(Vec<u8>) -> SinkMsg
 async fn forward_progress(id: u64, route: Route, mut rx: mpsc::UnboundedReceiver<crate::Progress>) {
     while let Some(p) = rx.recv().await {
         let env = ProgressEnvelope {
-            secret: route.secret.clone(),
+            secret: route.secret().to_owned(),
             id,
             params: p.raw,
         };
@@ -700,7 +700,7 @@ async fn forward_notifications(server: String, client: Client, shared: Arc<Share
         let routes = lock(&shared.peers).subscribers(&server);
         for route in routes {
             let env = NotificationEnvelope {
-                secret: route.secret.clone(),
+                secret: route.secret().to_owned(),
                 server: server.clone(),
                 method: n.method.clone(),
                 params: n.params.clone(),

@@ -121,10 +121,36 @@ impl Window {
 pub(crate) struct Route {
     /// The sink's stand-in here: a cast to it travels over its node's
     /// connection only.
-    pub(crate) sink: ActorCell,
-    pub(crate) secret: String,
-    pub(crate) window: Arc<Window>,
-    pub(crate) node: NodeKey,
+    sink: ActorCell,
+    secret: String,
+    window: Arc<Window>,
+    node: NodeKey,
+}
+
+impl Route {
+    /// The caller's sink.
+    #[inline]
+    pub(crate) fn sink(&self) -> &ActorCell {
+        &self.sink
+    }
+
+    /// The ticket's secret, which the sink checks on every message.
+    #[inline]
+    pub(crate) fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// The bytes in flight to the sink, unacknowledged.
+    #[inline]
+    pub(crate) fn window(&self) -> &Window {
+        &self.window
+    }
+
+    /// The sink's node.
+    #[inline]
+    pub(crate) fn node(&self) -> NodeKey {
+        self.node
+    }
 }
 
 #[derive(Debug)]

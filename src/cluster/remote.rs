@@ -579,12 +579,12 @@ impl RemoteServer {
         // Registered before asking: the first notification may come before
         // the answer.
         let rx = s.inner.routes.subscribe(
-            &admission.secret,
+            admission.secret(),
             &self.name,
             s.inner.max_queued_notification_bytes,
         );
         let sub = Subscription {
-            ticket: admission.ticket.clone(),
+            ticket: admission.ticket().to_owned(),
             server: self.name.clone(),
         };
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -605,7 +605,7 @@ impl RemoteServer {
             Ok(()) => Ok(rx),
             Err(e) => {
                 drop(rx);
-                s.inner.routes.prune(&admission.secret, &self.name);
+                s.inner.routes.prune(admission.secret(), &self.name);
                 if matches!(e, RemoteError::NotAdmitted { .. }) {
                     s.drop_admission(&self.gateway);
                 }
@@ -668,7 +668,7 @@ impl RemoteServer {
         let admission = s.admission(&self.gateway, deadline).await?;
         let id = s.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let env = Call {
-            ticket: admission.ticket.clone(),
+            ticket: admission.ticket().to_owned(),
             id,
             server: self.name.clone(),
             op,
@@ -681,12 +681,12 @@ impl RemoteServer {
             gateway: &self.gateway,
             routes: &s.inner.routes,
             key: Some(CallKey {
-                ticket: admission.ticket.clone(),
+                ticket: admission.ticket().to_owned(),
                 id,
             }),
         };
         if let Some(tx) = opts.progress.clone() {
-            s.inner.routes.route_progress(id, &admission.secret, tx);
+            s.inner.routes.route_progress(id, admission.secret(), tx);
         }
         let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
         let outcome = self

@@ -34,8 +34,22 @@ use crate::Progress;
 /// A ticket this node holds at one gateway.
 #[derive(Clone)]
 pub(crate) struct Admission {
-    pub(crate) ticket: String,
-    pub(crate) secret: String,
+    ticket: String,
+    secret: String,
+}
+
+impl Admission {
+    /// The ticket calls name.
+    #[inline]
+    pub(crate) fn ticket(&self) -> &str {
+        &self.ticket
+    }
+
+    /// The secret the gateway's messages to this sink carry.
+    #[inline]
+    pub(crate) fn secret(&self) -> &str {
+        &self.secret
+    }
 }
 
 impl std::fmt::Debug for Admission {
