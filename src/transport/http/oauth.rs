@@ -354,8 +354,7 @@ impl OAuth {
         }
         let offered = found
             .metadata()
-            .scopes_supported
-            .as_ref()
+            .scopes_supported()
             .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
         if self.inner.config.offline_access && offered && !scopes.is_empty() {
             add(&mut scopes, "offline_access");

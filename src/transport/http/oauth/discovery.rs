@@ -24,20 +24,64 @@ use super::AuthError;
 pub(crate) struct AsMetadata {
     #[serde(default)]
     issuer: Option<String>,
-    pub(crate) authorization_endpoint: String,
-    pub(crate) token_endpoint: String,
+    authorization_endpoint: String,
+    token_endpoint: String,
     #[serde(default)]
-    pub(crate) registration_endpoint: Option<String>,
+    registration_endpoint: Option<String>,
     #[serde(default)]
-    pub(crate) scopes_supported: Option<Vec<String>>,
+    scopes_supported: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    token_endpoint_auth_methods_supported: Option<Vec<String>>,
     #[serde(default)]
     code_challenge_methods_supported: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) client_id_metadata_document_supported: Option<bool>,
+    client_id_metadata_document_supported: Option<bool>,
     #[serde(default)]
-    pub(crate) authorization_response_iss_parameter_supported: Option<bool>,
+    authorization_response_iss_parameter_supported: Option<bool>,
+}
+
+impl AsMetadata {
+    /// `authorization_endpoint`.
+    #[inline]
+    pub(crate) fn authorization_endpoint(&self) -> &String {
+        &self.authorization_endpoint
+    }
+
+    /// `token_endpoint`.
+    #[inline]
+    pub(crate) fn token_endpoint(&self) -> &String {
+        &self.token_endpoint
+    }
+
+    /// `registration_endpoint`.
+    #[inline]
+    pub(crate) fn registration_endpoint(&self) -> Option<&String> {
+        self.registration_endpoint.as_ref()
+    }
+
+    /// `scopes_supported`.
+    #[inline]
+    pub(crate) fn scopes_supported(&self) -> Option<&[String]> {
+        self.scopes_supported.as_deref()
+    }
+
+    /// `token_endpoint_auth_methods_supported`.
+    #[inline]
+    pub(crate) fn token_endpoint_auth_methods_supported(&self) -> Option<&[String]> {
+        self.token_endpoint_auth_methods_supported.as_deref()
+    }
+
+    /// `client_id_metadata_document_supported`.
+    #[inline]
+    pub(crate) fn client_id_metadata_document_supported(&self) -> Option<bool> {
+        self.client_id_metadata_document_supported
+    }
+
+    /// `authorization_response_iss_parameter_supported`.
+    #[inline]
+    pub(crate) fn authorization_response_iss_parameter_supported(&self) -> Option<bool> {
+        self.authorization_response_iss_parameter_supported
+    }
 }
 
 /// Everything discovery found.

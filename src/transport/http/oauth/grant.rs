@@ -34,12 +34,12 @@ fn oauth_client(
 > {
     let md = found.metadata();
     let auth =
-        AuthUrl::new(md.authorization_endpoint.clone()).map_err(|e| AuthError::Discovery {
-            url: shown(&md.authorization_endpoint),
+        AuthUrl::new(md.authorization_endpoint().clone()).map_err(|e| AuthError::Discovery {
+            url: shown(md.authorization_endpoint()),
             problem: e.to_string(),
         })?;
-    let token = TokenUrl::new(md.token_endpoint.clone()).map_err(|e| AuthError::Discovery {
-        url: shown(&md.token_endpoint),
+    let token = TokenUrl::new(md.token_endpoint().clone()).map_err(|e| AuthError::Discovery {
+        url: shown(md.token_endpoint()),
         problem: e.to_string(),
     })?;
     let redirect = RedirectUrl::new(config.redirect_uri.clone())
@@ -99,7 +99,7 @@ pub(crate) async fn authorize(
         .add_extra_param("resource", found.resource().to_owned())
         .request_async(&|r| send(http.clone(), r))
         .await;
-    tokens(answer, &found.metadata().token_endpoint, scopes, None)
+    tokens(answer, found.metadata().token_endpoint(), scopes, None)
 }
 
 /// The response is the answer to this request (state), from this
@@ -116,7 +116,7 @@ fn check_response(
     if let Some(issuer) = found.issuer() {
         let announced = found
             .metadata()
-            .authorization_response_iss_parameter_supported
+            .authorization_response_iss_parameter_supported()
             == Some(true);
         let bad = match &response.iss {
             Some(iss) => iss != issuer,
@@ -154,7 +154,7 @@ pub(crate) async fn refresh(
         .unwrap_or_default();
     tokens(
         answer,
-        &found.metadata().token_endpoint,
+        found.metadata().token_endpoint(),
         &granted,
         Some(refresh),
     )
