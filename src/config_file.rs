@@ -322,10 +322,7 @@ impl ServersFile {
         let ctx = entry::Context {
             file: &file,
             dir: &dir,
-            vars: Variables {
-                env,
-                workspace: &workspace,
-            },
+            vars: Variables::new(env, &workspace),
         };
         let top = parse_jsonc(text).map_err(|problem| ConfigFileError::Syntax {
             file: file.clone(),

@@ -267,11 +267,7 @@ impl Client {
             shared.add_event_subscriber(tx);
         }
         let (tx, rx) = oneshot::channel();
-        let args = SupervisorArgs {
-            shared: shared.clone(),
-            transport,
-            first: Some(tx),
-        };
+        let args = SupervisorArgs::new(shared.clone(), transport, Some(tx));
         let spawned = match opts.supervisor {
             Some(parent) => Actor::spawn_linked(None, ClientSupervisor, args, parent).await,
             None => Actor::spawn(None, ClientSupervisor, args).await,
@@ -539,7 +535,7 @@ impl Client {
         };
         // The era of the server this call went to (the status may still be
         // catching up with a server that just became ready).
-        let era = sent.era;
+        let era = sent.era();
         let guard = CancelOnDrop {
             direct: Some(sent),
             id,

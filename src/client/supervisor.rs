@@ -46,10 +46,24 @@ impl Drop for FinalOnDrop {
 }
 
 pub(crate) struct SupervisorArgs {
-    pub(crate) shared: Arc<ClientShared>,
-    pub(crate) transport: Arc<dyn Transport>,
+    shared: Arc<ClientShared>,
+    transport: Arc<dyn Transport>,
     /// Receives the outcome of the first spawn.
-    pub(crate) first: Option<oneshot::Sender<Result<(), SpawnError>>>,
+    first: Option<oneshot::Sender<Result<(), SpawnError>>>,
+}
+
+impl SupervisorArgs {
+    pub(crate) fn new(
+        shared: Arc<ClientShared>,
+        transport: Arc<dyn Transport>,
+        first: Option<oneshot::Sender<Result<(), SpawnError>>>,
+    ) -> Self {
+        Self {
+            shared,
+            transport,
+            first,
+        }
+    }
 }
 
 pub(crate) struct SupervisorState {
@@ -65,11 +79,7 @@ impl SupervisorState {
         myself: &ActorRef<SupervisorMsg>,
         first: Option<oneshot::Sender<Result<(), SpawnError>>>,
     ) -> Result<(), ActorProcessingErr> {
-        let args = ConnectionArgs {
-            shared: self.shared.clone(),
-            transport: self.transport.clone(),
-            first,
-        };
+        let args = ConnectionArgs::new(self.shared.clone(), self.transport.clone(), first);
         let (conn, _) = Actor::spawn_linked(None, Connection, args, myself.get_cell()).await?;
         self.connection = Some(conn);
         Ok(())

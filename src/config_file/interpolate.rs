@@ -11,9 +11,9 @@ use std::path::Path;
 /// tests) and the file's place.
 pub(crate) struct Variables<'a> {
     /// Looks an environment variable up.
-    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
+    env: &'a dyn Fn(&str) -> Option<String>,
     /// `${workspaceFolder}`.
-    pub(crate) workspace: &'a Path,
+    workspace: &'a Path,
 }
 
 /// Why a string could not be expanded.
@@ -36,7 +36,11 @@ pub(crate) struct Expanded {
     pub(crate) from_env: bool,
 }
 
-impl Variables<'_> {
+impl<'a> Variables<'a> {
+    pub(crate) fn new(env: &'a dyn Fn(&str) -> Option<String>, workspace: &'a Path) -> Self {
+        Self { env, workspace }
+    }
+
     /// Expands every `${...}` of `input`.
     pub(crate) fn expand(&self, input: &str) -> Result<Expanded, Problem> {
         let mut text = String::with_capacity(input.len());

@@ -120,7 +120,7 @@ pub(super) async fn spawn(spec: &Spec, exe: &Executable, env: Env) -> Result<Spa
         None => (None, None),
     };
     let prepared = Prepared::new(
-        &exe.path,
+        exe.path(),
         &spec.args,
         &env,
         spec.cwd.as_ref().map(|cwd| Path::new(cwd.expose())),

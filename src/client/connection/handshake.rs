@@ -84,7 +84,7 @@ impl ConnectionState {
             Era::Stateless => match self.stateless_meta(&session.protocol_version) {
                 Value::Object(map) => serde_json::value::to_raw_value(&map)
                     .ok()
-                    .map(|raw| Arc::new(MetaCache { map, raw })),
+                    .map(|raw| Arc::new(MetaCache::new(map, raw))),
                 _ => None,
             },
             Era::Stateful => None,
@@ -108,14 +108,14 @@ impl ConnectionState {
         self.shared.set_status(Status::Ready(session.clone()));
         if let Some(link) = self.shared.link() {
             self.shared.pending().accept(self.gen);
-            self.shared.publish_direct(Arc::new(Direct {
-                server: self.shared.name().to_owned(),
-                gen: self.gen,
-                era: session.era,
-                meta: self.meta_cache.clone(),
+            self.shared.publish_direct(Arc::new(Direct::new(
+                self.shared.name().to_owned(),
+                self.gen,
+                session.era,
+                self.meta_cache.clone(),
                 link,
-                pending: self.shared.pending().clone(),
-            }));
+                self.shared.pending().clone(),
+            )));
         }
     }
 

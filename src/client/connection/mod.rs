@@ -98,12 +98,26 @@ pub(crate) fn child_exit(evt: SupervisionEvent) -> Option<(ractor::ActorCell, Op
 }
 
 pub(crate) struct ConnectionArgs {
-    pub(crate) shared: Arc<ClientShared>,
-    pub(crate) transport: Arc<dyn Transport>,
+    shared: Arc<ClientShared>,
+    transport: Arc<dyn Transport>,
     /// Present for the first Connection of a client: the first server is
     /// spawned in `pre_start` and the outcome sent here, so `Client::start`
     /// reports a missing executable at once instead of retrying.
-    pub(crate) first: Option<tokio::sync::oneshot::Sender<Result<(), SpawnError>>>,
+    first: Option<tokio::sync::oneshot::Sender<Result<(), SpawnError>>>,
+}
+
+impl ConnectionArgs {
+    pub(crate) fn new(
+        shared: Arc<ClientShared>,
+        transport: Arc<dyn Transport>,
+        first: Option<tokio::sync::oneshot::Sender<Result<(), SpawnError>>>,
+    ) -> Self {
+        Self {
+            shared,
+            transport,
+            first,
+        }
+    }
 }
 
 pub(crate) struct ConnectionState {
