@@ -55,12 +55,30 @@ impl std::fmt::Display for NodeKey {
 /// The caps (see [`GatewayConfig`](super::GatewayConfig)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
-    pub(crate) calls_per_node: usize,
-    pub(crate) calls: usize,
-    pub(crate) tickets_per_node: usize,
+    calls_per_node: usize,
+    calls: usize,
+    tickets_per_node: usize,
     /// Tickets issued and not used yet, from all nodes.
-    pub(crate) unused_tickets: usize,
-    pub(crate) window: u64,
+    unused_tickets: usize,
+    window: u64,
+}
+
+impl Limits {
+    pub(crate) fn new(
+        calls_per_node: usize,
+        calls: usize,
+        tickets_per_node: usize,
+        unused_tickets: usize,
+        window: u64,
+    ) -> Self {
+        Self {
+            calls_per_node,
+            calls,
+            tickets_per_node,
+            unused_tickets,
+            window,
+        }
+    }
 }
 
 /// Bytes sent to one node's sinks (progress, notifications) and not yet

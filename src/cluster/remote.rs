@@ -461,11 +461,11 @@ impl RemoteServers {
             }
         }
         let _forget = Forget(routes, &nonce);
-        let hello = Hello {
-            group: self.inner.group.clone(),
-            pid: self.inner.sink.get_id().pid(),
-            nonce: nonce.clone(),
-        };
+        let hello = Hello::new(
+            self.inner.group.clone(),
+            self.inner.sink.get_id().pid(),
+            nonce.clone(),
+        );
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let answer = gateway
             .call(|r| GatewayMsg::Hello(wire::encode(&hello), r), Some(left))
@@ -583,10 +583,7 @@ impl RemoteServer {
             &self.name,
             s.inner.max_queued_notification_bytes,
         );
-        let sub = Subscription {
-            ticket: admission.ticket().to_owned(),
-            server: self.name.clone(),
-        };
+        let sub = Subscription::new(admission.ticket().to_owned(), self.name.clone());
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let answer = self
             .gateway
@@ -680,10 +677,7 @@ impl RemoteServer {
         let mut guard = InFlight {
             gateway: &self.gateway,
             routes: &s.inner.routes,
-            key: Some(CallKey {
-                ticket: admission.ticket().to_owned(),
-                id,
-            }),
+            key: Some(CallKey::new(admission.ticket().to_owned(), id)),
         };
         if let Some(tx) = opts.progress.clone() {
             s.inner.routes.route_progress(id, admission.secret(), tx);
@@ -727,7 +721,7 @@ struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
-            self.routes.unroute_progress(key.id);
+            self.routes.unroute_progress(key.id());
             let _ = self.gateway.cast(GatewayMsg::Cancel(wire::encode(&key)));
         }
     }
