@@ -444,7 +444,7 @@ pub struct ServerHandle {
     token: LifetimeToken,
     /// The stream of the request whose context holds this handle, on
     /// transports that give each request one (HTTP); `None` otherwise.
-    pub(crate) target: Option<Arc<dyn MessageTarget>>,
+    target: Option<Arc<dyn MessageTarget>>,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -457,6 +457,16 @@ impl std::fmt::Debug for ServerHandle {
 }
 
 impl ServerHandle {
+    /// Closes the SSE stream of the request this handle sends through,
+    /// for the client to reconnect (see [`close_sse_stream`]); false where
+    /// there is none or it is not resumable.
+    ///
+    /// [`close_sse_stream`]: crate::server::http::close_sse_stream
+    #[cfg(feature = "http")]
+    pub(crate) fn close_stream_for_polling(&self) -> bool {
+        self.target.as_ref().is_some_and(|o| o.close_for_polling())
+    }
+
     pub(crate) fn new(shared: &Arc<SessionShared>) -> Self {
         Self {
             token: LifetimeToken(Arc::downgrade(shared)),

@@ -531,7 +531,7 @@ mod tests {
             .await;
             drop(tcp);
         }
-        let core = &service.core;
+        let core = service.core();
         let session = core.sessions.get(&sid).expect("the session");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while core.running() > 0 || !session.scope().is_empty() {

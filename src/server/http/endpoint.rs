@@ -56,7 +56,7 @@ pub(crate) fn router(core: Arc<Core>) -> axum::Router {
         // axum answers HEAD with the GET handler unless HEAD has its own.
         .head(on_other)
         .fallback(on_other);
-    let methods = match &core.config().bearer {
+    let methods = match core.config().bearer() {
         Some(token) => methods.layer(BearerLayer::new(
             BearerTokens::new().token(token.clone(), ()),
         )),
@@ -259,11 +259,7 @@ async fn post_stateless(
             d.http = Some(parts.clone());
             let stream = core.stateless_stream();
             let scope = core.stateless_scope(&owner);
-            let reply = StreamReply {
-                stream: stream.clone(),
-                id: req.id.clone(),
-                session: None,
-            };
+            let reply = StreamReply::new(stream.clone(), req.id.clone(), None);
             match core.engine().submit(&scope, req, d, charge, reply) {
                 Ok(key) => respond(&core, stream, Kind::Stateless { scope, key }, accepts).await,
                 // Stateless scopes let ids repeat.
@@ -369,16 +365,16 @@ async fn post_stateful(
                 }
                 let number = stream.number();
                 let id = req.id.clone();
-                let reply = StreamReply {
-                    stream: stream.clone(),
-                    id: req.id.clone(),
-                    session: Some(Arc::downgrade(&session)),
-                };
+                let reply = StreamReply::new(
+                    stream.clone(),
+                    req.id.clone(),
+                    Some(Arc::downgrade(&session)),
+                );
                 match core.engine().submit(session.scope(), req, d, charge, reply) {
                     Ok(_) => respond(&core, stream, Kind::Stateful { session }, accepts).await,
                     Err(Duplicate(mut reply)) => {
                         // Never ran: nothing to keep for a resumption.
-                        reply.session = None;
+                        reply.forget_session();
                         drop(reply);
                         session.retire(number, false);
                         Rejection::DuplicateId { id }.into_response()
@@ -743,7 +739,7 @@ fn delete(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
 /// Whether the request passes [`HttpConfig::authorize`] (the bearer
 /// token is a [`BearerLayer`](super::BearerLayer) in front).
 fn authorized(config: &super::HttpConfig, parts: &axum::http::request::Parts) -> bool {
-    config.authorize.as_ref().is_none_or(|f| f(parts))
+    config.authorizer().is_none_or(|f| f(parts))
 }
 
 #[cfg(test)]

@@ -48,10 +48,7 @@ pub use axum;
 /// 2026-07-28 era (whose streams are not resumable: closing one is a
 /// cancellation).
 pub fn close_sse_stream(ctx: &super::RequestContext) -> bool {
-    ctx.handle()
-        .target
-        .as_ref()
-        .is_some_and(|o| o.close_for_polling())
+    ctx.handle().close_stream_for_polling()
 }
 
 #[cfg(doc)]

@@ -208,7 +208,7 @@ async fn serve_on<H: Handler>(
 /// application's to close.
 #[derive(Clone)]
 pub struct HttpService {
-    pub(crate) core: Arc<Core>,
+    core: Arc<Core>,
     router: axum::Router,
 }
 
@@ -221,6 +221,12 @@ impl std::fmt::Debug for HttpService {
 }
 
 impl HttpService {
+    /// The endpoint's state (tests look inside).
+    #[cfg(test)]
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
     /// The endpoint serving `handler`. Spawns nothing (and needs no
     /// runtime): its background tasks start with its first request, within
     /// the runtime that serves it.

@@ -237,13 +237,29 @@ pub(crate) fn mint_id() -> Result<String, getrandom::Error> {
 
 /// An HTTP request's answer and messages go to its stream.
 pub(crate) struct StreamReply {
-    pub(crate) stream: Arc<Stream>,
+    stream: Arc<Stream>,
     /// The request's id (for an answer the engine did not write).
-    pub(crate) id: RequestId,
+    id: RequestId,
     /// A 2025-11-25 request's session: where what its JSON-only response
     /// cannot carry goes, and where its ended stream is kept for a late
     /// resumption.
-    pub(crate) session: Option<Weak<Session>>,
+    session: Option<Weak<Session>>,
+}
+
+impl StreamReply {
+    pub(crate) fn new(stream: Arc<Stream>, id: RequestId, session: Option<Weak<Session>>) -> Self {
+        Self {
+            stream,
+            id,
+            session,
+        }
+    }
+
+    /// Drops the request's session: the request never ran, so nothing of
+    /// it is kept for a resumption.
+    pub(crate) fn forget_session(&mut self) {
+        self.session = None;
+    }
 }
 
 impl Reply for StreamReply {
