@@ -68,7 +68,7 @@ pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Va
             .map(str::to_owned),
         _ => None,
     };
-    let arguments = if log.is_some_and(|l| l.arguments) {
+    let arguments = if log.is_some_and(|l| l.logs_arguments()) {
         params.as_ref().and_then(|p| p.get("arguments")).cloned()
     } else {
         None
@@ -154,7 +154,7 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerE
     }
     let (opts, progress) = with_progress(opts, ctx);
     let call = CURRENT.scope(
-        registered.call.clone(),
+        registered.call().clone(),
         target.client().request_raw(method, params, opts),
     );
     let result = pass_progress(call, progress, |p| send_progress(ctx, p)).await;
@@ -184,7 +184,7 @@ async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerEr
             .register_held(&server, principal, held.clone(), fail);
         let (opts, progress) = with_progress(RequestOptions::new(), &held.context());
         let request = CURRENT.scope(
-            registered.call.clone(),
+            registered.call().clone(),
             client.request_raw(&method, params, opts),
         );
         let request = pass_progress(request, progress, |p| send_progress(&held.context(), p));

@@ -111,7 +111,7 @@ async fn admitted(
             });
         }
         if !principal.server_allowed(name) {
-            tracing::info!(client = %principal.name, server = %name, "gateway: request refused: server outside the client's grant");
+            tracing::info!(client = %principal.name(), server = %name, "gateway: request refused: server outside the client's grant");
             return Err(Rejection::OutsideGrant {
                 id: None,
                 what: format!("server `{name}`"),
@@ -213,7 +213,7 @@ async fn peek(
     let parsed = match ParsedBody::parse(&bytes) {
         Ok(p) => p,
         Err(refused) => {
-            tracing::info!(client = %principal.name, message = %refused, "gateway: request refused: the grant check cannot read its body");
+            tracing::info!(client = %principal.name(), message = %refused, "gateway: request refused: the grant check cannot read its body");
             return Err(refused);
         }
     };
@@ -225,7 +225,7 @@ async fn peek(
     };
     if let Some(r) = refused.or_else(|| outside_grant(front, principal, endpoint, &m)) {
         let what = &r.what;
-        tracing::info!(client = %principal.name, %what, "gateway: call refused: outside the client's grant");
+        tracing::info!(client = %principal.name(), %what, "gateway: call refused: outside the client's grant");
         // In the call log and the metrics as any other outcome.
         front.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
         return Err(Rejection::OutsideGrant {

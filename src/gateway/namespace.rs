@@ -311,7 +311,7 @@ impl Handler for Namespace {
                         };
                         watch(
                             front.watches(),
-                            holder.holder,
+                            holder.holder(),
                             &Self::target(&front, &owner)?,
                             &uri,
                         )

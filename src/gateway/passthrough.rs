@@ -124,7 +124,7 @@ impl Handler for Passthrough {
                     for uri in agreed.resource_subscriptions.iter().flatten() {
                         let holder =
                             _watches.get_or_insert_with(|| front.watches().stream_holder());
-                        watch(front.watches(), holder.holder, &target, uri).await?;
+                        watch(front.watches(), holder.holder(), &target, uri).await?;
                     }
                     self.sessions.serve_listen(&req, ctx, agreed).await
                 }

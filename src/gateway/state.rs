@@ -553,14 +553,14 @@ impl Record<'_> {
         if let Some(log) = &self.front.call_log {
             log.write(&Line {
                 time: now_rfc3339(),
-                client: &self.principal.name,
+                client: self.principal.name(),
                 server: self.server,
                 method: self.method,
                 tool: self.tool.as_deref(),
                 duration_ms: elapsed.as_secs_f64() * 1000.0,
                 outcome,
                 error: code,
-                arguments: if log.arguments {
+                arguments: if log.logs_arguments() {
                     self.arguments.as_ref()
                 } else {
                     None

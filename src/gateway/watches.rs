@@ -303,7 +303,15 @@ impl ResourceWatches {
 /// dropped, however the stream ends.
 pub(crate) struct StreamHolder {
     watches: Weak<ResourceWatches>,
-    pub(crate) holder: Listed,
+    holder: Listed,
+}
+
+impl StreamHolder {
+    /// Who holds the stream's watches.
+    #[inline]
+    pub(crate) fn holder(&self) -> Listed {
+        self.holder
+    }
 }
 
 impl Drop for StreamHolder {
