@@ -30,10 +30,17 @@ pub(crate) enum Problem {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Expanded {
     /// The text.
-    pub(crate) text: String,
+    text: String,
     /// Whether part of it came from the environment (such values are kept
     /// as secrets).
-    pub(crate) from_env: bool,
+    from_env: bool,
+}
+
+impl Expanded {
+    /// The text, and whether part of it came from the environment.
+    pub(crate) fn into_parts(self) -> (String, bool) {
+        (self.text, self.from_env)
+    }
 }
 
 impl<'a> Variables<'a> {

@@ -17,12 +17,17 @@ pub(crate) struct Event {
     /// `event:` (MCP uses the default type, `message`: `None`).
     event: Option<String>,
     /// `data:` (a JSON-RPC message; empty for a priming event).
-    pub(crate) data: String,
+    data: String,
     /// `retry:` in milliseconds (the client's reconnection delay).
     retry: Option<u64>,
 }
 
 impl Event {
+    /// The event's data.
+    #[inline]
+    pub(crate) fn data(&self) -> &str {
+        &self.data
+    }
     /// An event carrying `data` (one JSON-RPC message).
     pub(crate) fn message(data: impl Into<String>) -> Self {
         Event {
@@ -85,7 +90,15 @@ pub(crate) fn keep_alive() -> Bytes {
 #[error("SSE event over {limit} bytes")]
 pub(crate) struct EventTooLarge {
     /// The bound.
-    pub(crate) limit: usize,
+    limit: usize,
+}
+
+impl EventTooLarge {
+    /// The bound.
+    #[inline]
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
 }
 
 /// An incremental `text/event-stream` parser.

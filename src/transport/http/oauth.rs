@@ -347,7 +347,7 @@ impl OAuth {
         for s in prior.unwrap_or_default().split_whitespace() {
             add(&mut scopes, s);
         }
-        match (&challenge.scope, found.resource_scopes()) {
+        match (challenge.scope(), found.resource_scopes()) {
             (Some(list), _) => list.split_whitespace().for_each(|s| add(&mut scopes, s)),
             (None, Some(list)) => list.iter().for_each(|s| add(&mut scopes, s)),
             (None, None) => {}

@@ -210,7 +210,7 @@ async fn resource_metadata(
     challenge: &Challenge,
 ) -> Result<Option<ResourceMetadata>, AuthError> {
     let mut urls = Vec::new();
-    if let Some(u) = challenge.resource_metadata.as_deref() {
+    if let Some(u) = challenge.resource_metadata() {
         match Url::parse(u) {
             Ok(u) => urls.push(u),
             Err(_) => {
