@@ -177,6 +177,7 @@ pub(crate) struct Graces {
 }
 
 impl Graces {
+    #[inline]
     pub(crate) fn new(stdin: Duration, term: Duration) -> Self {
         Self { stdin, term }
     }
@@ -229,6 +230,7 @@ pub(crate) struct Escalation<P> {
 }
 
 impl<P: Process> Escalation<P> {
+    #[inline]
     pub(crate) fn new(process: P, pid: u32, graces: Graces, name: String) -> Self {
         Self {
             process,

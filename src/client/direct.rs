@@ -64,6 +64,7 @@ pub(crate) struct Direct {
 }
 
 impl Direct {
+    #[inline]
     pub(crate) fn new(
         server: String,
         gen: u64,
@@ -252,6 +253,7 @@ pub(crate) struct MetaCache {
 }
 
 impl MetaCache {
+    #[inline]
     pub(crate) fn new(map: Map<String, Value>, raw: Box<serde_json::value::RawValue>) -> Self {
         Self { map, raw }
     }

@@ -53,6 +53,7 @@ pub(crate) struct SupervisorArgs {
 }
 
 impl SupervisorArgs {
+    #[inline]
     pub(crate) fn new(
         shared: Arc<ClientShared>,
         transport: Arc<dyn Transport>,

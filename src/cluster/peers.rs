@@ -64,6 +64,7 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
+    #[inline]
     pub(crate) fn new(
         calls_per_node: usize,
         calls: usize,

@@ -87,11 +87,13 @@ pub(crate) struct Hello {
 }
 
 impl Hello {
+    #[inline]
     pub(crate) fn new(group: String, pid: u64, nonce: String) -> Self {
         Self { group, pid, nonce }
     }
 
     /// The group, pid and nonce, taken apart.
+    #[inline]
     pub(crate) fn into_parts(self) -> (String, u64, String) {
         (self.group, self.pid, self.nonce)
     }
@@ -150,6 +152,7 @@ pub(crate) struct CallKey {
 }
 
 impl CallKey {
+    #[inline]
     pub(crate) fn new(ticket: String, id: u64) -> Self {
         Self { ticket, id }
     }
@@ -175,6 +178,7 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
+    #[inline]
     pub(crate) fn new(ticket: String, server: String) -> Self {
         Self { ticket, server }
     }
@@ -200,6 +204,7 @@ pub(crate) struct Ack {
 }
 
 impl Ack {
+    #[inline]
     pub(crate) fn new(ticket: String, bytes: u64) -> Self {
         Self { ticket, bytes }
     }
@@ -227,11 +232,13 @@ pub(crate) struct ProgressEnvelope {
 }
 
 impl ProgressEnvelope {
+    #[inline]
     pub(crate) fn new(secret: String, id: u64, params: Value) -> Self {
         Self { secret, id, params }
     }
 
     /// The secret, call id and params, taken apart.
+    #[inline]
     pub(crate) fn into_parts(self) -> (String, u64, Value) {
         (self.secret, self.id, self.params)
     }
@@ -248,6 +255,7 @@ pub(crate) struct NotificationEnvelope {
 }
 
 impl NotificationEnvelope {
+    #[inline]
     pub(crate) fn new(
         secret: String,
         server: String,
@@ -263,6 +271,7 @@ impl NotificationEnvelope {
     }
 
     /// The secret, server, method and params, taken apart.
+    #[inline]
     pub(crate) fn into_parts(self) -> (String, String, String, Option<Value>) {
         (self.secret, self.server, self.method, self.params)
     }

@@ -44,6 +44,7 @@ impl Expanded {
 }
 
 impl<'a> Variables<'a> {
+    #[inline]
     pub(crate) fn new(env: &'a dyn Fn(&str) -> Option<String>, workspace: &'a Path) -> Self {
         Self { env, workspace }
     }

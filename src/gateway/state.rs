@@ -192,6 +192,7 @@ impl GatewayState {
     }
 
     /// Whether the start is over.
+    #[inline]
     pub(crate) fn has_started(&self) -> bool {
         *self.started.borrow()
     }
@@ -207,6 +208,7 @@ impl GatewayState {
     }
 
     /// The service of `key`, if made.
+    #[inline]
     pub(crate) fn made_endpoint(&self, key: &Endpoint) -> Option<EndpointService> {
         crate::sync::lock(&self.services).get(key).cloned()
     }

@@ -35,6 +35,7 @@ pub(crate) struct Naming {
 
 impl Naming {
     /// Joins names with `separator`, within `max_len` bytes.
+    #[inline]
     pub(crate) fn new(separator: String, max_len: usize) -> Self {
         Naming { separator, max_len }
     }

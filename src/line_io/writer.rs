@@ -154,6 +154,7 @@ pub(crate) struct StalledAfter<W> {
 }
 
 impl<W> StalledAfter<W> {
+    #[inline]
     pub(crate) fn new(out: W, stall: Duration) -> Self {
         Self { out, stall }
     }

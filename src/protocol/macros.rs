@@ -133,6 +133,7 @@ pub(crate) struct WithType<'a, T> {
 }
 
 impl<'a, T> WithType<'a, T> {
+    #[inline]
     pub(crate) fn new(kind: &'static str, inner: &'a T) -> Self {
         Self { kind, inner }
     }

@@ -300,21 +300,25 @@ impl RequestContext {
     }
 
     /// Stateless era: the retry's `inputResponses`, if any.
+    #[inline]
     pub(crate) fn input_responses(&self) -> Option<&Map<String, Value>> {
         self.input_responses.as_ref()
     }
 
     /// The scope the request runs in.
+    #[inline]
     pub(crate) fn scope(&self) -> &ScopeKey {
         &self.scope
     }
 
     /// The request's target (a tool's or prompt's name, a resource's URI).
+    #[inline]
     pub(crate) fn target(&self) -> Option<&str> {
         self.target.as_deref()
     }
 
     /// What the request's handler recorded for an input-required result.
+    #[inline]
     pub(crate) fn recorded(&self) -> &Mutex<Recorded> {
         self.shared.recorded()
     }

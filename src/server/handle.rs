@@ -103,26 +103,31 @@ impl SessionState {
     }
 
     /// `notifications/initialized` was received.
+    #[inline]
     pub(crate) fn mark_initialized(&mut self) {
         self.initialized = true;
     }
 
     /// Whether a stateful session subscribed to `uri`.
+    #[inline]
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
         self.era == Some(Era::Stateful) && self.subscriptions.contains(uri)
     }
 
     /// Records a `resources/subscribe`, within `limit` bytes.
+    #[inline]
     pub(crate) fn subscribe(&mut self, uri: String, limit: usize) -> Result<(), SubscriptionsFull> {
         self.subscriptions.subscribe(uri, limit)
     }
 
     /// Records a `resources/unsubscribe`.
+    #[inline]
     pub(crate) fn unsubscribe(&mut self, uri: &str) {
         self.subscriptions.unsubscribe(uri);
     }
 
     /// Records a `logging/setLevel`.
+    #[inline]
     pub(crate) fn set_log_level(&mut self, level: LoggingLevel) {
         self.log_level = Some(level);
     }
@@ -255,6 +260,7 @@ impl SessionShared {
     }
 
     /// Whether a stop was asked for.
+    #[inline]
     pub(crate) fn stop_requested(&self) -> bool {
         *self.stop.borrow()
     }

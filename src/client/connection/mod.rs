@@ -107,6 +107,7 @@ pub(crate) struct ConnectionArgs {
 }
 
 impl ConnectionArgs {
+    #[inline]
     pub(crate) fn new(
         shared: Arc<ClientShared>,
         transport: Arc<dyn Transport>,

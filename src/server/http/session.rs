@@ -247,6 +247,7 @@ pub(crate) struct StreamReply {
 }
 
 impl StreamReply {
+    #[inline]
     pub(crate) fn new(stream: Arc<Stream>, id: RequestId, session: Option<Weak<Session>>) -> Self {
         Self {
             stream,

@@ -602,6 +602,7 @@ pub(crate) struct RequestTarget {
 }
 
 impl RequestTarget {
+    #[inline]
     pub(crate) fn new(stream: Arc<Stream>, fallback: Option<Weak<SessionShared>>) -> Self {
         Self { stream, fallback }
     }

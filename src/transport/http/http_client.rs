@@ -15,6 +15,7 @@ pub(crate) struct Connect {
 }
 
 impl Connect {
+    #[inline]
     pub(crate) fn new(timeout: Duration, proxy_from_env: bool) -> Self {
         Self {
             timeout,

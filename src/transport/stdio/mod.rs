@@ -47,6 +47,7 @@ pub(crate) struct StdioOptions {
 }
 
 impl StdioOptions {
+    #[inline]
     pub(crate) fn new(
         spec: child::Spec,
         max_message_bytes: usize,

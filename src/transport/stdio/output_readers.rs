@@ -43,6 +43,7 @@ pub(crate) struct ReaderLimits {
 }
 
 impl ReaderLimits {
+    #[inline]
     pub(crate) fn new(max_message_bytes: usize, max_junk_lines: usize) -> Self {
         Self {
             max_message_bytes,
@@ -71,6 +72,7 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
+    #[inline]
     pub(crate) fn new(
         limits: ReaderLimits,
         sink: EventSink,

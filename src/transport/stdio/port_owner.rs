@@ -51,6 +51,7 @@ pub(crate) struct PortOwnerArgs {
 }
 
 impl PortOwnerArgs {
+    #[inline]
     pub(crate) fn new(
         guard: ShutdownGuard,
         sink: EventSink,
