@@ -91,11 +91,11 @@ where
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    if let Command::Completions { shell } = cli.command {
-        clap_complete::generate(shell, &mut Cli::command(), "mcp", &mut std::io::stdout());
+    if let Command::Completions { shell } = cli.subcommand() {
+        clap_complete::generate(*shell, &mut Cli::command(), "mcp", &mut std::io::stdout());
         return ExitCode::SUCCESS;
     }
-    if cli.options.verbose {
+    if cli.options().verbose() {
         let filter = tracing_subscriber::EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| "conduit_mcp=debug".into());
         tracing_subscriber::fmt()
@@ -175,14 +175,11 @@ impl From<Value> for Output {
 
 /// Runs the command; `server` is what followed `--`.
 async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
-    let Cli {
-        mut options,
-        command,
-    } = cli;
+    let (mut options, command) = cli.into_parts();
     // Only serve takes several.
-    match (&options.servers[..], &command) {
+    match (options.servers(), &command) {
         (_, Command::Serve(_)) | ([], _) => {}
-        ([one], _) => options.server = Some(one.clone()),
+        ([one], _) => options.choose_server(one.clone()),
         (many, _) => {
             return Err(Fail::Usage(format!(
                 "--server is given {} times; this subcommand uses one server",
@@ -191,8 +188,8 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
         }
     }
     let given = [
-        options.config.is_some(),
-        options.url.is_some(),
+        options.config().is_some(),
+        options.url().is_some(),
         !server.is_empty(),
     ];
     if given.iter().filter(|g| **g).count() > 1 {
@@ -200,16 +197,16 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
             "give one of --config FILE, --url URL or a server command after `--`".into(),
         ));
     }
-    if !options.header.is_empty() && options.url.is_none() {
+    if !options.header().is_empty() && options.url().is_none() {
         return Err(Fail::Usage("--header needs --url URL".into()));
     }
     // Ignored it would run another server than the one named.
-    if let (Some(name), None) = (options.servers.first(), &options.config) {
+    if let (Some(name), None) = (options.servers().first(), options.config()) {
         return Err(Fail::Usage(format!(
             "--server {name} needs --config FILE (it names a server of the file)"
         )));
     }
-    match (&options.config, command) {
+    match (options.config(), command) {
         (_, Command::Completions { .. }) => Err(Fail::Usage("completions is handled first".into())),
         (None, Command::Servers) => Err(Fail::Usage(
             "servers needs --config FILE (a file of mcpServers)".into(),
@@ -220,12 +217,12 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
         (Some(path), Command::Serve(args)) => serve::run(&options, path, args).await,
         (Some(path), command) => {
             let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
-            if options.verbose {
+            if options.verbose() {
                 verbose::config_file(&file.path);
             }
             hosted::run(&options, file, command).await
         }
-        (None, command) if options.url.is_some() => one_server::run_url(&options, command).await,
+        (None, command) if options.url().is_some() => one_server::run_url(&options, command).await,
         (None, command) => one_server::run(&options, command, server).await,
     }
 }
@@ -290,7 +287,7 @@ pub(crate) fn host_failure(e: HostError) -> Fail {
 /// was given wins; a server is never restarted (one shot).
 pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
     overlay_options(options, config);
-    if let Some(t) = options.timeout {
+    if let Some(t) = options.timeout() {
         config.probe_timeout = config.probe_timeout.min(t);
     }
     // One shot: a server that fails to start is reported, not restarted.
@@ -300,26 +297,26 @@ pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
 /// The command-line options given (timeout, era, env, cwd, stderr) over
 /// a server's configuration, its restart policy untouched.
 pub(crate) fn overlay_options(options: &Options, config: &mut ClientConfig) {
-    if let Some(t) = options.timeout {
+    if let Some(t) = options.timeout() {
         config.request_timeout = t;
         config.init_timeout = t;
     }
-    if let Some(era) = options.era {
+    if let Some(era) = options.era() {
         config.era = era;
     }
     // The child's options; an HTTP server has none.
     let Some(child) = config.transport.as_stdio_mut() else {
         return;
     };
-    let env = options.env.iter();
+    let env = options.env().iter();
     merge_env(
         &mut child.env,
         env.map(|(k, v)| (k.clone(), EnvValue::Plain(v.clone()))),
     );
-    if let Some(cd) = &options.cd {
+    if let Some(cd) = options.cd() {
         child.cd = Some(plain_dir(cd.clone()));
     }
-    if let Some(stderr) = &options.stderr {
+    if let Some(stderr) = options.stderr() {
         child.stderr = stderr.clone();
     }
 }
@@ -343,10 +340,10 @@ where
     Fut: std::future::Future<Output = T>,
 {
     let mut opts = RequestOptions::new();
-    if let Some(t) = options.timeout {
+    if let Some(t) = options.timeout() {
         opts = opts.timeout(t);
     }
-    if !options.progress {
+    if !options.progress() {
         return call(opts).await;
     }
     let (opts, view) = ProgressView::attach(opts);

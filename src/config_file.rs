@@ -358,10 +358,7 @@ impl ServersFile {
         let ctx = entry::Context {
             file: &file,
             dir: &dir,
-            vars: Variables {
-                env,
-                workspace: &workspace,
-            },
+            vars: Variables::new(env, &workspace),
         };
         let top = parse_jsonc(text).map_err(|problem| ConfigFileError::Syntax {
             file: file.clone(),

@@ -4,7 +4,6 @@
 #![doc = include_str!("../docs/gateway.md")]
 
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -82,8 +81,8 @@ pub struct HttpGateway {
 impl std::fmt::Debug for HttpGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpGateway")
-            .field("host", &self.state.host)
-            .field("config", &self.state.config)
+            .field("host", &self.state.host())
+            .field("config", &self.state.config())
             .finish_non_exhaustive()
     }
 }
@@ -225,7 +224,7 @@ impl HttpGateway {
         tokio::spawn(async move {
             starting.returned().await;
             if let Some(state) = over.0.upgrade() {
-                state.spawned.send_replace(true);
+                state.mark_spawned();
             }
             starting.settled().await;
             drop(over);
@@ -248,12 +247,12 @@ impl HttpGateway {
     /// ```
     pub async fn started(&self) -> Vec<crate::host::ServerSummary> {
         self.state.start_over().await;
-        self.state.host.servers()
+        self.state.host().servers()
     }
 
     /// The host behind the gateway.
     pub fn host(&self) -> &Host {
-        &self.state.host
+        self.state.host()
     }
 
     /// The gateway's routes (`/mcp`, `/servers/{name}/mcp`, `/health`,
@@ -303,13 +302,13 @@ impl HttpGateway {
         if let Ok(addr) = listener.local_addr() {
             tracing::info!(%addr, "gateway: listening");
         }
-        let done = self.state.closing.subscribe();
+        let done = self.state.watch_closing();
         crate::server::http::serve(
             listener,
             self.app.clone(),
-            &self.state.config.http,
+            &self.state.config().http,
             done,
-            self.state.config.flush(),
+            self.state.config().flush(),
         )
         .await
     }
@@ -331,27 +330,26 @@ impl HttpGateway {
     /// ```
     pub async fn shutdown(&self) -> Vec<ServerShutdown> {
         let state = &self.state;
-        state.stopping.store(true, Ordering::Release);
-        state.closing.send_replace(true);
+        state.mark_stopping();
         let made = state.made();
-        tracing::info!(endpoints = made.len(), grace = ?state.config.grace, "gateway: stopping");
+        tracing::info!(endpoints = made.len(), grace = ?state.config().grace, "gateway: stopping");
         for (_, m) in &made {
-            m.service.handle().stop();
+            m.service().handle().stop();
         }
         for (_, m) in made {
-            m.service.stopped().await;
+            m.service().stopped().await;
         }
         // A start still under way would end with the host's actor, its
         // process going without this stop waiting for it: the starts
         // return first (at once: a start returns once its process runs).
-        let mut spawned = state.spawned.subscribe();
+        let mut spawned = state.watch_spawned();
         if tokio::time::timeout(SPAWN_WAIT, spawned.wait_for(|s| *s))
             .await
             .is_err()
         {
             tracing::warn!(wait = ?SPAWN_WAIT, "gateway: a server's start did not return; stopping without it");
         }
-        let reports = state.host.stop().wait().await;
+        let reports = state.host().stop().wait().await;
         tracing::info!(
             servers = reports.len(),
             "gateway: stopped; every server process is gone"
@@ -379,7 +377,7 @@ impl HttpGateway {
         tools: Option<ToolFilter>,
         lazy: bool,
     ) -> Result<(), HostError> {
-        let host = &self.state.host;
+        let host = self.state.host();
         if host.is_lazy(name) || host.server(name).is_some() {
             return Err(HostError::Duplicate(name.to_owned()));
         }
@@ -411,7 +409,7 @@ impl HttpGateway {
     /// ```
     pub async fn remove_server(&self, name: &str) -> Result<(), HostError> {
         self.state.drop_endpoints(name);
-        let shutdown = self.state.host.remove(name)?;
+        let shutdown = self.state.host().remove(name)?;
         shutdown.wait().await;
         self.state.set_filter(name, None);
         Ok(())
@@ -444,7 +442,7 @@ impl HttpGateway {
             let options = next.serve.get(name).cloned().unwrap_or_default();
             state.set_filter(name, Some(ToolFilter::from_options(&options)));
         }
-        let done = state.host.reload(previous, next).await;
+        let done = state.host().reload(previous, next).await;
         for name in done.removed.iter().chain(&done.restarted) {
             state.drop_endpoints(name);
         }
@@ -471,10 +469,10 @@ impl Drop for StartOver {
             return;
         };
         state.watch_all();
-        state.started.send_replace(true);
+        state.mark_started();
         tracing::info!(
-            servers = state.host.servers().len(),
-            lazy = state.host.lazy_servers().len(),
+            servers = state.host().servers().len(),
+            lazy = state.host().lazy_servers().len(),
             "gateway: started"
         );
     }

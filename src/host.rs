@@ -286,15 +286,11 @@ impl Host {
     /// ```
     pub async fn launch(
         config: HostConfig,
-        opts: HostOptions,
+        mut opts: HostOptions,
     ) -> Result<(Host, Starting), HostError> {
         config.validate()?;
-        let shared = Arc::new(HostShared::new(
-            &config,
-            opts.handler,
-            opts.handler_for,
-            opts.early,
-        ));
+        let (handler_for, early) = (opts.take_handler_for(), opts.take_early());
+        let shared = Arc::new(HostShared::new(&config, opts.handler, handler_for, early));
         let spawned = match opts.supervisor {
             Some(parent) => Actor::spawn_linked(None, HostSupervisor, shared.clone(), parent).await,
             None => Actor::spawn(None, HostSupervisor, shared.clone()).await,
@@ -471,7 +467,7 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn start_lazy(&self, name: &str) -> Result<(), HostError> {
-        let timeout = self.shared.ready_timeout;
+        let timeout = self.shared.ready_timeout();
         let Some(start) = self.shared.lazy_start(name) else {
             if self.shared.client(name).is_none() && self.server(name).is_none() {
                 return Err(HostError::UnknownServer(name.to_owned()));
@@ -741,7 +737,7 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub fn prefix(&self, server: &str) -> String {
-        self.shared.naming.prefix(server)
+        self.shared.naming().prefix(server)
     }
 
     /// A counter bumped whenever a server's status or lists may have
@@ -925,13 +921,10 @@ impl Host {
     ) -> Result<CallToolResult, HostError> {
         let route = self.route(ItemKind::Tool, name).await?;
         route
-            .client
-            .call_tool(&route.own, arguments, opts)
+            .client()
+            .call_tool(route.own(), arguments, opts)
             .await
-            .map_err(|source| HostError::Call {
-                server: route.server,
-                source,
-            })
+            .map_err(|source| route.failed(source))
     }
 
     /// Gets the prompt `name` (namespaced) with `arguments`, a JSON object
@@ -954,13 +947,10 @@ impl Host {
     ) -> Result<GetPromptResult, HostError> {
         let route = self.route(ItemKind::Prompt, name).await?;
         route
-            .client
-            .get_prompt(&route.own, arguments)
+            .client()
+            .get_prompt(route.own(), arguments)
             .await
-            .map_err(|source| HostError::Call {
-                server: route.server,
-                source,
-            })
+            .map_err(|source| route.failed(source))
     }
 
     /// Reads the resource `uri` from the server that holds it (the first
@@ -979,13 +969,10 @@ impl Host {
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, HostError> {
         let route = self.route(ItemKind::Resource, uri).await?;
         route
-            .client
-            .read_resource(&route.own)
+            .client()
+            .read_resource(route.own())
             .await
-            .map_err(|source| HostError::Call {
-                server: route.server,
-                source,
-            })
+            .map_err(|source| route.failed(source))
     }
 
     /// Stops every server and the host's actor, and returns at once. Calls

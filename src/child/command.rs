@@ -81,12 +81,18 @@ pub(crate) fn check_batch_file(
 pub(crate) struct Executable {
     /// Absolute, so the file that was checked is the one that runs, even
     /// when the child changes directory first.
-    pub(crate) path: PathBuf,
+    path: PathBuf,
     /// Whether the command was a secret.
     secret: bool,
 }
 
 impl Executable {
+    /// The executable's absolute path.
+    #[inline]
+    pub(crate) fn path(&self) -> &PathBuf {
+        &self.path
+    }
+
     /// How errors and logs name it: the path, or `***` for a secret.
     pub(crate) fn name(&self) -> Arg {
         let path = self.path.to_string_lossy().into_owned();

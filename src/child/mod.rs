@@ -219,12 +219,7 @@ fn start<P: shutdown::Process + 'static>(
     let (guard, signal) = ShutdownGuard::new();
     let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
     let (report_tx, report_rx) = tokio::sync::watch::channel(None);
-    let escalation = shutdown::Escalation {
-        process,
-        pid,
-        graces: spec.graces,
-        name: spec.name.clone(),
-    };
+    let escalation = shutdown::Escalation::new(process, pid, spec.graces, spec.name.clone());
     tokio::spawn(escalation.run(signal, exit_tx, report_tx));
     Spawned {
         pid,

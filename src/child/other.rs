@@ -21,7 +21,7 @@ pub(crate) type ChildStderr = tokio::process::ChildStderr;
 
 /// Spawns `spec` (already resolved to `exe`, with its whole environment).
 pub(super) async fn spawn(spec: &Spec, exe: &Executable, env: Env) -> Result<Spawned, SpawnError> {
-    let mut cmd = tokio::process::Command::new(&exe.path);
+    let mut cmd = tokio::process::Command::new(exe.path());
     // Secret arguments are revealed here, for the child only.
     cmd.args(spec.args.iter().map(|a| a.expose()))
         .env_clear()

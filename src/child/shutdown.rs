@@ -171,9 +171,22 @@ impl ShutdownHandle {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Graces {
     /// After stdin is closed, before SIGTERM.
-    pub(crate) stdin: Duration,
+    stdin: Duration,
     /// After SIGTERM, before SIGKILL.
-    pub(crate) term: Duration,
+    term: Duration,
+}
+
+impl Graces {
+    #[inline]
+    pub(crate) fn new(stdin: Duration, term: Duration) -> Self {
+        Self { stdin, term }
+    }
+
+    /// The grace after stdin is closed, before SIGTERM.
+    #[inline]
+    pub(crate) fn stdin(&self) -> Duration {
+        self.stdin
+    }
 }
 
 /// A signal of the escalation.
@@ -210,13 +223,23 @@ pub(crate) trait Process: Send {
 
 /// The escalation task's context.
 pub(crate) struct Escalation<P> {
-    pub(crate) process: P,
-    pub(crate) pid: u32,
-    pub(crate) graces: Graces,
-    pub(crate) name: String,
+    process: P,
+    pid: u32,
+    graces: Graces,
+    name: String,
 }
 
 impl<P: Process> Escalation<P> {
+    #[inline]
+    pub(crate) fn new(process: P, pid: u32, graces: Graces, name: String) -> Self {
+        Self {
+            process,
+            pid,
+            graces,
+            name,
+        }
+    }
+
     /// Runs for the life of the child: publishes its exit on `exit`, then,
     /// once `signal` fires, runs the escalation and publishes the report.
     pub(crate) async fn run(

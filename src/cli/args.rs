@@ -110,9 +110,28 @@ Examples:
 )]
 pub(crate) struct Cli {
     #[command(flatten)]
-    pub(crate) options: Options,
+    options: Options,
     #[command(subcommand)]
-    pub(crate) command: Command,
+    command: Command,
+}
+
+impl Cli {
+    /// The options every subcommand takes.
+    #[inline]
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The subcommand.
+    #[inline]
+    pub(crate) fn subcommand(&self) -> &Command {
+        &self.command
+    }
+
+    /// The options and the subcommand, taken apart.
+    pub(crate) fn into_parts(self) -> (Options, Command) {
+        (self.options, self.command)
+    }
 }
 
 /// Options of every subcommand (before or after it).
@@ -121,50 +140,130 @@ pub(crate) struct Options {
     /// Bound each request, and the wait for the server to be ready, to N
     /// milliseconds (default 60000)
     #[arg(long = "timeout-ms", value_name = "N", global = true, value_parser = timeout)]
-    pub(crate) timeout: Option<Duration>,
+    timeout: Option<Duration>,
     /// Protocol era (default auto: probe with server/discover, fall back to
     /// initialize)
     #[arg(long, value_name = "auto|modern|legacy", global = true, value_parser = era())]
-    pub(crate) era: Option<EraPreference>,
+    era: Option<EraPreference>,
     /// Set a variable in the server's environment (repeatable). Only HOME
     /// LOGNAME PATH SHELL TERM USER are inherited from this process
     #[arg(long = "env", value_name = "K=V", global = true, value_parser = env_pair)]
-    pub(crate) env: Vec<(String, String)>,
+    env: Vec<(String, String)>,
     /// Run the server in DIR
     #[arg(long, value_name = "DIR", global = true, value_parser = absolute)]
-    pub(crate) cd: Option<PathBuf>,
+    cd: Option<PathBuf>,
     /// Where the server's stderr goes (default inherit; file:PATH appends to
     /// PATH)
     #[arg(long, value_name = "inherit|discard|file:PATH", global = true, value_parser = stderr_mode)]
-    pub(crate) stderr: Option<StderrMode>,
+    stderr: Option<StderrMode>,
     /// Ask for progress; show it on stderr (a bar on a terminal, else each
     /// progress notification as one JSON line)
     #[arg(long, global = true)]
-    pub(crate) progress: bool,
+    progress: bool,
     /// Say which config file and which commands are about to run, then log
     /// the client's activity to stderr (tracing; RUST_LOG overrides the
     /// filter)
     #[arg(long, global = true)]
-    pub(crate) verbose: bool,
+    verbose: bool,
     /// Run servers from this config file (mcpServers, or VS Code's servers)
     /// instead of `-- COMMAND`. It runs every command in it: read it first
     #[arg(long, value_name = "FILE", global = true)]
-    pub(crate) config: Option<PathBuf>,
+    config: Option<PathBuf>,
     /// With --config: the server to use (with serve: the servers to serve,
     /// repeatable; every one of the file by default)
     #[arg(long = "server", value_name = "NAME", global = true)]
-    pub(crate) servers: Vec<String>,
+    servers: Vec<String>,
     /// The one `--server` of a subcommand that uses one server (set from
     /// `servers` once it is checked to hold at most one).
     #[arg(skip)]
-    pub(crate) server: Option<String>,
+    server: Option<String>,
     /// Talk to the Streamable HTTP server at URL instead of `-- COMMAND`
     #[arg(long, value_name = "URL", global = true)]
-    pub(crate) url: Option<String>,
+    url: Option<String>,
     /// With --url: send header K: V with every request (repeatable; the
     /// value is held as a secret)
     #[arg(long = "header", value_name = "K=V", global = true, value_parser = header_pair)]
-    pub(crate) header: Vec<HeaderArg>,
+    header: Vec<HeaderArg>,
+}
+
+impl Options {
+    /// `--timeout-ms`.
+    #[inline]
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// `--era`.
+    #[inline]
+    pub(crate) fn era(&self) -> Option<EraPreference> {
+        self.era
+    }
+
+    /// The `--env` pairs, in order.
+    #[inline]
+    pub(crate) fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// `--cd`.
+    #[inline]
+    pub(crate) fn cd(&self) -> Option<&PathBuf> {
+        self.cd.as_ref()
+    }
+
+    /// `--stderr`.
+    #[inline]
+    pub(crate) fn stderr(&self) -> Option<&StderrMode> {
+        self.stderr.as_ref()
+    }
+
+    /// `--progress`.
+    #[inline]
+    pub(crate) fn progress(&self) -> bool {
+        self.progress
+    }
+
+    /// `--verbose`.
+    #[inline]
+    pub(crate) fn verbose(&self) -> bool {
+        self.verbose
+    }
+
+    /// `--config`.
+    #[inline]
+    pub(crate) fn config(&self) -> Option<&PathBuf> {
+        self.config.as_ref()
+    }
+
+    /// The `--server` names, in order.
+    #[inline]
+    pub(crate) fn servers(&self) -> &[String] {
+        &self.servers
+    }
+
+    /// The one server a subcommand other than serve uses (see
+    /// [`choose_server`](Self::choose_server)).
+    #[inline]
+    pub(crate) fn server(&self) -> Option<&String> {
+        self.server.as_ref()
+    }
+
+    /// Sets the one server a subcommand other than serve uses.
+    pub(crate) fn choose_server(&mut self, name: String) {
+        self.server = Some(name);
+    }
+
+    /// `--url`.
+    #[inline]
+    pub(crate) fn url(&self) -> Option<&String> {
+        self.url.as_ref()
+    }
+
+    /// The `--header` pairs, in order.
+    #[inline]
+    pub(crate) fn header(&self) -> &[HeaderArg] {
+        &self.header
+    }
 }
 
 /// The subcommands.
@@ -265,44 +364,106 @@ pub(crate) enum Command {
 pub(crate) struct ServeArgs {
     /// Listen on ADDR (host:port)
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8808")]
-    pub(crate) listen: String,
+    listen: String,
     /// Require `Authorization: Bearer TOKEN`, TOKEN read from the variable
     /// VAR (access to every server and tool)
     #[arg(long = "token-env", value_name = "VAR", conflicts_with = "tokens")]
-    pub(crate) token_env: Option<String>,
+    token_env: Option<String>,
     /// Per-client tokens, each with the servers and tools it may use: a
     /// JSON file {"clients": {NAME: {"token_env"|"token": ..., "servers":
     /// {SERVER|"*": [TOOL_GLOB...]}, "operator": BOOL}}} (an operator may
     /// read /metrics)
     #[arg(long, value_name = "FILE", value_parser = absolute)]
-    pub(crate) tokens: Option<PathBuf>,
+    tokens: Option<PathBuf>,
     /// Serve /metrics to `Authorization: Bearer TOKEN` alone, TOKEN read
     /// from the variable VAR (and to operator clients of --tokens); it
     /// reaches no server
     #[arg(long = "metrics-token-env", value_name = "VAR")]
-    pub(crate) metrics_token_env: Option<String>,
+    metrics_token_env: Option<String>,
     /// Allow listening on a non-loopback address without a token
     #[arg(long = "insecure-no-auth")]
-    pub(crate) insecure_no_auth: bool,
+    insecure_no_auth: bool,
     /// Allow browser requests from ORIGIN (repeatable; loopback origins are
     /// always allowed; `*` allows any); other origins get 403
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
-    pub(crate) allow_origin: Vec<String>,
+    allow_origin: Vec<String>,
     /// Follow the config file: servers whose entry changed restart, added
     /// ones start, removed ones stop; the others are untouched
     #[arg(long)]
-    pub(crate) watch: bool,
+    watch: bool,
     /// Append one JSON line per call to FILE (time, client, server,
     /// method, tool, duration, outcome)
     #[arg(long = "log-calls", value_name = "FILE", value_parser = absolute)]
-    pub(crate) log_calls: Option<PathBuf>,
+    log_calls: Option<PathBuf>,
     /// With --log-calls: each call's arguments too
     #[arg(long = "log-arguments", requires = "log_calls")]
-    pub(crate) log_arguments: bool,
+    log_arguments: bool,
     /// On SIGTERM/SIGINT, give calls in flight N milliseconds to finish
     /// (default 10000)
     #[arg(long = "grace-ms", value_name = "N", value_parser = timeout)]
-    pub(crate) grace: Option<Duration>,
+    grace: Option<Duration>,
+}
+
+impl ServeArgs {
+    /// `--listen`.
+    #[inline]
+    pub(crate) fn listen(&self) -> &str {
+        &self.listen
+    }
+
+    /// `--token-env`.
+    #[inline]
+    pub(crate) fn token_env(&self) -> Option<&str> {
+        self.token_env.as_deref()
+    }
+
+    /// `--tokens`.
+    #[inline]
+    pub(crate) fn tokens(&self) -> Option<&PathBuf> {
+        self.tokens.as_ref()
+    }
+
+    /// `--metrics-token-env`.
+    #[inline]
+    pub(crate) fn metrics_token_env(&self) -> Option<&str> {
+        self.metrics_token_env.as_deref()
+    }
+
+    /// `--insecure-no-auth`.
+    #[inline]
+    pub(crate) fn insecure_no_auth(&self) -> bool {
+        self.insecure_no_auth
+    }
+
+    /// The `--allow-origin` values, in order.
+    #[inline]
+    pub(crate) fn allow_origin(&self) -> &[String] {
+        &self.allow_origin
+    }
+
+    /// `--watch`.
+    #[inline]
+    pub(crate) fn watch(&self) -> bool {
+        self.watch
+    }
+
+    /// `--log-calls`.
+    #[inline]
+    pub(crate) fn log_calls(&self) -> Option<&PathBuf> {
+        self.log_calls.as_ref()
+    }
+
+    /// `--log-arguments`.
+    #[inline]
+    pub(crate) fn log_arguments(&self) -> bool {
+        self.log_arguments
+    }
+
+    /// `--grace-ms`.
+    #[inline]
+    pub(crate) fn grace(&self) -> Option<Duration> {
+        self.grace
+    }
 }
 
 /// `--era`: the names `EraPreference` is serialised with (and read as).

@@ -25,32 +25,32 @@ pub(super) async fn run(
     for config in host.servers.values_mut() {
         apply_options(options, config);
     }
-    if let Some(t) = options.timeout {
+    if let Some(t) = options.timeout() {
         host.ready_timeout = t;
     }
     match command {
         Command::Servers => servers(options, &file, host).await,
-        Command::Tools if options.server.is_none() => {
+        Command::Tools if options.server().is_none() => {
             skipped(&file);
             all_tools(options, host).await
         }
-        Command::Call { tool, args, .. } if options.server.is_none() => {
+        Command::Call { tool, args, .. } if options.server().is_none() => {
             let args = args.unwrap_or_else(|| json!({}));
             call(options, &file, host, &tool, args).await
         }
-        Command::Prompts if options.server.is_none() => {
+        Command::Prompts if options.server().is_none() => {
             skipped(&file);
             all_items(options, host, "prompts").await
         }
-        Command::Resources if options.server.is_none() => {
+        Command::Resources if options.server().is_none() => {
             skipped(&file);
             all_items(options, host, "resources").await
         }
-        Command::Prompt { name, args } if options.server.is_none() => {
+        Command::Prompt { name, args } if options.server().is_none() => {
             let args = args.unwrap_or_else(|| json!({}));
             prompt(options, &file, host, &name, args).await
         }
-        Command::Read { uri } if options.server.is_none() => {
+        Command::Read { uri } if options.server().is_none() => {
             let r = with_host(options, host, async |host: &Host| {
                 let r = host.read_resource(&uri).await.map_err(host_failure)?;
                 serde_json::to_value(r).map_err(|e| Fail::Transport(e.to_string()))
@@ -82,7 +82,7 @@ fn skipped(file: &ServersFile) {
 
 /// `--server NAME`, or the file's only server.
 fn one_server(options: &Options, file: &ServersFile) -> Result<String, Fail> {
-    if let Some(name) = &options.server {
+    if let Some(name) = options.server() {
         return Ok(name.clone());
     }
     let mut names = file.servers.keys();
@@ -124,7 +124,7 @@ async fn with_host<T>(
     mut config: HostConfig,
     work: impl AsyncFnOnce(&Host) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
-    if options.verbose {
+    if options.verbose() {
         config.servers.values().for_each(super::verbose::server);
     }
     // Protected servers: logged in to first, one at a time.
@@ -154,7 +154,7 @@ async fn servers(
     file: &ServersFile,
     mut config: HostConfig,
 ) -> Result<Output, Fail> {
-    if let Some(name) = &options.server {
+    if let Some(name) = options.server() {
         let one = config
             .servers
             .remove(name)
@@ -170,7 +170,7 @@ async fn servers(
         .max()
         .unwrap_or(0);
     let mut lines: Vec<String> = summaries.iter().map(|s| server_line(s, width)).collect();
-    if options.server.is_none() {
+    if options.server().is_none() {
         lines.extend(
             file.disabled
                 .iter()
@@ -322,10 +322,10 @@ async fn call(
     keep_owners(file, &mut config, "tool", tool)?;
     let result = with_host(options, config, async |host: &Host| {
         let mut opts = RequestOptions::new();
-        if let Some(t) = options.timeout {
+        if let Some(t) = options.timeout() {
             opts = opts.timeout(t);
         }
-        let result = if options.progress {
+        let result = if options.progress() {
             let (opts, view) = ProgressView::attach(opts);
             let r = host.call_tool_with(tool, args, opts).await;
             view.finish().await;

@@ -111,7 +111,7 @@ async fn log_in(
     http: &HttpOptions,
 ) -> Result<(), LoginError> {
     asked.store(false, Ordering::Release);
-    let limit = options.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let limit = options.timeout().unwrap_or(DEFAULT_TIMEOUT);
     tokio::select! {
         r = oauth.login(http) => r.map(drop).map_err(|e| match e {
             e @ AuthError::Unreachable { .. } => LoginError::Server(e.to_string()),

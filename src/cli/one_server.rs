@@ -47,11 +47,11 @@ pub(super) async fn run(
 
 /// Runs `command` against the Streamable HTTP server of `--url`.
 pub(super) async fn run_url(options: &Options, command: Command) -> Result<Output, Fail> {
-    let Some(url) = &options.url else {
+    let Some(url) = options.url() else {
         return Err(Fail::Usage("missing --url URL".into()));
     };
     let mut config = ClientConfig::http(url.clone());
-    for header in &options.header {
+    for header in options.header() {
         match header {
             HeaderArg::Pair(k, v) => config = config.header(k.clone(), v.expose()),
             HeaderArg::Bad(why) => return Err(Fail::Usage((*why).into())),
@@ -70,7 +70,7 @@ pub(super) async fn with_client(
     config: ClientConfig,
     command: Command,
 ) -> Result<Output, Fail> {
-    if options.verbose {
+    if options.verbose() {
         super::verbose::server(&config);
     }
     // A protected server: logged in to first (or the kept token reused).
@@ -100,7 +100,7 @@ pub(super) async fn with_client(
 
 async fn execute(options: &Options, client: &Client, command: Command) -> Result<Value, Fail> {
     let session = client
-        .ready(options.timeout.unwrap_or(DEFAULT_TIMEOUT))
+        .ready(options.timeout().unwrap_or(DEFAULT_TIMEOUT))
         .await
         .map_err(failure)?;
     match command {

@@ -38,16 +38,16 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         .map_err(|e| Fail::Usage(e.to_string()))?;
     let selected = selected(options, &file)?;
     select(&mut file, &selected);
-    if options.verbose {
+    if options.verbose() {
         verbose::config_file(&file.path);
     }
-    let addr = resolve(&args.listen)?;
+    let addr = resolve(args.listen())?;
     let auth = auth(&args)?;
-    if let (Auth::Clients(clients), Some(tokens)) = (&auth, &args.tokens) {
+    if let (Auth::Clients(clients), Some(tokens)) = (&auth, args.tokens()) {
         warn_unknown_servers(clients, tokens, &file);
     }
     let loopback = addr.ip().is_loopback();
-    if !loopback && !auth.required() && !args.insecure_no_auth {
+    if !loopback && !auth.required() && !args.insecure_no_auth() {
         return Err(Fail::Usage(format!(
             "refusing to listen on {addr} (not a loopback address) without a token: give --token-env VAR or --tokens FILE (or --insecure-no-auth to accept anyone who can reach it)"
         )));
@@ -55,18 +55,18 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     let mut host = HostConfig::from_file(&file).map_err(|e| Fail::Usage(e.to_string()))?;
     for config in host.servers.values_mut() {
         apply(options, config);
-        if options.verbose {
+        if options.verbose() {
             verbose::server(config);
         }
     }
-    if let Some(t) = options.timeout {
+    if let Some(t) = options.timeout() {
         host.ready_timeout = t;
     }
     let mut front = HttpGatewayConfig::from_file(&file).auth(auth);
     front.metrics_token = metrics_token(&args)?;
     front.split_lazy(&file, &mut host.servers);
     front.allowed_origins = args
-        .allow_origin
+        .allow_origin()
         .iter()
         .map(|o| origin(o))
         .collect::<Result<_, _>>()?;
@@ -77,11 +77,11 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     } else {
         Allow::Any
     };
-    if let Some(g) = args.grace {
+    if let Some(g) = args.grace() {
         front.grace = g;
     }
-    if let Some(log) = &args.log_calls {
-        front = front.log_calls(log).log_arguments(args.log_arguments);
+    if let Some(log) = args.log_calls() {
+        front = front.log_calls(log).log_arguments(args.log_arguments());
     }
     // Bound first: a port in use is reported before any server starts.
     let listener = TcpListener::bind(addr)
@@ -144,7 +144,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         said::servers(&servers, &lazy)
     );
     let saying = tokio::spawn(said.go_on(events));
-    let watching = args.watch.then(|| {
+    let watching = args.watch().then(|| {
         let gateway = gateway.clone();
         let path = file.path.clone();
         let watched = Watched {
@@ -180,7 +180,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
 /// The options of every subcommand that mean nothing to `mcp serve`:
 /// refused rather than ignored.
 fn refuse_unused(options: &Options) -> Result<(), Fail> {
-    if options.progress {
+    if options.progress() {
         return Err(Fail::Usage(
             "--progress does nothing with serve (progress goes to each call's client): remove it"
                 .into(),
@@ -192,15 +192,15 @@ fn refuse_unused(options: &Options) -> Result<(), Fail> {
 /// The servers `--server` names (repeatable; every one of the file when
 /// none), each checked to be one the file serves.
 fn selected(options: &Options, file: &ServersFile) -> Result<Option<BTreeSet<String>>, Fail> {
-    if options.servers.is_empty() {
+    if options.servers().is_empty() {
         return Ok(None);
     }
-    for name in &options.servers {
+    for name in options.servers() {
         if !file.servers.contains_key(name) {
             return Err(super::hosted::unknown(file, name));
         }
     }
-    Ok(Some(options.servers.iter().cloned().collect()))
+    Ok(Some(options.servers().iter().cloned().collect()))
 }
 
 /// Keeps only the `selected` servers of `file` (all of them with `None`).
@@ -264,18 +264,17 @@ fn token_from_env(flag: &str, var: &str) -> Result<Secret, Fail> {
 
 /// `--metrics-token-env`.
 fn metrics_token(args: &ServeArgs) -> Result<Option<Secret>, Fail> {
-    args.metrics_token_env
-        .as_deref()
+    args.metrics_token_env()
         .map(|var| token_from_env("--metrics-token-env", var))
         .transpose()
 }
 
 /// `--token-env` or `--tokens`.
 fn auth(args: &ServeArgs) -> Result<Auth, Fail> {
-    if let Some(var) = &args.token_env {
+    if let Some(var) = args.token_env() {
         return Ok(Auth::Bearer(token_from_env("--token-env", var)?));
     }
-    if let Some(path) = &args.tokens {
+    if let Some(path) = args.tokens() {
         warn_if_readable_by_others(path);
         let clients = ClientGrant::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
         if clients.is_empty() {

@@ -867,8 +867,8 @@ impl ClientConfig {
         child: &StdioCommand,
     ) -> crate::transport::stdio::StdioOptions {
         use crate::child::{Graces, Spec, Stderr};
-        crate::transport::stdio::StdioOptions {
-            spec: Spec {
+        crate::transport::stdio::StdioOptions::new(
+            Spec {
                 name: self.display_name(),
                 command: child.command.clone(),
                 args: child.args.clone(),
@@ -884,16 +884,13 @@ impl ClientConfig {
                 process_group: cfg!(unix) && self.kill_process_group,
                 die_with_parent: self.die_with_parent,
                 group_watchdog: self.group_watchdog,
-                graces: Graces {
-                    stdin: self.stdin_grace,
-                    term: self.term_grace,
-                },
+                graces: Graces::new(self.stdin_grace, self.term_grace),
             },
-            max_message_bytes: self.max_message_bytes,
-            max_junk_lines: self.max_junk_lines,
-            max_write_queue_bytes: self.max_write_queue_bytes,
-            write_stall_timeout: self.write_stall_timeout,
-        }
+            self.max_message_bytes,
+            self.max_junk_lines,
+            self.max_write_queue_bytes,
+            self.write_stall_timeout,
+        )
     }
 
     /// The name used in logs: `name`, or the command's file name (`***`

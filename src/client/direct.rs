@@ -55,15 +55,40 @@ pub(crate) fn cancel_waiting(
 
 /// What a caller needs to send on the ready link of generation `gen`.
 pub(crate) struct Direct {
-    pub(crate) server: String,
-    pub(crate) gen: u64,
-    pub(crate) era: Era,
-    pub(crate) meta: Option<Arc<MetaCache>>,
-    pub(crate) link: Arc<dyn Link>,
-    pub(crate) pending: Pending,
+    server: String,
+    gen: u64,
+    era: Era,
+    meta: Option<Arc<MetaCache>>,
+    link: Arc<dyn Link>,
+    pending: Pending,
 }
 
 impl Direct {
+    #[inline]
+    pub(crate) fn new(
+        server: String,
+        gen: u64,
+        era: Era,
+        meta: Option<Arc<MetaCache>>,
+        link: Arc<dyn Link>,
+        pending: Pending,
+    ) -> Self {
+        Self {
+            server,
+            gen,
+            era,
+            meta,
+            link,
+            pending,
+        }
+    }
+
+    /// The era of the server this path goes to.
+    #[inline]
+    pub(crate) fn era(&self) -> Era {
+        self.era
+    }
+
     /// Sends a call: waits for room for its line, registers `waiter` (taken
     /// from the option) and queues the line. On [`Refused::Stale`] the
     /// waiter is put back.
@@ -223,8 +248,15 @@ fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) -> Result<(), serde_
 
 /// The session's `_meta` for stateless requests, built once when ready.
 pub(crate) struct MetaCache {
-    pub(crate) map: Map<String, Value>,
-    pub(crate) raw: Box<serde_json::value::RawValue>,
+    map: Map<String, Value>,
+    raw: Box<serde_json::value::RawValue>,
+}
+
+impl MetaCache {
+    #[inline]
+    pub(crate) fn new(map: Map<String, Value>, raw: Box<serde_json::value::RawValue>) -> Self {
+        Self { map, raw }
+    }
 }
 
 #[cfg(test)]

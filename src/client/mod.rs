@@ -209,7 +209,7 @@ impl Drop for StopOnLastDrop {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("name", &self.shared.name)
+            .field("name", &self.shared.name())
             .field("status", &*self.shared.status().borrow())
             .finish()
     }
@@ -290,11 +290,7 @@ impl Client {
             shared.add_event_subscriber(tx);
         }
         let (tx, rx) = oneshot::channel();
-        let args = SupervisorArgs {
-            shared: shared.clone(),
-            transport,
-            first: Some(tx),
-        };
+        let args = SupervisorArgs::new(shared.clone(), transport, Some(tx));
         let spawned = match opts.supervisor {
             Some(parent) => Actor::spawn_linked(None, ClientSupervisor, args, parent).await,
             None => Actor::spawn(None, ClientSupervisor, args).await,
@@ -333,7 +329,7 @@ impl Client {
 
     /// The name used in logs.
     pub fn name(&self) -> &str {
-        &self.shared.name
+        self.shared.name()
     }
 
     /// The client's supervisor actor (to link or monitor from a user's tree).
@@ -597,7 +593,7 @@ impl Client {
             let (raw, era) = self.round(id, method, &params, &opts, start).await?;
             // Only stateless servers answer `input_required`: skip the scan of
             // (possibly large) stateful results.
-            if opts.single_round
+            if opts.is_single_round()
                 || !MULTI_ROUND_METHODS.contains(&method)
                 || era != crate::protocol::Era::Stateless
                 || memchr::memmem::find(raw.as_bytes(), b"input_required").is_none()
@@ -624,7 +620,7 @@ impl Client {
     async fn fulfil(&self, method: &str, params: Option<Value>, v: &Value) -> Result<Value, Error> {
         let mut responses = serde_json::Map::new();
         if let Some(reqs) = v.get("inputRequests").and_then(Value::as_object) {
-            let Some(handler) = &self.shared.handler else {
+            let Some(handler) = self.shared.handler() else {
                 return Err(Error::Codec {
                     method: method.into(),
                     problem: "the server needs input from the client, but no handler is set".into(),
@@ -672,15 +668,15 @@ impl Client {
     ) -> Result<(RawJson, crate::protocol::Era), Error> {
         let clock = Deadlines {
             start,
-            timeout: opts.timeout.unwrap_or(self.shared.config.request_timeout),
-            hard: opts.max_total.map(|m| start.after(m)),
+            timeout: opts.timeout_or(self.shared.config().request_timeout),
+            hard: opts.max_total().map(|m| start.after(m)),
         };
         let deadline = clock.from(start);
         if let Some(e) = self.shared.final_error() {
             return Err(e);
         }
-        let (reply, rx) = ReplySlot::new(self.shared.down.clone());
-        let wants_progress = opts.progress.is_some() || opts.reset_timeout_on_progress;
+        let (reply, rx) = ReplySlot::new(self.shared.down().clone());
+        let wants_progress = opts.wants_progress();
         let (ptx, prx) = if wants_progress {
             let (t, r) = mpsc::unbounded_channel();
             (Some(t), Some(r))
@@ -698,11 +694,11 @@ impl Client {
             biased;
             r = self.send(&id, method, params, wants_progress, &mut waiter) => r?,
             _ = tokio::time::sleep_until(deadline) => return Err(clock.timed_out(method, deadline)),
-            _ = cancelled(&opts.cancel) => return Err(Error::Cancelled { method: method.into() }),
+            _ = cancelled(opts.cancel()) => return Err(Error::Cancelled { method: method.into() }),
         };
         // The era of the server this call went to (the status may still be
         // catching up with a server that just became ready).
-        let era = sent.era;
+        let era = sent.era();
         let guard = CancelOnDrop {
             direct: Some(sent),
             id,
@@ -767,7 +763,7 @@ impl Client {
     fn down_error(&self) -> Error {
         self.shared
             .final_error()
-            .unwrap_or_else(|| Error::ConnectionDown(self.shared.down.get()))
+            .unwrap_or_else(|| Error::ConnectionDown(self.shared.down().get()))
     }
 
     /// Sends a notification to the server without waiting. It is dropped
@@ -899,7 +895,7 @@ impl Answer {
                     self.guard.direct = None;
                     // Progress sent just before the answer is still queued:
                     // deliver it before returning.
-                    if let (Some(prx), Some(tx)) = (self.progress.as_mut(), &opts.progress) {
+                    if let (Some(prx), Some(tx)) = (self.progress.as_mut(), opts.progress_sender()) {
                         while let Ok(p) = prx.try_recv() {
                             let _ = tx.send(Progress::from_params(p));
                         }
@@ -908,10 +904,10 @@ impl Answer {
                 }
                 p = async { match self.progress.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
                     let Some(p) = p else { continue };
-                    if opts.reset_timeout_on_progress {
+                    if opts.resets_timeout_on_progress() {
                         deadline = clock.from(Instant::now());
                     }
-                    if let Some(tx) = &opts.progress {
+                    if let Some(tx) = opts.progress_sender() {
                         let _ = tx.send(Progress::from_params(p));
                     }
                 }
@@ -919,7 +915,7 @@ impl Answer {
                     self.guard.reason = "timeout";
                     return Err(clock.timed_out(method, deadline));
                 }
-                _ = cancelled(&opts.cancel) => {
+                _ = cancelled(opts.cancel()) => {
                     self.guard.reason = "cancelled by the caller";
                     return Err(Error::Cancelled { method: method.into() });
                 }
@@ -929,7 +925,7 @@ impl Answer {
 }
 
 /// Resolves when `cancel` is cancelled; never without one.
-async fn cancelled(cancel: &Option<CancelToken>) {
+async fn cancelled(cancel: Option<&CancelToken>) {
     match cancel {
         Some(c) => c.cancelled().await,
         None => std::future::pending().await,

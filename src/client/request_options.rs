@@ -139,15 +139,69 @@ impl CancelToken {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct RequestOptions {
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) progress: Option<mpsc::UnboundedSender<Progress>>,
-    pub(crate) reset_timeout_on_progress: bool,
-    pub(crate) max_total: Option<Duration>,
-    pub(crate) cancel: Option<CancelToken>,
-    pub(crate) single_round: bool,
+    timeout: Option<Duration>,
+    progress: Option<mpsc::UnboundedSender<Progress>>,
+    reset_timeout_on_progress: bool,
+    max_total: Option<Duration>,
+    cancel: Option<CancelToken>,
+    single_round: bool,
 }
 
 impl RequestOptions {
+    /// The call's timeout: this one's, else `default` (the client's).
+    #[inline]
+    pub(crate) fn timeout_or(&self, default: Duration) -> Duration {
+        self.timeout.unwrap_or(default)
+    }
+
+    /// The cap on the whole call, progress resets included.
+    #[inline]
+    pub(crate) fn max_total(&self) -> Option<Duration> {
+        self.max_total
+    }
+
+    /// Whether the call needs the server's progress: to pass it on, or to
+    /// reset its timeout.
+    #[inline]
+    pub(crate) fn wants_progress(&self) -> bool {
+        self.progress.is_some() || self.reset_timeout_on_progress
+    }
+
+    /// Whether progress resets the timeout.
+    #[inline]
+    pub(crate) fn resets_timeout_on_progress(&self) -> bool {
+        self.reset_timeout_on_progress
+    }
+
+    /// Where the caller wants progress, if it does.
+    #[inline]
+    pub(crate) fn progress_sender(&self) -> Option<&mpsc::UnboundedSender<Progress>> {
+        self.progress.as_ref()
+    }
+
+    /// The caller's cancellation, if any.
+    #[inline]
+    pub(crate) fn cancel(&self) -> Option<&CancelToken> {
+        self.cancel.as_ref()
+    }
+
+    /// Whether an `input_required` result is returned as is.
+    #[inline]
+    pub(crate) fn is_single_round(&self) -> bool {
+        self.single_round
+    }
+
+    /// The options of one page of a list: a timeout of `own` (the list's)
+    /// within `left` (what is left of the list's time).
+    pub(crate) fn for_page(&self, own: Duration, left: Duration) -> Self {
+        let mut page = self.clone();
+        page.timeout = Some(own.min(left));
+        if page.reset_timeout_on_progress {
+            page.max_total = Some(page.max_total.map_or(left, |t| t.min(left)));
+        }
+        page
+    }
+
     /// Defaults: the client's `request_timeout`, no progress.
     ///
     /// # Examples

@@ -32,8 +32,8 @@ pub(crate) const MAX_REPORTS: usize = 256;
 
 /// The link of the running server process.
 pub(crate) struct CurrentLink {
-    pub(crate) gen: u64,
-    pub(crate) link: Arc<dyn Link>,
+    gen: u64,
+    link: Arc<dyn Link>,
 }
 
 /// Event subscribers, and whether a final event was sent.
@@ -53,12 +53,12 @@ struct Processes {
 }
 
 pub(crate) struct ClientShared {
-    pub(crate) name: String,
-    pub(crate) config: Arc<ClientConfig>,
-    pub(crate) handler: Option<Arc<dyn ClientHandler>>,
-    pub(crate) down: DownReason,
+    name: String,
+    config: Arc<ClientConfig>,
+    handler: Option<Arc<dyn ClientHandler>>,
+    down: DownReason,
     /// Calls waiting for their answer, for the life of the client.
-    pub(crate) pending: Pending,
+    pending: Pending,
     notifications: Fanout,
     events: Mutex<Events>,
     status: watch::Sender<Status>,
@@ -117,6 +117,36 @@ impl ClientShared {
             teardowns: Mutex::new(Vec::new()),
             spawning: watch::channel(0).0,
         }
+    }
+
+    /// The client's name in logs and errors.
+    #[inline]
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The configuration the client was started with.
+    #[inline]
+    pub(crate) fn config(&self) -> &Arc<ClientConfig> {
+        &self.config
+    }
+
+    /// The handler of the server's requests, if the user gave one.
+    #[inline]
+    pub(crate) fn handler(&self) -> Option<&Arc<dyn ClientHandler>> {
+        self.handler.as_ref()
+    }
+
+    /// Why the connection is down, shared with every caller's reply slot.
+    #[inline]
+    pub(crate) fn down(&self) -> &DownReason {
+        &self.down
+    }
+
+    /// The calls waiting for their answer.
+    #[inline]
+    pub(crate) fn pending(&self) -> &Pending {
+        &self.pending
     }
 
     pub(crate) fn next_id(&self) -> RequestId {

@@ -46,10 +46,25 @@ impl Drop for FinalOnDrop {
 }
 
 pub(crate) struct SupervisorArgs {
-    pub(crate) shared: Arc<ClientShared>,
-    pub(crate) transport: Arc<dyn Transport>,
+    shared: Arc<ClientShared>,
+    transport: Arc<dyn Transport>,
     /// Receives the outcome of the first spawn.
-    pub(crate) first: Option<oneshot::Sender<Result<(), SpawnError>>>,
+    first: Option<oneshot::Sender<Result<(), SpawnError>>>,
+}
+
+impl SupervisorArgs {
+    #[inline]
+    pub(crate) fn new(
+        shared: Arc<ClientShared>,
+        transport: Arc<dyn Transport>,
+        first: Option<oneshot::Sender<Result<(), SpawnError>>>,
+    ) -> Self {
+        Self {
+            shared,
+            transport,
+            first,
+        }
+    }
 }
 
 pub(crate) struct SupervisorState {
@@ -65,11 +80,7 @@ impl SupervisorState {
         myself: &ActorRef<SupervisorMsg>,
         first: Option<oneshot::Sender<Result<(), SpawnError>>>,
     ) -> Result<(), ActorProcessingErr> {
-        let args = ConnectionArgs {
-            shared: self.shared.clone(),
-            transport: self.transport.clone(),
-            first,
-        };
+        let args = ConnectionArgs::new(self.shared.clone(), self.transport.clone(), first);
         let (conn, _) = Actor::spawn_linked(None, Connection, args, myself.get_cell()).await?;
         self.connection = Some(conn);
         Ok(())
@@ -134,7 +145,7 @@ impl Actor for ClientSupervisor {
         }
         st.connection = None;
         if st.shared.is_final() {
-            info!(server = %st.shared.name, reason = ?why, "client tree stopping");
+            info!(server = %st.shared.name(), reason = ?why, "client tree stopping");
             myself.stop(why);
             return Ok(());
         }
@@ -146,14 +157,14 @@ impl Actor for ClientSupervisor {
                     "the connection actor died: {}",
                     why.unwrap_or_else(|| "killed".into())
                 );
-                warn!(server = %st.shared.name, reason = %last, "giving up");
+                warn!(server = %st.shared.name(), reason = %last, "giving up");
                 let err = st.shared.give_up(attempts, &last);
                 myself.stop(Some(err.to_string()));
                 return Ok(());
             }
         };
-        let delay = st.shared.config.backoff.delay(attempt);
-        warn!(server = %st.shared.name, reason = ?why, attempt, delay_ms = delay.as_millis() as u64, "connection actor died; respawning");
+        let delay = st.shared.config().backoff.delay(attempt);
+        warn!(server = %st.shared.name(), reason = ?why, attempt, delay_ms = delay.as_millis() as u64, "connection actor died; respawning");
         st.shared.set_status(Status::Restarting {
             attempt,
             reason: why.unwrap_or_else(|| "connection actor killed".into()),

@@ -33,7 +33,7 @@ use crate::protocol::{
 pub(crate) struct TypedState {
     /// The log level for stateless requests' `_meta` (from the config, then
     /// [`Client::set_log_level`]).
-    pub(crate) log_level: Mutex<Option<LoggingLevel>>,
+    log_level: Mutex<Option<LoggingLevel>>,
     /// The tool list and the session it was fetched from.
     tools: Mutex<Option<KeptTools>>,
 }
@@ -180,7 +180,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
-        let session = self.ready(self.shared.config.request_timeout).await?;
+        let session = self.ready(self.shared.config().request_timeout).await?;
         let cached = crate::sync::lock(&self.typed.tools).clone();
         match cached {
             Some((s, tools)) if Arc::ptr_eq(&s, &session) => Ok(tools),
@@ -200,7 +200,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
-        let session = self.ready(self.shared.config.request_timeout).await?;
+        let session = self.ready(self.shared.config().request_timeout).await?;
         let tools = Arc::new(self.list_tools().await?);
         *crate::sync::lock(&self.typed.tools) = Some((session, tools.clone()));
         Ok(tools)
@@ -522,35 +522,31 @@ impl Client {
         opts: &RequestOptions,
         split: impl Fn(RawJson) -> Result<(Vec<T>, Option<Cursor>), Error>,
     ) -> Result<Vec<T>, Error> {
-        let mut pager = Pager::new(method, &self.shared.config);
+        let mut pager = Pager::new(method, self.shared.config());
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
-        let own = opts.timeout.unwrap_or(self.shared.config.request_timeout);
+        let own = opts.timeout_or(self.shared.config().request_timeout);
         loop {
             let params = cursor.take().map(|c| json!({ "cursor": c }));
             // The page gets at most what is left of the list's time.
             let left = pager.time_left()?;
-            let mut page_opts = opts.clone();
-            page_opts.timeout = Some(own.min(left));
-            if page_opts.reset_timeout_on_progress {
-                page_opts.max_total = Some(page_opts.max_total.map_or(left, |t| t.min(left)));
-            }
+            let page_opts = opts.for_page(own, left);
             let raw = self
                 .request_raw(method, params, page_opts)
                 .await
                 .map_err(|e| pager.page_failed(e))
                 .inspect_err(|e| {
                     if matches!(e, Error::ListTimeout { .. }) {
-                        warn!(server = %self.shared.name, error = %e, "paginated list stopped");
+                        warn!(server = %self.shared.name(), error = %e, "paginated list stopped");
                     }
                 })?;
-            let held = crate::memory_estimate::estimate(raw.as_bytes()).bytes;
+            let held = crate::memory_estimate::estimate(raw.as_bytes()).bytes();
             let (mut items, next) = split(raw)?;
             let next = pager
                 .page(items.len(), held)
                 .and_then(|()| pager.next(next))
                 .inspect_err(|e| {
-                    warn!(server = %self.shared.name, error = %e, "paginated list stopped");
+                    warn!(server = %self.shared.name(), error = %e, "paginated list stopped");
                 })?;
             out.append(&mut items);
             match next {
@@ -574,7 +570,7 @@ impl Client {
 
     /// The era, once a server is ready (within the request timeout).
     pub(crate) async fn era_when_ready(&self) -> Result<Era, Error> {
-        Ok(self.ready(self.shared.config.request_timeout).await?.era)
+        Ok(self.ready(self.shared.config().request_timeout).await?.era)
     }
 
     /// `params` with the stateless log level in its `_meta`, when one is set

@@ -337,13 +337,13 @@ impl Actor for GatewayActor {
         myself: ActorRef<GatewayMsg>,
         config: GatewayConfig,
     ) -> Result<GatewayState, ActorProcessingErr> {
-        let limits = Limits {
-            calls_per_node: config.max_calls_per_node,
-            calls: config.max_calls,
-            tickets_per_node: MAX_TICKETS_PER_NODE,
-            unused_tickets: MAX_UNUSED_TICKETS,
-            window: config.max_forward_bytes,
-        };
+        let limits = Limits::new(
+            config.max_calls_per_node,
+            config.max_calls,
+            MAX_TICKETS_PER_NODE,
+            MAX_UNUSED_TICKETS,
+            config.max_forward_bytes,
+        );
         let shared = Arc::new(Shared {
             servers: config.servers,
             peers: Mutex::new(Peers::new(limits)),
@@ -393,8 +393,8 @@ impl Actor for GatewayActor {
             },
             GatewayMsg::Cancel(bytes) => {
                 if let Ok(key) = wire::decode::<CallKey>(&bytes, "cancel") {
-                    if lock(&st.shared.peers).cancel(&key.ticket, key.id) {
-                        debug!(call = key.id, "cancelled by the caller's node");
+                    if lock(&st.shared.peers).cancel(key.ticket(), key.id()) {
+                        debug!(call = key.id(), "cancelled by the caller's node");
                     }
                 }
             }
@@ -405,12 +405,12 @@ impl Actor for GatewayActor {
             }
             GatewayMsg::Unsubscribe(bytes) => {
                 if let Ok(s) = wire::decode::<Subscription>(&bytes, "subscription") {
-                    lock(&st.shared.peers).unsubscribe(&s.ticket, &s.server);
+                    lock(&st.shared.peers).unsubscribe(s.ticket(), s.server());
                 }
             }
             GatewayMsg::Ack(bytes) => {
                 if let Ok(ack) = wire::decode::<Ack>(&bytes, "ack") {
-                    lock(&st.shared.peers).ack(&ack.ticket, ack.bytes);
+                    lock(&st.shared.peers).ack(ack.ticket(), ack.bytes());
                 }
             }
             GatewayMsg::Servers(reply) => {
@@ -464,9 +464,10 @@ impl GatewayState {
     /// declares, so when two other nodes show a member with that pid in
     /// that group, no ticket is sent at all: the nonce would reach both.
     fn hello(&mut self, myself: &ActorRef<GatewayMsg>, hello: Hello) -> Result<(), RemoteError> {
-        let members: Vec<ActorCell> = ractor::pg::get_members(&hello.group)
+        let (group, pid, nonce) = hello.into_parts();
+        let members: Vec<ActorCell> = ractor::pg::get_members(&group)
             .into_iter()
-            .filter(|c| c.get_id().pid() == hello.pid)
+            .filter(|c| c.get_id().pid() == pid)
             .collect();
         // A member on this node keeps the nonce in this process: it goes
         // first (a copy elsewhere cannot learn anything from it).
@@ -476,7 +477,7 @@ impl GatewayState {
             (None, [one]) => one.clone(),
             (None, []) => {
                 return Err(RemoteError::NotAdmitted {
-                    reason: format!("no sink with pid {} in `{}` here", hello.pid, hello.group),
+                    reason: format!("no sink with pid {pid} in `{group}` here"),
                 })
             }
             (None, many) => {
@@ -484,13 +485,13 @@ impl GatewayState {
                     .iter()
                     .map(|c| NodeKey::of(c.get_id()).to_string())
                     .collect();
-                warn!(group = %hello.group, nodes = ?nodes, "two nodes show the same sink: no ticket sent");
+                warn!(group = %group, nodes = ?nodes, "two nodes show the same sink: no ticket sent");
                 return Err(RemoteError::NotAdmitted {
                     reason: format!(
                         "{} nodes show a sink with pid {} in `{}` ({}): another node copies this caller, so no ticket was sent",
                         many.len(),
-                        hello.pid,
-                        hello.group,
+                        pid,
+                        group,
                         nodes.join(", ")
                     ),
                 });
@@ -500,16 +501,16 @@ impl GatewayState {
         let sink_id = sink.get_id();
         let node = NodeKey::of(sink_id);
         let msg = Ticket {
-            nonce: hello.nonce,
+            nonce,
             ticket,
             secret,
             window,
         };
         let _ = ActorRef::<SinkMsg>::from(sink).cast(SinkMsg::Ticket(wire::encode(&msg)));
         debug!(%node, "ticket sent");
-        let sinks = self.watched.entry(hello.group.clone()).or_default();
+        let sinks = self.watched.entry(group.clone()).or_default();
         if sinks.is_empty() {
-            ractor::pg::monitor(hello.group, myself.get_cell());
+            ractor::pg::monitor(group, myself.get_cell());
         }
         sinks.insert(sink_id);
         Ok(())
@@ -560,19 +561,19 @@ impl GatewayState {
 
     /// Subscribes a ticket's sink to a server's notifications, if granted.
     fn subscribe(&self, s: &Subscription) -> Result<(), RemoteError> {
-        let Some(exposed) = self.shared.servers.get(&s.server) else {
+        let Some(exposed) = self.shared.servers.get(s.server()) else {
             return Err(RemoteError::NotFound {
-                server: s.server.clone(),
+                server: s.server().to_owned(),
             });
         };
         if !exposed.grants.allows_notifications() {
-            warn!(server = %s.server, "subscription from another node refused: not granted");
+            warn!(server = %s.server(), "subscription from another node refused: not granted");
             return Err(RemoteError::Refused {
-                server: s.server.clone(),
+                server: s.server().to_owned(),
                 method: "notifications".into(),
             });
         }
-        lock(&self.shared.peers).subscribe(&s.ticket, &s.server)
+        lock(&self.shared.peers).subscribe(s.ticket(), s.server())
     }
 }
 
@@ -607,7 +608,7 @@ impl Admitted {
             shared: self.shared.clone(),
             ticket: self.call.ticket.clone(),
             id: self.call.id,
-            node: self.route.node,
+            node: self.route.node(),
         };
         let max = self.shared.max_answer_bytes;
         let bytes = match self.serve().await {
@@ -727,13 +728,13 @@ fn remote_error(e: Error, timeout_ms: u64) -> RemoteError {
 /// Casts `bytes` (as `msg`) to a route's sink if its node's window has
 /// room; else drops them, noting the first drop and every 1000th.
 fn send_within_window(route: &Route, bytes: Vec<u8>, msg: fn(Vec<u8>) -> SinkMsg, what: &str) {
-    if route.window.try_take(bytes.len() as u64) {
-        let _ = ActorRef::<SinkMsg>::from(route.sink.clone()).cast(msg(bytes));
+    if route.window().try_take(bytes.len() as u64) {
+        let _ = ActorRef::<SinkMsg>::from(route.sink().clone()).cast(msg(bytes));
         return;
     }
-    let dropped = route.window.dropped();
+    let dropped = route.window().dropped();
     if dropped == 1 || dropped % 1000 == 0 {
-        warn!(node = %route.node, dropped, window = route.window.limit(),
+        warn!(node = %route.node(), dropped, window = route.window().limit(),
             "{what} dropped: the node has not handled what was sent to it");
     }
 }
@@ -742,11 +743,7 @@ fn send_within_window(route: &Route, bytes: Vec<u8>, msg: fn(Vec<u8>) -> SinkMsg
 /// ends. Never waits on the sink: what does not fit the window is dropped.
 async fn forward_progress(id: u64, route: Route, mut rx: mpsc::UnboundedReceiver<crate::Progress>) {
     while let Some(p) = rx.recv().await {
-        let env = ProgressEnvelope {
-            secret: route.secret.clone(),
-            id,
-            params: p.raw,
-        };
+        let env = ProgressEnvelope::new(route.secret().to_owned(), id, p.raw);
         send_within_window(&route, wire::encode(&env), SinkMsg::Progress, "progress");
     }
 }
@@ -758,12 +755,12 @@ async fn forward_notifications(server: String, client: Client, shared: Arc<Share
     while let Some(n) = notes.recv().await {
         let routes = lock(&shared.peers).subscribers(&server);
         for route in routes {
-            let env = NotificationEnvelope {
-                secret: route.secret.clone(),
-                server: server.clone(),
-                method: n.method.clone(),
-                params: n.params.clone(),
-            };
+            let env = NotificationEnvelope::new(
+                route.secret().to_owned(),
+                server.clone(),
+                n.method.clone(),
+                n.params.clone(),
+            );
             let bytes = wire::encode(&env);
             send_within_window(&route, bytes, SinkMsg::Notification, "notification");
         }

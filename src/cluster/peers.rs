@@ -55,12 +55,31 @@ impl std::fmt::Display for NodeKey {
 /// The caps (see [`GatewayConfig`](super::GatewayConfig)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
-    pub(crate) calls_per_node: usize,
-    pub(crate) calls: usize,
-    pub(crate) tickets_per_node: usize,
+    calls_per_node: usize,
+    calls: usize,
+    tickets_per_node: usize,
     /// Tickets issued and not used yet, from all nodes.
-    pub(crate) unused_tickets: usize,
-    pub(crate) window: u64,
+    unused_tickets: usize,
+    window: u64,
+}
+
+impl Limits {
+    #[inline]
+    pub(crate) fn new(
+        calls_per_node: usize,
+        calls: usize,
+        tickets_per_node: usize,
+        unused_tickets: usize,
+        window: u64,
+    ) -> Self {
+        Self {
+            calls_per_node,
+            calls,
+            tickets_per_node,
+            unused_tickets,
+            window,
+        }
+    }
 }
 
 /// Bytes sent to one node's sinks (progress, notifications) and not yet
@@ -121,10 +140,36 @@ impl Window {
 pub(crate) struct Route {
     /// The sink's stand-in here: a cast to it travels over its node's
     /// connection only.
-    pub(crate) sink: ActorCell,
-    pub(crate) secret: String,
-    pub(crate) window: Arc<Window>,
-    pub(crate) node: NodeKey,
+    sink: ActorCell,
+    secret: String,
+    window: Arc<Window>,
+    node: NodeKey,
+}
+
+impl Route {
+    /// The caller's sink.
+    #[inline]
+    pub(crate) fn sink(&self) -> &ActorCell {
+        &self.sink
+    }
+
+    /// The ticket's secret, which the sink checks on every message.
+    #[inline]
+    pub(crate) fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// The bytes in flight to the sink, unacknowledged.
+    #[inline]
+    pub(crate) fn window(&self) -> &Window {
+        &self.window
+    }
+
+    /// The sink's node.
+    #[inline]
+    pub(crate) fn node(&self) -> NodeKey {
+        self.node
+    }
 }
 
 #[derive(Debug)]

@@ -618,11 +618,11 @@ impl RemoteServers {
             }
         }
         let _forget = Forget(routes, &nonce);
-        let hello = Hello {
-            group: self.inner.group.clone(),
-            pid: self.inner.sink.get_id().pid(),
-            nonce: nonce.clone(),
-        };
+        let hello = Hello::new(
+            self.inner.group.clone(),
+            self.inner.sink.get_id().pid(),
+            nonce.clone(),
+        );
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let answer = gateway
             .call(|r| GatewayMsg::Hello(wire::encode(&hello), r), Some(left))
@@ -792,14 +792,11 @@ impl RemoteServer {
         // Registered before asking: the first notification may come before
         // the answer.
         let rx = s.inner.routes.subscribe(
-            &admission.secret,
+            admission.secret(),
             &self.name,
             s.inner.max_queued_notification_bytes,
         );
-        let sub = Subscription {
-            ticket: admission.ticket.clone(),
-            server: self.name.clone(),
-        };
+        let sub = Subscription::new(admission.ticket().to_owned(), self.name.clone());
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let answer = self
             .gateway
@@ -818,7 +815,7 @@ impl RemoteServer {
             Ok(()) => Ok(rx),
             Err(e) => {
                 drop(rx);
-                s.inner.routes.prune(&admission.secret, &self.name);
+                s.inner.routes.prune(admission.secret(), &self.name);
                 if matches!(e, RemoteError::NotAdmitted { .. }) {
                     s.drop_admission(&self.gateway);
                 }
@@ -881,7 +878,7 @@ impl RemoteServer {
         let admission = s.admission(&self.gateway, deadline).await?;
         let id = s.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let env = Call {
-            ticket: admission.ticket.clone(),
+            ticket: admission.ticket().to_owned(),
             id,
             server: self.name.clone(),
             op,
@@ -893,13 +890,10 @@ impl RemoteServer {
         let mut guard = InFlight {
             gateway: &self.gateway,
             routes: &s.inner.routes,
-            key: Some(CallKey {
-                ticket: admission.ticket.clone(),
-                id,
-            }),
+            key: Some(CallKey::new(admission.ticket().to_owned(), id)),
         };
         if let Some(tx) = opts.progress.clone() {
-            s.inner.routes.route_progress(id, &admission.secret, tx);
+            s.inner.routes.route_progress(id, admission.secret(), tx);
         }
         let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
         let outcome = self
@@ -940,7 +934,7 @@ struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
-            self.routes.unroute_progress(key.id);
+            self.routes.unroute_progress(key.id());
             let _ = self.gateway.cast(GatewayMsg::Cancel(wire::encode(&key)));
         }
     }

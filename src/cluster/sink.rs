@@ -34,8 +34,22 @@ use crate::Progress;
 /// A ticket this node holds at one gateway.
 #[derive(Clone)]
 pub(crate) struct Admission {
-    pub(crate) ticket: String,
-    pub(crate) secret: String,
+    ticket: String,
+    secret: String,
+}
+
+impl Admission {
+    /// The ticket calls name.
+    #[inline]
+    pub(crate) fn ticket(&self) -> &str {
+        &self.ticket
+    }
+
+    /// The secret the gateway's messages to this sink carry.
+    #[inline]
+    pub(crate) fn secret(&self) -> &str {
+        &self.secret
+    }
 }
 
 impl std::fmt::Debug for Admission {
@@ -197,10 +211,7 @@ impl Routes {
         };
         link.handled += bytes;
         if link.handled >= link.ack_every {
-            let ack = Ack {
-                ticket: link.ticket.clone(),
-                bytes: link.handled,
-            };
+            let ack = Ack::new(link.ticket.clone(), link.handled);
             let _ = link.gateway.cast(GatewayMsg::Ack(wire::encode(&ack)));
             link.handled = 0;
         }
@@ -211,13 +222,14 @@ impl Routes {
         let Ok(p) = wire::decode::<ProgressEnvelope>(bytes, "progress") else {
             return self.reject("progress that does not decode");
         };
-        if !self.handled(&p.secret, bytes.len() as u64) {
+        let (secret, id, params) = p.into_parts();
+        if !self.handled(&secret, bytes.len() as u64) {
             return self.reject("progress");
         }
         let routes = lock(&self.progress);
-        match routes.get(&p.id) {
-            Some(route) if token::same(&route.secret, &p.secret) => {
-                let _ = route.tx.send(Progress::from_params(p.params));
+        match routes.get(&id) {
+            Some(route) if token::same(&route.secret, &secret) => {
+                let _ = route.tx.send(Progress::from_params(params));
             }
             // Another gateway's progress for our call's id.
             Some(_) => self.reject("progress for a call that went elsewhere"),
@@ -230,17 +242,15 @@ impl Routes {
         let Ok(n) = wire::decode::<NotificationEnvelope>(bytes, "notification") else {
             return self.reject("a notification that does not decode");
         };
-        if !self.handled(&n.secret, bytes.len() as u64) {
+        let (secret, server, method, params) = n.into_parts();
+        if !self.handled(&secret, bytes.len() as u64) {
             return self.reject("a notification");
         }
-        let key = (n.secret, n.server);
+        let key = (secret, server);
         let mut subs = lock(&self.notifications);
         if let Some(list) = subs.get_mut(&key) {
             list.retain(|s| !s.is_closed());
-            let note = Notification {
-                method: n.method,
-                params: n.params,
-            };
+            let note = Notification { method, params };
             for s in list.iter() {
                 s.offer(note.clone(), &key.1);
             }
@@ -253,10 +263,7 @@ impl Routes {
         // Nobody here reads this server's notifications any more.
         let links = lock(&self.links);
         if let Some(link) = links.get(&key.0) {
-            let s = Subscription {
-                ticket: link.ticket.clone(),
-                server: key.1,
-            };
+            let s = Subscription::new(link.ticket.clone(), key.1);
             let _ = link.gateway.cast(GatewayMsg::Unsubscribe(wire::encode(&s)));
         }
     }

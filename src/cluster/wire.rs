@@ -79,11 +79,24 @@ pub enum SinkMsg {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Hello {
     /// The sink's process group.
-    pub(crate) group: String,
+    group: String,
     /// The sink's pid on its node.
-    pub(crate) pid: u64,
+    pid: u64,
     /// Pairs the ticket with this request at the sink.
-    pub(crate) nonce: String,
+    nonce: String,
+}
+
+impl Hello {
+    #[inline]
+    pub(crate) fn new(group: String, pid: u64, nonce: String) -> Self {
+        Self { group, pid, nonce }
+    }
+
+    /// The group, pid and nonce, taken apart.
+    #[inline]
+    pub(crate) fn into_parts(self) -> (String, u64, String) {
+        (self.group, self.pid, self.nonce)
+    }
 }
 
 /// A gateway's ticket, sent to one sink.
@@ -134,41 +147,134 @@ pub(crate) struct Call {
 /// Names a call: for cancellation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CallKey {
-    pub(crate) ticket: String,
-    pub(crate) id: u64,
+    ticket: String,
+    id: u64,
+}
+
+impl CallKey {
+    #[inline]
+    pub(crate) fn new(ticket: String, id: u64) -> Self {
+        Self { ticket, id }
+    }
+
+    /// The ticket the call came with.
+    #[inline]
+    pub(crate) fn ticket(&self) -> &str {
+        &self.ticket
+    }
+
+    /// The call's id among the ticket's.
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
 }
 
 /// Names a subscription.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Subscription {
-    pub(crate) ticket: String,
-    pub(crate) server: String,
+    ticket: String,
+    server: String,
+}
+
+impl Subscription {
+    #[inline]
+    pub(crate) fn new(ticket: String, server: String) -> Self {
+        Self { ticket, server }
+    }
+
+    /// The ticket the subscription came with.
+    #[inline]
+    pub(crate) fn ticket(&self) -> &str {
+        &self.ticket
+    }
+
+    /// The server, by the name the gateway exposes it under.
+    #[inline]
+    pub(crate) fn server(&self) -> &str {
+        &self.server
+    }
 }
 
 /// Bytes handled by a sink.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Ack {
-    pub(crate) ticket: String,
-    pub(crate) bytes: u64,
+    ticket: String,
+    bytes: u64,
+}
+
+impl Ack {
+    #[inline]
+    pub(crate) fn new(ticket: String, bytes: u64) -> Self {
+        Self { ticket, bytes }
+    }
+
+    /// The ticket whose bytes are acknowledged.
+    #[inline]
+    pub(crate) fn ticket(&self) -> &str {
+        &self.ticket
+    }
+
+    /// The bytes acknowledged.
+    #[inline]
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
 }
 
 /// Progress of call `id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ProgressEnvelope {
-    pub(crate) secret: String,
-    pub(crate) id: u64,
+    secret: String,
+    id: u64,
     /// The `notifications/progress` params, as the server sent them.
-    pub(crate) params: Value,
+    params: Value,
+}
+
+impl ProgressEnvelope {
+    #[inline]
+    pub(crate) fn new(secret: String, id: u64, params: Value) -> Self {
+        Self { secret, id, params }
+    }
+
+    /// The secret, call id and params, taken apart.
+    #[inline]
+    pub(crate) fn into_parts(self) -> (String, u64, Value) {
+        (self.secret, self.id, self.params)
+    }
 }
 
 /// A notification of server `server`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct NotificationEnvelope {
-    pub(crate) secret: String,
-    pub(crate) server: String,
-    pub(crate) method: String,
+    secret: String,
+    server: String,
+    method: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) params: Option<Value>,
+    params: Option<Value>,
+}
+
+impl NotificationEnvelope {
+    #[inline]
+    pub(crate) fn new(
+        secret: String,
+        server: String,
+        method: String,
+        params: Option<Value>,
+    ) -> Self {
+        Self {
+            secret,
+            server,
+            method,
+            params,
+        }
+    }
+
+    /// The secret, server, method and params, taken apart.
+    #[inline]
+    pub(crate) fn into_parts(self) -> (String, String, String, Option<Value>) {
+        (self.secret, self.server, self.method, self.params)
+    }
 }
 
 /// Which cap a call met.

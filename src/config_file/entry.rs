@@ -4,7 +4,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::interpolate::{Problem, Variables};
+use super::interpolate::{Expanded, Problem, Variables};
 use super::{env_file, read, ConfigFileError, ServeOptions, OPTIONS_KEY};
 use crate::client::{merge_env, ClientConfig, ClientTransport, StderrMode, StdioCommand};
 use crate::secret::{Arg, EnvValue, MaybeSecret, Secret};
@@ -47,7 +47,7 @@ impl Context<'_> {
     fn expand(&self, key: &str, value: &str) -> Result<(String, bool), ConfigFileError> {
         self.vars
             .expand(value)
-            .map(|e| (e.text, e.from_env))
+            .map(Expanded::into_parts)
             .map_err(|p| match p {
                 Problem::Unset(variable) => ConfigFileError::UnsetVariable {
                     file: self.file.to_owned(),
@@ -259,12 +259,15 @@ fn environment(
         let (path, _) = ctx.path(&file_key, v)?;
         let text = read::read_text(&path, super::MAX_ENV_FILE_BYTES)
             .map_err(|p| ConfigFileError::unreadable(ctx.file, Some(&file_key), &path, p))?;
-        let vars = env_file::parse(&text).map_err(|e| ConfigFileError::EnvFileSyntax {
-            file: ctx.file.to_owned(),
-            key: file_key.clone(),
-            env_file: path.clone(),
-            line: e.line,
-            problem: e.problem,
+        let vars = env_file::parse(&text).map_err(|e| {
+            let (line, problem) = e.into_parts();
+            ConfigFileError::EnvFileSyntax {
+                file: ctx.file.to_owned(),
+                key: file_key.clone(),
+                env_file: path.clone(),
+                line,
+                problem,
+            }
         })?;
         env.extend(vars.into_iter().map(|(k, v)| (k, Secret::new(v).into())));
     }

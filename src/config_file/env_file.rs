@@ -10,8 +10,15 @@
 /// the values of an env file are secrets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LineError {
-    pub(crate) line: usize,
-    pub(crate) problem: String,
+    line: usize,
+    problem: String,
+}
+
+impl LineError {
+    /// The line at fault (1-based), and what is wrong with it.
+    pub(crate) fn into_parts(self) -> (usize, String) {
+        (self.line, self.problem)
+    }
 }
 
 /// The variables of a dotenv text, in order (a repeated name: last wins),

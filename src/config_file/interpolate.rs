@@ -11,9 +11,9 @@ use std::path::Path;
 /// tests) and the file's place.
 pub(crate) struct Variables<'a> {
     /// Looks an environment variable up.
-    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
+    env: &'a dyn Fn(&str) -> Option<String>,
     /// `${workspaceFolder}`.
-    pub(crate) workspace: &'a Path,
+    workspace: &'a Path,
 }
 
 /// Why a string could not be expanded.
@@ -30,13 +30,25 @@ pub(crate) enum Problem {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Expanded {
     /// The text.
-    pub(crate) text: String,
+    text: String,
     /// Whether part of it came from the environment (such values are kept
     /// as secrets).
-    pub(crate) from_env: bool,
+    from_env: bool,
 }
 
-impl Variables<'_> {
+impl Expanded {
+    /// The text, and whether part of it came from the environment.
+    pub(crate) fn into_parts(self) -> (String, bool) {
+        (self.text, self.from_env)
+    }
+}
+
+impl<'a> Variables<'a> {
+    #[inline]
+    pub(crate) fn new(env: &'a dyn Fn(&str) -> Option<String>, workspace: &'a Path) -> Self {
+        Self { env, workspace }
+    }
+
     /// Expands every `${...}` of `input`.
     pub(crate) fn expand(&self, input: &str) -> Result<Expanded, Problem> {
         let mut text = String::with_capacity(input.len());

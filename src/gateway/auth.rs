@@ -302,7 +302,7 @@ impl ClientGrant {
 pub(crate) struct Principal {
     /// Its name: the client's, `token` for the one bearer token, or
     /// `anonymous`.
-    pub(crate) name: Arc<str>,
+    name: Arc<str>,
     /// What it may use; `None`: everything.
     grants: Option<BTreeMap<String, Vec<Glob>>>,
     /// A client of a tokens file (not the one token or anonymous).
@@ -315,6 +315,12 @@ pub(crate) struct Principal {
 }
 
 impl Principal {
+    /// The client's name (its token's).
+    #[inline]
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
     /// Whether it may reach `server` at all.
     pub(crate) fn server_allowed(&self, server: &str) -> bool {
         match &self.grants {

@@ -151,13 +151,19 @@ struct Queue {
 /// The log: a queue to its writer thread.
 pub(crate) struct CallLog {
     tx: std::sync::mpsc::Sender<Vec<u8>>,
-    pub(crate) arguments: bool,
+    arguments: bool,
     queue: Arc<Queue>,
     /// Lines dropped in all.
     dropped: Counter,
 }
 
 impl CallLog {
+    /// Whether lines carry the calls' arguments.
+    #[inline]
+    pub(crate) fn logs_arguments(&self) -> bool {
+        self.arguments
+    }
+
     /// Opens `path` for appending (created if missing) and starts its
     /// writer: a thread of its own, so that a slow disk blocks nothing
     /// else.

@@ -2,7 +2,6 @@
 //! [`Namespace`], `/servers/NAME/mcp` the [`Passthrough`] of NAME with
 //! NAME's own identity and capabilities, both with the front's limits.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::protocol::Implementation;
@@ -25,8 +24,8 @@ impl GatewayState {
             error: e.to_error_object(),
         };
         let key = endpoint.clone();
-        if let Some(m) = crate::sync::lock(&self.services).get(&key) {
-            return Ok(m.clone());
+        if let Some(m) = self.made_endpoint(&key) {
+            return Ok(m);
         }
         // Keeps what is per session (log levels, subscriptions) for the
         // handler, and tells the sessions of list changes.
@@ -44,42 +43,25 @@ impl GatewayState {
             ),
         }
         .map_err(|e| unavailable(HandlerError::Internal(e.to_string())))?;
-        let router = service.axum_router();
-        let made = EndpointService {
-            service,
-            sessions,
-            router,
-        };
-        let mut services = crate::sync::lock(&self.services);
-        if let Some(m) = services.get(&key) {
-            // Made meanwhile by another request: that one is kept.
-            made.service.handle().stop();
-            return Ok(m.clone());
-        }
-        if self.stopping.load(Ordering::Acquire) {
-            made.service.handle().stop();
-            return Err(Rejection::Stopping);
-        }
-        services.insert(key, made.clone());
-        Ok(made)
+        self.keep_endpoint(key, service, sessions)
     }
 
     /// An endpoint's HTTP configuration: the front's limits, hosts and
     /// (already checked) origins.
     fn http_config(&self, server: ServerConfig) -> HttpConfig {
-        let mut c = self.config.http.clone();
+        let mut c = self.config().http.clone();
         c.server = server;
-        c.server.stop_drain = self.config.grace;
-        c.server.max_held_calls = self.config.max_held_calls;
-        c.server.held_input_timeout = self.config.input_timeout;
+        c.server.stop_drain = self.config().grace;
+        c.server.max_held_calls = self.config().max_held_calls;
+        c.server.held_input_timeout = self.config().input_timeout;
         c.path = crate::server::http::DEFAULT_PATH.to_owned();
-        c.allowed_hosts = self.config.allowed_hosts.clone();
+        c.allowed_hosts = self.config().allowed_hosts.clone();
         c.allowed_origins = Allow::Any;
         c
     }
 
     fn namespace_config(&self) -> HttpConfig {
-        let mut server = self.config.http.server.clone();
+        let mut server = self.config().http.server.clone();
         server.capabilities = serde_json::json!({
             "tools": { "listChanged": true },
             "prompts": { "listChanged": true },
@@ -105,7 +87,7 @@ impl GatewayState {
             HandlerError::Internal(format!("no server named `{name}` in the gateway"))
         })?;
         let session = target
-            .client
+            .client()
             .ready(READY_WAIT)
             .await
             .map_err(|e| failure(name, &e))?;
@@ -115,10 +97,10 @@ impl GatewayState {
             .unwrap_or_else(|| Implementation::new(name, "unknown"));
         let mut server = ServerConfig::new(info).capabilities(session.capabilities.clone());
         server.instructions = session.instructions.clone();
-        server.max_message_bytes = self.config.http.server.max_message_bytes;
-        server.max_in_flight = self.config.http.server.max_in_flight;
-        server.max_inbound_bytes = self.config.http.server.max_inbound_bytes;
-        server.max_outbound_bytes = self.config.http.server.max_outbound_bytes;
+        server.max_message_bytes = self.config().http.server.max_message_bytes;
+        server.max_in_flight = self.config().http.server.max_in_flight;
+        server.max_inbound_bytes = self.config().http.server.max_inbound_bytes;
+        server.max_outbound_bytes = self.config().http.server.max_outbound_bytes;
         Ok(self.http_config(server))
     }
 }

@@ -59,7 +59,7 @@ impl<'a> Call<'a> {
 pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
     let (front, principal, target, method, ctx) = call.parts();
     // Only the call log reads these: no copies without one.
-    let log = front.call_log.as_ref();
+    let log = front.call_log();
     let tool = match method {
         "tools/call" | "prompts/get" if log.is_some() => params
             .as_ref()
@@ -68,12 +68,12 @@ pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Va
             .map(str::to_owned),
         _ => None,
     };
-    let arguments = if log.is_some_and(|l| l.arguments) {
+    let arguments = if log.is_some_and(|l| l.logs_arguments()) {
         params.as_ref().and_then(|p| p.get("arguments")).cloned()
     } else {
         None
     };
-    let mut record = front.observe(principal, &target.server, method, tool, arguments);
+    let mut record = front.observe(principal, target.server(), method, tool, arguments);
     let result = route(call, params).await;
     record.finish(&result);
     result.map(|v| for_front(v, method, ctx.era()))
@@ -144,8 +144,8 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerE
     }
     let params = server_params(params, ctx, backend);
     let registered = front
-        .relay
-        .register(&target.server, principal.clone(), ctx.clone());
+        .relay()
+        .register(target.server(), principal.clone(), ctx.clone());
     let mut opts = RequestOptions::new();
     if ctx.era() == Era::Stateless {
         // The server's own `input_required` goes back to the front client
@@ -154,13 +154,13 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerE
     }
     let (opts, progress) = with_progress(opts, ctx);
     let call = CURRENT.scope(
-        registered.call.clone(),
-        target.client.request_raw(method, params, opts),
+        registered.call().clone(),
+        target.client().request_raw(method, params, opts),
     );
     let result = pass_progress(call, progress, |p| send_progress(ctx, p)).await;
-    front.flush_notes(&target.server).await;
+    front.flush_notes(target.server()).await;
     drop(registered);
-    answer(&target.server, result)
+    answer(target.server(), result)
 }
 
 /// A 2026-07-28 front call to a stateful server: the server's call runs
@@ -173,18 +173,18 @@ async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerEr
     let (front, principal, target, method, ctx) = call.parts();
     let (front, principal) = (front.clone(), principal.clone());
     let (server, client, method) = (
-        target.server.clone(),
-        target.client.clone(),
+        target.server().clone(),
+        target.client().clone(),
         method.to_owned(),
     );
     ctx.run_held(move |held| async move {
         let (fail, failed) = tokio::sync::oneshot::channel();
         let registered = front
-            .relay
+            .relay()
             .register_held(&server, principal, held.clone(), fail);
         let (opts, progress) = with_progress(RequestOptions::new(), &held.context());
         let request = CURRENT.scope(
-            registered.call.clone(),
+            registered.call().clone(),
             client.request_raw(&method, params, opts),
         );
         let request = pass_progress(request, progress, |p| send_progress(&held.context(), p));

@@ -12,7 +12,6 @@
 //! check, and the endpoint serves the message checked (a [`ParsedBody`]);
 //! and only for callers whose grant leaves something out.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use std::net::SocketAddr;
@@ -34,15 +33,15 @@ use super::state::{Endpoint, GatewayState};
 
 /// The routes of a front.
 pub(crate) fn router(front: Arc<GatewayState>) -> axum::Router {
-    let admission = host_origin(&front.config);
+    let admission = host_origin(front.config());
     let state = Routes {
-        bodies: BodyReader::of(&front.config.http),
+        bodies: BodyReader::of(&front.config().http),
         front,
     };
     let mcp = axum::Router::new()
         .route("/mcp", axum::routing::any(joined))
         .route("/servers/{name}/mcp", axum::routing::any(single));
-    let mcp = match state.front.gate.layer() {
+    let mcp = match state.front.gate().layer() {
         Some(tokens) => mcp.route_layer(tokens),
         None => mcp,
     };
@@ -96,12 +95,12 @@ async fn admitted(
     req: Request,
 ) -> Result<Response<Body>, Rejection> {
     let front = &r.front;
-    if front.stopping.load(Ordering::Acquire) {
+    if front.is_stopping() {
         return Err(Rejection::Stopping);
     }
     // Let in by the bearer layer (or no token is configured).
     let principal = front
-        .gate
+        .gate()
         .caller(req.extensions())
         .ok_or(Rejection::Unauthorized)?;
     held_for_start(front).await?;
@@ -112,7 +111,7 @@ async fn admitted(
             });
         }
         if !principal.server_allowed(name) {
-            tracing::info!(client = %principal.name, server = %name, "gateway: request refused: server outside the client's grant");
+            tracing::info!(client = %principal.name(), server = %name, "gateway: request refused: server outside the client's grant");
             return Err(Rejection::OutsideGrant {
                 id: None,
                 what: format!("server `{name}`"),
@@ -134,7 +133,7 @@ async fn admitted(
     let made = front.endpoint(&endpoint).await?;
     let (mut parts, body) = req.into_parts();
     parts.uri = endpoint_uri(&parts.uri);
-    let mut router = made.router;
+    let mut router = made.into_router();
     match tower_service::Service::call(&mut router, Request::from_parts(parts, body)).await {
         Ok(resp) => Ok(resp),
         Err(never) => match never {},
@@ -145,7 +144,7 @@ async fn admitted(
 /// front stopped meanwhile or its host is gone.
 async fn held_for_start(front: &GatewayState) -> Result<(), Rejection> {
     front.start_over().await;
-    if front.stopping.load(Ordering::Acquire) {
+    if front.is_stopping() {
         return Err(Rejection::Stopping);
     }
     if front.host_gone() {
@@ -214,7 +213,7 @@ async fn peek(
     let parsed = match ParsedBody::parse(&bytes) {
         Ok(p) => p,
         Err(refused) => {
-            tracing::info!(client = %principal.name, message = %refused, "gateway: request refused: the grant check cannot read its body");
+            tracing::info!(client = %principal.name(), message = %refused, "gateway: request refused: the grant check cannot read its body");
             return Err(refused);
         }
     };
@@ -226,7 +225,7 @@ async fn peek(
     };
     if let Some(r) = refused.or_else(|| outside_grant(front, principal, endpoint, &m)) {
         let what = &r.what;
-        tracing::info!(client = %principal.name, %what, "gateway: call refused: outside the client's grant");
+        tracing::info!(client = %principal.name(), %what, "gateway: call refused: outside the client's grant");
         // In the call log and the metrics as any other outcome.
         front.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
         return Err(Rejection::OutsideGrant {
@@ -253,10 +252,10 @@ async fn start_named_lazy(
         _ => return None,
     };
     let name = m.name.as_deref()?;
-    if front.host.owner(kind, name).is_some() {
+    if front.host().owner(kind, name).is_some() {
         return None;
     }
-    let server = front.host.lazy_owner(name)?;
+    let server = front.host().lazy_owner(name)?;
     if !principal.server_allowed(&server) {
         return Some(Refusal {
             what: format!("server `{server}`"),
@@ -298,7 +297,7 @@ fn outside_grant(
     let (server, own) = match endpoint {
         Endpoint::Server(s) => (s.to_string(), name.to_owned()),
         Endpoint::Namespace => {
-            let r = front.host.owner(kind, name)?;
+            let r = front.host().owner(kind, name)?;
             (r.server, r.name)
         }
     };
@@ -327,7 +326,7 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
     let front = &r.front;
     let mut servers = Map::new();
     let mut all = true;
-    for s in front.host.servers() {
+    for s in front.host().servers() {
         let status = match &s.status {
             Status::Ready(_) if s.listed => "ready",
             Status::Ready(_) | Status::Starting => "starting",
@@ -349,12 +348,12 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
         }
         servers.insert(s.name.clone(), v);
     }
-    for name in front.host.lazy_servers() {
+    for name in front.host().lazy_servers() {
         servers.insert(name, json!({ "status": "lazy" }));
     }
-    let stopping = front.stopping.load(Ordering::Acquire);
+    let stopping = front.is_stopping();
     let gone = front.host_gone();
-    let starting = !*front.started.borrow();
+    let starting = !front.has_started();
     let ok = all && !stopping && !gone && !starting;
     let body = json!({
         "status": if stopping {
@@ -393,7 +392,7 @@ async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    match front.gate.metrics_access(req.headers()) {
+    match front.gate().metrics_access(req.headers()) {
         MetricsAccess::Allowed => {}
         MetricsAccess::NoToken => return Rejection::Unauthorized.into_response(),
         MetricsAccess::NotOperator => {
@@ -407,12 +406,12 @@ async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
         }
     }
     let ready: Vec<(String, bool)> = front
-        .host
+        .host()
         .servers()
         .into_iter()
         .map(|s| (s.name.clone(), s.is_ready()))
         .collect();
-    let text = front.metrics.render(&ready, front.held_calls());
+    let text = front.metrics().render(&ready, front.held_calls());
     let mut resp = Response::new(Body::from(text));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -54,10 +54,10 @@ pub(crate) async fn pass(
 ) -> Result<Value, HandlerError> {
     let p = params(req)?;
     let mut sub = target
-        .client
+        .client()
         .listen(p.notifications)
         .await
-        .map_err(|e| failure(&target.server, &e))?;
+        .map_err(|e| failure(target.server(), &e))?;
     let id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
     loop {
         tokio::select! {

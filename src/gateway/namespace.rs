@@ -68,7 +68,7 @@ impl Namespace {
     /// their lists.
     async fn start_lazy(caller: &Principal, front: &Arc<GatewayState>) {
         let mut started = false;
-        for name in front.host.lazy_servers() {
+        for name in front.host().lazy_servers() {
             if caller.server_allowed(&name) {
                 if let Err(e) = front.ensure_started(&name).await {
                     tracing::warn!(server = %name, error = %e, "gateway: a lazy server could not start");
@@ -77,7 +77,7 @@ impl Namespace {
             }
         }
         if started {
-            front.host.ready(READY_WAIT).await;
+            front.host().ready(READY_WAIT).await;
         }
     }
 
@@ -85,7 +85,7 @@ impl Namespace {
     fn list(caller: &Principal, front: &GatewayState, kind: ItemKind) -> Vec<Value> {
         let renamed = kind != ItemKind::Resource;
         front
-            .host
+            .host()
             .listed(kind)
             .into_iter()
             .filter(|(_, h)| Self::visible(caller, front, kind, h.server(), h.own_name()))
@@ -120,20 +120,20 @@ impl Namespace {
             )
         };
         let found = |front: &GatewayState| {
-            front.host.owner(kind, name).map(|r| Owner {
+            front.host().owner(kind, name).map(|r| Owner {
                 server: r.server,
                 own: r.name,
             })
         };
         let owner = match found(front) {
             Some(o) => Some(o),
-            None if kind != ItemKind::Resource => match front.host.lazy_owner(name) {
+            None if kind != ItemKind::Resource => match front.host().lazy_owner(name) {
                 Some(server) if caller.server_allowed(&server) => {
                     front
                         .ensure_started(&server)
                         .await
                         .map_err(|e| HandlerError::Internal(e.to_string()))?;
-                    front.host.ready(READY_WAIT).await;
+                    front.host().ready(READY_WAIT).await;
                     found(front)
                 }
                 _ => None,
@@ -301,7 +301,7 @@ impl Handler for Namespace {
                 // as it lasts; those of no server are not acknowledged.
                 let mut _watches = None;
                 if let Some(uris) = agreed.resource_subscriptions.take() {
-                    let holder = _watches.insert(front.watches.stream_holder());
+                    let holder = _watches.insert(front.watches().stream_holder());
                     let mut watched = Vec::new();
                     for uri in uris {
                         let Ok(owner) =
@@ -310,8 +310,8 @@ impl Handler for Namespace {
                             continue;
                         };
                         watch(
-                            &front.watches,
-                            holder.holder,
+                            front.watches(),
+                            holder.holder(),
                             &Self::target(&front, &owner)?,
                             &uri,
                         )
@@ -332,7 +332,7 @@ impl Handler for Namespace {
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
         let front = self.front.upgrade()?;
-        let tools = front.host.listed(ItemKind::Tool);
+        let tools = front.host().listed(ItemKind::Tool);
         tools
             .iter()
             .find(|(n, _)| n == name)

@@ -90,7 +90,7 @@ impl Handler for Passthrough {
                     .handle_request(req.clone(), ctx.clone())
                     .await?;
                 if target
-                    .client
+                    .client()
                     .session()
                     .is_some_and(|s| s.era == Era::Stateful)
                 {
@@ -105,7 +105,7 @@ impl Handler for Passthrough {
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Stateless => {
                 let modern = target
-                    .client
+                    .client()
                     .session()
                     .is_some_and(|s| s.era == Era::Stateless);
                 if modern {
@@ -113,7 +113,7 @@ impl Handler for Passthrough {
                 } else {
                     let p: ListenParams = listen::params(&req)?;
                     let caps = target
-                        .client
+                        .client()
                         .session()
                         .map(|s| s.capabilities.clone())
                         .unwrap_or(Value::Null);
@@ -122,8 +122,9 @@ impl Handler for Passthrough {
                     // long as it lasts.
                     let mut _watches = None;
                     for uri in agreed.resource_subscriptions.iter().flatten() {
-                        let holder = _watches.get_or_insert_with(|| front.watches.stream_holder());
-                        watch(&front.watches, holder.holder, &target, uri).await?;
+                        let holder =
+                            _watches.get_or_insert_with(|| front.watches().stream_holder());
+                        watch(front.watches(), holder.holder(), &target, uri).await?;
                     }
                     self.sessions.serve_listen(&req, ctx, agreed).await
                 }
@@ -163,7 +164,7 @@ impl Handler for Passthrough {
         let front = self.front.upgrade()?;
         // Asked on every 2026-07-28 `tools/call`: only the one tool is
         // copied out of the namespace.
-        let (n, h) = front.host.find_listed(crate::host::ItemKind::Tool, |h| {
+        let (n, h) = front.host().find_listed(crate::host::ItemKind::Tool, |h| {
             h.server() == &*self.server && h.own_name() == name
         })?;
         Some(h.tool(&n).tool.input_schema)

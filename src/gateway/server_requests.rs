@@ -42,8 +42,8 @@ tokio::task_local! {
 /// One front call in flight on a server.
 pub(crate) struct Call {
     id: u64,
-    pub(crate) server: Arc<str>,
-    pub(crate) principal: Arc<Principal>,
+    server: Arc<str>,
+    principal: Arc<Principal>,
     front: FrontCall,
     /// The front session (2025-11-25), or the call itself (2026-07-28).
     session: usize,
@@ -91,7 +91,15 @@ pub(crate) struct ServerRequests {
 /// Takes a call out of the table of calls in flight when dropped.
 pub(crate) struct Registered {
     relay: Arc<ServerRequests>,
-    pub(crate) call: Arc<Call>,
+    call: Arc<Call>,
+}
+
+impl Registered {
+    /// The call registered.
+    #[inline]
+    pub(crate) fn call(&self) -> &Arc<Call> {
+        &self.call
+    }
 }
 
 impl Drop for Registered {
@@ -215,7 +223,7 @@ impl ServerRequests {
             return Ok(json!({}));
         }
         let call = self.attribute(server, &request.method)?;
-        tracing::debug!(server, method = %request.method, client = %call.principal.name, "gateway: a server's request goes to its client");
+        tracing::debug!(server, method = %request.method, client = %call.principal.name(), "gateway: a server's request goes to its client");
         let input = InputRequest::from_parts(&request.method, request.params);
         match &call.front {
             FrontCall::Held(held) => match held.ask(input).await {

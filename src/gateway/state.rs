@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::client::{Client, Delivered, LifecycleEvent, Status};
 use crate::host::{Host, HostError, HostEvent, ItemKind};
 use crate::protocol::{Era, SubscriptionFilter};
-use crate::server::http::HttpService;
+use crate::server::http::{HttpService, Rejection};
 use crate::server::{HandlerError, ListKind, Router};
 
 use super::auth::{Gate, Principal};
@@ -68,42 +68,175 @@ pub(crate) enum Endpoint {
 /// changes and resource updates.
 #[derive(Clone)]
 pub(crate) struct EndpointService {
-    pub(crate) service: HttpService,
-    pub(crate) sessions: Router,
+    service: HttpService,
+    sessions: Router,
     /// The service's routes, built once.
-    pub(crate) router: axum::Router,
+    router: axum::Router,
 }
 
 pub(crate) struct GatewayState {
-    pub(crate) host: Host,
-    pub(crate) config: HttpGatewayConfig,
-    pub(crate) gate: Gate,
-    pub(crate) relay: Arc<ServerRequests>,
-    pub(crate) metrics: Metrics,
-    pub(crate) call_log: Option<CallLog>,
+    host: Host,
+    config: HttpGatewayConfig,
+    gate: Gate,
+    relay: Arc<ServerRequests>,
+    metrics: Metrics,
+    call_log: Option<CallLog>,
     /// The servers' resources watched for the front's sessions and streams.
-    pub(crate) watches: Arc<ResourceWatches>,
+    watches: Arc<ResourceWatches>,
     /// Per server: its notification watcher's progress, and the way to ask
     /// it to pass on what it has queued (see
     /// [`flush_notes`](Self::flush_notes)).
     note_flush: Mutex<HashMap<Arc<str>, NoteFlush>>,
-    pub(crate) services: Mutex<HashMap<Endpoint, EndpointService>>,
+    services: Mutex<HashMap<Endpoint, EndpointService>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
     /// A fingerprint of the namespace's tools, prompts and resources, to
     /// tell `/mcp`'s sessions only of the lists that changed.
     fingerprints: Mutex<[u64; 3]>,
-    pub(crate) stopping: AtomicBool,
+    stopping: AtomicBool,
     /// True once the front stops accepting (its listener's signal).
-    pub(crate) closing: watch::Sender<bool>,
+    closing: watch::Sender<bool>,
     /// True once the front's start is over (its servers ready, given up,
     /// or the ready wait passed).
-    pub(crate) started: watch::Sender<bool>,
+    started: watch::Sender<bool>,
     /// True once every start of the front's host returned.
-    pub(crate) spawned: watch::Sender<bool>,
+    spawned: watch::Sender<bool>,
+}
+
+impl EndpointService {
+    fn new(service: HttpService, sessions: Router) -> Self {
+        let router = service.axum_router();
+        EndpointService {
+            service,
+            sessions,
+            router,
+        }
+    }
+
+    /// The endpoint's MCP service.
+    #[inline]
+    pub(crate) fn service(&self) -> &HttpService {
+        &self.service
+    }
+
+    /// The service's routes.
+    #[inline]
+    pub(crate) fn into_router(self) -> axum::Router {
+        self.router
+    }
 }
 
 impl GatewayState {
+    /// The host behind the gateway.
+    #[inline]
+    pub(crate) fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// The gateway's configuration.
+    #[inline]
+    pub(crate) fn config(&self) -> &HttpGatewayConfig {
+        &self.config
+    }
+
+    /// Who may call (tokens, the metrics token).
+    #[inline]
+    pub(crate) fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The servers' requests to their callers, on their way.
+    #[inline]
+    pub(crate) fn relay(&self) -> &Arc<ServerRequests> {
+        &self.relay
+    }
+
+    /// The gateway's metrics.
+    #[inline]
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The call log, if calls are logged.
+    #[inline]
+    pub(crate) fn call_log(&self) -> Option<&CallLog> {
+        self.call_log.as_ref()
+    }
+
+    /// The resources callers watch.
+    #[inline]
+    pub(crate) fn watches(&self) -> &Arc<ResourceWatches> {
+        &self.watches
+    }
+
+    /// Whether the gateway is stopping.
+    #[inline]
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// The gateway stops: new requests are refused and the listener closes.
+    pub(crate) fn mark_stopping(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.closing.send_replace(true);
+    }
+
+    /// A receiver that wakes when the listener is to close.
+    pub(crate) fn watch_closing(&self) -> watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
+    /// The start is over.
+    pub(crate) fn mark_started(&self) {
+        self.started.send_replace(true);
+    }
+
+    /// Whether the start is over.
+    #[inline]
+    pub(crate) fn has_started(&self) -> bool {
+        *self.started.borrow()
+    }
+
+    /// The starts of the servers returned.
+    pub(crate) fn mark_spawned(&self) {
+        self.spawned.send_replace(true);
+    }
+
+    /// A receiver that wakes when the starts of the servers returned.
+    pub(crate) fn watch_spawned(&self) -> watch::Receiver<bool> {
+        self.spawned.subscribe()
+    }
+
+    /// The service of `key`, if made.
+    #[inline]
+    pub(crate) fn made_endpoint(&self, key: &Endpoint) -> Option<EndpointService> {
+        crate::sync::lock(&self.services).get(key).cloned()
+    }
+
+    /// Keeps the service just made for `key`, unless another request made
+    /// one meanwhile (that one is kept) or the gateway is stopping: then
+    /// the new one is stopped.
+    pub(crate) fn keep_endpoint(
+        &self,
+        key: Endpoint,
+        service: HttpService,
+        sessions: Router,
+    ) -> Result<EndpointService, Rejection> {
+        let made = EndpointService::new(service, sessions);
+        let mut services = crate::sync::lock(&self.services);
+        if let Some(m) = services.get(&key) {
+            // Made meanwhile by another request: that one is kept.
+            made.service.handle().stop();
+            return Ok(m.clone());
+        }
+        if self.stopping.load(Ordering::Acquire) {
+            made.service.handle().stop();
+            return Err(Rejection::Stopping);
+        }
+        services.insert(key, made.clone());
+        Ok(made)
+    }
+
     pub(crate) fn new(
         host: Host,
         config: HttpGatewayConfig,
@@ -422,14 +555,14 @@ impl Record<'_> {
         if let Some(log) = &self.front.call_log {
             log.write(&Line {
                 time: now_rfc3339(),
-                client: &self.principal.name,
+                client: self.principal.name(),
                 server: self.server,
                 method: self.method,
                 tool: self.tool.as_deref(),
                 duration_ms: elapsed.as_secs_f64() * 1000.0,
                 outcome,
                 error: code,
-                arguments: if log.arguments {
+                arguments: if log.logs_arguments() {
                     self.arguments.as_ref()
                 } else {
                     None

@@ -27,7 +27,7 @@ pub(crate) async fn subscription(
     ctx: &RequestContext,
 ) -> Result<Value, HandlerError> {
     let method = req.method.clone();
-    let mut record = front.observe(principal, &target.server, &method, None, None);
+    let mut record = front.observe(principal, target.server(), &method, None, None);
     let result = subscribe_session(front, sessions, target, req, ctx).await;
     record.finish(&result);
     result
@@ -41,7 +41,7 @@ async fn subscribe_session(
     ctx: &RequestContext,
 ) -> Result<Value, HandlerError> {
     let subscribe = req.method == methods::RESOURCES_SUBSCRIBE;
-    let holder = front.watches.session_holder(ctx)?;
+    let holder = front.watches().session_holder(ctx)?;
     // Checks the params and the session's own bound, and records it.
     sessions.handle_request(req.clone(), ctx.clone()).await?;
     let uri = req
@@ -51,10 +51,10 @@ async fn subscribe_session(
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !subscribe {
-        unwatch(&front.watches, holder, target, uri).await;
+        unwatch(front.watches(), holder, target, uri).await;
         return Ok(json!({}));
     }
-    if let Err(e) = watch(&front.watches, holder, target, uri).await {
+    if let Err(e) = watch(front.watches(), holder, target, uri).await {
         // The session does not hold what could not be opened.
         let undo = Request {
             method: methods::RESOURCES_UNSUBSCRIBE.into(),

@@ -20,11 +20,23 @@ pub(crate) const READY_WAIT: Duration = Duration::from_secs(30);
 /// Where a request goes.
 pub(crate) struct Target {
     /// The server's name in the host.
-    pub(crate) server: Arc<str>,
-    pub(crate) client: Client,
+    server: Arc<str>,
+    client: Client,
 }
 
 impl Target {
+    /// The server's name in the host.
+    #[inline]
+    pub(crate) fn server(&self) -> &Arc<str> {
+        &self.server
+    }
+
+    /// The server's client.
+    #[inline]
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// Server `name` of `host`, if it has one by that name.
     pub(crate) fn of(host: &Host, name: &str) -> Option<Target> {
         host.client(name).map(|client| Target {

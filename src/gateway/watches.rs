@@ -220,7 +220,7 @@ impl ResourceWatches {
         if live.contains_key(&holder) {
             return Ok(holder);
         }
-        let mut closed = shared.input_closed.subscribe();
+        let mut closed = shared.watch_input_closed();
         drop(shared);
         live.insert(
             holder,
@@ -303,7 +303,15 @@ impl ResourceWatches {
 /// dropped, however the stream ends.
 pub(crate) struct StreamHolder {
     watches: Weak<ResourceWatches>,
-    pub(crate) holder: Listed,
+    holder: Listed,
+}
+
+impl StreamHolder {
+    /// Who holds the stream's watches.
+    #[inline]
+    pub(crate) fn holder(&self) -> Listed {
+        self.holder
+    }
 }
 
 impl Drop for StreamHolder {
@@ -328,13 +336,13 @@ pub(crate) async fn watch(
     target: &Target,
     uri: &str,
 ) -> Result<(), HandlerError> {
-    let w = watches.server(&target.server);
+    let w = watches.server(target.server());
     let _change = w.change.lock().await;
     let adding = {
         let st = lock(&w.state);
         let adding = st.holdings.adding(holder, uri);
         if adding == Adding::New {
-            st.holdings.room(&target.server, uri)?;
+            st.holdings.room(target.server(), uri)?;
         }
         adding
     };
@@ -344,14 +352,14 @@ pub(crate) async fn watch(
         Adding::New => match backend_era(target).await? {
             Era::Stateful => {
                 target
-                    .client
+                    .client()
                     .request_raw(
                         methods::RESOURCES_SUBSCRIBE,
                         Some(json!({ "uri": uri })),
                         RequestOptions::new(),
                     )
                     .await
-                    .map_err(|e| failure(&target.server, &e))?;
+                    .map_err(|e| failure(target.server(), &e))?;
             }
             Era::Stateless => {
                 let mut wanted = lock(&w.state).holdings.watched();
@@ -378,7 +386,7 @@ pub(crate) async fn watch(
 /// `holder` no longer watches `uri` of `target` (nothing if it did not);
 /// the server's watch goes with its last holder.
 pub(crate) async fn unwatch(watches: &ResourceWatches, holder: Listed, target: &Target, uri: &str) {
-    let Some(w) = lock(&watches.servers).get(&target.server).cloned() else {
+    let Some(w) = lock(&watches.servers).get(target.server()).cloned() else {
         return;
     };
     let _change = w.change.lock().await;
@@ -436,11 +444,11 @@ pub(crate) async fn rewatch(watches: &ResourceWatches, server: &str) {
         return;
     }
     let watched = wanted.len();
-    match target.client.session().map(|s| s.era) {
+    match target.client().session().map(|s| s.era) {
         Some(Era::Stateful) => {
             for uri in wanted {
                 let r = target
-                    .client
+                    .client()
                     .request_raw(
                         methods::RESOURCES_SUBSCRIBE,
                         Some(json!({ "uri": uri })),
@@ -472,11 +480,11 @@ pub(crate) async fn rewatch(watches: &ResourceWatches, server: &str) {
 /// opened anew for what is left (or closed). Best effort: a failure leaves
 /// at most a watch nobody receives.
 async fn settle(w: &ServerWatch, target: &Target, freed: Vec<String>) {
-    match target.client.session().map(|s| s.era) {
+    match target.client().session().map(|s| s.era) {
         Some(Era::Stateful) => {
             for uri in freed {
                 let r = target
-                    .client
+                    .client()
                     .request_raw(
                         methods::RESOURCES_UNSUBSCRIBE,
                         Some(json!({ "uri": uri })),
@@ -484,14 +492,14 @@ async fn settle(w: &ServerWatch, target: &Target, freed: Vec<String>) {
                     )
                     .await;
                 if let Err(e) = r {
-                    tracing::debug!(server = %target.server, uri, error = %e, "gateway: resources/unsubscribe failed");
+                    tracing::debug!(server = %target.server(), uri, error = %e, "gateway: resources/unsubscribe failed");
                 }
             }
         }
         Some(Era::Stateless) => {
             let wanted = lock(&w.state).holdings.watched();
             if let Err(e) = sync(w, target, wanted, None).await {
-                tracing::debug!(server = %target.server, error = ?e, "gateway: the resource watches' stream was not narrowed");
+                tracing::debug!(server = %target.server(), error = ?e, "gateway: the resource watches' stream was not narrowed");
             }
         }
         // Not ready: nothing is open on the server it will be.
@@ -525,17 +533,17 @@ async fn sync(
         ..Default::default()
     };
     let mut stream = target
-        .client
+        .client()
         .listen(filter)
         .await
-        .map_err(|e| failure(&target.server, &e))?;
+        .map_err(|e| failure(target.server(), &e))?;
     let id = serde_json::to_value(stream.id()).unwrap_or(Value::Null);
     lock(&w.state).open.push(Open {
         id: id.clone(),
         covers: wanted.clone(),
         keep: None,
     });
-    let acked = acknowledged(&mut stream, &target.server, &wanted, new).await;
+    let acked = acknowledged(&mut stream, target.server(), &wanted, new).await;
     let mut st = lock(&w.state);
     if let Err(e) = acked {
         st.open.retain(|o| o.id != id);
@@ -550,7 +558,7 @@ async fn sync(
     if let Some(o) = st.open.last_mut() {
         o.keep = Some(keep);
     }
-    tracing::debug!(server = %target.server, watched = wanted.len(), "gateway: resource watches' stream opened");
+    tracing::debug!(server = %target.server(), watched = wanted.len(), "gateway: resource watches' stream opened");
     Ok(())
 }
 

@@ -40,8 +40,21 @@ pub(crate) use route::Route;
 /// while it is in place.
 #[derive(Debug, Clone)]
 pub(crate) struct Ticket {
-    pub(crate) name: String,
+    name: String,
     generation: u64,
+}
+
+impl Ticket {
+    /// The server's name.
+    #[inline]
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server's name, the ticket spent.
+    pub(crate) fn into_name(self) -> String {
+        self.name
+    }
 }
 
 /// One server of the host.
@@ -199,12 +212,12 @@ fn release(ns: &mut Namespace, servers: &BTreeMap<String, Entry>, naming: &Namin
 }
 
 pub(crate) struct HostShared {
-    pub(crate) naming: Naming,
-    pub(crate) when_unavailable: WhenUnavailable,
+    naming: Naming,
+    when_unavailable: WhenUnavailable,
     /// How long a start waits for its servers ([`HostConfig::ready_timeout`]).
-    pub(crate) ready_timeout: Duration,
-    pub(crate) handler: Option<Arc<dyn ClientHandler>>,
-    pub(crate) handler_for: Option<super::config::HandlerFactory>,
+    ready_timeout: Duration,
+    handler: Option<Arc<dyn ClientHandler>>,
+    handler_for: Option<super::config::HandlerFactory>,
     catalog: Mutex<Catalog>,
     /// Bumped whenever a server's status or lists may have changed.
     changed: watch::Sender<u64>,
@@ -212,6 +225,18 @@ pub(crate) struct HostShared {
 }
 
 impl HostShared {
+    /// How the host joins names.
+    #[inline]
+    pub(crate) fn naming(&self) -> &Naming {
+        &self.naming
+    }
+
+    /// How long a call waits for its server to be ready.
+    #[inline]
+    pub(crate) fn ready_timeout(&self) -> Duration {
+        self.ready_timeout
+    }
+
     pub(crate) fn new(
         config: &HostConfig,
         handler: Option<Arc<dyn ClientHandler>>,
@@ -242,8 +267,8 @@ impl HostShared {
     pub(crate) fn owner_of(&self, kind: ItemKind, name: &str) -> Option<ItemRef> {
         let cat = self.lock();
         cat.namespace.table(kind).get(name).map(|h| ItemRef {
-            server: h.server.to_string(),
-            name: h.item.own.to_string(),
+            server: h.server().to_string(),
+            name: h.item().own().to_string(),
         })
     }
 
@@ -359,6 +384,7 @@ impl HostShared {
     /// server only, the events.
     pub(crate) fn listed(&self, ticket: &Ticket, fetched: Fetched) {
         let name = &ticket.name;
+        let (lists, error) = fetched.into_parts();
         let (counts, collisions, changed) = {
             let mut cat = self.lock();
             let Catalog {
@@ -367,10 +393,10 @@ impl HostShared {
             let Some(entry) = servers.get(name).filter(|e| e.is(ticket)) else {
                 return;
             };
-            let mut changed = !entry.listed || entry.list_error != fetched.error;
+            let mut changed = !entry.listed || entry.list_error != error;
             let mut collisions = Vec::new();
             let mut fresh = Vec::new();
-            for (kind, list) in fetched.lists {
+            for (kind, list) in lists {
                 if items::same(entry.lists.get(kind), &list) {
                     continue;
                 }
@@ -393,12 +419,12 @@ impl HostShared {
                 *entry.lists.get_mut(kind) = list;
             }
             entry.listed = true;
-            entry.list_error.clone_from(&fetched.error);
+            entry.list_error.clone_from(&error);
             (entry.lists.counts(), collisions, changed)
         };
         let (tools, prompts, resources) = counts;
         info!(server = %name, tools, prompts, resources, changed, "host: server listed");
-        if let Some(error) = fetched.error {
+        if let Some(error) = error {
             warn!(server = %name, %error, "host: listing failed");
             self.emit(HostEvent::ListFailed {
                 server: name.clone(),

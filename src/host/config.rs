@@ -182,10 +182,7 @@ impl HostConfig {
 
     /// How this configuration joins names.
     pub(crate) fn naming(&self) -> Naming {
-        Naming {
-            separator: self.separator.clone(),
-            max_len: self.max_name_len,
-        }
+        Naming::new(self.separator.clone(), self.max_name_len)
     }
 
     /// Checks the host's own options and the servers' names (each
@@ -263,12 +260,22 @@ pub struct HostOptions {
     pub handler: Option<Arc<dyn ClientHandler>>,
     /// A handler per server, made from its name when it starts (wins over
     /// [`handler`](Self::handler)); see [`handler_per_server`](Self::handler_per_server).
-    pub(crate) handler_for: Option<HandlerFactory>,
+    handler_for: Option<HandlerFactory>,
     /// Subscribers from the first spawn on ([`subscribe`](Self::subscribe)).
-    pub(crate) early: Vec<Subscriber>,
+    early: Vec<Subscriber>,
 }
 
 impl HostOptions {
+    /// Takes the factory of per-server handlers.
+    pub(crate) fn take_handler_for(&mut self) -> Option<HandlerFactory> {
+        self.handler_for.take()
+    }
+
+    /// Takes the subscribers to the host's first events.
+    pub(crate) fn take_early(&mut self) -> Vec<Subscriber> {
+        std::mem::take(&mut self.early)
+    }
+
     /// No parent, no handler, no early subscriber.
     ///
     /// # Examples

@@ -42,12 +42,24 @@ impl ItemKind {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Item {
     /// Its own name on its server (a resource's URI).
-    pub(crate) own: Box<str>,
+    own: Box<str>,
     /// The item as the server listed it, as JSON text.
-    pub(crate) raw: Box<str>,
+    raw: Box<str>,
 }
 
 impl Item {
+    /// Its own name on its server (a resource's URI).
+    #[inline]
+    pub(crate) fn own(&self) -> &str {
+        &self.own
+    }
+
+    /// The item as the server listed it, as JSON text.
+    #[inline]
+    pub(crate) fn raw(&self) -> &str {
+        &self.raw
+    }
+
     /// A tool, as text.
     pub(crate) fn tool(tool: &Tool) -> Option<Item> {
         Some(Item {

@@ -12,9 +12,9 @@ use crate::error::Error;
 /// Which lists to (re)fetch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Wanted {
-    pub(crate) tools: bool,
-    pub(crate) prompts: bool,
-    pub(crate) resources: bool,
+    tools: bool,
+    prompts: bool,
+    resources: bool,
 }
 
 impl Wanted {
@@ -43,11 +43,16 @@ impl Wanted {
 /// failure.
 #[derive(Debug, Default)]
 pub(crate) struct Fetched {
-    pub(crate) lists: Vec<(ItemKind, List)>,
-    pub(crate) error: Option<String>,
+    lists: Vec<(ItemKind, List)>,
+    error: Option<String>,
 }
 
 impl Fetched {
+    /// The lists fetched, and the first failure.
+    pub(crate) fn into_parts(self) -> (Vec<(ItemKind, List)>, Option<String>) {
+        (self.lists, self.error)
+    }
+
     /// Keeps the list, or the first failure.
     fn keep(&mut self, kind: ItemKind, what: &str, list: Result<List, Error>) {
         match list {

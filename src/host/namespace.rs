@@ -107,11 +107,17 @@ pub struct HostResource {
 /// model included). Cheap to clone: it shares the host's copy.
 #[derive(Debug, Clone)]
 pub struct Listed {
-    pub(crate) server: Arc<str>,
-    pub(crate) item: Arc<Item>,
+    server: Arc<str>,
+    item: Arc<Item>,
 }
 
 impl Listed {
+    /// The item.
+    #[inline]
+    pub(crate) fn item(&self) -> &Arc<Item> {
+        &self.item
+    }
+
     /// The server that serves it.
     pub fn server(&self) -> &str {
         &self.server
@@ -119,18 +125,18 @@ impl Listed {
 
     /// Its own name on that server (a resource's URI).
     pub fn own_name(&self) -> &str {
-        &self.item.own
+        self.item.own()
     }
 
     /// The item as the server listed it, as JSON text.
     pub fn json(&self) -> &str {
-        &self.item.raw
+        self.item.raw()
     }
 
     fn item_ref(&self) -> ItemRef {
         ItemRef {
             server: self.server.to_string(),
-            name: self.item.own.to_string(),
+            name: self.item.own().to_string(),
         }
     }
 
@@ -154,7 +160,7 @@ impl Listed {
             name: name.to_owned(),
             server: self.server.to_string(),
             tool: self.item.parse(|| Tool {
-                name: self.item.own.to_string(),
+                name: self.item.own().to_string(),
                 ..Tool::default()
             }),
         }
@@ -226,7 +232,7 @@ impl<'a> ItemsOf<'a> {
         let by_name = lists_of(server)
             .unwrap_or_default()
             .iter()
-            .map(|i| (&*i.own, i))
+            .map(|i| (i.own(), i))
             .collect();
         ItemsOf {
             server: Arc::from(server),
@@ -261,8 +267,8 @@ impl Namespace {
         lists_of: ListsOf<'_>,
     ) -> Vec<Collision> {
         let key = |server: &str, item: &Item| match kind {
-            ItemKind::Resource => item.own.to_string(),
-            _ => naming.join(server, &item.own),
+            ItemKind::Resource => item.own().to_string(),
+            _ => naming.join(server, item.own()),
         };
         let table = &mut self.tables[kind.index()];
         for item in old {
@@ -315,7 +321,7 @@ impl Namespace {
                 kept: holder.item_ref(),
                 dropped: ItemRef {
                     server: server.to_string(),
-                    name: item.own.to_string(),
+                    name: item.own().to_string(),
                 },
                 name,
             }),
@@ -434,7 +440,7 @@ mod tests {
         // The first goes: the second has the name.
         assert!(f.list(ItemKind::Tool, "s", &["do_it", "other"]).is_empty());
         let h = &f.ns.table(ItemKind::Tool)["s__do_it"];
-        assert_eq!(&*h.item.own, "do_it");
+        assert_eq!(h.item.own(), "do_it");
         assert!(f.ns.collisions().is_empty());
     }
 

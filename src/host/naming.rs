@@ -29,8 +29,16 @@ const HASH_DIGITS: usize = 8;
 /// How names are joined.
 #[derive(Debug, Clone)]
 pub(crate) struct Naming {
-    pub(crate) separator: String,
-    pub(crate) max_len: usize,
+    separator: String,
+    max_len: usize,
+}
+
+impl Naming {
+    /// Joins names with `separator`, within `max_len` bytes.
+    #[inline]
+    pub(crate) fn new(separator: String, max_len: usize) -> Self {
+        Naming { separator, max_len }
+    }
 }
 
 impl Default for Naming {

@@ -40,23 +40,23 @@ pub(super) fn spawn(
     let shared = host.shared.clone();
     let parent = host.actor.get_cell();
     tokio::spawn(async move {
-        config.name.get_or_insert_with(|| ticket.name.clone());
+        config.name.get_or_insert_with(|| ticket.name().to_owned());
         let (tx, rx) = mpsc::unbounded_channel();
         let opts = StartOptions {
-            handler: shared.handler_of(&ticket.name),
+            handler: shared.handler_of(ticket.name()),
             supervisor: Some(parent),
             events: Some(tx),
         };
         match Client::start_with(config, opts).await {
             Ok(client) => {
-                info!(server = %ticket.name, "host: server started");
+                info!(server = %ticket.name(), "host: server started");
                 let watcher = watcher::spawn(shared.clone(), ticket.clone(), client.clone(), rx);
                 shared.fill(&ticket, client, watcher)?;
                 shared.touch();
                 Ok(())
             }
             Err(source) => {
-                warn!(server = %ticket.name, error = %source, "host: server could not start");
+                warn!(server = %ticket.name(), error = %source, "host: server could not start");
                 let reason = format!("{}: {source}", super::COULD_NOT_START);
                 match on_failure {
                     OnFailure::Keep => shared.failed(&ticket, reason, true),
@@ -64,7 +64,7 @@ pub(super) fn spawn(
                     OnFailure::StaysLazy => shared.failed_lazy(&ticket, &reason),
                 }
                 Err(HostError::Start {
-                    server: ticket.name,
+                    server: ticket.into_name(),
                     source,
                 })
             }

@@ -125,7 +125,7 @@ impl Watcher {
                     .as_ref()
                     .is_some_and(|s| Arc::ptr_eq(s, &session));
                 if new {
-                    debug!(server = %self.ticket.name, "host: new session, listing");
+                    debug!(server = %self.ticket.name(), "host: new session, listing");
                     self.shared.mark_ready(&self.ticket);
                     self.session = Some(session);
                     self.wanted = Wanted::ALL;
@@ -181,7 +181,7 @@ impl Watcher {
 
     fn pass_on(&self, event: LifecycleEvent) {
         self.shared.emit(HostEvent::Lifecycle {
-            server: self.ticket.name.clone(),
+            server: self.ticket.name().to_owned(),
             event,
         });
     }

@@ -13,16 +13,21 @@ use bytes::Bytes;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Event {
     /// `id:` (the position a client resumes from with `Last-Event-ID`).
-    pub(crate) id: Option<String>,
+    id: Option<String>,
     /// `event:` (MCP uses the default type, `message`: `None`).
-    pub(crate) event: Option<String>,
+    event: Option<String>,
     /// `data:` (a JSON-RPC message; empty for a priming event).
-    pub(crate) data: String,
+    data: String,
     /// `retry:` in milliseconds (the client's reconnection delay).
-    pub(crate) retry: Option<u64>,
+    retry: Option<u64>,
 }
 
 impl Event {
+    /// The event's data.
+    #[inline]
+    pub(crate) fn data(&self) -> &str {
+        &self.data
+    }
     /// An event carrying `data` (one JSON-RPC message).
     pub(crate) fn message(data: impl Into<String>) -> Self {
         Event {
@@ -85,7 +90,15 @@ pub(crate) fn keep_alive() -> Bytes {
 #[error("SSE event over {limit} bytes")]
 pub(crate) struct EventTooLarge {
     /// The bound.
-    pub(crate) limit: usize,
+    limit: usize,
+}
+
+impl EventTooLarge {
+    /// The bound.
+    #[inline]
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
 }
 
 /// An incremental `text/event-stream` parser.

@@ -149,8 +149,15 @@ pub(crate) async fn run<S: LineSink>(
 /// senders wait for room. No timer is armed while the stream accepts bytes
 /// at once (the common case).
 pub(crate) struct StalledAfter<W> {
-    pub(crate) out: W,
-    pub(crate) stall: Duration,
+    out: W,
+    stall: Duration,
+}
+
+impl<W> StalledAfter<W> {
+    #[inline]
+    pub(crate) fn new(out: W, stall: Duration) -> Self {
+        Self { out, stall }
+    }
 }
 
 impl<W: AsyncWrite + Unpin + Send> LineSink for StalledAfter<W> {

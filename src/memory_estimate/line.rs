@@ -47,12 +47,32 @@ use crate::protocol::methods;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Estimate {
     /// Estimated bytes held once parsed, until the message is done with.
-    pub(crate) bytes: usize,
+    bytes: usize,
     /// A response, a `notifications/cancelled` or a `ping` request: it
     /// unblocks or ends requests, or asks whether the server is alive (and
     /// is answered at once), so it may use the budget's headroom and go
     /// past a request that waits for room.
-    pub(crate) control: bool,
+    control: bool,
+}
+
+impl Estimate {
+    /// An estimate of `bytes`, a control message or not (tests' own).
+    #[cfg(test)]
+    pub(crate) fn new(bytes: usize, control: bool) -> Self {
+        Self { bytes, control }
+    }
+
+    /// Estimated bytes held once parsed.
+    #[inline]
+    pub(crate) fn bytes(self) -> usize {
+        self.bytes
+    }
+
+    /// Whether the line is a control message (see the field).
+    #[inline]
+    pub(crate) fn is_control(self) -> bool {
+        self.control
+    }
 }
 
 /// Per message: the message and request structs, the request's task, its

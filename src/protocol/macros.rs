@@ -124,7 +124,7 @@ macro_rules! tagged_enum {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 match self {
                     $( Self::$variant(inner) => {
-                        $crate::protocol::macros::WithType { kind: $wire, inner }.serialize(s)
+                        $crate::protocol::macros::WithType::new($wire, inner).serialize(s)
                     } )+
                     Self::Unknown(v) => v.serialize(s),
                 }
@@ -153,9 +153,16 @@ macro_rules! tagged_enum {
 #[derive(serde::Serialize)]
 pub(crate) struct WithType<'a, T> {
     #[serde(rename = "type")]
-    pub(crate) kind: &'static str,
+    kind: &'static str,
     #[serde(flatten)]
-    pub(crate) inner: &'a T,
+    inner: &'a T,
+}
+
+impl<'a, T> WithType<'a, T> {
+    #[inline]
+    pub(crate) fn new(kind: &'static str, inner: &'a T) -> Self {
+        Self { kind, inner }
+    }
 }
 
 /// Decodes a tagged object's members, the tag removed (strings are moved,

@@ -17,8 +17,8 @@ use super::held_table::ScopeKey;
 /// Input requests and state recorded by a stateless-era handler.
 #[derive(Debug, Default)]
 pub(crate) struct Recorded {
-    pub(crate) requests: Map<String, Value>,
-    pub(crate) state: Option<String>,
+    requests: Map<String, Value>,
+    state: Option<String>,
 }
 
 /// What the session and a request's task (and its contexts) share: one
@@ -30,10 +30,27 @@ pub(crate) struct RequestShared {
     cancelled: AtomicBool,
     /// Woken once, when `cancelled` is set.
     cancel: Notify,
-    pub(crate) recorded: Mutex<Recorded>,
+    recorded: Mutex<Recorded>,
+}
+
+impl Recorded {
+    /// Takes the input requests and the state recorded.
+    pub(crate) fn take(&mut self) -> (Map<String, Value>, Option<String>) {
+        (std::mem::take(&mut self.requests), self.state.take())
+    }
+
+    /// Forgets the input request `key`.
+    pub(crate) fn forget_request(&mut self, key: &str) {
+        self.requests.remove(key);
+    }
 }
 
 impl RequestShared {
+    /// What the request's handler recorded for an input-required result.
+    #[inline]
+    pub(crate) fn recorded(&self) -> &Mutex<Recorded> {
+        &self.recorded
+    }
     /// Marks the request cancelled and wakes who waits for it.
     pub(crate) fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);
@@ -74,19 +91,19 @@ impl RequestShared {
 /// once, and each round resumes it where it waits.
 #[derive(Clone, Debug)]
 pub struct RequestContext {
-    pub(crate) id: RequestId,
-    pub(crate) method: String,
-    pub(crate) era: Era,
-    pub(crate) meta: Option<Map<String, Value>>,
-    pub(crate) client_capabilities: Option<Arc<Value>>,
-    pub(crate) input_responses: Option<Map<String, Value>>,
-    pub(crate) request_state: Option<String>,
-    pub(crate) handle: ServerHandle,
-    pub(crate) shared: Arc<RequestShared>,
+    id: RequestId,
+    method: String,
+    era: Era,
+    meta: Option<Map<String, Value>>,
+    client_capabilities: Option<Arc<Value>>,
+    input_responses: Option<Map<String, Value>>,
+    request_state: Option<String>,
+    handle: ServerHandle,
+    shared: Arc<RequestShared>,
     /// The client it came from, as the engine tells them apart.
-    pub(crate) scope: ScopeKey,
+    scope: ScopeKey,
     /// Stateless multi-round requests: the `name` (or `uri`) they are for.
-    pub(crate) target: Option<String>,
+    target: Option<String>,
     #[cfg(feature = "http")]
     http: Option<Arc<axum::http::request::Parts>>,
 }
@@ -325,7 +342,7 @@ impl RequestContext {
         let Ok(shared) = self.handle.shared() else {
             return;
         };
-        let mut rx = shared.input_closed.subscribe();
+        let mut rx = shared.watch_input_closed();
         drop(shared);
         let _ = rx.wait_for(|c| *c).await;
     }
@@ -414,6 +431,30 @@ impl RequestContext {
     /// ```
     pub fn set_request_state(&self, state: impl Into<String>) {
         crate::sync::lock(&self.shared.recorded).state = Some(state.into());
+    }
+
+    /// Stateless era: the retry's `inputResponses`, if any.
+    #[inline]
+    pub(crate) fn input_responses(&self) -> Option<&Map<String, Value>> {
+        self.input_responses.as_ref()
+    }
+
+    /// The scope the request runs in.
+    #[inline]
+    pub(crate) fn scope(&self) -> &ScopeKey {
+        &self.scope
+    }
+
+    /// The request's target (a tool's or prompt's name, a resource's URI).
+    #[inline]
+    pub(crate) fn target(&self) -> Option<&str> {
+        self.target.as_deref()
+    }
+
+    /// What the request's handler recorded for an input-required result.
+    #[inline]
+    pub(crate) fn recorded(&self) -> &Mutex<Recorded> {
+        self.shared.recorded()
     }
 
     /// Stateless era: the retry's `inputResponses[key]`, if present.

@@ -17,7 +17,7 @@ use super::engine::budget::InboundBudget;
 use super::error::SendError;
 use super::held_table::HeldTable;
 use super::server_config::ServerConfig;
-use super::subscriptions::Subscriptions;
+use super::subscriptions::{Subscriptions, SubscriptionsFull};
 use crate::line_io::{QueueError, WriteQueue};
 
 /// The id of the one session of a stdio server (for the per-session
@@ -28,24 +28,109 @@ pub const STDIO_SESSION: &str = "stdio";
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SessionState {
     /// Stateful: the negotiated version after `initialize`.
-    pub(crate) stateful_version: Option<String>,
+    stateful_version: Option<String>,
     /// Stateful: capabilities from the latest `initialize` (shared with every
     /// request's context, not copied: they can be large).
-    pub(crate) stateful_capabilities: Option<Arc<Value>>,
+    stateful_capabilities: Option<Arc<Value>>,
     /// The latest capabilities seen (initialize or a stateless `_meta`).
-    pub(crate) latest_capabilities: Option<Arc<Value>>,
+    latest_capabilities: Option<Arc<Value>>,
     /// The latest client info seen.
-    pub(crate) client_info: Option<Value>,
+    client_info: Option<Value>,
     /// The era of the latest request that declared one.
-    pub(crate) era: Option<Era>,
+    era: Option<Era>,
     /// `notifications/initialized` was received.
-    pub(crate) initialized: bool,
+    initialized: bool,
     /// Stateful: the URIs of `resources/subscribe` (a [`Router`](super::Router)
     /// records them), bounded by `max_subscription_bytes`.
-    pub(crate) subscriptions: Subscriptions,
+    subscriptions: Subscriptions,
     /// Stateful: the level of the latest `logging/setLevel` (a
     /// [`Router`](super::Router) records it).
-    pub(crate) log_level: Option<LoggingLevel>,
+    log_level: Option<LoggingLevel>,
+}
+
+impl SessionState {
+    /// Whether a legacy `initialize` opened a stateful session.
+    #[inline]
+    pub(crate) fn is_stateful(&self) -> bool {
+        self.stateful_version.is_some()
+    }
+
+    /// The capabilities of the stateful session's `initialize`.
+    #[inline]
+    pub(crate) fn stateful_capabilities(&self) -> Option<&Arc<Value>> {
+        self.stateful_capabilities.as_ref()
+    }
+
+    /// Records what a stateless request reveals; returns its capabilities,
+    /// shared.
+    ///
+    /// A client sends the same capabilities and info with every request:
+    /// comparing costs less than copying them again (several allocations
+    /// per request), so an equal value keeps the copy already held.
+    #[inline]
+    pub(crate) fn record_stateless(&mut self, caps: &Value, info: Option<&Value>) -> Arc<Value> {
+        let caps = match &self.latest_capabilities {
+            Some(held) if **held == *caps => held.clone(),
+            _ => Arc::new(caps.clone()),
+        };
+        self.latest_capabilities = Some(caps.clone());
+        if let Some(info) = info {
+            if self.client_info.as_ref() != Some(info) {
+                self.client_info = Some(info.clone());
+            }
+        }
+        self.era = Some(Era::Stateless);
+        caps
+    }
+
+    /// Starts a new stateful session (legacy `initialize`): nothing of the
+    /// previous one carries over.
+    pub(crate) fn start_stateful(
+        &mut self,
+        version: &str,
+        caps: Value,
+        client_info: Option<Value>,
+    ) {
+        self.stateful_version = Some(version.to_owned());
+        let caps = Arc::new(caps);
+        self.stateful_capabilities = Some(caps.clone());
+        self.latest_capabilities = Some(caps);
+        self.client_info = client_info;
+        self.era = Some(Era::Stateful);
+        self.initialized = false;
+        self.subscriptions = Subscriptions::default();
+        self.log_level = None;
+    }
+
+    /// `notifications/initialized` was received.
+    #[inline]
+    pub(crate) fn mark_initialized(&mut self) {
+        self.initialized = true;
+    }
+
+    /// Whether a stateful session subscribed to `uri`.
+    #[inline]
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        self.era == Some(Era::Stateful) && self.subscriptions.contains(uri)
+    }
+
+    /// Records a `resources/subscribe`, within `limit` bytes.
+    #[inline]
+    pub(crate) fn subscribe(&mut self, uri: String, limit: usize) -> Result<(), SubscriptionsFull> {
+        self.subscriptions.subscribe(uri, limit)
+    }
+
+    /// Records a `resources/unsubscribe`.
+    #[inline]
+    pub(crate) fn unsubscribe(&mut self, uri: &str) {
+        self.subscriptions.unsubscribe(uri);
+    }
+
+    /// Records a `logging/setLevel`.
+    #[inline]
+    pub(crate) fn set_log_level(&mut self, level: LoggingLevel) {
+        self.log_level = Some(level);
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,34 +167,34 @@ pub(crate) trait Sessions: Send + Sync {
 
 /// State shared between the session and every handle and context.
 pub(crate) struct SessionShared {
-    pub(crate) config: ServerConfig,
-    pub(crate) out: WriteQueue,
-    pub(crate) stop: watch::Sender<bool>,
-    pub(crate) phase: watch::Sender<ServePhase>,
+    config: ServerConfig,
+    out: WriteQueue,
+    stop: watch::Sender<bool>,
+    phase: watch::Sender<ServePhase>,
     /// The client closed its input, or serving is ending.
-    pub(crate) input_closed: watch::Sender<bool>,
+    input_closed: watch::Sender<bool>,
     /// The capabilities declared: the configuration's and the handler's
     /// (set when serving starts).
-    pub(crate) declared: std::sync::OnceLock<Value>,
-    pub(crate) closed: AtomicBool,
+    declared: std::sync::OnceLock<Value>,
+    closed: AtomicBool,
     /// Bytes held for parsed input (`max_inbound_bytes`).
-    pub(crate) inbound: Arc<InboundBudget>,
+    inbound: Arc<InboundBudget>,
     session: Mutex<SessionState>,
     pending: PendingTable<oneshot::Sender<Reply>>,
     /// The transport's diagnostic name (`"stdio"`, `"http"`).
-    pub(crate) transport: &'static str,
+    transport: &'static str,
     /// Set by transports with many sessions: where the per-session
     /// variants of the handle's methods look sessions up.
-    pub(crate) sessions: std::sync::OnceLock<Weak<dyn Sessions>>,
+    sessions: std::sync::OnceLock<Weak<dyn Sessions>>,
     /// Set by transports whose session output is not one byte stream
     /// (HTTP): where [`send_line`](Self::send_line) queues instead of `out`.
-    pub(crate) target: std::sync::OnceLock<Arc<dyn MessageTarget>>,
+    target: std::sync::OnceLock<Arc<dyn MessageTarget>>,
     /// Set by transports that start their stop sequence lazily (HTTP):
     /// run by [`ServerHandle::stop`] after the stop is signalled, so a
     /// server whose tasks never started stops all the same.
-    pub(crate) on_stop: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    on_stop: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// Calls waiting for their clients' next input round.
-    pub(crate) held: Arc<HeldTable>,
+    held: Arc<HeldTable>,
 }
 
 impl SessionShared {
@@ -135,6 +220,104 @@ impl SessionShared {
     }
 
     /// The capabilities declared to clients.
+    /// A state for the HTTP transport (`"http"` in diagnostics).
+    #[cfg(feature = "http")]
+    pub(crate) fn over_http(mut self) -> Self {
+        self.transport = "http";
+        self
+    }
+
+    /// Shares another state's budget for parsed input (an HTTP session
+    /// counts against its server's).
+    #[cfg(feature = "http")]
+    pub(crate) fn with_inbound(mut self, inbound: Arc<InboundBudget>) -> Self {
+        self.inbound = inbound;
+        self
+    }
+
+    /// The server's configuration.
+    #[inline]
+    pub(crate) fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The queue of the session's output lines.
+    #[inline]
+    pub(crate) fn out(&self) -> &WriteQueue {
+        &self.out
+    }
+
+    /// The budget for parsed input (`max_inbound_bytes`).
+    #[inline]
+    pub(crate) fn inbound(&self) -> &Arc<InboundBudget> {
+        &self.inbound
+    }
+
+    /// The calls waiting for their clients' next input round.
+    #[inline]
+    pub(crate) fn held(&self) -> &Arc<HeldTable> {
+        &self.held
+    }
+
+    /// Whether a stop was asked for.
+    #[inline]
+    pub(crate) fn stop_requested(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// A receiver that wakes when a stop is asked for.
+    pub(crate) fn watch_stop(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// Serving has started.
+    pub(crate) fn mark_ready(&self) {
+        self.phase.send_replace(ServePhase::Ready);
+    }
+
+    /// The client closed its input, or serving is ending.
+    pub(crate) fn mark_input_closed(&self) {
+        self.input_closed.send_replace(true);
+    }
+
+    /// A receiver that wakes when the input closes (see
+    /// [`mark_input_closed`](Self::mark_input_closed)).
+    pub(crate) fn watch_input_closed(&self) -> watch::Receiver<bool> {
+        self.input_closed.subscribe()
+    }
+
+    /// Sets the capabilities declared (the first call wins).
+    pub(crate) fn declare_capabilities(&self, capabilities: Value) {
+        let _ = self.declared.set(capabilities);
+    }
+
+    /// Sets where the per-session variants of the handle's methods look
+    /// sessions up (the first call wins).
+    #[cfg(feature = "http")]
+    pub(crate) fn set_sessions(&self, sessions: Weak<dyn Sessions>) {
+        let _ = self.sessions.set(sessions);
+    }
+
+    /// Where sessions are looked up, if a transport with many sessions set it.
+    #[cfg(feature = "http")]
+    pub(crate) fn sessions(&self) -> Option<&Weak<dyn Sessions>> {
+        self.sessions.get()
+    }
+
+    /// Sets where [`send_line`](Self::send_line) queues instead of `out`
+    /// (the first call wins).
+    #[cfg(feature = "http")]
+    pub(crate) fn set_target(&self, target: Arc<dyn MessageTarget>) {
+        let _ = self.target.set(target);
+    }
+
+    /// Sets what [`ServerHandle::stop`] runs after the stop is signalled
+    /// (the first call wins).
+    #[cfg(feature = "http")]
+    pub(crate) fn set_on_stop(&self, on_stop: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_stop.set(on_stop);
+    }
+
     pub(crate) fn capabilities(&self) -> &Value {
         self.declared.get().unwrap_or(&self.config.capabilities)
     }
@@ -278,10 +461,10 @@ impl ListKind {
 /// [`SendError::TransportGone`] and [`stop`](Self::stop) does nothing.
 #[derive(Clone)]
 pub struct ServerHandle {
-    pub(crate) token: LifetimeToken,
+    token: LifetimeToken,
     /// The stream of the request whose context holds this handle, on
     /// transports that give each request one (HTTP); `None` otherwise.
-    pub(crate) target: Option<Arc<dyn MessageTarget>>,
+    target: Option<Arc<dyn MessageTarget>>,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -294,6 +477,16 @@ impl std::fmt::Debug for ServerHandle {
 }
 
 impl ServerHandle {
+    /// Closes the SSE stream of the request this handle sends through,
+    /// for the client to reconnect (see [`close_sse_stream`]); false where
+    /// there is none or it is not resumable.
+    ///
+    /// [`close_sse_stream`]: crate::server::http::close_sse_stream
+    #[cfg(feature = "http")]
+    pub(crate) fn close_stream_for_polling(&self) -> bool {
+        self.target.as_ref().is_some_and(|o| o.close_for_polling())
+    }
+
     pub(crate) fn new(shared: &Arc<SessionShared>) -> Self {
         Self {
             token: LifetimeToken(Arc::downgrade(shared)),

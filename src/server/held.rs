@@ -126,7 +126,7 @@ impl HeldCall {
         ctx.check(&request)?;
         let Some(asks) = &self.inner.asks else {
             return Ok(ctx
-                .handle
+                .handle()
                 .request(request.method(), request.params())
                 .await?);
         };
@@ -196,9 +196,9 @@ struct Driver<T> {
 /// The held-call table's view of `ctx`.
 fn asker(ctx: &RequestContext) -> Asker<'_> {
     Asker {
-        scope: &ctx.scope,
-        method: &ctx.method,
-        target: ctx.target.as_deref(),
+        scope: ctx.scope(),
+        method: ctx.method(),
+        target: ctx.target(),
     }
 }
 
@@ -209,19 +209,15 @@ where
     F: FnOnce(HeldCall) -> Fut,
     Fut: Future<Output = Result<T, HandlerError>> + Send + 'static,
 {
-    if ctx.era == Era::Stateful {
+    if ctx.era() == Era::Stateful {
         return work(HeldCall::new(ctx.clone(), None)).await;
     }
     let shared = ctx
-        .handle
+        .handle()
         .shared()
         .map_err(|e| HandlerError::Internal(e.to_string()))?;
-    if let Some(state) = ctx
-        .request_state
-        .as_deref()
-        .filter(|s| s.starts_with(STATE_PREFIX))
-    {
-        let parked = shared.held.take(state, asker(ctx))?;
+    if let Some(state) = ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
+        let parked = shared.held().take(state, asker(ctx))?;
         let driver = parked
             .driver
             .downcast::<Driver<T>>()
@@ -258,7 +254,7 @@ impl<T: Send + 'static> Driver<T> {
         ctx: &RequestContext,
     ) -> Result<T, HandlerError> {
         let empty = Map::new();
-        let responses = ctx.input_responses.as_ref().unwrap_or(&empty);
+        let responses = ctx.input_responses().unwrap_or(&empty);
         let mut missing = Vec::new();
         for (key, reply, request) in std::mem::take(&mut self.pending) {
             match responses.get(&key) {
@@ -290,7 +286,7 @@ impl<T: Send + 'static> Driver<T> {
                 biased;
                 r = &mut self.result => {
                     return r.unwrap_or_else(|_| {
-                        tracing::warn!(id = %ctx.id, "a held call's work panicked: answering -32603");
+                        tracing::warn!(id = %ctx.id(), "a held call's work panicked: answering -32603");
                         Err(HandlerError::Internal("the request handler panicked".into()))
                     });
                 }
@@ -328,18 +324,18 @@ impl<T: Send + 'static> Driver<T> {
         let asks = self.pending.len();
         let call = self.call.clone();
         call.inner.waiting.store(true, Ordering::Release);
-        match shared.held.park(&shared.config, asker(ctx), self) {
+        match shared.held().park(shared.config(), asker(ctx), self) {
             Ok(state) => {
                 ctx.set_request_state(state);
-                tracing::debug!(id = %ctx.id, asks, "a held call waits for its client's input");
+                tracing::debug!(id = %ctx.id(), asks, "a held call waits for its client's input");
                 Ok(())
             }
             Err((mut back, e)) => {
                 call.inner.waiting.store(false, Ordering::Release);
-                tracing::warn!(id = %ctx.id, error = %e, "a held call's ask refused");
-                let mut recorded = crate::sync::lock(&ctx.shared.recorded);
+                tracing::warn!(id = %ctx.id(), error = %e, "a held call's ask refused");
+                let mut recorded = crate::sync::lock(ctx.recorded());
                 for (key, reply, _) in std::mem::take(&mut back.pending) {
-                    recorded.requests.remove(&key);
+                    recorded.forget_request(&key);
                     let _ = reply.send(Err(e.clone()));
                 }
                 drop(recorded);

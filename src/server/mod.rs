@@ -235,7 +235,7 @@ impl std::fmt::Debug for StdioServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StdioServer")
             .field("process_stdio", &matches!(self.io, Io::Process))
-            .field("config", &self.shared.config)
+            .field("config", self.shared.config())
             .finish_non_exhaustive()
     }
 }
@@ -365,9 +365,9 @@ impl StdioServer {
     /// ```
     pub async fn serve<H: Handler>(self, handler: H) -> Result<ServeEnd, ServerError> {
         let StdioServer { shared, io, out } = self;
-        let mut capabilities = shared.config.capabilities.clone();
+        let mut capabilities = shared.config().capabilities.clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
-        let _ = shared.declared.set(capabilities);
+        shared.declare_capabilities(capabilities);
         handler.serving(ServerHandle::new(&shared));
         // The session runs as a task of its own. Awaited where `serve` is
         // awaited, it would run on the thread of `block_on` (the main thread
@@ -398,19 +398,19 @@ async fn serve_inner<H: Handler>(
     io: Io,
     out: QueueReceiver,
 ) -> Result<ServeEnd, ServerError> {
-    shared.config.validate()?;
-    if *shared.stop.borrow() {
+    shared.config().validate()?;
+    if shared.stop_requested() {
         tracing::info!("server stopped before it started");
         return Ok(ServeEnd::Stopped);
     }
     tracing::info!(
-        server = %shared.config.server_info.name,
+        server = %shared.config().server_info.name,
         process_stdio = matches!(io, Io::Process),
         "server starting"
     );
     match io {
         Io::Streams { reader, writer } => {
-            if shared.config.stdout_guard {
+            if shared.config().stdout_guard {
                 return Err(ServerError::InvalidConfig {
                     key: "stdout_guard",
                     reason: "applies only to process stdio (StdioServer::new)".into(),
@@ -424,7 +424,7 @@ async fn serve_inner<H: Handler>(
                 Option<guard::StdoutGuard>,
                 Box<dyn std::io::Write + Send>,
                 std::os::fd::RawFd,
-            ) = if shared.config.stdout_guard {
+            ) = if shared.config().stdout_guard {
                 let (g, file) = guard::StdoutGuard::install()?;
                 let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
                 (Some(g), Box::new(file), fd)
@@ -442,7 +442,7 @@ async fn serve_inner<H: Handler>(
             #[cfg(all(unix, not(target_os = "linux")))]
             let _ = output_fd;
             #[cfg(not(unix))]
-            let output: Box<dyn std::io::Write + Send> = if shared.config.stdout_guard {
+            let output: Box<dyn std::io::Write + Send> = if shared.config().stdout_guard {
                 return Err(ServerError::InvalidConfig {
                     key: "stdout_guard",
                     reason: "is supported on unix only".into(),

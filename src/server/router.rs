@@ -465,10 +465,7 @@ impl Router {
     pub fn resource_updated(&self, uri: &str) {
         let params = serde_json::to_value(ResourceParams::new(uri)).ok();
         for h in self.live_handles() {
-            let subscribed = h.shared().is_ok_and(|s| {
-                let st = s.session();
-                st.era == Some(Era::Stateful) && st.subscriptions.contains(uri)
-            });
+            let subscribed = h.shared().is_ok_and(|s| s.session().is_subscribed(uri));
             if subscribed {
                 let _ = h.notify(methods::RESOURCES_UPDATED, params.clone());
             }
@@ -824,19 +821,19 @@ impl Router {
     ) -> Result<Value, HandlerError> {
         let p: ResourceParams = parse_params(params)?;
         let shared = session_of(ctx)?;
-        let limit = shared.config.max_subscription_bytes;
+        let limit = shared.config().max_subscription_bytes;
         let mut st = shared.session();
         if subscribe {
-            if let Err(full) = st.subscriptions.subscribe(p.uri, limit) {
+            if let Err(full) = st.subscribe(p.uri, limit) {
                 tracing::debug!(
-                    server = %shared.config.server_info.name,
+                    server = %shared.config().server_info.name,
                     limit,
                     "resources/subscribe refused: max_subscription_bytes reached"
                 );
                 return Err(HandlerError::Rpc(full.to_error_object()));
             }
         } else {
-            st.subscriptions.unsubscribe(&p.uri);
+            st.unsubscribe(&p.uri);
         }
         Ok(json!({}))
     }
@@ -844,7 +841,7 @@ impl Router {
     /// Stateful `logging/setLevel`: recorded in the requesting session.
     fn set_level(&self, params: Value, ctx: &RequestContext) -> Result<Value, HandlerError> {
         let p: SetLevelParams = parse_params(params)?;
-        session_of(ctx)?.session().log_level = Some(p.level.clone());
+        session_of(ctx)?.session().set_log_level(p.level.clone());
         *lock(&self.inner.log_level) = Some(p.level);
         Ok(json!({}))
     }

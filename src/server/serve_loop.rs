@@ -46,7 +46,8 @@ use super::engine::budget::{Charge, InboundBudget};
 use super::engine::dispatch::{route, Route};
 use super::engine::{duplicate_error, Duplicate, Engine, Reply, Scope};
 use super::error::{HandlerError, ServerError};
-use super::handle::{ServePhase, ServerHandle, SessionShared};
+use super::handle::{ServerHandle, SessionShared};
+
 use super::output::Sink;
 use super::request_handler::Handler;
 use super::ServeEnd;
@@ -74,7 +75,7 @@ struct StdioReply(Arc<SessionShared>);
 
 impl Reply for StdioReply {
     fn answer(&self, line: Vec<u8>) {
-        let _ = self.0.out.push(line);
+        let _ = self.0.out().push(line);
     }
 }
 
@@ -104,10 +105,10 @@ pub(crate) async fn run<H: Handler>(
         notifications: n_tx,
         stalled: None,
     };
-    shared.phase.send_replace(ServePhase::Ready);
+    shared.mark_ready();
     tracing::info!(
-        max_in_flight = shared.config.max_in_flight,
-        max_inbound_bytes = shared.config.max_inbound_bytes,
+        max_in_flight = shared.config().max_in_flight,
+        max_inbound_bytes = shared.config().max_inbound_bytes,
         "server ready: reading input"
     );
     let end = s.serve(&mut tasks).await;
@@ -152,8 +153,8 @@ impl Tasks {
         let (in_tx, inbound) = mpsc::channel(INBOUND_CAPACITY);
         let reader = AbortOnDrop(tokio::spawn(read_loop(
             input,
-            shared.config.max_message_bytes,
-            shared.inbound.clone(),
+            shared.config().max_message_bytes,
+            shared.inbound().clone(),
             in_tx,
             burst,
         )));
@@ -194,7 +195,7 @@ impl<H: Handler> Session<H> {
     /// input (and of the drain period), or a failure.
     async fn serve(&mut self, t: &mut Tasks) -> Result<ServeEnd, ServerError> {
         let shared = self.shared.clone();
-        let mut stop = shared.stop.subscribe();
+        let mut stop = shared.watch_stop();
         // One wait for the whole loop: a fresh one per message would
         // register and unregister a waiter under a lock every time.
         let stop_requested = stopped(&mut stop);
@@ -207,7 +208,7 @@ impl<H: Handler> Session<H> {
             if eof_deadline.is_some() && self.scope.is_empty() {
                 return Ok(ServeEnd::Eof);
             }
-            let out_full = shared.out.is_full();
+            let out_full = shared.out().is_full();
             // What waits is bounded by the byte budget (the reader's), not
             // here: stopping at a count kept the cancellations behind it out.
             let can_read = eof_deadline.is_none() && !out_full && self.stalled.is_none();
@@ -233,21 +234,21 @@ impl<H: Handler> Session<H> {
                 item = t.inbound.recv(), if can_read => match item {
                     Some(Inbound::Message(m, charge)) => self.on_message(m, charge),
                     Some(Inbound::Reply(line)) => {
-                        let _ = shared.out.push(line);
+                        let _ = shared.out().push(line);
                     }
                     Some(Inbound::Failed(e)) => return Err(ServerError::Read(e)),
                     Some(Inbound::Eof) | None => {
-                        shared.input_closed.send_replace(true);
+                        shared.mark_input_closed();
                         let (in_flight, queued) = self.scope.counts();
                         tracing::info!(
                             in_flight,
                             queued,
                             "end of input: finishing in-flight requests"
                         );
-                        eof_deadline = Some(Instant::now().after(shared.config.eof_drain));
+                        eof_deadline = Some(Instant::now().after(shared.config().eof_drain));
                     }
                 },
-                _ = shared.out.drained(), if out_full => {}
+                _ = shared.out().drained(), if out_full => {}
                 permit = notify_tx.reserve(), if self.stalled.is_some() => {
                     if let (Ok(permit), Some(n)) = (permit, self.stalled.take()) {
                         permit.send(n);
@@ -272,7 +273,7 @@ impl<H: Handler> Session<H> {
         drop(t.inbound);
         let aborted = if matches!(end, Ok(ServeEnd::Stopped)) {
             self.engine
-                .stop(self.shared.config.stop_drain, [&self.scope])
+                .stop(self.shared.config().stop_drain, [&self.scope])
                 .await
         } else {
             // Waiting requests are dropped, their bytes released.
@@ -288,8 +289,8 @@ impl<H: Handler> Session<H> {
         let shared = &self.shared;
         shared.close();
         if !t.writer_done {
-            shared.out.close();
-            match tokio::time::timeout(shared.config.flush_timeout, &mut t.writer.0).await {
+            shared.out().close();
+            match tokio::time::timeout(shared.config().flush_timeout, &mut t.writer.0).await {
                 Ok(Ok(Ok(()))) => {}
                 Ok(Ok(Err(e))) => tracing::warn!(error = %e, "final flush of output failed"),
                 Ok(Err(_)) => {}
@@ -323,7 +324,7 @@ impl<H: Handler> Session<H> {
                         .unwrap_or_else(|e| encode::error(&id, &internal(e.to_string()))),
                     Err(e) => encode::error(&id, &e),
                 };
-                let _ = self.shared.out.push(line);
+                let _ = self.shared.out().push(line);
             }
             Route::Dispatch(d) => {
                 let id = req.id.clone();
@@ -331,7 +332,7 @@ impl<H: Handler> Session<H> {
                 if let Err(Duplicate(_)) = self.engine.submit(&self.scope, req, d, charge, reply) {
                     tracing::debug!(%id, "duplicate in-flight request id refused");
                     let e = duplicate_error(&id);
-                    let _ = self.shared.out.push(encode::error(&Some(id), &e));
+                    let _ = self.shared.out().push(encode::error(&Some(id), &e));
                 }
             }
         }
@@ -347,7 +348,7 @@ impl<H: Handler> Session<H> {
                 return;
             }
             methods::INITIALIZED => {
-                self.shared.session().initialized = true;
+                self.shared.session().mark_initialized();
                 tracing::info!("client sent notifications/initialized");
             }
             _ => {}
@@ -451,7 +452,7 @@ impl InboundLines {
     fn hold(&mut self, line: &[u8], e: Estimate) {
         tracing::debug!(
             held = self.budget.held(),
-            next = e.bytes,
+            next = e.bytes(),
             "inbound byte budget full: a request waits, control messages read on"
         );
         let (budget, tx, line) = (self.budget.clone(), self.tx.clone(), line.to_vec());
@@ -529,7 +530,7 @@ impl LineHandler for InboundLines {
         }
         let e = memory_estimate::estimate(&line);
         if self.held.is_some() {
-            if e.control {
+            if e.is_control() {
                 return self.overtake(&line, e).await;
             }
             if self.release_held().await == Flow::Stop {
@@ -538,7 +539,7 @@ impl LineHandler for InboundLines {
         }
         match self.budget.try_take(e) {
             Some(charge) => self.send(classify(&line, charge)).await,
-            None if e.control => {
+            None if e.is_control() => {
                 let charge = self.budget.take(e).await;
                 self.send(classify(&line, charge)).await
             }

@@ -27,9 +27,9 @@ pub(crate) struct Subscriptions {
      {held} held, {needed} more needed); unsubscribe from some first"
 )]
 pub(crate) struct SubscriptionsFull {
-    pub(crate) limit: usize,
-    pub(crate) held: usize,
-    pub(crate) needed: usize,
+    limit: usize,
+    held: usize,
+    needed: usize,
 }
 
 impl SubscriptionsFull {

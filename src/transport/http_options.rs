@@ -89,10 +89,7 @@ impl HttpOptions {
     /// How its HTTP clients connect.
     #[cfg(feature = "http")]
     pub(crate) fn connect(&self) -> crate::transport::http::http_client::Connect {
-        crate::transport::http::http_client::Connect {
-            timeout: self.connect_timeout,
-            proxy_from_env: self.proxy_from_env,
-        }
+        crate::transport::http::http_client::Connect::new(self.connect_timeout, self.proxy_from_env)
     }
 
     /// Authorizes with `oauth` when the server asks (a 401, or a 403 for

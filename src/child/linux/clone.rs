@@ -19,24 +19,56 @@ use super::{above_stdio, cstring, path_cstring};
 
 /// Everything one child needs, owned.
 pub(crate) struct Prepared {
-    pub(crate) path: CString,
+    path: CString,
     /// `argv`, with the program path first.
-    pub(crate) argv: Vec<CString>,
+    argv: Vec<CString>,
     /// `KEY=VALUE` strings.
-    pub(crate) envp: Vec<CString>,
-    pub(crate) cwd: Option<CString>,
+    envp: Vec<CString>,
+    cwd: Option<CString>,
     /// The child's ends of its stdin, stdout and stderr (`None`: inherit),
     /// all above 2. Closed here once the child has called `execve`.
-    pub(crate) stdio: [Option<OwnedFd>; 3],
-    pub(crate) process_group: bool,
-    pub(crate) die_with_parent: bool,
+    stdio: [Option<OwnedFd>; 3],
+    process_group: bool,
+    die_with_parent: bool,
     /// The group watchdog's pipe.
-    pub(crate) watchdog: Option<(WatchdogRead, Watchdog)>,
+    watchdog: Option<(WatchdogRead, Watchdog)>,
     /// Clone the child from a reaper (see the `reaper` module).
-    pub(crate) reaper: bool,
+    reaper: bool,
 }
 
 impl Prepared {
+    /// The arguments, the executable's name first.
+    #[inline]
+    pub(crate) fn argv(&self) -> &[CString] {
+        &self.argv
+    }
+
+    /// The environment, `KEY=value`.
+    #[inline]
+    pub(crate) fn envp(&self) -> &[CString] {
+        &self.envp
+    }
+
+    /// Whether the child is cloned from a reaper.
+    #[inline]
+    pub(crate) fn uses_reaper(&self) -> bool {
+        self.reaper
+    }
+
+    /// Whether the child dies with this process.
+    #[inline]
+    pub(crate) fn dies_with_parent(&self) -> bool {
+        self.die_with_parent
+    }
+
+    /// Takes this side's copies of the child's stdio and the watchdog's
+    /// pipe, once the child has them (the rest stays until `self` drops).
+    pub(crate) fn take_stdio_and_watchdog(
+        &mut self,
+    ) -> ([Option<OwnedFd>; 3], Option<(WatchdogRead, Watchdog)>) {
+        (std::mem::take(&mut self.stdio), self.watchdog.take())
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         exe: &Path,

@@ -14,11 +14,30 @@ use super::watchdog::Watchdog;
 /// A child that has called `execve`.
 #[derive(Debug)]
 pub(crate) struct Launched {
-    pub(crate) pid: pid_t,
+    pid: pid_t,
     /// The write end that keeps its group watchdog waiting, if any.
-    pub(crate) watchdog: Option<Watchdog>,
+    watchdog: Option<Watchdog>,
     /// Its parent, the reaper, if it was cloned from one.
-    pub(crate) reaper: Option<Reaper>,
+    reaper: Option<Reaper>,
+}
+
+impl Launched {
+    /// The child's process id.
+    #[inline]
+    pub(crate) fn pid(&self) -> pid_t {
+        self.pid
+    }
+
+    /// Its parent, the reaper, if it was cloned from one.
+    #[inline]
+    pub(crate) fn reaper_mut(&mut self) -> Option<&mut Reaper> {
+        self.reaper.as_mut()
+    }
+
+    /// The pid, the watchdog and the reaper, taken apart.
+    pub(crate) fn into_parts(self) -> (pid_t, Option<Watchdog>, Option<Reaper>) {
+        (self.pid, self.watchdog, self.reaper)
+    }
 }
 
 /// Starts `p`'s child and returns once it has called `execve`; reaps it
@@ -26,21 +45,19 @@ pub(crate) struct Launched {
 /// `p.reaper`, the child is cloned by a reaper (see the `reaper` module),
 /// which this returns with it. Call on the spawning thread (see the
 /// `spawner` module).
-pub(crate) fn launch(p: Prepared) -> io::Result<Launched> {
-    let argv = null_terminated(&p.argv);
-    let envp = null_terminated(&p.envp);
+pub(crate) fn launch(mut p: Prepared) -> io::Result<Launched> {
+    let argv = null_terminated(p.argv());
+    let envp = null_terminated(p.envp());
     let spec = ChildSpec::new(&p, &argv, &envp);
-    let (pid, reaper) = if p.reaper {
+    let (pid, reaper) = if p.uses_reaper() {
         let (reaper, pid) =
-            with_signals_blocked(|| super::reaper::launch(&spec, p.die_with_parent))?;
+            with_signals_blocked(|| super::reaper::launch(&spec, p.dies_with_parent()))?;
         (pid, Some(reaper))
     } else {
         (clone_vfork(&spec)?, None)
     };
     // The child has called execve or exited: its copies are its own now.
-    let Prepared {
-        stdio, watchdog, ..
-    } = p;
+    let (stdio, watchdog) = p.take_stdio_and_watchdog();
     drop(stdio);
     let watchdog = watchdog.map(|(_rd, wr)| wr.with_pid(spec.watchdog_pid()));
     let err = spec.error();

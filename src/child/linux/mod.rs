@@ -120,7 +120,7 @@ pub(super) async fn spawn(spec: &Spec, exe: &Executable, env: Env) -> Result<Spa
         None => (None, None),
     };
     let prepared = Prepared::new(
-        &exe.path,
+        exe.path(),
         &spec.args,
         &env,
         spec.cwd.as_ref().map(|cwd| Path::new(cwd.expose())),
@@ -135,9 +135,9 @@ pub(super) async fn spawn(spec: &Spec, exe: &Executable, env: Env) -> Result<Spa
     )
     .map_err(io_err(exe))?;
     let mut launched = spawner::launch(prepared).await.map_err(err)?;
-    let exited = match &mut launched.reaper {
+    let exited = match launched.reaper_mut() {
         Some(reaper) => reaper.exit_reports().map(Exited::Reported),
-        None => Exited::watch(launched.pid),
+        None => Exited::watch(launched.pid()),
     };
     let exited = match exited {
         Ok(exited) => exited,
@@ -146,11 +146,7 @@ pub(super) async fn spawn(spec: &Spec, exe: &Executable, env: Env) -> Result<Spa
             return Err(io_err(exe)(e));
         }
     };
-    let Launched {
-        pid,
-        watchdog,
-        reaper,
-    } = launched;
+    let (pid, watchdog, reaper) = launched.into_parts();
     let child = Child {
         pid,
         group: spec.process_group,
@@ -179,11 +175,7 @@ pub(super) async fn spawn(spec: &Spec, exe: &Executable, env: Env) -> Result<Spa
 
 /// Kills and reaps a child nobody will own.
 fn abandon(launched: Launched, group: bool) {
-    let Launched {
-        pid,
-        watchdog,
-        reaper,
-    } = launched;
+    let (pid, watchdog, reaper) = launched.into_parts();
     let mut child = Child {
         pid,
         group,

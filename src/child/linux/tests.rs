@@ -21,10 +21,7 @@ fn sh(script: &str) -> Spec {
         process_group: true,
         die_with_parent: true,
         group_watchdog: false,
-        graces: Graces {
-            stdin: Duration::from_millis(300),
-            term: Duration::from_millis(300),
-        },
+        graces: Graces::new(Duration::from_millis(300), Duration::from_millis(300)),
     }
 }
 
@@ -136,7 +133,7 @@ fn a_runtime_shut_down_mid_shutdown_kills_and_reaps_the_child() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (pid, shutdown) = rt.block_on(async {
         let mut spec = sh("trap '' TERM; while :; do sleep 1; done");
-        spec.graces.stdin = Duration::from_secs(30);
+        spec.graces = Graces::new(Duration::from_secs(30), Duration::from_millis(300));
         let s = spawn_spec(&spec).await.unwrap();
         s.guard.trigger();
         (s.pid, s.shutdown)

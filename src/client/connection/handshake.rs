@@ -26,32 +26,33 @@ impl ConnectionState {
         let Ok(line) = encode::request(&id, methods::DISCOVER, Some(&params)) else {
             return;
         };
-        self.shared.pending.insert(id.clone(), Waiter::Probe);
+        self.shared.pending().insert(id.clone(), Waiter::Probe);
         self.phase = LinkPhase::Probing {
             id,
             version: version.clone(),
         };
         debug!(server = %self.name(), version = %version, "probing with server/discover");
         self.send_control(line);
-        if self.shared.config.era == EraPreference::Auto {
+        if self.shared.config().era == EraPreference::Auto {
             let gen = self.gen;
             self.handshake_timer = Some(
-                myself.send_after(self.shared.config.probe_timeout, move || {
+                myself.send_after(self.shared.config().probe_timeout, move || {
                     ConnectionMsg::ProbeTimeout { gen }
                 }),
             );
         } else {
             let gen = self.gen;
-            self.handshake_timer =
-                Some(myself.send_after(self.shared.config.init_timeout, move || {
+            self.handshake_timer = Some(
+                myself.send_after(self.shared.config().init_timeout, move || {
                     ConnectionMsg::InitTimeout { gen }
-                }));
+                }),
+            );
         }
     }
 
     pub(super) fn initialize(&mut self, myself: &ActorRef<ConnectionMsg>) {
         let id = self.next_id();
-        let cfg = &self.shared.config;
+        let cfg = self.shared.config();
         let params = json!({
             "protocolVersion": LATEST_STATEFUL_VERSION,
             "capabilities": cfg.capabilities,
@@ -60,7 +61,7 @@ impl ConnectionState {
         let Ok(line) = encode::request(&id, methods::INITIALIZE, Some(&params)) else {
             return;
         };
-        self.shared.pending.insert(id.clone(), Waiter::Initialize);
+        self.shared.pending().insert(id.clone(), Waiter::Initialize);
         self.phase = LinkPhase::Initializing;
         let init_timeout = cfg.init_timeout;
         self.send_control(line);
@@ -70,7 +71,7 @@ impl ConnectionState {
     }
 
     pub(super) fn stateless_meta(&self, version: &str) -> Value {
-        let cfg = &self.shared.config;
+        let cfg = self.shared.config();
         json!({
             meta::PROTOCOL_VERSION: version,
             meta::CLIENT_CAPABILITIES: cfg.capabilities,
@@ -83,7 +84,7 @@ impl ConnectionState {
             Era::Stateless => match self.stateless_meta(&session.protocol_version) {
                 Value::Object(map) => serde_json::value::to_raw_value(&map)
                     .ok()
-                    .map(|raw| Arc::new(MetaCache { map, raw })),
+                    .map(|raw| Arc::new(MetaCache::new(map, raw))),
                 _ => None,
             },
             Era::Stateful => None,
@@ -98,7 +99,7 @@ impl ConnectionState {
             t.abort();
         }
         self.shared.emit(LifecycleEvent::Ready {
-            name: self.shared.name.clone(),
+            name: self.shared.name().to_owned(),
             session: session.clone(),
         });
         self.phase = LinkPhase::Ready(session.clone());
@@ -106,15 +107,15 @@ impl ConnectionState {
         // the client Ready (a caller waiting for the path wakes just after).
         self.shared.set_status(Status::Ready(session.clone()));
         if let Some(link) = self.shared.link() {
-            self.shared.pending.accept(self.gen);
-            self.shared.publish_direct(Arc::new(Direct {
-                server: self.shared.name.clone(),
-                gen: self.gen,
-                era: session.era,
-                meta: self.meta_cache.clone(),
+            self.shared.pending().accept(self.gen);
+            self.shared.publish_direct(Arc::new(Direct::new(
+                self.shared.name().to_owned(),
+                self.gen,
+                session.era,
+                self.meta_cache.clone(),
                 link,
-                pending: self.shared.pending.clone(),
-            }));
+                self.shared.pending().clone(),
+            )));
         }
     }
 
@@ -124,7 +125,7 @@ impl ConnectionState {
         };
         let requested = version.clone();
         let pid = self.shared.link().and_then(|l| l.pid());
-        let pinned = self.shared.config.era == EraPreference::Stateless;
+        let pinned = self.shared.config().era == EraPreference::Stateless;
         match discovery::judge(&outcome, &requested) {
             DiscoverVerdict::Stateless(mut session) => {
                 session.pid = pid;
@@ -168,7 +169,7 @@ impl ConnectionState {
         {
             info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
             session.pid = self.shared.link().and_then(|l| l.pid());
-            self.shared.pending.forget_initialize();
+            self.shared.pending().forget_initialize();
             self.ready(session);
         }
     }
@@ -224,15 +225,15 @@ impl ConnectionState {
         problem: String,
     ) {
         let probing = matches!(&self.phase, LinkPhase::Probing { id: p, .. } if p == id);
-        if probing && self.shared.pending.remove(id).is_some() {
-            if self.shared.config.era == EraPreference::Stateless {
+        if probing && self.shared.pending().remove(id).is_some() {
+            if self.shared.config().era == EraPreference::Stateless {
                 return self.handshake_failed(format!("server/discover got no answer: {problem}"));
             }
             info!(server = %self.name(), reason = %problem, "server/discover got no answer: legacy era");
             return self.initialize(myself);
         }
         if matches!(self.phase, LinkPhase::Initializing)
-            && matches!(self.shared.pending.remove(id), Some(Waiter::Initialize))
+            && matches!(self.shared.pending().remove(id), Some(Waiter::Initialize))
         {
             self.handshake_failed(format!("initialize got no answer: {problem}"));
         }
@@ -242,10 +243,10 @@ impl ConnectionState {
     pub(super) fn probe_timed_out(&mut self, myself: &ActorRef<ConnectionMsg>) {
         if let LinkPhase::Probing { id, .. } = &self.phase {
             let id = id.clone();
-            info!(server = %self.name(), timeout = ?self.shared.config.probe_timeout, "no answer to server/discover: legacy era");
+            info!(server = %self.name(), timeout = ?self.shared.config().probe_timeout, "no answer to server/discover: legacy era");
             // Kept pending: a stateless server slow to start answers it
             // before `initialize` (see `late_probe_answered`).
-            self.shared.pending.insert(id.clone(), Waiter::LateProbe);
+            self.shared.pending().insert(id.clone(), Waiter::LateProbe);
             self.send_cancelled(&id, "discovery probe timed out");
             self.initialize(myself);
         }

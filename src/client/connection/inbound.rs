@@ -35,7 +35,7 @@ impl ConnectionState {
                     debug!(server = %self.name(), "server sent an error without an id; ignored");
                     return;
                 };
-                match self.shared.pending.remove(&id) {
+                match self.shared.pending().remove(&id) {
                     // Normally answered by the sink already; kept for safety.
                     Some(Waiter::Caller { reply, .. }) => reply.answer(call_result(r.outcome)),
                     Some(Waiter::Probe) => self.probe_answered(myself, r.outcome),
@@ -102,7 +102,7 @@ impl ConnectionState {
             LinkPhase::Ready(s) => Some(s.era),
             _ => None,
         };
-        match (&self.shared.handler, req.method.as_str()) {
+        match (self.shared.handler(), req.method.as_str()) {
             (Some(handler), _) if era != Some(Era::Stateless) => Some(handler.clone()),
             (None, methods::PING) => {
                 if let Ok(line) = encode::result(&Some(req.id.clone()), &json!({})) {
@@ -124,7 +124,7 @@ impl ConnectionState {
     /// Why `req` is not handled: its id is still being handled, or
     /// `max_inbound_requests` are.
     fn refusal(&self, req: &Request) -> Option<ErrorObject> {
-        let limit = self.shared.config.max_inbound_requests;
+        let limit = self.shared.config().max_inbound_requests;
         if self.inbound.contains_key(&req.id) {
             Some(ErrorObject::new(
                 codes::INVALID_REQUEST,

@@ -98,12 +98,27 @@ pub(crate) fn child_exit(evt: SupervisionEvent) -> Option<(ractor::ActorCell, Op
 }
 
 pub(crate) struct ConnectionArgs {
-    pub(crate) shared: Arc<ClientShared>,
-    pub(crate) transport: Arc<dyn Transport>,
+    shared: Arc<ClientShared>,
+    transport: Arc<dyn Transport>,
     /// Present for the first Connection of a client: the first server is
     /// spawned in `pre_start` and the outcome sent here, so `Client::start`
     /// reports a missing executable at once instead of retrying.
-    pub(crate) first: Option<tokio::sync::oneshot::Sender<Result<(), SpawnError>>>,
+    first: Option<tokio::sync::oneshot::Sender<Result<(), SpawnError>>>,
+}
+
+impl ConnectionArgs {
+    #[inline]
+    pub(crate) fn new(
+        shared: Arc<ClientShared>,
+        transport: Arc<dyn Transport>,
+        first: Option<tokio::sync::oneshot::Sender<Result<(), SpawnError>>>,
+    ) -> Self {
+        Self {
+            shared,
+            transport,
+            first,
+        }
+    }
 }
 
 pub(crate) struct ConnectionState {
@@ -141,13 +156,13 @@ impl Drop for ConnectionState {
         // Stopped, killed or crashed: no caller may wait on a Connection
         // that is gone, and its server goes (the link's owner dies with it,
         // linked; closing starts the shutdown at once anyway).
-        let down = self.shared.down.clone();
+        let down = self.shared.down().clone();
         self.shared
             .fail_pending(|| Error::ConnectionDown(down.get()));
         if let Some(link) = self.shared.take_link(self.gen) {
             let reason = CloseReason::OwnerDied("the connection actor stopped".into());
             self.shared.emit(LifecycleEvent::Closed {
-                name: self.shared.name.clone(),
+                name: self.shared.name().to_owned(),
                 pid: link.pid(),
                 reason: reason.clone(),
                 exit: None,
@@ -172,7 +187,7 @@ impl Connection {
             TransportEvent::Spawned { pid, shutdown } => {
                 shared.register_process(shutdown);
                 shared.emit(LifecycleEvent::Spawned {
-                    name: shared.name.clone(),
+                    name: shared.name().to_owned(),
                     pid,
                 });
                 Delivery::Done
@@ -182,18 +197,18 @@ impl Connection {
                 Delivery::Done
             }
             TransportEvent::Message { message } => match message {
-                Message::Response(r) => match shared.pending.answer(r) {
+                Message::Response(r) => match shared.pending().answer(r) {
                     waiters::Answer::Answered => Delivery::Done,
                     waiters::Answer::Connection(r) => {
                         to_mailbox(&me, gen, &budget, Message::Response(r))
                     }
                     waiters::Answer::Unknown => {
-                        debug!(server = %shared.name, "response to an unknown or abandoned request; ignored");
+                        debug!(server = %shared.name(), "response to an unknown or abandoned request; ignored");
                         Delivery::Done
                     }
                 },
                 Message::Notification(n) if n.method == methods::PROGRESS => {
-                    if let Some(n) = shared.pending.progress(n) {
+                    if let Some(n) = shared.pending().progress(n) {
                         shared.publish(n);
                     }
                     Delivery::Done
@@ -205,17 +220,17 @@ impl Connection {
                 m => to_mailbox(&me, gen, &budget, m),
             },
             TransportEvent::Stderr { pid, line } => {
-                info!(target: "conduit_mcp::stderr", server = %shared.name, pid, "{line}");
+                info!(target: "conduit_mcp::stderr", server = %shared.name(), pid, "{line}");
                 shared.emit(LifecycleEvent::Stderr {
-                    name: shared.name.clone(),
+                    name: shared.name().to_owned(),
                     pid,
                     line,
                 });
                 Delivery::Done
             }
             TransportEvent::Unanswered { id, problem } => {
-                if let Some(Waiter::Caller { reply, .. }) = shared.pending.remove_if_caller(&id) {
-                    debug!(server = %shared.name, %id, problem = %problem, "request will get no answer");
+                if let Some(Waiter::Caller { reply, .. }) = shared.pending().remove_if_caller(&id) {
+                    debug!(server = %shared.name(), %id, problem = %problem, "request will get no answer");
                     reply.answer(Err(Error::Unanswered { problem }));
                 } else {
                     // The probe or `initialize` (an HTTP answer that is
@@ -298,7 +313,7 @@ impl Actor for Connection {
                 }
                 Err(e) => {
                     let msg = e.to_string();
-                    warn!(server = %st.shared.name, error = %msg, "could not start server");
+                    warn!(server = %st.shared.name(), error = %msg, "could not start server");
                     let _ = report.send(Err(e));
                     return Err(msg.into());
                 }
@@ -328,7 +343,7 @@ impl Actor for Connection {
                 if let LinkPhase::Initializing = st.phase {
                     let reason = CloseReason::Handshake(format!(
                         "no answer to initialize within {:?}",
-                        st.shared.config.init_timeout
+                        st.shared.config().init_timeout
                     ));
                     if let Some(link) = st.shared.link() {
                         link.close(reason);
@@ -384,7 +399,7 @@ impl Actor for Connection {
 
 impl ConnectionState {
     fn name(&self) -> &str {
-        &self.shared.name
+        self.shared.name()
     }
 
     /// Spawns the next server process and adopts its link. Does nothing
@@ -415,7 +430,7 @@ impl ConnectionState {
             return;
         }
         self.shared.set_status(Status::Starting);
-        match self.shared.config.era {
+        match self.shared.config().era {
             EraPreference::Stateful => self.initialize(myself),
             EraPreference::Auto | EraPreference::Stateless => {
                 self.probe(myself, STATELESS_VERSION.to_owned())
@@ -458,7 +473,7 @@ impl ConnectionState {
         self.shared.link_closed(
             || Error::Closed(reason.clone()),
             LifecycleEvent::Closed {
-                name: self.shared.name.clone(),
+                name: self.shared.name().to_owned(),
                 pid: link.pid(),
                 reason: reason.clone(),
                 exit: reason.exit_status(),
@@ -475,7 +490,7 @@ impl ConnectionState {
             self.give_up(myself, attempt, reason.to_string());
             return;
         }
-        let delay = self.shared.config.backoff.delay(attempt);
+        let delay = self.shared.config().backoff.delay(attempt);
         info!(server = %self.name(), reason = %reason, attempt, delay_ms = delay.as_millis() as u64, "restarting server");
         // The status says so already (set above, before the close).
         self.restarting(myself, attempt, delay, None);
@@ -490,7 +505,7 @@ impl ConnectionState {
             match self.shared.count_death() {
                 Verdict::GiveUp { attempts } => self.give_up(myself, attempts, e.to_string()),
                 Verdict::Restart { attempt } => {
-                    let delay = self.shared.config.backoff.delay(attempt);
+                    let delay = self.shared.config().backoff.delay(attempt);
                     self.restarting(myself, attempt, delay, Some(e.to_string()));
                 }
             }
@@ -507,7 +522,7 @@ impl ConnectionState {
         reason: Option<String>,
     ) {
         self.shared.emit(LifecycleEvent::Restarting {
-            name: self.shared.name.clone(),
+            name: self.shared.name().to_owned(),
             attempt,
             delay,
         });

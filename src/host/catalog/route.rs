@@ -13,10 +13,32 @@ use crate::host::{HostError, ItemKind, WhenUnavailable};
 
 /// Where a call goes.
 pub(crate) struct Route {
-    pub(crate) server: String,
+    server: String,
     /// The item's own name (or URI) on its server.
-    pub(crate) own: String,
-    pub(crate) client: Client,
+    own: String,
+    client: Client,
+}
+
+impl Route {
+    /// The item's own name (or URI) on its server.
+    #[inline]
+    pub(crate) fn own(&self) -> &str {
+        &self.own
+    }
+
+    /// The client of the item's server.
+    #[inline]
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The host's error for a call of the route that failed with `source`.
+    pub(crate) fn failed(self, source: crate::error::Error) -> HostError {
+        HostError::Call {
+            server: self.server,
+            source,
+        }
+    }
 }
 
 /// Why an item could not be routed now.
@@ -64,7 +86,7 @@ impl HostShared {
         let Some(holder) = cat.namespace.table(kind).get(name) else {
             return Err(self.explain_miss(&cat, kind, name));
         };
-        let server = holder.server.to_string();
+        let server = holder.server().to_string();
         let entry = cat
             .servers
             .get(&server)
@@ -92,7 +114,7 @@ impl HostShared {
         }
         Ok(Route {
             server,
-            own: holder.item.own.to_string(),
+            own: holder.item().own().to_string(),
             client,
         })
     }

@@ -71,11 +71,11 @@ impl InboundBudget {
 
     /// Charges `e` if it fits now.
     pub(crate) fn try_take(self: &Arc<Self>, e: Estimate) -> Option<Charge> {
-        let reserve = e.control
+        let reserve = e.is_control()
             && self
                 .reserve_held
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                    let after = held.saturating_add(e.bytes);
+                    let after = held.saturating_add(e.bytes());
                     (after <= self.limit / 8).then_some(after)
                 })
                 .is_ok();
@@ -83,20 +83,20 @@ impl InboundBudget {
             || self
                 .held
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                    let after = held.saturating_add(e.bytes);
+                    let after = held.saturating_add(e.bytes());
                     (held == 0 || after <= self.limit).then_some(after)
                 })
                 .is_ok();
-        if taken && !reserve && e.bytes > self.limit {
+        if taken && !reserve && e.bytes() > self.limit {
             tracing::debug!(
-                bytes = e.bytes,
+                bytes = e.bytes(),
                 limit = self.limit,
                 "message over max_inbound_bytes admitted alone"
             );
         }
         taken.then(|| Charge {
             budget: self.clone(),
-            bytes: e.bytes,
+            bytes: e.bytes(),
             reserve,
         })
     }
@@ -111,8 +111,8 @@ impl InboundBudget {
         tracing::debug!(
             held = self.held(),
             limit = self.limit,
-            next = e.bytes,
-            control = e.control,
+            next = e.bytes(),
+            control = e.is_control(),
             "inbound byte budget full: reading paused"
         );
         loop {
@@ -157,17 +157,11 @@ mod tests {
     use super::*;
 
     fn req(bytes: usize) -> Estimate {
-        Estimate {
-            bytes,
-            control: false,
-        }
+        Estimate::new(bytes, false)
     }
 
     fn ctl(bytes: usize) -> Estimate {
-        Estimate {
-            bytes,
-            control: true,
-        }
+        Estimate::new(bytes, true)
     }
 
     #[test]

@@ -124,7 +124,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                 })
             } else {
                 let st = shared.session();
-                if st.stateful_version.is_none() {
+                if !st.is_stateful() {
                     return Route::Answer(Err(invalid_params(format!(
                         "no session: send initialize first (legacy), or include _meta {} and {} (modern)",
                         meta::PROTOCOL_VERSION,
@@ -133,7 +133,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
                 }
                 Route::Dispatch(Dispatch {
                     era: Era::Stateful,
-                    client_capabilities: st.stateful_capabilities.clone(),
+                    client_capabilities: st.stateful_capabilities().cloned(),
                     input_responses: None,
                     request_state: None,
                     target: None,
@@ -147,24 +147,10 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
 }
 
 /// Records what a stateless request reveals; returns its capabilities, shared.
-///
-/// A client sends the same capabilities and info with every request:
-/// comparing costs less than copying them again (several allocations per
-/// request), so an equal value keeps the copy already held.
 fn record_stateless(shared: &SessionShared, caps: &Value, m: &Map<String, Value>) -> Arc<Value> {
-    let mut st = shared.session();
-    let caps = match &st.latest_capabilities {
-        Some(held) if **held == *caps => held.clone(),
-        _ => Arc::new(caps.clone()),
-    };
-    st.latest_capabilities = Some(caps.clone());
-    if let Some(info) = m.get(meta::CLIENT_INFO) {
-        if st.client_info.as_ref() != Some(info) {
-            st.client_info = Some(info.clone());
-        }
-    }
-    st.era = Some(Era::Stateless);
-    caps
+    shared
+        .session()
+        .record_stateless(caps, m.get(meta::CLIENT_INFO))
 }
 
 fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObject> {
@@ -186,21 +172,14 @@ fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObjec
     } else {
         LATEST_STATEFUL_VERSION
     };
-    {
-        let mut st = shared.session();
-        st.stateful_version = Some(version.to_owned());
-        let caps = Arc::new(caps);
-        st.stateful_capabilities = Some(caps.clone());
-        st.latest_capabilities = Some(caps);
-        st.client_info = params.and_then(|p| p.get("clientInfo")).cloned();
-        st.era = Some(Era::Stateful);
-        st.initialized = false;
-        // A new stateful session: nothing of the previous one carries over.
-        st.subscriptions = Default::default();
-        st.log_level = None;
-    }
+    shared.session().start_stateful(
+        version,
+        caps,
+        params.and_then(|p| p.get("clientInfo")).cloned(),
+    );
     tracing::info!(version, requested, "legacy session initialized");
-    let c = &shared.config;
+    let c = shared.config();
+
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": shared.capabilities(),
@@ -213,7 +192,8 @@ fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObjec
 }
 
 fn discover(shared: &SessionShared) -> Value {
-    let c = &shared.config;
+    let c = shared.config();
+
     let mut result = json!({
         "resultType": "complete",
         "supportedVersions": STATELESS_VERSIONS,

@@ -157,10 +157,7 @@ pub(crate) fn answer_line(
             encoded(&v)
         }
         Err(HandlerError::InputRequired) if hints.era == Era::Stateless => {
-            let (requests, state) = {
-                let mut r = crate::sync::lock(recorded);
-                (std::mem::take(&mut r.requests), r.state.take())
-            };
+            let (requests, state) = { crate::sync::lock(recorded).take() };
             if requests.is_empty() && state.is_none() {
                 let e = internal("handler required input but recorded no input request");
                 return encode::error(&rid, &e);
@@ -209,11 +206,8 @@ impl<H: Handler> Engine<H> {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         let pool = Pool::of(&req.method);
         let mut st = scope.lock();
-        if scope.unique_ids() {
-            if st.by_id.contains_key(&req.id) {
-                return Err(Duplicate(reply));
-            }
-            st.by_id.insert(req.id.clone(), key);
+        if scope.unique_ids() && !st.claim_id(&req.id, key) {
+            return Err(Duplicate(reply));
         }
         let q = Queued {
             req,
@@ -222,8 +216,8 @@ impl<H: Handler> Engine<H> {
             reply,
             pool,
         };
-        if st.busy[pool as usize] >= scope.max_in_flight() {
-            st.queue[pool as usize].insert(key, q);
+        if st.is_full(pool, scope.max_in_flight()) {
+            st.enqueue(pool, key, q);
         } else {
             self.spawn_locked(scope, &mut st, key, q);
         }
@@ -249,10 +243,10 @@ impl<H: Handler> Engine<H> {
         } = q;
         let rs = Arc::new(RequestShared::default());
         let handle = match reply.target() {
-            Some(target) => ServerHandle::with_target(&scope.shared, target),
-            None => ServerHandle::new(&scope.shared),
+            Some(target) => ServerHandle::with_target(scope.shared(), target),
+            None => ServerHandle::new(scope.shared()),
         };
-        let hints = ResultHints::of(&req.method, d.era, &scope.shared.config);
+        let hints = ResultHints::of(&req.method, d.era, scope.shared().config());
         tracing::debug!(id = %req.id, method = %req.method, era = %hints.era, "request started");
         let owner = ScopeKey(scope.clone());
         let ctx = RequestContext::new(&req, d, handle, rs.clone(), owner);
@@ -281,7 +275,7 @@ impl<H: Handler> Engine<H> {
             }
             .await;
             let line = match out {
-                Ok(result) => answer_line(&id, hints, result, &recorded.recorded),
+                Ok(result) => answer_line(&id, hints, result, recorded.recorded()),
                 Err(()) => {
                     tracing::warn!(%id, "request handler panicked: answering -32603");
                     encode::error(
@@ -304,18 +298,14 @@ impl<H: Handler> Engine<H> {
             },
         );
         drop(running);
-        st.running.insert(key, pool);
-        st.busy[pool as usize] += 1;
+        st.started(key, pool);
     }
 
     /// Starts waiting requests of `scope` while it has slots. Called with
     /// the scope locked (`st`).
     fn start_waiting<R: Reply>(self: &Arc<Self>, scope: &Arc<Scope<R>>, st: &mut ScopeState<R>) {
         for pool in [Pool::Work, Pool::Listen] {
-            while st.busy[pool as usize] < scope.max_in_flight() {
-                let Some((key, q)) = st.queue[pool as usize].pop_first() else {
-                    break;
-                };
+            while let Some((key, q)) = st.next_waiting(pool, scope.max_in_flight()) {
                 self.spawn_locked(scope, st, key, q);
             }
         }
@@ -336,10 +326,10 @@ impl<H: Handler> Engine<H> {
             return false;
         };
         if scope.unique_ids() {
-            st.by_id.remove(&q.req.id);
+            st.release_id(&q.req.id);
         }
         drop(st);
-        scope.changed.notify_waiters();
+        scope.notify_changed();
         tracing::debug!(id = %q.req.id, "queued request cancelled");
         q.reply.unanswered(Unanswered::Withdrawn);
         true
@@ -470,12 +460,7 @@ impl<H: Handler, R: Reply> Drop for RunGuard<H, R> {
         }
         {
             let mut st = self.scope.lock();
-            if let Some(pool) = st.running.remove(&self.key) {
-                st.busy[pool as usize] -= 1;
-            }
-            if self.scope.unique_ids() && st.by_id.get(&self.id) == Some(&self.key) {
-                st.by_id.remove(&self.id);
-            }
+            st.ended(self.key, &self.id, self.scope.unique_ids());
             // The slot goes to the next waiting request under the same lock.
             if let Some(e) = &engine {
                 e.start_waiting(&self.scope, &mut st);
@@ -494,7 +479,7 @@ impl<H: Handler, R: Reply> Drop for RunGuard<H, R> {
         if let Some(e) = &engine {
             e.ended.notify_waiters();
         }
-        self.scope.changed.notify_waiters();
+        self.scope.notify_changed();
     }
 }
 
@@ -648,10 +633,7 @@ mod tests {
             };
             let charge = self
                 .budget
-                .try_take(Estimate {
-                    bytes: 100,
-                    control: false,
-                })
+                .try_take(Estimate::new(100, false))
                 .expect("fits");
             self.engine
                 .submit(scope, req, d, charge, Seen(self.tx.clone()))

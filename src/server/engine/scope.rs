@@ -71,14 +71,14 @@ pub(crate) struct Queued<R> {
 
 pub(crate) struct ScopeState<R> {
     /// Unique scopes: each id in flight or waiting, and its key.
-    pub(crate) by_id: HashMap<RequestId, u64>,
+    by_id: HashMap<RequestId, u64>,
     /// The keys of the requests running, and the pool of each.
-    pub(crate) running: HashMap<u64, Pool, BuildHasherDefault<KeyHasher>>,
+    running: HashMap<u64, Pool, BuildHasherDefault<KeyHasher>>,
     /// Running requests per pool.
-    pub(crate) busy: [usize; 2],
+    busy: [usize; 2],
     /// Waiting requests per pool, by key (keys grow: the first is the
     /// oldest).
-    pub(crate) queue: [BTreeMap<u64, Queued<R>>; 2],
+    queue: [BTreeMap<u64, Queued<R>>; 2],
 }
 
 impl<R> ScopeState<R> {
@@ -89,6 +89,67 @@ impl<R> ScopeState<R> {
             .or_else(|| self.queue[1].remove(&key))
     }
 
+    /// Records the id of request `key` in a unique scope; false if a
+    /// request with that id is already in flight or waiting.
+    #[inline]
+    pub(crate) fn claim_id(&mut self, id: &RequestId, key: u64) -> bool {
+        if self.by_id.contains_key(id) {
+            return false;
+        }
+        self.by_id.insert(id.clone(), key);
+        true
+    }
+
+    /// Forgets the id of a request that leaves a unique scope.
+    #[inline]
+    pub(crate) fn release_id(&mut self, id: &RequestId) {
+        self.by_id.remove(id);
+    }
+
+    /// Whether `pool` runs `max_in_flight` requests already.
+    #[inline]
+    pub(crate) fn is_full(&self, pool: Pool, max_in_flight: usize) -> bool {
+        self.busy[pool as usize] >= max_in_flight
+    }
+
+    /// Queues request `key` until its pool has a slot.
+    #[inline]
+    pub(crate) fn enqueue(&mut self, pool: Pool, key: u64, q: Queued<R>) {
+        self.queue[pool as usize].insert(key, q);
+    }
+
+    /// Takes the oldest waiting request of `pool` if the pool has a slot.
+    #[inline]
+    pub(crate) fn next_waiting(
+        &mut self,
+        pool: Pool,
+        max_in_flight: usize,
+    ) -> Option<(u64, Queued<R>)> {
+        if self.is_full(pool, max_in_flight) {
+            return None;
+        }
+        self.queue[pool as usize].pop_first()
+    }
+
+    /// Request `key` of `pool` started: it takes a slot.
+    #[inline]
+    pub(crate) fn started(&mut self, key: u64, pool: Pool) {
+        self.running.insert(key, pool);
+        self.busy[pool as usize] += 1;
+    }
+
+    /// Request `key` (id `id`) ended: its slot is free, and in a unique
+    /// scope its id too unless a later request took it.
+    #[inline]
+    pub(crate) fn ended(&mut self, key: u64, id: &RequestId, unique_ids: bool) {
+        if let Some(pool) = self.running.remove(&key) {
+            self.busy[pool as usize] -= 1;
+        }
+        if unique_ids && self.by_id.get(id) == Some(&key) {
+            self.by_id.remove(id);
+        }
+    }
+
     fn waiting(&self) -> usize {
         self.queue[0].len() + self.queue[1].len()
     }
@@ -97,19 +158,32 @@ impl<R> ScopeState<R> {
 /// See the [module documentation](self).
 pub(crate) struct Scope<R> {
     /// The session state its requests' contexts and handles share.
-    pub(crate) shared: Arc<SessionShared>,
+    shared: Arc<SessionShared>,
     unique_ids: bool,
     max_in_flight: usize,
     state: Mutex<ScopeState<R>>,
     /// Woken whenever a request of the scope ends or leaves the queue.
-    pub(crate) changed: Notify,
+    changed: Notify,
 }
 
 impl<R> Scope<R> {
+    /// The session state its requests' contexts and handles share.
+    #[inline]
+    pub(crate) fn shared(&self) -> &Arc<SessionShared> {
+        &self.shared
+    }
+
+    /// Wakes whoever waits for a request of the scope to end or leave the
+    /// queue.
+    #[inline]
+    pub(crate) fn notify_changed(&self) {
+        self.changed.notify_waiters();
+    }
+
     /// A scope whose requests run against `shared`; `unique_ids` where the
     /// revision has sessions.
     pub(crate) fn new(shared: Arc<SessionShared>, unique_ids: bool) -> Arc<Self> {
-        let max_in_flight = shared.config.max_in_flight.max(1);
+        let max_in_flight = shared.config().max_in_flight.max(1);
         Arc::new(Scope {
             shared,
             unique_ids,

@@ -154,8 +154,8 @@ pub struct HttpConfig {
     /// then is refused with 408 (what it had sent is released). Default
     /// [`DEFAULT_BODY_TIMEOUT`] (30 s).
     pub body_timeout: Duration,
-    pub(crate) bearer: Option<Secret>,
-    pub(crate) authorize: Option<Authorize>,
+    bearer: Option<Secret>,
+    authorize: Option<Authorize>,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -187,6 +187,18 @@ impl fmt::Debug for HttpConfig {
 }
 
 impl HttpConfig {
+    /// The bearer token every request must carry, if any.
+    #[inline]
+    pub(crate) fn bearer(&self) -> Option<&Secret> {
+        self.bearer.as_ref()
+    }
+
+    /// The authorization hook, if any.
+    #[inline]
+    pub(crate) fn authorizer(&self) -> Option<&Authorize> {
+        self.authorize.as_ref()
+    }
+
     /// The defaults around `server`.
     ///
     /// # Examples

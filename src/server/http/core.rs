@@ -114,8 +114,8 @@ impl MessageTarget for Broadcast {
             return Err(SendError::TransportGone);
         };
         for s in table.all() {
-            if let Err(e) = s.standalone.push(line.clone(), false) {
-                tracing::debug!(session = %s.id, error = %e, "broadcast not queued for a session");
+            if let Err(e) = s.standalone().push(line.clone(), false) {
+                tracing::debug!(session = %s.id(), error = %e, "broadcast not queued for a session");
             }
         }
         Ok(())
@@ -123,29 +123,29 @@ impl MessageTarget for Broadcast {
 }
 
 pub(crate) struct Core {
-    pub(crate) config: HttpConfig,
+    config: HttpConfig,
     /// The server-wide state: the handle's stop, lifetime and readiness,
     /// and the state 2026-07-28 era requests are routed against.
-    pub(crate) root: Arc<SessionShared>,
+    root: Arc<SessionShared>,
     /// The 2025-11-25 era sessions.
-    pub(crate) sessions: Arc<dyn SessionStore>,
-    pub(crate) engine: Arc<Engine<Erased>>,
+    sessions: Arc<dyn SessionStore>,
+    engine: Arc<Engine<Erased>>,
     /// The stateless requests of each principal: a scope each.
     stateless: Mutex<HashMap<Owner, Arc<Scope<StreamReply>>>>,
     /// Bytes queued in all streams.
-    pub(crate) global: Arc<Counter>,
+    global: Arc<Counter>,
     /// Parsed input held (`max_inbound_bytes`), shared by all sessions.
-    pub(crate) inbound: Arc<InboundBudget>,
+    inbound: Arc<InboundBudget>,
     /// Bytes of request bodies being read (`max_inbound_bytes`).
-    pub(crate) bodies: BodyReader,
-    pub(crate) stopping: AtomicBool,
+    bodies: BodyReader,
+    stopping: AtomicBool,
     /// The rate of the log lines a client can trigger at will.
-    pub(crate) warned: Warned,
+    warned: Warned,
     /// Where the background tasks (idle-session expiry, the stop watcher)
     /// are: a [`Tasks`] as `u8`, decided by one compare-and-swap.
     tasks: AtomicU8,
     /// Turns true once the stop sequence has run.
-    pub(crate) done: watch::Sender<bool>,
+    done: watch::Sender<bool>,
     /// Whether the end of the stop sequence also ends the server-wide
     /// lifetime (an [`HttpService`](super::HttpService); the
     /// [`HttpServer`](super::HttpServer) ends it once its listener closed).
@@ -183,10 +183,69 @@ impl Tasks {
 /// The rate of each log line a client can trigger at will.
 #[derive(Default)]
 pub(crate) struct Warned {
-    pub(crate) sessions_full: Throttle,
+    sessions_full: Throttle,
 }
 
 impl Core {
+    /// The endpoint's configuration.
+    #[inline]
+    pub(crate) fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// The server-wide state made before serving (its handles exist).
+    #[inline]
+    pub(crate) fn root(&self) -> &Arc<SessionShared> {
+        &self.root
+    }
+
+    /// The sessions of the 2025-11-25 revision.
+    #[inline]
+    pub(crate) fn sessions(&self) -> &Arc<dyn SessionStore> {
+        &self.sessions
+    }
+
+    /// Runs the requests.
+    #[inline]
+    pub(crate) fn engine(&self) -> &Arc<Engine<Erased>> {
+        &self.engine
+    }
+
+    /// Bytes buffered for every stream, server-wide.
+    #[inline]
+    pub(crate) fn global(&self) -> &Arc<Counter> {
+        &self.global
+    }
+
+    /// The budget for parsed input.
+    #[inline]
+    pub(crate) fn inbound(&self) -> &Arc<InboundBudget> {
+        &self.inbound
+    }
+
+    /// Reads request bodies within the limits.
+    #[inline]
+    pub(crate) fn bodies(&self) -> &BodyReader {
+        &self.bodies
+    }
+
+    /// Whether the server is stopping.
+    #[inline]
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Whether to log now that a session was refused for `max_sessions`
+    /// (at most once per period); the refusals skipped since the last log.
+    pub(crate) fn warn_sessions_full(&self) -> Option<u64> {
+        self.warned.sessions_full.admit()
+    }
+
+    /// A receiver that wakes when the background tasks are done.
+    pub(crate) fn watch_done(&self) -> watch::Receiver<bool> {
+        self.done.subscribe()
+    }
+
     /// The core around `root`, the server-wide state made before serving
     /// (its handles exist already).
     ///
@@ -199,17 +258,15 @@ impl Core {
         root: Arc<SessionShared>,
         closes_root: bool,
     ) -> Arc<Self> {
-        let inbound = root.inbound.clone();
+        let inbound = root.inbound().clone();
         let memory = MemorySessions::new(&config);
         let weak: Weak<dyn Sessions> = Arc::downgrade(&(memory.clone() as Arc<dyn Sessions>));
-        let _ = root.sessions.set(weak);
+        root.set_sessions(weak);
         let sessions: Arc<dyn SessionStore> = memory;
-        let _ = root
-            .target
-            .set(Arc::new(Broadcast(Arc::downgrade(&sessions))));
+        root.set_target(Arc::new(Broadcast(Arc::downgrade(&sessions))));
         let mut capabilities = config.server.capabilities.clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
-        let _ = root.declared.set(capabilities);
+        root.declare_capabilities(capabilities);
         let bodies = BodyReader::of(&config);
         let engine = Engine::new(Arc::new(Erased(Box::new(handler))));
         let core = Arc::new(Core {
@@ -228,7 +285,7 @@ impl Core {
             closes_root,
         });
         let weak = Arc::downgrade(&core);
-        let _ = core.root.on_stop.set(Box::new(move || {
+        core.root.set_on_stop(Box::new(move || {
             if let Some(core) = weak.upgrade() {
                 core.stop_unstarted();
             }
@@ -247,7 +304,7 @@ impl Core {
         }
         tokio::spawn(Core::sweep(Arc::downgrade(self)));
         let weak: Weak<Core> = Arc::downgrade(self);
-        let mut stop = self.root.stop.subscribe();
+        let mut stop = self.root.watch_stop();
         tokio::spawn(async move {
             if stop.wait_for(|v| *v).await.is_err() {
                 return; // the server is gone
@@ -266,7 +323,7 @@ impl Core {
             return; // the stop watcher runs the sequence
         }
         self.stopping.store(true, Ordering::Release);
-        self.root.input_closed.send_replace(true);
+        self.root.mark_input_closed();
         self.finish();
     }
 
@@ -291,18 +348,17 @@ impl Core {
     /// A new session's state (its capabilities are the server's).
     pub(crate) fn new_session(&self, id: String, owner: Owner) -> Arc<Session> {
         let s = Session::new(id, owner, &self.config, &self.global, &self.inbound);
-        let _ = s.shared.declared.set(self.root.capabilities().clone());
-        let _ = s.shared.sessions.set(
+        s.shared()
+            .declare_capabilities(self.root.capabilities().clone());
+        s.shared().set_sessions(
             self.root
-                .sessions
-                .get()
+                .sessions()
                 .cloned()
                 .unwrap_or_else(|| Weak::<MemorySessions>::new() as Weak<dyn Sessions>),
         );
-        s.shared
-            .phase
-            .send_replace(crate::server::handle::ServePhase::Ready);
-        Handler::serving(self.handler(), ServerHandle::new(&s.shared));
+        s.shared().mark_ready();
+
+        Handler::serving(self.handler(), ServerHandle::new(s.shared()));
         s
     }
 
@@ -328,7 +384,7 @@ impl Core {
     /// Ends a session: its running requests are cancelled, its handles
     /// become inert, its streams close.
     pub(crate) fn end_session(&self, s: &Session) {
-        self.engine.cancel_all(&s.scope);
+        self.engine.cancel_all(s.scope());
         s.end();
     }
 
@@ -355,20 +411,20 @@ impl Core {
             sessions = sessions.len(),
             "http server stopping"
         );
-        self.root.input_closed.send_replace(true);
+        self.root.mark_input_closed();
         for s in &sessions {
-            s.shared.input_closed.send_replace(true);
+            s.shared().mark_input_closed();
         }
         let stateless: Vec<_> = crate::sync::lock(&self.stateless)
             .values()
             .cloned()
             .collect();
-        let scopes = sessions.iter().map(|s| &s.scope).chain(&stateless);
+        let scopes = sessions.iter().map(|s| s.scope()).chain(&stateless);
         self.engine
             .stop(self.config.server.stop_drain, scopes)
             .await;
         for s in sessions {
-            self.sessions.remove(&s.id);
+            self.sessions.remove(s.id());
             self.end_session(&s);
         }
     }
@@ -393,7 +449,7 @@ impl Core {
                 continue;
             };
             for s in core.sessions.take_idle(before) {
-                tracing::info!(server = %core.name(), session = %s.id, "session expired (idle)");
+                tracing::info!(server = %core.name(), session = %s.id(), "session expired (idle)");
                 core.end_session(&s);
             }
         }
@@ -475,10 +531,10 @@ mod tests {
             .await;
             drop(tcp);
         }
-        let core = &service.core;
+        let core = service.core();
         let session = core.sessions.get(&sid).expect("the session");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while core.running() > 0 || !session.scope.is_empty() {
+        while core.running() > 0 || !session.scope().is_empty() {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "requests never ended"

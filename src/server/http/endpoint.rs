@@ -10,7 +10,6 @@
 // A refusal is the HTTP response itself: returned as is, once per request.
 #![allow(clippy::result_large_err)]
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -49,15 +48,15 @@ const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(headers::PROTOCOL_V
 /// The router of one endpoint: POST, GET and DELETE at its path (any
 /// other method 405), behind the `Host` and `Origin` check.
 pub(crate) fn router(core: Arc<Core>) -> axum::Router {
-    let path = core.config.path.clone();
-    let admission = HostOriginLayer::of(&core.config);
+    let path = core.config().path.clone();
+    let admission = HostOriginLayer::of(core.config());
     let methods = axum::routing::post(on_post)
         .get(on_get)
         .delete(on_delete)
         // axum answers HEAD with the GET handler unless HEAD has its own.
         .head(on_other)
         .fallback(on_other);
-    let methods = match &core.config.bearer {
+    let methods = match core.config().bearer() {
         Some(token) => methods.layer(BearerLayer::new(
             BearerTokens::new().token(token.clone(), ()),
         )),
@@ -103,10 +102,10 @@ fn has_stateless_meta(m: &Message) -> bool {
 /// the authorization hook, then the stop.
 fn admitted(core: &Arc<Core>, parts: &Parts) -> Result<Owner, Rejection> {
     core.start();
-    if !authorized(&core.config, parts) {
+    if !authorized(core.config(), parts) {
         return Err(Rejection::Unauthorized);
     }
-    if core.stopping.load(Ordering::Acquire) {
+    if core.is_stopping() {
         return Err(Rejection::Stopping);
     }
     Ok(Owner::of(&parts.extensions))
@@ -160,7 +159,7 @@ const POST_ACCEPTS: &str = "application/json and text/event-stream";
 /// JSON (a body without `Content-Type` is read as JSON).
 fn post_media(h: &HeaderMap) -> Result<Accepts, Rejection> {
     let accepts = Accepts::of(h);
-    if !accepts.json && !accepts.sse {
+    if !accepts.json() && !accepts.sse() {
         return Err(Rejection::NotAcceptable {
             expected: POST_ACCEPTS,
         });
@@ -193,19 +192,19 @@ async fn post(
     let (msg, charge) = match parsed {
         Some(p) => {
             let (msg, estimate) = p.into_parts();
-            let Some(charge) = core.inbound.try_take(estimate) else {
+            let Some(charge) = core.inbound().try_take(estimate) else {
                 return Rejection::Busy.into_response();
             };
             (msg, charge)
         }
         None => {
-            let bytes = match core.bodies.read_as(h, owner.clone(), body).await {
+            let bytes = match core.bodies().read_as(h, owner.clone(), body).await {
                 Ok(b) => b,
                 Err(r) => return r.into_response(),
             };
             // Charged before parsing, as on stdio: what the parsed message
             // will hold.
-            let Some(charge) = core.inbound.try_take(memory_estimate::estimate(&bytes)) else {
+            let Some(charge) = core.inbound().try_take(memory_estimate::estimate(&bytes)) else {
                 return Rejection::Busy.into_response();
             };
             match Message::parse(&bytes) {
@@ -254,18 +253,14 @@ async fn post_stateless(
     }) {
         return r.with_id(Some(req.id)).into_response();
     }
-    match route(&core.root, &req) {
+    match route(core.root(), &req) {
         Route::Answer(a) => answer_now(Some(req.id), a, true),
         Route::Dispatch(mut d) => {
             d.http = Some(parts.clone());
             let stream = core.stateless_stream();
             let scope = core.stateless_scope(&owner);
-            let reply = StreamReply {
-                stream: stream.clone(),
-                id: req.id.clone(),
-                session: None,
-            };
-            match core.engine.submit(&scope, req, d, charge, reply) {
+            let reply = StreamReply::new(stream.clone(), req.id.clone(), None);
+            match core.engine().submit(&scope, req, d, charge, reply) {
                 Ok(key) => respond(&core, stream, Kind::Stateless { scope, key }, accepts).await,
                 // Stateless scopes let ids repeat.
                 Err(Duplicate(_)) => Rejection::Internal {
@@ -315,7 +310,7 @@ fn session_of(core: &Core, h: &HeaderMap, owner: &Owner) -> Result<Arc<Session>,
     let found = raw
         .to_str()
         .ok()
-        .and_then(|id| core.sessions.get(id))
+        .and_then(|id| core.sessions().get(id))
         .filter(|s| s.serves(owner));
     match found {
         Some(s) => Ok(s),
@@ -360,26 +355,26 @@ async fn post_stateful(
     }
     session.touch();
     match msg {
-        Message::Request(req) => match route(&session.shared, &req) {
+        Message::Request(req) => match route(session.shared(), &req) {
             Route::Answer(a) => answer_now(Some(req.id), a, false),
             Route::Dispatch(mut d) => {
                 d.http = Some(parts.clone());
-                let stream = session.new_stream(&core.config, &core.global);
-                if !accepts.sse {
+                let stream = session.new_stream(core.config(), core.global());
+                if !accepts.sse() {
                     stream.json_only();
                 }
-                let number = stream.number;
+                let number = stream.number();
                 let id = req.id.clone();
-                let reply = StreamReply {
-                    stream: stream.clone(),
-                    id: req.id.clone(),
-                    session: Some(Arc::downgrade(&session)),
-                };
-                match core.engine.submit(&session.scope, req, d, charge, reply) {
+                let reply = StreamReply::new(
+                    stream.clone(),
+                    req.id.clone(),
+                    Some(Arc::downgrade(&session)),
+                );
+                match core.engine().submit(session.scope(), req, d, charge, reply) {
                     Ok(_) => respond(&core, stream, Kind::Stateful { session }, accepts).await,
                     Err(Duplicate(mut reply)) => {
                         // Never ran: nothing to keep for a resumption.
-                        reply.session = None;
+                        reply.forget_session();
                         drop(reply);
                         session.retire(number, false);
                         Rejection::DuplicateId { id }.into_response()
@@ -391,8 +386,8 @@ async fn post_stateful(
             match n.method.as_str() {
                 methods::CANCELLED => {
                     if let Some(rid) = crate::protocol::cancelled_request_id(&n) {
-                        if core.engine.cancel_id(&session.scope, &rid) {
-                            tracing::debug!(session = %session.id, id = %rid, "request cancelled by the client");
+                        if core.engine().cancel_id(session.scope(), &rid) {
+                            tracing::debug!(session = %session.id(), id = %rid, "request cancelled by the client");
                         } else {
                             tracing::debug!(id = %rid, "cancellation of an unknown or finished request ignored")
                         }
@@ -400,14 +395,14 @@ async fn post_stateful(
                     return response::empty(StatusCode::ACCEPTED);
                 }
                 methods::INITIALIZED => {
-                    session.shared.session().initialized = true;
-                    tracing::info!(session = %session.id, "client sent notifications/initialized");
+                    session.shared().session().mark_initialized();
+                    tracing::info!(session = %session.id(), "client sent notifications/initialized");
                 }
                 _ => {}
             }
-            let handle = ServerHandle::new(&session.shared);
+            let handle = ServerHandle::new(session.shared());
             let method = n.method.clone();
-            let handler = core.engine.handler().clone();
+            let handler = core.engine().handler().clone();
             // In a task of its own: a panic is reported, not propagated.
             let done = tokio::spawn(async move {
                 let _charge = charge;
@@ -422,7 +417,7 @@ async fn post_stateful(
             response::empty(StatusCode::ACCEPTED)
         }
         Message::Response(r) => {
-            session.shared.route_response(r);
+            session.shared().route_response(r);
             response::empty(StatusCode::ACCEPTED)
         }
     }
@@ -442,23 +437,23 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
         }
     };
     let session = core.new_session(id.clone(), owner.clone());
-    match route(&session.shared, req) {
+    match route(session.shared(), req) {
         Route::Answer(Ok(v)) => {
-            match core.sessions.insert(session.clone()) {
+            match core.sessions().insert(session.clone()) {
                 Ok(None) => {}
                 Ok(Some(evicted)) => {
-                    tracing::info!(server = %core.name(), session = %evicted.id, owner = %evicted.owner, "idle session ended to make room for a new one");
+                    tracing::info!(server = %core.name(), session = %evicted.id(), owner = %evicted.owner(), "idle session ended to make room for a new one");
                     core.end_session(&evicted);
                 }
                 Err(full) => {
                     session.end();
-                    if let Some(skipped) = core.warned.sessions_full.admit() {
+                    if let Some(skipped) = core.warn_sessions_full() {
                         tracing::warn!(server = %core.name(), %owner, skipped, "initialize refused: {full}");
                     }
                     return full.rejection(Some(req.id.clone())).into_response();
                 }
             }
-            tracing::info!(server = %core.name(), session = %id, sessions = core.sessions.len(), "session opened");
+            tracing::info!(server = %core.name(), session = %id, sessions = core.sessions().len(), "session opened");
             let mut r = answer_now(Some(req.id.clone()), Ok(v), false);
             if let Ok(v) = HeaderValue::from_str(&id) {
                 r.headers_mut().insert(SESSION_ID, v);
@@ -507,7 +502,7 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let (Some((scope, key)), Some(core)) = (self.request.take(), self.core.upgrade()) {
             tracing::debug!(key, "response closed by the client: request cancelled");
-            core.engine.cancel(&scope, key);
+            core.engine().cancel(&scope, key);
         }
     }
 }
@@ -539,13 +534,13 @@ async fn respond(
             Kind::Stateful { .. } => None,
         },
     };
-    let first = if accepts.json {
-        let patience = if accepts.sse {
-            core.config.keep_alive
+    let first = if accepts.json() {
+        let patience = if accepts.sse() {
+            core.config().keep_alive
         } else {
             std::time::Duration::MAX
         };
-        if accepts.sse {
+        if accepts.sse() {
             stream.first(patience).await
         } else {
             // JSON only: wait for the answer; messages before it have
@@ -560,7 +555,7 @@ async fn respond(
         First::Answer(data) => {
             guard.disarm();
             if let Kind::Stateful { session } = &kind {
-                session.retire(stream.number, false);
+                session.retire(stream.number(), false);
             }
             let status = if stateless {
                 status_of_answer(&data)
@@ -577,18 +572,18 @@ async fn respond(
         First::Closed => {
             guard.disarm();
             if let Kind::Stateful { session } = &kind {
-                session.retire(stream.number, false);
+                session.retire(stream.number(), false);
             }
             sse_response(Body::empty())
         }
         First::Events => {
             let attached = stream.attach(0);
-            let prelude = stream.priming(attached.after, core.config.sse_retry);
+            let prelude = stream.priming(attached.after(), core.config().sse_retry);
             let mut body = SseBody::new(
                 stream.clone(),
-                attached.generation,
+                attached.generation(),
                 prelude,
-                core.config.keep_alive,
+                core.config().keep_alive,
             );
             if let Some((scope, key)) = guard.disarm() {
                 let weak = Arc::downgrade(core);
@@ -598,7 +593,7 @@ async fn respond(
                             key,
                             "SSE response closed by the client: request cancelled"
                         );
-                        core.engine.cancel(&scope, key);
+                        core.engine().cancel(&scope, key);
                     }
                 }));
             }
@@ -613,14 +608,14 @@ async fn respond(
 /// Counts an open SSE response in its session (an idle session has none),
 /// and retires a request stream once it was read to its end.
 fn watch_open(body: SseBody, session: &Arc<Session>, stream: Arc<Stream>) -> SseBody {
-    session.open_streams.fetch_add(1, Ordering::AcqRel);
+    session.stream_opened();
     let weak = Arc::downgrade(session);
     body.on_close(Box::new(move || {
         if let Some(s) = weak.upgrade() {
-            s.open_streams.fetch_sub(1, Ordering::AcqRel);
+            s.stream_closed();
             s.touch();
-            if stream.number != 0 && stream.drained() {
-                s.retire(stream.number, true);
+            if stream.number() != 0 && stream.drained() {
+                s.retire(stream.number(), true);
             }
         }
     }))
@@ -681,7 +676,7 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
-    if !Accepts::of(h).sse {
+    if !Accepts::of(h).sse() {
         return Rejection::NotAcceptable {
             expected: "text/event-stream",
         }
@@ -700,27 +695,31 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
             }
         }
         None => {
-            let s = session.standalone.clone();
+            let s = session.standalone().clone();
             let after = s.delivered();
             (s, after)
         }
     };
-    tracing::debug!(session = %session.id, stream = stream.number, after, "SSE stream attached");
+    tracing::debug!(session = %session.id(), stream = stream.number(), after, "SSE stream attached");
     let attached = stream.attach(after);
     let mut prelude = stream
-        .priming(attached.after, core.config.sse_retry)
+        .priming(attached.after(), core.config().sse_retry)
         .map(Vec::from)
         .unwrap_or_default();
-    if attached.lost > 0 {
-        let logging = session.shared.capabilities().get("logging").is_some();
-        prelude.extend_from_slice(&stream::loss_notice(stream.number, attached.lost, logging));
+    if attached.lost() > 0 {
+        let logging = session.shared().capabilities().get("logging").is_some();
+        prelude.extend_from_slice(&stream::loss_notice(
+            stream.number(),
+            attached.lost(),
+            logging,
+        ));
     }
     let prelude = (!prelude.is_empty()).then(|| prelude.into());
     let body = SseBody::new(
         stream.clone(),
-        attached.generation,
+        attached.generation(),
         prelude,
-        core.config.keep_alive,
+        core.config().keep_alive,
     );
     sse_response(Body::new(watch_open(body, &session, stream)))
 }
@@ -731,16 +730,16 @@ fn delete(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
-    core.sessions.remove(&session.id);
+    core.sessions().remove(session.id());
     core.end_session(&session);
-    tracing::info!(server = %core.name(), session = %session.id, "session ended by the client (DELETE)");
+    tracing::info!(server = %core.name(), session = %session.id(), "session ended by the client (DELETE)");
     response::empty(StatusCode::OK)
 }
 
 /// Whether the request passes [`HttpConfig::authorize`] (the bearer
 /// token is a [`BearerLayer`](super::BearerLayer) in front).
 fn authorized(config: &super::HttpConfig, parts: &axum::http::request::Parts) -> bool {
-    config.authorize.as_ref().is_none_or(|f| f(parts))
+    config.authorizer().is_none_or(|f| f(parts))
 }
 
 #[cfg(test)]

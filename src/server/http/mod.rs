@@ -65,10 +65,7 @@ pub use axum;
 /// }
 /// ```
 pub fn close_sse_stream(ctx: &super::RequestContext) -> bool {
-    ctx.handle()
-        .target
-        .as_ref()
-        .is_some_and(|o| o.close_for_polling())
+    ctx.handle().close_stream_for_polling()
 }
 
 #[cfg(doc)]

@@ -39,11 +39,23 @@ pub(crate) fn empty(status: StatusCode) -> Response<Body> {
 /// What the client's `Accept` header allows.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Accepts {
-    pub(crate) json: bool,
-    pub(crate) sse: bool,
+    json: bool,
+    sse: bool,
 }
 
 impl Accepts {
+    /// Whether a JSON response is accepted.
+    #[inline]
+    pub(crate) fn json(self) -> bool {
+        self.json
+    }
+
+    /// Whether an SSE stream is accepted.
+    #[inline]
+    pub(crate) fn sse(self) -> bool {
+        self.sse
+    }
+
     pub(crate) fn of(headers: &HeaderMap) -> Accepts {
         let mut any = false;
         let mut a = Accepts {

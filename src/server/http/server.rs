@@ -14,7 +14,8 @@ use axum::http::{Request, Response};
 use tokio::net::{TcpListener, ToSocketAddrs};
 
 use crate::line_io::WriteQueue;
-use crate::server::handle::{ServePhase, ServerHandle, SessionShared};
+use crate::server::handle::{ServerHandle, SessionShared};
+
 use crate::server::{Handler, ServeEnd, ServerError};
 
 use super::config::HttpConfig;
@@ -25,9 +26,7 @@ use super::listener::{serve_app, ConnLimits};
 /// The server-wide state a handle can reach before serving starts.
 fn new_root(config: &HttpConfig) -> Arc<SessionShared> {
     let (out, _rx) = WriteQueue::new(1024);
-    let mut root = SessionShared::new(config.server.clone(), out);
-    root.transport = "http";
-    Arc::new(root)
+    Arc::new(SessionShared::new(config.server.clone(), out).over_http())
 }
 
 /// A Streamable HTTP server: a listener, and the MCP endpoint on it.
@@ -232,7 +231,7 @@ async fn serve_on<H: Handler>(
     root: Arc<SessionShared>,
 ) -> Result<ServeEnd, ServerError> {
     config.validate()?;
-    if *root.stop.borrow() {
+    if root.stop_requested() {
         tracing::info!("server stopped before it started");
         return Ok(ServeEnd::Stopped);
     }
@@ -240,11 +239,11 @@ async fn serve_on<H: Handler>(
     let limits = ConnLimits::of(&config);
     let addr = listener.local_addr().map_err(ServerError::Read)?;
     let core = Core::new(config, handler, root.clone(), false);
-    let done = core.done.subscribe();
+    let done = core.watch_done();
     core.start();
     let app = endpoint::router(core.clone());
-    tracing::info!(server = %core.name(), %addr, path = %core.config.path, "http server listening");
-    root.phase.send_replace(ServePhase::Ready);
+    tracing::info!(server = %core.name(), %addr, path = %core.config().path, "http server listening");
+    root.mark_ready();
     serve_app(listener, app, limits, done, flush)
         .await
         .map_err(ServerError::Read)?;
@@ -300,19 +299,25 @@ async fn serve_on<H: Handler>(
 /// application's to close.
 #[derive(Clone)]
 pub struct HttpService {
-    pub(crate) core: Arc<Core>,
+    core: Arc<Core>,
     router: axum::Router,
 }
 
 impl std::fmt::Debug for HttpService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpService")
-            .field("config", &self.core.config)
+            .field("config", self.core.config())
             .finish_non_exhaustive()
     }
 }
 
 impl HttpService {
+    /// The endpoint's state (tests look inside).
+    #[cfg(test)]
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
     /// The endpoint serving `handler`. Spawns nothing (and needs no
     /// runtime): its background tasks start with its first request, within
     /// the runtime that serves it.
@@ -339,7 +344,7 @@ impl HttpService {
         config.validate()?;
         let root = new_root(&config);
         let core = Core::new(config, handler, root, true);
-        core.root.phase.send_replace(ServePhase::Ready);
+        core.root().mark_ready();
         let router = endpoint::router(core.clone());
         Ok(HttpService { core, router })
     }
@@ -365,7 +370,7 @@ impl HttpService {
     /// # Ok(()) }
     /// ```
     pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut done = self.core.done.subscribe();
+        let mut done = self.core.watch_done();
         let core = Arc::downgrade(&self.core);
         async move {
             if let Some(core) = core.upgrade() {
@@ -399,7 +404,7 @@ impl HttpService {
     /// # Ok(()) }
     /// ```
     pub fn handle(&self) -> ServerHandle {
-        ServerHandle::new(&self.core.root)
+        ServerHandle::new(self.core.root())
     }
 
     /// The router: the endpoint at [`HttpConfig::path`]. Add tower layers

@@ -37,24 +37,66 @@ struct Streams {
 
 /// One 2025-11-25 era session.
 pub(crate) struct Session {
-    pub(crate) id: String,
+    id: String,
     /// Whose share of the table it is.
-    pub(crate) owner: Owner,
-    pub(crate) shared: Arc<SessionShared>,
+    owner: Owner,
+    shared: Arc<SessionShared>,
     /// Bytes queued over all its streams.
-    pub(crate) queue: Arc<Counter>,
+    queue: Arc<Counter>,
     /// The GET stream: messages not tied to a request.
-    pub(crate) standalone: Arc<Stream>,
+    standalone: Arc<Stream>,
     streams: Mutex<Streams>,
     /// Its requests, on the engine: ids unique while in flight,
     /// `max_in_flight` running, the others waiting.
-    pub(crate) scope: Arc<Scope<StreamReply>>,
+    scope: Arc<Scope<StreamReply>>,
     last_seen: Mutex<Instant>,
     /// Open SSE responses (an idle session has none).
-    pub(crate) open_streams: AtomicUsize,
+    open_streams: AtomicUsize,
 }
 
 impl Session {
+    /// The session's id (`Mcp-Session-Id`).
+    #[inline]
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Who opened the session.
+    #[inline]
+    pub(crate) fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// The session's state, shared with its handles and contexts.
+    #[inline]
+    pub(crate) fn shared(&self) -> &Arc<SessionShared> {
+        &self.shared
+    }
+
+    /// The stream of messages that belong to no request (GET).
+    #[inline]
+    pub(crate) fn standalone(&self) -> &Arc<Stream> {
+        &self.standalone
+    }
+
+    /// The scope the session's requests run in.
+    #[inline]
+    pub(crate) fn scope(&self) -> &Arc<Scope<StreamReply>> {
+        &self.scope
+    }
+
+    /// An SSE stream of the session opened (it is not idle meanwhile).
+    #[inline]
+    pub(crate) fn stream_opened(&self) {
+        self.open_streams.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An SSE stream of the session closed.
+    #[inline]
+    pub(crate) fn stream_closed(&self) {
+        self.open_streams.fetch_sub(1, Ordering::AcqRel);
+    }
+
     pub(crate) fn new(
         id: String,
         owner: Owner,
@@ -65,13 +107,14 @@ impl Session {
         // The session's own queue is unused (the target below takes its
         // messages); it exists because SessionShared owns one.
         let (out, _rx) = WriteQueue::new(1024);
-        let mut shared = SessionShared::new(config.server.clone(), out);
-        shared.inbound = inbound.clone();
-        shared.transport = "http";
+        let shared = SessionShared::new(config.server.clone(), out)
+            .over_http()
+            .with_inbound(inbound.clone());
         let queue = Counter::new(config.session_queue_bytes);
         let standalone = Stream::new(0, true, config.replay_bytes, queue.clone(), global.clone());
         let shared = Arc::new(shared);
-        let _ = shared.target.set(standalone.clone());
+        shared.set_target(standalone.clone());
+
         Arc::new(Session {
             id,
             owner,
@@ -142,7 +185,7 @@ impl Session {
         let s = crate::sync::lock(&self.streams);
         s.live
             .get(&number)
-            .or_else(|| s.ended.iter().find(|st| st.number == number))
+            .or_else(|| s.ended.iter().find(|st| st.number() == number))
             .cloned()
     }
 
@@ -154,7 +197,7 @@ impl Session {
         let mut s = crate::sync::lock(&self.streams);
         let stream = s.live.remove(&number);
         if !keep {
-            s.ended.retain(|st| st.number != number);
+            s.ended.retain(|st| st.number() != number);
             return;
         }
         if let Some(stream) = stream {
@@ -194,13 +237,30 @@ pub(crate) fn mint_id() -> Result<String, getrandom::Error> {
 
 /// An HTTP request's answer and messages go to its stream.
 pub(crate) struct StreamReply {
-    pub(crate) stream: Arc<Stream>,
+    stream: Arc<Stream>,
     /// The request's id (for an answer the engine did not write).
-    pub(crate) id: RequestId,
+    id: RequestId,
     /// A 2025-11-25 request's session: where what its JSON-only response
     /// cannot carry goes, and where its ended stream is kept for a late
     /// resumption.
-    pub(crate) session: Option<Weak<Session>>,
+    session: Option<Weak<Session>>,
+}
+
+impl StreamReply {
+    #[inline]
+    pub(crate) fn new(stream: Arc<Stream>, id: RequestId, session: Option<Weak<Session>>) -> Self {
+        Self {
+            stream,
+            id,
+            session,
+        }
+    }
+
+    /// Drops the request's session: the request never ran, so nothing of
+    /// it is kept for a resumption.
+    pub(crate) fn forget_session(&mut self) {
+        self.session = None;
+    }
 }
 
 impl Reply for StreamReply {
@@ -210,10 +270,7 @@ impl Reply for StreamReply {
             .as_ref()
             .and_then(Weak::upgrade)
             .map(|s| Arc::downgrade(&s.shared));
-        Some(Arc::new(RequestTarget {
-            stream: self.stream.clone(),
-            fallback,
-        }))
+        Some(Arc::new(RequestTarget::new(self.stream.clone(), fallback)))
     }
 
     fn answer(&self, line: Vec<u8>) {
@@ -250,7 +307,7 @@ impl Drop for StreamReply {
         if let Some(s) = self.session.as_ref().and_then(Weak::upgrade) {
             s.touch();
             if !self.stream.attached() {
-                s.retire(self.stream.number, true);
+                s.retire(self.stream.number(), true);
             }
         }
     }

@@ -49,7 +49,7 @@ pub(crate) trait SessionStore: Send + Sync + 'static {
 
 impl<S: SessionStore> Sessions for S {
     fn find(&self, id: &str) -> Option<Arc<SessionShared>> {
-        self.get(id).map(|s| s.shared.clone())
+        self.get(id).map(|s| s.shared().clone())
     }
 }
 
@@ -88,10 +88,10 @@ struct Table {
 impl Table {
     fn remove(&mut self, id: &str) -> Option<Arc<Session>> {
         let s = self.map.remove(id)?;
-        if let Some(n) = self.per_owner.get_mut(&s.owner) {
+        if let Some(n) = self.per_owner.get_mut(s.owner()) {
             *n -= 1;
             if *n == 0 {
-                self.per_owner.remove(&s.owner);
+                self.per_owner.remove(s.owner());
             }
         }
         Some(s)
@@ -102,14 +102,14 @@ impl Table {
     fn oldest_idle(&self, owner: Option<&Owner>) -> Option<String> {
         self.map
             .values()
-            .filter(|s| owner.is_none_or(|o| *o == s.owner) && s.idle())
+            .filter(|s| owner.is_none_or(|o| o == s.owner()) && s.idle())
             .max_by_key(|s| {
                 (
-                    self.per_owner.get(&s.owner).copied().unwrap_or(0),
+                    self.per_owner.get(s.owner()).copied().unwrap_or(0),
                     std::cmp::Reverse(s.last_seen()),
                 )
             })
-            .map(|s| s.id.clone())
+            .map(|s| s.id().to_owned())
     }
 }
 
@@ -140,10 +140,10 @@ impl MemorySessions {
 impl SessionStore for MemorySessions {
     fn insert(&self, session: Arc<Session>) -> Result<Option<Arc<Session>>, TableFull> {
         let mut t = crate::sync::lock(&self.table);
-        let held = t.per_owner.get(&session.owner).copied().unwrap_or(0);
+        let held = t.per_owner.get(session.owner()).copied().unwrap_or(0);
         let make_room = if held >= self.per_owner {
             Some(
-                t.oldest_idle(Some(&session.owner))
+                t.oldest_idle(Some(session.owner()))
                     .ok_or(TableFull::Principal(self.per_owner))?,
             )
         } else if t.map.len() >= self.max {
@@ -152,8 +152,8 @@ impl SessionStore for MemorySessions {
             None
         };
         let evicted = make_room.and_then(|id| t.remove(&id));
-        *t.per_owner.entry(session.owner.clone()).or_insert(0) += 1;
-        t.map.insert(session.id.clone(), session);
+        *t.per_owner.entry(session.owner().clone()).or_insert(0) += 1;
+        t.map.insert(session.id().to_owned(), session);
         Ok(evicted)
     }
 

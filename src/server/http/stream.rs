@@ -115,7 +115,7 @@ pub(crate) enum First {
 pub(crate) struct Stream {
     /// The stream's number in its session (event ids are
     /// `{number}-{seq}`); 0 for the session's GET stream.
-    pub(crate) number: u64,
+    number: u64,
     /// 2025-11-25 era: events carry ids and delivered ones are kept for
     /// replay. The 2026-07-28 era has neither.
     resumable: bool,
@@ -130,6 +130,12 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
+    /// The stream's number in its session (0 for the GET stream).
+    #[inline]
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
     pub(crate) fn new(
         number: u64,
         resumable: bool,
@@ -514,11 +520,31 @@ impl MessageTarget for Stream {
 
 /// A consumer attached to a stream ([`Stream::attach`]).
 pub(crate) struct Attached {
-    pub(crate) generation: u64,
+    generation: u64,
     /// The event it starts after.
-    pub(crate) after: u64,
+    after: u64,
     /// Events after the one it asked to start after that it will not get.
-    pub(crate) lost: u64,
+    lost: u64,
+}
+
+impl Attached {
+    /// The stream's generation the consumer attached to.
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The event it starts after.
+    #[inline]
+    pub(crate) fn after(&self) -> u64 {
+        self.after
+    }
+
+    /// Events after the one it asked to start after that it will not get.
+    #[inline]
+    pub(crate) fn lost(&self) -> u64 {
+        self.lost
+    }
 }
 
 /// What a resumption that lost `lost` events is told first: an SSE
@@ -571,8 +597,15 @@ enum Next {
 /// its session's GET stream; a stateless request has nowhere else to send
 /// them.
 pub(crate) struct RequestTarget {
-    pub(crate) stream: Arc<Stream>,
-    pub(crate) fallback: Option<Weak<SessionShared>>,
+    stream: Arc<Stream>,
+    fallback: Option<Weak<SessionShared>>,
+}
+
+impl RequestTarget {
+    #[inline]
+    pub(crate) fn new(stream: Arc<Stream>, fallback: Option<Weak<SessionShared>>) -> Self {
+        Self { stream, fallback }
+    }
 }
 
 impl MessageTarget for RequestTarget {

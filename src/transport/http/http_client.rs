@@ -9,9 +9,19 @@ use crate::error::ConfigError;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Connect {
     /// Time allowed to open a connection (TCP and TLS).
-    pub(crate) timeout: Duration,
+    timeout: Duration,
     /// Use the proxy the environment names.
-    pub(crate) proxy_from_env: bool,
+    proxy_from_env: bool,
+}
+
+impl Connect {
+    #[inline]
+    pub(crate) fn new(timeout: Duration, proxy_from_env: bool) -> Self {
+        Self {
+            timeout,
+            proxy_from_env,
+        }
+    }
 }
 
 /// The HTTP client for a server: its connect timeout and proxy settings,

@@ -134,7 +134,7 @@ async fn sse_answer(core: &Core, mut resp: reqwest::Response, id: &RequestId) ->
     let mut parser = Parser::new(core.opts.max_message_bytes);
     while let Ok(Some(chunk)) = resp.chunk().await {
         for event in parser.feed(&chunk).ok()? {
-            if let Ok(m @ Message::Response(_)) = Message::parse(event.data.as_bytes()) {
+            if let Ok(m @ Message::Response(_)) = Message::parse(event.data().as_bytes()) {
                 if matches!(&m, Message::Response(r) if r.id.as_ref() == Some(id)) {
                     return Some(m);
                 }

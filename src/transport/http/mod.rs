@@ -65,18 +65,18 @@ mod tool_headers;
 #[derive(Debug)]
 pub(crate) struct HttpLinkOptions {
     /// The server's name in logs and events.
-    pub(crate) name: String,
+    name: String,
     /// The endpoint.
-    pub(crate) url: reqwest::Url,
+    url: reqwest::Url,
     /// The configured headers (values marked sensitive).
-    pub(crate) headers: HeaderMap,
+    headers: HeaderMap,
     /// Largest answer body or SSE event.
-    pub(crate) max_message_bytes: usize,
+    max_message_bytes: usize,
     /// Bytes of request bodies being sent at once.
-    pub(crate) max_write_queue_bytes: usize,
+    max_write_queue_bytes: usize,
     /// Authorization, when the server asks for it, and the client its
     /// flow uses.
-    pub(crate) oauth: Option<(
+    oauth: Option<(
         crate::transport::http::oauth::OAuth,
         crate::transport::http::oauth::FlowClient,
     )>,

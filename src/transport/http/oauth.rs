@@ -327,14 +327,16 @@ impl OAuth {
             return Err(AuthError::RetryLimit { attempts });
         }
         let found = discovery::discover(http, server, challenge).await?;
-        if auth.issuer != found.issuer && (auth.client.is_some() || auth.tokens.is_some()) {
-            info!(server = %sa.key, issuer = ?found.issuer, "the authorization server changed: its registration and tokens are dropped");
+        if auth.issuer.as_ref() != found.issuer()
+            && (auth.client.is_some() || auth.tokens.is_some())
+        {
+            info!(server = %sa.key, issuer = ?found.issuer(), "the authorization server changed: its registration and tokens are dropped");
             auth = StoredAuth::default();
         }
-        auth.issuer = found.issuer.clone();
+        auth.issuer = found.issuer().cloned();
         let issuer_name = found
-            .issuer
-            .clone()
+            .issuer()
+            .cloned()
             .unwrap_or_else(|| server.origin().ascii_serialization());
         // Its scopes still count for the next authorization (SEP-2350).
         let prior_scope = auth.tokens.as_ref().and_then(|t| t.scope.clone());
@@ -362,7 +364,7 @@ impl OAuth {
             http,
             config,
             &issuer_name,
-            &found.metadata,
+            found.metadata(),
             auth.client.clone(),
         )
         .await?;
@@ -395,15 +397,14 @@ impl OAuth {
         for s in prior.unwrap_or_default().split_whitespace() {
             add(&mut scopes, s);
         }
-        match (&challenge.scope, &found.resource_scopes) {
+        match (challenge.scope(), found.resource_scopes()) {
             (Some(list), _) => list.split_whitespace().for_each(|s| add(&mut scopes, s)),
             (None, Some(list)) => list.iter().for_each(|s| add(&mut scopes, s)),
             (None, None) => {}
         }
         let offered = found
-            .metadata
-            .scopes_supported
-            .as_ref()
+            .metadata()
+            .scopes_supported()
             .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
         if self.inner.config.offline_access && offered && !scopes.is_empty() {
             add(&mut scopes, "offline_access");

@@ -107,7 +107,7 @@ async fn read_events(
         let events = match parser.feed(&chunk) {
             Ok(ev) => ev,
             Err(e) => {
-                warn!(server = %core.name(), limit = e.limit, "SSE event over max_message_bytes; stream dropped");
+                warn!(server = %core.name(), limit = e.limit(), "SSE event over max_message_bytes; stream dropped");
                 return Ended::TooLarge;
             }
         };
@@ -118,11 +118,11 @@ async fn read_events(
             pos.retry = Some(Duration::from_millis(ms));
         }
         for event in events {
-            if event.data.trim().is_empty() {
+            if event.data().trim().is_empty() {
                 continue;
             }
             *progressed = true;
-            match Message::parse(event.data.as_bytes()) {
+            match Message::parse(event.data().as_bytes()) {
                 Ok(m) => {
                     if let (Message::Response(r), Some(want)) = (&m, awaited) {
                         if r.id.as_ref() == Some(want) {

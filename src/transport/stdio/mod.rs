@@ -35,15 +35,34 @@ use port_owner::{PortOwner, PortOwnerArgs, PortOwnerMsg};
 #[derive(Debug, Clone)]
 pub(crate) struct StdioOptions {
     /// What to spawn, and how to end it.
-    pub(crate) spec: child::Spec,
+    spec: child::Spec,
     /// Largest line the server may write.
-    pub(crate) max_message_bytes: usize,
+    max_message_bytes: usize,
     /// Consecutive junk lines tolerated.
-    pub(crate) max_junk_lines: usize,
+    max_junk_lines: usize,
     /// Bytes of unwritten lines held for the server.
-    pub(crate) max_write_queue_bytes: usize,
+    max_write_queue_bytes: usize,
     /// No byte accepted for this long while callers wait: not reading.
-    pub(crate) write_stall_timeout: Duration,
+    write_stall_timeout: Duration,
+}
+
+impl StdioOptions {
+    #[inline]
+    pub(crate) fn new(
+        spec: child::Spec,
+        max_message_bytes: usize,
+        max_junk_lines: usize,
+        max_write_queue_bytes: usize,
+        write_stall_timeout: Duration,
+    ) -> Self {
+        Self {
+            spec,
+            max_message_bytes,
+            max_junk_lines,
+            max_write_queue_bytes,
+            write_stall_timeout,
+        }
+    }
 }
 
 /// Runs the configured command as a child process, one per [`Link`].
@@ -79,13 +98,13 @@ impl Transport for StdioTransport {
             let (signal, done) = (spawned.guard.signal(), spawned.shutdown.clone());
             // From here the guard lives in the PortOwner's state; if the
             // actor cannot be spawned, its drop starts the shutdown.
-            let args = PortOwnerArgs {
-                guard: spawned.guard,
-                sink: sink.clone(),
-                name: name.clone(),
+            let args = PortOwnerArgs::new(
+                spawned.guard,
+                sink.clone(),
+                name.clone(),
                 pid,
-                eof_wait: opts.spec.graces.stdin,
-            };
+                opts.spec.graces.stdin(),
+            );
             let (owner, _) = Actor::spawn_linked(None, PortOwner, args, supervisor)
                 .await
                 .map_err(|e| SpawnError::Io {
@@ -156,10 +175,7 @@ fn start_tasks(
         }
     });
     let o = owner.clone();
-    let stdin = StalledAfter {
-        out: pipes.stdin,
-        stall: opts.write_stall_timeout,
-    };
+    let stdin = StalledAfter::new(pipes.stdin, opts.write_stall_timeout);
     let mut stop = signal.clone();
     let burst = queue.burst_hint();
     tokio::spawn(async move {
@@ -182,17 +198,14 @@ fn start_tasks(
     });
     let o = owner.clone();
     let grow_pipe = child::pipe_size::grower(&pipes.stdout, name.to_owned(), pid);
-    let reader = Reader {
-        limits: ReaderLimits {
-            max_message_bytes: opts.max_message_bytes,
-            max_junk_lines: opts.max_junk_lines,
-        },
+    let reader = Reader::new(
+        ReaderLimits::new(opts.max_message_bytes, opts.max_junk_lines),
         sink,
-        shutdown: signal,
+        signal,
         done,
-        server: name.to_owned(),
+        name.to_owned(),
         burst,
-    };
+    );
     tokio::spawn(reader.run(pipes.stdout, grow_pipe, move |end| {
         let _ = o.cast(match end {
             ReaderEnd::Eof => PortOwnerMsg::Eof,

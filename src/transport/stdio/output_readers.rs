@@ -38,8 +38,18 @@ pub(crate) enum ReaderEnd {
 /// Limits of one reader.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ReaderLimits {
-    pub(crate) max_message_bytes: usize,
-    pub(crate) max_junk_lines: usize,
+    max_message_bytes: usize,
+    max_junk_lines: usize,
+}
+
+impl ReaderLimits {
+    #[inline]
+    pub(crate) fn new(max_message_bytes: usize, max_junk_lines: usize) -> Self {
+        Self {
+            max_message_bytes,
+            max_junk_lines,
+        }
+    }
 }
 
 /// Lines at least this long are handed to the parser owned, so a large
@@ -51,17 +61,36 @@ const DRAIN_CHUNK: usize = 64 * 1024;
 
 /// The stdout reader's context.
 pub(crate) struct Reader {
-    pub(crate) limits: ReaderLimits,
-    pub(crate) sink: EventSink,
-    pub(crate) shutdown: ShutdownSignal,
+    limits: ReaderLimits,
+    sink: EventSink,
+    shutdown: ShutdownSignal,
     /// Resolves when the child is reaped: the end of the drain.
-    pub(crate) done: ShutdownHandle,
-    pub(crate) server: String,
+    done: ShutdownHandle,
+    server: String,
     /// Set when one read brings several answers (see [`BurstHint`]).
-    pub(crate) burst: BurstHint,
+    burst: BurstHint,
 }
 
 impl Reader {
+    #[inline]
+    pub(crate) fn new(
+        limits: ReaderLimits,
+        sink: EventSink,
+        shutdown: ShutdownSignal,
+        done: ShutdownHandle,
+        server: String,
+        burst: BurstHint,
+    ) -> Self {
+        Self {
+            limits,
+            sink,
+            shutdown,
+            done,
+            server,
+            burst,
+        }
+    }
+
     /// Reads until end of stream, a fatal condition or the shutdown, then
     /// discards what comes until the child is reaped. The first time a
     /// partial line reaches [`GROW_AT`](crate::child::pipe_size::GROW_AT)

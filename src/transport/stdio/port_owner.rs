@@ -43,11 +43,30 @@ local_messages!(PortOwnerMsg);
 pub(crate) struct PortOwner;
 
 pub(crate) struct PortOwnerArgs {
-    pub(crate) guard: ShutdownGuard,
-    pub(crate) sink: EventSink,
-    pub(crate) name: String,
-    pub(crate) pid: u32,
-    pub(crate) eof_wait: Duration,
+    guard: ShutdownGuard,
+    sink: EventSink,
+    name: String,
+    pid: u32,
+    eof_wait: Duration,
+}
+
+impl PortOwnerArgs {
+    #[inline]
+    pub(crate) fn new(
+        guard: ShutdownGuard,
+        sink: EventSink,
+        name: String,
+        pid: u32,
+        eof_wait: Duration,
+    ) -> Self {
+        Self {
+            guard,
+            sink,
+            name,
+            pid,
+            eof_wait,
+        }
+    }
 }
 
 pub(crate) struct PortOwnerState {

@@ -6,14 +6,27 @@
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Challenge {
     /// RFC 9728: where the protected resource metadata is.
-    pub(crate) resource_metadata: Option<String>,
+    resource_metadata: Option<String>,
     /// The scopes the request needs.
-    pub(crate) scope: Option<String>,
+    scope: Option<String>,
     /// The OAuth error (`invalid_token`, `insufficient_scope`).
-    pub(crate) error: Option<String>,
+    error: Option<String>,
 }
 
 impl Challenge {
+    /// The `resource_metadata` parameter: where the protected resource's
+    /// metadata is.
+    #[inline]
+    pub(crate) fn resource_metadata(&self) -> Option<&str> {
+        self.resource_metadata.as_deref()
+    }
+
+    /// The `scope` parameter: the scopes the request needs.
+    #[inline]
+    pub(crate) fn scope(&self) -> Option<&String> {
+        self.scope.as_ref()
+    }
+
     /// The `Bearer` challenge among the header's values (other schemes'
     /// parameters are ignored); empty when there is none.
     pub(crate) fn parse<'a>(values: impl IntoIterator<Item = &'a str>) -> Self {

@@ -23,21 +23,65 @@ use super::AuthError;
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct AsMetadata {
     #[serde(default)]
-    pub(crate) issuer: Option<String>,
-    pub(crate) authorization_endpoint: String,
-    pub(crate) token_endpoint: String,
+    issuer: Option<String>,
+    authorization_endpoint: String,
+    token_endpoint: String,
     #[serde(default)]
-    pub(crate) registration_endpoint: Option<String>,
+    registration_endpoint: Option<String>,
     #[serde(default)]
-    pub(crate) scopes_supported: Option<Vec<String>>,
+    scopes_supported: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    token_endpoint_auth_methods_supported: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
+    code_challenge_methods_supported: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) client_id_metadata_document_supported: Option<bool>,
+    client_id_metadata_document_supported: Option<bool>,
     #[serde(default)]
-    pub(crate) authorization_response_iss_parameter_supported: Option<bool>,
+    authorization_response_iss_parameter_supported: Option<bool>,
+}
+
+impl AsMetadata {
+    /// `authorization_endpoint`.
+    #[inline]
+    pub(crate) fn authorization_endpoint(&self) -> &String {
+        &self.authorization_endpoint
+    }
+
+    /// `token_endpoint`.
+    #[inline]
+    pub(crate) fn token_endpoint(&self) -> &String {
+        &self.token_endpoint
+    }
+
+    /// `registration_endpoint`.
+    #[inline]
+    pub(crate) fn registration_endpoint(&self) -> Option<&String> {
+        self.registration_endpoint.as_ref()
+    }
+
+    /// `scopes_supported`.
+    #[inline]
+    pub(crate) fn scopes_supported(&self) -> Option<&[String]> {
+        self.scopes_supported.as_deref()
+    }
+
+    /// `token_endpoint_auth_methods_supported`.
+    #[inline]
+    pub(crate) fn token_endpoint_auth_methods_supported(&self) -> Option<&[String]> {
+        self.token_endpoint_auth_methods_supported.as_deref()
+    }
+
+    /// `client_id_metadata_document_supported`.
+    #[inline]
+    pub(crate) fn client_id_metadata_document_supported(&self) -> Option<bool> {
+        self.client_id_metadata_document_supported
+    }
+
+    /// `authorization_response_iss_parameter_supported`.
+    #[inline]
+    pub(crate) fn authorization_response_iss_parameter_supported(&self) -> Option<bool> {
+        self.authorization_response_iss_parameter_supported
+    }
 }
 
 /// Everything discovery found.
@@ -45,13 +89,39 @@ pub(crate) struct AsMetadata {
 pub(crate) struct Discovered {
     /// The `resource` parameter: the metadata's `resource` exactly as
     /// published, or the server's URL when it published none.
-    pub(crate) resource: String,
+    resource: String,
     /// The resource's `scopes_supported`.
-    pub(crate) resource_scopes: Option<Vec<String>>,
+    resource_scopes: Option<Vec<String>>,
     /// The issuer the metadata was validated against (`None` for the
     /// 2025-03-26 default endpoints, which come with no metadata).
-    pub(crate) issuer: Option<String>,
-    pub(crate) metadata: AsMetadata,
+    issuer: Option<String>,
+    metadata: AsMetadata,
+}
+
+impl Discovered {
+    /// The `resource` parameter.
+    #[inline]
+    pub(crate) fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The resource's `scopes_supported`.
+    #[inline]
+    pub(crate) fn resource_scopes(&self) -> Option<&Vec<String>> {
+        self.resource_scopes.as_ref()
+    }
+
+    /// The issuer the metadata was validated against.
+    #[inline]
+    pub(crate) fn issuer(&self) -> Option<&String> {
+        self.issuer.as_ref()
+    }
+
+    /// The authorization server's metadata.
+    #[inline]
+    pub(crate) fn metadata(&self) -> &AsMetadata {
+        &self.metadata
+    }
 }
 
 #[derive(Deserialize)]
@@ -140,7 +210,7 @@ async fn resource_metadata(
     challenge: &Challenge,
 ) -> Result<Option<ResourceMetadata>, AuthError> {
     let mut urls = Vec::new();
-    if let Some(u) = challenge.resource_metadata.as_deref() {
+    if let Some(u) = challenge.resource_metadata() {
         match Url::parse(u) {
             Ok(u) => urls.push(u),
             Err(_) => {

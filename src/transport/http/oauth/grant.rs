@@ -32,14 +32,14 @@ fn oauth_client(
     >,
     AuthError,
 > {
-    let md = &found.metadata;
+    let md = found.metadata();
     let auth =
-        AuthUrl::new(md.authorization_endpoint.clone()).map_err(|e| AuthError::Discovery {
-            url: shown(&md.authorization_endpoint),
+        AuthUrl::new(md.authorization_endpoint().clone()).map_err(|e| AuthError::Discovery {
+            url: shown(md.authorization_endpoint()),
             problem: e.to_string(),
         })?;
-    let token = TokenUrl::new(md.token_endpoint.clone()).map_err(|e| AuthError::Discovery {
-        url: shown(&md.token_endpoint),
+    let token = TokenUrl::new(md.token_endpoint().clone()).map_err(|e| AuthError::Discovery {
+        url: shown(md.token_endpoint()),
         problem: e.to_string(),
     })?;
     let redirect = RedirectUrl::new(config.redirect_uri.clone())
@@ -81,7 +81,7 @@ pub(crate) async fn authorize(
         .authorize_url(CsrfToken::new_random)
         .set_pkce_challenge(challenge)
         .add_scopes(scopes.iter().cloned().map(Scope::new))
-        .add_extra_param("resource", found.resource.clone())
+        .add_extra_param("resource", found.resource().to_owned())
         .url();
     let request = AuthorizationRequest {
         url: url.to_string(),
@@ -96,10 +96,10 @@ pub(crate) async fn authorize(
     let answer = oauth
         .exchange_code(AuthorizationCode::new(response.code.expose().to_owned()))
         .set_pkce_verifier(verifier)
-        .add_extra_param("resource", found.resource.clone())
+        .add_extra_param("resource", found.resource().to_owned())
         .request_async(&|r| send(http.clone(), r))
         .await;
-    tokens(answer, &found.metadata.token_endpoint, scopes, None)
+    tokens(answer, found.metadata().token_endpoint(), scopes, None)
 }
 
 /// The response is the answer to this request (state), from this
@@ -113,10 +113,10 @@ fn check_response(
     if response.state.as_deref() != Some(state) {
         return Err(AuthError::StateMismatch);
     }
-    if let Some(issuer) = &found.issuer {
+    if let Some(issuer) = found.issuer() {
         let announced = found
-            .metadata
-            .authorization_response_iss_parameter_supported
+            .metadata()
+            .authorization_response_iss_parameter_supported()
             == Some(true);
         let bad = match &response.iss {
             Some(iss) => iss != issuer,
@@ -146,7 +146,7 @@ pub(crate) async fn refresh(
     let rt = RefreshToken::new(refresh.expose().to_owned());
     let answer = oauth
         .exchange_refresh_token(&rt)
-        .add_extra_param("resource", found.resource.clone())
+        .add_extra_param("resource", found.resource().to_owned())
         .request_async(&|r| send(http.clone(), r))
         .await;
     let granted: Vec<String> = scope
@@ -154,7 +154,7 @@ pub(crate) async fn refresh(
         .unwrap_or_default();
     tokens(
         answer,
-        &found.metadata.token_endpoint,
+        found.metadata().token_endpoint(),
         &granted,
         Some(refresh),
     )

@@ -298,10 +298,7 @@ mod tests {
         if let Some((_, f)) = flows.iter().find(|(s, _)| s == server) {
             return f.clone();
         }
-        let connect = Connect {
-            timeout: Duration::from_secs(10),
-            proxy_from_env: true,
-        };
+        let connect = Connect::new(Duration::from_secs(10), true);
         let f = FlowClient::new(connect, url(server)).unwrap();
         flows.push((server.to_owned(), f.clone()));
         f

@@ -18,7 +18,7 @@ use crate::secret::Secret;
 /// How a client with a secret authenticates at this server: Basic unless
 /// only `client_secret_post` is offered (RFC 8414's default is Basic).
 fn secret_method(md: &AsMetadata) -> TokenAuthMethod {
-    match &md.token_endpoint_auth_methods_supported {
+    match md.token_endpoint_auth_methods_supported() {
         Some(m)
             if !m.iter().any(|m| m == "client_secret_basic")
                 && m.iter().any(|m| m == "client_secret_post") =>
@@ -54,7 +54,7 @@ pub(crate) async fn client_for(
         return Ok(pre);
     }
     if let (Some(true), Some(url)) = (
-        md.client_id_metadata_document_supported,
+        md.client_id_metadata_document_supported(),
         config.client_metadata_url.as_ref(),
     ) {
         return Ok(RegisteredClient {
@@ -64,7 +64,7 @@ pub(crate) async fn client_for(
             redirect_uri: None,
         });
     }
-    match &md.registration_endpoint {
+    match md.registration_endpoint() {
         Some(endpoint) => register(http, config, endpoint, md).await,
         None => Err(AuthError::NoRegistration {
             issuer: issuer.to_owned(),
@@ -84,7 +84,7 @@ async fn register(
         problem,
     };
     let url = Url::parse(endpoint).map_err(|e| failed(e.to_string()))?;
-    let supported = md.token_endpoint_auth_methods_supported.as_deref();
+    let supported = md.token_endpoint_auth_methods_supported();
     // A public client where the server allows one (the redirect is the
     // application's own); else a secret.
     let wanted = match supported {
