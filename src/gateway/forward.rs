@@ -57,6 +57,25 @@ impl<'a> Call<'a> {
 /// Sends `call`'s method with `params` (already in the server's own
 /// names) to its target, and returns the server's answer.
 pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+    forward_answer(call, params, false).await
+}
+
+/// [`forward`], for an answer the front gets as it is: when the server's
+/// answer needs no change for the front's era, it is handed to the front as
+/// the server wrote it ([`RequestContext::answer_raw`], not parsed and
+/// written again) and `Value::Null` is returned in its place.
+pub(crate) async fn forward_as_is(
+    call: &Call<'_>,
+    params: Option<Value>,
+) -> Result<Value, HandlerError> {
+    forward_answer(call, params, true).await
+}
+
+async fn forward_answer(
+    call: &Call<'_>,
+    params: Option<Value>,
+    as_is: bool,
+) -> Result<Value, HandlerError> {
     let (front, principal, target, method, ctx) = call.parts();
     // Only the call log reads these: no copies without one.
     let log = front.call_log.as_ref();
@@ -74,9 +93,50 @@ pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Va
         None
     };
     let mut record = front.observe(principal, &target.server, method, tool, arguments);
-    let result = route(call, params).await;
+    let result = match route(call, params).await {
+        Ok(Answer::Raw(raw)) if as_is && passes_as_is(&raw, ctx.era()) => {
+            record.finish_ok(raw.len());
+            ctx.answer_raw(raw);
+            return Ok(Value::Null);
+        }
+        Ok(Answer::Raw(raw)) => raw.parse::<Value>().map_err(|e| {
+            HandlerError::Internal(format!(
+                "server `{}` sent a result that is not JSON: {e}",
+                target.server
+            ))
+        }),
+        Ok(Answer::Value(v)) => Ok(v),
+        Err(e) => Err(e),
+    };
     record.finish(&result);
     result.map(|v| for_front(v, method, ctx.era()))
+}
+
+/// A server's answer: as it wrote it, or parsed.
+enum Answer {
+    Raw(RawJson),
+    Value(Value),
+}
+
+/// Whether a server's result can go to a front client of `front`'s era as
+/// the server wrote it: a 2025-11-25 front (a 2026-07-28 front's results
+/// get members from the transport), nothing in it that [`for_front`] would
+/// remove (none of the names it removes appears anywhere in it), on one line
+/// (it may go out as an SSE event), and valid JSON (it was only delimited
+/// when it arrived).
+fn passes_as_is(raw: &RawJson, front: Era) -> bool {
+    if front != Era::Stateful {
+        return false;
+    }
+    let bytes = raw.as_bytes();
+    if memchr::memchr2(b'\n', b'\r', bytes).is_some() {
+        return false;
+    }
+    let foreign = MODERN_ONLY
+        .iter()
+        .chain(&["io.modelcontextprotocol/"])
+        .any(|name| memchr::memmem::find(bytes, name.as_bytes()).is_some());
+    !foreign && serde_json::from_slice::<&serde_json::value::RawValue>(bytes).is_ok()
 }
 
 /// Result members only 2026-07-28 defines (the front's transport adds
@@ -133,14 +193,16 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
     v
 }
 
-async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, HandlerError> {
     let (front, principal, target, method, ctx) = call.parts();
     let backend = backend_era(target).await?;
     if ctx.era() == Era::Stateless
         && backend == Era::Stateful
         && MULTI_ROUND_METHODS.contains(&method)
     {
-        return held(call, server_params(params, ctx, backend)).await;
+        return held(call, server_params(params, ctx, backend))
+            .await
+            .map(Answer::Value);
     }
     let params = server_params(params, ctx, backend);
     let registered = front
@@ -160,7 +222,9 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerE
     let result = pass_progress(call, progress, |p| send_progress(ctx, p)).await;
     front.flush_notes(&target.server).await;
     drop(registered);
-    answer(&target.server, result)
+    result
+        .map(Answer::Raw)
+        .map_err(|e| failure(&target.server, &e))
 }
 
 /// A 2026-07-28 front call to a stateful server: the server's call runs

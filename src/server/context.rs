@@ -19,6 +19,9 @@ use super::held_table::ScopeKey;
 pub(crate) struct Recorded {
     pub(crate) requests: Map<String, Value>,
     pub(crate) state: Option<String>,
+    /// The result as JSON text, set by a handler that has it so (see
+    /// [`RequestContext::answer_raw`]).
+    pub(crate) raw: Option<crate::jsonrpc::RawJson>,
 }
 
 /// What the session and a request's task (and its contexts) share: one
@@ -251,6 +254,16 @@ impl RequestContext {
         let mut rx = shared.input_closed.subscribe();
         drop(shared);
         let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// Makes `raw` (valid JSON, checked by the caller) the request's
+    /// result, in place of the value the handler returns: for a handler
+    /// that has its result as text already (the gateway passing a
+    /// server's answer on), so that it is not parsed and written again.
+    /// In the 2026-07-28 era it is parsed all the same (the transport adds
+    /// members to it).
+    pub(crate) fn answer_raw(&self, raw: crate::jsonrpc::RawJson) {
+        crate::sync::lock(&self.shared.recorded).raw = Some(raw);
     }
 
     /// Whether the request was cancelled (stop with a drain period). A

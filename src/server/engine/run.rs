@@ -138,6 +138,18 @@ pub(crate) fn answer_line(
             )
         })
     };
+    // The handler's result as text (see `RequestContext::answer_raw`).
+    let raw = match &result {
+        Ok(_) => crate::sync::lock(recorded).raw.take(),
+        Err(_) => None,
+    };
+    let result = match (raw, hints.era) {
+        (Some(raw), Era::Stateful) => return encode::raw_result(&rid, &raw),
+        (Some(raw), Era::Stateless) => raw
+            .parse::<Value>()
+            .map_err(|e| HandlerError::Internal(format!("the result is not JSON: {e}"))),
+        (None, _) => result,
+    };
     match result {
         Ok(mut v) => {
             if hints.era == Era::Stateless {
