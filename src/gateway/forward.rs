@@ -377,6 +377,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_result_passes_as_is_only_when_for_front_would_leave_it_as_it_is() {
+        let raw = |s: &str| RawJson::from_vec(s.as_bytes().to_vec());
+        let plain = r#"{"content":[{"type":"text","text":"hi \"there\""}],"isError":false}"#;
+        assert!(passes_as_is(&raw(plain), Era::Stateful));
+        // The 2026-07-28 front's results get members from the transport.
+        assert!(!passes_as_is(&raw(plain), Era::Stateless));
+        for changed in [
+            r#"{"content":[],"resultType":"complete"}"#,
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#,
+            r#"{"content":[],"ttlMs":5}"#,
+        ] {
+            let v: Value = serde_json::from_str(changed).unwrap();
+            assert_ne!(
+                for_front(v, "tools/call", Era::Stateful).to_string(),
+                changed
+            );
+            assert!(!passes_as_is(&raw(changed), Era::Stateful), "{changed}");
+        }
+        // Not on one line, or not JSON (it was only delimited).
+        assert!(!passes_as_is(&raw("{\n\"a\":1}"), Era::Stateful));
+        assert!(!passes_as_is(&raw("{\r\"a\":1}"), Era::Stateful));
+        assert!(!passes_as_is(&raw(r#"{"a":tru}"#), Era::Stateful));
+        assert!(!passes_as_is(
+            &RawJson::from_vec(b"{\"a\":\"\xff\"}".to_vec()),
+            Era::Stateful
+        ));
+    }
+
+    #[test]
     fn each_front_era_gets_only_its_own_members() {
         let modern = json!({
             "resultType": "complete", "ttlMs": 60000, "cacheScope": "public",

@@ -117,3 +117,23 @@ pub(crate) fn error(id: &Option<RequestId>, error: &ErrorObject) -> Vec<u8> {
         b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"internal error\"}}\n".to_vec()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_result_line_is_the_line_a_parsed_result_makes() {
+        // Keys in order: a parsed object writes them sorted.
+        let text = r#"{"content":[{"text":"a\"b","type":"text"}],"n":[1,2.5]}"#;
+        let raw = super::super::RawJson::from_vec(text.as_bytes().to_vec());
+        let parsed: serde_json::Value = serde_json::from_str(text).unwrap();
+        for id in [
+            Some(RequestId::Number(7)),
+            Some(RequestId::String("x\"y".into())),
+            None,
+        ] {
+            assert_eq!(raw_result(&id, &raw), result(&id, &parsed).unwrap());
+        }
+    }
+}
