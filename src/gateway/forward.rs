@@ -57,6 +57,25 @@ impl<'a> Call<'a> {
 /// Sends `call`'s method with `params` (already in the server's own
 /// names) to its target, and returns the server's answer.
 pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+    forward_answer(call, params, false).await
+}
+
+/// [`forward`], for an answer the front gets as it is: when the server's
+/// answer needs no change for the front's era, it is handed to the front as
+/// the server wrote it ([`RequestContext::answer_raw`], not parsed and
+/// written again) and `Value::Null` is returned in its place.
+pub(crate) async fn forward_as_is(
+    call: &Call<'_>,
+    params: Option<Value>,
+) -> Result<Value, HandlerError> {
+    forward_answer(call, params, true).await
+}
+
+async fn forward_answer(
+    call: &Call<'_>,
+    params: Option<Value>,
+    as_is: bool,
+) -> Result<Value, HandlerError> {
     let (front, principal, target, method, ctx) = call.parts();
     // Only the call log reads these: no copies without one.
     let log = front.call_log();
@@ -74,9 +93,55 @@ pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Va
         None
     };
     let mut record = front.observe(principal, target.server(), method, tool, arguments);
-    let result = route(call, params).await;
+    let result = match route(call, params).await {
+        Ok(Answer::Raw(raw)) if as_is && passes_as_is(&raw, ctx.era()) => {
+            let len = raw.len();
+            match ctx.answer_raw(raw) {
+                Ok(()) => {
+                    record.finish_ok(len);
+                    return Ok(Value::Null);
+                }
+                // Not one JSON line: parsed, it is refused or written anew.
+                Err(refused) => parsed(refused.into_raw(), target.server()),
+            }
+        }
+        Ok(Answer::Raw(raw)) => parsed(raw, target.server()),
+        Ok(Answer::Value(v)) => Ok(v),
+        Err(e) => Err(e),
+    };
     record.finish(&result);
     result.map(|v| for_front(v, method, ctx.era()))
+}
+
+/// A server's result text as a `Value`.
+fn parsed(raw: RawJson, server: &str) -> Result<Value, HandlerError> {
+    raw.parse::<Value>().map_err(|e| {
+        HandlerError::Internal(format!(
+            "server `{server}` sent a result that is not JSON: {e}"
+        ))
+    })
+}
+
+/// A server's answer: as it wrote it, or parsed.
+enum Answer {
+    Raw(RawJson),
+    Value(Value),
+}
+
+/// Whether a server's result can go to a front client of `front`'s era as
+/// the server wrote it: a 2025-11-25 front (a 2026-07-28 front's results
+/// get members from the transport), nothing in it that [`for_front`] would
+/// remove (none of the names it removes appears anywhere in it).
+/// [`RequestContext::answer_raw`] checks that it is JSON on one line.
+fn passes_as_is(raw: &RawJson, front: Era) -> bool {
+    if front != Era::Stateful {
+        return false;
+    }
+    let bytes = raw.as_bytes();
+    !MODERN_ONLY
+        .iter()
+        .chain(&["io.modelcontextprotocol/"])
+        .any(|name| memchr::memmem::find(bytes, name.as_bytes()).is_some())
 }
 
 /// Result members only 2026-07-28 defines (the front's transport adds
@@ -133,14 +198,16 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
     v
 }
 
-async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, HandlerError> {
     let (front, principal, target, method, ctx) = call.parts();
     let backend = backend_era(target).await?;
     if ctx.era() == Era::Stateless
         && backend == Era::Stateful
         && MULTI_ROUND_METHODS.contains(&method)
     {
-        return held(call, server_params(params, ctx, backend)).await;
+        return held(call, server_params(params, ctx, backend))
+            .await
+            .map(Answer::Value);
     }
     let params = server_params(params, ctx, backend);
     let registered = front
@@ -160,7 +227,9 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerE
     let result = pass_progress(call, progress, |p| send_progress(ctx, p)).await;
     front.flush_notes(target.server()).await;
     drop(registered);
-    answer(target.server(), result)
+    result
+        .map(Answer::Raw)
+        .map_err(|e| failure(target.server(), &e))
 }
 
 /// A 2026-07-28 front call to a stateful server: the server's call runs
@@ -311,6 +380,27 @@ pub(crate) fn answer(server: &str, result: Result<RawJson, Error>) -> Result<Val
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_passes_as_is_only_when_for_front_would_leave_it_as_it_is() {
+        let raw = |s: &str| RawJson::from_vec(s.as_bytes().to_vec());
+        let plain = r#"{"content":[{"type":"text","text":"hi \"there\""}],"isError":false}"#;
+        assert!(passes_as_is(&raw(plain), Era::Stateful));
+        // The 2026-07-28 front's results get members from the transport.
+        assert!(!passes_as_is(&raw(plain), Era::Stateless));
+        for changed in [
+            r#"{"content":[],"resultType":"complete"}"#,
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#,
+            r#"{"content":[],"ttlMs":5}"#,
+        ] {
+            let v: Value = serde_json::from_str(changed).unwrap();
+            assert_ne!(
+                for_front(v, "tools/call", Era::Stateful).to_string(),
+                changed
+            );
+            assert!(!passes_as_is(&raw(changed), Era::Stateful), "{changed}");
+        }
+    }
 
     #[test]
     fn each_front_era_gets_only_its_own_members() {

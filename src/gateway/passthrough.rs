@@ -14,7 +14,7 @@ use crate::protocol::{methods, Era, ListenParams};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::{caller, Principal};
-use super::forward::{forward, Call};
+use super::forward::{forward, forward_as_is, Call};
 use super::listen;
 use super::state::GatewayState;
 use super::subscribe::subscription;
@@ -139,7 +139,7 @@ impl Handler for Passthrough {
                 if !self.tool_visible(&caller, &front, name) {
                     return Err(HandlerError::InvalidParams(format!("Unknown tool: {name}")));
                 }
-                pass(req.params).await
+                forward_as_is(&call, req.params).await
             }
             methods::TOOLS_LIST if self.filtered(&caller, &front) => {
                 let mut v = pass(req.params).await?;
@@ -152,7 +152,7 @@ impl Handler for Passthrough {
                 }
                 Ok(v)
             }
-            _ => pass(req.params).await,
+            _ => forward_as_is(&call, req.params).await,
         }
     }
 

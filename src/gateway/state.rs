@@ -545,6 +545,12 @@ impl Record<'_> {
         self.write(outcome, code, bytes);
     }
 
+    /// Records a call answered with a result of `bytes` bytes (not
+    /// `input_required`) that the front gets as it is.
+    pub(crate) fn finish_ok(&mut self, bytes: usize) {
+        self.write("ok", None, bytes as u64);
+    }
+
     fn write(&mut self, outcome: &str, code: Option<i64>, bytes: u64) {
         self.done = true;
         let elapsed = self.start.elapsed();

@@ -10,7 +10,7 @@ use crate::jsonrpc::RequestId;
 use crate::protocol::InputRequest;
 use crate::protocol::{Era, MULTI_ROUND_METHODS};
 
-use super::error::{AskError, SendError};
+use super::error::{AskError, RawAnswerError, SendError};
 use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
 use super::held_table::ScopeKey;
 
@@ -19,6 +19,9 @@ use super::held_table::ScopeKey;
 pub(crate) struct Recorded {
     requests: Map<String, Value>,
     state: Option<String>,
+    /// The result as JSON text, set by a handler that has it so (see
+    /// [`RequestContext::answer_raw`]).
+    raw: Option<crate::jsonrpc::RawJson>,
 }
 
 /// What the session and a request's task (and its contexts) share: one
@@ -42,6 +45,11 @@ impl Recorded {
     /// Forgets the input request `key`.
     pub(crate) fn forget_request(&mut self, key: &str) {
         self.requests.remove(key);
+    }
+
+    /// Takes the result recorded as JSON text, if any.
+    pub(crate) fn take_raw(&mut self) -> Option<crate::jsonrpc::RawJson> {
+        self.raw.take()
     }
 }
 
@@ -345,6 +353,53 @@ impl RequestContext {
         let mut rx = shared.watch_input_closed();
         drop(shared);
         let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// Answers the request with `result`, JSON text the handler already
+    /// has (a result passed on from another server, say), so that it is
+    /// not parsed into a `Value` and written again: the value the handler
+    /// then returns is ignored, unless it is an error, which is the answer.
+    /// In the 2026-07-28 era the text is parsed all the same (the
+    /// transport adds `resultType` and the cache hints to every result).
+    ///
+    /// `result` must be one JSON value on one line (no CR or LF between
+    /// its tokens): it may go out as one stdio line or one SSE event.
+    /// Otherwise nothing is recorded and the error gives `result` back
+    /// ([`RawAnswerError::into_raw`]). The check scans the text once, with
+    /// no allocation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::jsonrpc::RawJson;
+    /// use conduit_mcp::server::{HandlerError, RequestContext};
+    /// use serde_json::Value;
+    ///
+    /// // A handler that answers with text it got from elsewhere.
+    /// async fn cached(ctx: RequestContext) -> Result<Value, HandlerError> {
+    ///     let text = br#"{"content":[{"type":"text","text":"cached"}]}"#.to_vec();
+    ///     ctx.answer_raw(RawJson::from_vec(text))
+    ///         .map_err(|e| HandlerError::Internal(e.to_string()))?;
+    ///     Ok(Value::Null) // ignored: the answer is the text above
+    /// }
+    /// ```
+    pub fn answer_raw(&self, result: crate::jsonrpc::RawJson) -> Result<(), RawAnswerError> {
+        let bytes = result.as_bytes();
+        let problem = if memchr::memchr2(b'\n', b'\r', bytes).is_some() {
+            Some("it spans more than one line".to_owned())
+        } else {
+            serde_json::from_slice::<&serde_json::value::RawValue>(bytes)
+                .err()
+                .map(|e| format!("it is not JSON: {e}"))
+        };
+        if let Some(problem) = problem {
+            return Err(RawAnswerError {
+                raw: result,
+                problem,
+            });
+        }
+        crate::sync::lock(&self.shared.recorded).raw = Some(result);
+        Ok(())
     }
 
     /// Whether the request was cancelled (stop with a drain period). A

@@ -167,6 +167,23 @@ pub enum SendError {
     Serialize(String),
 }
 
+/// [`RequestContext::answer_raw`](super::RequestContext::answer_raw) was
+/// given text that is not one JSON value on one line; the text is given
+/// back.
+#[derive(Debug, thiserror::Error)]
+#[error("a raw result is refused: {problem}")]
+pub struct RawAnswerError {
+    pub(super) raw: crate::jsonrpc::RawJson,
+    pub(super) problem: String,
+}
+
+impl RawAnswerError {
+    /// The text that was refused.
+    pub fn into_raw(self) -> crate::jsonrpc::RawJson {
+        self.raw
+    }
+}
+
 /// [`RequestContext::ask`](super::RequestContext::ask) could not obtain the
 /// client's input.
 #[derive(Debug, Clone, thiserror::Error)]

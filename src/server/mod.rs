@@ -180,7 +180,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
 pub use context::RequestContext;
-pub use error::{AskError, HandlerError, SendError, ServerError};
+pub use error::{AskError, HandlerError, RawAnswerError, SendError, ServerError};
 pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
 pub use held::HeldCall;
 pub use request_handler::Handler;

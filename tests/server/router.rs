@@ -537,3 +537,84 @@ async fn a_tool_with_a_hand_written_schema_is_checked_against_that_schema() {
     let end = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
     assert_eq!(end.unwrap(), ServeEnd::Eof);
 }
+
+/// A tool that answers with text it already has: `{"isError":false,...}`
+/// as written (a `Value` would put `content` first), or, given text on two
+/// lines, the refusal's message as its own result.
+fn raw_router() -> Router {
+    Router::new().tool(
+        "raw",
+        "Answers with JSON text.",
+        |args: Value, ctx: RequestContext| async move {
+            let text = if args["split"] == json!(true) {
+                "{\"isError\":false,\n\"content\":[]}"
+            } else {
+                r#"{"isError":false,"content":[{"type":"text","text":"as written"}]}"#
+            };
+            let raw = conduit_mcp::jsonrpc::RawJson::from_vec(text.as_bytes().to_vec());
+            match ctx.answer_raw(raw) {
+                Ok(()) => Ok(CallToolResult::text("ignored")),
+                Err(refused) => {
+                    let message = refused.to_string();
+                    assert_eq!(refused.into_raw().as_bytes(), text.as_bytes());
+                    Ok(CallToolResult::text(message))
+                }
+            }
+        },
+    )
+}
+
+#[tokio::test]
+async fn a_raw_answer_goes_out_as_written_and_text_on_two_lines_is_refused() {
+    let (mut p, task) = serve(raw_router());
+    p.send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await;
+    let line = tokio::time::timeout(PATIENCE, p.from.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(line.contains("\"protocolVersion\""), "{line}");
+    p.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    p.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "raw", "arguments": {}}}))
+        .await;
+    let line = tokio::time::timeout(PATIENCE, p.from.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        line,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"isError":false,"content":[{"type":"text","text":"as written"}]}}"#
+    );
+    let split = p
+        .call(
+            2,
+            "tools/call",
+            json!({"name": "raw", "arguments": {"split": true}}),
+        )
+        .await;
+    let text = split["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("more than one line"), "{split}");
+    // 2026-07-28: the text is parsed, and gets the era's members.
+    let modern_call = p
+        .call(
+            3,
+            "tools/call",
+            modern(json!({"name": "raw", "arguments": {}})),
+        )
+        .await;
+    assert_eq!(modern_call["result"]["resultType"], json!("complete"));
+    assert_eq!(
+        modern_call["result"]["content"][0]["text"],
+        json!("as written")
+    );
+    drop(p.to.take());
+    let _ = tokio::time::timeout(PATIENCE, task).await;
+}

@@ -55,10 +55,6 @@ pub(crate) trait Reply: Send + Sync + 'static {
     fn unanswered(&self, why: Unanswered) {
         let _ = why;
     }
-
-    /// The handler did not answer at its first poll (HTTP then arms its
-    /// keep-alive timer).
-    fn slow(&self) {}
 }
 
 /// Why a request ended without an answer.
@@ -141,6 +137,18 @@ pub(crate) fn answer_line(
                 &internal(format!("the result could not be serialised: {e}")),
             )
         })
+    };
+    // The handler's result as text (see `RequestContext::answer_raw`).
+    let raw = match &result {
+        Ok(_) => crate::sync::lock(recorded).take_raw(),
+        Err(_) => None,
+    };
+    let result = match (raw, hints.era) {
+        (Some(raw), Era::Stateful) => return encode::raw_result(&rid, &raw),
+        (Some(raw), Era::Stateless) => raw
+            .parse::<Value>()
+            .map_err(|e| HandlerError::Internal(format!("the result is not JSON: {e}"))),
+        (None, _) => result,
     };
     match result {
         Ok(mut v) => {
@@ -268,12 +276,7 @@ impl<H: Handler> Engine<H> {
             // Pinned in the task itself: no allocation per request.
             let work = handler.handle_request(req, ctx);
             tokio::pin!(work);
-            let out = Watched {
-                inner: work,
-                guard: &guard,
-                polled: false,
-            }
-            .await;
+            let out = Watched { inner: work }.await;
             let line = match out {
                 Ok(result) => answer_line(&id, hints, result, recorded.recorded()),
                 Err(()) => {
@@ -483,31 +486,19 @@ impl<H: Handler, R: Reply> Drop for RunGuard<H, R> {
     }
 }
 
-/// The handler's future, its panic caught (`Err(())`), and its reply told
-/// once that it did not answer at its first poll.
-struct Watched<'a, F, H: Handler, R: Reply> {
+/// The handler's future, its panic caught (`Err(())`).
+struct Watched<F> {
     inner: F,
-    guard: &'a RunGuard<H, R>,
-    polled: bool,
 }
 
-impl<F: Future + Unpin, H: Handler, R: Reply> Future for Watched<'_, F, H, R> {
+impl<F: Future + Unpin> Future for Watched<F> {
     type Output = Result<F::Output, ()>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let me = &mut *self;
-        let inner = &mut me.inner;
+        let inner = &mut self.inner;
         match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Ok(Poll::Pending) => {
-                if !me.polled {
-                    me.polled = true;
-                    if let Some(r) = &me.guard.reply {
-                        r.slow();
-                    }
-                }
-                Poll::Pending
-            }
+            Ok(Poll::Pending) => Poll::Pending,
             Err(_) => Poll::Ready(Err(())),
         }
     }

@@ -28,6 +28,7 @@ use crate::server::request_handler::Handler;
 use crate::throttle::Throttle;
 
 use super::body::BodyReader;
+use super::coarse::CoarseTimer;
 use super::config::HttpConfig;
 use super::principal::Owner;
 use super::session::{Session, StreamReply};
@@ -139,6 +140,8 @@ pub(crate) struct Core {
     /// Bytes of request bodies being read (`max_inbound_bytes`).
     bodies: BodyReader,
     stopping: AtomicBool,
+    /// The deadlines of slow answers (their switch to SSE).
+    timer: CoarseTimer,
     /// The rate of the log lines a client can trigger at will.
     warned: Warned,
     /// Where the background tasks (idle-session expiry, the stop watcher)
@@ -229,6 +232,12 @@ impl Core {
         &self.bodies
     }
 
+    /// The deadlines of slow answers (their switch to SSE).
+    #[inline]
+    pub(crate) fn timer(&self) -> &CoarseTimer {
+        &self.timer
+    }
+
     /// Whether the server is stopping.
     #[inline]
     pub(crate) fn is_stopping(&self) -> bool {
@@ -279,6 +288,7 @@ impl Core {
             inbound,
             bodies,
             stopping: AtomicBool::new(false),
+            timer: CoarseTimer::new(),
             warned: Warned::default(),
             tasks: AtomicU8::new(Tasks::NotStarted as u8),
             done: watch::channel(false).0,

@@ -541,7 +541,7 @@ async fn respond(
             std::time::Duration::MAX
         };
         if accepts.sse() {
-            stream.first(patience).await
+            stream.first(patience, core.timer()).await
         } else {
             // JSON only: wait for the answer; messages before it have
             // nowhere to go.

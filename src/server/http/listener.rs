@@ -23,12 +23,13 @@ use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
+use super::coarse::CoarseTimer;
 use super::config::HttpConfig;
 
 /// The connection bounds of one listener.
@@ -182,6 +183,7 @@ async fn accept_until(
             slot,
             app.clone(),
             table.limits.header_read_timeout,
+            table.timer.clone(),
             done.clone(),
         ));
     }
@@ -198,6 +200,7 @@ async fn serve_connection(
     slot: Slot,
     app: axum::Router,
     header_read_timeout: Duration,
+    timer: CoarseTimer,
     mut done: watch::Receiver<bool>,
 ) {
     let io = TokioIo::new(Conn::new(tcp, slot.cut.clone()));
@@ -217,7 +220,9 @@ async fn serve_connection(
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
-        .timer(TokioTimer::new())
+        // Armed for every request head: a tokio timer each would wake the
+        // runtime's driver per request.
+        .timer(timer)
         .header_read_timeout(header_read_timeout);
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
@@ -310,6 +315,8 @@ struct Table {
     state: Mutex<State>,
     /// A connection ended, or became idle.
     changed: Notify,
+    /// The connections' header deadlines.
+    timer: CoarseTimer,
 }
 
 impl Table {
@@ -318,6 +325,7 @@ impl Table {
             limits,
             state: Mutex::new(State::default()),
             changed: Notify::new(),
+            timer: CoarseTimer::new(),
         }
     }
 

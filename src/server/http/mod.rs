@@ -6,6 +6,7 @@
 mod admission;
 mod bearer;
 mod body;
+mod coarse;
 mod config;
 mod core;
 mod endpoint;

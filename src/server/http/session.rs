@@ -294,10 +294,6 @@ impl Reply for StreamReply {
             Unanswered::Withdrawn => self.stream.close(),
         }
     }
-
-    fn slow(&self) {
-        self.stream.slow();
-    }
 }
 
 impl Drop for StreamReply {

@@ -20,6 +20,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::coarse::CoarseTimer;
 use crate::http::sse;
 use crate::server::error::SendError;
 use crate::server::handle::{MessageTarget, SessionShared};
@@ -92,9 +93,6 @@ struct State {
     /// The server closed the stream for the client to poll: the consumer
     /// (or the next one, after its priming event) ends.
     kick: bool,
-    /// The handler did not answer at its first poll (see
-    /// [`Stream::slow`]).
-    slow: bool,
     /// The client accepts only JSON: nobody reads what comes before the
     /// answer (see [`Stream::json_only`]).
     json_only: bool,
@@ -159,7 +157,6 @@ impl Stream {
                 generation: 0,
                 waker: None,
                 kick: false,
-                slow: false,
                 json_only: false,
             }),
             changed: Notify::new(),
@@ -304,28 +301,20 @@ impl Stream {
         self.lock().json_only = true;
     }
 
-    /// Marks the request as slow: its handler did not answer at its first
-    /// poll. Only then does [`first`](Self::first) arm its timer: a timer
-    /// per request, whose deadline is the runtime's earliest, costs a
-    /// wake-up of the thread parked on the runtime's driver (a system call
-    /// and a context switch) per request, and most handlers answer at once.
-    pub(crate) fn slow(&self) {
-        let mut st = self.lock();
-        st.slow = true;
-        self.changed.notify_waiters();
-    }
-
     /// Waits for what decides the shape of a request's response: its answer
     /// alone (JSON), events before it or `patience` passing (SSE), or the
     /// end of the stream without an answer. The patience is counted from
-    /// the call, its timer armed once the request is [`slow`](Self::slow).
-    pub(crate) async fn first(&self, patience: Duration) -> First {
+    /// the call, on `timer`: a tokio timer per request would cost a wake-up
+    /// of the runtime's driver per request (see [`CoarseTimer`]).
+    pub(crate) async fn first(&self, patience: Duration, timer: &CoarseTimer) -> First {
         let deadline = tokio::time::Instant::now() + patience.min(Duration::from_secs(3600));
+        let out_of_patience = timer.sleep_until(deadline);
+        tokio::pin!(out_of_patience);
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            let slow = {
+            {
                 let mut st = self.lock();
                 if st.kick {
                     return First::Events;
@@ -343,15 +332,11 @@ impl Stream {
                     (0, None) => {}
                     _ => return First::Events,
                 }
-                st.slow
-            };
-            if !slow {
-                changed.await;
-                continue;
             }
             tokio::select! {
+                biased;
                 _ = changed => {}
-                _ = tokio::time::sleep_until(deadline) => return First::Events,
+                _ = &mut out_of_patience => return First::Events,
             }
         }
     }
