@@ -139,9 +139,9 @@ impl HttpGateway {
         opts: HostOptions,
         config: HttpGatewayConfig,
     ) -> Result<HttpGateway, HttpGatewayError> {
-        let front = Self::launch_with(host, opts, config).await?;
-        front.started().await;
-        Ok(front)
+        let gateway = Self::launch_with(host, opts, config).await?;
+        gateway.started().await;
+        Ok(gateway)
     }
 
     /// The gateway of [`start`](Self::start), returned as soon as its host
@@ -217,8 +217,8 @@ impl HttpGateway {
         let (host, starting) = Host::launch(host, opts).await?;
         let state = GatewayState::new(host, config, relay, call_log);
         let app = http::router(state.clone());
-        // The start's end is the front's: the task holds no handle of it,
-        // so a front dropped meanwhile stops its host at once.
+        // The start's end is the gateway's: the task holds no handle of it,
+        // so a gateway dropped meanwhile stops its host at once.
         let over = StartOver(Arc::downgrade(&state));
         let mut starting = starting;
         tokio::spawn(async move {

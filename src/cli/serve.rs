@@ -62,26 +62,26 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     if let Some(t) = options.timeout() {
         host.ready_timeout = t;
     }
-    let mut front = HttpGatewayConfig::from_file(&file).auth(auth);
-    front.metrics_token = metrics_token(&args)?;
-    front.split_lazy(&file, &mut host.servers);
-    front.allowed_origins = args
+    let mut gateway = HttpGatewayConfig::from_file(&file).auth(auth);
+    gateway.metrics_token = metrics_token(&args)?;
+    gateway.split_lazy(&file, &mut host.servers);
+    gateway.allowed_origins = args
         .allow_origin()
         .iter()
         .map(|o| origin(o))
         .collect::<Result<_, _>>()?;
     // Behind a token a rebinding page has nothing to send; without one the
     // listener is loopback (or the user said --insecure-no-auth).
-    front.allowed_hosts = if loopback {
+    gateway.allowed_hosts = if loopback {
         Allow::Loopback
     } else {
         Allow::Any
     };
     if let Some(g) = args.grace() {
-        front.grace = g;
+        gateway.grace = g;
     }
     if let Some(log) = args.log_calls() {
-        front = front.log_calls(log).log_arguments(args.log_arguments());
+        gateway = gateway.log_calls(log).log_arguments(args.log_arguments());
     }
     // Bound first: a port in use is reported before any server starts.
     let listener = TcpListener::bind(addr)
@@ -89,10 +89,10 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         .map_err(|e| Fail::Usage(format!("cannot listen on {addr}: {e}")))?;
     let local = listener.local_addr().unwrap_or(addr);
     let starting = host.servers.len();
-    let lazy: Vec<String> = front.lazy.keys().cloned().collect();
+    let lazy: Vec<String> = gateway.lazy.keys().cloned().collect();
     // Every server's lifecycle from its first spawn, said on stderr.
     let (opts, mut events) = HostOptions::new().subscribe();
-    let gateway = HttpGateway::launch_with(host, opts, front)
+    let gateway = HttpGateway::launch_with(host, opts, gateway)
         .await
         .map_err(|e| Fail::Usage(e.to_string()))?;
     let mut said = said::Said::default();

@@ -1,6 +1,6 @@
 //! The making of an endpoint's [`HttpService`]: `/mcp` serves the
 //! [`Namespace`], `/servers/NAME/mcp` the [`Passthrough`] of NAME with
-//! NAME's own identity and capabilities, both with the front's limits.
+//! NAME's own identity and capabilities, both with the gateway's limits.
 
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ impl GatewayState {
         self.keep_endpoint(key, service, sessions)
     }
 
-    /// An endpoint's HTTP configuration: the front's limits, hosts and
+    /// An endpoint's HTTP configuration: the gateway's limits, hosts and
     /// (already checked) origins.
     fn http_config(&self, server: ServerConfig) -> HttpConfig {
         let mut c = self.config().http.clone();

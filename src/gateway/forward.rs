@@ -1,15 +1,15 @@
-//! One front request sent on to its server: its `_meta` translated for the
+//! One client's request sent on to its server: its `_meta` translated for the
 //! server's era, its progress passed back, its cancellation passed on (the
-//! server's call is dropped with the front's, which cancels it), the
+//! server's call is dropped with the client's, which cancels it), the
 //! server's requests routed to this call's client ([`server_requests`](super::server_requests)),
 //! and the answer returned as the server gave it.
 //!
-//! | front | server | input the server asks for |
+//! | client | server | input the server asks for |
 //! |---|---|---|
 //! | 2026-07-28 | 2026-07-28 | the server's `input_required` passed through as it is (its `requestState` too) |
-//! | 2025-11-25 | 2026-07-28 | fulfilled by the gateway's client: each input request goes to the front session as a request on the call's SSE stream |
-//! | 2025-11-25 | stateful | the server's request goes to the front session on the call's SSE stream |
-//! | 2026-07-28 | stateful | the server's call is held open ([`RequestContext::run_held`]); the front gets `input_required` with the call's `requestState`, and the retry's answer goes to the server's request |
+//! | 2025-11-25 | 2026-07-28 | fulfilled by the gateway's client: each input request goes to the client's session as a request on the call's SSE stream |
+//! | 2025-11-25 | stateful | the server's request goes to the client's session on the call's SSE stream |
+//! | 2026-07-28 | stateful | the server's call is held open ([`RequestContext::run_held`]); the client gets `input_required` with the call's `requestState`, and the retry's answer goes to the server's request |
 
 use std::sync::Arc;
 
@@ -27,15 +27,15 @@ use super::server_requests::CURRENT;
 use super::state::GatewayState;
 use super::target::{backend_era, failure, Target};
 
-/// One front request on its way to a server: who asks, where it goes,
+/// One client's request on its way to a server: who asks, where it goes,
 /// and the request it came in as.
 pub(crate) struct Call<'a> {
-    pub(crate) front: &'a Arc<GatewayState>,
+    pub(crate) gateway: &'a Arc<GatewayState>,
     pub(crate) caller: &'a Arc<Principal>,
     pub(crate) target: &'a Target,
     /// The method sent to the server.
     pub(crate) method: &'a str,
-    /// The front request.
+    /// The client's request.
     pub(crate) ctx: &'a RequestContext,
 }
 
@@ -50,7 +50,13 @@ impl<'a> Call<'a> {
         &'a str,
         &'a RequestContext,
     ) {
-        (self.front, self.caller, self.target, self.method, self.ctx)
+        (
+            self.gateway,
+            self.caller,
+            self.target,
+            self.method,
+            self.ctx,
+        )
     }
 }
 
@@ -60,8 +66,8 @@ pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Va
     forward_answer(call, params, false).await
 }
 
-/// [`forward`], for an answer the front gets as it is: when the server's
-/// answer needs no change for the front's era, it is handed to the front as
+/// [`forward`], for an answer the client gets as it is: when the server's
+/// answer needs no change for the client's era, it is handed to the client as
 /// the server wrote it ([`RequestContext::answer_raw`], not parsed and
 /// written again) and `Value::Null` is returned in its place.
 pub(crate) async fn forward_as_is(
@@ -76,9 +82,9 @@ async fn forward_answer(
     params: Option<Value>,
     as_is: bool,
 ) -> Result<Value, HandlerError> {
-    let (front, principal, target, method, ctx) = call.parts();
+    let (gateway, principal, target, method, ctx) = call.parts();
     // Only the call log reads these: no copies without one.
-    let log = front.call_log();
+    let log = gateway.call_log();
     let tool = match method {
         "tools/call" | "prompts/get" if log.is_some() => params
             .as_ref()
@@ -92,7 +98,7 @@ async fn forward_answer(
     } else {
         None
     };
-    let mut record = front.observe(principal, target.server(), method, tool, arguments);
+    let mut record = gateway.observe(principal, target.server(), method, tool, arguments);
     let result = match route(call, params).await {
         Ok(Answer::Raw(raw)) if as_is && passes_as_is(&raw, ctx.era()) => {
             let len = raw.len();
@@ -110,7 +116,7 @@ async fn forward_answer(
         Err(e) => Err(e),
     };
     record.finish(&result);
-    result.map(|v| for_front(v, method, ctx.era()))
+    result.map(|v| for_client(v, method, ctx.era()))
 }
 
 /// A server's result text as a `Value`.
@@ -128,13 +134,13 @@ enum Answer {
     Value(Value),
 }
 
-/// Whether a server's result can go to a front client of `front`'s era as
-/// the server wrote it: a 2025-11-25 front (a 2026-07-28 front's results
-/// get members from the transport), nothing in it that [`for_front`] would
+/// Whether a server's result can go to a client of `client_era` as
+/// the server wrote it: a 2025-11-25 client (a 2026-07-28 client's results
+/// get members from the transport), nothing in it that [`for_client`] would
 /// remove (none of the names it removes appears anywhere in it).
 /// [`RequestContext::answer_raw`] checks that it is JSON on one line.
-fn passes_as_is(raw: &RawJson, front: Era) -> bool {
-    if front != Era::Stateful {
+fn passes_as_is(raw: &RawJson, client_era: Era) -> bool {
+    if client_era != Era::Stateful {
         return false;
     }
     let bytes = raw.as_bytes();
@@ -144,7 +150,7 @@ fn passes_as_is(raw: &RawJson, front: Era) -> bool {
         .any(|name| memchr::memmem::find(bytes, name.as_bytes()).is_some())
 }
 
-/// Result members only 2026-07-28 defines (the front's transport adds
+/// Result members only 2026-07-28 defines (the gateway's transport adds
 /// `resultType` and the cache hints to every 2026-07-28 answer).
 const MODERN_ONLY: &[&str] = &[
     "resultType",
@@ -160,15 +166,15 @@ const LEGACY_META: &[&str] = &["io.modelcontextprotocol/related-task"];
 /// Members of a tool only 2025-11-25 defines (tasks).
 const LEGACY_ONLY_TOOL: &[&str] = &["execution"];
 
-/// A server's result (of `method`) as a front client of `front`'s era may
+/// A server's result (of `method`) as a client of `client_era` may
 /// get it, whatever the server's era: without the members, and the
 /// `io.modelcontextprotocol/` keys of `_meta`, that only the other era
 /// defines.
-pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
+pub(crate) fn for_client(mut v: Value, method: &str, client_era: Era) -> Value {
     let Some(obj) = v.as_object_mut() else {
         return v;
     };
-    let foreign_meta = |k: &str| match front {
+    let foreign_meta = |k: &str| match client_era {
         Era::Stateful => k.starts_with("io.modelcontextprotocol/") && !LEGACY_META.contains(&k),
         Era::Stateless => LEGACY_META.contains(&k),
     };
@@ -179,7 +185,7 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
             obj.remove("_meta");
         }
     }
-    match front {
+    match client_era {
         Era::Stateful => {
             for k in MODERN_ONLY {
                 obj.remove(*k);
@@ -199,7 +205,7 @@ pub(crate) fn for_front(mut v: Value, method: &str, front: Era) -> Value {
 }
 
 async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, HandlerError> {
-    let (front, principal, target, method, ctx) = call.parts();
+    let (gateway, principal, target, method, ctx) = call.parts();
     let backend = backend_era(target).await?;
     if ctx.era() == Era::Stateless
         && backend == Era::Stateful
@@ -210,12 +216,12 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, Handler
             .map(Answer::Value);
     }
     let params = server_params(params, ctx, backend);
-    let registered = front
+    let registered = gateway
         .relay()
         .register(target.server(), principal.clone(), ctx.clone());
     let mut opts = RequestOptions::new();
     if ctx.era() == Era::Stateless {
-        // The server's own `input_required` goes back to the front client
+        // The server's own `input_required` goes back to the client
         // as it is; its retry comes back here with the answers.
         opts = opts.single_round();
     }
@@ -225,22 +231,22 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, Handler
         target.client().request_raw(method, params, opts),
     );
     let result = pass_progress(call, progress, |p| send_progress(ctx, p)).await;
-    front.flush_notes(target.server()).await;
+    gateway.flush_notes(target.server()).await;
     drop(registered);
     result
         .map(Answer::Raw)
         .map_err(|e| failure(target.server(), &e))
 }
 
-/// A 2026-07-28 front call to a stateful server: the server's call runs
-/// once, held across the front client's input rounds
+/// A 2026-07-28 client's call to a stateful server: the server's call runs
+/// once, held across the client's input rounds
 /// ([`RequestContext::run_held`]). What the server asks over its stdio is
-/// the held call's ask: the front round ends `input_required`, and the
+/// the held call's ask: the client's round ends `input_required`, and the
 /// retry's answer goes to the server's waiting request. A retry arrives
 /// here too, and resumes the call.
 async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
-    let (front, principal, target, method, ctx) = call.parts();
-    let (front, principal) = (front.clone(), principal.clone());
+    let (gateway, principal, target, method, ctx) = call.parts();
+    let (gateway, principal) = (gateway.clone(), principal.clone());
     let (server, client, method) = (
         target.server().clone(),
         target.client().clone(),
@@ -248,7 +254,7 @@ async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerEr
     );
     ctx.run_held(move |held| async move {
         let (fail, failed) = tokio::sync::oneshot::channel();
-        let registered = front
+        let registered = gateway
             .relay()
             .register_held(&server, principal, held.clone(), fail);
         let (opts, progress) = with_progress(RequestOptions::new(), &held.context());
@@ -261,14 +267,14 @@ async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerEr
             r = request => r,
             Ok(e) = failed => return Err(HandlerError::from(e)),
         };
-        front.flush_notes(&server).await;
+        gateway.flush_notes(&server).await;
         drop(registered);
         answer(&server, result)
     })
     .await
 }
 
-/// Asks for progress when the front request did.
+/// Asks for progress when the client's request did.
 pub(crate) fn with_progress(
     opts: RequestOptions,
     ctx: &RequestContext,
@@ -306,14 +312,14 @@ where
     }
 }
 
-/// One progress notification of the server's call, as the front's.
+/// One progress notification of the server's call, as the client's.
 pub(crate) fn send_progress(ctx: &RequestContext, p: &Progress) {
     let _ = ctx.progress(p.progress, p.total, p.message.as_deref());
 }
 
-/// The front request's params as the server's era wants them: the front's
+/// The client's request's params as the server's era wants them: the gateway's
 /// own progress token and protocol version out (the gateway's client sets
-/// its own); for a 2026-07-28 server, the front client's capabilities,
+/// its own); for a 2026-07-28 server, the client's capabilities,
 /// identity and log level, so that the server asks only for what this
 /// client can give; for a stateful server, no `io.modelcontextprotocol/`
 /// keys and no retry fields.
@@ -365,7 +371,7 @@ pub(crate) fn server_params(
     Some(Value::Object(p))
 }
 
-/// The server's answer as the front's.
+/// The server's answer as the client's.
 pub(crate) fn answer(server: &str, result: Result<RawJson, Error>) -> Result<Value, HandlerError> {
     match result {
         Ok(raw) => raw.parse::<Value>().map_err(|e| {
@@ -386,7 +392,7 @@ mod tests {
         let raw = |s: &str| RawJson::from_vec(s.as_bytes().to_vec());
         let plain = r#"{"content":[{"type":"text","text":"hi \"there\""}],"isError":false}"#;
         assert!(passes_as_is(&raw(plain), Era::Stateful));
-        // The 2026-07-28 front's results get members from the transport.
+        // The 2026-07-28 client's results get members from the transport.
         assert!(!passes_as_is(&raw(plain), Era::Stateless));
         for changed in [
             r#"{"content":[],"resultType":"complete"}"#,
@@ -395,7 +401,7 @@ mod tests {
         ] {
             let v: Value = serde_json::from_str(changed).unwrap();
             assert_ne!(
-                for_front(v, "tools/call", Era::Stateful).to_string(),
+                for_client(v, "tools/call", Era::Stateful).to_string(),
                 changed
             );
             assert!(!passes_as_is(&raw(changed), Era::Stateful), "{changed}");
@@ -410,7 +416,7 @@ mod tests {
             "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "s", "version": "1" } },
         });
         assert_eq!(
-            for_front(modern, "tools/list", Era::Stateful),
+            for_client(modern, "tools/list", Era::Stateful),
             json!({ "tools": [{ "name": "t", "inputSchema": {} }] })
         );
         let legacy = json!({
@@ -418,18 +424,18 @@ mod tests {
             "_meta": { "io.modelcontextprotocol/related-task": { "taskId": "1" }, "x": 1 },
         });
         assert_eq!(
-            for_front(legacy.clone(), "tools/list", Era::Stateless),
+            for_client(legacy.clone(), "tools/list", Era::Stateless),
             json!({ "tools": [{ "name": "t", "inputSchema": {} }], "_meta": { "x": 1 } })
         );
         // Each era's own members stay.
         assert_eq!(
-            for_front(legacy.clone(), "tools/list", Era::Stateful),
+            for_client(legacy.clone(), "tools/list", Era::Stateful),
             legacy
         );
         let answer =
             json!({ "resultType": "input_required", "requestState": "s", "inputRequests": {} });
         assert_eq!(
-            for_front(answer.clone(), "tools/call", Era::Stateless),
+            for_client(answer.clone(), "tools/call", Era::Stateless),
             answer
         );
     }

@@ -1,4 +1,4 @@
-//! The front's routes: `/mcp`, `/servers/NAME/mcp`, `/health` and
+//! The gateway's routes: `/mcp`, `/servers/NAME/mcp`, `/health` and
 //! `/metrics`, and what a request passes before it reaches one: its `Host`
 //! and `Origin` (403, on every route), the stop (503), its token (401), its
 //! grant (403 for a server, or a tool, prompt or resource of a server,
@@ -31,17 +31,17 @@ use super::auth::{MetricsAccess, Principal};
 use super::config::HttpGatewayConfig;
 use super::state::{Endpoint, GatewayState};
 
-/// The routes of a front.
-pub(crate) fn router(front: Arc<GatewayState>) -> axum::Router {
-    let admission = host_origin(front.config());
+/// The routes of a gateway.
+pub(crate) fn router(gateway: Arc<GatewayState>) -> axum::Router {
+    let admission = host_origin(gateway.config());
     let state = Routes {
-        bodies: BodyReader::of(&front.config().http),
-        front,
+        bodies: BodyReader::of(&gateway.config().http),
+        gateway,
     };
     let mcp = axum::Router::new()
-        .route("/mcp", axum::routing::any(joined))
-        .route("/servers/{name}/mcp", axum::routing::any(single));
-    let mcp = match state.front.gate().layer() {
+        .route("/mcp", axum::routing::any(namespace_route))
+        .route("/servers/{name}/mcp", axum::routing::any(passthrough_route));
+    let mcp = match state.gateway.gate().layer() {
         Some(tokens) => mcp.route_layer(tokens),
         None => mcp,
     };
@@ -55,7 +55,7 @@ pub(crate) fn router(front: Arc<GatewayState>) -> axum::Router {
 
 #[derive(Clone)]
 struct Routes {
-    front: Arc<GatewayState>,
+    gateway: Arc<GatewayState>,
     /// The reader of the bodies a grant check reads (room of its own).
     bodies: BodyReader,
 }
@@ -74,11 +74,15 @@ fn host_origin(config: &HttpGatewayConfig) -> HostOriginLayer {
     layer.named("gateway")
 }
 
-async fn joined(State(r): State<Routes>, req: Request) -> Response<Body> {
+async fn namespace_route(State(r): State<Routes>, req: Request) -> Response<Body> {
     dispatch(&r, Endpoint::Namespace, req).await
 }
 
-async fn single(State(r): State<Routes>, Path(name): Path<String>, req: Request) -> Response<Body> {
+async fn passthrough_route(
+    State(r): State<Routes>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Response<Body> {
     dispatch(&r, Endpoint::Server(name.into()), req).await
 }
 
@@ -94,18 +98,18 @@ async fn admitted(
     endpoint: Endpoint,
     req: Request,
 ) -> Result<Response<Body>, Rejection> {
-    let front = &r.front;
-    if front.is_stopping() {
+    let gateway = &r.gateway;
+    if gateway.is_stopping() {
         return Err(Rejection::Stopping);
     }
     // Let in by the bearer layer (or no token is configured).
-    let principal = front
+    let principal = gateway
         .gate()
         .caller(req.extensions())
         .ok_or(Rejection::Unauthorized)?;
-    held_for_start(front).await?;
+    held_for_start(gateway).await?;
     if let Endpoint::Server(name) = &endpoint {
-        if !front.knows(name) {
+        if !gateway.knows(name) {
             return Err(Rejection::UnknownServer {
                 name: name.to_string(),
             });
@@ -130,7 +134,7 @@ async fn admitted(
     } else {
         req
     };
-    let made = front.endpoint(&endpoint).await?;
+    let made = gateway.endpoint(&endpoint).await?;
     let (mut parts, body) = req.into_parts();
     parts.uri = endpoint_uri(&parts.uri);
     let mut router = made.into_router();
@@ -140,14 +144,14 @@ async fn admitted(
     }
 }
 
-/// Waits for the front's start to be over; the refusal (503) when the
-/// front stopped meanwhile or its host is gone.
-async fn held_for_start(front: &GatewayState) -> Result<(), Rejection> {
-    front.start_over().await;
-    if front.is_stopping() {
+/// Waits for the gateway's start to be over; the refusal (503) when the
+/// gateway stopped meanwhile or its host is gone.
+async fn held_for_start(gateway: &GatewayState) -> Result<(), Rejection> {
+    gateway.start_over().await;
+    if gateway.is_stopping() {
         return Err(Rejection::Stopping);
     }
-    if front.host_gone() {
+    if gateway.host_gone() {
         return Err(Rejection::HostStopped);
     }
     Ok(())
@@ -205,7 +209,7 @@ async fn peek(
     endpoint: &Endpoint,
     req: Request,
 ) -> Result<Request, Rejection> {
-    let front = &r.front;
+    let gateway = &r.gateway;
     let (mut parts, body) = req.into_parts();
     let bytes = r.bodies.read(&parts, body).await?;
     // The endpoint's own parser: what it would refuse, the check refuses,
@@ -220,14 +224,14 @@ async fn peek(
     drop(bytes);
     let m = Peek::of(parsed.message());
     let refused = match endpoint {
-        Endpoint::Namespace => start_named_lazy(front, principal, &m).await,
+        Endpoint::Namespace => start_named_lazy(gateway, principal, &m).await,
         Endpoint::Server(_) => None,
     };
-    if let Some(r) = refused.or_else(|| outside_grant(front, principal, endpoint, &m)) {
+    if let Some(r) = refused.or_else(|| outside_grant(gateway, principal, endpoint, &m)) {
         let what = &r.what;
         tracing::info!(client = %principal.name(), %what, "gateway: call refused: outside the client's grant");
         // In the call log and the metrics as any other outcome.
-        front.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
+        gateway.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
         return Err(Rejection::OutsideGrant {
             id: m.id.clone(),
             what: what.clone(),
@@ -242,7 +246,7 @@ async fn peek(
 /// is checked on the server's own names as for any other server; when it
 /// may not, the server is what the grant leaves out (and stays unstarted).
 async fn start_named_lazy(
-    front: &Arc<GatewayState>,
+    gateway: &Arc<GatewayState>,
     principal: &Principal,
     m: &Peek,
 ) -> Option<Refusal> {
@@ -252,10 +256,10 @@ async fn start_named_lazy(
         _ => return None,
     };
     let name = m.name.as_deref()?;
-    if front.host().owner(kind, name).is_some() {
+    if gateway.host().owner(kind, name).is_some() {
         return None;
     }
-    let server = front.host().lazy_owner(name)?;
+    let server = gateway.host().lazy_owner(name)?;
     if !principal.server_allowed(&server) {
         return Some(Refusal {
             what: format!("server `{server}`"),
@@ -263,7 +267,7 @@ async fn start_named_lazy(
             server,
         });
     }
-    if let Err(e) = front.ensure_started(&server).await {
+    if let Err(e) = gateway.ensure_started(&server).await {
         // The call itself says so (`/mcp` tries the start again).
         tracing::warn!(server = %server, error = %e, "gateway: a lazy server could not start");
     }
@@ -282,7 +286,7 @@ struct Refusal {
 
 /// What of the message, if anything, the caller's grant leaves out.
 fn outside_grant(
-    front: &GatewayState,
+    gateway: &GatewayState,
     principal: &Principal,
     endpoint: &Endpoint,
     m: &Peek,
@@ -297,7 +301,7 @@ fn outside_grant(
     let (server, own) = match endpoint {
         Endpoint::Server(s) => (s.to_string(), name.to_owned()),
         Endpoint::Namespace => {
-            let r = front.host().owner(kind, name)?;
+            let r = gateway.host().owner(kind, name)?;
             (r.server, r.name)
         }
     };
@@ -320,13 +324,13 @@ fn outside_grant(
 
 /// `GET /health`: each server's status; 200 when every server is ready
 /// (a lazy server not started yet counts as ready: it starts on use),
-/// else 503: `"starting"` until the front's start is over,
+/// else 503: `"starting"` until the gateway's start is over,
 /// `"host_stopped"` once its host is gone. No token needed.
 async fn health(State(r): State<Routes>) -> Response<Body> {
-    let front = &r.front;
+    let gateway = &r.gateway;
     let mut servers = Map::new();
     let mut all = true;
-    for s in front.host().servers() {
+    for s in gateway.host().servers() {
         let status = match &s.status {
             Status::Ready(_) if s.listed => "ready",
             Status::Ready(_) | Status::Starting => "starting",
@@ -348,12 +352,12 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
         }
         servers.insert(s.name.clone(), v);
     }
-    for name in front.host().lazy_servers() {
+    for name in gateway.host().lazy_servers() {
         servers.insert(name, json!({ "status": "lazy" }));
     }
-    let stopping = front.is_stopping();
-    let gone = front.host_gone();
-    let starting = !front.has_started();
+    let stopping = gateway.is_stopping();
+    let gone = gateway.host_gone();
+    let starting = !gateway.has_started();
     let ok = all && !stopping && !gone && !starting;
     let body = json!({
         "status": if stopping {
@@ -387,12 +391,12 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
 /// operator client's; without either configured, the one bearer token;
 /// without any token, loopback peers only.
 async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
-    let front = &r.front;
+    let gateway = &r.gateway;
     let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    match front.gate().metrics_access(req.headers()) {
+    match gateway.gate().metrics_access(req.headers()) {
         MetricsAccess::Allowed => {}
         MetricsAccess::NoToken => return Rejection::Unauthorized.into_response(),
         MetricsAccess::NotOperator => {
@@ -405,13 +409,13 @@ async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
             }
         }
     }
-    let ready: Vec<(String, bool)> = front
+    let ready: Vec<(String, bool)> = gateway
         .host()
         .servers()
         .into_iter()
         .map(|s| (s.name.clone(), s.is_ready()))
         .collect();
-    let text = front.metrics().render(&ready, front.held_calls());
+    let text = gateway.metrics().render(&ready, gateway.held_calls());
     let mut resp = Response::new(Body::from(text));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

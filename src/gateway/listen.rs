@@ -1,6 +1,6 @@
-//! `subscriptions/listen` (2026-07-28) at the front: passed on to a
+//! `subscriptions/listen` (2026-07-28) at the gateway: passed on to a
 //! 2026-07-28 server as its own stream (each notification re-tagged with
-//! the front stream's id), or served by the endpoint's sessions for a stateful
+//! the client's stream id), or served by the endpoint's sessions for a stateful
 //! server, with the notifications its capabilities promise.
 
 use serde_json::{json, Map, Value};
@@ -45,7 +45,7 @@ pub(crate) fn agreed(asked: &SubscriptionFilter, caps: &Value) -> SubscriptionFi
     }
 }
 
-/// Passes the stream on to a 2026-07-28 server until the front client
+/// Passes the stream on to a 2026-07-28 server until the client
 /// cancels it or the server ends it.
 pub(crate) async fn pass(
     target: &Target,
@@ -77,7 +77,7 @@ pub(crate) async fn pass(
     Ok(json!({ "resultType": "complete", "_meta": m }))
 }
 
-/// A notification's params with the front stream's id in `_meta`.
+/// A notification's params with the client's stream id in `_meta`.
 fn retag(params: Option<Value>, id: &Value) -> Value {
     let mut p = match params {
         Some(Value::Object(m)) => m,

@@ -1,5 +1,5 @@
 //! `GET /metrics`: Prometheus text from the Prometheus project's own Rust
-//! client, kept in the front (no process-wide recorder): calls by server,
+//! client, kept in the gateway (no process-wide recorder): calls by server,
 //! method and outcome, their latency, calls in flight, server restarts,
 //! answer bytes, and each server's readiness.
 //!
@@ -61,7 +61,7 @@ fn latency() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 16))
 }
 
-/// The front's metrics.
+/// The gateway's metrics.
 pub(crate) struct Metrics {
     registry: Registry,
     calls: Family<Call, Counter>,

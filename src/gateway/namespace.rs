@@ -16,7 +16,7 @@ use crate::protocol::{methods, Era, SubscriptionFilter};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::{caller, Principal};
-use super::forward::{for_front, forward, Call};
+use super::forward::{for_client, forward, Call};
 use super::listen;
 use super::state::GatewayState;
 use super::subscribe::subscription;
@@ -26,7 +26,7 @@ use super::watches::watch;
 /// The handler of `/mcp`, for every caller: each request's caller is in
 /// its HTTP request's extensions.
 pub(crate) struct Namespace {
-    front: Weak<GatewayState>,
+    gateway: Weak<GatewayState>,
     sessions: Router,
 }
 
@@ -37,12 +37,12 @@ struct Owner {
 }
 
 impl Namespace {
-    pub(crate) fn new(front: Weak<GatewayState>, sessions: Router) -> Self {
-        Namespace { front, sessions }
+    pub(crate) fn new(gateway: Weak<GatewayState>, sessions: Router) -> Self {
+        Namespace { gateway, sessions }
     }
 
-    fn front(&self) -> Result<Arc<GatewayState>, HandlerError> {
-        self.front
+    fn gateway(&self) -> Result<Arc<GatewayState>, HandlerError> {
+        self.gateway
             .upgrade()
             .ok_or_else(|| HandlerError::Internal("the gateway is stopping".into()))
     }
@@ -50,7 +50,7 @@ impl Namespace {
     /// Whether the caller sees `server`'s item `own` of `kind`.
     fn visible(
         caller: &Principal,
-        front: &GatewayState,
+        gateway: &GatewayState,
         kind: ItemKind,
         server: &str,
         own: &str,
@@ -59,36 +59,36 @@ impl Namespace {
             return false;
         }
         match kind {
-            ItemKind::Tool => front.serves_tool(server, own) && caller.tool_allowed(server, own),
+            ItemKind::Tool => gateway.serves_tool(server, own) && caller.tool_allowed(server, own),
             _ => true,
         }
     }
 
     /// Starts the lazy servers this caller may use, and waits (bounded) for
     /// their lists.
-    async fn start_lazy(caller: &Principal, front: &Arc<GatewayState>) {
+    async fn start_lazy(caller: &Principal, gateway: &Arc<GatewayState>) {
         let mut started = false;
-        for name in front.host().lazy_servers() {
+        for name in gateway.host().lazy_servers() {
             if caller.server_allowed(&name) {
-                if let Err(e) = front.ensure_started(&name).await {
+                if let Err(e) = gateway.ensure_started(&name).await {
                     tracing::warn!(server = %name, error = %e, "gateway: a lazy server could not start");
                 }
                 started = true;
             }
         }
         if started {
-            front.host().ready(READY_WAIT).await;
+            gateway.host().ready(READY_WAIT).await;
         }
     }
 
     /// The namespace's items of `kind` this caller sees, as JSON.
-    fn list(caller: &Principal, front: &GatewayState, kind: ItemKind) -> Vec<Value> {
+    fn list(caller: &Principal, gateway: &GatewayState, kind: ItemKind) -> Vec<Value> {
         let renamed = kind != ItemKind::Resource;
-        front
+        gateway
             .host()
             .listed(kind)
             .into_iter()
-            .filter(|(_, h)| Self::visible(caller, front, kind, h.server(), h.own_name()))
+            .filter(|(_, h)| Self::visible(caller, gateway, kind, h.server(), h.own_name()))
             .filter_map(|(name, h)| {
                 let mut v: Value = serde_json::from_str(h.json()).ok()?;
                 if renamed {
@@ -104,7 +104,7 @@ impl Namespace {
     /// whose prefix it has is started first.
     async fn resolve(
         caller: &Principal,
-        front: &Arc<GatewayState>,
+        gateway: &Arc<GatewayState>,
         kind: ItemKind,
         name: &str,
     ) -> Result<Owner, HandlerError> {
@@ -119,37 +119,37 @@ impl Namespace {
                     .with_data(json!({ "name": name })),
             )
         };
-        let found = |front: &GatewayState| {
-            front.host().owner(kind, name).map(|r| Owner {
+        let found = |gateway: &GatewayState| {
+            gateway.host().owner(kind, name).map(|r| Owner {
                 server: r.server,
                 own: r.name,
             })
         };
-        let owner = match found(front) {
+        let owner = match found(gateway) {
             Some(o) => Some(o),
-            None if kind != ItemKind::Resource => match front.host().lazy_owner(name) {
+            None if kind != ItemKind::Resource => match gateway.host().lazy_owner(name) {
                 Some(server) if caller.server_allowed(&server) => {
-                    front
+                    gateway
                         .ensure_started(&server)
                         .await
                         .map_err(|e| HandlerError::Internal(e.to_string()))?;
-                    front.host().ready(READY_WAIT).await;
-                    found(front)
+                    gateway.host().ready(READY_WAIT).await;
+                    found(gateway)
                 }
                 _ => None,
             },
             None => None,
         };
         let owner = owner.ok_or_else(unknown)?;
-        if !Self::visible(caller, front, kind, &owner.server, &owner.own) {
+        if !Self::visible(caller, gateway, kind, &owner.server, &owner.own) {
             return Err(unknown());
         }
         Ok(owner)
     }
 
     /// The server of `owner`.
-    fn target(front: &GatewayState, owner: &Owner) -> Result<Target, HandlerError> {
-        front.target(&owner.server).ok_or_else(|| {
+    fn target(gateway: &GatewayState, owner: &Owner) -> Result<Target, HandlerError> {
+        gateway.target(&owner.server).ok_or_else(|| {
             HandlerError::Internal(format!(
                 "server `{}` is no longer in the gateway",
                 owner.server
@@ -160,15 +160,15 @@ impl Namespace {
     /// Sends `req` to the server of `owner`, with `params`.
     async fn send(
         caller: &Arc<Principal>,
-        front: &Arc<GatewayState>,
+        gateway: &Arc<GatewayState>,
         owner: &Owner,
         method: &str,
         params: Option<Value>,
         ctx: &RequestContext,
     ) -> Result<Value, HandlerError> {
-        let target = Self::target(front, owner)?;
+        let target = Self::target(gateway, owner)?;
         let call = Call {
-            front,
+            gateway,
             caller,
             target: &target,
             method,
@@ -198,7 +198,7 @@ impl Namespace {
 
     async fn complete(
         caller: &Arc<Principal>,
-        front: &Arc<GatewayState>,
+        gateway: &Arc<GatewayState>,
         params: Option<Value>,
         ctx: &RequestContext,
     ) -> Result<Value, HandlerError> {
@@ -216,14 +216,14 @@ impl Namespace {
             .get(key)
             .and_then(Value::as_str)
             .ok_or_else(|| HandlerError::InvalidParams(format!("missing `ref.{key}`")))?;
-        let owner = Self::resolve(caller, front, kind, name).await?;
+        let owner = Self::resolve(caller, gateway, kind, name).await?;
         let mut p = params.unwrap_or_else(|| json!({}));
         if let Some(r) = p.get_mut("ref").and_then(Value::as_object_mut) {
             r.insert(key.into(), Value::String(owner.own.clone()));
         }
         Self::send(
             caller,
-            front,
+            gateway,
             &owner,
             methods::COMPLETION_COMPLETE,
             Some(p),
@@ -239,24 +239,24 @@ impl Handler for Namespace {
         req: Request,
         ctx: RequestContext,
     ) -> Result<Value, HandlerError> {
-        let front = self.front()?;
+        let gateway = self.gateway()?;
         let caller = caller(&ctx)?;
         let caller = &caller;
         let era = ctx.era();
         let params = req.params.clone();
         match req.method.as_str() {
             methods::TOOLS_LIST => {
-                Self::start_lazy(caller, &front).await;
-                let v = json!({ "tools": Self::list(caller, &front, ItemKind::Tool) });
-                Ok(for_front(v, &req.method, era))
+                Self::start_lazy(caller, &gateway).await;
+                let v = json!({ "tools": Self::list(caller, &gateway, ItemKind::Tool) });
+                Ok(for_client(v, &req.method, era))
             }
             methods::PROMPTS_LIST => {
-                Self::start_lazy(caller, &front).await;
-                Ok(json!({ "prompts": Self::list(caller, &front, ItemKind::Prompt) }))
+                Self::start_lazy(caller, &gateway).await;
+                Ok(json!({ "prompts": Self::list(caller, &gateway, ItemKind::Prompt) }))
             }
             methods::RESOURCES_LIST => {
-                Self::start_lazy(caller, &front).await;
-                Ok(json!({ "resources": Self::list(caller, &front, ItemKind::Resource) }))
+                Self::start_lazy(caller, &gateway).await;
+                Ok(json!({ "resources": Self::list(caller, &gateway, ItemKind::Resource) }))
             }
             // Templates name no resource the namespace routes: read them
             // through `/servers/NAME/mcp`.
@@ -268,16 +268,16 @@ impl Handler for Namespace {
                     ItemKind::Prompt
                 };
                 let name = Self::string(&params, "name")?;
-                let owner = Self::resolve(caller, &front, kind, &name).await?;
+                let owner = Self::resolve(caller, &gateway, kind, &name).await?;
                 let params = Self::with(params, "name", &owner.own);
-                Self::send(caller, &front, &owner, &req.method, params, &ctx).await
+                Self::send(caller, &gateway, &owner, &req.method, params, &ctx).await
             }
             methods::RESOURCES_READ => {
                 let uri = Self::string(&params, "uri")?;
-                let owner = Self::resolve(caller, &front, ItemKind::Resource, &uri).await?;
-                Self::send(caller, &front, &owner, &req.method, params, &ctx).await
+                let owner = Self::resolve(caller, &gateway, ItemKind::Resource, &uri).await?;
+                Self::send(caller, &gateway, &owner, &req.method, params, &ctx).await
             }
-            methods::COMPLETION_COMPLETE => Self::complete(caller, &front, params, &ctx).await,
+            methods::COMPLETION_COMPLETE => Self::complete(caller, &gateway, params, &ctx).await,
             methods::LOGGING_SET_LEVEL if era == Era::Stateful => {
                 self.sessions.handle_request(req, ctx).await
             }
@@ -285,9 +285,9 @@ impl Handler for Namespace {
                 if era == Era::Stateful =>
             {
                 let uri = Self::string(&params, "uri")?;
-                let owner = Self::resolve(caller, &front, ItemKind::Resource, &uri).await?;
-                let target = Self::target(&front, &owner)?;
-                subscription(&front, caller, &self.sessions, &target, req, &ctx).await
+                let owner = Self::resolve(caller, &gateway, ItemKind::Resource, &uri).await?;
+                let target = Self::target(&gateway, &owner)?;
+                subscription(&gateway, caller, &self.sessions, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Stateless => {
                 let p = listen::params(&req)?;
@@ -301,18 +301,18 @@ impl Handler for Namespace {
                 // as it lasts; those of no server are not acknowledged.
                 let mut _watches = None;
                 if let Some(uris) = agreed.resource_subscriptions.take() {
-                    let holder = _watches.insert(front.watches().stream_holder());
+                    let holder = _watches.insert(gateway.watches().stream_holder());
                     let mut watched = Vec::new();
                     for uri in uris {
                         let Ok(owner) =
-                            Self::resolve(caller, &front, ItemKind::Resource, &uri).await
+                            Self::resolve(caller, &gateway, ItemKind::Resource, &uri).await
                         else {
                             continue;
                         };
                         watch(
-                            front.watches(),
+                            gateway.watches(),
                             holder.holder(),
-                            &Self::target(&front, &owner)?,
+                            &Self::target(&gateway, &owner)?,
                             &uri,
                         )
                         .await?;
@@ -331,8 +331,8 @@ impl Handler for Namespace {
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
-        let front = self.front.upgrade()?;
-        let tools = front.host().listed(ItemKind::Tool);
+        let gateway = self.gateway.upgrade()?;
+        let tools = gateway.host().listed(ItemKind::Tool);
         tools
             .iter()
             .find(|(n, _)| n == name)

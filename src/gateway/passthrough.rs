@@ -1,5 +1,5 @@
 //! `/servers/NAME/mcp`: one server as it is, its own names, every method
-//! passed on; the front answers only what is per session (a stateful
+//! passed on; the gateway answers only what is per session (a stateful
 //! client's log level and resource subscriptions, kept by its sessions) and
 //! serves `subscriptions/listen` (passed on to a 2026-07-28 server, kept
 //! by the sessions for a stateful one), and applies the tool filter and the
@@ -24,28 +24,28 @@ use super::watches::watch;
 /// The handler of `/servers/NAME/mcp`, for every caller: each request's
 /// caller is in its HTTP request's extensions.
 pub(crate) struct Passthrough {
-    front: Weak<GatewayState>,
+    gateway: Weak<GatewayState>,
     server: Arc<str>,
     sessions: Router,
 }
 
 impl Passthrough {
-    pub(crate) fn new(front: Weak<GatewayState>, server: Arc<str>, sessions: Router) -> Self {
+    pub(crate) fn new(gateway: Weak<GatewayState>, server: Arc<str>, sessions: Router) -> Self {
         Passthrough {
-            front,
+            gateway,
             server,
             sessions,
         }
     }
 
-    fn front(&self) -> Result<Arc<GatewayState>, HandlerError> {
-        self.front
+    fn gateway(&self) -> Result<Arc<GatewayState>, HandlerError> {
+        self.gateway
             .upgrade()
             .ok_or_else(|| HandlerError::Internal("the gateway is stopping".into()))
     }
 
-    fn target(&self, front: &GatewayState) -> Result<Target, HandlerError> {
-        front.target(&self.server).ok_or_else(|| {
+    fn target(&self, gateway: &GatewayState) -> Result<Target, HandlerError> {
+        gateway.target(&self.server).ok_or_else(|| {
             HandlerError::Rpc(ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!("server `{}` is no longer in the gateway", self.server),
@@ -54,12 +54,12 @@ impl Passthrough {
     }
 
     /// Whether the caller may see and call the tool `name`.
-    fn tool_visible(&self, caller: &Principal, front: &GatewayState, name: &str) -> bool {
-        front.serves_tool(&self.server, name) && caller.tool_allowed(&self.server, name)
+    fn tool_visible(&self, caller: &Principal, gateway: &GatewayState, name: &str) -> bool {
+        gateway.serves_tool(&self.server, name) && caller.tool_allowed(&self.server, name)
     }
 
-    fn filtered(&self, caller: &Principal, front: &GatewayState) -> bool {
-        front.has_filter(&self.server) || caller.restricted()
+    fn filtered(&self, caller: &Principal, gateway: &GatewayState) -> bool {
+        gateway.has_filter(&self.server) || caller.restricted()
     }
 }
 
@@ -69,13 +69,13 @@ impl Handler for Passthrough {
         req: Request,
         ctx: RequestContext,
     ) -> Result<Value, HandlerError> {
-        let front = self.front()?;
+        let gateway = self.gateway()?;
         let caller = caller(&ctx)?;
-        let target = self.target(&front)?;
+        let target = self.target(&gateway)?;
         let era = ctx.era();
         let method = req.method.clone();
         let call = Call {
-            front: &front,
+            gateway: &gateway,
             caller: &caller,
             target: &target,
             method: &method,
@@ -101,7 +101,7 @@ impl Handler for Passthrough {
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE
                 if era == Era::Stateful =>
             {
-                subscription(&front, &caller, &self.sessions, &target, req, &ctx).await
+                subscription(&gateway, &caller, &self.sessions, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Stateless => {
                 let modern = target
@@ -123,8 +123,8 @@ impl Handler for Passthrough {
                     let mut _watches = None;
                     for uri in agreed.resource_subscriptions.iter().flatten() {
                         let holder =
-                            _watches.get_or_insert_with(|| front.watches().stream_holder());
-                        watch(front.watches(), holder.holder(), &target, uri).await?;
+                            _watches.get_or_insert_with(|| gateway.watches().stream_holder());
+                        watch(gateway.watches(), holder.holder(), &target, uri).await?;
                     }
                     self.sessions.serve_listen(&req, ctx, agreed).await
                 }
@@ -136,18 +136,18 @@ impl Handler for Passthrough {
                     .and_then(|p| p.get("name"))
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                if !self.tool_visible(&caller, &front, name) {
+                if !self.tool_visible(&caller, &gateway, name) {
                     return Err(HandlerError::InvalidParams(format!("Unknown tool: {name}")));
                 }
                 forward_as_is(&call, req.params).await
             }
-            methods::TOOLS_LIST if self.filtered(&caller, &front) => {
+            methods::TOOLS_LIST if self.filtered(&caller, &gateway) => {
                 let mut v = pass(req.params).await?;
                 if let Some(tools) = v.get_mut("tools").and_then(Value::as_array_mut) {
                     tools.retain(|t| {
                         t.get("name")
                             .and_then(Value::as_str)
-                            .is_some_and(|n| self.tool_visible(&caller, &front, n))
+                            .is_some_and(|n| self.tool_visible(&caller, &gateway, n))
                     });
                 }
                 Ok(v)
@@ -161,12 +161,14 @@ impl Handler for Passthrough {
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
-        let front = self.front.upgrade()?;
+        let gateway = self.gateway.upgrade()?;
         // Asked on every 2026-07-28 `tools/call`: only the one tool is
         // copied out of the namespace.
-        let (n, h) = front.host().find_listed(crate::host::ItemKind::Tool, |h| {
-            h.server() == &*self.server && h.own_name() == name
-        })?;
+        let (n, h) = gateway
+            .host()
+            .find_listed(crate::host::ItemKind::Tool, |h| {
+                h.server() == &*self.server && h.own_name() == name
+            })?;
         Some(h.tool(&n).tool.input_schema)
     }
 }

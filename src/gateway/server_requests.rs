@@ -1,5 +1,5 @@
 //! What a server asks of its client (sampling, elicitation, roots), taken
-//! to the front client whose call it belongs to.
+//! to the client whose call it belongs to.
 //!
 //! Each server of the host gets its own [`ServerRelay`] as its
 //! [`ClientHandler`]. A request reaches it in one of two ways:
@@ -11,10 +11,10 @@
 //!   several sessions in flight it is refused, rather than shown to a
 //!   client it may not belong to.
 //!
-//! A 2025-11-25 front session gets the request on its call's SSE stream
-//! ([`RequestContext::ask`]); a 2026-07-28 front call to a stateful server
+//! A 2025-11-25 client's session gets the request on its call's SSE stream
+//! ([`RequestContext::ask`]); a 2026-07-28 client's call to a stateful server
 //! is a [`HeldCall`], and the request is its [`ask`](HeldCall::ask): an
-//! `input_required` round of the front call.
+//! `input_required` round of the client's call.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,21 +34,21 @@ use crate::server::{AskError, HeldCall, RequestContext, SendError};
 use super::auth::Principal;
 
 tokio::task_local! {
-    /// The front call a server call is made for (set around the client's
+    /// The client's call a server call is made for (set around the client's
     /// request, so a stateless server's input requests find it).
     pub(crate) static CURRENT: Arc<Call>;
 }
 
-/// One front call in flight on a server.
+/// One client's call in flight on a server.
 pub(crate) struct Call {
     id: u64,
     server: Arc<str>,
     principal: Arc<Principal>,
-    front: FrontCall,
-    /// The front session (2025-11-25), or the call itself (2026-07-28).
+    gateway: FrontCall,
+    /// The client's session (2025-11-25), or the call itself (2026-07-28).
     session: usize,
     /// A held call's end when its client cannot give what the server
-    /// asks for: the front call fails with this error.
+    /// asks for: the client's call fails with this error.
     fail: Mutex<Option<oneshot::Sender<AskError>>>,
 }
 
@@ -57,18 +57,18 @@ pub(crate) struct Call {
 // anyway: boxing it would cost each forwarded call an allocation.
 #[allow(clippy::large_enum_variant)]
 enum FrontCall {
-    /// The front request (a 2025-11-25 session's: asked on its stream;
+    /// The client's request (a 2025-11-25 session's: asked on its stream;
     /// a 2026-07-28 one to a 2026-07-28 server: fulfilled in its task).
     Request(RequestContext),
-    /// A 2026-07-28 front call to a stateful server, held across its
+    /// A 2026-07-28 client's call to a stateful server, held across its
     /// client's input rounds.
     Held(HeldCall),
 }
 
 impl Call {
-    /// The current front context (a held call's: the current round's).
+    /// The current client context (a held call's: the current round's).
     pub(crate) fn ctx(&self) -> RequestContext {
-        match &self.front {
+        match &self.gateway {
             FrontCall::Request(ctx) => ctx.clone(),
             FrontCall::Held(held) => held.context(),
         }
@@ -77,11 +77,11 @@ impl Call {
     /// Held, waiting for its client's next round: a server's new request
     /// is more likely another call's.
     fn is_waiting(&self) -> bool {
-        matches!(&self.front, FrontCall::Held(h) if h.is_waiting())
+        matches!(&self.gateway, FrontCall::Held(h) if h.is_waiting())
     }
 }
 
-/// Every front call in flight, by server.
+/// Every client's call in flight, by server.
 #[derive(Default)]
 pub(crate) struct ServerRequests {
     calls: Mutex<HashMap<Arc<str>, Vec<Arc<Call>>>>,
@@ -115,7 +115,7 @@ impl Drop for Registered {
 }
 
 impl ServerRequests {
-    /// Records a call of `principal` on `server` made for the front request
+    /// Records a call of `principal` on `server` made for the client's request
     /// `ctx`.
     pub(crate) fn register(
         self: &Arc<Self>,
@@ -146,7 +146,7 @@ impl ServerRequests {
         self: &Arc<Self>,
         server: &str,
         principal: Arc<Principal>,
-        front: FrontCall,
+        gateway: FrontCall,
         session: Option<usize>,
         fail: Option<oneshot::Sender<AskError>>,
     ) -> Registered {
@@ -155,7 +155,7 @@ impl ServerRequests {
             id,
             server: server.into(),
             principal,
-            front,
+            gateway,
             session: session.unwrap_or(usize::MAX - id as usize),
             fail: Mutex::new(fail),
         });
@@ -225,7 +225,7 @@ impl ServerRequests {
         let call = self.attribute(server, &request.method)?;
         tracing::debug!(server, method = %request.method, client = %call.principal.name(), "gateway: a server's request goes to its client");
         let input = InputRequest::from_parts(&request.method, request.params);
-        match &call.front {
+        match &call.gateway {
             FrontCall::Held(held) => match held.ask(input).await {
                 Err(e @ AskError::MissingCapability { .. }) => {
                     // The client cannot give it: its call fails with
@@ -244,7 +244,7 @@ impl ServerRequests {
     }
 }
 
-/// A front client's failure to answer, as the server's request's error.
+/// A client's failure to answer, as the server's request's error.
 pub(crate) fn ask_error(e: AskError) -> ErrorObject {
     match e {
         AskError::MissingCapability { capability, .. } => ErrorObject::new(
@@ -256,7 +256,7 @@ pub(crate) fn ask_error(e: AskError) -> ErrorObject {
     }
 }
 
-/// The session a 2025-11-25 front request came in (its shared state's
+/// The session a 2025-11-25 client's request came in (its shared state's
 /// address: the same for every request of the session).
 fn session_key(ctx: &RequestContext) -> Option<usize> {
     ctx.handle()
@@ -278,9 +278,9 @@ impl ClientHandler for ServerRelay {
         Box::pin(async move { relay.answer(&server, request).await })
     }
 
-    /// Everything a front client may have: whether this call's client has
+    /// Everything a client may have: whether this call's client has
     /// it is checked when the server asks (2026-07-28 servers are told the
-    /// front client's own capabilities with each call).
+    /// client's own capabilities with each call).
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
             roots: Some(ListChangedCapability::default()),

@@ -1,4 +1,4 @@
-//! What the front's endpoints share: the host, the token check, the routing
+//! What the gateway's endpoints share: the host, the token check, the routing
 //! of server requests, the metrics and call log, and one
 //! [`HttpService`] per endpoint, made on first use (the `endpoints` module).
 //!
@@ -81,7 +81,7 @@ pub(crate) struct GatewayState {
     relay: Arc<ServerRequests>,
     metrics: Metrics,
     call_log: Option<CallLog>,
-    /// The servers' resources watched for the front's sessions and streams.
+    /// The servers' resources watched for the gateway's sessions and streams.
     watches: Arc<ResourceWatches>,
     /// Per server: its notification watcher's progress, and the way to ask
     /// it to pass on what it has queued (see
@@ -94,12 +94,12 @@ pub(crate) struct GatewayState {
     /// tell `/mcp`'s sessions only of the lists that changed.
     fingerprints: Mutex<[u64; 3]>,
     stopping: AtomicBool,
-    /// True once the front stops accepting (its listener's signal).
+    /// True once the gateway stops accepting (its listener's signal).
     closing: watch::Sender<bool>,
-    /// True once the front's start is over (its servers ready, given up,
+    /// True once the gateway's start is over (its servers ready, given up,
     /// or the ready wait passed).
     started: watch::Sender<bool>,
-    /// True once every start of the front's host returned.
+    /// True once every start of the gateway's host returned.
     spawned: watch::Sender<bool>,
 }
 
@@ -267,7 +267,7 @@ impl GatewayState {
         })
     }
 
-    /// Waits until the front's start is over, or it stops.
+    /// Waits until the gateway's start is over, or it stops.
     pub(crate) async fn start_over(&self) {
         if *self.started.borrow() {
             return;
@@ -281,7 +281,7 @@ impl GatewayState {
     }
 
     /// Whether the host is gone (stopped, or its actor ended in the
-    /// user's tree) while the front was not stopped.
+    /// user's tree) while the gateway was not stopped.
     pub(crate) fn host_gone(&self) -> bool {
         !self.stopping.load(Ordering::Acquire) && self.host.is_stopped()
     }
@@ -316,7 +316,7 @@ impl GatewayState {
         Target::of(&self.host, name)
     }
 
-    /// Whether `name` is a server of the front (started or lazy).
+    /// Whether `name` is a server of the gateway (started or lazy).
     pub(crate) fn knows(&self, name: &str) -> bool {
         // The client, not the summary: this runs on every request.
         self.host.client(name).is_some()
@@ -434,7 +434,7 @@ impl GatewayState {
         flushes.insert(server.clone(), entry);
         drop(flushes);
         let watcher = Watcher {
-            front: weak,
+            gateway: weak,
             server,
             passed,
         };
@@ -444,7 +444,7 @@ impl GatewayState {
     /// Waits until server `server`'s watcher has passed on every
     /// notification queued so far. A call's answer comes after the log
     /// messages the server sent before it, on another path: without this
-    /// the last of them reached the front after the answer, when the call
+    /// the last of them reached the gateway after the answer, when the call
     /// was gone (1 in 5 calls lost its last log line).
     ///
     /// Without a round trip when the watcher has already passed on every
@@ -472,7 +472,7 @@ impl GatewayState {
         // The lists as they are now are the ones sessions start with.
         let _ = self.changed_kinds();
         for s in self.host.servers() {
-            // One added while the front started is followed already.
+            // One added while the gateway started is followed already.
             self.watch_server(&s.name);
         }
         let weak = Arc::downgrade(self);
@@ -492,7 +492,7 @@ impl GatewayState {
     ) -> Record<'a> {
         self.metrics.started(server);
         Record {
-            front: self,
+            gateway: self,
             principal,
             server,
             method,
@@ -520,7 +520,7 @@ impl GatewayState {
 
 /// One call being observed.
 pub(crate) struct Record<'a> {
-    front: &'a GatewayState,
+    gateway: &'a GatewayState,
     principal: &'a Principal,
     server: &'a str,
     method: &'a str,
@@ -546,7 +546,7 @@ impl Record<'_> {
     }
 
     /// Records a call answered with a result of `bytes` bytes (not
-    /// `input_required`) that the front gets as it is.
+    /// `input_required`) that the client gets as it is.
     pub(crate) fn finish_ok(&mut self, bytes: usize) {
         self.write("ok", None, bytes as u64);
     }
@@ -555,10 +555,10 @@ impl Record<'_> {
         self.done = true;
         let elapsed = self.start.elapsed();
         let method = method_label(self.method);
-        self.front
+        self.gateway
             .metrics
             .finished(self.server, method, outcome, elapsed.as_secs_f64(), bytes);
-        if let Some(log) = &self.front.call_log {
+        if let Some(log) = &self.gateway.call_log {
             log.write(&Line {
                 time: now_rfc3339(),
                 client: self.principal.name(),
@@ -608,7 +608,7 @@ fn approximate_bytes(v: &Value) -> u64 {
 /// Follows one server's notifications until its client ends. A
 /// 2026-07-28 server sends list changes only on a `subscriptions/listen`
 /// stream: one is kept open while it is ready (so that the host lists it
-/// again, and the front's sessions are told), its notifications read here
+/// again, and the gateway's sessions are told), its notifications read here
 /// through `notes` like a stateful server's.
 async fn watch_notes(
     watcher: Watcher,
@@ -639,11 +639,11 @@ async fn watch_notes(
         }
         if restarted {
             // A new process: the resource watches of the old one are gone.
-            let front = watcher.front.clone();
+            let gateway = watcher.gateway.clone();
             let server = server.clone();
             tokio::spawn(async move {
-                if let Some(front) = front.upgrade() {
-                    super::watches::rewatch(&front.watches, &server).await;
+                if let Some(gateway) = gateway.upgrade() {
+                    super::watches::rewatch(&gateway.watches, &server).await;
                 }
             });
         }
@@ -696,21 +696,21 @@ async fn watch_notes(
 
 /// What one server's notification watcher passes on, and counts.
 struct Watcher {
-    front: Weak<GatewayState>,
+    gateway: Weak<GatewayState>,
     server: Arc<str>,
     /// Notifications passed on (see [`NoteFlush`]).
     passed: Arc<AtomicU64>,
 }
 
 impl Watcher {
-    /// Passes `n` on; false once the front is gone.
+    /// Passes `n` on; false once the gateway is gone.
     fn pass(&self, n: crate::jsonrpc::Notification) -> bool {
-        let Some(front) = self.front.upgrade() else {
+        let Some(gateway) = self.gateway.upgrade() else {
             return false;
         };
-        on_note(&front, &self.server, n);
+        on_note(&gateway, &self.server, n);
         // After it was passed on: a call that sees the count sees its log
-        // message already on the front's stream.
+        // message already on the gateway's stream.
         self.passed.fetch_add(1, Ordering::AcqRel);
         true
     }
@@ -727,7 +727,7 @@ async fn next_on(
 }
 
 /// One notification of server `server`.
-fn on_note(front: &GatewayState, server: &Arc<str>, n: crate::jsonrpc::Notification) {
+fn on_note(gateway: &GatewayState, server: &Arc<str>, n: crate::jsonrpc::Notification) {
     let params = n.params.unwrap_or(Value::Null);
     match n.method.as_str() {
         "notifications/message" => {
@@ -737,14 +737,14 @@ fn on_note(front: &GatewayState, server: &Arc<str>, n: crate::jsonrpc::Notificat
                 .unwrap_or("info")
                 .to_owned();
             let data = params.get("data").cloned().unwrap_or(Value::Null);
-            for call in front.relay.calls_on(server) {
+            for call in gateway.relay.calls_on(server) {
                 let _ = call.ctx().log(&level, data.clone());
             }
         }
         "notifications/resources/updated" => {
             let uri = params.get("uri").and_then(Value::as_str);
-            if let Some(uri) = uri.filter(|u| front.watches.delivers(server, u, &params)) {
-                for (e, m) in front.made() {
+            if let Some(uri) = uri.filter(|u| gateway.watches.delivers(server, u, &params)) {
+                for (e, m) in gateway.made() {
                     let ours = match &e {
                         Endpoint::Namespace => true,
                         Endpoint::Server(s) => s == server,
@@ -762,26 +762,28 @@ fn on_note(front: &GatewayState, server: &Arc<str>, n: crate::jsonrpc::Notificat
                 "notifications/resources/list_changed" => ListKind::Resources,
                 _ => return,
             };
-            front.list_changed(|e| matches!(e, Endpoint::Server(s) if s == server), kind);
+            gateway.list_changed(|e| matches!(e, Endpoint::Server(s) if s == server), kind);
         }
     }
 }
 
 /// Follows the host's events: `/mcp`'s lists changed (after the host
 /// listed again), restarts counted.
-async fn watch_host(front: Weak<GatewayState>, mut events: crate::host::HostEvents) {
+async fn watch_host(gateway: Weak<GatewayState>, mut events: crate::host::HostEvents) {
     while let Some(event) = events.recv().await {
-        let Some(front) = front.upgrade() else { return };
+        let Some(gateway) = gateway.upgrade() else {
+            return;
+        };
         match event {
             HostEvent::Listed { .. } | HostEvent::Removed { .. } => {
-                for kind in front.changed_kinds() {
-                    front.list_changed(|e| *e == Endpoint::Namespace, kind);
+                for kind in gateway.changed_kinds() {
+                    gateway.list_changed(|e| *e == Endpoint::Namespace, kind);
                 }
             }
             HostEvent::Lifecycle {
                 server,
                 event: LifecycleEvent::Restarting { .. },
-            } => front.metrics.restarted(&server),
+            } => gateway.metrics.restarted(&server),
             _ => {}
         }
     }

@@ -1,4 +1,4 @@
-//! `resources/subscribe` and `resources/unsubscribe` from a front session:
+//! `resources/subscribe` and `resources/unsubscribe` from a client's session:
 //! the session becomes a holder of the gateway's watches (see the
 //! `watches` module), released when the session ends.
 
@@ -19,7 +19,7 @@ use super::watches::{unwatch, watch};
 /// resource of `target`: recorded in the session (its `sessions` passes it the
 /// updates) and held by it.
 pub(crate) async fn subscription(
-    front: &Arc<GatewayState>,
+    gateway: &Arc<GatewayState>,
     principal: &Principal,
     sessions: &Router,
     target: &Target,
@@ -27,21 +27,21 @@ pub(crate) async fn subscription(
     ctx: &RequestContext,
 ) -> Result<Value, HandlerError> {
     let method = req.method.clone();
-    let mut record = front.observe(principal, target.server(), &method, None, None);
-    let result = subscribe_session(front, sessions, target, req, ctx).await;
+    let mut record = gateway.observe(principal, target.server(), &method, None, None);
+    let result = subscribe_session(gateway, sessions, target, req, ctx).await;
     record.finish(&result);
     result
 }
 
 async fn subscribe_session(
-    front: &Arc<GatewayState>,
+    gateway: &Arc<GatewayState>,
     sessions: &Router,
     target: &Target,
     req: Request,
     ctx: &RequestContext,
 ) -> Result<Value, HandlerError> {
     let subscribe = req.method == methods::RESOURCES_SUBSCRIBE;
-    let holder = front.watches().session_holder(ctx)?;
+    let holder = gateway.watches().session_holder(ctx)?;
     // Checks the params and the session's own bound, and records it.
     sessions.handle_request(req.clone(), ctx.clone()).await?;
     let uri = req
@@ -51,10 +51,10 @@ async fn subscribe_session(
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !subscribe {
-        unwatch(front.watches(), holder, target, uri).await;
+        unwatch(gateway.watches(), holder, target, uri).await;
         return Ok(json!({}));
     }
-    if let Err(e) = watch(front.watches(), holder, target, uri).await {
+    if let Err(e) = watch(gateway.watches(), holder, target, uri).await {
         // The session does not hold what could not be opened.
         let undo = Request {
             method: methods::RESOURCES_UNSUBSCRIBE.into(),

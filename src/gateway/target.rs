@@ -1,4 +1,4 @@
-//! Where a front request goes: a server of the host by name, how long a
+//! Where a client's request goes: a server of the host by name, how long a
 //! request waits for it to be ready, and its failures as JSON-RPC errors.
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
-//! Resource subscriptions through the front, each owned by its holder: a
+//! Resource subscriptions through the gateway, each owned by its holder: a
 //! 2025-11-25 session's `resources/subscribe` (released by its own
 //! `resources/unsubscribe` or by the session's end: DELETE, idle expiry,
-//! the front's stop), or a `subscriptions/listen` stream the front serves
+//! the gateway's stop), or a `subscriptions/listen` stream the gateway serves
 //! that names resources (released when the stream ends). A holder releases
 //! only what it holds, and a repeated subscription is one.
 //!
@@ -52,7 +52,7 @@ pub(crate) enum Listed {
     /// A 2025-11-25 session, by the address of its state (kept allocated
     /// by the registry's token while the holder is known).
     Session(usize),
-    /// A `subscriptions/listen` stream served by the front.
+    /// A `subscriptions/listen` stream served by the gateway.
     Stream(u64),
 }
 
@@ -273,7 +273,7 @@ impl ResourceWatches {
     /// subscribed sessions and streams. Stateful servers' carry no stream id
     /// (they come for the gateway's subscriptions); a 2026-07-28 server's
     /// must come on the newest stream that names the URI: not on a stream
-    /// of a front client's own (passed on by itself), nor twice while the
+    /// of a client's own (passed on by itself), nor twice while the
     /// gateway's stream is replaced.
     pub(crate) fn delivers(&self, server: &str, uri: &str, params: &Value) -> bool {
         let Some(id) = params
