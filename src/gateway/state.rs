@@ -229,7 +229,7 @@ impl GatewayState {
             made.service.handle().stop();
             return Ok(m.clone());
         }
-        if self.stopping.load(Ordering::Acquire) {
+        if self.is_stopping() {
             made.service.handle().stop();
             return Err(Rejection::Stopping);
         }

@@ -61,13 +61,17 @@ impl Peer {
         self.to.as_mut().unwrap().write_all(&line).await.unwrap();
     }
 
-    async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(PATIENCE, self.from.next_line())
+    /// The next line, as the server wrote it.
+    async fn recv_line(&mut self) -> String {
+        tokio::time::timeout(PATIENCE, self.from.next_line())
             .await
             .expect("no message in time")
             .unwrap()
-            .expect("output ended");
-        serde_json::from_str(&line).unwrap()
+            .expect("output ended")
+    }
+
+    async fn recv(&mut self) -> Value {
+        serde_json::from_str(&self.recv_line().await).unwrap()
     }
 
     async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
@@ -573,22 +577,14 @@ async fn a_raw_answer_goes_out_as_written_and_text_on_two_lines_is_refused() {
         "clientInfo": {"name": "t", "version": "1"}}}),
     )
     .await;
-    let line = tokio::time::timeout(PATIENCE, p.from.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let line = p.recv_line().await;
     assert!(line.contains("\"protocolVersion\""), "{line}");
     p.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;
     p.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "raw", "arguments": {}}}))
         .await;
-    let line = tokio::time::timeout(PATIENCE, p.from.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let line = p.recv_line().await;
     assert_eq!(
         line,
         r#"{"jsonrpc":"2.0","id":1,"result":{"isError":false,"content":[{"type":"text","text":"as written"}]}}"#

@@ -13,6 +13,7 @@
 //!   (`max_inbound_bytes`), not by a count, so cancellations behind a long
 //!   queue are still read and acted on.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -93,11 +94,13 @@ impl<R> ScopeState<R> {
     /// request with that id is already in flight or waiting.
     #[inline]
     pub(crate) fn claim_id(&mut self, id: &RequestId, key: u64) -> bool {
-        if self.by_id.contains_key(id) {
-            return false;
+        match self.by_id.entry(id.clone()) {
+            Entry::Occupied(_) => false,
+            Entry::Vacant(v) => {
+                v.insert(key);
+                true
+            }
         }
-        self.by_id.insert(id.clone(), key);
-        true
     }
 
     /// Forgets the id of a request that leaves a unique scope.

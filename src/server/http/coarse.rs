@@ -153,7 +153,7 @@ impl Future for Sleep {
             me.forget();
             return Poll::Ready(());
         }
-        let shared = me.shared.clone();
+        let shared = &me.shared;
         let mut st = shared.lock();
         let key = match me.key {
             Some(k) => k,
@@ -176,7 +176,7 @@ impl Future for Sleep {
             st.task_at = Some(me.deadline);
             if !st.running {
                 st.running = true;
-                tokio::spawn(run(Arc::downgrade(&shared), shared.wake.clone()));
+                tokio::spawn(run(Arc::downgrade(shared), shared.wake.clone()));
             }
             shared.wake.notify_one();
         }

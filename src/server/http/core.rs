@@ -367,7 +367,6 @@ impl Core {
                 .unwrap_or_else(|| Weak::<MemorySessions>::new() as Weak<dyn Sessions>),
         );
         s.shared().mark_ready();
-
         Handler::serving(self.handler(), ServerHandle::new(s.shared()));
         s
     }
