@@ -5,11 +5,18 @@
 #   target/peers/node/  @modelcontextprotocol/server-everything (Node)
 #   target/peers/venv/  Python virtualenv: `mcp` (2.x, mcp.server.mcpserver,
 #                       used by tests/interop/*.py) and `mcp-server-time`
-# A part whose toolchain (npm, python3) is missing is skipped with a note;
-# the interop tests then skip themselves. Idempotent: when the pinned
-# versions are already there it only checks and returns.
+# Needs npm, node and python3 (with its venv module): a missing one fails
+# the install, naming it. Idempotent: when the pinned versions are already
+# there it only checks and returns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+for tool in npm node python3; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "install-client-peers: $tool not found: it is needed to install the interop peers" >&2
+        exit 1
+    fi
+done
 
 # Keep MCP_PY_VERSION and MCP_EVERYTHING_VERSION equal to .ci/install-peers.sh.
 MCP_PY_VERSION="2.3.0"
@@ -19,33 +26,25 @@ MCP_EVERYTHING_VERSION="2026.8.31"
 PEERS="target/peers"
 mkdir -p "$PEERS"
 
-if command -v npm >/dev/null 2>&1; then
-    pkg_json="$PEERS/node/node_modules/@modelcontextprotocol/server-everything/package.json"
-    have="$(node -p "require('./$pkg_json').version" 2>/dev/null || true)"
-    if [ "$have" != "$MCP_EVERYTHING_VERSION" ]; then
-        echo "install-client-peers: @modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION into $PEERS/node"
-        mkdir -p "$PEERS/node"
-        npm install --no-package-lock --save-exact --no-audit --no-fund --silent --prefix "$PEERS/node" \
-            "@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION"
-    else
-        echo "install-client-peers: server-everything $MCP_EVERYTHING_VERSION already installed"
-    fi
+pkg_json="$PEERS/node/node_modules/@modelcontextprotocol/server-everything/package.json"
+have="$(node -p "require('./$pkg_json').version" 2>/dev/null || true)"
+if [ "$have" != "$MCP_EVERYTHING_VERSION" ]; then
+    echo "install-client-peers: @modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION into $PEERS/node"
+    mkdir -p "$PEERS/node"
+    npm install --no-package-lock --save-exact --no-audit --no-fund --silent --prefix "$PEERS/node" \
+        "@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION"
 else
-    echo "install-client-peers: npm not found: server-everything tests will be skipped"
+    echo "install-client-peers: server-everything $MCP_EVERYTHING_VERSION already installed"
 fi
 
-if command -v python3 >/dev/null 2>&1; then
-    py="$PEERS/venv/bin/python"
-    check="import importlib.metadata as m, sys; sys.exit(not (m.version('mcp') == '$MCP_PY_VERSION' and m.version('mcp-server-time') == '$MCP_SERVER_TIME_VERSION'))"
-    if [ ! -x "$py" ] || ! "$py" -c "$check" 2>/dev/null; then
-        echo "install-client-peers: mcp==$MCP_PY_VERSION, mcp-server-time==$MCP_SERVER_TIME_VERSION into $PEERS/venv"
-        [ -x "$py" ] || python3 -m venv "$PEERS/venv"
-        "$py" -m pip install --quiet --disable-pip-version-check \
-            "mcp==$MCP_PY_VERSION" "mcp-server-time==$MCP_SERVER_TIME_VERSION"
-        "$py" -c "import mcp.server.mcpserver, mcp_server_time"
-    else
-        echo "install-client-peers: mcp $MCP_PY_VERSION and mcp-server-time $MCP_SERVER_TIME_VERSION already installed"
-    fi
+py="$PEERS/venv/bin/python"
+check="import importlib.metadata as m, sys; sys.exit(not (m.version('mcp') == '$MCP_PY_VERSION' and m.version('mcp-server-time') == '$MCP_SERVER_TIME_VERSION'))"
+if [ ! -x "$py" ] || ! "$py" -c "$check" 2>/dev/null; then
+    echo "install-client-peers: mcp==$MCP_PY_VERSION, mcp-server-time==$MCP_SERVER_TIME_VERSION into $PEERS/venv"
+    [ -x "$py" ] || python3 -m venv "$PEERS/venv"
+    "$py" -m pip install --quiet --disable-pip-version-check \
+        "mcp==$MCP_PY_VERSION" "mcp-server-time==$MCP_SERVER_TIME_VERSION"
+    "$py" -c "import mcp.server.mcpserver, mcp_server_time"
 else
-    echo "install-client-peers: python3 not found: Python interop tests will be skipped"
+    echo "install-client-peers: mcp $MCP_PY_VERSION and mcp-server-time $MCP_SERVER_TIME_VERSION already installed"
 fi

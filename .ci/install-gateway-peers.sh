@@ -13,10 +13,12 @@ SUPERGATEWAY_VERSION="4.0.0"
 MCP_PROXY_VERSION="6.7.19"
 
 DIR="target/gateway-peers"
-if ! command -v npm >/dev/null 2>&1; then
-    echo "install-gateway-peers: npm not found: the benchmark's proxies cannot be installed" >&2
-    exit 1
-fi
+for tool in npm node; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "install-gateway-peers: $tool not found: the benchmark's proxies cannot be installed" >&2
+        exit 1
+    fi
+done
 version() {
     node -p "require('./$DIR/node_modules/$1/package.json').version" 2>/dev/null || true
 }

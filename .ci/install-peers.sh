@@ -3,10 +3,17 @@
 #   target/peers/venv/  Python virtualenv with the `mcp` package (stdio client)
 #   target/peers/node/  Node packages: the official TypeScript SDK, and the
 #                       "everything" reference server (for the client half)
-# Each part is skipped, with a note, when its toolchain (python3, npm) is
-# missing; the interop tests then skip themselves. Safe to run repeatedly.
+# Needs python3 (with its venv module) and npm: a missing one fails the
+# install, naming it. Safe to run repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+for tool in python3 npm; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "install-peers: $tool not found: it is needed to install the interop peers" >&2
+        exit 1
+    fi
+done
 
 MCP_PY_VERSION="2.3.0"
 MCP_TS_SDK_VERSION="1.32.2"
@@ -15,32 +22,24 @@ MCP_EVERYTHING_VERSION="2026.8.31"
 PEERS="target/peers"
 mkdir -p "$PEERS"
 
-if command -v python3 >/dev/null 2>&1; then
-    if [ ! -x "$PEERS/venv/bin/python" ] \
-        || ! "$PEERS/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_PY_VERSION')" 2>/dev/null; then
-        echo "install-peers: Python mcp==$MCP_PY_VERSION into $PEERS/venv"
-        python3 -m venv "$PEERS/venv"
-        "$PEERS/venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_PY_VERSION"
-    else
-        echo "install-peers: Python mcp==$MCP_PY_VERSION already installed"
-    fi
+if [ ! -x "$PEERS/venv/bin/python" ] \
+    || ! "$PEERS/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_PY_VERSION')" 2>/dev/null; then
+    echo "install-peers: Python mcp==$MCP_PY_VERSION into $PEERS/venv"
+    python3 -m venv "$PEERS/venv"
+    "$PEERS/venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_PY_VERSION"
 else
-    echo "install-peers: python3 not found: Python interop tests will be skipped"
+    echo "install-peers: Python mcp==$MCP_PY_VERSION already installed"
 fi
 
-if command -v npm >/dev/null 2>&1; then
-    want="$MCP_TS_SDK_VERSION $MCP_EVERYTHING_VERSION"
-    have="$(cat "$PEERS/node/.versions" 2>/dev/null || true)"
-    if [ "$have" != "$want" ]; then
-        echo "install-peers: @modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION, server-everything@$MCP_EVERYTHING_VERSION into $PEERS/node"
-        mkdir -p "$PEERS/node"
-        npm install --no-package-lock --save-exact --no-audit --no-fund --silent --prefix "$PEERS/node" \
-            "@modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION" \
-            "@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION"
-        echo "$want" > "$PEERS/node/.versions"
-    else
-        echo "install-peers: Node packages already installed"
-    fi
+want="$MCP_TS_SDK_VERSION $MCP_EVERYTHING_VERSION"
+have="$(cat "$PEERS/node/.versions" 2>/dev/null || true)"
+if [ "$have" != "$want" ]; then
+    echo "install-peers: @modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION, server-everything@$MCP_EVERYTHING_VERSION into $PEERS/node"
+    mkdir -p "$PEERS/node"
+    npm install --no-package-lock --save-exact --no-audit --no-fund --silent --prefix "$PEERS/node" \
+        "@modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION" \
+        "@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION"
+    echo "$want" > "$PEERS/node/.versions"
 else
-    echo "install-peers: npm not found: Node interop tests will be skipped"
+    echo "install-peers: Node packages already installed"
 fi

@@ -40,11 +40,17 @@
 //! `HttpServer` child, in both eras (see `bench/http_client.rs`):
 //! sequential latency and 64 calls in flight from one client; the floor
 //! column is the hand-written hyper load generator of the HTTP rows.
+//!
+//! The host row (`--only host`): echo calls through a `Host` over the same
+//! calls straight to the server's client, in turn, beside a server that
+//! asks to be listed again after every listing (see `bench/host.rs`).
 
 #[path = "bench/child.rs"]
 mod child;
 #[path = "bench/diag.rs"]
 mod diag;
+#[path = "bench/host.rs"]
+mod host;
 #[path = "bench/http.rs"]
 mod http;
 // The tests' reader of SSE bodies, not the crate's own.
@@ -707,6 +713,11 @@ fn run_round(
             }
         }
     }
+    if wants("host") {
+        if let Err(e) = rt.block_on(host::run(plan, r)) {
+            eprintln!("round {round}: host failed: {e}");
+        }
+    }
     if wants("httpc") && round < plan.httpc_rounds {
         let mut servers = vec!["conduit-http"];
         if plan.httpc_rmcp_server {
@@ -988,7 +999,7 @@ fn pin_cpu() -> usize {
 const USAGE: &str = "\
 usage: bench [--quick] [--json] [--samples] [--pinning both|on|off] [--rounds N] [--pings N]
              [--tput-ms N] [--bigs N] [--probe-rounds N] [--http-calls N] [--sessions N]
-             [--only floor,conduit,modern,rmcp,server,probe,http,httpc]
+             [--only floor,conduit,modern,rmcp,server,probe,http,httpc,host]
        bench --diag-spawn N       spawn-to-ready variants, N interleaved rounds
        bench --diag-ping N [--no-pin]  ping p50 of floor, conduit (multi-thread and
                                   current-thread runtimes, both eras) and rmcp, pinned to

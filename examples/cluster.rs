@@ -12,6 +12,18 @@
 //! through node A against the same server run locally, then SIGKILLs node
 //! A with 20 calls in flight: they fail at once with "node lost", and node
 //! A's server dies with it.
+//!
+//! In a crate of your own, this file as `src/main.rs` builds with these
+//! dependencies (`.ci/examples-outside.sh` checks it):
+//!
+//! ```toml
+//! [dependencies]
+//! conduit-mcp = { version = "0.1", features = ["cluster"] }
+//! ractor = "0.16"
+//! ractor_cluster = "0.16"
+//! tokio = { version = "1", features = ["full"] }
+//! serde_json = "1"
+//! ```
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

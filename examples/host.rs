@@ -10,6 +10,17 @@
 //! Run: `cargo run --example host` (or `cargo run --example host --
 //! --config ~/.cursor/mcp.json`). It exits with an error if any server
 //! process outlives the stop.
+//!
+//! In a crate of your own, this file as `src/main.rs` builds with these
+//! dependencies (`.ci/examples-outside.sh` checks it):
+//!
+//! ```toml
+//! [dependencies]
+//! conduit-mcp = "0.1"
+//! tokio = { version = "1", features = ["full"] }
+//! serde_json = "1"
+//! tracing-subscriber = { version = "0.3", features = ["env-filter"] }
+//! ```
 
 use std::time::Duration;
 

@@ -5,15 +5,28 @@
 //! that is awaited to the end.
 //!
 //! Run: `cargo run --example quickstart` (add `-- --legacy` to force the
-//! legacy `initialize` era; `RUST_LOG=conduit_mcp=debug` shows the
+//! 2025-11-25 era, `initialize`; `RUST_LOG=conduit_mcp=debug` shows the
 //! lifecycle events).
+//!
+//! In a crate of your own, this file as `src/main.rs` builds with these
+//! dependencies (`.ci/examples-outside.sh` checks it):
+//!
+//! ```toml
+//! [dependencies]
+//! conduit-mcp = "0.1"
+//! tokio = { version = "1", features = ["full"] }
+//! serde = { version = "1", features = ["derive"] }
+//! serde_json = "1"
+//! tracing-subscriber = { version = "0.3", features = ["env-filter"] }
+//! ```
 
 use std::time::{Duration, Instant};
 
 use conduit_mcp::protocol::{CallToolResult, Implementation};
 use conduit_mcp::server::{RequestContext, Router, ServerConfig, StdioServer};
-use conduit_mcp::{CancelToken, Client, ClientConfig, EraPreference, Error, RequestOptions};
-use schemars::JsonSchema;
+use conduit_mcp::{
+    CancelToken, Client, ClientConfig, EraPreference, Error, JsonSchema, RequestOptions,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -158,17 +171,20 @@ async fn serve() {
 }
 
 #[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "conduit_mcp::schemars")]
 struct Echo {
     text: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "conduit_mcp::schemars")]
 struct Add {
     a: f64,
     b: f64,
 }
 
 #[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "conduit_mcp::schemars")]
 struct Count {
     /// Count to this.
     to: u64,

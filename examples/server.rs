@@ -2,8 +2,8 @@
 //!
 //! Tools: `echo {text}`, `add {a, b}`, `sleep {ms}` (progress when asked,
 //! stops when cancelled) and `roots` (asks the client for its roots: a
-//! `roots/list` request in the legacy era, an input-required round in the
-//! modern era). One resource (`demo://readme`) and one prompt (`greet`).
+//! `roots/list` request in the 2025-11-25 era, an input-required round in the
+//! 2026-07-28 era). One resource (`demo://readme`) and one prompt (`greet`).
 //!
 //! Run: `cargo run --example server` and type JSON-RPC lines, e.g.
 //! `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"me","version":"0"}}}`
@@ -11,6 +11,18 @@
 //! Flags: `--stray-print` makes `echo` also `println!` its text, to show the
 //! stdout guard at work (the line lands on stderr, the protocol stays clean).
 //! SIGTERM or SIGINT stops the server at once; end of stdin ends it too.
+//!
+//! In a crate of your own, this file as `src/main.rs` builds with these
+//! dependencies (`.ci/examples-outside.sh` checks it):
+//!
+//! ```toml
+//! [dependencies]
+//! conduit-mcp = "0.1"
+//! tokio = { version = "1", features = ["full"] }
+//! serde = { version = "1", features = ["derive"] }
+//! serde_json = "1"
+//! tracing-subscriber = { version = "0.3", features = ["env-filter"] }
+//! ```
 
 use std::time::{Duration, Instant};
 
@@ -22,12 +34,13 @@ use conduit_mcp::protocol::{
 use conduit_mcp::server::{
     HandlerError, RequestContext, Router, ServeEnd, ServerConfig, StdioServer,
 };
-use schemars::JsonSchema;
+use conduit_mcp::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// `echo`'s arguments.
 #[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "conduit_mcp::schemars")]
 struct Echo {
     /// The text to return.
     text: String,
@@ -35,6 +48,7 @@ struct Echo {
 
 /// `add`'s arguments.
 #[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "conduit_mcp::schemars")]
 struct Add {
     /// The first term.
     a: f64,
@@ -44,6 +58,7 @@ struct Add {
 
 /// `sleep`'s arguments.
 #[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "conduit_mcp::schemars")]
 struct Sleep {
     /// How long to sleep, in milliseconds.
     ms: u64,
@@ -51,10 +66,12 @@ struct Sleep {
 
 /// `roots` takes no arguments.
 #[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "conduit_mcp::schemars")]
 struct NoArguments {}
 
 /// `greet`'s arguments.
 #[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "conduit_mcp::schemars")]
 struct Greet {
     /// Who to greet (default: the world).
     #[serde(default = "world")]
@@ -105,7 +122,7 @@ fn router(stray_print: bool) -> Router {
             "roots",
             "Asks the client for its roots and returns them.",
             |_: NoArguments, ctx: RequestContext| async move {
-                // Legacy: a roots/list request; modern: an input-required round.
+                // 2025-11-25: a roots/list request; 2026-07-28: an input-required round.
                 let answer = ctx.ask("roots", InputRequest::list_roots()).await?;
                 let roots = answer.get("roots").cloned().unwrap_or_else(|| json!([]));
                 Ok(CallToolResult {

@@ -12,7 +12,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
 use serde_json::Value;
 
 use crate::client::{merge_env, plain_dir, ClientConfig};
@@ -77,12 +76,12 @@ where
         Some(i) => ours.split_off(i + 1).into_iter().skip(1).collect(),
         None => Vec::new(),
     };
-    let cli = match Cli::try_parse_from(ours) {
+    let cli = match Cli::parse_args(ours) {
         Ok(cli) => cli,
         Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
                 "error: missing SUBCOMMAND (discover, tools, call, request, servers, serve or completions)\n\n{}\nFor more information, try '--help'.",
-                Cli::command().render_usage()
+                Cli::definition().render_usage()
             );
             return ExitCode::from(2);
         }
@@ -92,7 +91,12 @@ where
         }
     };
     if let Command::Completions { shell } = cli.subcommand() {
-        clap_complete::generate(*shell, &mut Cli::command(), "mcp", &mut std::io::stdout());
+        clap_complete::generate(
+            *shell,
+            &mut Cli::definition(),
+            "mcp",
+            &mut std::io::stdout(),
+        );
         return ExitCode::SUCCESS;
     }
     if cli.options().verbose() {
@@ -216,7 +220,9 @@ async fn dispatch(cli: Cli, server: Vec<OsString>) -> Result<Output, Fail> {
         )),
         (Some(path), Command::Serve(args)) => serve::run(&options, path, args).await,
         (Some(path), command) => {
-            let file = ServersFile::load(path).map_err(|e| Fail::Usage(e.to_string()))?;
+            let read = options.read_options().map_err(|e| Fail::Usage(e.into()))?;
+            let file =
+                ServersFile::load_with(path, &read).map_err(|e| Fail::Usage(e.to_string()))?;
             if options.verbose() {
                 verbose::config_file(&file.path);
             }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::client::ClientConfig;
+use crate::secret::Secret;
 
 mod entry;
 mod env_file;
@@ -71,14 +72,17 @@ pub struct ServersFile {
     pub unsupported: Vec<Unsupported>,
 }
 
-/// What `mcp serve` (and `gateway::HttpGateway`, feature `gateway`)
-/// reads from a server's `conduit` options beyond its client's: which of
-/// its tools are served, and whether it starts on first use.
+/// What a host (and `mcp serve`, `gateway::HttpGateway`, feature
+/// `gateway`) reads from a server's `conduit` options beyond its client's:
+/// which of its tools are served, whether it starts on first use, the roots
+/// it is given when it asks outside any client's call, and how long it
+/// waits after it gave up before it is started again.
 ///
 /// ```json
-/// "conduit": { "tools": { "allow": ["get_*"], "deny": ["*_delete"] }, "lazy": true }
+/// "conduit": { "tools": { "allow": ["get_*"], "deny": ["*_delete"] }, "lazy": true,
+///              "roots": [{ "uri": "file:///srv/docs", "name": "docs" }], "revive_after_ms": 300000 }
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ServeOptions {
     /// `tools.allow`: glob patterns (`*` any run of characters, `?` one);
@@ -89,7 +93,67 @@ pub struct ServeOptions {
     pub tools_deny: Vec<String>,
     /// `lazy`: the server starts on its first use, not with the others.
     pub lazy: bool,
+    /// `roots`: what the gateway answers the server's `roots/list` made
+    /// outside any client's call (at its start, say); each a `uri` and an
+    /// optional `name`. Empty by default.
+    pub roots: Vec<crate::protocol::Root>,
+    /// `revive_after_ms`: how long the server waits after it gave up before
+    /// it is started again, over the host's
+    /// ([`HostConfig::revive_after`](crate::host::HostConfig::revive_after));
+    /// zero: never. `None` when the entry does not set it.
+    pub revive_after: Option<std::time::Duration>,
 }
+
+/// How a config file is read beyond its text and the environment: the
+/// values of its `${input:ID}` variables (VS Code's `inputs`, which the
+/// editor asks its user for). A server that uses an input without a value
+/// here is left out ([`ServersFile::unsupported`], naming the input); the
+/// others are read.
+///
+/// ```
+/// use std::path::Path;
+/// use conduit_mcp::config_file::{ReadOptions, ServersFile};
+///
+/// let text = r#"{
+///     "inputs": [{ "type": "promptString", "id": "api-key", "password": true }],
+///     "servers": {
+///         "search": { "command": "search-mcp", "env": { "KEY": "${input:api-key}" } },
+///         "wiki": { "command": "wiki-mcp", "env": { "KEY": "${input:wiki-key}" } },
+///         "time": { "command": "uvx", "args": ["mcp-server-time"] }
+///     }
+/// }"#;
+/// let options = ReadOptions::new().input("api-key", "k-123");
+/// let file = ServersFile::parse_with(text, Path::new("/p/.vscode/mcp.json"), &|_| None, &options)?;
+/// let key = &file.server("search").unwrap().transport.as_stdio().unwrap().env[0].1;
+/// assert!(key.is_secret() && key == "k-123");
+/// assert!(file.server("time").is_some());
+/// assert_eq!(file.unsupported[0].name, "wiki"); // its input has no value
+/// assert!(file.unsupported[0].reason.contains("wiki-key"));
+/// # Ok::<(), conduit_mcp::config_file::ConfigFileError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    inputs: BTreeMap<String, Secret>,
+}
+
+impl ReadOptions {
+    /// No input values.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Supplies the value of `${input:id}` (held as a [`Secret`], as every
+    /// value it makes).
+    pub fn input(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
+        self.inputs.insert(id.into(), Secret::new(value));
+        self
+    }
+}
+
+// The roots read from a file have a `uri` and a `name` only: strings,
+// which compare as an equivalence.
+impl Eq for ServeOptions {}
 
 /// An entry that was not read as a server, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,9 +370,26 @@ impl ServersFile {
     /// # Ok::<(), conduit_mcp::config_file::ConfigFileError>(())
     /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
+        Self::load_with(path, &ReadOptions::default())
+    }
+
+    /// [`load`](Self::load), with the values of the file's `${input:ID}`s
+    /// (see [`ReadOptions`]).
+    ///
+    /// ```no_run
+    /// use conduit_mcp::config_file::{ReadOptions, ServersFile};
+    ///
+    /// let key = std::env::var("SEARCH_API_KEY")?;
+    /// let file = ServersFile::load_with(".vscode/mcp.json", &ReadOptions::new().input("api-key", key))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load_with(
+        path: impl AsRef<Path>,
+        options: &ReadOptions,
+    ) -> Result<Self, ConfigFileError> {
         let path = path.as_ref();
         let text = Self::read_text(path)?;
-        Self::parse(&text, path, &|name| std::env::var(name).ok())
+        Self::parse_with(&text, path, &|name| std::env::var(name).ok(), options)
     }
 
     /// The text [`load`](Self::load) reads, with its checks (a regular
@@ -346,6 +427,17 @@ impl ServersFile {
         path: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigFileError> {
+        Self::parse_with(text, path, env, &ReadOptions::default())
+    }
+
+    /// [`parse`](Self::parse), with the values of the file's `${input:ID}`s
+    /// (see [`ReadOptions`]).
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+        options: &ReadOptions,
+    ) -> Result<Self, ConfigFileError> {
         let file = std::path::absolute(path).map_err(|source| ConfigFileError::Read {
             file: path.to_owned(),
             source,
@@ -358,7 +450,7 @@ impl ServersFile {
         let ctx = entry::Context {
             file: &file,
             dir: &dir,
-            vars: Variables::new(env, &workspace),
+            vars: Variables::new(env, &workspace, &options.inputs),
         };
         let top = parse_jsonc(text).map_err(|problem| ConfigFileError::Syntax {
             file: file.clone(),
@@ -396,6 +488,15 @@ impl ServersFile {
                         file: file.clone(),
                         name: name.clone(),
                     });
+                }
+                if let Some((at, input)) = entry::unsupplied_input(&ctx, &key, value) {
+                    unsupported.push(Unsupported {
+                        name: name.clone(),
+                        reason: format!(
+                            "`${{input:{input}}}` (in `{at}`) has no value: supply the input `{input}`"
+                        ),
+                    });
+                    continue;
                 }
                 match entry::read(&ctx, &key, name, value)? {
                     Outcome::Server(config, options) => {

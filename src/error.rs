@@ -349,8 +349,8 @@ pub enum Error {
         pages: usize,
     },
     /// The method does not exist in the server's protocol era (for example
-    /// `resources/subscribe` with a stateless server, `subscriptions/listen`
-    /// with a stateful one). Nothing was sent.
+    /// `resources/subscribe` with a 2026-07-28 server, `subscriptions/listen`
+    /// with a 2025-11-25 one). Nothing was sent.
     #[error("`{method}` does not exist in the {era} era")]
     Unsupported {
         /// The method.

@@ -211,6 +211,9 @@ impl HttpGateway {
             None => None,
         };
         let relay = Arc::new(ServerRequests::default());
+        for (name, roots) in &config.roots {
+            relay.set_roots(name, Some(roots));
+        }
         let factory = relay.clone();
         opts.handler = None;
         opts = opts.handler_per_server(move |name| factory.handler_for(name));
@@ -441,6 +444,7 @@ impl HttpGateway {
         for name in next.servers.keys() {
             let options = next.serve.get(name).cloned().unwrap_or_default();
             state.set_filter(name, Some(ToolFilter::from_options(&options)));
+            state.relay().set_roots(name, Some(&options.roots));
         }
         let done = state.host().reload(previous, next).await;
         for name in done.removed.iter().chain(&done.restarted) {
@@ -448,6 +452,7 @@ impl HttpGateway {
         }
         for name in &done.removed {
             state.set_filter(name, None);
+            state.relay().set_roots(name, None);
         }
         for name in done.added.iter().chain(&done.restarted) {
             state.watch_server(name);

@@ -32,13 +32,18 @@ pub(crate) mod listing;
 pub mod namespace;
 mod naming;
 mod reload;
+mod revive;
 mod start;
 mod watcher;
 
 use start::OnFailure;
 
 pub use actor::HostMsg;
-pub use config::{HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_QUEUED_EVENT_BYTES};
+pub use config::{
+    HostConfig, HostOptions, WhenUnavailable, DEFAULT_MAX_QUEUED_EVENT_BYTES, DEFAULT_REVIVE_AFTER,
+};
+#[cfg(feature = "cli")]
+pub(crate) use error::pause_in_words;
 pub use error::HostError;
 pub use events::HostEvents;
 pub use namespace::{Collision, HostPrompt, HostResource, HostTool, ItemKind, ItemRef, Listed};
@@ -83,13 +88,32 @@ pub enum HostEvent {
         /// What failed.
         error: String,
     },
-    /// The server left the namespace for good: it gave up, could not
-    /// start, or was removed.
+    /// The server left the namespace for good: it gave up or could not
+    /// start, and has no revive ([`HostConfig::revive_after`] is zero for
+    /// it), or it was removed.
     Removed {
         /// The server's name.
         server: String,
         /// Why.
         reason: String,
+    },
+    /// The server gave up or could not start: it left the namespace, and is
+    /// started again in `next_try_in` ([`HostConfig::revive_after`]);
+    /// [`Reviving`](Self::Reviving) says when.
+    Down {
+        /// The server's name.
+        server: String,
+        /// Why it is down.
+        reason: String,
+        /// Its pause before it is started again.
+        next_try_in: Duration,
+    },
+    /// The server that was [`Down`](Self::Down) is started again (a new
+    /// client, its restart budget whole); [`Listed`](Self::Listed) follows
+    /// once it serves, or `Down` again.
+    Reviving {
+        /// The server's name.
+        server: String,
     },
     /// Two items would have had the same name; one is left out.
     Collision(Collision),
@@ -111,7 +135,9 @@ impl HostEvent {
             HostEvent::Lifecycle { server, .. }
             | HostEvent::Listed { server, .. }
             | HostEvent::ListFailed { server, .. }
-            | HostEvent::Removed { server, .. } => server,
+            | HostEvent::Removed { server, .. }
+            | HostEvent::Down { server, .. }
+            | HostEvent::Reviving { server } => server,
             HostEvent::Collision(c) => &c.dropped.server,
         }
     }
@@ -138,6 +164,9 @@ pub struct ServerSummary {
     pub ready_after: Option<Duration>,
     /// The last listing's failure, if any.
     pub list_error: Option<String>,
+    /// For a server that gave up (or could not start) and is started again
+    /// after its pause ([`HostConfig::revive_after`]): how long until then.
+    pub next_try_in: Option<Duration>,
 }
 
 impl ServerSummary {
@@ -310,9 +339,11 @@ impl Host {
                 host.shared.add_lazy(&name, client)?;
                 continue;
             }
-            let ticket = host.shared.reserve(&name, client.request_timeout)?;
-            starts.push(start::spawn(&host, ticket, client, OnFailure::Keep));
+            let ticket = host.shared.reserve(&name, &client)?;
+            starts.push(host.start_server(ticket, client, OnFailure::Keep));
         }
+        // Ends with the host (its stop, the last handle's drop, its actor's end).
+        drop(revive::spawn(host.shared.clone(), host.actor.get_cell()));
         let starting = Starting {
             starts,
             shared: host.shared.clone(),
@@ -393,11 +424,27 @@ impl Host {
         config: ClientConfig,
         on_failure: OnFailure,
     ) -> Result<(), HostError> {
-        let ticket = self.shared.reserve(name, config.request_timeout)?;
+        let ticket = self.shared.reserve(name, &config)?;
         let guard = start::CancelOnDrop::new(&self.shared, ticket.clone());
-        let result = start::join(start::spawn(self, ticket, config, on_failure)).await;
+        let result = start::join(self.start_server(ticket, config, on_failure)).await;
         guard.disarm();
         result
+    }
+
+    /// Starts the server of `ticket` in a task of the host's.
+    fn start_server(
+        &self,
+        ticket: catalog::Ticket,
+        config: ClientConfig,
+        on_failure: OnFailure,
+    ) -> tokio::task::JoinHandle<Result<(), HostError>> {
+        start::spawn(
+            &self.shared,
+            self.actor.get_cell(),
+            ticket,
+            config,
+            on_failure,
+        )
     }
 
     /// Stops the server `name` and takes it out of the host and the
@@ -487,7 +534,7 @@ impl Host {
                     Err(e) => return Err(e.to_string()),
                 };
                 info!(server = %name, "host: starting a lazy server on its first use");
-                let started = start::spawn(self, ticket, *config, OnFailure::StaysLazy);
+                let started = self.start_server(ticket, *config, OnFailure::StaysLazy);
                 match start::join(started).await {
                     Ok(()) => {
                         self.shared.wait_one_settled(name, timeout).await;
@@ -719,6 +766,32 @@ impl Host {
     /// ```
     pub fn owner(&self, kind: ItemKind, name: &str) -> Option<ItemRef> {
         self.shared.owner_of(kind, name)
+    }
+
+    /// The error a call of the namespaced `name` of `kind` gets now, without
+    /// waiting, or `None` when it would reach its server: its server gave up
+    /// and is [`HostError::Down`] until its revive (or
+    /// [`HostError::Removed`] for good), is restarting or not listed yet
+    /// ([`HostError::Unavailable`]), or no server has it
+    /// ([`HostError::UnknownTool`] and its kin). For a front of its own that
+    /// routes with [`owner`](Self::owner) and tells its callers why not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::host::{Host, HostConfig, HostError, ItemKind};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), HostError> {
+    /// let host = Host::start(HostConfig::new()).await?;
+    /// assert!(matches!(
+    ///     host.route_error(ItemKind::Tool, "time__now"),
+    ///     Some(HostError::UnknownTool(_))
+    /// ));
+    /// # Ok(()) }
+    /// ```
+    pub fn route_error(&self, kind: ItemKind, name: &str) -> Option<HostError> {
+        self.shared.route_error(kind, name)
     }
 
     /// What every namespaced name of `server` starts with (its sanitised

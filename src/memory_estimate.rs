@@ -14,7 +14,7 @@ use serde_json::Value;
 
 mod line;
 
-pub(crate) use line::{estimate, Estimate};
+pub(crate) use line::{estimate, Estimate, MESSAGE_OVERHEAD};
 
 use crate::jsonrpc::{Message, Outcome};
 

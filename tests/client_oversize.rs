@@ -22,7 +22,7 @@ async fn a_200_mib_line_without_newline_keeps_rss_near_the_limit() {
     // Warm up allocator and runtime with a normal session first.
     let warm = Client::start(common::config(&[])).await.unwrap();
     warm.request("echo", None).await.unwrap();
-    warm.stop().wait().await;
+    crate::common::shutdown(warm.stop().wait()).await;
     let before = vm_kib("VmHWM:");
 
     let mut cfg = common::config(&["--big-line-mib", "200", "--no-newline"]);
@@ -33,7 +33,7 @@ async fn a_200_mib_line_without_newline_keeps_rss_near_the_limit() {
         Status::GaveUp(why) => assert!(why.contains("over the 8388608-byte limit"), "{why}"),
         other => panic!("{other:?}"),
     }
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let peak = vm_kib("VmHWM:");
     let growth_mib = (peak.saturating_sub(before)) as f64 / 1024.0;
     println!("peak RSS growth during a 200 MiB line: {growth_mib:.1} MiB (limit 8 MiB)");

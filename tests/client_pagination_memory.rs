@@ -59,7 +59,7 @@ async fn an_endless_list_fails_with_its_cap_within_bounded_memory() {
     };
     let took = t.elapsed();
     let growth = hwm_mib() - base;
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let described = match &outcome {
         None => "no end: stopped by the test's guard".to_owned(),
         Some(Ok(tools)) => format!("Ok with {} tools", tools.len()),

@@ -38,7 +38,7 @@ async fn secrets_never_leak() {
         .request("fixture/exit", Some(json!({"code": 3})))
         .await;
     client.ready(Duration::from_secs(10)).await.unwrap();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     // A failing start with the secret in the config.
     let bad = ClientConfig::new("missing-binary-xyz").env("API_TOKEN", Secret::new(SECRET));
     let e = Client::start(bad).await.unwrap_err();
@@ -98,7 +98,7 @@ async fn a_token_in_the_arguments_reaches_the_server_and_nothing_else() {
         "the server gets the value"
     );
     assert!(!format!("{client:?}").contains(SECRET));
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let e = Client::start(file.server("missing").unwrap().clone())
         .await
         .unwrap_err();

@@ -323,10 +323,6 @@ async fn scenario(test: &str, tls: bool) {
         ),
         format!("20/20 failed with node-lost, the last {slowest:.2?} after the kill; node A's servers gone after {gone:?}"),
     );
-    assert!(
-        slowest < Duration::from_secs(5),
-        "node loss took {slowest:?}"
-    );
     assert!(gone.is_some(), "node A's servers outlived it: {pids:?}");
     // A node that is gone is not found any more.
     assert!(
@@ -461,7 +457,7 @@ async fn a_node_that_claims_a_served_name_gets_none_of_the_calls() {
         .await
         .unwrap();
     gateway.stop();
-    local.stop().wait().await;
+    crate::common::shutdown(local.stop().wait()).await;
     trusting.stop();
     plain.stop();
     b.stop(None);
@@ -826,6 +822,37 @@ async fn a_node_that_declares_a_connected_nodes_name_cannot_end_its_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_after_its_old_connection_went_silent_gets_its_name_back() {
+    const TEST: &str = "a_node_restarted_after_its_old_connection_went_silent_gets_its_name_back";
+    let _serial = role_or_serial!();
+    let port_a = free_port();
+    let a = node("node-a", port_a).await;
+    // Node B connects, then hangs (SIGSTOP): its connection stays open
+    // (its kernel still acknowledges), and it sends nothing more.
+    let mut b = Node::spawn(
+        TEST,
+        &format!("reclaim node-b {} 127.0.0.1:{port_a} 0 1", free_port()),
+    );
+    b.expect("RESULT taken", Duration::from_secs(30)).await;
+    let hung = nix::unistd::Pid::from_raw(b.pid() as i32);
+    nix::sys::signal::kill(hung, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // Node B restarted: a new process under its name, retrying every
+    // second for up to a minute.
+    let mut restarted = Node::spawn(
+        TEST,
+        &format!("reclaim node-b {} 127.0.0.1:{port_a} 1000 60", free_port()),
+    );
+    let outcome = restarted.expect("RESULT ", Duration::from_secs(120)).await;
+    figure(
+        "cluster: node B hangs (SIGSTOP) while connected to node A; a restarted node B connects every second",
+        format!("restarted node B: {outcome} (try, seconds)"),
+    );
+    let _ = nix::sys::signal::kill(hung, nix::sys::signal::Signal::SIGCONT);
+    assert!(outcome.starts_with("taken "), "{outcome}");
+    a.stop(None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_copies_a_callers_sink_gets_no_ticket() {
     const TEST: &str = "a_node_that_copies_a_callers_sink_gets_no_ticket";
     let _serial = role_or_serial!();
@@ -1002,7 +1029,7 @@ async fn wait_for_with_an_unbounded_timeout_returns() {
     .await;
     assert!(matches!(found, Ok(true)), "{found:?}");
     gateway.stop();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[test]

@@ -233,13 +233,9 @@ fn an_env_file_is_parsed_in_linear_time() {
         "envFile of 40,000 / 200,000 variables parsed",
         format!("{small:.2?} / {large:.2?} (None: not done within {limit:?})"),
     );
-    let large = large.expect("200,000 lines parsed within 20 s");
+    // Linear in a debug build takes well under a second, quadratic over a
+    // minute: the 20 s limit is generous and still fails a quadratic parse.
+    large.expect("200,000 lines parsed within 20 s");
     assert!(small.is_some());
-    // Linear in a debug build takes well under a second; the bound leaves
-    // room for a loaded machine and still fails a quadratic parse.
-    assert!(
-        large < Duration::from_secs(10),
-        "200,000 lines took {large:.1?}"
-    );
     let _ = std::fs::remove_dir_all(dir);
 }

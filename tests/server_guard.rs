@@ -2,11 +2,13 @@
 //! stdio, a stray `println!` lands on stderr and the protocol stream stays
 //! clean; when serving ends, fd 1 is the original stdout again.
 //!
-//! The test binary re-runs itself as the child (`guard_child`, active only
-//! with `CONDUIT_GUARD_CHILD=1`), so the guard never touches the fd 1 of the
-//! test harness that reports results.
+//! Each test re-runs itself as the child, which plays the server's role
+//! instead (`common::spawn_role`), so the guard never touches the
+//! fd 1 of the test harness that reports results.
 
 #![cfg(unix)]
+
+mod common;
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -16,8 +18,6 @@ use conduit_mcp::protocol::Implementation;
 use conduit_mcp::server::{Handler, HandlerError, RequestContext, ServerConfig, StdioServer};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
-
-const CHILD_ENV: &str = "CONDUIT_GUARD_CHILD";
 
 struct Printer;
 
@@ -32,32 +32,35 @@ impl Handler for Printer {
     }
 }
 
-/// The child's body: serves its stdio with the guard, then prints.
-#[test]
-fn guard_child() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return; // only meaningful as the child of the test below
+/// Plays this process's role when it is a test's child; false when it is
+/// the test.
+async fn play_role() -> bool {
+    match common::role().as_deref() {
+        Some("guard") => guard_server().await,
+        Some("overlap") => overlap_servers().await,
+        _ => return false,
     }
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let end = rt.block_on(async {
-        let config = ServerConfig::new(Implementation::new("guard", "0")).stdout_guard(true);
-        StdioServer::new(config).serve(Printer).await
-    });
+    true
+}
+
+/// The guard role: serves its stdio with the guard, then prints.
+async fn guard_server() {
+    let config = ServerConfig::new(Implementation::new("guard", "0")).stdout_guard(true);
+    let end = StdioServer::new(config).serve(Printer).await;
     eprintln!("child: serve ended: {end:?}");
     println!("RESTORED STDOUT after serving");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdout_guard_diverts_stray_prints_and_restores_fd1() {
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["guard_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    if play_role().await {
+        return;
+    }
+    let mut child = common::spawn_role(
+        "stdout_guard_diverts_stray_prints_and_restores_fd1",
+        "guard",
+        Stdio::piped(),
+    );
     let mut stdin = child.stdin.take().unwrap();
     stdin
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{}}\n")
@@ -76,7 +79,7 @@ async fn stdout_guard_diverts_stray_prints_and_restores_fd1() {
     // Protocol lines are intact JSON, answered in full.
     let answers: Vec<Value> = stdout
         .lines()
-        // libtest's "test guard_child ... " may precede the first line.
+        // libtest's "test stdout_guard_... " may precede the first line.
         .filter_map(|l| l.find("{\"jsonrpc\"").map(|at| &l[at..]))
         .map(|l| serde_json::from_str(l).expect("protocol line is JSON"))
         .collect();
@@ -106,75 +109,63 @@ fn serve_guarded(
     (handle, tokio::spawn(server.serve(Printer)))
 }
 
-/// The overlap child: a second guarded server starts while the first one's
+/// The overlap role: a second guarded server starts while the first one's
 /// guard is live (a supervisor restarting before the old server is gone),
 /// then the first one ends before the second. Reports on stderr; prints on
 /// stdout at the end to show where fd 1 points.
-#[test]
-fn guard_overlap_child() {
-    if std::env::var(CHILD_ENV).as_deref() != Ok("overlap") {
-        return; // only meaningful as the child of the test below
-    }
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let (first, first_task) = serve_guarded("first");
-        first.wait_until_ready().await.expect("first server ready");
-        let (second, second_task) = serve_guarded("second");
-        // Ready means a second guard was installed; an error means refused.
-        let second_task = match second.wait_until_ready().await {
-            Ok(()) => {
-                eprintln!("OVERLAP: second guard installed while the first was live");
-                Some(second_task)
-            }
-            Err(_) => {
-                match second_task.await.expect("second serve task") {
-                    Err(conduit_mcp::server::ServerError::StdoutGuardInUse) => {
-                        eprintln!("REFUSED: second guard refused with StdoutGuardInUse")
-                    }
-                    other => eprintln!("UNEXPECTED second serve result: {other:?}"),
+async fn overlap_servers() {
+    let (first, first_task) = serve_guarded("first");
+    first.wait_until_ready().await.expect("first server ready");
+    let (second, second_task) = serve_guarded("second");
+    // Ready means a second guard was installed; an error means refused.
+    let second_task = match second.wait_until_ready().await {
+        Ok(()) => {
+            eprintln!("OVERLAP: second guard installed while the first was live");
+            Some(second_task)
+        }
+        Err(_) => {
+            match second_task.await.expect("second serve task") {
+                Err(conduit_mcp::server::ServerError::StdoutGuardInUse) => {
+                    eprintln!("REFUSED: second guard refused with StdoutGuardInUse")
                 }
-                None
+                other => eprintln!("UNEXPECTED second serve result: {other:?}"),
             }
-        };
-        // The first (older) server ends first, as after a restart.
-        first.stop();
-        let end = first_task.await.expect("first serve task");
-        eprintln!("first serve ended: {end:?}");
-        // If the second one is serving (overlap allowed), it ends last.
-        if let Some(task) = second_task {
-            second.stop();
-            let end = task.await.expect("second serve task");
-            eprintln!("second serve ended: {end:?}");
+            None
         }
-        // Once every guard is gone a new one may be installed.
-        let (third, third_task) = serve_guarded("third");
-        match third.wait_until_ready().await {
-            Ok(()) => eprintln!("THIRD: guard installed after the first ended"),
-            Err(_) => eprintln!("THIRD FAILED"),
-        }
-        third.stop();
-        let end = third_task.await.expect("third serve task");
-        eprintln!("third serve ended: {end:?}");
-    });
+    };
+    // The first (older) server ends first, as after a restart.
+    first.stop();
+    let end = first_task.await.expect("first serve task");
+    eprintln!("first serve ended: {end:?}");
+    // If the second one is serving (overlap allowed), it ends last.
+    if let Some(task) = second_task {
+        second.stop();
+        let end = task.await.expect("second serve task");
+        eprintln!("second serve ended: {end:?}");
+    }
+    // Once every guard is gone a new one may be installed.
+    let (third, third_task) = serve_guarded("third");
+    match third.wait_until_ready().await {
+        Ok(()) => eprintln!("THIRD: guard installed after the first ended"),
+        Err(_) => eprintln!("THIRD FAILED"),
+    }
+    third.stop();
+    let end = third_task.await.expect("third serve task");
+    eprintln!("third serve ended: {end:?}");
     println!("STDOUT after every guard ended");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_live_stdout_guard_is_refused_and_fd1_survives_the_overlap() {
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "guard_overlap_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "overlap")
-        .stdin(Stdio::piped()) // kept open: the servers serve until stopped
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    if play_role().await {
+        return;
+    }
+    let mut child = common::spawn_role(
+        "a_second_live_stdout_guard_is_refused_and_fd1_survives_the_overlap",
+        "overlap",
+        Stdio::piped(),
+    );
+    // Kept open: the servers serve until stopped.
     let stdin = child.stdin.take().unwrap();
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await

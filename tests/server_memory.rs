@@ -4,9 +4,9 @@
 //! the server hold more than the documented bound; 1 MiB ones (16 MiB
 //! each) fill the 64 MiB budget and no more.
 //!
-//! The server is this test binary re-run as a child (`memory_child`, active
-//! only with `CONDUIT_MEMORY_CHILD=1`) serving its own stdio with the
-//! default configuration, so its peak RSS (`VmHWM`) is its own. The run
+//! The server is the test re-run as a child, which plays the server's role
+//! instead (`common::spawn_role`): it serves its own stdio with
+//! the default configuration, so its peak RSS (`VmHWM`) is its own. The run
 //! ends when the child holds every request (the unbounded case) or logs
 //! (debug level, on stderr) that the byte budget paused reading, with the
 //! requests it can afford started: from then on it reads nothing more.
@@ -15,6 +15,8 @@
 //! 1 KiB URIs keeps at most its per-session cap of them.
 
 #![cfg(target_os = "linux")]
+
+mod common;
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -30,7 +32,6 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-const CHILD_ENV: &str = "CONDUIT_MEMORY_CHILD";
 /// Hostile requests sent (16 × 128 MiB parsed = 2 GiB if all were held).
 const REQUESTS: usize = 16;
 /// The longest line the default configuration accepts.
@@ -54,36 +55,26 @@ impl Handler for Hold {
     }
 }
 
-/// The child's body: serves its stdio with the default configuration.
-#[test]
-fn memory_child() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return; // only meaningful as the child of the test below
+/// Plays this process's role when it is a test's child; false when it is
+/// the test.
+async fn play_role() -> bool {
+    match common::role().as_deref() {
+        Some("memory") => memory_server().await,
+        Some("router") => router_server().await,
+        _ => return false,
     }
+    true
+}
+
+/// The memory role: serves its stdio with the default configuration.
+async fn memory_server() {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter("conduit_mcp::server=debug")
         .try_init();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let end = rt.block_on(async {
-        let config = ServerConfig::new(Implementation::new("memory", "0"));
-        StdioServer::new(config).serve(Hold).await
-    });
+    let config = ServerConfig::new(Implementation::new("memory", "0"));
+    let end = StdioServer::new(config).serve(Hold).await;
     eprintln!("child: serve ended: {end:?}");
-}
-
-/// This test binary re-run as a server child: only the test `name`, made
-/// active by the environment variable `env`.
-fn spawn_child(name: &str, env: &str, stderr: Stdio) -> tokio::process::Child {
-    tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(env, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
 }
 
 fn status_kib(pid: u32, key: &str) -> u64 {
@@ -118,8 +109,8 @@ struct Run {
 /// `requests` lines of `line_bytes` whose params are `[0,0,...,0]`, until
 /// it either holds every request or says it paused reading with
 /// `expect_held` requests started; then kills it and reports.
-async fn flood(requests: usize, line_bytes: usize, expect_held: usize) -> Run {
-    let mut child = spawn_child("memory_child", CHILD_ENV, Stdio::piped());
+async fn flood(test: &str, requests: usize, line_bytes: usize, expect_held: usize) -> Run {
+    let mut child = common::spawn_role(test, "memory", Stdio::piped());
     let pid = child.id().expect("child pid");
     let mut stdin = child.stdin.take().unwrap();
     let (seen_tx, mut seen) = mpsc::unbounded_channel();
@@ -231,8 +222,17 @@ const ALLOWANCE: u64 = 24 * MIB;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_8_mib_array_requests_stay_within_the_byte_bound() {
+    if play_role().await {
+        return;
+    }
     // Each parses to 128 MiB, more than the 64 MiB budget: one at a time.
-    let run = flood(REQUESTS, LINE_BYTES, 1).await;
+    let run = flood(
+        "hostile_8_mib_array_requests_stay_within_the_byte_bound",
+        REQUESTS,
+        LINE_BYTES,
+        1,
+    )
+    .await;
     let bound = bound(run.parsed, LINE_BYTES);
     println!(
         "hostile client: {REQUESTS} requests of 8 MiB `[0,...]` ({} MiB each parsed): \
@@ -258,9 +258,18 @@ async fn hostile_8_mib_array_requests_stay_within_the_byte_bound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_1_mib_array_requests_fill_the_budget_and_no_more() {
+    if play_role().await {
+        return;
+    }
     // Each parses to 16 MiB: three fit in the 64 MiB budget, not four.
     const LINE: usize = 1024 * 1024;
-    let run = flood(REQUESTS, LINE, 3).await;
+    let run = flood(
+        "hostile_1_mib_array_requests_fill_the_budget_and_no_more",
+        REQUESTS,
+        LINE,
+        3,
+    )
+    .await;
     let bound = bound(run.parsed, LINE);
     println!(
         "hostile client: {REQUESTS} requests of 1 MiB `[0,...]` ({} MiB each parsed): \
@@ -286,33 +295,31 @@ async fn hostile_1_mib_array_requests_fill_the_budget_and_no_more() {
 
 // ------------------------------------------- legacy subscriptions (Router)
 
-const ROUTER_CHILD_ENV: &str = "CONDUIT_ROUTER_CHILD";
 /// `resources/subscribe` requests sent, each for a distinct 1 KiB URI.
 const SUBSCRIBES: usize = 100_000;
 const URI_BYTES: usize = 1024;
 
-/// The child's body for the subscription flood: a `Router` with one
+/// The router role, for the subscription flood: a `Router` with one
 /// resource, served on its stdio with a 4 MiB inbound budget.
-#[test]
-fn router_child() {
-    if std::env::var_os(ROUTER_CHILD_ENV).is_none() {
-        return; // only meaningful as the child of the test below
-    }
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let end = rt.block_on(async {
-        let config =
-            ServerConfig::new(Implementation::new("router", "0")).max_inbound_bytes(4 << 20);
-        let router = Router::new().resource(Resource::new("demo://r", "r"), |_ctx| async {
-            Ok(ReadResourceResult::default())
-        });
-        StdioServer::new(config).serve(router).await
+async fn router_server() {
+    let config = ServerConfig::new(Implementation::new("router", "0")).max_inbound_bytes(4 << 20);
+    let router = Router::new().resource(Resource::new("demo://r", "r"), |_ctx| async {
+        Ok(ReadResourceResult::default())
     });
+    let end = StdioServer::new(config).serve(router).await;
     eprintln!("child: serve ended: {end:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_subscriptions_is_capped_per_session() {
-    let mut child = spawn_child("router_child", ROUTER_CHILD_ENV, Stdio::inherit());
+    if play_role().await {
+        return;
+    }
+    let mut child = common::spawn_role(
+        "a_flood_of_subscriptions_is_capped_per_session",
+        "router",
+        Stdio::inherit(),
+    );
     let pid = child.id().expect("child pid");
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();

@@ -80,7 +80,7 @@ async fn start_stop_and_crash_restart_cycles_leak_nothing() {
     for _ in 0..20 {
         let c = Client::start(common::config(&[])).await.unwrap();
         c.ready(Duration::from_secs(10)).await.unwrap();
-        c.stop().wait().await;
+        crate::common::shutdown(c.stop().wait()).await;
     }
     let before = snapshot();
 
@@ -89,7 +89,7 @@ async fn start_stop_and_crash_restart_cycles_leak_nothing() {
         let c = Client::start(common::config(&[])).await.unwrap();
         let s = c.ready(Duration::from_secs(10)).await.unwrap();
         pids.push(s.pid.unwrap());
-        let reports = c.stop().wait().await;
+        let reports = crate::common::shutdown(c.stop().wait()).await;
         assert_eq!(reports.len(), 1);
     }
     let start_stop_took = t.elapsed();
@@ -125,7 +125,7 @@ async fn start_stop_and_crash_restart_cycles_leak_nothing() {
         }
     }
     let crash_took = t.elapsed();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     while let Ok(e) = events.try_recv() {
         if let LifecycleEvent::Spawned { pid, .. } = e {
             pids.push(pid);

@@ -128,6 +128,13 @@ pub const ROWS: &[Row] = &[
         false,
         false,
     ),
+    row(
+        "host_over_direct",
+        "host: echo via host / direct",
+        "ratio",
+        false,
+        false,
+    ),
     row("http_p50", "http: echo p50, sequential", "us", false, false),
     row("http_p99", "http: echo p99, sequential", "us", false, false),
     row(
@@ -694,6 +701,8 @@ pub fn text(free: &Results, fixed: &Results, plan: &Plan, elapsed: Duration, cpu
     s += "  rows' hyper generator (fixed bytes, one keep-alive connection per call in flight).\n";
     s += "  spawn to ready, era auto: legacy column against a legacy-only child (probe refused, then\n";
     s += "  initialize), modern column against the dual-era child (probe answered).\n";
+    s += "  host row: echo through a Host / the same calls straight to the server's client, in turn,\n";
+    s += "  beside a server that asks to be listed again after every listing (conduit column).\n";
     if !free.samples.is_empty() {
         s += "\nunpinned:\n\n";
         s += &table(free);

@@ -410,6 +410,14 @@ mod tests {
         }
     }
 
+    /// `fut`, or a panic naming `what` if it never ends: on the paused
+    /// clock a hang runs the clock to the hour at once.
+    async fn within<F: Future>(what: &str, fut: F) -> F::Output {
+        tokio::time::timeout(Duration::from_secs(3600), fut)
+            .await
+            .unwrap_or_else(|_| panic!("{what} never ended"))
+    }
+
     async fn run(mock: Mock, exit_first: bool) -> ShutdownReport {
         let exited = mock.exited.clone();
         let esc = Escalation {
@@ -427,10 +435,12 @@ mod tests {
         let task = tokio::spawn(esc.run(signal, exit_tx, report_tx));
         if exit_first {
             exited.send_replace(true);
-            exit_rx.wait_for(Option::is_some).await.unwrap();
+            within("the exit's report", exit_rx.wait_for(Option::is_some))
+                .await
+                .unwrap();
         }
         drop(guard);
-        task.await.unwrap();
+        within("the escalation", task).await.unwrap();
         let report = report_rx.borrow().clone().unwrap();
         report
     }
@@ -455,7 +465,7 @@ mod tests {
         let task = tokio::spawn(esc.run(signal, exit_tx, report_tx));
         guard.trigger();
         exited.send_replace(true);
-        task.await.unwrap();
+        within("the escalation", task).await.unwrap();
         let r = report_rx.borrow().clone().unwrap();
         assert!(!r.sent_term && !r.sent_kill && !r.exited_before_close);
         assert_eq!(*log.lock().unwrap(), vec![Step::Release]);
@@ -508,7 +518,31 @@ mod tests {
         let trigger = guard.trigger_handle();
         trigger.trigger();
         // Fires although the guard is still held.
-        signal.fired().await;
+        within("the shutdown signal", signal.fired()).await;
         drop(guard);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_group_member_that_leaves_within_the_stdin_grace_is_not_signalled() {
+        // The leader exited by itself; a member of its group lingers for
+        // three polls, well within the stdin grace.
+        let (mock, log) = Mock::new(None, 3);
+        let r = run(mock, true).await;
+        assert!(!r.sent_term && !r.sent_kill && !r.group_survivors, "{r:?}");
+        assert_eq!(*log.lock().unwrap(), vec![Step::Release]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_guard_starts_the_shutdown_while_a_trigger_is_kept() {
+        let (guard, mut signal) = ShutdownGuard::new();
+        let _trigger = guard.trigger_handle();
+        drop(guard);
+        within("the shutdown signal", signal.fired()).await;
+    }
+
+    #[test]
+    fn the_stdin_grace_is_the_one_given() {
+        let graces = Graces::new(Duration::from_millis(1500), Duration::from_secs(2));
+        assert_eq!(graces.stdin(), Duration::from_millis(1500));
     }
 }

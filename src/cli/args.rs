@@ -4,10 +4,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::builder::TypedValueParser;
-use clap::{Args, Parser, Subcommand};
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::Value;
 
 use crate::client::{EraPreference, StderrMode};
+use crate::config_file::ReadOptions;
 use crate::secret::Secret;
 
 /// The largest timeout: deadlines are `Instant`s and must stay
@@ -38,7 +40,9 @@ file (--server; not needed when the file has one server). `tools` without
 `call server__tool` calls one; `prompts` and `prompt server__name` do the
 same for prompts, `resources` lists every server's resources and `read URI`
 reads one from the server that lists it; `servers` starts every server and
-prints one line each.
+prints one line each. --input ID=VALUE gives the value of the file's
+${input:ID} (VS Code's inputs); a server that uses one without a value is
+left out, the others run.
 
 A config file runs every command in it, as you would by typing it: there
 is no workspace trust, so read a file (for example one from a cloned
@@ -88,7 +92,7 @@ Exit codes:
 
 Examples:
   mcp discover -- node server.js
-  mcp --era legacy tools -- uvx mcp-server-time
+  mcp --era 2025-11-25 tools -- uvx mcp-server-time
   mcp tools --url https://mcp.example.com/mcp --header \"Authorization=Bearer $TOKEN\"
   mcp call get_current_time '{\"timezone\":\"UTC\"}' -- mcp-server-time
   mcp --progress call slow-tool '{}' -- ./my-server --flag
@@ -111,11 +115,63 @@ Examples:
 pub(crate) struct Cli {
     #[command(flatten)]
     options: Options,
+    #[command(flatten)]
+    client: ClientArgs,
     #[command(subcommand)]
     command: Command,
 }
 
+/// The subcommands that talk to no one server as a client: the options of
+/// [`ClientArgs`] are not theirs (serve would refuse them).
+const NOT_A_CLIENT: &[&str] = &["serve", "completions"];
+
 impl Cli {
+    /// The command line as `mcp` reads it: the options of [`Options`]
+    /// before or after any subcommand, those of [`ClientArgs`] before a
+    /// subcommand or after one that talks to a server as a client (not
+    /// after `serve`, whose help does not list them).
+    pub(crate) fn definition() -> clap::Command {
+        let client: Vec<clap::Arg> = ClientArgs::augment_args(clap::Command::new("client"))
+            .get_arguments()
+            .cloned()
+            .collect();
+        let mut cmd = <Cli as CommandFactory>::command();
+        let clients: Vec<String> = cmd
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .filter(|n| !NOT_A_CLIENT.contains(&n.as_str()))
+            .collect();
+        for name in clients {
+            cmd = cmd.mut_subcommand(name, |c| c.args(client.clone()));
+        }
+        cmd
+    }
+
+    /// Parses `args` (the first is the program's name) with
+    /// [`definition`](Self::definition).
+    pub(crate) fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let mut definition = Self::definition();
+        let matches = definition.try_get_matches_from_mut(args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        if let Some((_, sub)) = matches.subcommand() {
+            if sub.try_get_one::<bool>("progress").is_ok() {
+                let after = ClientArgs::from_arg_matches(sub)?;
+                cli.client
+                    .join(after)
+                    .map_err(|e| definition.error(ErrorKind::ArgumentConflict, e))?;
+            }
+        }
+        let client = std::mem::take(&mut cli.client);
+        cli.options.progress = client.progress;
+        cli.options.url = client.url;
+        cli.options.header = client.header;
+        Ok(cli)
+    }
+
     /// The options every subcommand takes.
     #[inline]
     pub(crate) fn options(&self) -> &Options {
@@ -142,8 +198,9 @@ pub(crate) struct Options {
     #[arg(long = "timeout-ms", value_name = "N", global = true, value_parser = timeout)]
     timeout: Option<Duration>,
     /// Protocol era (default auto: probe with server/discover, fall back to
-    /// initialize)
-    #[arg(long, value_name = "auto|modern|legacy", global = true, value_parser = era())]
+    /// initialize); 2025-11-25 includes the older revisions (modern and
+    /// legacy are read too)
+    #[arg(long, value_name = "auto|2026-07-28|2025-11-25", global = true, value_parser = era())]
     era: Option<EraPreference>,
     /// Set a variable in the server's environment (repeatable). Only HOME
     /// LOGNAME PATH SHELL TERM USER are inherited from this process
@@ -156,9 +213,8 @@ pub(crate) struct Options {
     /// PATH)
     #[arg(long, value_name = "inherit|discard|file:PATH", global = true, value_parser = stderr_mode)]
     stderr: Option<StderrMode>,
-    /// Ask for progress; show it on stderr (a bar on a terminal, else each
-    /// progress notification as one JSON line)
-    #[arg(long, global = true)]
+    /// `--progress`, before or after the subcommand.
+    #[arg(skip)]
     progress: bool,
     /// Say which config file and which commands are about to run, then log
     /// the client's activity to stderr (tracing; RUST_LOG overrides the
@@ -169,6 +225,11 @@ pub(crate) struct Options {
     /// instead of `-- COMMAND`. It runs every command in it: read it first
     #[arg(long, value_name = "FILE", global = true)]
     config: Option<PathBuf>,
+    /// With --config: the value of the file's ${input:ID} (repeatable; held
+    /// as a secret). A server that uses an input without a value is left
+    /// out, the others run
+    #[arg(long = "input", value_name = "ID=VALUE", global = true, value_parser = input_pair)]
+    input: Vec<SecretPair>,
     /// With --config: the server to use (with serve: the servers to serve,
     /// repeatable; every one of the file by default)
     #[arg(long = "server", value_name = "NAME", global = true)]
@@ -177,13 +238,44 @@ pub(crate) struct Options {
     /// `servers` once it is checked to hold at most one).
     #[arg(skip)]
     server: Option<String>,
+    /// `--url`, before or after the subcommand.
+    #[arg(skip)]
+    url: Option<String>,
+    /// The `--header` pairs, before the subcommand then after it.
+    #[arg(skip)]
+    header: Vec<SecretPair>,
+}
+
+/// The options of a subcommand that talks to a server as a client (every
+/// one but serve and completions), before or after it.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ClientArgs {
+    /// Ask for progress; show it on stderr (a bar on a terminal, else each
+    /// progress notification as one JSON line)
+    #[arg(long)]
+    progress: bool,
     /// Talk to the Streamable HTTP server at URL instead of `-- COMMAND`
-    #[arg(long, value_name = "URL", global = true)]
+    #[arg(long, value_name = "URL")]
     url: Option<String>,
     /// With --url: send header K: V with every request (repeatable; the
     /// value is held as a secret)
-    #[arg(long = "header", value_name = "K=V", global = true, value_parser = header_pair)]
-    header: Vec<HeaderArg>,
+    #[arg(long = "header", value_name = "K=V", value_parser = header_pair)]
+    header: Vec<SecretPair>,
+}
+
+impl ClientArgs {
+    /// These, then `after` (given after the subcommand); a URL given on
+    /// both sides is refused.
+    fn join(&mut self, after: ClientArgs) -> Result<(), &'static str> {
+        self.progress |= after.progress;
+        match (&self.url, after.url) {
+            (Some(_), Some(_)) => return Err("--url is given twice"),
+            (None, url) => self.url = url,
+            (Some(_), None) => {}
+        }
+        self.header.extend(after.header);
+        Ok(())
+    }
 }
 
 impl Options {
@@ -261,8 +353,21 @@ impl Options {
 
     /// The `--header` pairs, in order.
     #[inline]
-    pub(crate) fn header(&self) -> &[HeaderArg] {
+    pub(crate) fn header(&self) -> &[SecretPair] {
         &self.header
+    }
+
+    /// `--input`: the values of a config file's `${input:ID}`s; the first
+    /// malformed one's message.
+    pub(crate) fn read_options(&self) -> Result<ReadOptions, &'static str> {
+        let mut options = ReadOptions::new();
+        for i in &self.input {
+            match i {
+                SecretPair::Pair(id, value) => options = options.input(id.clone(), value.expose()),
+                SecretPair::Bad(why) => return Err(why),
+            }
+        }
+        Ok(options)
     }
 }
 
@@ -466,15 +571,16 @@ impl ServeArgs {
     }
 }
 
-/// `--era`: the names `EraPreference` is serialised with (and read as).
+/// `--era`: the revision dates, and the names `EraPreference` is
+/// serialised with; serde reads them all.
 fn era() -> impl TypedValueParser<Value = EraPreference> {
     use clap::builder::PossibleValue;
     clap::builder::PossibleValuesParser::new([
         PossibleValue::new("auto"),
-        PossibleValue::new("modern").alias("stateless"),
-        PossibleValue::new("legacy").alias("stateful"),
+        PossibleValue::new("2026-07-28").aliases(["modern", "stateless"]),
+        PossibleValue::new("2025-11-25").aliases(["legacy", "stateful"]),
     ])
-    // An alias arrives as typed: serde reads both names.
+    // An alias arrives as typed: serde reads every name.
     .map(|v| serde_json::from_value(serde_json::Value::String(v)).unwrap_or_default())
 }
 
@@ -495,14 +601,15 @@ fn env_pair(v: &str) -> Result<(String, String), String> {
     }
 }
 
-/// One `--header K=V`: the name and the value (a secret), or why it is
-/// not one. Never refused by clap itself, which would print the whole
-/// argument, token included; `mcp` says what is wrong without it.
+/// One `--header K=V` or `--input ID=VALUE`: the name and the value (a
+/// secret), or why it is not one. Never refused by clap itself, which
+/// would print the whole argument, token included; `mcp` says what is
+/// wrong without it.
 #[derive(Debug, Clone)]
-pub(crate) enum HeaderArg {
-    /// A header name and its value.
+pub(crate) enum SecretPair {
+    /// A name and its value.
     Pair(String, Secret),
-    /// Not `K=V` with K a header name: the message, without the value.
+    /// Not `K=V` with a valid K: the message, without the value.
     Bad(&'static str),
 }
 
@@ -513,14 +620,27 @@ fn is_header_name(k: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-fn header_pair(v: &str) -> Result<HeaderArg, String> {
+fn header_pair(v: &str) -> Result<SecretPair, String> {
     Ok(match v.split_once('=') {
         Some((k, val)) if is_header_name(k.trim()) => {
-            HeaderArg::Pair(k.trim().to_owned(), Secret::new(val.trim()))
+            SecretPair::Pair(k.trim().to_owned(), Secret::new(val.trim()))
         }
-        _ => HeaderArg::Bad(
+        _ => SecretPair::Bad(
             "--header expects K=V with K a header name (for example \
              Authorization=Bearer ...); the argument is not shown, as it may hold a token",
+        ),
+    })
+}
+
+/// `--input ID=VALUE`: the value as given (not trimmed: it is the user's).
+fn input_pair(v: &str) -> Result<SecretPair, String> {
+    Ok(match v.split_once('=') {
+        Some((id, val)) if !id.is_empty() && !id.contains('}') => {
+            SecretPair::Pair(id.to_owned(), Secret::new(val))
+        }
+        _ => SecretPair::Bad(
+            "--input expects ID=VALUE with ID the name in the file's ${input:ID}; \
+             the argument is not shown, as it may hold a secret",
         ),
     })
 }
@@ -569,12 +689,104 @@ fn json_params(text: &str) -> Result<Value, String> {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
     use super::*;
 
     #[test]
     fn the_command_line_is_well_formed() {
-        Cli::command().debug_assert();
+        Cli::definition().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::parse_args(std::iter::once("mcp").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn client_options_are_taken_before_or_after_a_client_subcommand() {
+        let after = parse(&[
+            "tools",
+            "--url",
+            "http://x/mcp",
+            "--progress",
+            "--header",
+            "A=1",
+        ])
+        .unwrap();
+        let before = parse(&[
+            "--url",
+            "http://x/mcp",
+            "--progress",
+            "--header",
+            "A=1",
+            "tools",
+        ])
+        .unwrap();
+        for cli in [after, before] {
+            let o = cli.options();
+            assert_eq!(o.url().map(String::as_str), Some("http://x/mcp"));
+            assert!(o.progress());
+            assert!(
+                matches!(&o.header()[0], SecretPair::Pair(k, v) if k == "A" && v.expose() == "1")
+            );
+        }
+        let both = parse(&["--header", "A=1", "call", "t", "--header", "B=2"]).unwrap();
+        assert_eq!(both.options().header().len(), 2);
+        let twice = parse(&["--url", "http://a", "tools", "--url", "http://b"]).unwrap_err();
+        assert!(twice.to_string().contains("--url"), "{twice}");
+    }
+
+    #[test]
+    fn serve_takes_no_client_option_after_it_and_lists_none() {
+        for flag in [
+            &["--progress"][..],
+            &["--url", "http://x"],
+            &["--header", "A=1"],
+        ] {
+            let mut args = vec!["serve", "--config", "f.json"];
+            args.extend_from_slice(flag);
+            let e = parse(&args).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::UnknownArgument, "{flag:?}: {e}");
+        }
+        // `mcp serve --help` and `mcp call --help`, as printed.
+        let help = |sub: &str| {
+            let e = parse(&[sub, "--help"]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::DisplayHelp);
+            e.to_string()
+        };
+        let serve = help("serve");
+        for flag in ["--progress", "--url", "--header"] {
+            assert!(!serve.contains(flag), "{flag} in serve's help:\n{serve}");
+        }
+        for flag in ["--listen", "--config", "--input", "--timeout-ms"] {
+            assert!(serve.contains(flag), "{flag} not in serve's help:\n{serve}");
+        }
+        let call = help("call");
+        for flag in ["--progress", "--url", "--header", "--config"] {
+            assert!(call.contains(flag), "{flag} not in call's help:\n{call}");
+        }
+    }
+
+    #[test]
+    fn an_era_is_named_by_its_revision_or_as_before() {
+        for (name, era) in [
+            ("2025-11-25", EraPreference::Stateful),
+            ("legacy", EraPreference::Stateful),
+            ("2026-07-28", EraPreference::Stateless),
+            ("modern", EraPreference::Stateless),
+            ("auto", EraPreference::Auto),
+        ] {
+            let cli = parse(&["--era", name, "tools"]).unwrap();
+            assert_eq!(cli.options().era(), Some(era), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_input_is_an_id_and_a_secret_value_and_a_bad_one_is_not_shown() {
+        let cli = parse(&["--input", "api-key=a=b", "tools", "--config", "f.json"]).unwrap();
+        let options = cli.options().read_options().unwrap();
+        assert!(format!("{options:?}").contains("api-key"));
+        assert!(!format!("{options:?}").contains("a=b"));
+        let bad = parse(&["--input", "no-equals-sign-s3cret", "tools"]).unwrap();
+        let why = bad.options().read_options().unwrap_err();
+        assert!(!why.contains("s3cret"), "{why}");
     }
 }

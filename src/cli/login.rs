@@ -192,23 +192,27 @@ pub(super) async fn authorize_all(
 }
 
 /// Serves the redirect until the browser comes back: connections are read
-/// at once, each within [`READ_DEADLINE`] (at most [`MAX_CONNECTIONS`] at
-/// a time), and only `GET /callback` with the `state` of this login ends
-/// the wait; any other request is answered 404 (another path) or 400
-/// (another or no `state`) and the wait goes on, so another local process
-/// can neither stall the login nor end it.
+/// at once, each within [`READ_DEADLINE`], and only `GET /callback` with
+/// the `state` of this login ends the wait; any other request is answered
+/// 404 (another path) or 400 (another or no `state`) and the wait goes on,
+/// so another local process can neither stall the login nor end it. At
+/// most [`MAX_CONNECTIONS`] are open at once: a new connection then closes
+/// the oldest one that is still sending its request and has nothing unread
+/// waiting, so connections that send nothing cannot keep the browser's out
+/// (a browser sends its request as soon as it connects).
 async fn callback(
     listener: &tokio::net::TcpListener,
     state: &str,
 ) -> Result<AuthorizationResponse, String> {
     let (tx, mut rx) = tokio::sync::mpsc::channel(1);
     let mut conns = tokio::task::JoinSet::new();
+    let mut open = std::collections::VecDeque::<Open>::new();
     loop {
         tokio::select! {
             Some(answer) = rx.recv() => return answer,
             accepted = listener.accept() => {
-                let conn = match accepted {
-                    Ok((conn, _)) => conn,
+                let (conn, socket) = match accepted.and_then(|(conn, _)| Open::split(conn)) {
+                    Ok(parts) => parts,
                     // Out of descriptors, say: the listener itself is fine.
                     Err(e) => {
                         tracing::debug!(error = %e, "accept failed on the redirect listener");
@@ -217,31 +221,76 @@ async fn callback(
                     }
                 };
                 while conns.try_join_next().is_some() {}
-                if conns.len() >= MAX_CONNECTIONS {
-                    continue;
+                open.retain(|o| !o.task.is_finished());
+                if open.len() >= MAX_CONNECTIONS {
+                    let oldest = open
+                        .iter()
+                        .position(Open::idle)
+                        .or_else(|| open.iter().position(|o| !o.read.load(Ordering::Acquire)));
+                    // Every one is being answered (at once): the newcomer
+                    // is closed instead.
+                    let Some(oldest) = oldest.and_then(|i| open.remove(i)) else {
+                        continue;
+                    };
+                    tracing::debug!("the redirect listener is full: its oldest connection that sends nothing is closed");
+                    oldest.task.abort();
                 }
-                conns.spawn(serve_redirect(conn, state.to_owned(), tx.clone()));
+                let read = Arc::new(AtomicBool::new(false));
+                let task = conns.spawn(serve_redirect(conn, state.to_owned(), tx.clone(), read.clone()));
+                open.push_back(Open { task, socket, read });
+                // Its request, if already sent, is read before the next
+                // accept.
+                tokio::task::yield_now().await;
             }
         }
+    }
+}
+
+/// A connection to the redirect listener, as the listener keeps it.
+struct Open {
+    task: tokio::task::AbortHandle,
+    /// A second handle on its socket, to see bytes its task has not read
+    /// yet (closed with this value).
+    socket: std::net::TcpStream,
+    /// Set once its request is read: it is being answered.
+    read: Arc<AtomicBool>,
+}
+
+impl Open {
+    /// `conn` for its task, and a second handle on its socket.
+    fn split(
+        conn: tokio::net::TcpStream,
+    ) -> std::io::Result<(tokio::net::TcpStream, std::net::TcpStream)> {
+        let conn = conn.into_std()?;
+        let socket = conn.try_clone()?;
+        Ok((tokio::net::TcpStream::from_std(conn)?, socket))
+    }
+
+    /// Still sending its request, and nothing it sent waits unread (the
+    /// socket is non-blocking: the look does not wait).
+    fn idle(&self) -> bool {
+        !self.read.load(Ordering::Acquire)
+            && !matches!(self.socket.peek(&mut [0u8; 1]), Ok(n) if n > 0)
     }
 }
 
 /// Time one connection to the redirect listener has to send its request.
 const READ_DEADLINE: Duration = Duration::from_secs(10);
 
-/// Connections to the redirect listener served at once.
+/// Connections to the redirect listener open at once.
 const MAX_CONNECTIONS: usize = 64;
 
 /// One connection to the redirect listener: its request is read within
-/// [`READ_DEADLINE`] and answered; the callback of this login (its
-/// `state`) goes to `done`.
+/// [`READ_DEADLINE`] (then `read` is set) and answered; the callback of
+/// this login (its `state`) goes to `done`.
 async fn serve_redirect(
     mut conn: tokio::net::TcpStream,
     state: String,
     done: tokio::sync::mpsc::Sender<Result<AuthorizationResponse, String>>,
+    read: Arc<AtomicBool>,
 ) {
     let mut head = Vec::new();
-    let read = tokio::time::timeout(READ_DEADLINE, async {
+    let head_read = tokio::time::timeout(READ_DEADLINE, async {
         let mut buf = [0u8; 2048];
         while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
             match conn.read(&mut buf).await {
@@ -250,9 +299,10 @@ async fn serve_redirect(
             }
         }
     });
-    if read.await.is_err() {
+    if head_read.await.is_err() {
         return;
     }
+    read.store(true, Ordering::Release);
     let text = String::from_utf8_lossy(&head);
     let line = text.lines().next().unwrap_or_default();
     let (method, target) = line.split_once(' ').unwrap_or_default();
@@ -291,6 +341,8 @@ async fn serve_redirect(
         _ => (None, reply("404 Not Found", "")),
     };
     let _ = conn.write_all(response.as_bytes()).await;
+    // The listener's second handle keeps the socket open: the end is said.
+    let _ = conn.shutdown().await;
     if let Some(answer) = answer {
         let _ = done.send(answer).await;
     }

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 
 use serde_json::{json, Value};
 
-use super::args::{Command, HeaderArg, Options};
+use super::args::{Command, Options, SecretPair};
 use super::{
     apply_options, failure, interrupted, send, with_options, Fail, Output, DEFAULT_TIMEOUT,
 };
@@ -53,8 +53,8 @@ pub(super) async fn run_url(options: &Options, command: Command) -> Result<Outpu
     let mut config = ClientConfig::http(url.clone());
     for header in options.header() {
         match header {
-            HeaderArg::Pair(k, v) => config = config.header(k.clone(), v.expose()),
-            HeaderArg::Bad(why) => return Err(Fail::Usage((*why).into())),
+            SecretPair::Pair(k, v) => config = config.header(k.clone(), v.expose()),
+            SecretPair::Bad(why) => return Err(Fail::Usage((*why).into())),
         }
     }
     apply_options(options, &mut config);

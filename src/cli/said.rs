@@ -1,7 +1,8 @@
 //! What `mcp serve` says on stderr of its servers without `--verbose`: one
-//! line for each start failure, crash (with the exit status), restart and
-//! give-up, naming the server; and, in the start line, which servers are
-//! ready and which are not. Only names, statuses and the library's own
+//! line for each start failure, crash (with the exit status), restart,
+//! give-up, revive and return to service (ready and listed again), naming
+//! the server; and, in the start line, which servers are ready and which
+//! are not. Only names, statuses and the library's own
 //! reasons (which never hold a secret), never a command line or an
 //! environment.
 
@@ -19,6 +20,9 @@ pub(super) struct Said {
     gave_up: BTreeSet<String>,
     /// The servers whose end (a give-up, a failed start) was said.
     ended: BTreeSet<String>,
+    /// The servers that went down (a crash, a give-up) and have not served
+    /// since: their next listing is news.
+    down: BTreeSet<String>,
 }
 
 impl Said {
@@ -53,6 +57,7 @@ impl Said {
                 LifecycleEvent::Closed {
                     pid, reason, exit, ..
                 } => {
+                    self.down.insert(server.clone());
                     let pid = pid.map(|p| format!(", pid {p}")).unwrap_or_default();
                     Some(match exit.or_else(|| reason.exit_status()) {
                         Some(exit) => format!("server {server} exited ({exit}{pid})"),
@@ -66,10 +71,36 @@ impl Said {
                 LifecycleEvent::GaveUp { reason, .. } => {
                     self.gave_up.insert(server.clone());
                     self.ended.insert(server.clone());
+                    self.down.insert(server.clone());
                     Some(format!("server {server} gave up: {reason}"))
                 }
                 _ => None,
             },
+            // Its give-up was said: when it is tried again is news; a
+            // start that failed is said here.
+            HostEvent::Down {
+                server,
+                reason,
+                next_try_in,
+            } => {
+                let again = format!(
+                    "started again in {}",
+                    crate::host::pause_in_words(*next_try_in)
+                );
+                self.down.insert(server.clone());
+                if self.gave_up.remove(server) {
+                    return Some(format!("server {server}: {again}"));
+                }
+                self.ended.insert(server.clone());
+                Some(format!("server {server} {reason}; {again}"))
+            }
+            HostEvent::Reviving { server } => {
+                self.down.insert(server.clone());
+                Some(format!("server {server}: starting again after its pause"))
+            }
+            HostEvent::Listed { server, tools, .. } if self.down.remove(server) => {
+                Some(format!("server {server} ready again ({tools} tools)"))
+            }
             // A server that could not start at all: it has no lifecycle of
             // its own to say so.
             HostEvent::Removed { server, reason } => {
@@ -165,5 +196,49 @@ mod tests {
             said.line(&removed).as_deref(),
             Some("server x could not start: nope")
         );
+    }
+
+    #[test]
+    fn a_revive_is_said_when_due_and_begun_and_a_return_to_service_once() {
+        let mut said = Said::default();
+        let listed = |server: &str| HostEvent::Listed {
+            server: server.into(),
+            tools: 3,
+            prompts: 0,
+            resources: 0,
+        };
+        assert_eq!(said.line(&listed("x")), None, "a first listing is no news");
+        let up = HostEvent::Lifecycle {
+            server: "x".into(),
+            event: LifecycleEvent::GaveUp {
+                name: "x".into(),
+                reason: "too many restarts".into(),
+            },
+        };
+        assert!(said.line(&up).is_some());
+        let down = |reason: &str| HostEvent::Down {
+            server: "x".into(),
+            reason: reason.into(),
+            next_try_in: std::time::Duration::from_secs(60),
+        };
+        assert_eq!(
+            said.line(&down("too many restarts")).as_deref(),
+            Some("server x: started again in 60 s")
+        );
+        assert_eq!(
+            said.line(&HostEvent::Reviving { server: "x".into() })
+                .as_deref(),
+            Some("server x: starting again after its pause")
+        );
+        let failed = format!("{}: nope", crate::host::COULD_NOT_START);
+        assert_eq!(
+            said.line(&down(&failed)).as_deref(),
+            Some("server x could not start: nope; started again in 60 s")
+        );
+        assert_eq!(
+            said.line(&listed("x")).as_deref(),
+            Some("server x ready again (3 tools)")
+        );
+        assert_eq!(said.line(&listed("x")), None, "said once");
     }
 }

@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use super::args::{Options, ServeArgs};
 use super::{said, verbose, Fail, Output};
 use crate::client::{ClientConfig, Status};
-use crate::config_file::{ConfigFileError, ServersFile};
+use crate::config_file::{ConfigFileError, ReadOptions, ServersFile};
 use crate::gateway::{Auth, ClientGrant, HttpGateway, HttpGatewayConfig};
 use crate::host::{HostConfig, HostOptions};
 use crate::secret::Secret;
@@ -33,7 +33,8 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
     refuse_unused(options)?;
     // The text is read once: `--watch` compares the file with what was
     // applied, so a change made while the servers start is applied too.
-    let (mut file, loaded) = read(path.to_owned())
+    let inputs = options.read_options().map_err(|e| Fail::Usage(e.into()))?;
+    let (mut file, loaded) = read(path.to_owned(), inputs.clone())
         .await
         .map_err(|e| Fail::Usage(e.to_string()))?;
     let selected = selected(options, &file)?;
@@ -150,6 +151,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         let watched = Watched {
             selected,
             options: options.clone(),
+            inputs,
         };
         tokio::spawn(watch(gateway, path, file, loaded, watched))
     });
@@ -445,7 +447,7 @@ fn hash(text: &str) -> u64 {
 /// Reads and parses the file at `path` as the loader does (a regular file
 /// within its bound, never waiting on a FIFO), on a blocking thread; what
 /// was seen of it.
-async fn read(path: PathBuf) -> Result<(ServersFile, Seen), ConfigFileError> {
+async fn read(path: PathBuf, inputs: ReadOptions) -> Result<(ServersFile, Seen), ConfigFileError> {
     let shown = path.clone();
     let read = tokio::task::spawn_blocking(move || {
         let meta = Meta::of(&path);
@@ -454,7 +456,8 @@ async fn read(path: PathBuf) -> Result<(ServersFile, Seen), ConfigFileError> {
             meta,
             hash: Some(hash(&text)),
         };
-        let file = ServersFile::parse(&text, &path, &|name| std::env::var(name).ok())?;
+        let file =
+            ServersFile::parse_with(&text, &path, &|name| std::env::var(name).ok(), &inputs)?;
         Ok((file, seen))
     });
     match read.await {
@@ -470,7 +473,11 @@ async fn read(path: PathBuf) -> Result<(ServersFile, Seen), ConfigFileError> {
 /// and parsed if it changed since `seen` (its metadata first: the text is
 /// read only when they changed or the file changed lately), with what is
 /// seen now.
-async fn look(path: PathBuf, seen: Seen) -> (Seen, Option<Result<ServersFile, ConfigFileError>>) {
+async fn look(
+    path: PathBuf,
+    seen: Seen,
+    inputs: ReadOptions,
+) -> (Seen, Option<Result<ServersFile, ConfigFileError>>) {
     let looked = tokio::task::spawn_blocking(move || {
         let meta = Meta::of(&path);
         if meta == seen.meta && !meta.is_some_and(|m| m.recent()) {
@@ -492,17 +499,19 @@ async fn look(path: PathBuf, seen: Seen) -> (Seen, Option<Result<ServersFile, Co
         if now.hash == seen.hash {
             return (now, None);
         }
-        let parsed = ServersFile::parse(&text, &path, &|name| std::env::var(name).ok());
+        let parsed =
+            ServersFile::parse_with(&text, &path, &|name| std::env::var(name).ok(), &inputs);
         (now, Some(parsed))
     });
     looked.await.unwrap_or_default()
 }
 
 /// What `--watch` applies to each file read: the servers `--server`
-/// selected, the command line's options.
+/// selected, the command line's options, its `--input` values.
 struct Watched {
     selected: Option<BTreeSet<String>>,
     options: Options,
+    inputs: ReadOptions,
 }
 
 /// `--watch`: looks at the file every [`WATCH_EVERY`]; when it changed
@@ -517,7 +526,7 @@ async fn watch(
 ) {
     loop {
         tokio::time::sleep(WATCH_EVERY).await;
-        let (now, read) = look(path.clone(), seen.clone()).await;
+        let (now, read) = look(path.clone(), seen.clone(), watched.inputs.clone()).await;
         seen = now;
         let next = match read {
             None => continue,

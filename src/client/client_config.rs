@@ -17,22 +17,27 @@ use super::client_transport::{ClientTransport, StderrMode, StdioCommand};
 /// Default write-queue limit: 16 MiB of unwritten messages.
 pub const DEFAULT_MAX_WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 
-/// Which protocol era to speak. Serialised as `"auto"`, `"modern"` or
-/// `"legacy"` (the `mcp` command's `--era` values); `"stateless"` and
-/// `"stateful"` are read too.
+/// Which protocol era to speak. Serialised as `"auto"`, `"modern"`
+/// (2026-07-28) or `"legacy"` (2025-11-25 and older); the revision dates,
+/// `"stateless"` and `"stateful"` are read too (all are `mcp --era`
+/// values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum EraPreference {
     /// Probe with `server/discover`, fall back to `initialize` (the default).
     #[default]
     #[serde(rename = "auto")]
     Auto,
-    /// [`Era::Stateless`](crate::protocol::Era::Stateless) only:
-    /// `server/discover`, never `initialize`.
-    #[serde(rename = "modern", alias = "stateless")]
+    /// 2026-07-28 only ([`Era::Stateless`](crate::protocol::Era::Stateless)):
+    /// `server/discover`, never `initialize`. Written `"modern"` (or
+    /// `"2026-07-28"`, `"stateless"`).
+    #[doc(alias = "2026-07-28", alias = "modern")]
+    #[serde(rename = "modern", alias = "stateless", alias = "2026-07-28")]
     Stateless,
-    /// [`Era::Stateful`](crate::protocol::Era::Stateful) only:
-    /// `initialize`, no probe.
-    #[serde(rename = "legacy", alias = "stateful")]
+    /// 2025-11-25 and older only ([`Era::Stateful`](crate::protocol::Era::Stateful)):
+    /// `initialize`, no probe. Written `"legacy"` (or `"2025-11-25"`,
+    /// `"stateful"`).
+    #[doc(alias = "2025-11-25", alias = "legacy")]
+    #[serde(rename = "legacy", alias = "stateful", alias = "2025-11-25")]
     Stateful,
 }
 
@@ -268,7 +273,7 @@ pub struct ClientConfig {
     /// Default timeout of a request (default 60 s).
     #[serde(rename = "request_timeout_ms", with = "crate::serde_support::millis")]
     pub request_timeout: Duration,
-    /// Timeout of the stateful `initialize` request (default 60 s), long
+    /// Timeout of the 2025-11-25 `initialize` request (default 60 s), long
     /// enough for slow cold starts such as `npx -y`.
     #[serde(rename = "init_timeout_ms", with = "crate::serde_support::millis")]
     pub init_timeout: Duration,
@@ -278,15 +283,15 @@ pub struct ClientConfig {
     /// [`ClientHandler`](crate::client::ClientHandler)'s own capabilities are added
     /// when the client starts.
     pub capabilities: serde_json::Value,
-    /// Stateless era: the least severe log level the server should send,
+    /// 2026-07-28 era: the least severe log level the server should send,
     /// carried in every request's `_meta`
     /// (`io.modelcontextprotocol/logLevel`); `None` (the default): no log
-    /// messages. Stateful servers are sent `logging/setLevel` by
+    /// messages. 2025-11-25 servers are sent `logging/setLevel` by
     /// [`Client::set_log_level`](crate::client::Client::set_log_level) instead.
     pub log_level: Option<LoggingLevel>,
     /// Fetch the tool list kept by [`Client::tools`](crate::client::Client::tools)
     /// again whenever the server says it changed
-    /// (`notifications/tools/list_changed`; stateless servers send it on a
+    /// (`notifications/tools/list_changed`; 2026-07-28 servers send it on a
     /// `subscriptions/listen` stream the client opens for it). Default off.
     pub refresh_tools_on_list_changed: bool,
     /// Pages one paginated list (`tools/list`, `resources/list`, ...) may
@@ -818,7 +823,7 @@ impl ClientConfig {
     }
 
     /// Sets [`log_level`](Self::log_level) (default none: no log messages
-    /// from a stateless server).
+    /// from a 2026-07-28 server).
     pub fn log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
         self

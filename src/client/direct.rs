@@ -150,7 +150,7 @@ impl Direct {
     }
 }
 
-/// Serialises a call's request line for `era`: in the stateless era with the
+/// Serialises a call's request line for `era`: in the 2026-07-28 era with the
 /// session's `_meta`, with a `progressToken` (the request id) when progress
 /// is wanted. The call's own `_meta` entries win over both. Written in one
 /// pass over the caller's params, which are not changed or copied, so a
@@ -246,7 +246,7 @@ fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) -> Result<(), serde_
     serde_json::to_writer(&mut *out, value)
 }
 
-/// The session's `_meta` for stateless requests, built once when ready.
+/// The session's `_meta` for 2026-07-28 requests, built once when ready.
 pub(crate) struct MetaCache {
     map: Map<String, Value>,
     raw: Box<serde_json::value::RawValue>,

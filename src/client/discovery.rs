@@ -1,14 +1,14 @@
 //! Judging the answers to `server/discover` and `initialize` (pure
 //! functions, so every branch of the stdio discovery rules is unit-tested).
 //!
-//! The rules (dual-era client on stdio): a DiscoverResult means stateless; a
-//! recognised stateless error (-32022 with `data.supported`) means stateless with
+//! The rules (dual-era client on stdio): a DiscoverResult means 2026-07-28; a
+//! recognised 2026-07-28 error (-32022 with `data.supported`) means 2026-07-28 with
 //! one of the supported versions, never a fallback; any other error means
-//! stateful. The fallback is not keyed to one error code. A timeout (handled by
-//! the Connection) also means stateful; a DiscoverResult that arrives after the
+//! 2025-11-25. The fallback is not keyed to one error code. A timeout (handled by
+//! the Connection) also means 2025-11-25; a DiscoverResult that arrives after the
 //! probe timed out is ignored as a response to an abandoned request (the
 //! probe was cancelled with `notifications/cancelled` and `initialize` is
-//! already on its way), so the stateful verdict stands for that process.
+//! already on its way), so the 2025-11-25 verdict stands for that process.
 
 use serde_json::Value;
 
@@ -22,13 +22,13 @@ use crate::protocol::{meta, Era, Implementation, STATEFUL_VERSIONS, STATELESS_VE
 // the size difference.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum DiscoverVerdict {
-    /// A server of the stateless revision (2026-07-28); ready.
+    /// A 2026-07-28 server; ready.
     Stateless(ServerSession),
-    /// A stateless server that wants another version: probe again with it.
+    /// A 2026-07-28 server that wants another version: probe again with it.
     Retry(String),
-    /// A stateless server with no version in common: a clear, final error.
+    /// A 2026-07-28 server with no version in common: a clear, final error.
     Incompatible(String),
-    /// Not a stateless server: use `initialize`.
+    /// Not a 2026-07-28 server: use `initialize`.
     Stateful(String),
 }
 

@@ -1,4 +1,4 @@
-//! Stateless `subscriptions/listen` as a stream, and the background tool-list
+//! 2026-07-28 `subscriptions/listen` as a stream, and the background tool-list
 //! refresh built on it.
 //!
 //! A listen request stays open for as long as the stream does: its answer
@@ -178,10 +178,10 @@ impl Subscription {
 }
 
 impl Client {
-    /// Stateless era: opens a `subscriptions/listen` stream for the
+    /// 2026-07-28 era: opens a `subscriptions/listen` stream for the
     /// notifications in `filter` (list changes, resource updates). The
     /// stream is not cut off by the request timeout: it lasts until it is
-    /// dropped, or the server ends it ([`ListenEnd`]). Stateful servers send
+    /// dropped, or the server ends it ([`ListenEnd`]). 2025-11-25 servers send
     /// their notifications without asking: read
     /// [`notifications`](Self::notifications) instead
     /// ([`Error::Unsupported`] here).
@@ -253,7 +253,7 @@ impl Client {
 }
 
 /// Keeps the tool list fresh: fetched again when a server becomes ready and
-/// whenever it says the list changed (stateful: its notification; stateless: a
+/// whenever it says the list changed (2025-11-25: its notification; 2026-07-28: a
 /// `subscriptions/listen` stream opened for it). Runs on a detached handle,
 /// so it never keeps the client alive; ends when the client does.
 pub(crate) async fn refresh_tools(client: Client) {

@@ -8,12 +8,16 @@
 //! # The actor tree
 //!
 //! ```text
-//! ClientSupervisor        respawns a dead Connection; what the handle stops
-//!  └─ Connection          ids, pending calls, discovery, dispatch, server restarts
-//!      └─ PortOwner       one child process: writer, reader and reaper tasks
+//! ClientGroup (optional)  OTP strategies and intensity over clients (ClientSpec)
+//!  └─ ClientSupervisor    respawns a dead Connection; what the handle stops;
+//!      │                  fails with Error::GaveUp when the client gives up
+//!      └─ Connection      ids, pending calls, discovery, dispatch, server restarts
+//!          └─ PortOwner   one child process: writer, reader and reaper tasks
 //! ```
 //!
 //! [`Client`] is the user's handle: cheap to clone, usable from any task.
+//! A [`ClientRegistry`] name resolves to the client a [`ClientSpec`]
+//! started last.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +31,7 @@ use tokio::time::Instant;
 use crate::deadline::After;
 
 mod client_config;
+mod client_spec;
 mod client_transport;
 pub(crate) use client_config::merge_env;
 #[cfg(feature = "cli")]
@@ -35,9 +40,11 @@ mod connection;
 mod direct;
 mod discovery;
 mod events;
+mod group;
 mod listen;
 mod notifications;
 mod pagination;
+mod registry;
 mod reply_slot;
 mod request_options;
 mod responder;
@@ -61,10 +68,15 @@ pub type Tool = crate::protocol::Tool;
 pub type CallToolResult = crate::protocol::CallToolResult;
 pub use crate::transport::http_options::HttpOptions;
 pub use client_config::{Backoff, ClientConfig, EraPreference, DEFAULT_MAX_WRITE_QUEUE_BYTES};
+pub use client_spec::ClientSpec;
 pub use client_transport::{ClientTransport, StderrMode, StdioCommand};
 pub use events::{forward_events, LifecycleEvent};
+pub use group::{
+    ChildSpec, ClientGroup, GroupError, GroupSpec, Restart, Strategy, DEFAULT_SHUTDOWN,
+};
 pub use listen::{ListenEnd, Subscription};
 pub use notifications::{Delivered, Notifications};
+pub use registry::{AlreadyRegistered, ClientRegistry};
 pub use request_options::{CancelToken, Progress, RequestOptions};
 pub use responder::{ClientHandler, ClientResponder, HandlerFuture, InboundRequest};
 pub use status::{ServerSession, Status};
@@ -123,10 +135,12 @@ fn transport_for(config: &ClientConfig) -> Result<Arc<dyn Transport>, ConfigErro
 #[derive(Default)]
 #[non_exhaustive]
 pub struct StartOptions {
-    /// Answers server-to-client requests and stateless input requests.
+    /// Answers server-to-client requests and 2026-07-28 input requests.
     pub handler: Option<Arc<dyn ClientHandler>>,
     /// Spawn the ClientSupervisor linked under this actor (embedding in a
-    /// user's supervision tree).
+    /// user's supervision tree). The actor's `handle_supervisor_evt` then
+    /// gets `ActorFailed` carrying [`Error::GaveUp`] if the client gives
+    /// up, and `ActorTerminated` if it is stopped.
     pub supervisor: Option<ActorCell>,
     /// Receives every lifecycle event from the first spawn on.
     pub events: Option<mpsc::UnboundedSender<events::LifecycleEvent>>,
@@ -149,7 +163,7 @@ impl StartOptions {
     }
 
     /// Sets [`handler`](Self::handler), which answers the server's requests
-    /// and the input requests of stateless results (default none: `ping`
+    /// and the input requests of 2026-07-28 results (default none: `ping`
     /// is answered, every other server request refused with -32601).
     pub fn handler(mut self, handler: impl ClientHandler) -> Self {
         self.handler = Some(Arc::new(handler));
@@ -215,7 +229,7 @@ impl std::fmt::Debug for Client {
     }
 }
 
-/// Methods whose stateless-era result may be `input_required`.
+/// Methods whose 2026-07-28-era result may be `input_required`.
 const MULTI_ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 /// Input rounds allowed for one call before it fails (as the other SDKs).
 const MAX_INPUT_ROUNDS: usize = 10;
@@ -332,7 +346,9 @@ impl Client {
         self.shared.name()
     }
 
-    /// The client's supervisor actor (to link or monitor from a user's tree).
+    /// The client's supervisor actor (to link or monitor from a user's
+    /// tree). It fails with [`Error::GaveUp`] when the client gives up, and
+    /// stops when the client is stopped.
     pub fn supervisor(&self) -> ActorCell {
         self.supervisor.get_cell()
     }
@@ -563,7 +579,7 @@ impl Client {
 
     /// Sends a request and returns its result as the bytes the server sent,
     /// not yet decoded (see [`RawJson`]: [`RawJson::parse`] decodes and
-    /// validates them). In the stateless era an `input_required` result is
+    /// validates them). In the 2026-07-28 era an `input_required` result is
     /// fulfilled by the handler and the request retried (new id,
     /// `inputResponses`, `requestState` echoed).
     ///
@@ -775,7 +791,7 @@ impl Client {
     ///
     /// ```no_run
     /// # fn example(client: conduit_mcp::Client) -> Result<(), conduit_mcp::Error> {
-    /// // The client's roots changed: tell the server (a stateful one asks again).
+    /// // The client's roots changed: tell the server (a 2025-11-25 one asks again).
     /// client.notify("notifications/roots/list_changed", None)?;
     /// # Ok(()) }
     /// ```
@@ -843,6 +859,19 @@ impl Client {
     /// ```
     pub fn pid(&self) -> Option<u32> {
         self.session().and_then(|s| s.pid)
+    }
+
+    /// The server's requests handled at once
+    /// ([`ClientConfig::max_inbound_requests`]).
+    ///
+    /// ```
+    /// # fn demo(client: &conduit_mcp::Client) {
+    /// println!("{} server requests at once", client.max_inbound_requests());
+    /// # }
+    /// ```
+    #[inline]
+    pub fn max_inbound_requests(&self) -> usize {
+        self.shared.config().max_inbound_requests
     }
 }
 

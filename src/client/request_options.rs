@@ -303,7 +303,7 @@ impl RequestOptions {
         self
     }
 
-    /// Stateless era: returns an `input_required` result as the server sent
+    /// 2026-07-28 era: returns an `input_required` result as the server sent
     /// it, instead of fulfilling its input requests with the handler and
     /// retrying. For a relay (a gateway) whose own client answers the
     /// input requests and retries with `inputResponses` and the

@@ -1,6 +1,6 @@
-//! Handling what the server asks of the client: stateful server-to-client
+//! Handling what the server asks of the client: 2025-11-25 server-to-client
 //! requests (`roots/list`, `sampling/createMessage`, `elicitation/create`,
-//! `ping`) and the stateless era's input requests.
+//! `ping`) and the 2026-07-28 era's input requests.
 //!
 //! Two ways: [`ClientResponder`], typed, one function per kind of request,
 //! which declares the matching capability by itself (a server must not ask
@@ -23,8 +23,8 @@ use crate::protocol::{
     SamplingCapability,
 };
 
-/// A request from the server (stateful), or one input request of an
-/// `input_required` result (stateless). The same handler serves both eras.
+/// A request from the server (2025-11-25), or one input request of an
+/// `input_required` result (2026-07-28). The same handler serves both eras.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboundRequest {
     /// `roots/list`, `sampling/createMessage`, `elicitation/create` or `ping`.

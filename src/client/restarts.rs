@@ -1,5 +1,7 @@
 //! Restart intensity: how many restarts a server that keeps dying gets, and
-//! the number of each (which sets its backoff).
+//! the number of each (which sets its backoff). A
+//! [`ClientGroup`](super::ClientGroup) counts its children's restarts the
+//! same way, with "ready" meaning its children were all started.
 //!
 //! As OTP's supervisors count them: at most `max_reconnects` restarts
 //! within `restart_period`, whatever phase the server died in (spawn,
@@ -41,7 +43,7 @@ pub(crate) enum Verdict {
 }
 
 /// The restart count of one client, across its servers (and its
-/// Connection actors).
+/// Connection actors), or of one group, across its children.
 #[derive(Debug)]
 pub(crate) struct RestartIntensity {
     max: u32,

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::protocol::{Era, Implementation};
 
-/// The result of discovery (stateless) or the handshake (stateful), for the life
+/// The result of discovery (2026-07-28) or the handshake (2025-11-25), for the life
 /// of one server process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerSession {

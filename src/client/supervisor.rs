@@ -5,8 +5,10 @@
 //! the supervisor applies the same policy, with the same count (a dead
 //! Connection is one more death of the server within the restart period),
 //! to the Connection itself if it dies unexpectedly (a panic or `kill()`),
-//! and stops when the Connection ends for good (the client was stopped, or
-//! it gave up).
+//! and ends when the Connection ends for good: it stops when the client was
+//! stopped, and fails with the [`Error::GaveUp`] when it gave up, so that
+//! a parent sees `ActorFailed` carrying the reason, as an OTP supervisor
+//! sees a child's abnormal exit.
 
 use std::sync::Arc;
 
@@ -18,7 +20,7 @@ use super::connection::{child_exit, Connection, ConnectionArgs, ConnectionMsg};
 use super::restarts::Verdict;
 use super::shared::ClientShared;
 use super::status::Status;
-use crate::error::SpawnError;
+use crate::error::{Error, SpawnError};
 use crate::transport::Transport;
 
 /// Messages of the ClientSupervisor.
@@ -145,9 +147,7 @@ impl Actor for ClientSupervisor {
         }
         st.connection = None;
         if st.shared.is_final() {
-            info!(server = %st.shared.name(), reason = ?why, "client tree stopping");
-            myself.stop(why);
-            return Ok(());
+            return end(&myself, &st.shared, why);
         }
         // Its server died with it: one death, counted with the servers'.
         let attempt = match st.shared.count_death() {
@@ -158,9 +158,8 @@ impl Actor for ClientSupervisor {
                     why.unwrap_or_else(|| "killed".into())
                 );
                 warn!(server = %st.shared.name(), reason = %last, "giving up");
-                let err = st.shared.give_up(attempts, &last);
-                myself.stop(Some(err.to_string()));
-                return Ok(());
+                st.shared.give_up(attempts, &last);
+                return end(&myself, &st.shared, None);
             }
         };
         let delay = st.shared.config().backoff.delay(attempt);
@@ -171,5 +170,26 @@ impl Actor for ClientSupervisor {
         });
         myself.send_after(delay, || SupervisorMsg::Respawn);
         Ok(())
+    }
+}
+
+/// Ends the tree of a client whose status is final: a failure carrying the
+/// [`Error::GaveUp`] when it gave up, a stop (with `why`) when it was
+/// stopped.
+fn end(
+    myself: &ActorRef<SupervisorMsg>,
+    shared: &ClientShared,
+    why: Option<String>,
+) -> Result<(), ActorProcessingErr> {
+    match shared.final_error() {
+        Some(err @ Error::GaveUp { .. }) => {
+            info!(server = %shared.name(), reason = %err, "client tree failing: gave up");
+            Err(Box::new(err))
+        }
+        _ => {
+            info!(server = %shared.name(), reason = ?why, "client tree stopping");
+            myself.stop(why);
+            Ok(())
+        }
     }
 }

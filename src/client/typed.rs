@@ -3,9 +3,9 @@
 //! for anything these do not cover.
 //!
 //! Era differences are handled here, not by the caller: [`Client::ping`]
-//! sends `ping` (stateful) or `server/discover` (stateless, which has no
-//! `ping`); [`Client::set_log_level`] sends `logging/setLevel` (stateful) or
-//! puts the level in every later request's `_meta` (stateless). Methods that
+//! sends `ping` (2025-11-25) or `server/discover` (2026-07-28, which has no
+//! `ping`); [`Client::set_log_level`] sends `logging/setLevel` (2025-11-25) or
+//! puts the level in every later request's `_meta` (2026-07-28). Methods that
 //! exist in one era only fail locally with [`Error::Unsupported`] in the
 //! other.
 
@@ -31,7 +31,7 @@ use crate::protocol::{
 /// State the typed layer keeps per client, shared by its handles.
 #[derive(Debug, Default)]
 pub(crate) struct TypedState {
-    /// The log level for stateless requests' `_meta` (from the config, then
+    /// The log level for 2026-07-28 requests' `_meta` (from the config, then
     /// [`Client::set_log_level`]).
     log_level: Mutex<Option<LoggingLevel>>,
     /// The tool list and the session it was fetched from.
@@ -119,9 +119,9 @@ fn params_of(method: &str, params: impl Serialize) -> Result<Option<Value>, Erro
 }
 
 impl Client {
-    /// Checks that the server answers, in either era: `ping` with a stateful
-    /// server, `server/discover` with a stateless one (the stateless revision
-    /// has no `ping`; every stateless server answers `server/discover`).
+    /// Checks that the server answers, in either era: `ping` with a 2025-11-25
+    /// server, `server/discover` with a 2026-07-28 one (the 2026-07-28 revision
+    /// has no `ping`; every 2026-07-28 server answers `server/discover`).
     ///
     /// # Examples
     ///
@@ -213,7 +213,7 @@ impl Client {
     ///
     /// A tool that fails reports it in an `Ok` result
     /// ([`CallToolResult::is_error`]); `Err` is a protocol or transport
-    /// failure. Stateless `input_required` rounds are fulfilled by the
+    /// failure. 2026-07-28 `input_required` rounds are fulfilled by the
     /// client's handler (see [`request_raw`](Self::request_raw)).
     ///
     /// # Examples
@@ -302,8 +302,8 @@ impl Client {
             .await
     }
 
-    /// Stateful era: subscribes to `notifications/resources/updated` for
-    /// `uri`. Stateless servers have no such method ([`Error::Unsupported`]):
+    /// 2025-11-25 era: subscribes to `notifications/resources/updated` for
+    /// `uri`. 2026-07-28 servers have no such method ([`Error::Unsupported`]):
     /// use [`listen`](Self::listen) with
     /// [`SubscriptionFilter::resource`](crate::protocol::SubscriptionFilter::resource).
     ///
@@ -327,7 +327,7 @@ impl Client {
             .await
     }
 
-    /// Stateful era: ends a [`subscribe_resource`](Self::subscribe_resource).
+    /// 2025-11-25 era: ends a [`subscribe_resource`](Self::subscribe_resource).
     ///
     /// # Examples
     ///
@@ -413,7 +413,7 @@ impl Client {
     }
 
     /// Sets the least severe log level the server should send, in either
-    /// era: `logging/setLevel` with a stateful server; with a stateless one the
+    /// era: `logging/setLevel` with a 2025-11-25 server; with a 2026-07-28 one the
     /// level goes in the `_meta` of every later request
     /// (`io.modelcontextprotocol/logLevel`, as
     /// [`ClientConfig::log_level`](crate::client::ClientConfig::log_level) does from
@@ -556,7 +556,7 @@ impl Client {
         }
     }
 
-    /// A stateful-only request with an empty result.
+    /// A request of the 2025-11-25 era only, with an empty result.
     async fn stateful_only(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
         if let era @ Era::Stateless = self.era_when_ready().await? {
             return Err(Error::Unsupported {
@@ -573,8 +573,8 @@ impl Client {
         Ok(self.ready(self.shared.config().request_timeout).await?.era)
     }
 
-    /// `params` with the stateless log level in its `_meta`, when one is set
-    /// and the server is not known to be stateful (the key is harmless to a
+    /// `params` with the 2026-07-28 log level in its `_meta`, when one is set
+    /// and the server is not known to speak 2025-11-25 (the key is harmless to a
     /// server that does not know it). A `_meta` level the caller set wins.
     pub(crate) fn with_log_level(&self, params: Option<Value>) -> Option<Value> {
         if self.shared.era() == Some(Era::Stateful) {

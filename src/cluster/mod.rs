@@ -5,6 +5,7 @@
 
 mod gateway;
 mod grants;
+mod heard;
 mod names;
 mod node;
 mod notifications;
@@ -20,7 +21,10 @@ pub use gateway::{
     DEFAULT_MAX_CALLS_PER_NODE, DEFAULT_MAX_FORWARD_BYTES, DEFAULT_MAX_TIMEOUT,
 };
 pub use grants::Grants;
-pub use node::{GuardedNodeServer, GuardedNodeServerState, NodeConfig, NodeConfigError};
+pub use node::{
+    GuardedNodeServer, GuardedNodeServerState, NodeConfig, NodeConfigError, DEFAULT_SILENCE_LIMIT,
+    MIN_SILENCE_LIMIT,
+};
 pub use notifications::RemoteNotifications;
 #[allow(deprecated)]
 pub use remote::RemoteServersBuilder;

@@ -441,13 +441,23 @@ mod tests {
 
     #[test]
     fn answers_round_trip_with_the_result_bytes_untouched() {
+        // The format between nodes: tag 0 then the result's bytes, or tag 1
+        // then the error's JSON, as two versions of the crate must agree.
         let raw = br#"{"content":[{"type":"text","text":"\u00e9"}]}"#;
-        assert_eq!(read_answer(answer(Ok(raw))).unwrap(), raw.to_vec());
+        let ok = answer(Ok(raw));
+        assert_eq!((ok[0], &ok[1..]), (0, &raw[..]));
+        assert_eq!(read_answer(ok).unwrap(), raw.to_vec());
         let e = RemoteError::TooManyCalls {
             scope: CallCap::PerNode,
             limit: 10,
         };
-        assert_eq!(read_answer(answer(Err(&e))), Err(e));
+        let err = answer(Err(&e));
+        assert_eq!(err[0], 1);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&err[1..]).unwrap(),
+            serde_json::json!({ "kind": "too_many_calls", "scope": "per_node", "limit": 10 })
+        );
+        assert_eq!(read_answer(err), Err(e));
         assert!(matches!(read_answer(vec![]), Err(RemoteError::Codec(_))));
         assert!(matches!(
             read_answer(vec![7, 1]),

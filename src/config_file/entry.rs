@@ -98,6 +98,41 @@ impl Context<'_> {
     }
 }
 
+/// The first `${input:ID}` in the entry at `key` (its options left out:
+/// they are not expanded) whose ID has no value, and the key it is at;
+/// `None` for a disabled entry.
+pub(super) fn unsupplied_input(
+    ctx: &Context<'_>,
+    key: &str,
+    value: &Value,
+) -> Option<(String, String)> {
+    fn walk(ctx: &Context<'_>, key: String, v: &Value) -> Option<(String, String)> {
+        match v {
+            Value::String(s) => super::interpolate::inputs(s)
+                .find(|id| !ctx.vars.has_input(id))
+                .map(|id| (key, id.to_owned())),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| walk(ctx, format!("{key}[{i}]"), v)),
+            Value::Object(m) => m
+                .iter()
+                .find_map(|(k, v)| walk(ctx, format!("{key}.{k}"), v)),
+            _ => None,
+        }
+    }
+    let Value::Object(entry) = value else {
+        return None;
+    };
+    if entry.get("disabled") == Some(&Value::Bool(true)) {
+        return None;
+    }
+    entry
+        .iter()
+        .filter(|(k, _)| k.as_str() != OPTIONS_KEY)
+        .find_map(|(k, v)| walk(ctx, format!("{key}.{k}"), v))
+}
+
 /// Reads the entry `name` (at `key`, such as `mcpServers.github`).
 pub(super) fn read(
     ctx: &Context<'_>,
@@ -319,8 +354,50 @@ fn options(
     Ok((config, serve))
 }
 
-/// Takes the gateway's options (`tools.allow`, `tools.deny`, `lazy`) out of
-/// the options object.
+/// The `roots` option: `[{"uri": "file:///...", "name": "..."}]`.
+fn roots_option(
+    ctx: &Context<'_>,
+    key: &str,
+    v: Value,
+) -> Result<Vec<crate::protocol::Root>, ConfigFileError> {
+    let Value::Array(items) = v else {
+        return Err(ctx.invalid(key, "must be an array of {\"uri\": ..., \"name\": ...}"));
+    };
+    let mut roots = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let item_key = format!("{key}[{i}]");
+        let Value::Object(m) = item else {
+            return Err(ctx.invalid(
+                &item_key,
+                "must be an object: {\"uri\": ..., \"name\": ...}",
+            ));
+        };
+        let mut root = crate::protocol::Root::default();
+        for (k, v) in m {
+            match (k.as_str(), v) {
+                ("uri", Value::String(u)) => root.uri = u,
+                ("name", Value::String(n)) => root.name = Some(n),
+                ("uri" | "name", _) => {
+                    return Err(ctx.invalid(&format!("{item_key}.{k}"), "must be a string"))
+                }
+                _ => {
+                    return Err(ctx.invalid(
+                        &format!("{item_key}.{k}"),
+                        "unknown field: expected uri or name",
+                    ))
+                }
+            }
+        }
+        if root.uri.is_empty() {
+            return Err(ctx.invalid(&format!("{item_key}.uri"), "missing or empty"));
+        }
+        roots.push(root);
+    }
+    Ok(roots)
+}
+
+/// Takes the host's and the gateway's options (`tools.allow`, `tools.deny`,
+/// `lazy`, `roots`, `revive_after_ms`) out of the options object.
 fn serve_options(
     ctx: &Context<'_>,
     key: &str,
@@ -331,6 +408,21 @@ fn serve_options(
         None => {}
         Some(Value::Bool(b)) => serve.lazy = b,
         Some(_) => return Err(ctx.invalid(&format!("{key}.lazy"), "must be true or false")),
+    }
+    if let Some(roots) = map.remove("roots") {
+        serve.roots = roots_option(ctx, &format!("{key}.roots"), roots)?;
+    }
+    match map.remove("revive_after_ms") {
+        None => {}
+        Some(v) => match v.as_u64() {
+            Some(ms) => serve.revive_after = Some(std::time::Duration::from_millis(ms)),
+            None => {
+                return Err(ctx.invalid(
+                    &format!("{key}.revive_after_ms"),
+                    "must be a whole number of milliseconds (0: never)",
+                ))
+            }
+        },
     }
     let Some(tools) = map.remove("tools") else {
         return Ok(serve);

@@ -2,10 +2,14 @@
 //! expand them: `${VAR}` and `${VAR:-default}` (Claude Code), `${env:VAR}`
 //! and the predefined `${userHome}`, `${workspaceFolder}`,
 //! `${workspaceFolderBasename}`, `${pathSeparator}` and `${/}` (VS Code,
-//! Cursor). Nothing else of a string is touched: a `$` not followed by `{`
+//! Cursor), and `${input:ID}` (VS Code) from the values the caller
+//! supplied. Nothing else of a string is touched: a `$` not followed by `{`
 //! stays as written.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+
+use crate::secret::Secret;
 
 /// Where variables come from: the environment (or a stand-in for it, in
 /// tests) and the file's place.
@@ -14,6 +18,8 @@ pub(crate) struct Variables<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
     /// `${workspaceFolder}`.
     workspace: &'a Path,
+    /// The values of `${input:ID}`, by ID.
+    inputs: &'a BTreeMap<String, Secret>,
 }
 
 /// Why a string could not be expanded.
@@ -31,8 +37,8 @@ pub(crate) enum Problem {
 pub(crate) struct Expanded {
     /// The text.
     text: String,
-    /// Whether part of it came from the environment (such values are kept
-    /// as secrets).
+    /// Whether part of it came from the environment or an input (such
+    /// values are kept as secrets).
     from_env: bool,
 }
 
@@ -45,8 +51,21 @@ impl Expanded {
 
 impl<'a> Variables<'a> {
     #[inline]
-    pub(crate) fn new(env: &'a dyn Fn(&str) -> Option<String>, workspace: &'a Path) -> Self {
-        Self { env, workspace }
+    pub(crate) fn new(
+        env: &'a dyn Fn(&str) -> Option<String>,
+        workspace: &'a Path,
+        inputs: &'a BTreeMap<String, Secret>,
+    ) -> Self {
+        Self {
+            env,
+            workspace,
+            inputs,
+        }
+    }
+
+    /// Whether `${input:id}` has a value.
+    pub(crate) fn has_input(&self, id: &str) -> bool {
+        self.inputs.contains_key(id)
     }
 
     /// Expands every `${...}` of `input`.
@@ -88,6 +107,14 @@ impl<'a> Variables<'a> {
         if let Some(v) = predefined {
             return Ok((v, false));
         }
+        if let Some(id) = inner.strip_prefix("input:") {
+            return match self.inputs.get(id) {
+                Some(v) => Ok((v.expose().to_owned(), true)),
+                None => Err(Problem::Unsupported(format!(
+                    "`${{{inner}}}` (no value supplied)"
+                ))),
+            };
+        }
         if let Some(name) = inner.strip_prefix("env:") {
             return Ok((self.lookup(valid_name(name, inner)?)?, true));
         }
@@ -104,6 +131,13 @@ impl<'a> Variables<'a> {
     fn lookup(&self, name: &str) -> Result<String, Problem> {
         (self.env)(name).ok_or_else(|| Problem::Unset(name.to_owned()))
     }
+}
+
+/// The IDs of the `${input:ID}` variables in `text`, in order.
+pub(crate) fn inputs(text: &str) -> impl Iterator<Item = &str> {
+    text.split("${input:")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(id, _)| id))
 }
 
 /// `name` if it is a variable name (`[A-Za-z_][A-Za-z0-9_]*`).
@@ -131,9 +165,11 @@ mod tests {
             "EMPTY" => Some(String::new()),
             _ => None,
         };
+        let inputs = BTreeMap::from([("api-key".to_owned(), Secret::new("k3y"))]);
         Variables {
             env: &env,
             workspace: Path::new("/work/proj"),
+            inputs: &inputs,
         }
         .expand(input)
     }
@@ -156,6 +192,16 @@ mod tests {
         assert_eq!(
             text("$HOME and $ alone, {braces}"),
             "$HOME and $ alone, {braces}"
+        );
+    }
+
+    #[test]
+    fn a_supplied_input_is_its_value_and_a_secret() {
+        let e = expand("Bearer ${input:api-key}").unwrap();
+        assert_eq!((e.text.as_str(), e.from_env), ("Bearer k3y", true));
+        assert_eq!(
+            inputs("${input:a} and ${input:b-2}, ${env:X}").collect::<Vec<_>>(),
+            ["a", "b-2"]
         );
     }
 

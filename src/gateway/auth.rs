@@ -224,14 +224,17 @@ impl ClientGrant {
             let c = c
                 .as_object()
                 .ok_or_else(|| invalid(&key, "must be an object"))?;
-            let token = match (c.get("token"), c.get("token_env")) {
-                (Some(Value::String(t)), None) => t.clone(),
+            // The key the token came from names it in every refusal.
+            let (token, token_key) = match (c.get("token"), c.get("token_env")) {
+                (Some(Value::String(t)), None) => (t.clone(), format!("{key}.token")),
                 (None, Some(Value::String(var))) => {
-                    env(var).ok_or_else(|| ConfigFileError::UnsetVariable {
+                    let token_key = format!("{key}.token_env");
+                    let token = env(var).ok_or_else(|| ConfigFileError::UnsetVariable {
                         file: path.to_owned(),
-                        key: format!("{key}.token_env"),
+                        key: token_key.clone(),
                         variable: var.clone(),
-                    })?
+                    })?;
+                    (token, token_key)
                 }
                 _ => {
                     return Err(invalid(
@@ -245,15 +248,12 @@ impl ClientGrant {
             let token = token.trim().to_owned();
             if token.chars().count() < MIN_TOKEN_LEN {
                 return Err(invalid(
-                    &format!("{key}.token"),
+                    &token_key,
                     &format!("too short: at least {MIN_TOKEN_LEN} characters"),
                 ));
             }
             if out.iter().any(|o| o.token.expose() == token.as_str()) {
-                return Err(invalid(
-                    &format!("{key}.token"),
-                    "the same token as another client",
-                ));
+                return Err(invalid(&token_key, "the same token as another client"));
             }
             let servers = c
                 .get("servers")
@@ -538,5 +538,30 @@ mod tests {
             assert!(e.contains("clients."), "{e}");
             assert!(!e.contains("same-token") && !e.contains("short\""), "{e}");
         }
+    }
+
+    #[test]
+    fn a_refused_token_is_named_by_the_key_that_gave_it() {
+        let short_from_env = ClientGrant::parse(
+            &json!({ "clients": { "admin": { "token_env": "ADMIN", "servers": {} } } }),
+            Path::new("/t/tokens.json"),
+            &|_| Some("short".to_owned()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            short_from_env.contains("`clients.admin.token_env`"),
+            "{short_from_env}"
+        );
+        let shared = parse(json!({ "clients": {
+            "a": { "token": "ci-token-0123456789abcdef", "servers": {} },
+            "b": { "token_env": "CI", "servers": {} } } }))
+        .unwrap_err()
+        .to_string();
+        assert!(shared.contains("`clients.b.token_env`"), "{shared}");
+        let short = parse(json!({ "clients": { "c": { "token": "short", "servers": {} } } }))
+            .unwrap_err()
+            .to_string();
+        assert!(short.contains("`clients.c.token`"), "{short}");
     }
 }

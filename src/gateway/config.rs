@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::client::ClientConfig;
 use crate::config_file::{ServeOptions, ServersFile};
-use crate::protocol::Implementation;
+use crate::protocol::{Implementation, Root};
 use crate::secret::Secret;
 use crate::server::http::{Allow, HttpConfig};
 use crate::server::ServerConfig;
@@ -142,11 +142,15 @@ pub struct HttpGatewayConfig {
     /// Servers started on their first use (a call, a listing of
     /// `/servers/NAME/mcp`, or `/mcp`'s lists), not with the host.
     pub lazy: BTreeMap<String, ClientConfig>,
+    /// Per server: the roots the gateway answers its `roots/list` with when
+    /// no client's call is in flight on it (at its start, say); none by
+    /// default. During a call the call's client is asked.
+    pub roots: BTreeMap<String, Vec<Root>>,
     /// On [`HttpGateway::shutdown`](super::HttpGateway::shutdown): how long
     /// calls in flight get to finish before they are answered with an
     /// error and every server stops.
     pub grace: Duration,
-    /// A 2026-07-28 client whose call is waiting for its input (a stateful
+    /// A 2026-07-28 client whose call is waiting for its input (a 2025-11-25
     /// server asked for sampling, elicitation or roots) has this long to
     /// send it; then the server's request fails and the call is cancelled.
     /// The endpoints' [`ServerConfig::held_input_timeout`](crate::server::ServerConfig::held_input_timeout).
@@ -181,6 +185,7 @@ impl Default for HttpGatewayConfig {
             allowed_hosts: Allow::Loopback,
             tools: BTreeMap::new(),
             lazy: BTreeMap::new(),
+            roots: BTreeMap::new(),
             grace: DEFAULT_GRACE,
             input_timeout: DEFAULT_INPUT_TIMEOUT,
             max_held_calls: DEFAULT_MAX_HELD_CALLS,
@@ -216,8 +221,9 @@ impl HttpGatewayConfig {
         Self::default()
     }
 
-    /// The tool filters of a config file's servers (`conduit.tools`).
-    /// Its lazy servers are split out by [`split_lazy`](Self::split_lazy).
+    /// The tool filters and roots of a config file's servers
+    /// (`conduit.tools`, `conduit.roots`). Its lazy servers are split out
+    /// by [`split_lazy`](Self::split_lazy).
     ///
     /// # Examples
     ///
@@ -241,6 +247,9 @@ impl HttpGatewayConfig {
             let filter = ToolFilter::from_options(options);
             if filter != ToolFilter::all() {
                 c.tools.insert(name.clone(), filter);
+            }
+            if !options.roots.is_empty() {
+                c.roots.insert(name.clone(), options.roots.clone());
             }
         }
         c
@@ -323,6 +332,27 @@ impl HttpGatewayConfig {
     /// ```
     pub fn tools(mut self, server: impl Into<String>, filter: ToolFilter) -> Self {
         self.tools.insert(server.into(), filter);
+        self
+    }
+
+    /// Sets the roots `server` gets when it asks outside any client's call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::gateway::HttpGatewayConfig;
+    /// use conduit_mcp::protocol::Root;
+    ///
+    /// let config = HttpGatewayConfig::new().roots("files", [Root::new("file:///srv/docs", "docs")]);
+    /// assert_eq!(config.roots["files"][0].uri, "file:///srv/docs");
+    /// ```
+    pub fn roots(
+        mut self,
+        server: impl Into<String>,
+        roots: impl IntoIterator<Item = Root>,
+    ) -> Self {
+        self.roots
+            .insert(server.into(), roots.into_iter().collect());
         self
     }
 

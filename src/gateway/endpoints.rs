@@ -83,9 +83,7 @@ impl GatewayState {
         self.ensure_started(name)
             .await
             .map_err(|e| HandlerError::Internal(e.to_string()))?;
-        let target = self.target(name).ok_or_else(|| {
-            HandlerError::Internal(format!("no server named `{name}` in the gateway"))
-        })?;
+        let target = self.target(name)?;
         let session = target
             .client()
             .ready(READY_WAIT)

@@ -137,17 +137,48 @@ enum Answer {
 /// Whether a server's result can go to a client of `client_era` as
 /// the server wrote it: a 2025-11-25 client (a 2026-07-28 client's results
 /// get members from the transport), nothing in it that [`for_client`] would
-/// remove (none of the names it removes appears anywhere in it).
-/// [`RequestContext::answer_raw`] checks that it is JSON on one line.
+/// remove (none of the names it removes appears anywhere in it, spelt out
+/// or escaped). [`RequestContext::answer_raw`] checks that it is JSON on
+/// one line.
 fn passes_as_is(raw: &RawJson, client_era: Era) -> bool {
     if client_era != Era::Stateful {
         return false;
     }
     let bytes = raw.as_bytes();
-    !MODERN_ONLY
-        .iter()
-        .chain(&["io.modelcontextprotocol/"])
-        .any(|name| memchr::memmem::find(bytes, name.as_bytes()).is_some())
+    !escapes_a_name_character(bytes)
+        && !MODERN_ONLY
+            .iter()
+            .chain(&["io.modelcontextprotocol/"])
+            .any(|name| memchr::memmem::find(bytes, name.as_bytes()).is_some())
+}
+
+/// Whether JSON text `json` has an escape that stands for a character a
+/// member name [`for_client`] removes could hold (`\/`, or `\u` of a
+/// printable ASCII character): such a name is not in the text as its own
+/// bytes (`result\u0054ype`), so only the parsed members tell. Other
+/// escapes (`\n`, `\"`, `\\`, `\u` of a control or non-ASCII
+/// character) keep the text on the fast path.
+fn escapes_a_name_character(json: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(i) = json.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        let i = at + i;
+        match json.get(i + 1) {
+            Some(b'/') => return true,
+            Some(b'u') => {
+                let code = json
+                    .get(i + 2..i + 6)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u16::from_str_radix(h, 16).ok());
+                if code.is_some_and(|c| (0x20..0x7f).contains(&c)) {
+                    return true;
+                }
+                at = i + 6;
+            }
+            // The escaped character (`\\` included) is skipped with it.
+            _ => at = i + 2,
+        }
+    }
+    false
 }
 
 /// Result members only 2026-07-28 defines (the gateway's transport adds
@@ -216,9 +247,11 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, Handler
             .map(Answer::Value);
     }
     let params = server_params(params, ctx, backend);
-    let registered = gateway
-        .relay()
-        .register(target.server(), principal.clone(), ctx.clone());
+    let slots = target.client().max_inbound_requests();
+    let registered =
+        gateway
+            .relay()
+            .register(target.server(), slots, principal.clone(), ctx.clone());
     let mut opts = RequestOptions::new();
     if ctx.era() == Era::Stateless {
         // The server's own `input_required` goes back to the client
@@ -254,9 +287,11 @@ async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerEr
     );
     ctx.run_held(move |held| async move {
         let (fail, failed) = tokio::sync::oneshot::channel();
-        let registered = gateway
-            .relay()
-            .register_held(&server, principal, held.clone(), fail);
+        let slots = client.max_inbound_requests();
+        let registered =
+            gateway
+                .relay()
+                .register_held(&server, slots, principal, held.clone(), fail);
         let (opts, progress) = with_progress(RequestOptions::new(), &held.context());
         let request = CURRENT.scope(
             registered.call().clone(),
@@ -405,6 +440,35 @@ mod tests {
                 changed
             );
             assert!(!passes_as_is(&raw(changed), Era::Stateful), "{changed}");
+        }
+    }
+
+    #[test]
+    fn a_member_name_spelt_with_escapes_is_decided_on_the_parsed_members() {
+        let raw = |s: &str| RawJson::from_vec(s.as_bytes().to_vec());
+        for escaped in [
+            r#"{"content":[],"result\u0054ype":"complete","requestState":"s"}"#,
+            r#"{"content":[],"\u0072esultType":"complete"}"#,
+            r#"{"content":[],"ttl\u004Ds":5}"#,
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol\/serverInfo":{}}}"#,
+            r#"{"content":[],"_meta":{"io\u002emodelcontextprotocol/serverInfo":{}}}"#,
+        ] {
+            let v: Value = serde_json::from_str(escaped).unwrap();
+            assert_ne!(
+                for_client(v, "tools/call", Era::Stateful),
+                serde_json::from_str::<Value>(escaped).unwrap(),
+                "{escaped}"
+            );
+            assert!(!passes_as_is(&raw(escaped), Era::Stateful), "{escaped}");
+        }
+        // Escapes no removed name can hold keep the fast path: control
+        // characters, quotes, backslashes (`\\u0054` is a backslash and
+        // text), non-ASCII characters.
+        for plain in [
+            r#"{"content":[{"type":"text","text":"a\nb\t\"c\" \\u0054 \u00e9 \u001f"}]}"#,
+            r#"{"content":[{"type":"text","text":"ends in a backslash \\"}]}"#,
+        ] {
+            assert!(passes_as_is(&raw(plain), Era::Stateful), "{plain}");
         }
     }
 

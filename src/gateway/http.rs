@@ -322,7 +322,8 @@ fn outside_grant(
     None
 }
 
-/// `GET /health`: each server's status; 200 when every server is ready
+/// `GET /health`: each server's status (for one that gave up, its reason
+/// and when it is started again); 200 when every server is ready
 /// (a lazy server not started yet counts as ready: it starts on use),
 /// else 503: `"starting"` until the gateway's start is over,
 /// `"host_stopped"` once its host is gone. No token needed.
@@ -349,6 +350,9 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
         }
         if let Status::GaveUp(reason) = &s.status {
             v["reason"] = json!(reason);
+        }
+        if let Some(next) = s.next_try_in {
+            v["next_try_in_ms"] = json!(u64::try_from(next.as_millis()).unwrap_or(u64::MAX));
         }
         servers.insert(s.name.clone(), v);
     }

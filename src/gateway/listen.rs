@@ -1,6 +1,6 @@
 //! `subscriptions/listen` (2026-07-28) at the gateway: passed on to a
 //! 2026-07-28 server as its own stream (each notification re-tagged with
-//! the client's stream id), or served by the endpoint's sessions for a stateful
+//! the client's stream id), or served by the endpoint's sessions for a 2025-11-25
 //! server, with the notifications its capabilities promise.
 
 use serde_json::{json, Map, Value};
@@ -17,7 +17,7 @@ pub(crate) fn params(req: &Request) -> Result<ListenParams, HandlerError> {
     serde_json::from_value(p).map_err(|e| HandlerError::InvalidParams(e.to_string()))
 }
 
-/// What a stateful server can send of what was asked: list changes it
+/// What a 2025-11-25 server can send of what was asked: list changes it
 /// declares, resource updates when it supports subscriptions.
 pub(crate) fn agreed(asked: &SubscriptionFilter, caps: &Value) -> SubscriptionFilter {
     let declares = |kind: &str, flag: &str| {

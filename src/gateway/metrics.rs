@@ -140,6 +140,19 @@ impl Metrics {
         );
     }
 
+    /// Counts the servers' requests the gateway refused (the relay's
+    /// counter).
+    pub(crate) fn count_server_request_refusals(
+        &mut self,
+        refused: Family<super::server_requests::Refused, Counter>,
+    ) {
+        self.registry.register(
+            "server_requests_refused",
+            "Requests of servers the gateway refused to pass on, by server and reason (several_clients, client_share, no_call)",
+            refused,
+        );
+    }
+
     pub(crate) fn started(&self, server: &str) {
         self.in_flight
             .get_or_create(&Server {

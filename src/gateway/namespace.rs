@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 
 use serde_json::{json, Map, Value};
 
-use crate::host::ItemKind;
+use crate::host::{HostError, ItemKind};
 use crate::jsonrpc::{codes, ErrorObject, Request};
 use crate::protocol::{methods, Era, SubscriptionFilter};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
@@ -140,21 +140,55 @@ impl Namespace {
             },
             None => None,
         };
-        let owner = owner.ok_or_else(unknown)?;
+        let Some(owner) = owner else {
+            return Err(Self::why_not(caller, gateway, kind, name).unwrap_or_else(unknown));
+        };
         if !Self::visible(caller, gateway, kind, &owner.server, &owner.own) {
             return Err(unknown());
         }
         Ok(owner)
     }
 
+    /// Why the namespaced `name` has no server now, when the caller may see
+    /// it: its server gave up (down until its revive, or for good) or is
+    /// starting (again); `None` when no server has it.
+    fn why_not(
+        caller: &Principal,
+        gateway: &GatewayState,
+        kind: ItemKind,
+        name: &str,
+    ) -> Option<HandlerError> {
+        let e = gateway.host().route_error(kind, name)?;
+        let server = match &e {
+            HostError::Down { server, .. }
+            | HostError::Removed { server, .. }
+            | HostError::Unavailable { server, .. } => server,
+            _ => return None,
+        };
+        let own = name
+            .strip_prefix(&gateway.host().prefix(server))
+            .unwrap_or(name);
+        if !Self::visible(caller, gateway, kind, server, own) {
+            return None;
+        }
+        let mut data = json!({ "name": name, "server": server });
+        if let HostError::Down {
+            reason,
+            next_try_in,
+            ..
+        } = &e
+        {
+            data["reason"] = json!(reason);
+            data["nextTryInMs"] = json!(u64::try_from(next_try_in.as_millis()).unwrap_or(u64::MAX));
+        }
+        Some(HandlerError::Rpc(
+            ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()).with_data(data),
+        ))
+    }
+
     /// The server of `owner`.
     fn target(gateway: &GatewayState, owner: &Owner) -> Result<Target, HandlerError> {
-        gateway.target(&owner.server).ok_or_else(|| {
-            HandlerError::Internal(format!(
-                "server `{}` is no longer in the gateway",
-                owner.server
-            ))
-        })
+        gateway.target(&owner.server)
     }
 
     /// Sends `req` to the server of `owner`, with `params`.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Weak};
 
 use serde_json::{json, Value};
 
-use crate::jsonrpc::{codes, ErrorObject, Request};
+use crate::jsonrpc::Request;
 use crate::protocol::{methods, Era, ListenParams};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
@@ -45,12 +45,7 @@ impl Passthrough {
     }
 
     fn target(&self, gateway: &GatewayState) -> Result<Target, HandlerError> {
-        gateway.target(&self.server).ok_or_else(|| {
-            HandlerError::Rpc(ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("server `{}` is no longer in the gateway", self.server),
-            ))
-        })
+        gateway.target(&self.server)
     }
 
     /// Whether the caller may see and call the tool `name`.

@@ -38,6 +38,9 @@ const NOTE_FLUSH_WAIT: Duration = Duration::from_secs(1);
 /// One server's notification watcher, as calls see it.
 #[derive(Clone)]
 struct NoteFlush {
+    /// The client followed (its supervisor actor's id): a server started
+    /// again after it gave up has a new one.
+    client: ractor::ActorId,
     /// Asks the watcher to pass on what it has queued, then to answer.
     ask: mpsc::UnboundedSender<oneshot::Sender<()>>,
     /// Notifications the server's client handed to the watcher.
@@ -245,6 +248,7 @@ impl GatewayState {
     ) -> Arc<Self> {
         let gate = Gate::new(&config.auth, config.metrics_token.clone());
         let mut metrics = Metrics::new();
+        metrics.count_server_request_refusals(relay.refused());
         if let Some(log) = &call_log {
             metrics.count_call_log_drops(log.dropped());
         }
@@ -311,9 +315,10 @@ impl GatewayState {
         }
     }
 
-    /// The server `name`, as a call target, if the host has it.
-    pub(crate) fn target(&self, name: &str) -> Option<Target> {
-        Target::of(&self.host, name)
+    /// The server `name`, as a call target; the error naming it when it
+    /// has no client now (starting again after it was down) or is gone.
+    pub(crate) fn target(&self, name: &str) -> Result<Target, HandlerError> {
+        Target::of(&self.host, name).ok_or_else(|| super::target::absent(&self.host, name))
     }
 
     /// Whether `name` is a server of the gateway (started or lazy).
@@ -411,22 +416,27 @@ impl GatewayState {
     /// Follows server `name`'s notifications: log messages go to the calls
     /// in flight on it, resource updates and list changes to the sessions
     /// of its endpoints.
-    /// Once per server: concurrent first uses of a lazy one follow it
-    /// once.
+    /// Once per client: concurrent first uses of a lazy one follow it
+    /// once; a server started again after it gave up (a new client) is
+    /// followed anew, its resource watches opened again on it.
     pub(crate) fn watch_server(self: &Arc<Self>, name: &str) {
         let Some(client) = self.host.client(name) else {
             return;
         };
+        let id = client.supervisor().get_id();
         let mut flushes = crate::sync::lock(&self.note_flush);
-        if flushes.contains_key(name) {
-            return;
-        }
+        let revived = match flushes.get(name) {
+            Some(f) if f.client == id => return,
+            Some(_) => true,
+            None => false,
+        };
         let weak = Arc::downgrade(self);
         let server: Arc<str> = name.into();
         let notes = client.notifications();
         let (ask, flush) = mpsc::unbounded_channel();
         let passed = Arc::new(AtomicU64::new(0));
         let entry = NoteFlush {
+            client: id,
             ask,
             sent: notes.delivered(),
             passed: passed.clone(),
@@ -438,7 +448,7 @@ impl GatewayState {
             server,
             passed,
         };
-        tokio::spawn(watch_notes(watcher, client, notes, flush));
+        tokio::spawn(watch_notes(watcher, client, notes, flush, revived));
     }
 
     /// Waits until server `server`'s watcher has passed on every
@@ -609,12 +619,14 @@ fn approximate_bytes(v: &Value) -> u64 {
 /// 2026-07-28 server sends list changes only on a `subscriptions/listen`
 /// stream: one is kept open while it is ready (so that the host lists it
 /// again, and the gateway's sessions are told), its notifications read here
-/// through `notes` like a stateful server's.
+/// through `notes` like a 2025-11-25 server's. With `revived` (a new client
+/// of a server that gave up), its first ready process is a restart too.
 async fn watch_notes(
     watcher: Watcher,
     client: Client,
     mut notes: crate::client::Notifications,
     mut flush: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    mut revived: bool,
 ) {
     let server = &watcher.server;
     let mut status = client.watch_status();
@@ -632,6 +644,7 @@ async fn watch_notes(
         let stateless_ready = ready.as_ref().is_some_and(|s| s.era == Era::Stateless);
         let restarted = match (&last, &ready) {
             (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
+            (None, Some(_)) => std::mem::take(&mut revived),
             _ => false,
         };
         if ready.is_some() {
@@ -775,7 +788,14 @@ async fn watch_host(gateway: Weak<GatewayState>, mut events: crate::host::HostEv
             return;
         };
         match event {
-            HostEvent::Listed { .. } | HostEvent::Removed { .. } => {
+            HostEvent::Listed { server, .. } => {
+                // A server started again after it gave up has a new client.
+                gateway.watch_server(&server);
+                for kind in gateway.changed_kinds() {
+                    gateway.list_changed(|e| *e == Endpoint::Namespace, kind);
+                }
+            }
+            HostEvent::Removed { .. } | HostEvent::Down { .. } => {
                 for kind in gateway.changed_kinds() {
                     gateway.list_changed(|e| *e == Endpoint::Namespace, kind);
                 }

@@ -46,6 +46,18 @@ impl Target {
     }
 }
 
+/// Why server `name` of `host` has no client to take a request: it is
+/// starting (again, after it gave up), or it is not in the host.
+pub(crate) fn absent(host: &Host, name: &str) -> HandlerError {
+    let message = match host.server(name) {
+        Some(_) => format!("server `{name}` is unavailable: starting"),
+        None => format!("server `{name}` is no longer in the gateway"),
+    };
+    HandlerError::Rpc(
+        ErrorObject::new(codes::INTERNAL_ERROR, message).with_data(json!({ "server": name })),
+    )
+}
+
 /// The server's era, waiting (a bounded time) for a server that is not
 /// ready.
 pub(crate) async fn backend_era(target: &Target) -> Result<Era, HandlerError> {

@@ -6,7 +6,7 @@
 //! only what it holds, and a repeated subscription is one.
 //!
 //! Per server, the gateway watches each URI once for all its holders: a
-//! stateful server is sent `resources/subscribe` for the first holder and
+//! 2025-11-25 server is sent `resources/subscribe` for the first holder and
 //! `resources/unsubscribe` after the last; a 2026-07-28 server (which has
 //! no such method) gets one `subscriptions/listen` stream naming every
 //! watched URI, opened anew when the set changes and taken into use once
@@ -270,7 +270,7 @@ impl ResourceWatches {
 
     /// Whether a `notifications/resources/updated` of `uri` with `params`
     /// from `server` is one of the gateway's watches, to pass on to the
-    /// subscribed sessions and streams. Stateful servers' carry no stream id
+    /// subscribed sessions and streams. 2025-11-25 servers' carry no stream id
     /// (they come for the gateway's subscriptions); a 2026-07-28 server's
     /// must come on the newest stream that names the URI: not on a stream
     /// of a client's own (passed on by itself), nor twice while the
@@ -475,7 +475,7 @@ pub(crate) async fn rewatch(watches: &ResourceWatches, server: &str) {
     );
 }
 
-/// The server's watches after `freed` lost their last holder: a stateful
+/// The server's watches after `freed` lost their last holder: a 2025-11-25
 /// server is told to unsubscribe them, a 2026-07-28 server's stream is
 /// opened anew for what is left (or closed). Best effort: a failure leaves
 /// at most a watch nobody receives.

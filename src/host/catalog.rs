@@ -9,6 +9,12 @@
 //! new server of the same name can neither fill nor delete the new one's
 //! slot: its client is stopped instead, and whoever removed it can await
 //! that shutdown.
+//!
+//! A server that gave up (or could not start) keeps its entry, with its
+//! reason and, when it has a pause ([`HostConfig::revive_after`]), the time
+//! its revive is due: [`revives_due`](HostShared::revives_due) then puts a
+//! fresh reservation of its config in its place, for the host's reviver to
+//! start.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,9 +32,11 @@ use super::listing::Fetched;
 use super::namespace::{Collision, ItemKind, ItemRef, Listed, Namespace};
 use super::naming::Naming;
 use super::{HostError, HostEvent, HostShutdown, ServerSummary};
+use crate::client::ClientConfig;
 use crate::client::ClientHandler;
 use crate::client::Status;
 use crate::client::{Client, ClientShutdown};
+use crate::deadline::After;
 
 mod lazy;
 mod route;
@@ -66,8 +74,14 @@ pub(crate) struct Entry {
     client: Option<Client>,
     /// Why it could not start, or why it gave up.
     failure: Option<String>,
-    /// The timeout of its calls (for waiting on its first listing).
-    request_timeout: Duration,
+    /// What it is started with (again, by a revive).
+    config: ClientConfig,
+    /// Its pause between giving up and its revive (zero: none).
+    revive_after: Duration,
+    /// When it is started again, once it gave up.
+    revive_at: Option<Instant>,
+    /// Why it was down before this start, when this start is a revive.
+    revived_from: Option<String>,
     added: Instant,
     ready_after: Option<Duration>,
     lists: Lists,
@@ -77,6 +91,17 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// The timeout of its calls (for waiting on its first listing).
+    fn request_timeout(&self) -> Duration {
+        self.config.request_timeout
+    }
+
+    /// How long until its revive, once it gave up with a pause.
+    fn next_try_in(&self) -> Option<Duration> {
+        self.revive_at
+            .map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
     fn status(&self) -> Status {
         match (&self.client, &self.failure) {
             (_, Some(reason)) => Status::GaveUp(reason.clone()),
@@ -95,6 +120,29 @@ impl Entry {
     fn is(&self, ticket: &Ticket) -> bool {
         self.generation == ticket.generation
     }
+
+    /// It gave up (or could not start) for `reason`: its revive is due
+    /// after its pause, if it has one. Returns the pause.
+    fn down(&mut self, reason: String) -> Option<Duration> {
+        self.failure = Some(reason);
+        let pause = Some(self.revive_after).filter(|p| !p.is_zero())?;
+        self.revive_at = Some(Instant::now().after(pause));
+        Some(pause)
+    }
+}
+
+/// What a host says of a server that went down for `reason`: with a
+/// revive due in `next_try`, [`HostEvent::Down`], else it left for good.
+fn down_event(ticket: &Ticket, reason: String, next_try: Option<Duration>) -> HostEvent {
+    let server = ticket.name.clone();
+    match next_try {
+        Some(next_try_in) => HostEvent::Down {
+            server,
+            reason,
+            next_try_in,
+        },
+        None => HostEvent::Removed { server, reason },
+    }
 }
 
 impl Drop for Entry {
@@ -102,6 +150,20 @@ impl Drop for Entry {
         if let Some(w) = self.watcher.take() {
             w.abort();
         }
+    }
+}
+
+/// What [`HostShared::revives_due`] found: the servers to start again now
+/// (reserved, with their config), and when the next revive is due.
+pub(crate) struct Revives {
+    due: Vec<(Ticket, ClientConfig)>,
+    next: Option<Instant>,
+}
+
+impl Revives {
+    /// The servers to start now, and when the next revive is due.
+    pub(crate) fn into_parts(self) -> (Vec<(Ticket, ClientConfig)>, Option<Instant>) {
+        (self.due, self.next)
     }
 }
 
@@ -126,6 +188,10 @@ struct Catalog {
     orphans: HashMap<u64, oneshot::Sender<(String, ClientShutdown)>>,
     /// Servers started on their first use, not started yet.
     lazy: BTreeMap<String, lazy::Lazy>,
+    /// [`HostConfig::revive_after`].
+    revive_after: Duration,
+    /// [`HostConfig::server_revive_after`].
+    server_revive_after: BTreeMap<String, Duration>,
 }
 
 impl Catalog {
@@ -140,10 +206,15 @@ impl Catalog {
         Ok(())
     }
 
-    /// Reserves `name` (checked) for a server being started.
-    fn reserve(&mut self, name: &str, request_timeout: Duration) -> Ticket {
+    /// Reserves `name` (checked) for a server being started with `config`.
+    fn reserve(&mut self, name: &str, config: &ClientConfig) -> Ticket {
         self.next_generation += 1;
         let generation = self.next_generation;
+        let revive_after = self
+            .server_revive_after
+            .get(name)
+            .copied()
+            .unwrap_or(self.revive_after);
         self.servers.insert(
             name.to_owned(),
             Entry {
@@ -151,7 +222,10 @@ impl Catalog {
                 server: Arc::from(name),
                 client: None,
                 failure: None,
-                request_timeout,
+                config: config.clone(),
+                revive_after,
+                revive_at: None,
+                revived_from: None,
                 added: Instant::now(),
                 ready_after: None,
                 lists: Lists::default(),
@@ -249,7 +323,11 @@ impl HostShared {
             ready_timeout: config.ready_timeout,
             handler,
             handler_for,
-            catalog: Mutex::default(),
+            catalog: Mutex::new(Catalog {
+                revive_after: config.revive_after,
+                server_revive_after: config.server_revive_after.clone(),
+                ..Catalog::default()
+            }),
             changed: watch::Sender::new(0),
             events: EventFanout::new(config.max_queued_event_bytes, "host events", early),
         }
@@ -293,18 +371,24 @@ impl HostShared {
         self.changed.subscribe()
     }
 
-    /// Reserves `name` for a server being started.
-    pub(crate) fn reserve(
-        &self,
-        name: &str,
-        request_timeout: Duration,
-    ) -> Result<Ticket, HostError> {
+    /// Reserves `name` for a server being started with `config`.
+    pub(crate) fn reserve(&self, name: &str, config: &ClientConfig) -> Result<Ticket, HostError> {
         let mut cat = self.lock();
         if cat.stopped {
             return Err(HostError::Stopped);
         }
         cat.check_new(&self.naming, name)?;
-        Ok(cat.reserve(name, request_timeout))
+        Ok(cat.reserve(name, config))
+    }
+
+    /// Sets (or, with `None`, clears) the server `name`'s own pause before
+    /// a revive, for its next start.
+    pub(crate) fn set_revive_after(&self, name: &str, pause: Option<Duration>) {
+        let mut cat = self.lock();
+        match pause {
+            Some(p) => cat.server_revive_after.insert(name.to_owned(), p),
+            None => cat.server_revive_after.remove(name),
+        };
     }
 
     /// The started client of `ticket`, and its watcher. If the reservation
@@ -345,28 +429,22 @@ impl HostShared {
     }
 
     /// `ticket`'s server could not start: kept with its reason (`keep`),
-    /// or forgotten.
+    /// its revive due after its pause, or forgotten.
     pub(crate) fn failed(&self, ticket: &Ticket, reason: String, keep: bool) {
         let kept = {
             let mut cat = self.lock();
             cat.orphans.remove(&ticket.generation);
             match cat.servers.get_mut(&ticket.name) {
-                Some(e) if e.is(ticket) && keep => {
-                    e.failure = Some(reason.clone());
-                    true
-                }
+                Some(e) if e.is(ticket) && keep => Some(e.down(reason.clone())),
                 Some(e) if e.is(ticket) => {
                     cat.servers.remove(&ticket.name);
-                    false
+                    None
                 }
-                _ => false,
+                _ => None,
             }
         };
-        if kept {
-            self.emit(HostEvent::Removed {
-                server: ticket.name.clone(),
-                reason,
-            });
+        if let Some(next_try) = kept {
+            self.emit(down_event(ticket, reason, next_try));
         }
         self.touch();
     }
@@ -450,9 +528,10 @@ impl HostShared {
         }
     }
 
-    /// Takes a server that gave up out of the namespace, keeping its reason.
+    /// Takes a server that gave up out of the namespace, keeping its reason;
+    /// its revive is due after its pause.
     pub(crate) fn retire(&self, ticket: &Ticket, reason: String) {
-        {
+        let next_try = {
             let mut cat = self.lock();
             let Catalog {
                 servers, namespace, ..
@@ -461,17 +540,60 @@ impl HostShared {
                 return;
             };
             release(namespace, servers, &self.naming, entry);
-            if let Some(entry) = servers.get_mut(&ticket.name) {
-                entry.failure = Some(reason.clone());
-                entry.lists = Lists::default();
-            }
-        }
-        info!(server = %ticket.name, %reason, "host: server removed from the namespace");
-        self.emit(HostEvent::Removed {
-            server: ticket.name.clone(),
-            reason,
-        });
+            let Some(entry) = servers.get_mut(&ticket.name) else {
+                return;
+            };
+            entry.lists = Lists::default();
+            entry.down(reason.clone())
+        };
+        info!(server = %ticket.name, %reason, next_try_in = ?next_try, "host: server removed from the namespace");
+        self.emit(down_event(ticket, reason, next_try));
         self.touch();
+    }
+
+    /// The servers whose revive is due now, each reserved again in place
+    /// with its config (their [`HostEvent::Reviving`] emitted), and when
+    /// the next one is due; `None` once the host is stopped.
+    pub(crate) fn revives_due(&self) -> Option<Revives> {
+        let (due, next) = {
+            let mut cat = self.lock();
+            if cat.stopped {
+                return None;
+            }
+            let now = Instant::now();
+            let names: Vec<String> = cat
+                .servers
+                .iter()
+                .filter(|(_, e)| e.revive_at.is_some_and(|at| at <= now))
+                .map(|(n, _)| n.clone())
+                .collect();
+            let mut due = Vec::with_capacity(names.len());
+            for name in names {
+                let Some(old) = cat.servers.get(&name) else {
+                    continue;
+                };
+                let (config, reason) = (old.config.clone(), old.failure.clone());
+                // The old entry (its given-up client) goes; its names left
+                // the namespace when it gave up.
+                let ticket = cat.reserve(&name, &config);
+                if let Some(e) = cat.servers.get_mut(&name) {
+                    e.revived_from = reason;
+                }
+                due.push((ticket, config));
+            }
+            let next = cat.servers.values().filter_map(|e| e.revive_at).min();
+            (due, next)
+        };
+        for (ticket, _) in &due {
+            info!(server = %ticket.name, "host: starting a server again after its pause");
+            self.emit(HostEvent::Reviving {
+                server: ticket.name.clone(),
+            });
+        }
+        if !due.is_empty() {
+            self.touch();
+        }
+        Some(Revives { due, next })
     }
 
     /// Takes `name` out of the host and stops it.
@@ -564,6 +686,7 @@ impl HostShared {
                     listed: e.listed,
                     ready_after: e.ready_after,
                     list_error: e.list_error.clone(),
+                    next_try_in: e.next_try_in(),
                 }
             })
             .collect()

@@ -19,6 +19,8 @@ use crate::error::ConfigError;
 const MIN_NAME_LEN: usize = 16;
 /// The default of [`HostConfig::max_queued_event_bytes`].
 pub const DEFAULT_MAX_QUEUED_EVENT_BYTES: usize = 4 * 1024 * 1024;
+/// The default of [`HostConfig::revive_after`]: 60 s.
+pub const DEFAULT_REVIVE_AFTER: Duration = Duration::from_secs(60);
 
 /// What a call does when its server is restarting (or not yet ready).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -78,6 +80,18 @@ pub struct HostConfig {
     /// size). Past it, that subscriber's events are dropped and counted
     /// ([`HostEvents::dropped`]).
     pub max_queued_event_bytes: usize,
+    /// How long a server that gave up (its client spent its restarts) or
+    /// could not start waits before the host starts it again, as a new
+    /// client with its restart budget whole (default 60 s; zero: never,
+    /// it stays given up). A server that gives up again waits again.
+    /// [`server_revive_after`](Self::server_revive_after) overrides it per
+    /// server.
+    #[serde(rename = "revive_after_ms", with = "crate::serde_support::millis")]
+    pub revive_after: Duration,
+    /// Per server: its own [`revive_after`](Self::revive_after). A config
+    /// file sets it with the server's `conduit.revive_after_ms`.
+    #[serde(skip)]
+    pub server_revive_after: BTreeMap<String, Duration>,
 }
 
 impl Default for HostConfig {
@@ -90,6 +104,8 @@ impl Default for HostConfig {
             when_unavailable: WhenUnavailable::default(),
             ready_timeout: Duration::from_secs(60),
             max_queued_event_bytes: DEFAULT_MAX_QUEUED_EVENT_BYTES,
+            revive_after: DEFAULT_REVIVE_AFTER,
+            server_revive_after: BTreeMap::new(),
         }
     }
 }
@@ -180,6 +196,44 @@ impl HostConfig {
         self
     }
 
+    /// Sets [`revive_after`](Self::revive_after) for every server (default
+    /// 60 s; zero: a server that gave up is never started again).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use conduit_mcp::host::HostConfig;
+    /// use conduit_mcp::ClientConfig;
+    ///
+    /// let config = HostConfig::new()
+    ///     .server("time", ClientConfig::new("uvx").arg("mcp-server-time"))
+    ///     .server("fetch", ClientConfig::new("uvx").arg("mcp-server-fetch"))
+    ///     .revive_after(Duration::from_secs(300))
+    ///     .server_revive_after("fetch", Duration::ZERO); // fetch: never again
+    /// assert_eq!(config.revive_after_of("time"), Duration::from_secs(300));
+    /// assert_eq!(config.revive_after_of("fetch"), Duration::ZERO);
+    /// ```
+    pub fn revive_after(mut self, pause: Duration) -> Self {
+        self.revive_after = pause;
+        self
+    }
+
+    /// Sets the server `name`'s own [`revive_after`](Self::revive_after).
+    pub fn server_revive_after(mut self, name: impl Into<String>, pause: Duration) -> Self {
+        self.server_revive_after.insert(name.into(), pause);
+        self
+    }
+
+    /// How long the server `name` waits after it gave up before it is
+    /// started again: its own pause, else the host's (zero: never).
+    pub fn revive_after_of(&self, name: &str) -> Duration {
+        self.server_revive_after
+            .get(name)
+            .copied()
+            .unwrap_or(self.revive_after)
+    }
+
     /// How this configuration joins names.
     pub(crate) fn naming(&self) -> Naming {
         Naming::new(self.separator.clone(), self.max_name_len)
@@ -236,6 +290,16 @@ impl HostConfig {
                 format!("`{name}` is not one of the servers"),
             ));
         }
+        if let Some(name) = self
+            .server_revive_after
+            .keys()
+            .find(|n| !self.servers.contains_key(*n))
+        {
+            return Err(ConfigError::new(
+                "server_revive_after",
+                format!("`{name}` is not one of the servers"),
+            ));
+        }
         let naming = self.naming();
         for name in self.servers.keys() {
             naming.check_server(name, self.servers.keys().map(String::as_str))?;
@@ -256,7 +320,7 @@ pub struct HostOptions {
     /// (every client's tree) is then a subtree of the user's.
     pub supervisor: Option<ActorCell>,
     /// Answers every server's requests to the client (roots, sampling,
-    /// elicitation) and stateless input requests.
+    /// elicitation) and 2026-07-28 input requests.
     pub handler: Option<Arc<dyn ClientHandler>>,
     /// A handler per server, made from its name when it starts (wins over
     /// [`handler`](Self::handler)); see [`handler_per_server`](Self::handler_per_server).

@@ -49,13 +49,25 @@ pub enum HostError {
         state: String,
     },
     /// The server gave up (or never started) and was removed from the
-    /// namespace.
+    /// namespace for good (it has no revive).
     #[error("server `{server}` was removed from the namespace: {reason}")]
     Removed {
         /// The server's name.
         server: String,
         /// Why it gave up.
         reason: String,
+    },
+    /// The server gave up (or could not start) and was taken out of the
+    /// namespace until its revive, due in `next_try_in`
+    /// ([`HostConfig::revive_after`](super::HostConfig::revive_after)).
+    #[error("server `{server}` is down ({reason}); it is started again in {}", pause_in_words(*next_try_in))]
+    Down {
+        /// The server's name.
+        server: String,
+        /// Why it gave up.
+        reason: String,
+        /// How long until it is started again.
+        next_try_in: std::time::Duration,
     },
     /// The server's call failed (an error answer, a timeout, a crash).
     #[error("server `{server}`: {source}")]
@@ -105,5 +117,16 @@ impl HostError {
             HostError::Call { source, .. } => source.server_error(),
             _ => None,
         }
+    }
+}
+
+/// A pause as a person reads it: whole milliseconds under 10 s, else whole
+/// seconds (rounded up).
+pub(crate) fn pause_in_words(pause: std::time::Duration) -> String {
+    let ms = pause.as_nanos().div_ceil(1_000_000);
+    if ms < 10_000 {
+        format!("{ms} ms")
+    } else {
+        format!("{} s", ms.div_ceil(1000))
     }
 }

@@ -245,7 +245,10 @@ fn strings(event: &HostEvent) -> usize {
         HostEvent::Lifecycle { server, event } => server.len() + lifecycle_strings(event),
         HostEvent::Listed { server, .. } => server.len(),
         HostEvent::ListFailed { server, error } => server.len() + error.len(),
-        HostEvent::Removed { server, reason } => server.len() + reason.len(),
+        HostEvent::Removed { server, reason } | HostEvent::Down { server, reason, .. } => {
+            server.len() + reason.len()
+        }
+        HostEvent::Reviving { server } => server.len(),
         HostEvent::Collision(c) => {
             c.name.len()
                 + c.kept.server.len()

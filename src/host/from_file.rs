@@ -7,9 +7,10 @@ use crate::config_file::{ConfigFileError, ServersFile, OPTIONS_KEY};
 use super::HostConfig;
 
 impl HostConfig {
-    /// The host of a config file: its servers, and the options under its
-    /// top-level `conduit` key (the fields of this type's serialised form
-    /// but `servers`; a misspelt one is an error naming it).
+    /// The host of a config file: its servers, each server's
+    /// `conduit.revive_after_ms`, and the options under its top-level
+    /// `conduit` key (the fields of this type's serialised form but
+    /// `servers`; a misspelt one is an error naming it).
     ///
     /// ```no_run
     /// use conduit_mcp::config_file::ServersFile;
@@ -29,6 +30,11 @@ impl HostConfig {
                 problem: e.to_string(),
             })?;
         host.servers = file.servers.clone();
+        host.server_revive_after = file
+            .serve
+            .iter()
+            .filter_map(|(name, o)| Some((name.clone(), o.revive_after?)))
+            .collect();
         Ok(host)
     }
 }

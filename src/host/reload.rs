@@ -61,6 +61,8 @@ impl Host {
                     if before == Some(after) && in_host {
                         continue;
                     }
+                    let revive_after = next.serve.get(name).and_then(|o| o.revive_after);
+                    self.shared.set_revive_after(name, revive_after);
                     if in_host {
                         if let Err(e) = self.stop_one(name).await {
                             out.failed.push((name.to_owned(), e.to_string()));

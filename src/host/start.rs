@@ -2,7 +2,8 @@
 //! the caller's future.
 //!
 //! `Client::start_with` is not cut short when the caller gives up (a
-//! timeout around [`Host::start`], a dropped [`Host::add`]): it runs to
+//! timeout around [`Host::start`](super::Host::start), a dropped
+//! [`Host::add`](super::Host::add)): it runs to
 //! its end in its own task, and then either fills its reservation or,
 //! the reservation being gone, stops the client it got. A dropped `add`
 //! takes its reservation back ([`CancelOnDrop`]); a dropped `start`
@@ -11,34 +12,36 @@
 
 use std::sync::Arc;
 
+use ractor::ActorCell;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use super::catalog::{HostShared, Ticket};
-use super::{watcher, Host, HostError};
+use super::{watcher, HostError};
 use crate::client::{Client, ClientConfig, StartOptions};
 
 /// What becomes of a server that cannot start.
 pub(super) enum OnFailure {
     /// Kept, with its reason (a server of the host's config).
     Keep,
-    /// Forgotten (an [`add`](Host::add): its caller gets the error).
+    /// Forgotten (an [`add`](super::Host::add): its caller gets the error).
     Forget,
     /// Forgotten, its next use to start it again (a lazy server's first
     /// use).
     StaysLazy,
 }
 
-/// Starts the server of `ticket` with `config` in a task of its own.
+/// Starts the server of `ticket` with `config` in a task of its own, its
+/// client linked under `parent` (the host's actor).
 pub(super) fn spawn(
-    host: &Host,
+    shared: &Arc<HostShared>,
+    parent: ActorCell,
     ticket: Ticket,
     mut config: ClientConfig,
     on_failure: OnFailure,
 ) -> JoinHandle<Result<(), HostError>> {
-    let shared = host.shared.clone();
-    let parent = host.actor.get_cell();
+    let shared = shared.clone();
     tokio::spawn(async move {
         config.name.get_or_insert_with(|| ticket.name().to_owned());
         let (tx, rx) = mpsc::unbounded_channel();

@@ -34,11 +34,15 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     /// Internal JSON-RPC error.
     pub const INTERNAL_ERROR: i64 = -32603;
-    /// Stateless era: a header and the `_meta` disagree.
+    /// A server-defined error (JSON-RPC's range for implementation-defined
+    /// errors): here a refusal for lack of room, such as a full queue or a
+    /// busy client.
+    pub const SERVER_ERROR: i64 = -32000;
+    /// 2026-07-28 era: a header and the `_meta` disagree.
     pub const HEADER_MISMATCH: i64 = -32020;
-    /// Stateless era: a client capability the server needs is missing.
+    /// 2026-07-28 era: a client capability the server needs is missing.
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
-    /// Stateless era: the requested protocol version is not supported.
+    /// 2026-07-28 era: the requested protocol version is not supported.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 

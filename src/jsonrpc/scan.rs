@@ -271,13 +271,23 @@ mod tests {
             let _ = scan_object(&bytes);
         }
 
+        /// Each of the six members is found exactly when serde finds it,
+        /// with the value serde parses.
         #[test]
         fn agrees_with_serde_on_json_objects(v in json_object()) {
             let s = serde_json::to_vec(&v).unwrap();
             let m = scan_object(&s).unwrap();
-            if let Some(r) = m.result {
-                let got: serde_json::Value = serde_json::from_slice(&s[r]).unwrap();
-                proptest::prop_assert_eq!(Some(&got), v.get("result"));
+            for (name, range) in [
+                ("jsonrpc", m.jsonrpc),
+                ("id", m.id),
+                ("method", m.method),
+                ("params", m.params),
+                ("result", m.result),
+                ("error", m.error),
+            ] {
+                let got: Option<serde_json::Value> =
+                    range.map(|r| serde_json::from_slice(&s[r]).unwrap());
+                proptest::prop_assert_eq!(got.as_ref(), v.get(name), "{}", name);
             }
         }
     }
@@ -298,7 +308,13 @@ mod tests {
             ]
         });
         proptest::collection::btree_map(
-            prop_oneof![Just("result".to_string()), "[a-z]{1,6}"],
+            prop_oneof![
+                proptest::sample::select(
+                    &["jsonrpc", "id", "method", "params", "result", "error"][..]
+                )
+                .prop_map(str::to_owned),
+                "[a-z]{1,6}",
+            ],
             value,
             0..5,
         )

@@ -18,7 +18,7 @@ pub(crate) fn add_missing(into: &mut Value, caps: &impl Serialize) {
 }
 
 /// A capability whose only setting is `listChanged` (tools, prompts, and
-/// the client's roots in the stateful era).
+/// the client's roots in the 2025-11-25 era).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListChangedCapability {
@@ -66,10 +66,10 @@ pub struct ServerCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Map<String, Value>>,
-    /// Stateless era: extensions, by identifier.
+    /// 2026-07-28 era: extensions, by identifier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
-    /// Stateful (2025-11-25, experimental): tasks.
+    /// 2025-11-25 (experimental): tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<Value>,
     /// Members not modelled here, kept as sent.
@@ -120,10 +120,10 @@ pub struct ClientCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Map<String, Value>>,
-    /// Stateless era: extensions, by identifier.
+    /// 2026-07-28 era: extensions, by identifier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
-    /// Stateful (2025-11-25, experimental): tasks.
+    /// 2025-11-25 (experimental): tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<Value>,
     /// Members not modelled here, kept as sent.

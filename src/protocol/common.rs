@@ -149,8 +149,8 @@ pub struct Annotations {
 }
 
 string_enum! {
-    /// Stateless era: what a result is (`resultType`). A result without one
-    /// (stateful servers) is complete.
+    /// 2026-07-28 era: what a result is (`resultType`). A result without one
+    /// (2025-11-25 servers) is complete.
     ResultType {
         /// The final result.
         Complete = "complete",
@@ -159,7 +159,7 @@ string_enum! {
     }
 }
 
-/// Who may reuse a cached stateless-era result (`cacheScope`).
+/// Who may reuse a cached 2026-07-28-era result (`cacheScope`).
 ///
 /// The schema allows exactly these two values; any other decodes as
 /// [`Private`](Self::Private), the narrower scope.
@@ -218,7 +218,7 @@ pub struct EmptyResult {
     /// `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// Members not modelled here, kept as sent.
@@ -231,7 +231,7 @@ pub struct EmptyResult {
 /// `server/discover`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MetaParams {
-    /// `_meta` (stateless: the stream's
+    /// `_meta` (2026-07-28: the stream's
     /// [`SUBSCRIPTION_ID`](super::meta::SUBSCRIPTION_ID)).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -242,7 +242,7 @@ pub struct MetaParams {
 
 impl MetaParams {
     /// The `subscriptions/listen` stream a notification belongs to
-    /// (stateless), if it says.
+    /// (2026-07-28), if it says.
     ///
     /// # Examples
     ///

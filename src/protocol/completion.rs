@@ -177,7 +177,7 @@ pub struct Completion {
 pub struct CompleteResult {
     /// The completions.
     pub completion: Completion,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// `_meta`.

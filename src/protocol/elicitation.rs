@@ -93,7 +93,7 @@ pub struct ElicitParams {
     /// URL mode (2025-11-25): the id its completion notification names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation_id: Option<String>,
-    /// Stateful (2025-11-25): run it as a task.
+    /// 2025-11-25: run it as a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
     /// `_meta`.

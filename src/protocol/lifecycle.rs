@@ -1,4 +1,4 @@
-//! Starting a session: the stateful `initialize` handshake and the stateless
+//! Starting a session: the 2025-11-25 `initialize` handshake and the 2026-07-28
 //! `server/discover`.
 
 use serde::{Deserialize, Serialize};
@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::capabilities::{ClientCapabilities, ServerCapabilities};
 use super::common::{CacheScope, Extra, Implementation, Meta, ResultType};
 
-/// The parameters of the stateful `initialize`.
+/// The parameters of the 2025-11-25 `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
@@ -24,7 +24,7 @@ pub struct InitializeParams {
     pub extra: Extra,
 }
 
-/// The result of the stateful `initialize`.
+/// The result of the 2025-11-25 `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
@@ -45,7 +45,7 @@ pub struct InitializeResult {
     pub extra: Extra,
 }
 
-/// The result of the stateless `server/discover`. The server's
+/// The result of the 2026-07-28 `server/discover`. The server's
 /// [`Implementation`] is in `_meta` under
 /// [`SERVER_INFO`](super::meta::SERVER_INFO) (see
 /// [`server_info`](Self::server_info)).

@@ -1,4 +1,4 @@
-//! Logging: levels, the stateful `logging/setLevel`, `notifications/message`.
+//! Logging: levels, the 2025-11-25 `logging/setLevel`, `notifications/message`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -53,7 +53,7 @@ impl LoggingLevel {
     }
 }
 
-/// The parameters of the stateful `logging/setLevel`.
+/// The parameters of the 2025-11-25 `logging/setLevel`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SetLevelParams {
     /// The least severe level the client wants.

@@ -1,7 +1,7 @@
 //! The MCP protocol, typed: versions, eras, `_meta` keys, method names, and
 //! a model for every request, result and notification of the two schemas
-//! this library speaks (2025-11-25, the last stateful revision, and
-//! 2026-07-28, the stateless one).
+//! this library speaks (2025-11-25, the last revision with the
+//! `initialize` handshake, and 2026-07-28, the first without).
 //!
 //! # Why our own types
 //!
@@ -15,7 +15,7 @@
 //!   into decoding errors, and a proxy re-encodes what it received.
 //! - **One model for both eras.** A field that exists in one revision only
 //!   is optional here; `resultType`, `ttlMs`, `cacheScope`, `inputRequests`
-//!   and `requestState` sit next to the stateful fields.
+//!   and `requestState` sit next to the 2025-11-25 fields.
 //! - **Semver.** These types are part of this crate's API; re-exporting
 //!   another SDK's model would make each of its breaking releases one of
 //!   ours.
@@ -70,10 +70,10 @@ pub use subscriptions::*;
 pub use tasks::*;
 pub use tools::*;
 
-/// The newest stateless protocol revision ([`Era::Stateless`]: no
+/// The newest protocol revision of the 2026-07-28 era ([`Era::Stateless`]: no
 /// handshake, `server/discover`, `_meta` on every request).
 pub const STATELESS_VERSION: &str = "2026-07-28";
-/// The stateless revisions this library speaks, newest first.
+/// The revisions of the 2026-07-28 era this library speaks, newest first.
 pub const STATELESS_VERSIONS: &[&str] = &[STATELESS_VERSION];
 /// The newest revision with the `initialize` handshake ([`Era::Stateful`]).
 pub const LATEST_STATEFUL_VERSION: &str = "2025-11-25";
@@ -94,7 +94,7 @@ pub const LATEST_LEGACY_VERSION: &str = LATEST_STATEFUL_VERSION;
 #[deprecated(note = "renamed to `STATEFUL_VERSIONS`")]
 pub const LEGACY_VERSIONS: &[&str] = STATEFUL_VERSIONS;
 
-/// The methods whose results may be `input_required` in the stateless era:
+/// The methods whose results may be `input_required` in the 2026-07-28 era:
 /// the only ones that may ask the client for input.
 pub(crate) const MULTI_ROUND_METHODS: &[&str] = &[
     methods::TOOLS_CALL,
@@ -122,7 +122,7 @@ pub(crate) fn request_target<'a>(
     )
 }
 
-/// `_meta` keys of the stateless era.
+/// `_meta` keys of the 2026-07-28 era.
 pub mod meta {
     /// The protocol version of this request (required).
     pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -143,13 +143,13 @@ pub mod meta {
 
 /// Method names.
 pub mod methods {
-    /// Stateless: discovery.
+    /// 2026-07-28: discovery.
     pub const DISCOVER: &str = "server/discover";
-    /// Stateful: handshake request.
+    /// 2025-11-25: handshake request.
     pub const INITIALIZE: &str = "initialize";
-    /// Stateful: handshake completion notification.
+    /// 2025-11-25: handshake completion notification.
     pub const INITIALIZED: &str = "notifications/initialized";
-    /// Liveness check (stateful era).
+    /// Liveness check (2025-11-25 era).
     pub const PING: &str = "ping";
     /// Cancellation of an in-flight request.
     pub const CANCELLED: &str = "notifications/cancelled";
@@ -171,9 +171,9 @@ pub mod methods {
     pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
     /// Read a resource.
     pub const RESOURCES_READ: &str = "resources/read";
-    /// Stateful: subscribe to a resource's updates.
+    /// 2025-11-25: subscribe to a resource's updates.
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-    /// Stateful: end a resource subscription.
+    /// 2025-11-25: end a resource subscription.
     pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
     /// List the server's prompts.
     pub const PROMPTS_LIST: &str = "prompts/list";
@@ -181,17 +181,17 @@ pub mod methods {
     pub const PROMPTS_GET: &str = "prompts/get";
     /// Complete an argument.
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// Stateful: set the server's log level.
+    /// 2025-11-25: set the server's log level.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// Stateless: open a notification stream.
+    /// 2026-07-28: open a notification stream.
     pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-    /// Stateful (2025-11-25, experimental): a task's state.
+    /// 2025-11-25 (experimental): a task's state.
     pub const TASKS_GET: &str = "tasks/get";
-    /// Stateful (2025-11-25, experimental): a task's result.
+    /// 2025-11-25 (experimental): a task's result.
     pub const TASKS_RESULT: &str = "tasks/result";
-    /// Stateful (2025-11-25, experimental): list tasks.
+    /// 2025-11-25 (experimental): list tasks.
     pub const TASKS_LIST: &str = "tasks/list";
-    /// Stateful (2025-11-25, experimental): cancel a task.
+    /// 2025-11-25 (experimental): cancel a task.
     pub const TASKS_CANCEL: &str = "tasks/cancel";
     /// A log message from the server.
     pub const MESSAGE: &str = "notifications/message";
@@ -203,33 +203,37 @@ pub mod methods {
     pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
     /// The server's tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    /// Stateful: the client's roots changed.
+    /// 2025-11-25: the client's roots changed.
     pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
-    /// Stateless: a `subscriptions/listen` stream is open.
+    /// 2026-07-28: a `subscriptions/listen` stream is open.
     pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-    /// Stateful (2025-11-25): a URL-mode elicitation completed.
+    /// 2025-11-25: a URL-mode elicitation completed.
     pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
-    /// Stateful (2025-11-25, experimental): a task's status changed.
+    /// 2025-11-25 (experimental): a task's status changed.
     pub const TASKS_STATUS: &str = "notifications/tasks/status";
 }
 
 /// A protocol era: how a client and a server agree on what they speak.
 ///
-/// Named by the property that tells the two apart, not by age: the next
-/// revision of either kind belongs to the same variant. Serialised (and
-/// printed by the `mcp` command) as `"legacy"` and `"modern"`, the names
-/// config files and the command line already use; `"stateful"` and
-/// `"stateless"` are read too.
+/// The documentation names each era by its revision: 2025-11-25 (with the
+/// older revisions of its kind) and 2026-07-28 (with the later ones). The
+/// variants are named by the property that tells the two apart. Serialised
+/// (and printed by the `mcp` command and the gateway's `/health`) as
+/// `"legacy"` and `"modern"`, as they always were; the revision dates,
+/// `"stateful"` and `"stateless"` are read too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Era {
-    /// 2024-11-05 to 2025-11-25 ([`STATEFUL_VERSIONS`]): an `initialize`
-    /// handshake opens a session that holds what the client declared.
-    #[serde(rename = "legacy", alias = "stateful")]
+    /// 2025-11-25 and older, back to 2024-11-05 ([`STATEFUL_VERSIONS`]): an
+    /// `initialize` handshake opens a session that holds what the client
+    /// declared.
+    #[doc(alias = "2025-11-25", alias = "legacy")]
+    #[serde(rename = "legacy", alias = "stateful", alias = "2025-11-25")]
     Stateful,
     /// 2026-07-28 and later ([`STATELESS_VERSIONS`]): no handshake; every
     /// request carries what the client declares in `_meta`, and
     /// `server/discover` describes the server.
-    #[serde(rename = "modern", alias = "stateless")]
+    #[doc(alias = "2026-07-28", alias = "modern")]
+    #[serde(rename = "modern", alias = "stateless", alias = "2026-07-28")]
     Stateless,
 }
 

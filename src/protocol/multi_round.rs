@@ -1,4 +1,4 @@
-//! Stateless multi round-trip requests: a `tools/call`, `prompts/get` or
+//! 2026-07-28 multi round-trip requests: a `tools/call`, `prompts/get` or
 //! `resources/read` answered with `input_required`, and the retry's
 //! `inputResponses`.
 
@@ -15,7 +15,7 @@ use super::sampling::{CreateMessageParams, CreateMessageResult};
 
 /// Something the server needs from the client: a `sampling/createMessage`,
 /// `roots/list` or `elicitation/create` request (`{method, params}`), in
-/// an [`InputRequiredResult`] (stateless) or sent as a request (stateful).
+/// an [`InputRequiredResult`] (2026-07-28) or sent as a request (2025-11-25).
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputRequest {
     /// `sampling/createMessage`.
@@ -237,7 +237,7 @@ pub enum InputResponse {
 /// The answers of a retry, by the keys of the input requests.
 pub type InputResponses = BTreeMap<String, InputResponse>;
 
-/// A stateless result saying the server needs input before it can answer:
+/// A 2026-07-28 result saying the server needs input before it can answer:
 /// the client fulfils `inputRequests` and retries the request with
 /// `inputResponses`, echoing `requestState`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -93,11 +93,11 @@ pub enum ServerNotification {
     ResourcesListChanged(MetaParams),
     /// `notifications/resources/updated`.
     ResourceUpdated(ResourceParams),
-    /// Stateless: `notifications/subscriptions/acknowledged`.
+    /// 2026-07-28: `notifications/subscriptions/acknowledged`.
     SubscriptionsAcknowledged(SubscriptionsAcknowledgedParams),
-    /// Stateful (2025-11-25): `notifications/elicitation/complete`.
+    /// 2025-11-25: `notifications/elicitation/complete`.
     ElicitationComplete(ElicitationCompleteParams),
-    /// Stateful (2025-11-25): `notifications/tasks/status`.
+    /// 2025-11-25: `notifications/tasks/status`.
     TaskStatus(TaskState),
     /// Any other method, or a known one whose params do not match its
     /// shape, as received.
@@ -154,11 +154,11 @@ pub enum ClientNotification {
     Cancelled(CancelledParams),
     /// `notifications/progress`.
     Progress(ProgressParams),
-    /// Stateful: `notifications/initialized`.
+    /// 2025-11-25: `notifications/initialized`.
     Initialized(MetaParams),
-    /// Stateful: `notifications/roots/list_changed`.
+    /// 2025-11-25: `notifications/roots/list_changed`.
     RootsListChanged(MetaParams),
-    /// Stateful (2025-11-25): `notifications/tasks/status`.
+    /// 2025-11-25: `notifications/tasks/status`.
     TaskStatus(TaskState),
     /// Any other method, or a known one whose params do not match its
     /// shape, as received.

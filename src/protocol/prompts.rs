@@ -62,13 +62,13 @@ pub struct ListPromptsResult {
     /// The next page's cursor, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<Cursor>,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Stateless era: how long the client may cache this (ms).
+    /// 2026-07-28 era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Stateless era: who may reuse the cached result.
+    /// 2026-07-28 era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -88,10 +88,10 @@ pub struct GetPromptParams {
     /// Its arguments (the schema says string values).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Map<String, Value>>,
-    /// Stateless era: the answers to a previous round's input requests.
+    /// 2026-07-28 era: the answers to a previous round's input requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// Stateless era: the previous round's `requestState`, echoed.
+    /// 2026-07-28 era: the previous round's `requestState`, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// `_meta`.
@@ -147,7 +147,7 @@ pub struct GetPromptResult {
     /// What the prompt is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// `_meta`.

@@ -1,5 +1,5 @@
 //! Resources and resource templates: `resources/list`,
-//! `resources/templates/list`, `resources/read`, the stateful
+//! `resources/templates/list`, `resources/read`, the 2025-11-25
 //! `resources/subscribe`/`unsubscribe` and `notifications/resources/updated`.
 
 use serde::{Deserialize, Serialize};
@@ -105,13 +105,13 @@ pub struct ListResourcesResult {
     /// The next page's cursor, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<Cursor>,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Stateless era: how long the client may cache this (ms).
+    /// 2026-07-28 era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Stateless era: who may reuse the cached result.
+    /// 2026-07-28 era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -131,13 +131,13 @@ pub struct ListResourceTemplatesResult {
     /// The next page's cursor, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<Cursor>,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Stateless era: how long the client may cache this (ms).
+    /// 2026-07-28 era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Stateless era: who may reuse the cached result.
+    /// 2026-07-28 era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -154,10 +154,10 @@ pub struct ListResourceTemplatesResult {
 pub struct ReadResourceParams {
     /// The resource's URI.
     pub uri: String,
-    /// Stateless era: the answers to a previous round's input requests.
+    /// 2026-07-28 era: the answers to a previous round's input requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// Stateless era: the previous round's `requestState`, echoed.
+    /// 2026-07-28 era: the previous round's `requestState`, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// `_meta`.
@@ -174,13 +174,13 @@ pub struct ReadResourceParams {
 pub struct ReadResourceResult {
     /// The contents (several for a resource with parts).
     pub contents: Vec<ResourceContents>,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Stateless era: how long the client may cache this (ms).
+    /// 2026-07-28 era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Stateless era: who may reuse the cached result.
+    /// 2026-07-28 era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -191,14 +191,14 @@ pub struct ReadResourceResult {
     pub extra: Extra,
 }
 
-/// The parameters of a request about one resource (the stateful
+/// The parameters of a request about one resource (the 2025-11-25
 /// `resources/subscribe` and `resources/unsubscribe`) and of
 /// `notifications/resources/updated`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceParams {
     /// The resource's URI.
     pub uri: String,
-    /// `_meta` (on the notification, stateless: the stream's
+    /// `_meta` (on the notification, 2026-07-28: the stream's
     /// [`SUBSCRIPTION_ID`](super::meta::SUBSCRIPTION_ID)).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,

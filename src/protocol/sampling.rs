@@ -114,7 +114,7 @@ pub struct CreateMessageParams {
     /// How it may call them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
-    /// Stateful (2025-11-25): run it as a task.
+    /// 2025-11-25: run it as a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
     /// `_meta`.

@@ -1,4 +1,4 @@
-//! Stateless notification streams: `subscriptions/listen`, its
+//! 2026-07-28 notification streams: `subscriptions/listen`, its
 //! acknowledgement, and the result that ends it.
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,7 @@ pub struct SubscriptionFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources_list_changed: Option<bool>,
     /// `notifications/resources/updated` for these URIs (replaces the
-    /// stateful `resources/subscribe`).
+    /// 2025-11-25 `resources/subscribe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_subscriptions: Option<Vec<String>>,
     /// Members not modelled here, kept as sent.

@@ -1,6 +1,6 @@
-//! Stateful (2025-11-25, experimental) tasks: long-running requests polled
+//! 2025-11-25 (experimental) tasks: long-running requests polled
 //! with `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`. Absent
-//! from the stateless revision.
+//! from the 2026-07-28 revision.
 
 use serde::{Deserialize, Serialize};
 

@@ -33,7 +33,7 @@ pub struct ToolAnnotations {
     pub extra: Extra,
 }
 
-/// Stateful (2025-11-25, experimental): how a tool runs as a task.
+/// 2025-11-25 (experimental): how a tool runs as a task.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolExecution {
@@ -69,7 +69,7 @@ pub struct Tool {
     /// Icons to show.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<Icon>>,
-    /// Stateful (2025-11-25): task support.
+    /// 2025-11-25: task support.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<ToolExecution>,
     /// `_meta`.
@@ -110,13 +110,13 @@ pub struct ListToolsResult {
     /// The next page's cursor, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<Cursor>,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Stateless era: how long the client may cache this (ms).
+    /// 2026-07-28 era: how long the client may cache this (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Stateless era: who may reuse the cached result.
+    /// 2026-07-28 era: who may reuse the cached result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta`.
@@ -136,13 +136,13 @@ pub struct CallToolParams {
     /// Its arguments (a JSON object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Map<String, Value>>,
-    /// Stateful (2025-11-25): run it as a task.
+    /// 2025-11-25: run it as a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
-    /// Stateless era: the answers to a previous round's input requests.
+    /// 2026-07-28 era: the answers to a previous round's input requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// Stateless era: the previous round's `requestState`, echoed.
+    /// 2026-07-28 era: the previous round's `requestState`, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// `_meta`.
@@ -181,7 +181,7 @@ pub struct CallToolResult {
     /// [`is_error`](Self::is_error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
-    /// Stateless era: `"complete"`.
+    /// 2026-07-28 era: `"complete"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// `_meta`.

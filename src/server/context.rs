@@ -7,14 +7,16 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::jsonrpc::RequestId;
+use crate::memory_estimate;
 use crate::protocol::InputRequest;
 use crate::protocol::{Era, MULTI_ROUND_METHODS};
 
+use super::engine::budget::Charge;
 use super::error::{AskError, RawAnswerError, SendError};
 use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
 use super::held_table::ScopeKey;
 
-/// Input requests and state recorded by a stateless-era handler.
+/// Input requests and state recorded by a 2026-07-28-era handler.
 #[derive(Debug, Default)]
 pub(crate) struct Recorded {
     requests: Map<String, Value>,
@@ -34,6 +36,9 @@ pub(crate) struct RequestShared {
     /// Woken once, when `cancelled` is set.
     cancel: Notify,
     recorded: Mutex<Recorded>,
+    /// The request's charge on the inbound byte budget
+    /// (`max_inbound_bytes`), while its task runs.
+    input: Mutex<Option<Charge>>,
 }
 
 impl Recorded {
@@ -59,6 +64,16 @@ impl RequestShared {
     pub(crate) fn recorded(&self) -> &Mutex<Recorded> {
         &self.recorded
     }
+    /// Holds `charge` for the request until [`release_input`](Self::release_input).
+    pub(crate) fn hold_input(&self, charge: Charge) {
+        *crate::sync::lock(&self.input) = Some(charge);
+    }
+
+    /// Releases the request's charge: its task ended.
+    pub(crate) fn release_input(&self) {
+        crate::sync::lock(&self.input).take();
+    }
+
     /// Marks the request cancelled and wakes who waits for it.
     pub(crate) fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);
@@ -81,8 +96,8 @@ impl RequestShared {
 ///
 /// [`ask`](Self::ask) is the one call a handler makes for roots, sampling or
 /// elicitation:
-/// - **Stateful**: it sends the server-to-client request and awaits the answer.
-/// - **Stateless**: the server never sends requests. If this request's
+/// - **2025-11-25**: it sends the server-to-client request and awaits the answer.
+/// - **2026-07-28**: the server never sends requests. If this request's
 ///   `inputResponses` already holds the answer under `key` (the client's
 ///   retry), `ask` returns it. Otherwise it records the input request and
 ///   returns [`AskError::InputRequired`]; the handler returns it with `?`
@@ -92,7 +107,7 @@ impl RequestShared {
 ///   start, this time getting the answer.
 ///
 /// So the same handler code works in both eras, provided it is idempotent
-/// up to its `ask` calls (in the stateless era it runs once per round).
+/// up to its `ask` calls (in the 2026-07-28 era it runs once per round).
 ///
 /// Work that must not run twice (it started something, or relays another
 /// process that asks) runs in [`run_held`](Self::run_held) instead: it runs
@@ -110,7 +125,7 @@ pub struct RequestContext {
     shared: Arc<RequestShared>,
     /// The client it came from, as the engine tells them apart.
     scope: ScopeKey,
-    /// Stateless multi-round requests: the `name` (or `uri`) they are for.
+    /// 2026-07-28 multi-round requests: the `name` (or `uri`) they are for.
     target: Option<String>,
     #[cfg(feature = "http")]
     http: Option<Arc<axum::http::request::Parts>>,
@@ -142,6 +157,35 @@ impl RequestContext {
         }
     }
 
+    /// Bytes of parsed input the request is charged (`max_inbound_bytes`).
+    pub(crate) fn input_charged(&self) -> usize {
+        crate::sync::lock(&self.shared.input)
+            .as_ref()
+            .map_or(0, Charge::bytes)
+    }
+
+    /// The handler decoded the request's input into values of its own that
+    /// hold `decoded` bytes, and dropped the parsed input: the request's
+    /// charge falls to that, plus what this context keeps of the request
+    /// (`_meta`, input responses, state) and the cost of any message.
+    pub(crate) fn input_decoded(&self, decoded: usize) {
+        let object = |m: &Option<Map<String, Value>>| {
+            m.as_ref().map_or(0, |m| {
+                m.iter()
+                    .map(|(k, v)| 64 + k.len() + memory_estimate::value(v))
+                    .sum::<usize>()
+            })
+        };
+        let kept = memory_estimate::MESSAGE_OVERHEAD
+            .saturating_add(decoded)
+            .saturating_add(object(&self.meta))
+            .saturating_add(object(&self.input_responses))
+            .saturating_add(self.request_state.as_ref().map_or(0, String::len));
+        if let Some(c) = crate::sync::lock(&self.shared.input).as_mut() {
+            c.shrink_to(kept);
+        }
+    }
+
     /// The request's id.
     pub fn id(&self) -> &RequestId {
         &self.id
@@ -152,8 +196,8 @@ impl RequestContext {
         &self.method
     }
 
-    /// The era of this request: stateless if it carried the stateless `_meta`,
-    /// stateful if it came in a session opened by `initialize`.
+    /// The era of this request: 2026-07-28 if it carried the 2026-07-28 `_meta`,
+    /// 2025-11-25 if it came in a session opened by `initialize`.
     pub fn era(&self) -> Era {
         self.era
     }
@@ -194,7 +238,7 @@ impl RequestContext {
     }
 
     /// The client's capabilities for this request: from its `_meta`
-    /// (stateless) or the session's `initialize` (stateful).
+    /// (2026-07-28) or the session's `initialize` (2025-11-25).
     pub fn client_capabilities(&self) -> Option<&Value> {
         self.client_capabilities.as_deref()
     }
@@ -261,9 +305,9 @@ impl RequestContext {
     /// Sends a `notifications/message` log entry for this request, if the
     /// client wants it; returns whether it was sent.
     ///
-    /// Stateless era: only when the request's `_meta` carries
+    /// 2026-07-28 era: only when the request's `_meta` carries
     /// `io.modelcontextprotocol/logLevel` and `level` is at least as severe
-    /// (the specification forbids log messages otherwise). Stateful era: when
+    /// (the specification forbids log messages otherwise). 2025-11-25 era: when
     /// the session set a level with `logging/setLevel` (recorded by a
     /// [`Router`](super::Router): [`ServerHandle::log_level`]), only at least
     /// as severe; otherwise always. Levels, least severe first: debug, info,
@@ -448,7 +492,7 @@ impl RequestContext {
         crate::sync::until(&s.cancel, || s.is_cancelled()).await;
     }
 
-    /// Stateless era: the `requestState` the client echoed back on a retry.
+    /// 2026-07-28 era: the `requestState` the client echoed back on a retry.
     ///
     /// **Attacker-controlled**: the client can send anything. Verify it
     /// (e.g. sign it with a server secret) before trusting its content.
@@ -467,7 +511,7 @@ impl RequestContext {
         self.request_state.as_deref()
     }
 
-    /// Stateless era: sets the `requestState` sent with an input-required
+    /// 2026-07-28 era: sets the `requestState` sent with an input-required
     /// result (the client echoes it on the retry).
     ///
     /// # Examples
@@ -488,7 +532,7 @@ impl RequestContext {
         crate::sync::lock(&self.shared.recorded).state = Some(state.into());
     }
 
-    /// Stateless era: the retry's `inputResponses`, if any.
+    /// 2026-07-28 era: the retry's `inputResponses`, if any.
     #[inline]
     pub(crate) fn input_responses(&self) -> Option<&Map<String, Value>> {
         self.input_responses.as_ref()
@@ -512,7 +556,7 @@ impl RequestContext {
         self.shared.recorded()
     }
 
-    /// Stateless era: the retry's `inputResponses[key]`, if present.
+    /// 2026-07-28 era: the retry's `inputResponses[key]`, if present.
     ///
     /// # Examples
     ///
@@ -534,7 +578,7 @@ impl RequestContext {
     ///
     /// Fails with [`AskError::MissingCapability`] if the client did not
     /// declare the capability (the server must not ask for it), and in the
-    /// stateless era with [`AskError::NotAllowed`] outside `tools/call`,
+    /// 2026-07-28 era with [`AskError::NotAllowed`] outside `tools/call`,
     /// `prompts/get` and `resources/read`. Every `AskError` converts into a
     /// [`HandlerError`](super::HandlerError) with `?`.
     ///
@@ -576,7 +620,7 @@ impl RequestContext {
         }
     }
 
-    /// [`ask`](Self::ask) for several inputs at once. In the stateless era all
+    /// [`ask`](Self::ask) for several inputs at once. In the 2026-07-28 era all
     /// missing ones are requested in a single input-required round.
     ///
     /// # Examples
@@ -593,7 +637,7 @@ impl RequestContext {
     ///             ("roots".to_owned(), InputRequest::list_roots()),
     ///             ("summary".to_owned(), InputRequest::create_message(sample)),
     ///         ])
-    ///         .await?; // stateless: both asked in one round
+    ///         .await?; // 2026-07-28: both asked in one round
     ///     Ok(CallToolResult::text(answers["summary"].to_string()))
     /// }
     /// ```

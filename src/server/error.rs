@@ -81,7 +81,7 @@ pub enum HandlerError {
     /// -32603 with this message.
     #[error("internal error: {0}")]
     Internal(String),
-    /// Stateless era: the handler needs client input first. Returned (usually
+    /// 2026-07-28 era: the handler needs client input first. Returned (usually
     /// through `?` on [`RequestContext::ask`](super::RequestContext::ask)),
     /// it makes the server answer with an `input_required` result built from
     /// the context's recorded input requests and request state.
@@ -93,7 +93,7 @@ impl HandlerError {
     /// The JSON-RPC error object sent for this error.
     ///
     /// [`InputRequired`](Self::InputRequired) never reaches the wire as an
-    /// error in the stateless era; in the stateful era (where it cannot happen
+    /// error in the 2026-07-28 era; in the 2025-11-25 era (where it cannot happen
     /// through `ask`) it is -32603.
     ///
     /// # Examples
@@ -142,8 +142,8 @@ pub enum SendError {
         /// The configured limit.
         limit: usize,
     },
-    /// Server-to-client requests need a stateful session (after `initialize`);
-    /// the stateless era uses input-required results instead.
+    /// Server-to-client requests need a 2025-11-25 session (after `initialize`);
+    /// the 2026-07-28 era uses input-required results instead.
     #[error("server-to-client requests need an initialized legacy session")]
     NoStatefulSession,
     /// The client did not declare the capability this request needs.
@@ -189,7 +189,7 @@ impl RawAnswerError {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum AskError {
-    /// Stateless era: the input is not in this request's `inputResponses`; it
+    /// 2026-07-28 era: the input is not in this request's `inputResponses`; it
     /// was recorded and the handler should return (use `?`), so the client
     /// is sent an `input_required` result and retries.
     #[error("input {key:?} required from the client")]
@@ -205,20 +205,20 @@ pub enum AskError {
         /// The era of the request.
         era: Era,
     },
-    /// Stateless era: input requests are allowed only in `tools/call`,
+    /// 2026-07-28 era: input requests are allowed only in `tools/call`,
     /// `prompts/get` and `resources/read`.
     #[error("{0} cannot ask the client for input")]
     NotAllowed(String),
-    /// Stateful era: the server-to-client request failed.
+    /// 2025-11-25 era: the server-to-client request failed.
     #[error(transparent)]
     Send(#[from] SendError),
-    /// Stateless era, a [held call](super::HeldCall): the client did not come
+    /// 2026-07-28 era, a [held call](super::HeldCall): the client did not come
     /// back with the input within
     /// [`held_input_timeout`](super::ServerConfig::held_input_timeout), or
     /// the server stopped.
     #[error("the client did not answer: its call ended or its input timed out")]
     NotAnswered,
-    /// Stateless era, a [held call](super::HeldCall): the server holds
+    /// 2026-07-28 era, a [held call](super::HeldCall): the server holds
     /// [`max_held_calls`](super::ServerConfig::max_held_calls) calls
     /// waiting for input already, or this client a quarter of them.
     #[error("too many calls wait for their clients' input (max_held_calls = {max}, a quarter of them per client); try again later")]
@@ -246,7 +246,7 @@ impl From<AskError> for HandlerError {
                 "this operation needs the client capability {capability:?}"
             )),
             AskError::NotAllowed(m) => HandlerError::Internal(format!(
-                "{m} cannot ask the client for input in the modern era"
+                "{m} cannot ask the client for input in the 2026-07-28 era"
             )),
             AskError::Send(SendError::Client(e)) => HandlerError::Rpc(e),
             e @ (AskError::Send(_) | AskError::NotAnswered | AskError::TooManyHeld { .. }) => {

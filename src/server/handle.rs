@@ -27,12 +27,12 @@ pub const STDIO_SESSION: &str = "stdio";
 /// What the client told us about itself.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SessionState {
-    /// Stateful: the negotiated version after `initialize`.
+    /// 2025-11-25: the negotiated version after `initialize`.
     stateful_version: Option<String>,
-    /// Stateful: capabilities from the latest `initialize` (shared with every
+    /// 2025-11-25: capabilities from the latest `initialize` (shared with every
     /// request's context, not copied: they can be large).
     stateful_capabilities: Option<Arc<Value>>,
-    /// The latest capabilities seen (initialize or a stateless `_meta`).
+    /// The latest capabilities seen (initialize or a 2026-07-28 `_meta`).
     latest_capabilities: Option<Arc<Value>>,
     /// The latest client info seen.
     client_info: Option<Value>,
@@ -40,28 +40,28 @@ pub(crate) struct SessionState {
     era: Option<Era>,
     /// `notifications/initialized` was received.
     initialized: bool,
-    /// Stateful: the URIs of `resources/subscribe` (a [`Router`](super::Router)
+    /// 2025-11-25: the URIs of `resources/subscribe` (a [`Router`](super::Router)
     /// records them), bounded by `max_subscription_bytes`.
     subscriptions: Subscriptions,
-    /// Stateful: the level of the latest `logging/setLevel` (a
+    /// 2025-11-25: the level of the latest `logging/setLevel` (a
     /// [`Router`](super::Router) records it).
     log_level: Option<LoggingLevel>,
 }
 
 impl SessionState {
-    /// Whether a legacy `initialize` opened a stateful session.
+    /// Whether an `initialize` opened a 2025-11-25 session.
     #[inline]
     pub(crate) fn is_stateful(&self) -> bool {
         self.stateful_version.is_some()
     }
 
-    /// The capabilities of the stateful session's `initialize`.
+    /// The capabilities of the 2025-11-25 session's `initialize`.
     #[inline]
     pub(crate) fn stateful_capabilities(&self) -> Option<&Arc<Value>> {
         self.stateful_capabilities.as_ref()
     }
 
-    /// Records what a stateless request reveals; returns its capabilities,
+    /// Records what a 2026-07-28 request reveals; returns its capabilities,
     /// shared.
     ///
     /// A client sends the same capabilities and info with every request:
@@ -83,7 +83,7 @@ impl SessionState {
         caps
     }
 
-    /// Starts a new stateful session (legacy `initialize`): nothing of the
+    /// Starts a new 2025-11-25 session (`initialize`): nothing of the
     /// previous one carries over.
     pub(crate) fn start_stateful(
         &mut self,
@@ -108,7 +108,7 @@ impl SessionState {
         self.initialized = true;
     }
 
-    /// Whether a stateful session subscribed to `uri`.
+    /// Whether a 2025-11-25 session subscribed to `uri`.
     #[inline]
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
         self.era == Some(Era::Stateful) && self.subscriptions.contains(uri)
@@ -195,6 +195,9 @@ pub(crate) struct SessionShared {
     on_stop: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// Calls waiting for their clients' next input round.
     held: Arc<HeldTable>,
+    /// What the HTTP server's listener refused.
+    #[cfg(feature = "http")]
+    connections: crate::server::http::ConnectionStats,
 }
 
 impl SessionShared {
@@ -216,6 +219,8 @@ impl SessionShared {
             target: std::sync::OnceLock::new(),
             on_stop: std::sync::OnceLock::new(),
             held: Arc::default(),
+            #[cfg(feature = "http")]
+            connections: crate::server::http::ConnectionStats::new(),
         }
     }
 
@@ -225,6 +230,13 @@ impl SessionShared {
     pub(crate) fn over_http(mut self) -> Self {
         self.transport = "http";
         self
+    }
+
+    /// What the HTTP server's listener refused (counted by the listener of
+    /// the server whose root state this is).
+    #[cfg(feature = "http")]
+    pub(crate) fn connections(&self) -> &crate::server::http::ConnectionStats {
+        &self.connections
     }
 
     /// Shares another state's budget for parsed input (an HTTP session
@@ -620,8 +632,8 @@ impl ServerHandle {
         }
     }
 
-    /// The client's capabilities: from the latest `initialize` (stateful) or
-    /// the latest stateless request's `_meta`, whichever came last. `None`
+    /// The client's capabilities: from the latest `initialize` (2025-11-25) or
+    /// the latest 2026-07-28 request's `_meta`, whichever came last. `None`
     /// before either, or once the transport is gone.
     ///
     /// # Examples
@@ -661,6 +673,31 @@ impl ServerHandle {
             .and_then(|h| h.client_capabilities())
     }
 
+    /// Connections the listener of an [`HttpServer`](crate::server::http::HttpServer)
+    /// refused since it started, each answered 503 with `Retry-After` (or
+    /// closed at once), because their owner held its
+    /// `max_connections_per_peer` busy or the listener its
+    /// `max_connections` (see
+    /// [`ConnectionStats::refused`](crate::server::http::ConnectionStats::refused)).
+    /// It is the server's count, read on [`HttpServer::handle`](crate::server::http::HttpServer::handle)'s
+    /// handle and its clones while the server serves; 0 on other handles
+    /// and transports, and once serving ended.
+    ///
+    /// ```
+    /// use conduit_mcp::server::ServerHandle;
+    ///
+    /// fn report(handle: &ServerHandle) {
+    ///     tracing::info!(refused = handle.refused_connections(), "connections refused");
+    /// }
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn refused_connections(&self) -> u64 {
+        self.token
+            .0
+            .upgrade()
+            .map_or(0, |s| s.connections().refused())
+    }
+
     /// Calls of [`RequestContext::run_held`](super::RequestContext::run_held)
     /// waiting for their clients' next input round now (over HTTP: of
     /// every client of the server; 0 once serving ended).
@@ -697,7 +734,7 @@ impl ServerHandle {
     }
 
     /// The era of the latest request that declared one (`initialize` or a
-    /// stateless `_meta`).
+    /// 2026-07-28 `_meta`).
     ///
     /// # Examples
     ///
@@ -706,7 +743,7 @@ impl ServerHandle {
     /// use conduit_mcp::server::ServerHandle;
     ///
     /// fn can_send_requests(handle: &ServerHandle) -> bool {
-    ///     handle.era() == Some(Era::Stateful) // the stateless era asks through results instead
+    ///     handle.era() == Some(Era::Stateful) // the 2026-07-28 era asks through results instead
     /// }
     /// ```
     pub fn era(&self) -> Option<Era> {
@@ -714,8 +751,8 @@ impl ServerHandle {
     }
 
     /// The level the client asked for with `logging/setLevel` in this
-    /// session (stateful era), as recorded by a [`Router`](super::Router);
-    /// `None` before one, for a stateless client, or once the transport is
+    /// session (2025-11-25 era), as recorded by a [`Router`](super::Router);
+    /// `None` before one, for a 2026-07-28 client, or once the transport is
     /// gone. [`RequestContext::log`](super::RequestContext::log) honours it.
     ///
     /// # Examples
@@ -908,12 +945,12 @@ impl ServerHandle {
         self.notify(kind.method(), None)
     }
 
-    /// Sends a server-to-client request (stateful era: `roots/list`,
+    /// Sends a server-to-client request (2025-11-25 era: `roots/list`,
     /// `sampling/createMessage`, `elicitation/create`, `ping`) and waits for
     /// the answer for at most [`ServerConfig::client_request_timeout`].
     ///
-    /// Requires an initialized stateful session ([`SendError::NoStatefulSession`]
-    /// otherwise: in the stateless era use
+    /// Requires an initialized 2025-11-25 session ([`SendError::NoStatefulSession`]
+    /// otherwise: in the 2026-07-28 era use
     /// [`RequestContext::ask`](super::RequestContext::ask)), and the client
     /// capability the method needs ([`SendError::MissingCapability`]).
     /// On timeout a `notifications/cancelled` is sent for it.

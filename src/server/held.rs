@@ -46,8 +46,8 @@ pub struct HeldCall {
 }
 
 struct CallInner {
-    /// The stateless era's asks, to the round waiting for them; `None` in
-    /// the stateful era, where an ask goes straight to the client.
+    /// The 2026-07-28 era's asks, to the round waiting for them; `None` in
+    /// the 2025-11-25 era, where an ask goes straight to the client.
     asks: Option<mpsc::UnboundedSender<Ask>>,
     /// The context of the round running now.
     ctx: Mutex<RequestContext>,

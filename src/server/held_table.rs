@@ -16,7 +16,7 @@ use super::server_config::ServerConfig;
 pub(crate) const STATE_PREFIX: &str = "conduit-held.";
 
 /// The client a request came from, as the engine's scopes tell clients
-/// apart (a stdio session, an HTTP session, the stateless requests of one
+/// apart (a stdio session, an HTTP session, the 2026-07-28 requests of one
 /// principal): a held call is resumed only by its own client. Keeps its
 /// scope alive while a call waits in it.
 #[derive(Clone)]

@@ -47,12 +47,12 @@
 //! - **Malformed input.** -32700 (id null) for a line that is not JSON,
 //!   -32600 for JSON that is not a valid message (with its id when one could
 //!   be read), nothing for blank lines; never more than one reply per line.
-//! - **Dual era.** Stateful clients `initialize` (one of
+//! - **Dual era.** 2025-11-25 clients `initialize` (one of
 //!   [`STATEFUL_VERSIONS`](crate::protocol::STATEFUL_VERSIONS) is negotiated) and
-//!   may `ping`; stateless clients send `server/discover` and the
+//!   may `ping`; 2026-07-28 clients send `server/discover` and the
 //!   `io.modelcontextprotocol/*` `_meta` keys on every request (-32602 when a
 //!   required key is missing, -32022 for an unsupported version). Before
-//!   `initialize` a request without stateless `_meta` gets -32602 (only `ping`
+//!   `initialize` a request without 2026-07-28 `_meta` gets -32602 (only `ping`
 //!   and `initialize` are served). See [`RequestContext::ask`] for input
 //!   from the client in both eras.
 //! - **Ending.** [`serve`](StdioServer::serve) returns `Ok(`[`ServeEnd`]`)`
@@ -100,7 +100,7 @@
 //!   capabilities and client info are kept after their request ends (one
 //!   copy). The estimate is on the generous side; the parse can briefly need
 //!   more (a `Vec` moved while it doubles).
-//! - In the stateless era a handler that asks for input runs once per round
+//! - In the 2026-07-28 era a handler that asks for input runs once per round
 //!   (the client retries the whole request), so work before an `ask` is
 //!   repeated; keep it idempotent or carry it in the request state.
 //! - `requestState` comes back from the client unverified

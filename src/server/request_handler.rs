@@ -16,7 +16,7 @@ use super::handle::ServerHandle;
 ///
 /// The transport itself handles `initialize`, `notifications/initialized`
 /// (also passed on), `ping`, `server/discover` and `notifications/cancelled`,
-/// validates stateless `_meta`, and passes every other message here.
+/// validates 2026-07-28 `_meta`, and passes every other message here.
 ///
 /// Each request runs in its own task, concurrently with others (up to
 /// [`ServerConfig::max_in_flight`](super::ServerConfig::max_in_flight)), so
@@ -25,7 +25,7 @@ use super::handle::ServerHandle;
 /// dropped at the next `.await` and no response is sent. A handler that
 /// panics produces a -32603 response; serving continues.
 ///
-/// In the stateless era the transport adds `"resultType": "complete"` to an
+/// In the 2026-07-28 era the transport adds `"resultType": "complete"` to an
 /// object result that lacks it.
 ///
 /// # Example

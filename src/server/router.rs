@@ -5,15 +5,15 @@
 //! writing JSON Schema by hand.
 //!
 //! The router answers `tools/list`, `tools/call`, `resources/list`,
-//! `resources/templates/list`, `resources/read`, the stateful
+//! `resources/templates/list`, `resources/read`, the 2025-11-25
 //! `resources/subscribe`/`unsubscribe` and `logging/setLevel` (kept per
 //! session, with the session: one router may serve many),
 //! `prompts/list`, `prompts/get`, `completion/complete` (with a completer)
-//! and the stateless `subscriptions/listen`; anything else goes to its
+//! and the 2026-07-28 `subscriptions/listen`; anything else goes to its
 //! [`fallback`](Router::fallback), the raw escape hatch. It declares the
 //! capabilities of what is registered when serving starts, and tells
-//! clients when a list changes at run time (stateful: the `list_changed`
-//! notification; stateless: on the `subscriptions/listen` streams that asked
+//! clients when a list changes at run time (2025-11-25: the `list_changed`
+//! notification; 2026-07-28: on the `subscriptions/listen` streams that asked
 //! for it).
 //!
 //! ```no_run
@@ -66,7 +66,7 @@ use crate::protocol::{
 mod arguments;
 mod template;
 
-use arguments::ArgumentCheck;
+use arguments::{ArgumentCheck, Kept};
 
 /// A boxed future of a route.
 pub type RouteFuture<T> = Pin<Box<dyn Future<Output = Result<T, HandlerError>> + Send>>;
@@ -109,6 +109,26 @@ pub fn schema_of<T: JsonSchema>() -> Value {
     schema.to_value()
 }
 
+/// A request charged more than this for its parsed input
+/// (`max_inbound_bytes`) is charged anew once its arguments are decoded.
+const RECHARGE_ABOVE: usize = 64 * 1024;
+
+/// `args` decoded as `A` for the request of `ctx`, or what is wrong with
+/// them. A request charged much for its input is then charged for the
+/// members `A` keeps ([`Kept`]), not for what decoding dropped.
+fn decode_input<A: DeserializeOwned>(
+    args: Value,
+    kept: &Kept,
+    ctx: &RequestContext,
+) -> Result<A, String> {
+    let held = (ctx.input_charged() > RECHARGE_ABOVE).then(|| kept.estimate(&args));
+    let a = decode::<A>(args)?;
+    if let Some(held) = held {
+        ctx.input_decoded(held);
+    }
+    Ok(a)
+}
+
 /// `args` decoded as `A`, or what is wrong with them.
 fn decode<A: DeserializeOwned>(args: Value) -> Result<A, String> {
     serde_path_to_error::deserialize(args).map_err(|e| {
@@ -134,7 +154,7 @@ struct Routes {
     fallback: Option<Arc<FallbackFn>>,
 }
 
-/// A stateless `subscriptions/listen` stream being served.
+/// A 2026-07-28 `subscriptions/listen` stream being served.
 struct Listener {
     id: RequestId,
     filter: SubscriptionFilter,
@@ -148,15 +168,15 @@ struct Inner {
     handles: Mutex<Vec<ServerHandle>>,
     listeners: Mutex<Vec<(u64, Listener)>>,
     next_listener: std::sync::atomic::AtomicU64,
-    /// The level of the latest stateful `logging/setLevel` of any session
+    /// The level of the latest 2025-11-25 `logging/setLevel` of any session
     /// (for [`Router::log_level`]; each session keeps its own).
     log_level: Mutex<Option<LoggingLevel>>,
 }
 
 /// A [`Handler`] built from registered tools, resources, templates and
 /// prompts. It answers `tools/*`, `resources/*`, `prompts/*`,
-/// `completion/complete` (with a completer), the stateful `logging/setLevel`
-/// and the stateless `subscriptions/listen`; everything else goes to its
+/// `completion/complete` (with a completer), the 2025-11-25 `logging/setLevel`
+/// and the 2026-07-28 `subscriptions/listen`; everything else goes to its
 /// [`fallback`](Self::fallback).
 ///
 /// Cloning shares the routes: register or remove at run time on any clone
@@ -274,11 +294,13 @@ impl Router {
         F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static,
     {
+        let generated = schema_of::<A>();
+        let kept = Kept::of(&generated);
         if tool.input_schema.is_null() {
-            tool.input_schema = schema_of::<A>();
+            tool.input_schema = generated;
         }
         let call: Arc<ToolFn> = Arc::new(move |args, ctx| {
-            let a = decode::<A>(args)?;
+            let a = decode_input::<A>(args, &kept, &ctx)?;
             Ok(Box::pin(f(a, ctx)) as RouteFuture<CallToolResult>)
         });
         let check = Arc::new(ArgumentCheck::compile(&tool.name, &tool.input_schema));
@@ -446,8 +468,8 @@ impl Router {
         self
     }
 
-    /// Tells clients that subscribed to `uri` (stateful
-    /// `resources/subscribe`, or a stateless stream that named it) that it
+    /// Tells clients that subscribed to `uri` (2025-11-25
+    /// `resources/subscribe`, or a 2026-07-28 stream that named it) that it
     /// changed.
     ///
     /// # Examples
@@ -510,14 +532,16 @@ impl Router {
         F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<GetPromptResult, HandlerError>> + Send + 'static,
     {
+        let schema = schema_of::<A>();
+        let kept = Kept::of(&schema);
         let prompt = Prompt {
             name: name.to_owned(),
             description: Some(description.to_owned()),
-            arguments: Some(prompt_arguments(&schema_of::<A>())),
+            arguments: Some(prompt_arguments(&schema)),
             ..Prompt::default()
         };
         let get: Arc<PromptFn> = Arc::new(move |args, ctx| {
-            let a = decode::<A>(Value::Object(args))?;
+            let a = decode_input::<A>(Value::Object(args), &kept, &ctx)?;
             Ok(Box::pin(f(a, ctx)) as RouteFuture<GetPromptResult>)
         });
         {
@@ -585,7 +609,7 @@ impl Router {
         self
     }
 
-    /// The level of the latest stateful `logging/setLevel` of any session
+    /// The level of the latest 2025-11-25 `logging/setLevel` of any session
     /// this router serves, if any. Each session keeps its own level, which
     /// is the one to use: [`ServerHandle::log_level`] (through
     /// [`RequestContext::handle`]), honoured by [`RequestContext::log`].
@@ -629,7 +653,7 @@ impl Router {
         });
     }
 
-    /// Sends `method` on every stateless stream whose filter `wants` it, with
+    /// Sends `method` on every 2026-07-28 stream whose filter `wants` it, with
     /// the stream's id in `_meta`.
     fn notify_listeners(
         &self,
@@ -647,25 +671,27 @@ impl Router {
     }
 
     async fn call_tool(&self, params: Value, ctx: RequestContext) -> Result<Value, HandlerError> {
-        let p: CallToolParams = parse_params(params)?;
+        // The name and the arguments; the rest of the params (the context
+        // has its own `_meta`) is dropped here, not held while the tool runs.
+        let (name, arguments) = {
+            let p: CallToolParams = parse_params(params)?;
+            (p.name, p.arguments)
+        };
         let call = self
             .routes()
             .tools
             .iter()
-            .find(|(t, ..)| t.name == p.name)
+            .find(|(t, ..)| t.name == name)
             .map(|(_, f, check)| (f.clone(), check.clone()));
         let Some((call, check)) = call else {
-            return Err(HandlerError::InvalidParams(format!(
-                "Unknown tool: {}",
-                p.name
-            )));
+            return Err(HandlerError::InvalidParams(format!("Unknown tool: {name}")));
         };
-        let args = Value::Object(p.arguments.unwrap_or_default());
+        let args = Value::Object(arguments.unwrap_or_default());
         if let Err(problem) = check.check(&args) {
-            tracing::debug!(tool = %p.name, %problem, "tool arguments refused by its inputSchema");
+            tracing::debug!(tool = %name, %problem, "tool arguments refused by its inputSchema");
             return to_value(CallToolResult::error(format!(
                 "invalid arguments for tool {}: {problem}",
-                p.name
+                name
             )));
         }
         // `f` runs here, before its future exists: a panic in it is the
@@ -673,17 +699,17 @@ impl Router {
         let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(args, ctx)));
         let result = match made.map_err(panic_message) {
             Err(panic) => {
-                tracing::warn!(tool = %p.name, %panic, "tool panicked: answered with a tool error");
-                CallToolResult::error(format!("tool {} panicked: {panic}", p.name))
+                tracing::warn!(tool = %name, %panic, "tool panicked: answered with a tool error");
+                CallToolResult::error(format!("tool {} panicked: {panic}", name))
             }
             Ok(Err(problem)) => {
-                CallToolResult::error(format!("invalid arguments for tool {}: {problem}", p.name))
+                CallToolResult::error(format!("invalid arguments for tool {}: {problem}", name))
             }
             Ok(Ok(fut)) => match catch_panic(fut).await {
                 Ok(r) => r?,
                 Err(panic) => {
-                    tracing::warn!(tool = %p.name, %panic, "tool panicked: answered with a tool error");
-                    CallToolResult::error(format!("tool {} panicked: {panic}", p.name))
+                    tracing::warn!(tool = %name, %panic, "tool panicked: answered with a tool error");
+                    CallToolResult::error(format!("tool {} panicked: {panic}", name))
                 }
             },
         };
@@ -718,24 +744,24 @@ impl Router {
     }
 
     async fn get_prompt(&self, params: Value, ctx: RequestContext) -> Result<Value, HandlerError> {
-        let p: GetPromptParams = parse_params(params)?;
+        // As for a tool: the rest of the params is not held meanwhile.
+        let (name, arguments) = {
+            let p: GetPromptParams = parse_params(params)?;
+            (p.name, p.arguments)
+        };
         let get = self
             .routes()
             .prompts
             .iter()
-            .find(|(x, _)| x.name == p.name)
+            .find(|(x, _)| x.name == name)
             .map(|(_, f)| f.clone());
         let Some(get) = get else {
             return Err(HandlerError::InvalidParams(format!(
-                "Unknown prompt: {}",
-                p.name
+                "Unknown prompt: {name}"
             )));
         };
-        let fut = get(p.arguments.unwrap_or_default(), ctx).map_err(|problem| {
-            HandlerError::InvalidParams(format!(
-                "invalid arguments for prompt {}: {problem}",
-                p.name
-            ))
+        let fut = get(arguments.unwrap_or_default(), ctx).map_err(|problem| {
+            HandlerError::InvalidParams(format!("invalid arguments for prompt {name}: {problem}"))
         })?;
         to_value(fut.await?)
     }
@@ -811,7 +837,7 @@ impl Router {
         })
     }
 
-    /// Stateful `resources/subscribe` / `unsubscribe`: recorded in the
+    /// 2025-11-25 `resources/subscribe` / `unsubscribe`: recorded in the
     /// requesting session, within its `max_subscription_bytes`.
     fn subscription(
         &self,
@@ -838,7 +864,7 @@ impl Router {
         Ok(json!({}))
     }
 
-    /// Stateful `logging/setLevel`: recorded in the requesting session.
+    /// 2025-11-25 `logging/setLevel`: recorded in the requesting session.
     fn set_level(&self, params: Value, ctx: &RequestContext) -> Result<Value, HandlerError> {
         let p: SetLevelParams = parse_params(params)?;
         session_of(ctx)?.session().set_log_level(p.level.clone());

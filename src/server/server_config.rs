@@ -18,7 +18,7 @@ pub const DEFAULT_MAX_OUTBOUND_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
 /// Smallest accepted [`ServerConfig::max_inbound_bytes`]: 1 MiB.
 pub const MIN_INBOUND_BYTES: usize = 1024 * 1024;
-/// Default bound on one session's stateful resource subscriptions: 1 MiB.
+/// Default bound on one session's 2025-11-25 resource subscriptions: 1 MiB.
 pub const DEFAULT_MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
 /// Default [`ServerConfig::max_held_calls`].
 pub(crate) const DEFAULT_MAX_HELD_CALLS: usize = 256;
@@ -50,16 +50,17 @@ pub struct ServerConfig {
     /// (default [`DEFAULT_MAX_IN_FLIGHT`]), on every transport alike. One
     /// client is a stdio session, a Streamable HTTP session (2025-11-25),
     /// or the session-less 2026-07-28 requests of one
-    /// `server::http::Principal` (feature `http`; the peer address when
-    /// no layer names one). `subscriptions/listen` streams count in a pool
-    /// of their own of the same size, so open streams never hold back calls.
+    /// `server::http::Principal` (feature `http`; the peer's address group
+    /// when no layer names one: all of loopback is one).
+    /// `subscriptions/listen` streams count in a pool of their own of the
+    /// same size, so open streams never hold back calls.
     ///
     /// Further requests wait, in arrival order, without a count limit:
     /// what bounds them is [`max_inbound_bytes`](Self::max_inbound_bytes),
     /// which their bytes are held against while they wait. When that is
     /// full, a stdio server stops reading (back-pressure on the client's
     /// writes) while cancellations, pings and responses still get in; an
-    /// HTTP body waits for room within its `body_timeout`.
+    /// HTTP request is refused with 503 and `Retry-After`.
     pub max_in_flight: usize,
     /// Bound on the memory held for parsed input, in bytes (default
     /// [`DEFAULT_MAX_INBOUND_BYTES`], at least [`MIN_INBOUND_BYTES`]).
@@ -80,14 +81,25 @@ pub struct ServerConfig {
     /// (back-pressure on the client's writes). The total therefore stays
     /// within 9/8 of this bound, or one message's estimate plus 1/8 of the
     /// bound when that is larger. What a handler allocates itself is not
-    /// counted.
+    /// counted. A [`Router`](super::Router) tool or prompt whose request is
+    /// charged more than 64 KiB is charged, once it has decoded its
+    /// arguments, for the members its argument type keeps (all of them for
+    /// a map or a `serde_json::Value`) and the `_meta` its context keeps.
+    ///
+    /// Over HTTP (feature `http`), many clients share it and nothing
+    /// waits or passes it: a principal (`server::http::Principal`, else
+    /// the peer's address) holds at most a quarter of it, and a message
+    /// estimated larger is refused with 413; a principal at its quarter is
+    /// refused with 503 and `Retry-After`. Principals together hold at
+    /// most 7/8 of it: the last eighth is for a principal holding nothing,
+    /// one message of at most 16 KiB each (an `initialize`, a first call).
     pub max_inbound_bytes: usize,
     /// Bound on serialised-but-unwritten outbound bytes. Past it the server
     /// stops reading requests (their answers could not be written) and
     /// [`ServerHandle::notify`](super::ServerHandle::notify) fails with
     /// [`SendError::QueueFull`](super::SendError::QueueFull).
     pub max_outbound_bytes: usize,
-    /// Bound on the stateful `resources/subscribe` URIs one session holds
+    /// Bound on the 2025-11-25 `resources/subscribe` URIs one session holds
     /// (served by [`Router`](super::Router)), in bytes: each URI's length
     /// plus 64 for its entry (default [`DEFAULT_MAX_SUBSCRIPTION_BYTES`],
     /// about 900 subscriptions of 1 KiB URIs). A subscription past it is
@@ -106,27 +118,27 @@ pub struct ServerConfig {
     pub flush_timeout: Duration,
     /// Default timeout of a server-to-client request. Default 30 s.
     pub client_request_timeout: Duration,
-    /// Stateless era: the `ttlMs` cache hint added to `server/discover` and to
+    /// 2026-07-28 era: the `ttlMs` cache hint added to `server/discover` and to
     /// the results of cacheable methods (`tools/list`, `prompts/list`,
     /// `resources/list`, `resources/templates/list`, `resources/read`) when
     /// the handler's result has none (the 2026-07-28 schema requires it).
     /// Default 0: immediately stale.
     pub cache_ttl_ms: u64,
-    /// Stateless era: the `cacheScope` hint added alongside
+    /// 2026-07-28 era: the `cacheScope` hint added alongside
     /// [`cache_ttl_ms`](Self::cache_ttl_ms). Default [`CacheScope::Private`].
     pub cache_scope: CacheScope,
     /// Unix, process stdio only: while serving, point fd 1 at stderr and
     /// write the protocol to a private duplicate of the original stdout, so
     /// a stray `println!` cannot corrupt the stream. Default off.
     pub stdout_guard: bool,
-    /// Stateless era: the most calls of
+    /// 2026-07-28 era: the most calls of
     /// [`RequestContext::run_held`](super::RequestContext::run_held) kept
     /// waiting for their clients' next round at once, over all clients of
     /// the server (one client may hold a quarter of them). Past it, the
     /// call's [`HeldCall::ask`](super::HeldCall::ask) fails with
     /// [`AskError::TooManyHeld`](super::AskError::TooManyHeld). Default 256.
     pub max_held_calls: usize,
-    /// Stateless era: how long a held call waits for its client's next round;
+    /// 2026-07-28 era: how long a held call waits for its client's next round;
     /// then its work is aborted (an ask waiting elsewhere fails with
     /// [`AskError::NotAnswered`](super::AskError::NotAnswered)) and the
     /// retry is refused. Default 5 minutes.

@@ -1,4 +1,4 @@
-//! A session's stateful resource subscriptions (`resources/subscribe`), kept
+//! A session's 2025-11-25 resource subscriptions (`resources/subscribe`), kept
 //! with the session and bounded in bytes: a client chooses the URIs, so a
 //! set without a bound is memory it can grow at will (100,000 subscriptions
 //! of 1 KiB URIs held over 100 MiB, with the inbound budget at 4 MiB).
@@ -98,9 +98,19 @@ mod tests {
 
     #[test]
     fn subscriptions_are_charged_their_bytes_and_refused_past_the_limit() {
-        let mut s = Subscriptions::default();
-        let limit = 3 * (100 + ENTRY_OVERHEAD);
         let uri = |i: usize| format!("{i:0100}");
+        // A subscription is charged its URI's bytes and at least the
+        // `String` that holds them, whatever its URI's length.
+        let charge = |uri: &str| {
+            let mut s = Subscriptions::default();
+            s.subscribe(uri.to_owned(), usize::MAX).expect("fits");
+            s.bytes()
+        };
+        let one = charge(&uri(0));
+        assert!(one >= 100 + std::mem::size_of::<String>(), "{one}");
+        assert_eq!(charge(&"u".repeat(1100)), one + 1000);
+        let mut s = Subscriptions::default();
+        let limit = 3 * one;
         for i in 0..3 {
             s.subscribe(uri(i), limit).expect("fits");
         }
@@ -108,7 +118,7 @@ mod tests {
         s.subscribe(uri(0), limit).expect("already held");
         assert_eq!(s.bytes(), limit);
         let full = s.subscribe(uri(3), limit).unwrap_err();
-        assert_eq!((full.held, full.needed), (limit, 100 + ENTRY_OVERHEAD));
+        assert_eq!((full.held, full.needed), (limit, one));
         let e = full.to_error_object();
         assert!(
             e.message.contains("max_subscription_bytes"),

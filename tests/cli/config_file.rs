@@ -169,13 +169,14 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
         "era": "legacy",
         "max_reconnects": 2,
         "backoff": { "initial_ms": 10, "max_ms": 100 },
-        "stderr": { "file": "logs/local.log" }
+        "stderr": { "file": "logs/local.log" },
+        "revive_after_ms": 0
       }
     },
     "tools": { "command": "bin/tools" },
     "off": { "command": "nothing", "disabled": true }
   },
-  "conduit": { "separator": "--", "when_unavailable": "wait" }
+  "conduit": { "separator": "--", "when_unavailable": "wait", "revive_after_ms": 300000 }
 }"#,
     );
     let file = load(&path, &[("EMPTY", "")]).unwrap();
@@ -221,6 +222,12 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
     let host = HostConfig::from_file(&file).unwrap();
     assert_eq!(host.separator, "--");
     assert_eq!(host.when_unavailable, WhenUnavailable::Wait);
+    // A server's own pause before a revive, over the host's.
+    assert_eq!(host.revive_after_of("local"), std::time::Duration::ZERO);
+    assert_eq!(
+        host.revive_after_of("tools"),
+        std::time::Duration::from_secs(300)
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -325,11 +332,6 @@ fn errors_name_the_file_the_key_and_the_variable() {
             &["mcpServers.gh.args[0]", "MISSING"],
         ),
         (
-            r#"{"servers": {"s": {"command": "x", "env": {"K": "${input:api-key}"}}}}"#,
-            "input",
-            &["servers.s.env.K", "input:api-key"],
-        ),
-        (
             r#"{"mcpServers": {"s": {"args": ["a"]}}}"#,
             "no-command",
             &["mcpServers.s.command", "missing"],
@@ -350,6 +352,21 @@ fn errors_name_the_file_the_key_and_the_variable() {
             &["mcpServers.s.conduit.command"],
         ),
         (
+            r#"{"mcpServers": {"s": {"command": "x", "conduit": {"roots": "file:///a"}}}}"#,
+            "roots-not-array",
+            &["mcpServers.s.conduit.roots", "array"],
+        ),
+        (
+            r#"{"mcpServers": {"s": {"command": "x", "conduit": {"roots": [{"name": "a"}]}}}}"#,
+            "root-without-uri",
+            &["mcpServers.s.conduit.roots[0].uri", "missing"],
+        ),
+        (
+            r#"{"mcpServers": {"s": {"command": "x", "conduit": {"roots": [{"uri": "file:///a", "path": "/a"}]}}}}"#,
+            "root-unknown-field",
+            &["mcpServers.s.conduit.roots[0].path", "unknown field"],
+        ),
+        (
             r#"{"mcpServers": {"s": {"command": "x", "envFile": "missing.env"}}}"#,
             "env-file",
             &["mcpServers.s.envFile", "missing.env"],
@@ -358,6 +375,11 @@ fn errors_name_the_file_the_key_and_the_variable() {
             r#"{"mcpServers": {"s": {"command": "x"}}, "servers": {"s": {"command": "y"}}}"#,
             "duplicate",
             &["`s`", "twice"],
+        ),
+        (
+            r#"{"mcpServers": {"s": {"command": "x", "conduit": {"revive_after_ms": -1}}}}"#,
+            "revive",
+            &["mcpServers.s.conduit.revive_after_ms", "milliseconds"],
         ),
         (r#"{"other": {}}"#, "no-servers", &["mcpServers"]),
         (
@@ -398,6 +420,52 @@ fn errors_name_the_file_the_key_and_the_variable() {
     // A missing file.
     let e = ServersFile::load(dir.join("nope.json")).unwrap_err();
     assert!(matches!(e, ConfigFileError::Read { .. }), "{e}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A VS Code file's `${input:ID}`: the value supplied, a secret; a server
+/// whose input has no value left out, naming it, and the others read.
+#[test]
+fn a_vscode_input_is_its_supplied_value_and_only_servers_lacking_one_are_left_out() {
+    use conduit_mcp::config_file::ReadOptions;
+    let dir = common::tempdir("cfg-inputs");
+    let path = write(
+        &dir,
+        ".vscode/mcp.json",
+        r#"{
+  "inputs": [
+    { "type": "promptString", "id": "api-key", "description": "API key", "password": true },
+    { "type": "promptString", "id": "wiki-key", "description": "Wiki key", "password": true }
+  ],
+  "servers": {
+    "search": { "command": "search-mcp", "args": ["--key", "${input:api-key}"] },
+    "wiki": { "command": "wiki-mcp", "env": { "KEY": "${input:wiki-key}" } },
+    "old": { "command": "old-mcp", "env": { "KEY": "${input:wiki-key}" }, "disabled": true },
+    "time": { "command": "uvx", "args": ["mcp-server-time"] }
+  }
+}"#,
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let options = ReadOptions::new().input("api-key", "k3y-s3cr3t");
+    let file = ServersFile::parse_with(&text, &path, &env(&[]), &options).unwrap();
+    let search = file.server("search").unwrap().transport.as_stdio().unwrap();
+    assert!(search.args[1].is_secret() && search.args[1] == "k3y-s3cr3t");
+    assert!(file.server("time").is_some());
+    assert_eq!(file.disabled, ["old"]);
+    assert_eq!(file.unsupported.len(), 1, "{:?}", file.unsupported);
+    let wiki = &file.unsupported[0];
+    assert_eq!(wiki.name, "wiki");
+    assert!(
+        wiki.reason.contains("wiki-key") && wiki.reason.contains("servers.wiki.env.KEY"),
+        "{wiki}"
+    );
+    assert!(!format!("{file:?}").contains("k3y-s3cr3t"));
+    // Without any value: every server that uses one is left out.
+    let file = ServersFile::parse(&text, &path, &env(&[])).unwrap();
+    let mut left: Vec<&str> = file.unsupported.iter().map(|u| u.name.as_str()).collect();
+    left.sort();
+    assert_eq!(left, ["search", "wiki"]);
+    assert_eq!(file.servers.keys().collect::<Vec<_>>(), ["time"]);
     let _ = std::fs::remove_dir_all(dir);
 }
 

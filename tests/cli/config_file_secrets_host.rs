@@ -76,7 +76,7 @@ async fn secrets_of_a_config_file_never_show_through_a_host() {
         "{:?}",
         host.call_tool("gh__x", serde_json::json!({})).await
     ));
-    let stopped = host.stop().wait().await;
+    let stopped = crate::common::shutdown(host.stop().wait()).await;
     shown.push(format!("{stopped:?}"));
     while let Ok(e) = events.try_recv() {
         shown.push(format!("{e:?}"));

@@ -84,7 +84,7 @@ async fn lifecycle_events_cover_a_crash_and_restart() {
         .request("fixture/exit", Some(json!({"code": 9})))
         .await;
     client.request("echo", None).await.unwrap();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let mut kinds = Vec::new();
     let mut stderr_lines = 0;
     while let Some(e) = events.recv().await {
@@ -166,7 +166,7 @@ async fn events_can_be_forwarded_to_an_actor() {
     let client = Client::start(common::config(&[])).await.unwrap();
     forward_events(client.events(), w.clone(), Watcher::Mcp);
     client.ready(Duration::from_secs(10)).await.unwrap();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let mut all = Vec::new();
     while let Some(s) = seen.recv().await {
         let done = s.starts_with("Stopped");
@@ -217,7 +217,7 @@ async fn a_start_aborted_while_its_parent_stops_leaves_no_server() {
     let t = std::time::Instant::now();
     let probe = Client::start(common::config(&[])).await.unwrap();
     let start_time = t.elapsed();
-    probe.stop().wait().await;
+    crate::common::shutdown(probe.stop().wait()).await;
     let mut pid_files = Vec::new();
     for round in 0..ROUNDS {
         let (parent, parent_done) = Actor::spawn(None, Parent, ()).await.unwrap();

@@ -337,7 +337,7 @@ async fn the_give_up_counts_every_attempt() {
     let (client, mut events) = common::start_recording(cfg).await;
     let status = common::final_status(&client, Duration::from_secs(60)).await;
     let err = client.request("ping", None).await.unwrap_err();
-    let reports = client.stop().wait().await;
+    let reports = crate::common::shutdown(client.stop().wait()).await;
     let evs = common::drain(&mut events);
     let spawned = spawned_pids(&evs).len() as u32;
     let gave_up: Vec<_> = evs
@@ -414,7 +414,7 @@ async fn check_order(
             // Wait for every server's end, then let go of the client: the
             // channel closes when nothing can send any more.
             if let Some(c) = client.take() {
-                c.stop().wait().await;
+                crate::common::shutdown(c.stop().wait()).await;
             }
         }
     }
@@ -494,7 +494,7 @@ async fn the_shutdown_reports_every_server_the_client_started() {
         };
         pid = session.pid.unwrap();
     }
-    let reports = client.stop().wait().await;
+    let reports = crate::common::shutdown(client.stop().wait()).await;
     let started = spawned_pids(&common::drain(&mut events));
     let reported: Vec<u32> = reports.iter().map(|r| r.pid).collect();
     figure(

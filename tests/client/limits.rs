@@ -123,7 +123,7 @@ async fn one_request_over_the_write_queue_limit_fails_alone() {
     assert!(torn.is_empty(), "{torn:?}");
     assert_eq!(after.unwrap()["after"], 1);
     assert_eq!(client.pid(), Some(pid));
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 /// Sends `n` concurrent `echo` calls of `bytes` each; returns (succeeded,
@@ -173,7 +173,7 @@ async fn bursts_of_healthy_calls_beyond_the_write_queue_limit_all_succeed() {
     }
     let torn = teardowns(&mut events, pid);
     let now = client.pid();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     for (n, ok, failed) in results {
         assert_eq!((ok, failed), (n, 0), "{n} calls");
     }
@@ -247,7 +247,7 @@ async fn server_requests_past_max_inbound_requests_are_refused_at_once() {
     let busy = all.iter().filter(|a| error_code(a) == Some(-32000)).count();
     let timeouts = all.iter().filter(|a| a.get("timeout").is_some()).count();
     let handled = calls.load(Ordering::SeqCst);
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     figure(
         "40 server-to-client requests at once, handler gated",
         format!(
@@ -296,7 +296,7 @@ async fn a_server_request_reusing_an_id_in_flight_is_refused_and_the_first_is_un
     let results = all.iter().filter(|a| a.get("result").is_some()).count();
     let dup = all.iter().filter(|a| error_code(a) == Some(-32600)).count();
     let handled = calls.load(Ordering::SeqCst);
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     figure(
         "two server-to-client requests with one id, handler gated",
         format!(

@@ -34,7 +34,7 @@ async fn a_list_changed_flood_makes_a_bounded_number_of_re_listings() {
         let counts = client.request("fixture/counts", None).await.unwrap();
         let pages = counts["tools_list"].as_u64().unwrap();
         let sent = counts["list_changed_sent"].as_u64().unwrap();
-        client.stop().wait().await;
+        crate::common::shutdown(client.stop().wait()).await;
         eprintln!(
             "{era}: in {window:?} the flood sent {sent} list_changed; the client fetched \
              {pages} tools/list pages; {calls} pings, worst {worst:?}"

@@ -14,6 +14,7 @@ mod embedding;
 mod lifecycle;
 mod limits;
 mod list_changed_flood;
+mod otp;
 mod pagination;
 mod requests;
 mod restart_phases;

@@ -24,7 +24,7 @@ async fn echo_in_both_eras_and_auto() {
         assert_eq!(r["hello"], "world");
         let s = client.session().expect("ready after a call");
         assert_eq!(s.era, want, "{era:?} {args:?}");
-        let reports = client.stop().wait().await;
+        let reports = crate::common::shutdown(client.stop().wait()).await;
         assert_eq!(reports.len(), 1);
         assert!(!common::alive(reports[0].pid));
     }
@@ -44,7 +44,7 @@ async fn many_concurrent_requests_are_matched_by_id() {
     for t in tasks {
         t.await.unwrap();
     }
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -52,7 +52,7 @@ async fn server_errors_are_not_local_errors() {
     let client = Client::start(common::config(&[])).await.unwrap();
     let e = client.request("no/such/method", None).await.unwrap_err();
     assert_eq!(e.server_error().map(|e| e.code), Some(-32601), "{e}");
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,7 +78,7 @@ async fn timeout_sends_cancelled_and_ignores_late_answer() {
         .await
         .unwrap();
     assert_eq!(r["after"], 1);
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let sent = std::fs::read_to_string(&log).unwrap();
     assert!(
         sent.lines()
@@ -106,7 +106,7 @@ async fn progress_reaches_the_caller() {
     }
     assert!(seen.len() >= 2, "{seen:?}");
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,7 +123,7 @@ async fn notification_bursts_lose_nothing() {
         assert_eq!(n.method, "notifications/message");
         assert_eq!(n.params.unwrap()["data"], k);
     }
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,7 +143,7 @@ async fn typed_helpers_follow_pages_and_call_tools() {
         .await
         .unwrap();
     assert!(r.is_error());
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,7 +167,7 @@ async fn roots_handler_serves_both_eras() {
             .await
             .unwrap();
         assert!(r.joined_text().contains("file:///srv"), "{era:?}: {r:?}");
-        client.stop().wait().await;
+        crate::common::shutdown(client.stop().wait()).await;
     }
 }
 
@@ -181,7 +181,7 @@ async fn without_handler_server_requests_get_method_not_found() {
         .await
         .unwrap();
     assert!(r.joined_text().contains("-32601"), "{r:?}");
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -219,7 +219,7 @@ async fn explicit_cancel_sends_cancelled() {
     })
     .await
     .expect("cancel notification sent");
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,7 +237,7 @@ async fn a_huge_timeout_means_no_timeout() {
         .unwrap();
     assert_eq!(r["x"], 1);
     assert!(client.ready(Duration::MAX).await.is_ok());
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }
 
 /// Large results take the zero-copy path (the line handed over in its read
@@ -276,5 +276,5 @@ async fn large_results_arrive_intact_alongside_small_ones() {
         );
     }
     small.await.unwrap();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 }

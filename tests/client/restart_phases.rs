@@ -52,7 +52,7 @@ async fn client_run(log: &Path, args: &[&str], exit_on_request: bool) -> (usize,
         })
     });
     let end = common::wait_status(&client, Duration::from_secs(20), Status::is_final).await;
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     if let Some(d) = driver {
         d.await.unwrap();
     }
@@ -135,7 +135,7 @@ async fn max_reconnects_zero_starts_exactly_one_process() {
         .max_reconnects(0);
     let client = Client::start(cfg).await.expect("client starts");
     let end = common::wait_status(&client, Duration::from_secs(20), Status::is_final).await;
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let spawned = common::read_pids(&log).len();
     assert!(left_over(&log).await.is_empty());
     let _ = std::fs::remove_dir_all(dir);

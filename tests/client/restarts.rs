@@ -49,7 +49,7 @@ async fn run(cfg: ClientConfig, limit: Duration, drive: Option<fn(Client) -> Dri
     .await
     .ok();
     let took = t.elapsed();
-    let reports = client.stop().wait().await;
+    let reports = crate::common::shutdown(client.stop().wait()).await;
     if let Some(d) = driver {
         d.await.unwrap();
     }
@@ -197,7 +197,7 @@ async fn a_server_that_stays_up_for_the_restart_period_is_restarted_from_one() {
     }
     let last = common::ready_pid(&client).await;
     let status = client.status();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let restarts: Vec<(u32, Duration)> = common::drain(&mut events)
         .into_iter()
         .filter_map(|e| match e {

@@ -1,6 +1,7 @@
 //! The shutdown escalation on every path, against real child processes.
 //!
-//! Graces are 500 ms each (see `common::config`); bounds are generous.
+//! Graces are 500 ms each (see `common::config`). Times are checked only
+//! from below (a step waited its grace); a hang fails after [`PATIENCE`].
 
 use crate::common;
 
@@ -9,6 +10,8 @@ use std::time::{Duration, Instant};
 use conduit_mcp::{ChildExit, Client, ShutdownReport};
 
 const GRACE: Duration = Duration::from_millis(500);
+/// Ten times the longest escalation (two graces), and some.
+const PATIENCE: Duration = Duration::from_secs(20);
 
 async fn start(args: &[&str]) -> (Client, u32) {
     let client = Client::start(common::config(args)).await.unwrap();
@@ -16,23 +19,34 @@ async fn start(args: &[&str]) -> (Client, u32) {
     (client, s.pid.unwrap())
 }
 
-async fn stop_timed(client: &Client) -> (Duration, ShutdownReport) {
-    let t = Instant::now();
+/// Stops the client and waits for the report of its one server.
+async fn stop(client: &Client) -> ShutdownReport {
+    let mut reports = common::within(PATIENCE, "the shutdown", client.stop().wait()).await;
+    reports.pop().expect("one report")
+}
+
+/// Stops the client of a server that ignores EOF: `stop()` returns while
+/// the shutdown is still under way (it waits a grace at least), then the
+/// shutdown's report.
+async fn stop_returning_at_once(client: &Client) -> ShutdownReport {
     let shutdown = client.stop();
-    let returned = t.elapsed();
-    let mut reports = shutdown.wait().await;
-    (returned, reports.pop().expect("one report"))
+    let mut wait = std::pin::pin!(shutdown.wait());
+    assert!(
+        common::at_once(wait.as_mut()).is_none(),
+        "stop() returned once the shutdown had ended"
+    );
+    let mut reports = common::within(PATIENCE, "the shutdown", wait).await;
+    reports.pop().expect("one report")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn well_behaved_server_exits_on_stdin_close() {
     let (client, pid) = start(&[]).await;
-    let (returned, r) = stop_timed(&client).await;
-    assert!(returned < Duration::from_millis(50), "{returned:?}");
+    let r = stop(&client).await;
     assert_eq!(r.pid, pid);
     assert_eq!(r.exit, Some(ChildExit::Code(0)));
+    // Within the stdin grace: no signal was needed.
     assert!(!r.sent_term && !r.sent_kill, "{r:?}");
-    assert!(r.elapsed < GRACE, "{r:?}");
     assert!(!common::alive(pid) && !common::zombie(pid));
     println!("close-to-exit (EOF honoured): {:?}", r.elapsed);
 }
@@ -40,11 +54,11 @@ async fn well_behaved_server_exits_on_stdin_close() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_ignoring_eof_gets_sigterm_after_stdin_grace() {
     let (client, pid) = start(&["--ignore-eof"]).await;
-    let (returned, r) = stop_timed(&client).await;
-    assert!(returned < Duration::from_millis(50), "{returned:?}");
+    let r = stop_returning_at_once(&client).await;
+    // SIGTERM after the stdin grace, and it was enough: no SIGKILL.
     assert!(r.sent_term && !r.sent_kill, "{r:?}");
     assert_eq!(r.exit, Some(ChildExit::Signal(15)));
-    assert!(r.elapsed >= GRACE && r.elapsed < GRACE * 3, "{r:?}");
+    assert!(r.elapsed >= GRACE, "{r:?}");
     assert!(!common::alive(pid) && !common::zombie(pid));
     println!("close-to-exit (SIGTERM): {:?}", r.elapsed);
 }
@@ -52,14 +66,11 @@ async fn server_ignoring_eof_gets_sigterm_after_stdin_grace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_ignoring_eof_and_sigterm_gets_sigkill() {
     let (client, pid) = start(&["--ignore-eof", "--ignore-term"]).await;
-    let (returned, r) = stop_timed(&client).await;
-    assert!(
-        returned < Duration::from_millis(50),
-        "stop() took {returned:?}"
-    );
+    let r = stop_returning_at_once(&client).await;
+    // SIGKILL after both graces.
     assert!(r.sent_term && r.sent_kill, "{r:?}");
     assert_eq!(r.exit, Some(ChildExit::Signal(9)));
-    assert!(r.elapsed >= GRACE * 2 && r.elapsed < GRACE * 5, "{r:?}");
+    assert!(r.elapsed >= GRACE * 2, "{r:?}");
     assert!(!common::alive(pid) && !common::zombie(pid));
     println!("close-to-exit (SIGKILL): {:?}", r.elapsed);
 }
@@ -76,7 +87,7 @@ async fn grandchild_ignoring_eof_is_ended_with_the_group() {
     .expect("grandchild pid written");
     let grandchild = common::read_pids(&pids)[1];
     assert!(common::alive(grandchild));
-    let (_, r) = stop_timed(&client).await;
+    let r = stop(&client).await;
     // The leader exits on EOF at once; the grandchild keeps the group alive
     // until SIGTERM after the stdin grace.
     assert_eq!(r.exit, Some(ChildExit::Code(0)), "{r:?}");
@@ -107,8 +118,7 @@ async fn grandchild_ignoring_everything_is_sigkilled() {
     .await
     .expect("grandchild pid written");
     let grandchild = common::read_pids(&pids)[1];
-    let (returned, r) = stop_timed(&client).await;
-    assert!(returned < Duration::from_millis(50));
+    let r = stop_returning_at_once(&client).await;
     assert!(r.sent_term && r.sent_kill, "{r:?}");
     assert!(!common::alive(pid) && !common::alive(grandchild));
     println!(
@@ -140,7 +150,7 @@ async fn launcher_that_exits_leaves_no_grandchild() {
     let all = common::read_pids(&pids);
     // The launcher's exit closes the transport (exit status 0); the restart
     // policy then starts another launcher. Stop everything.
-    let reports = client.stop().wait().await;
+    let reports = common::within(PATIENCE, "the shutdown", client.stop().wait()).await;
     assert!(!reports.is_empty());
     for p in all {
         assert!(!common::alive(p), "pid {p} survived");
@@ -170,7 +180,7 @@ async fn kill_actor_and_check(depth: usize) {
         "escalation skipped a step: {took:?}"
     );
     println!("server gone {took:?} after killing actor at depth {depth}");
-    let _ = client.stop().wait().await;
+    let _ = crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,17 +219,20 @@ async fn in_flight_calls_fail_when_the_connection_is_killed() {
         .await
         .expect("20 calls in flight");
     let conn = client.supervisor().get_children().pop().unwrap();
-    let t = Instant::now();
     conn.kill();
+    // Each fails with the connection, not after its 10 s sleep: a sleep
+    // that ran to its end would have answered.
     for c in calls {
-        let e = c.await.unwrap().unwrap_err();
+        let e = common::within(PATIENCE, "a call's failure", c)
+            .await
+            .unwrap()
+            .unwrap_err();
         assert!(
             matches!(e, conduit_mcp::Error::ConnectionDown(_)),
             "unexpected error: {e}"
         );
     }
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
-    let _ = client.stop().wait().await;
+    let _ = crate::common::shutdown(client.stop().wait()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

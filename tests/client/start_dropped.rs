@@ -23,7 +23,7 @@ async fn a_client_start_dropped_at_any_point_leaves_no_process_and_no_task() {
     let log = dir.join("pids");
     let cfg = common::config(&["--ignore-eof", "--pid-log", log.to_str().unwrap()]);
     let warm = Client::start(cfg.clone()).await.unwrap();
-    warm.stop().wait().await;
+    crate::common::shutdown(warm.stop().wait()).await;
     let metrics = tokio::runtime::Handle::current().metrics();
     let baseline = metrics.num_alive_tasks();
     // Dropped after its k-th pending poll: every await point is reached in

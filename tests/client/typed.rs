@@ -159,7 +159,7 @@ async fn every_typed_helper_in_both_eras() {
         let c = client.refresh_tools().await.unwrap();
         assert!(!std::sync::Arc::ptr_eq(&a, &c));
         assert_eq!(a, c);
-        client.stop().wait().await;
+        crate::common::shutdown(client.stop().wait()).await;
     }
 }
 
@@ -184,10 +184,19 @@ async fn listen_is_a_stream_past_the_request_timeout_that_ends_with_a_reason() {
         }
         other => panic!("{other:?}"),
     }
-    // Three request timeouts later the stream is still open.
-    let waited = tokio::time::timeout(Duration::from_millis(900), stream.next()).await;
-    assert!(waited.is_err(), "the stream ended: {waited:?}");
-    assert!(stream.end().is_none());
+    // Three calls sent after it time out, one after the other: three
+    // request timeouts later the stream is still open.
+    for _ in 0..3 {
+        let late = client
+            .call_tool("sleep", json!({ "ms": 60_000 }), RequestOptions::default())
+            .await;
+        assert!(matches!(late, Err(Error::Timeout { .. })), "{late:?}");
+    }
+    assert!(
+        stream.end().is_none(),
+        "the stream ended: {:?}",
+        stream.end()
+    );
     // The client stops: the stream ends, saying why.
     let shutdown = client.stop();
     assert!(stream.next().await.is_none());
@@ -216,6 +225,6 @@ async fn a_typed_handler_declares_roots_by_itself_in_both_eras() {
             json!("file:///typed/root"),
             "{pref:?}"
         );
-        client.stop().wait().await;
+        crate::common::shutdown(client.stop().wait()).await;
     }
 }

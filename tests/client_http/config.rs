@@ -112,7 +112,7 @@ async fn a_host_serves_a_local_and_a_remote_server_in_one_namespace() {
         .await
         .unwrap();
     assert!(r.joined_text().contains("over stdio"), "{r:?}");
-    let shutdowns = host.stop().wait().await;
+    let shutdowns = crate::common::shutdown(host.stop().wait()).await;
     // The local server's process is reaped; the remote one has none.
     for s in shutdowns {
         for r in &s.reports {

@@ -41,7 +41,7 @@ async fn a_protected_server_is_authorized_with_registration_pkce_and_resource_an
     let client = start(&fake, oauth).await;
     let tools = client.list_tools().await.expect("tools/list");
     assert_eq!(tools.len(), 1);
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
 
     fake.seen(|s| {
         // Resource metadata from the challenge's URL, then the issuer's.
@@ -107,7 +107,7 @@ async fn metadata_naming_another_issuer_is_not_used() {
         .err()
         .map(|e| e.to_string());
     let calls = client.list_tools().await.err().map(|e| e.to_string());
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let text = format!("{err:?} {calls:?}");
     assert!(text.contains("attacker.example.com"), "{text}");
     fake.seen(|s| {
@@ -127,7 +127,7 @@ async fn a_redirect_from_another_issuer_is_refused_before_the_code_is_exchanged(
     let oauth = OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()).max_attempts(1));
     let client = Client::start(config(&fake, oauth)).await.unwrap();
     let _ = client.ready(Duration::from_secs(20)).await;
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     fake.seen(|s| {
         assert_eq!(s.authorizations.len(), 1);
         assert!(s.token_requests.is_empty(), "the code was not exchanged");
@@ -148,7 +148,7 @@ async fn resource_metadata_for_another_server_stops_authorization() {
         .await
         .err()
         .map(|e| e.to_string());
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     assert!(format!("{err:?}").contains("evil.example.com"), "{err:?}");
     fake.seen(|s| assert!(s.authorizations.is_empty() && s.registrations.is_empty()));
 }
@@ -166,7 +166,7 @@ async fn step_up_asks_for_the_union_of_scopes_and_the_call_goes_through() {
     let r = client
         .call_tool("t", serde_json::json!({}), RequestOptions::default())
         .await;
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     assert!(r.is_ok(), "{r:?}");
     fake.seen(|s| {
         let scopes: Vec<&str> = s
@@ -197,7 +197,7 @@ async fn step_up_that_never_satisfies_the_server_gives_up_after_the_limit() {
     let r = client
         .call_tool("t", serde_json::json!({}), RequestOptions::default())
         .await;
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     let text = r.expect_err("refused for good").to_string();
     assert!(text.contains("gave up after 3"), "{text}");
     // One authorization for the handshake's 401 (which then got
@@ -218,7 +218,7 @@ async fn a_refused_token_is_refreshed_without_asking_the_user_again() {
     client.list_tools().await.expect("first");
     fake.revoke_access_tokens();
     client.list_tools().await.expect("after the refresh");
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     fake.seen(|s| {
         assert_eq!(s.authorizations.len(), 1, "the user was asked once");
         let grants: Vec<&str> = s
@@ -243,7 +243,7 @@ async fn tokens_kept_in_a_file_are_reused_by_the_next_client_and_only_the_owner_
             OAuth::new(OAuthConfig::new(REDIRECT, fake.authorizer()).store(FileStore::new(&path)));
         let client = start(&fake, oauth).await;
         client.list_tools().await.expect("tools/list");
-        client.stop().wait().await;
+        crate::common::shutdown(client.stop().wait()).await;
     }
     fake.seen(|s| {
         assert_eq!(
@@ -380,7 +380,7 @@ async fn a_server_cannot_make_the_client_fetch_a_local_url_with_a_query() {
         .await
         .unwrap_err()
         .to_string();
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     assert!(err.contains("is refused") && err.contains("query"), "{err}");
     assert_eq!(victim.hits(), 0);
 }

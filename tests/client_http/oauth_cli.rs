@@ -214,12 +214,46 @@ async fn authorization_url(
     .expect("the authorization URL in time")
 }
 
+/// Where the authorization server sends the browser back for
+/// `auth_url`: the whole redirect, its callback URL without the query, and
+/// the listener's `host:port`.
+async fn redirect(auth_url: &str) -> (String, String, String) {
+    let (status, location) = get(auth_url).await;
+    assert_eq!(status, 302);
+    let location = location.expect("a redirect");
+    let callback = location.split('?').next().unwrap().to_owned();
+    let authority = callback
+        .strip_prefix("http://")
+        .and_then(|r| r.split('/').next())
+        .unwrap()
+        .to_owned();
+    (location, callback, authority)
+}
+
 /// A GET with a deadline: `None` when no answer came within it.
 async fn get_within(url: &str, limit: Duration) -> Option<u16> {
     tokio::time::timeout(limit, get(url))
         .await
         .ok()
         .map(|(s, _)| s)
+}
+
+/// A browser's GET of `url` at `authority`: connect and send at once (on
+/// this thread, blocking), then read the answer (within 10 s); its status,
+/// `None` when none came.
+fn browser_get(authority: &str, url: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let path = &url[url.find(authority)? + authority.len()..];
+    let mut conn = std::net::TcpStream::connect(authority).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes()).ok()?;
+    conn.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer)
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
 }
 
 /// What is left of `child`'s run: its exit code and stdout.
@@ -257,15 +291,7 @@ async fn local_connections_to_the_login_listener_neither_stall_nor_end_the_login
     let mut child = mcp(&["tools", "--url", &fake.url()], &file);
     let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
     let auth_url = authorization_url(&mut stderr, &fake).await;
-    let (status, location) = get(&auth_url).await;
-    assert_eq!(status, 302);
-    let location = location.expect("a redirect");
-    let callback = location.split('?').next().unwrap().to_owned();
-    let authority = callback
-        .strip_prefix("http://")
-        .and_then(|r| r.split('/').next())
-        .unwrap()
-        .to_owned();
+    let (location, callback, authority) = redirect(&auth_url).await;
 
     // Another local process: one connection that never sends a byte,
     // one request elsewhere, and callbacks with another state (or none),
@@ -291,5 +317,67 @@ async fn local_connections_to_the_login_listener_neither_stall_nor_end_the_login
     assert_eq!(code, Some(0), "{said}");
     assert!(stdout.contains("\"t\""), "{stdout}");
     fake.seen(|s| assert_eq!(s.token_requests.len(), 1, "only the real code exchanged"));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_silent_connections_does_not_keep_the_browsers_redirect_out() {
+    let fake = AuthFake::start(Knobs::default()).await;
+    let dir = common::tempdir("oauth-cli-flood");
+    let file = dir.join("tokens.json");
+    let mut child = mcp(&["tools", "--url", &fake.url()], &file);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let auth_url = authorization_url(&mut stderr, &fake).await;
+    let (location, callback, authority) = redirect(&auth_url).await;
+
+    // Another local process opens connections that never send a byte, as
+    // fast as it can, for as long as the browser is at it: every one the
+    // listener still holds open stays open.
+    let (filled, full) = tokio::sync::oneshot::channel();
+    let target = authority.clone();
+    let flood = tokio::spawn(async move {
+        let mut filled = Some(filled);
+        let (mut open, mut opened) = (Vec::<tokio::net::TcpStream>::new(), 0u64);
+        loop {
+            if let Ok(c) = tokio::net::TcpStream::connect(&target).await {
+                open.push(c);
+                opened += 1;
+            }
+            // Those the listener closed are let go.
+            open.retain(|c| {
+                let mut byte = [0u8; 1];
+                matches!(c.try_read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            });
+            if opened >= 256 {
+                if let Some(f) = filled.take() {
+                    let _ = f.send(());
+                }
+            }
+        }
+    });
+    full.await.expect("the flood runs");
+    // The browser comes back during the flood: five visits with another
+    // state (each answered 400 by a listener that serves), then its own;
+    // as a browser does, each sends its request as soon as it connects.
+    let visit = |url: String| {
+        let authority = authority.clone();
+        tokio::task::spawn_blocking(move || browser_get(&authority, &url))
+    };
+    let mut served = Vec::new();
+    for i in 0..5 {
+        let forged = format!("{callback}?code=forged&state=forged-{i}");
+        served.push(visit(forged).await.unwrap());
+    }
+    let real = visit(location).await.unwrap();
+    flood.abort();
+    let (code, stdout, said) = finish(child, stderr).await;
+    common::figure(
+        "login listener during a flood of silent connections: 5 visits with another state, then the browser's redirect",
+        format!("{served:?} {real:?}; mcp exit {code:?}"),
+    );
+    assert_eq!(served, [Some(400); 5], "{said}");
+    assert_eq!(real, Some(200), "the browser's redirect: {said}");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(stdout.contains("\"t\""), "{stdout}");
     std::fs::remove_dir_all(dir).ok();
 }

@@ -26,6 +26,17 @@ pub async fn run(args: Vec<String>) {
         ["claim", name, port, a, tries] => {
             claim(name, port.parse().unwrap(), a, tries.parse().unwrap()).await
         }
+        ["reclaim", name, port, a, pause_ms, tries] => {
+            let pause = Duration::from_millis(pause_ms.parse().unwrap());
+            reclaim(
+                name,
+                port.parse().unwrap(),
+                a,
+                pause,
+                tries.parse().unwrap(),
+            )
+            .await
+        }
         other => panic!("unknown role {other:?}"),
     }
 }
@@ -450,5 +461,33 @@ async fn claim(name: &str, port: u16, a: &str, tries: u32) {
         }
     }
     println!("RESULT refused {tries}");
+    std::future::pending::<()>().await;
+}
+
+/// A node under `name` (one restarted, say): connects to `a` until its
+/// session is authenticated, waiting `pause` between tries as a node retrying its
+/// connection does, at most `tries` times. Prints `RESULT taken K S` (the
+/// try that got in, the seconds since the first) or `RESULT refused N S`.
+async fn reclaim(name: &str, port: u16, a: &str, pause: Duration, tries: u32) {
+    let node = node(name, port).await;
+    let mut events = session_events(&node);
+    let start = std::time::Instant::now();
+    for k in 1..=tries {
+        ractor_cluster::client_connect(&node, a)
+            .await
+            .expect("connects to A");
+        match session_outcome(&mut events, Duration::from_secs(20)).await {
+            "authenticated" => {
+                println!("RESULT taken {k} {:.1}", start.elapsed().as_secs_f64());
+                std::future::pending::<()>().await;
+            }
+            "disconnected" => tokio::time::sleep(pause).await,
+            other => panic!("try {k}: {other}"),
+        }
+    }
+    println!(
+        "RESULT refused {tries} {:.1}",
+        start.elapsed().as_secs_f64()
+    );
     std::future::pending::<()>().await;
 }

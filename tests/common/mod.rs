@@ -56,6 +56,54 @@ pub fn zombie(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// The environment variable that names the role a test's child plays.
+const ROLE: &str = "CONDUIT_TEST_ROLE";
+
+/// The role this process plays when a test re-ran itself as its child
+/// ([`spawn_role`]); `None` in the test itself.
+pub fn role() -> Option<String> {
+    std::env::var(ROLE).ok()
+}
+
+/// This test binary re-run as the child of `test` (only that test, with
+/// `--nocapture`), playing `role`: its stdin and stdout piped, killed if
+/// dropped.
+pub fn spawn_role(test: &str, role: &str, stderr: std::process::Stdio) -> tokio::process::Child {
+    tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// `fut`'s output, or a panic saying that `what` did not happen within
+/// `limit`: an await on the code under test fails instead of hanging.
+pub async fn within<F: std::future::Future>(limit: Duration, what: &str, fut: F) -> F::Output {
+    tokio::time::timeout(limit, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not happen within {limit:?}"))
+}
+
+/// The end of a shutdown (a client's or a host's `stop().wait()`), for at
+/// most a minute, forty times the longest escalation of the tests'
+/// configs: a shutdown that hangs fails the test, saying so.
+pub async fn shutdown<F: std::future::Future>(stop: F) -> F::Output {
+    within(Duration::from_secs(60), "the shutdown", stop).await
+}
+
+/// `fut`'s output if it has it on its first poll; `None` if it waits.
+pub fn at_once<F: std::future::Future>(fut: std::pin::Pin<&mut F>) -> Option<F::Output> {
+    use std::task::{Context, Poll, Waker};
+    match fut.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => Some(out),
+        Poll::Pending => None,
+    }
+}
+
 /// Polls `cond` until true or `limit` passes; returns the time it took.
 pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
     let start = Instant::now();

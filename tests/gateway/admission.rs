@@ -69,7 +69,11 @@ async fn connections_that_send_nothing_do_not_lock_token_holders_out() {
 }
 
 #[tokio::test]
-async fn sessions_another_peer_opens_with_the_one_token_do_not_lock_others_out() {
+async fn sessions_another_address_opens_with_the_one_token_never_end_a_clients_session() {
+    // Every loopback address is one owner, and the one token names no
+    // client: the other address's initializes count against the quota the
+    // victim's session is in, and are refused past it, never served by
+    // ending the victim's session.
     let dir = tempdir("gw-session-flood");
     let gw = serve(
         &dir,
@@ -79,19 +83,25 @@ async fn sessions_another_peer_opens_with_the_one_token_do_not_lock_others_out()
     )
     .await;
     let auth = [("authorization", BEARER)];
-    let mut opened = 0;
+    let victim = gw.session("/mcp", &auth, json!({})).await;
+    let (mut opened, mut refused) = (0, 0);
     for _ in 0..1024 {
         let req = request("POST", gw.addr, "/mcp", &auth, Some(&initialize()));
-        if send_from(OTHER_PEER, gw.addr, req).await.status == 200 {
-            opened += 1;
+        match send_from(OTHER_PEER, gw.addr, req).await.status {
+            200 => opened += 1,
+            503 => refused += 1,
+            other => panic!("an initialize past the quota got {other}, not 200 or 503"),
         }
     }
-    let r = gw.send("POST", "/mcp", &auth, Some(&initialize())).await;
+    let r = gw
+        .legacy("/mcp", &victim, &auth, 1, "tools/list", json!({}))
+        .await;
     common::figure(
-        "gateway: initialize after another peer's 1,024 sessions (one token)",
-        format!("{} ({opened} opened by the other peer)", r.status),
+        "gateway: a session after another address's 1,024 initializes (one token)",
+        format!("{} ({opened} opened, {refused} refused)", r.status),
     );
-    assert_eq!(r.status, 200, "the other peer's sessions filled the table");
+    assert!(refused > 0, "the quota refused none of 1,024 initializes");
+    assert_eq!(r.status, 200, "the victim's session was ended to make room");
     gw.terminate_clean().await;
 }
 

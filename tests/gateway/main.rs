@@ -17,3 +17,4 @@ mod eras;
 mod library;
 mod options;
 mod serve;
+mod server_requests;

@@ -564,3 +564,106 @@ async fn server_names_the_servers_served_and_flags_serve_cannot_honour_are_refus
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--server"), "{err}");
 }
+
+/// Polls `/health` until server `name`'s status is `status` (bounded by
+/// the harness's patience); returns the whole body then.
+async fn health_until(
+    gw: &gateway_support::Gateway,
+    name: &str,
+    status: &str,
+) -> serde_json::Value {
+    for _ in 0..800 {
+        let (_, h) = gw.health().await;
+        if h["servers"][name]["status"] == status {
+            return h;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("server {name} never had the status {status}");
+}
+
+#[tokio::test]
+async fn a_server_that_gave_up_is_started_again_after_its_pause_and_serves_without_a_gateway_restart(
+) {
+    let dir = tempdir("gw-revive");
+    // A copy of the fixture, taken away while it runs: its revives fail
+    // until it is put back.
+    let exe = dir.join("fragile-server");
+    std::fs::copy(gateway_support::common::fixture(), &exe).unwrap();
+    let servers = json!({
+        "ok": fixture(&dir, "ok", &[]),
+        "fragile": {
+            "command": exe,
+            "args": ["--pid-file", dir.join("fragile.pids")],
+            // No restart: its first crash is a give-up.
+            "conduit": { "max_reconnects": 0, "revive_after_ms": 300 },
+        },
+    });
+    let mut gw = serve(&dir, servers, &[], &[]).await;
+    let r = gw
+        .call_modern("/mcp", 1, "fragile__echo", json!({ "text": "before" }))
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "before", "{r}");
+    let (_, h) = gw.health().await;
+    let first = h["servers"]["fragile"]["pid"].as_u64().expect("its pid") as u32;
+
+    std::fs::remove_file(&exe).unwrap();
+    gateway_support::common::kill9(first);
+    gw.said(|l| l.contains("server fragile gave up")).await;
+    // Tried again after its pause, it cannot start, and waits again.
+    gw.said(|l| l.contains("server fragile: starting again"))
+        .await;
+    let down = gw
+        .said(|l| l.contains("server fragile could not start") && l.contains("started again in"))
+        .await;
+    assert!(down.contains("fragile-server"), "{down}");
+
+    // Meanwhile /health says why it is down and when it is tried again.
+    let h = health_until(&gw, "fragile", "gave_up").await;
+    let fragile = &h["servers"]["fragile"];
+    assert!(
+        fragile["reason"]
+            .as_str()
+            .unwrap()
+            .contains("fragile-server"),
+        "{h}"
+    );
+    assert!(fragile["next_try_in_ms"].as_u64().unwrap() <= 300, "{h}");
+    assert_eq!(h["servers"]["ok"]["status"], "ready", "{h}");
+    // And a call of its tool names the server and the reason.
+    let e = gw
+        .call_modern("/mcp", 2, "fragile__echo", json!({ "text": "down" }))
+        .await;
+    let message = e["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(
+        message.contains("`fragile`") && message.contains("fragile-server"),
+        "{e}"
+    );
+    assert!(!message.contains("Unknown tool"), "{e}");
+    assert_eq!(e["error"]["data"]["server"], "fragile", "{e}");
+    let r = gw
+        .call_modern("/mcp", 3, "ok__echo", json!({ "text": "fine" }))
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "fine", "{r}");
+
+    // Put back (whole, by a rename), its next revive serves again.
+    let staged = dir.join("fragile-server.new");
+    std::fs::copy(gateway_support::common::fixture(), &staged).unwrap();
+    std::fs::rename(&staged, &exe).unwrap();
+    gw.said(|l| l.contains("server fragile ready again")).await;
+    let r = gw
+        .call_modern("/mcp", 4, "fragile__echo", json!({ "text": "back" }))
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "back", "{r}");
+    let (status, h) = gw.health().await;
+    assert_eq!(status, 200, "{h}");
+    let now = h["servers"]["fragile"]["pid"].as_u64().expect("its pid") as u32;
+    assert_ne!(now, first, "{h}");
+    assert!(
+        gw.child.try_wait().unwrap().is_none(),
+        "the gateway itself was restarted"
+    );
+    gw.terminate_clean().await;
+}

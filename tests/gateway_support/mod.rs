@@ -52,6 +52,8 @@ pub struct Gateway {
     pub start_line: String,
     /// Its stderr after the start line, collected by a task.
     pub stderr: tokio::task::JoinHandle<String>,
+    /// The same lines, one by one, as they come (see [`Gateway::said`]).
+    pub lines: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
 /// Writes `servers` (an `mcpServers` object) to a config file in `dir` and
@@ -95,11 +97,13 @@ pub async fn serve_file(dir: &Path, config: &Path, args: &[&str], env: &[(&str, 
     .await
     .expect("mcp serve did not listen in time");
     let addr: SocketAddr = first.parse().expect("an address");
+    let (each, said) = tokio::sync::mpsc::unbounded_channel();
     let stderr = tokio::spawn(async move {
         let mut all = String::new();
         while let Ok(Some(l)) = lines.next_line().await {
             all.push_str(&l);
             all.push('\n');
+            let _ = each.send(l);
         }
         all
     });
@@ -111,6 +115,7 @@ pub async fn serve_file(dir: &Path, config: &Path, args: &[&str], env: &[(&str, 
         early,
         start_line,
         stderr,
+        lines: said,
     }
 }
 
@@ -246,6 +251,27 @@ impl At {
 }
 
 impl Gateway {
+    /// Waits for the next line on its stderr that `wanted` accepts (lines
+    /// before it are passed over); panics after [`PATIENCE`].
+    pub async fn said(&mut self, wanted: impl Fn(&str) -> bool) -> String {
+        let lines = &mut self.lines;
+        let found = tokio::time::timeout(PATIENCE, async {
+            while let Some(l) = lines.recv().await {
+                eprintln!("mcp serve (after start): {l}");
+                if wanted(&l) {
+                    return Some(l);
+                }
+            }
+            None
+        })
+        .await;
+        match found {
+            Ok(Some(l)) => l,
+            Ok(None) => panic!("mcp serve ended before it said the line waited for"),
+            Err(_) => panic!("mcp serve did not say the line waited for in time"),
+        }
+    }
+
     /// The pids the fixture servers recorded.
     pub fn server_pids(&self) -> Vec<u32> {
         let mut pids = Vec::new();

@@ -4,7 +4,7 @@
 use crate::common;
 use crate::host_support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use conduit_mcp::host::{Host, HostConfig};
 use host_support::finish;
@@ -25,6 +25,9 @@ fn crowd(name: &str, flags: &[&str]) -> HostConfig {
     )
 }
 
+/// Generous: a call, or the whole run, that takes longer has hung.
+const PATIENCE: Duration = Duration::from_secs(60);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_flood_is_coalesced_and_other_servers_keep_serving() {
     let config = crowd("flood", &["--list-changed-flood", "1000000000"]);
@@ -36,38 +39,44 @@ async fn a_list_changed_flood_is_coalesced_and_other_servers_keep_serving() {
     );
     let _unread = host.events();
     let flood = host.client("flood").unwrap();
-    let window = Duration::from_secs(5);
-    let start = Instant::now();
-    let (mut calls, mut worst) = (0u64, Duration::ZERO);
-    while start.elapsed() < window {
-        let t = Instant::now();
-        let r = host
-            .call_tool("quiet__echo", json!({"text": "x"}))
-            .await
-            .unwrap();
-        worst = worst.max(t.elapsed());
-        assert_eq!(r.joined_text(), "x");
-        calls += 1;
-    }
-    let counts = flood.request("fixture/counts", None).await.unwrap();
-    let lists = counts["tools_list"].as_u64().unwrap();
-    let sent = counts["list_changed_sent"].as_u64().unwrap();
+    let counts = async || {
+        let counts = flood.request("fixture/counts", None).await.unwrap();
+        let n = |k: &str| counts[k].as_u64().unwrap();
+        (n("list_changed_sent"), n("tools_list"))
+    };
+    // The unrelated server's calls go on through the flood: 20 of them,
+    // then more until the flood has sent 1,000 notifications.
+    let (calls, sent, lists) = common::within(PATIENCE, "20 calls during the flood", async {
+        let mut calls = 0u64;
+        loop {
+            let r = host
+                .call_tool("quiet__echo", json!({"text": "x"}))
+                .await
+                .unwrap();
+            assert_eq!(r.joined_text(), "x");
+            calls += 1;
+            if calls >= 20 {
+                let (sent, lists) = counts().await;
+                if sent > 1000 {
+                    return (calls, sent, lists);
+                }
+            }
+        }
+    })
+    .await;
     eprintln!(
-        "in {window:?}: {calls} calls to quiet, worst {worst:?}; flood sent {sent} \
-         list_changed, received {lists} tools/list pages"
+        "{calls} calls to quiet; flood sent {sent} list_changed, received {lists} tools/list pages"
     );
     // Coalesced: one listing in flight and one pending per server,
     // whatever the number of notifications (each listing is 2 pages).
-    assert!(sent > 1000, "the flood ran: {sent}");
     assert!(lists * 20 < sent, "{lists} pages for {sent} notifications");
-    // Generous: the unrelated server's calls go on through the flood.
-    assert!(calls >= 20, "{calls} calls in {window:?}");
-    assert!(worst < Duration::from_secs(2), "worst call {worst:?}");
     finish(host).await;
 }
 
+/// How much the host adds to a call beside such a server is a benchmark
+/// row (`host_over_direct` in benches/bench.rs), not a bound here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_asks_to_be_listed_after_every_listing_does_not_slow_the_others() {
+async fn a_server_that_asks_to_be_listed_after_every_listing_does_not_stop_the_others() {
     let host = Host::start(crowd("loop", &["--list-changed-on-list"]))
         .await
         .unwrap();
@@ -79,40 +88,26 @@ async fn a_server_that_asks_to_be_listed_after_every_listing_does_not_slow_the_o
         counts["tools_list"].as_u64().unwrap()
     };
     let first = pages().await;
-    // Calls through the host and straight to the same server, in turn:
-    // whatever the machine's load, both see it; only the host's own work
-    // (its lock, its namespace) tells them apart.
-    let window = Duration::from_secs(5);
-    let start = Instant::now();
-    let (mut calls, mut worst) = (0u64, Duration::ZERO);
-    let (mut via_host, mut direct) = (Duration::ZERO, Duration::ZERO);
-    while start.elapsed() < window {
-        let t = Instant::now();
-        host.call_tool("quiet__echo", json!({"text": "x"}))
-            .await
-            .unwrap();
-        let took = t.elapsed();
-        via_host += took;
-        worst = worst.max(took);
-        let t = Instant::now();
-        quiet
-            .call_tool("echo", json!({"text": "x"}), Default::default())
-            .await
-            .unwrap();
-        direct += t.elapsed();
-        calls += 1;
-    }
-    let listings = (pages().await - first) / 2;
-    eprintln!(
-        "in {window:?}: {calls} calls each way to quiet: through the host {via_host:?} \
-         (worst {worst:?}), straight {direct:?}; `loop` listed {listings} times"
-    );
-    assert!(listings >= 2, "re-listed on list_changed: {listings}");
-    assert!(calls >= 20, "{calls} calls in {window:?}");
-    assert!(
-        via_host < direct * 2 + Duration::from_millis(500),
-        "through the host {via_host:?}, straight {direct:?}"
-    );
-    assert!(worst < Duration::from_secs(2), "worst call {worst:?}");
+    // Calls through the host and straight to the same server, in turn,
+    // until `loop` was listed again twice.
+    let (calls, listings) = common::within(PATIENCE, "calls while `loop` re-lists", async {
+        let mut calls = 0u64;
+        loop {
+            host.call_tool("quiet__echo", json!({"text": "x"}))
+                .await
+                .unwrap();
+            quiet
+                .call_tool("echo", json!({"text": "x"}), Default::default())
+                .await
+                .unwrap();
+            calls += 1;
+            let listings = (pages().await - first) / 2;
+            if calls >= 20 && listings >= 2 {
+                return (calls, listings);
+            }
+        }
+    })
+    .await;
+    eprintln!("{calls} calls each way to quiet; `loop` listed {listings} times");
     finish(host).await;
 }

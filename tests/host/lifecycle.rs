@@ -141,7 +141,7 @@ async fn a_host_starts_every_server_and_joins_their_tools_in_one_namespace() {
         .iter()
         .map(|s| pid_of(&host, s))
         .collect();
-    let shutdowns = host.stop().wait().await;
+    let shutdowns = crate::common::shutdown(host.stop().wait()).await;
     assert_eq!(shutdowns.len(), 3);
     assert_all_gone(&shutdowns);
     for pid in pids {
@@ -211,11 +211,11 @@ async fn a_crashed_server_is_unavailable_while_the_others_keep_serving() {
     assert_eq!(text(&r), "back");
     assert_ne!(pid_of(&host, "crashy"), old);
     assert!(!common::alive(old));
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_gives_up_leaves_the_namespace_with_its_reason() {
+async fn a_server_that_gives_up_without_a_revive_leaves_the_namespace_with_its_reason() {
     common::trace();
     // A copy of the fixture that is deleted while it runs: the restart
     // after its crash cannot find it, and the client gives up.
@@ -226,7 +226,8 @@ async fn a_server_that_gives_up_leaves_the_namespace_with_its_reason() {
     fragile.transport.as_stdio_mut().unwrap().command = exe.to_str().unwrap().into();
     let config = HostConfig::new()
         .server("fragile", fragile)
-        .server("steady", common::config(&[]));
+        .server("steady", common::config(&[]))
+        .server_revive_after("fragile", Duration::ZERO);
     let host = Host::start(config).await.unwrap();
     let mut events = host.events();
     std::fs::remove_file(&exe).unwrap();
@@ -259,7 +260,125 @@ async fn a_server_that_gives_up_leaves_the_namespace_with_its_reason() {
         .await
         .unwrap();
     assert_eq!(text(&r), "fine");
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_gave_up_is_down_until_its_revive_then_serves_as_a_new_client() {
+    // The pause the host is configured with: the time left to the next try
+    // is never more.
+    const PAUSE: Duration = Duration::from_millis(200);
+    common::trace();
+    let dir = common::tempdir("host-revive");
+    let exe = dir.join("fragile-server");
+    std::fs::copy(common::fixture(), &exe).unwrap();
+    let mut fragile = restarting(Duration::from_millis(20), 0);
+    fragile.transport.as_stdio_mut().unwrap().command = exe.to_str().unwrap().into();
+    let config = HostConfig::new()
+        .server("fragile", fragile)
+        .server("steady", common::config(&[]))
+        .revive_after(PAUSE);
+    let host = Host::start(config).await.unwrap();
+    let mut events = host.events();
+    let first = host.client("fragile").unwrap();
+    std::fs::remove_file(&exe).unwrap();
+    common::kill9(pid_of(&host, "fragile"));
+
+    // Down, not removed: it is tried again after its pause, cannot start
+    // (its executable is gone) and is down again, with that reason.
+    let down = until(&mut events, |e| matches!(e, HostEvent::Down { .. })).await;
+    let HostEvent::Down { next_try_in, .. } = down else {
+        unreachable!()
+    };
+    assert_eq!(next_try_in, PAUSE);
+    until(
+        &mut events,
+        |e| matches!(e, HostEvent::Reviving { server } if server == "fragile"),
+    )
+    .await;
+    let down = until(&mut events, |e| matches!(e, HostEvent::Down { .. })).await;
+    let HostEvent::Down { reason, .. } = down else {
+        unreachable!()
+    };
+    assert!(reason.contains("fragile-server"), "{reason}");
+    // A call meanwhile names the server and why it is down, whether its
+    // next revive has begun or not.
+    let e = host
+        .call_tool("fragile__echo", json!({}))
+        .await
+        .unwrap_err();
+    match &e {
+        HostError::Down {
+            server,
+            reason,
+            next_try_in,
+        } => {
+            assert_eq!(server, "fragile");
+            assert!(reason.contains("fragile-server"), "{e}");
+            assert!(
+                *next_try_in <= PAUSE,
+                "the time left exceeds the pause: {e}"
+            );
+        }
+        HostError::Unavailable { server, state } => {
+            assert_eq!(server, "fragile");
+            assert!(state.contains("fragile-server"), "{e}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(host.tools().iter().all(|t| t.server == "steady"));
+
+    // Back, whole: its next revive is a new client that serves.
+    let staged = dir.join("fragile-server.new");
+    std::fs::copy(common::fixture(), &staged).unwrap();
+    std::fs::rename(&staged, &exe).unwrap();
+    listed(&mut events, "fragile").await;
+    let r = host
+        .call_tool("fragile__echo", json!({"text": "back"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "back");
+    let s = host.server("fragile").unwrap();
+    assert!(s.is_ready() && s.next_try_in.is_none(), "{s:?}");
+    assert!(matches!(first.status(), Status::GaveUp(_)));
     assert_all_gone(&host.stop().wait().await);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_removed_while_down_is_not_started_again() {
+    // Two servers that cannot start, each down until its revive; the clock
+    // is tokio's, paused: it moves to the revive once all is idle.
+    let dir = common::tempdir("host-revive-removed");
+    let missing = dir.join("no-such-server");
+    let config = HostConfig::new()
+        .server("also", ClientConfig::new(missing.to_str().unwrap()))
+        .server("gone", ClientConfig::new(missing.to_str().unwrap()))
+        .revive_after(Duration::from_secs(5));
+    let host = Host::start(config).await.unwrap();
+    let mut events = host.events();
+    for name in ["also", "gone"] {
+        let s = host.server(name).unwrap();
+        assert!(matches!(s.status, Status::GaveUp(_)), "{s:?}");
+        assert_eq!(s.next_try_in, Some(Duration::from_secs(5)), "{s:?}");
+    }
+    host.remove("gone").unwrap().wait().await;
+    // Both were due at once: the revives of one moment are told together.
+    until(
+        &mut events,
+        |e| matches!(e, HostEvent::Reviving { server } if server == "also"),
+    )
+    .await;
+    while let Ok(e) = events.try_recv() {
+        assert!(!matches!(e, HostEvent::Reviving { .. }), "{e:?}");
+    }
+    assert!(host.server("gone").is_none());
+    assert!(matches!(
+        host.call_tool("gone__echo", json!({})).await,
+        Err(HostError::UnknownTool(_))
+    ));
+    host.stop().wait().await;
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -295,7 +414,7 @@ async fn with_wait_a_call_waits_for_the_restarted_server() {
         .await
         .unwrap();
     assert_ne!(new.pid, Some(old));
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -354,7 +473,7 @@ async fn servers_are_added_and_removed_at_run_time() {
         host.remove("late"),
         Err(HostError::UnknownServer(_))
     ));
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -378,7 +497,7 @@ async fn a_server_that_cannot_start_does_not_stop_the_others() {
         assert!(!s.is_ready());
     }
     assert_eq!(host.tools().len(), 5);
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
 }
 
 /// A user's application root that holds a host under itself.
@@ -506,7 +625,7 @@ async fn add_remove_add_of_one_name_runs_the_last_config() {
     );
     assert_eq!((wrong, b_failed, a_survived), (0, 0, 0));
     assert!(host.servers().is_empty(), "{:?}", host.servers());
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -534,7 +653,7 @@ async fn a_failed_start_does_not_remove_the_next_server_of_its_name() {
     }
     eprintln!("{rounds} rounds ({raced} removed the failing one while it started): the good server was lost {lost}");
     assert_eq!(lost, 0);
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -551,7 +670,7 @@ async fn a_call_that_waits_without_a_time_limit_does_not_overflow() {
         .await
         .unwrap();
     assert_eq!(text(&r), "late");
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,7 +39,7 @@ pub fn assert_all_gone(shutdowns: &[ServerShutdown]) {
 
 /// Stops the host, waits, and checks that no process is left.
 pub async fn finish(host: Host) {
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
 }
 
 /// Receives events until the server `server` was listed; returns that

@@ -115,7 +115,7 @@ async fn drive(
         .await
         .unwrap();
     while progress.try_recv().is_ok() {}
-    client.stop().wait().await;
+    crate::common::shutdown(client.stop().wait()).await;
     (session.era, r.joined_text())
 }
 

@@ -189,7 +189,7 @@ async fn a_host_of_the_real_servers_serves_one_namespace_and_survives_a_crash() 
         .filter_map(|s| s.session().and_then(|s| s.pid))
         .collect();
     assert_eq!(pids.len(), 5);
-    assert_all_gone(&host.stop().wait().await);
+    assert_all_gone(&crate::common::shutdown(host.stop().wait()).await);
     for pid in pids {
         assert!(!common::alive(pid), "{pid} survived the host");
     }

@@ -52,7 +52,9 @@ impl Handler for Sleeper {
 }
 
 const CALLS: usize = 300;
-const SLEEP_MS: u64 = 5_000;
+/// Long enough that a ping that waited for one sleep shows as such on a
+/// loaded machine; no sleep runs to its end when the server is right.
+const SLEEP_MS: u64 = 30_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellations_and_a_ping_overtake_a_full_backlog() {
@@ -77,9 +79,9 @@ async fn cancellations_and_a_ping_overtake_a_full_backlog() {
     // that was not cancelled in time); patience for the unfixed server.
     let mut answered_calls = 0;
     loop {
-        let line = tokio::time::timeout(Duration::from_secs(60), c.rx.next_line())
+        let line = tokio::time::timeout(Duration::from_millis(2 * SLEEP_MS), c.rx.next_line())
             .await
-            .expect("no ping answer within 60 s")
+            .expect("no ping answer within two sleeps")
             .unwrap()
             .expect("output ended");
         let m: Value = serde_json::from_str(&line).unwrap();
@@ -117,7 +119,9 @@ async fn cancellations_and_a_ping_overtake_a_full_backlog() {
         ping_latency < Duration::from_millis(SLEEP_MS),
         "the ping waited for a sleep: {ping_latency:?}"
     );
-    assert!(started <= CALLS);
+    // A call that started was dropped when cancelled (its handler's future
+    // with it), not left to run in the background.
+    assert_eq!(aborted, started, "started calls that were not aborted");
 }
 
 #[tokio::test]

@@ -5,8 +5,7 @@
 #![cfg(unix)]
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use conduit_mcp::{
     CancelToken, Client, ClientConfig, EraPreference, ErrorObject, InboundRequest, RequestOptions,
@@ -103,11 +102,10 @@ async fn drive(era: EraPreference, expect: conduit_mcp::Era) {
         .await
         .unwrap()
         .unwrap();
-    let t = Instant::now();
     token.cancel();
+    // Cancelled, not answered after its minute.
     let res = tokio::time::timeout(PATIENCE, call).await.unwrap().unwrap();
     assert!(res.is_err(), "{res:?}");
-    assert!(t.elapsed() < Duration::from_secs(5));
 
     // roots: a roots/list request (legacy) or an input-required round (modern).
     let r = client
@@ -152,49 +150,4 @@ async fn own_client_auto_discovers_the_modern_era() {
     tokio::time::timeout(PATIENCE, client.stop().wait())
         .await
         .unwrap();
-}
-
-/// Requests per second the example server completes under our own client:
-/// `N` echo calls, 64 in flight. Informative (ignored by default):
-/// `cargo test --release --test server_own_client -- --ignored --nocapture`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn own_client_throughput() {
-    const N: usize = 20_000;
-    const IN_FLIGHT: usize = 64;
-    for era in [EraPreference::Stateful, EraPreference::Stateless] {
-        let client = start(era).await;
-        client.ready(PATIENCE).await.unwrap();
-        let permits = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
-        let mut set = tokio::task::JoinSet::new();
-        let t = Instant::now();
-        for i in 0..N {
-            let permit = permits.clone().acquire_owned().await.unwrap();
-            let client = client.clone();
-            set.spawn(async move {
-                let r = client
-                    .call_tool(
-                        "echo",
-                        json!({ "text": format!("r{i}") }),
-                        RequestOptions::new(),
-                    )
-                    .await;
-                drop(permit);
-                r.map(|r| r.joined_text())
-            });
-        }
-        let mut ok = 0;
-        while let Some(r) = set.join_next().await {
-            if r.unwrap().is_ok() {
-                ok += 1;
-            }
-        }
-        let took = t.elapsed();
-        assert_eq!(ok, N);
-        eprintln!(
-            "{era:?}: {N} echo calls, {IN_FLIGHT} in flight, own client: {took:?} = {:.0} requests/s",
-            N as f64 / took.as_secs_f64()
-        );
-        client.stop().wait().await;
-    }
 }

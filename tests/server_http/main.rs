@@ -1,4 +1,4 @@
-//! The Streamable HTTP server: sessions, session-less requests, edges, safety, the stop, the spec's suite.
+//! The Streamable HTTP server: sessions, session-less requests, edges, safety, the stop.
 //!
 //! One test binary of several modules: one link instead of one per file.
 
@@ -8,9 +8,11 @@ mod common;
 mod server_http_support;
 
 mod edges;
+mod owners;
 mod safety;
 mod service;
 mod session;
+mod shares;
+mod sse_reader;
 mod stateless;
 mod stop;
-mod suite;

@@ -152,35 +152,32 @@ impl http_body::Body for TwoChunks {
 }
 
 #[tokio::test]
-async fn a_full_table_ends_the_oldest_idle_session_and_refuses_when_none_is_idle() {
+async fn a_full_table_refuses_an_initialize_until_a_session_ends() {
     let s = start(config().max_sessions(3)).await;
     let mut ids = Vec::new();
-    let mut streams = Vec::new();
     for _ in 0..3 {
-        let sid = open_session(s.addr, json!({})).await;
-        // An open GET stream: the session is not idle.
-        streams.push(get(s.addr, &sid, &[]).await);
-        ids.push(sid);
+        ids.push(open_session(s.addr, json!({})).await);
     }
+    // Idle (nothing running, no stream open), but not given up.
     let r = post(s.addr, &[], init()).await;
-    assert_eq!(r.status, 503, "no session is idle");
+    assert_eq!(r.status, 503, "a session was ended to make room");
     assert!(r.header("retry-after").is_some());
     assert!(r.json().await["error"]["message"]
         .as_str()
         .is_some_and(|m| m.contains("max_sessions")));
-    // The second session's stream closes: it is idle, and it goes.
-    drop(streams.remove(1));
-    let mut opened = None;
-    for _ in 0..200 {
-        let r = post(s.addr, &[], init()).await;
-        if r.status == 200 {
-            opened = r.header("mcp-session-id");
-            break;
-        }
-        // The server notices the closed stream when it next writes to it.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(opened.is_some(), "the idle session never made room");
+    // Its client ends the second one.
+    let headers = [
+        ("mcp-session-id", ids[1].as_str()),
+        ("mcp-protocol-version", LEGACY),
+    ];
+    assert_eq!(
+        send(s.addr, request("DELETE", s.addr, &headers, None))
+            .await
+            .status,
+        200
+    );
+    let r = post(s.addr, &[], init()).await;
+    assert_eq!(r.status, 200, "no room after a DELETE");
     let status = |sid: String| {
         let addr = s.addr;
         async move {
@@ -189,37 +186,49 @@ async fn a_full_table_ends_the_oldest_idle_session_and_refuses_when_none_is_idle
                 .status
         }
     };
-    assert_eq!(status(ids[1].clone()).await, 404, "the idle session ended");
     assert_eq!(status(ids[0].clone()).await, 200);
     assert_eq!(status(ids[2].clone()).await, 200);
     s.handle.stop();
 }
 
+/// Waits for the server's log to say that session `sid` expired.
+async fn expired(log: &common::Capture, sid: &str) -> bool {
+    eventually(|| {
+        log.text()
+            .lines()
+            .any(|l| l.contains("session expired (idle)") && l.contains(sid))
+    })
+    .await
+}
+
 #[tokio::test]
 async fn idle_sessions_expire_after_session_idle_timeout() {
+    // On this current-thread runtime the server's sweep logs here; a
+    // request would touch the session, so the test waits for the log.
+    let (log, _guard) = common::capture_trace();
     let s = start(config().session_idle_timeout(Duration::from_millis(300))).await;
     let sid = open_session(s.addr, json!({})).await;
-    let mut gone = false;
-    for _ in 0..200 {
-        let r = legacy(s.addr, &sid, json!(1), "tools/list", json!({})).await;
-        if r.status == 404 {
-            gone = true;
-            break;
-        }
-        // Each request touches the session: wait past the timeout.
-        tokio::time::sleep(Duration::from_millis(400)).await;
-    }
-    assert!(gone, "the session never expired");
+    assert!(expired(&log, &sid).await, "the session never expired");
+    let r = legacy(s.addr, &sid, json!(1), "tools/list", json!({})).await;
+    assert_eq!(r.status, 404, "an expired session still answers");
     s.handle.stop();
 }
 
 #[tokio::test]
 async fn a_session_with_an_open_stream_does_not_expire() {
-    let s = start(config().session_idle_timeout(Duration::from_millis(100))).await;
+    // On this current-thread runtime the server's sweep logs here.
+    let (log, _guard) = common::capture_trace();
+    let s = start(config().session_idle_timeout(Duration::from_millis(300))).await;
     let sid = open_session(s.addr, json!({})).await;
     let g = get(s.addr, &sid, &[]).await;
     assert_eq!(g.status, 200);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A session without a stream, opened after it, expires: the sweep that
+    // would have ended the first has run.
+    let idle = open_session(s.addr, json!({})).await;
+    assert!(
+        expired(&log, &idle).await,
+        "the session without a stream never expired"
+    );
     assert_eq!(
         legacy(s.addr, &sid, json!(1), "tools/list", json!({}))
             .await
@@ -335,9 +344,9 @@ async fn a_body_that_does_not_arrive_within_body_timeout_gets_408() {
     s.handle.stop();
 }
 
-// One peer cannot lock the others out: connections, bodies and sessions
-// each have a share per peer address, and slots held by a peer that sends
-// nothing are given back.
+// One owner cannot lock the others out: connections, bodies and sessions
+// each have a share per owner (every loopback address is one owner), and
+// slots held by a peer that sends nothing are given back.
 
 #[tokio::test]
 async fn connections_of_one_peer_that_send_nothing_do_not_lock_other_peers_out() {
@@ -477,55 +486,95 @@ async fn bodies_a_peer_stalls_leave_room_for_other_requests() {
     }
 }
 
+/// The endpoint of `config` behind bearer tokens that name two principals,
+/// `mallory` and `victim` (whose headers these are), on 127.0.0.1: two
+/// owners, whatever their addresses.
+async fn start_two_principals(
+    config: conduit_mcp::server::http::HttpConfig,
+) -> (
+    std::net::SocketAddr,
+    conduit_mcp::server::ServerHandle,
+    [[(&'static str, &'static str); 1]; 2],
+) {
+    use conduit_mcp::server::http::{self, BearerLayer, BearerTokens, HttpService, Principal};
+    let tokens = BearerTokens::new()
+        .token(
+            Secret::new("mallory-token-0123456789"),
+            Principal::new("mallory"),
+        )
+        .token(
+            Secret::new("victim-token-0123456789"),
+            Principal::new("victim"),
+        );
+    let mcp = HttpService::new(config.clone(), router(Default::default())).unwrap();
+    let app = mcp.axum_router().layer(BearerLayer::new(tokens));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let handle = mcp.handle();
+    tokio::spawn(async move {
+        mcp.stopped().await;
+        stop.send_replace(true);
+    });
+    tokio::spawn(async move {
+        http::serve(listener, app, &config, stopped, Duration::from_secs(1)).await
+    });
+    let mallory = [("authorization", "Bearer mallory-token-0123456789")];
+    let victim = [("authorization", "Bearer victim-token-0123456789")];
+    (addr, handle, [mallory, victim])
+}
+
 #[tokio::test]
-async fn one_peer_opening_sessions_does_not_lock_other_peers_out() {
-    // Defaults: 1024 sessions.
-    let s = start(config()).await;
-    let open_from = |local: &'static str| {
-        let addr = s.addr;
-        async move {
-            let r = send_from(local, addr, request("POST", addr, &[], Some(&init()))).await;
-            (r.status, r.header("mcp-session-id"))
-        }
+async fn one_owner_opening_sessions_does_not_lock_other_owners_out() {
+    // Defaults: 1024 sessions. Every loopback address is one owner: the
+    // two owners here are principals.
+    let (addr, handle, [mallory, victim]) = start_two_principals(config()).await;
+    let open_as = |who: [(&'static str, &'static str); 1]| async move {
+        let r = send(addr, request("POST", addr, &who, Some(&init()))).await;
+        (r.status, r.header("mcp-session-id"))
     };
     let mut first = None;
     let mut refused = 0;
     for _ in 0..1024 {
-        let (status, sid) = open_from(OTHER_PEER).await;
+        let (status, sid) = open_as(mallory).await;
         match status {
             200 => first = first.or(sid),
             _ => refused += 1,
         }
     }
-    let (status, victim) = open_from("127.0.0.1").await;
+    let (status, session) = open_as(victim).await;
     println!(
-        "another peer opened 1024 sessions ({refused} refused); this peer's initialize: {status}"
+        "another owner opened 1024 sessions ({refused} refused); this owner's initialize: {status}"
     );
-    assert_eq!(status, 200, "the other peer's sessions filled the table");
-    let victim = victim.expect("a session id");
-    // The other peer goes on: the sessions that make room are its own.
+    assert_eq!(status, 200, "the other owner's sessions filled the table");
+    let session = session.expect("a session id");
+    // The other owner goes on: refused, no session ended for it.
     for _ in 0..1024 {
-        open_from(OTHER_PEER).await;
+        open_as(mallory).await;
     }
-    let still = legacy(s.addr, &victim, json!(1), "tools/list", json!({})).await;
-    assert_eq!(still.status, 200, "this peer's session was taken");
-    let first = first.expect("the other peer opened a session");
-    let gone = send_from(
-        OTHER_PEER,
-        s.addr,
-        request(
-            "POST",
-            s.addr,
-            &[("mcp-session-id", &first), ("mcp-protocol-version", LEGACY)],
-            Some(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" })),
-        ),
-    )
-    .await;
+    let in_session = |who: [(&'static str, &'static str); 1], sid: String| async move {
+        let headers = [
+            who[0],
+            ("mcp-session-id", sid.as_str()),
+            ("mcp-protocol-version", LEGACY),
+        ];
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+        send(addr, request("POST", addr, &headers, Some(&body)))
+            .await
+            .status
+    };
     assert_eq!(
-        gone.status, 404,
-        "the other peer's oldest idle session went first"
+        in_session(victim, session).await,
+        200,
+        "this owner's session was taken"
     );
-    s.handle.stop();
+    let first = first.expect("the other owner opened a session");
+    assert_eq!(
+        in_session(mallory, first).await,
+        200,
+        "the other owner's own session was ended to make room"
+    );
+    handle.stop();
 }
 
 #[tokio::test]
@@ -564,4 +613,189 @@ async fn refusals_a_client_repeats_are_logged_at_warn_a_few_times_not_each_time(
         );
     }
     s.handle.stop();
+}
+
+/// A body of exactly `max_message_bytes` is read whole, declared or not;
+/// one byte more is refused, before reading when its length is declared.
+#[tokio::test]
+async fn a_body_of_max_message_bytes_is_read_and_one_byte_more_is_refused() {
+    use conduit_mcp::server::http::{BodyReader, HttpConfig, Rejection};
+    const LIMIT: usize = 64;
+    let server = conduit_mcp::server::ServerConfig::new(
+        conduit_mcp::protocol::Implementation::new("body", "0"),
+    )
+    .max_message_bytes(LIMIT);
+    let reader = BodyReader::of(&HttpConfig::new(server));
+    let debug = format!("{reader:?}");
+    assert!(debug.contains("limit: 64"), "{debug}");
+    for declared in [false, true] {
+        let request = |n: usize| {
+            let mut r = axum::http::Request::post("/mcp");
+            if declared {
+                r = r.header("content-length", n.to_string());
+            }
+            r.body(axum::body::Body::from(vec![b'x'; n]))
+                .unwrap()
+                .into_parts()
+        };
+        let (parts, body) = request(LIMIT);
+        let read = common::within(PATIENCE, "the body's read", reader.read(&parts, body)).await;
+        assert!(
+            matches!(read.as_ref().map(|b| b.len()), Ok(LIMIT)),
+            "declared: {declared}: {read:?}"
+        );
+        let (parts, body) = request(LIMIT + 1);
+        let read = common::within(PATIENCE, "the body's refusal", reader.read(&parts, body)).await;
+        assert!(
+            matches!(read, Err(Rejection::BodyTooLarge { limit: LIMIT })),
+            "declared: {declared}: {read:?}"
+        );
+    }
+    // Declared too long, the body is not read: one that never ends is
+    // refused all the same.
+    let (parts, _) = axum::http::Request::post("/mcp")
+        .header("content-length", (LIMIT + 1).to_string())
+        .body(())
+        .unwrap()
+        .into_parts();
+    let endless = axum::body::Body::new(Endless);
+    let read = common::within(PATIENCE, "the refusal", reader.read(&parts, endless)).await;
+    assert!(
+        matches!(read, Err(Rejection::BodyTooLarge { .. })),
+        "{read:?}"
+    );
+}
+
+/// A body whose bytes never come.
+struct Endless;
+
+impl http_body::Body for Endless {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>> {
+        std::task::Poll::Pending
+    }
+}
+
+/// The tokens' debug form shows how many there are, never one of them; a
+/// token followed by NUL bytes is another token, whatever the lengths.
+#[test]
+fn bearer_tokens_show_no_token_and_compare_every_byte() {
+    use conduit_mcp::server::http::BearerTokens;
+    let tokens = BearerTokens::new()
+        .token(Secret::new("t0ke"), 1)
+        .token(Secret::new("s3cret-0123456789"), 2);
+    assert_eq!(format!("{tokens:?}"), "BearerTokens { tokens: 2 }");
+    assert!(!tokens.is_empty() && BearerTokens::<u8>::new().is_empty());
+    assert_eq!(tokens.find_token("t0ke"), Some(&1));
+    assert_eq!(tokens.find_token("t0ke\0\0\0\0"), None);
+    assert_eq!(tokens.find_token("s3cret-0123456789"), Some(&2));
+    assert_eq!(tokens.find_token("s3cret"), None);
+}
+
+/// The bearer service is ready when the service it guards is, not before.
+#[test]
+fn the_bearer_service_waits_for_the_service_it_guards() {
+    use conduit_mcp::server::http::{BearerLayer, BearerTokens};
+    use std::task::{Context, Waker};
+    use tower::{Layer, Service};
+    let layer = BearerLayer::new(BearerTokens::new().token(Secret::new("t0ken"), ()));
+    let mut bearer = layer.clone().layer(Busy);
+    let ready = Service::<axum::http::Request<axum::body::Body>>::poll_ready(
+        &mut bearer,
+        &mut Context::from_waker(Waker::noop()),
+    );
+    assert!(ready.is_pending(), "ready before the service it guards");
+}
+
+/// The `Host` check's answer for `host`, through a loopback-only layer of
+/// its own (its own throttle for the log line).
+async fn host_status(host: &str) -> u16 {
+    use conduit_mcp::server::http::HostOriginLayer;
+    use tower::{Layer, ServiceExt};
+    let inner = tower::service_fn(|_: axum::http::Request<axum::body::Body>| async {
+        Ok::<_, std::convert::Infallible>(axum::http::Response::new(axum::body::Body::empty()))
+    });
+    let request = axum::http::Request::get("/mcp")
+        .header("host", host)
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let layer = HostOriginLayer::new(Allow::Loopback, Allow::Loopback);
+    let response = layer.layer(inner).oneshot(request).await.unwrap();
+    response.status().as_u16()
+}
+
+/// Only digits after the last colon are a port: a loopback name followed
+/// by anything else is another host.
+#[tokio::test]
+async fn a_loopback_name_with_a_port_that_is_no_number_is_refused() {
+    for (host, status) in [
+        ("localhost:8080", 200),
+        ("[::1]:8080", 200),
+        ("localhost:evil.example", 403),
+        ("127.0.0.1:80x", 403),
+        ("[::1]:evil", 403),
+    ] {
+        assert_eq!(host_status(host).await, status, "{host}");
+    }
+}
+
+/// A refused `Host` is logged at most 128 bytes of it, with its length when
+/// cut; one of 128 bytes whole.
+#[tokio::test]
+async fn a_refused_host_is_logged_cut_to_128_bytes() {
+    let (log, _guard) = common::capture_trace();
+    let long = format!("{}.example", "h".repeat(192));
+    assert_eq!(host_status(&long).await, 403);
+    let text = log.text();
+    assert!(
+        text.contains(&format!("{}... (200 bytes)", &long[..128])),
+        "{text}"
+    );
+    assert!(!text.contains(&long), "{text}");
+    let (log, _guard) = common::capture_trace();
+    let exact = format!("{}.example", "e".repeat(120));
+    assert_eq!(exact.len(), 128);
+    assert_eq!(host_status(&exact).await, 403);
+    let text = log.text();
+    assert!(text.contains(&exact) && !text.contains("bytes)"), "{text}");
+}
+
+/// The `Host` and `Origin` service is ready when the service it guards is,
+/// not before.
+#[test]
+fn the_host_and_origin_service_waits_for_the_service_it_guards() {
+    use conduit_mcp::server::http::HostOriginLayer;
+    use std::task::{Context, Waker};
+    use tower::{Layer, Service};
+    let mut guarded = HostOriginLayer::new(Allow::Loopback, Allow::Loopback).layer(Busy);
+    let ready = Service::<axum::http::Request<axum::body::Body>>::poll_ready(
+        &mut guarded,
+        &mut Context::from_waker(Waker::noop()),
+    );
+    assert!(ready.is_pending(), "ready before the service it guards");
+}
+
+/// A service never ready.
+struct Busy;
+
+impl tower::Service<axum::http::Request<axum::body::Body>> for Busy {
+    type Response = axum::http::Response<axum::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Pending<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Pending
+    }
+
+    fn call(&mut self, _: axum::http::Request<axum::body::Body>) -> Self::Future {
+        std::future::pending()
+    }
 }

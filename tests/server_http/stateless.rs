@@ -4,7 +4,8 @@
 
 use crate::server_http_support as support;
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -280,7 +281,7 @@ async fn a_listen_stream_stays_open_with_keep_alives_and_carries_list_changes() 
         "sub"
     );
     // Quiet: keep-alive comments flow.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    ev.comment().await;
     let v = modern(
         s.addr,
         json!(2),
@@ -369,7 +370,19 @@ async fn a_request_without_modern_meta_or_session_is_legacy_and_refused() {
 
 #[tokio::test]
 async fn requests_beyond_max_in_flight_wait_for_a_slot() {
-    let mut c = config();
+    // Requests as they reach the server, before they go to the engine.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let mut c = config().authorize(move |parts| {
+        if parts
+            .headers
+            .get("mcp-method")
+            .is_some_and(|m| m == "tools/call")
+        {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        true
+    });
     c.server = c.server.max_in_flight(2);
     let s = start(c).await;
     let a = modern_sleeping(s.addr, 1, 60_000).await;
@@ -378,10 +391,14 @@ async fn requests_beyond_max_in_flight_wait_for_a_slot() {
     let third = tokio::spawn(async move { modern_sleeping(addr, 3, 60_000).await });
     let counts = s.counts.clone();
     assert!(eventually(|| counts.started.load(Ordering::SeqCst) == 2).await);
-    // The third waits (checked after a while: it must not have started).
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(s.counts.started.load(Ordering::SeqCst), 2);
-    // A listen stream takes no slot.
+    assert!(
+        eventually(|| calls.load(Ordering::SeqCst) == 3).await,
+        "the third request never reached the server"
+    );
+    // A listen stream takes no slot. Sent once the third reached the
+    // server (its body sent whole before), it is answered after a round
+    // trip of its own, in which a free slot would have started the third:
+    // the third waits.
     let listen = modern(
         s.addr,
         json!("l"),
@@ -390,6 +407,7 @@ async fn requests_beyond_max_in_flight_wait_for_a_slot() {
     )
     .await;
     assert!(listen.is_sse());
+    assert_eq!(s.counts.started.load(Ordering::SeqCst), 2);
     drop(a); // cancels the first: its slot goes to the third
     assert!(eventually(|| counts.started.load(Ordering::SeqCst) == 3).await);
     let mut third = third.await.unwrap();

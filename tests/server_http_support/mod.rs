@@ -304,18 +304,37 @@ impl Events {
             if let Some(e) = self.ready.pop_front() {
                 return Some(e);
             }
-            let frame = tokio::time::timeout(PATIENCE, self.body.frame())
-                .await
-                .expect("SSE stream timed out")?;
-            let frame = frame.ok()?;
-            if let Ok(data) = frame.into_data() {
-                if data.starts_with(b":") {
-                    self.comments += 1;
-                }
-                self.ready
-                    .extend(self.parser.feed(&data).expect("SSE framing"));
+            if !self.read().await {
+                return None;
             }
         }
+    }
+
+    /// Reads until the next comment (a keep-alive); the events read on the
+    /// way are kept for [`next`](Self::next).
+    pub async fn comment(&mut self) {
+        let seen = self.comments;
+        while self.comments == seen {
+            assert!(self.read().await, "the SSE stream ended before a comment");
+        }
+    }
+
+    /// Reads one frame; false at the end of the stream.
+    async fn read(&mut self) -> bool {
+        let frame = tokio::time::timeout(PATIENCE, self.body.frame())
+            .await
+            .expect("SSE stream timed out");
+        let Some(Ok(frame)) = frame else {
+            return false;
+        };
+        if let Ok(data) = frame.into_data() {
+            if data.starts_with(b":") {
+                self.comments += 1;
+            }
+            self.ready
+                .extend(self.parser.feed(&data).expect("SSE framing"));
+        }
+        true
     }
 
     /// The next message (events with data), parsed.
@@ -337,12 +356,13 @@ impl Events {
     }
 }
 
-/// A loopback address other than 127.0.0.1: a peer of its own for the
-/// server (Linux routes all of 127.0.0.0/8 to the loopback interface).
+/// A loopback address other than 127.0.0.1: another peer address for the
+/// server (Linux routes all of 127.0.0.0/8 to the loopback interface), of
+/// the same owner (every loopback address is one).
 pub const OTHER_PEER: &str = "127.0.0.2";
 
-/// A TCP connection to `addr` from the local address `local` (its own
-/// peer for the server).
+/// A TCP connection to `addr` from the local address `local` (its peer
+/// address for the server).
 pub async fn connect_from(local: &str, addr: SocketAddr) -> TcpStream {
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
     socket

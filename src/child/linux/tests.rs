@@ -25,6 +25,15 @@ fn sh(script: &str) -> Spec {
     }
 }
 
+/// `fut`'s output, or a panic saying that `what` did not happen within
+/// 30 s: a child that does not do what a test waits for fails the test
+/// instead of hanging it.
+async fn within<F: std::future::Future>(what: &str, fut: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not happen within 30 s"))
+}
+
 async fn read_all(mut r: pipe::Receiver) -> String {
     let mut s = String::new();
     let _ = r.read_to_string(&mut s).await;
@@ -57,11 +66,20 @@ async fn runs_with_pipes_env_cwd_and_reports_the_status() {
     } = spawn_spec(&spec).await.unwrap();
     stdin.write_all(b"there\n").await.unwrap();
     drop(stdin);
-    assert_eq!(read_all(stdout).await, "hi there /tmp\n");
-    assert_eq!(read_all(stderr.unwrap()).await, "err\n");
-    assert_eq!(exit.wait().await, Some(ChildExit::Code(3)));
+    assert_eq!(
+        within("the end of the child's output", read_all(stdout)).await,
+        "hi there /tmp\n"
+    );
+    assert_eq!(
+        within("the end of the child's output", read_all(stderr.unwrap())).await,
+        "err\n"
+    );
+    assert_eq!(
+        within("the child's exit", exit.wait()).await,
+        Some(ChildExit::Code(3))
+    );
     drop(guard);
-    let report = shutdown.wait().await.unwrap();
+    let report = within("the shutdown", shutdown.wait()).await.unwrap();
     assert_eq!(report.exit, Some(ChildExit::Code(3)));
     assert!(report.exited_before_close && !report.sent_term);
     assert_eq!(state(pid), None, "reaped at the end");
@@ -108,7 +126,10 @@ async fn the_child_has_default_signals() {
     // SIGPIPE is ignored in this process; the child must not inherit that:
     // `kill -PIPE $$` must kill it.
     let mut s = spawn_spec(&sh("kill -PIPE $$; sleep 5")).await.unwrap();
-    assert_eq!(s.exit.wait().await, Some(ChildExit::Signal(libc::SIGPIPE)));
+    assert_eq!(
+        within("the child's exit", s.exit.wait()).await,
+        Some(ChildExit::Signal(libc::SIGPIPE))
+    );
 }
 
 #[tokio::test]
@@ -119,11 +140,17 @@ async fn the_thread_fallback_reports_the_exit_without_reaping() {
     let s = spawn_spec(&spec).await.unwrap();
     let pid = s.pid as pid_t;
     let mut exited = Exited::thread(pid).unwrap();
-    assert_eq!(exited.wait(pid).await.unwrap(), ChildExit::Code(7));
+    assert_eq!(
+        within("the exit", exited.wait(pid)).await.unwrap(),
+        ChildExit::Code(7)
+    );
     assert_eq!(state(s.pid), Some('Z'));
     drop(s.guard);
     assert_eq!(
-        s.shutdown.wait().await.unwrap().exit,
+        within("the shutdown", s.shutdown.wait())
+            .await
+            .unwrap()
+            .exit,
         Some(ChildExit::Code(7))
     );
 }
@@ -152,13 +179,18 @@ fn a_runtime_shut_down_mid_shutdown_kills_and_reaps_the_child() {
 #[tokio::test]
 async fn an_exited_child_stays_a_zombie_until_its_shutdown_ends() {
     let mut s = spawn_spec(&sh("exit 5")).await.unwrap();
-    assert_eq!(s.exit.wait().await, Some(ChildExit::Code(5)));
+    assert_eq!(
+        within("the child's exit", s.exit.wait()).await,
+        Some(ChildExit::Code(5))
+    );
     // Its pid (and pgid) stay taken: nothing can reuse them while the
     // escalation may still signal the group.
     assert_eq!(state(s.pid), Some('Z'));
     drop(s.guard);
-    let report = s.shutdown.wait().await.unwrap();
+    let handle = s.shutdown.clone();
+    let report = within("the shutdown", s.shutdown.wait()).await.unwrap();
     assert_eq!(report.exit, Some(ChildExit::Code(5)));
+    assert_eq!(handle.try_report(), Some(report));
     assert_eq!(state(s.pid), None);
 }
 
@@ -171,7 +203,7 @@ async fn no_descriptor_of_this_process_reaches_the_child() {
     assert!(fd >= 200);
     let script = format!("if [ -e /proc/$$/fd/{fd} ]; then echo open; else echo closed; fi");
     let s = spawn_spec(&sh(&script)).await.unwrap();
-    let out = read_all(s.stdout).await;
+    let out = within("the end of the child's output", read_all(s.stdout)).await;
     // SAFETY: closing the descriptor made above.
     unsafe { libc::close(fd) };
     assert_eq!(out, "closed\n");
@@ -182,18 +214,32 @@ async fn a_child_spawned_from_a_thread_that_ends_lives_on() {
     // PR_SET_PDEATHSIG fires when the spawning *thread* exits: spawns run
     // on a thread of their own, so this thread's end must not kill it.
     let handle = tokio::runtime::Handle::current();
-    let spawned = std::thread::spawn(move || handle.block_on(spawn_spec(&sh("read x; exit 0"))))
-        .join()
-        .unwrap()
-        .unwrap();
-    let mut exit = spawned.exit.clone();
-    let early = tokio::time::timeout(Duration::from_millis(300), exit.wait()).await;
-    assert!(
-        early.is_err(),
-        "the child died with the spawning thread: {early:?}"
-    );
+    let (spawned, tid) = std::thread::spawn(move || {
+        let spawned = handle.block_on(spawn_spec(&sh("read x; echo \"$x\"")));
+        // SAFETY: gettid has no preconditions.
+        (spawned, unsafe { libc::gettid() })
+    })
+    .join()
+    .unwrap();
+    let mut spawned = spawned.unwrap();
+    // The kernel releases a thread after its exit has signalled its
+    // children: from then on a death signal would have been delivered.
+    let task = format!("/proc/self/task/{tid}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::path::Path::new(&task).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the spawning thread was not released"
+        );
+        tokio::task::yield_now().await;
+    }
+    // The child still reads and answers.
+    spawned.stdin.write_all(b"alive\n").await.unwrap();
     drop(spawned.stdin);
-    assert_eq!(exit.wait().await, Some(ChildExit::Code(0)));
+    let out = within("the end of the child's output", read_all(spawned.stdout)).await;
+    assert_eq!(out, "alive\n", "the child died with the spawning thread");
+    let exit = within("the child's exit", spawned.exit.wait()).await;
+    assert_eq!(exit, Some(ChildExit::Code(0)));
 }
 
 #[tokio::test]
@@ -224,7 +270,7 @@ async fn the_group_watchdog_is_disarmed_by_a_normal_shutdown() {
     assert_eq!(members(), 2, "leader and watchdog");
     drop(s.stdin);
     drop(s.guard);
-    let report = s.shutdown.wait().await.unwrap();
+    let report = within("the shutdown", s.shutdown.wait()).await.unwrap();
     assert_eq!(report.exit, Some(ChildExit::Code(0)));
     assert!(
         !report.sent_term,

@@ -1,4 +1,4 @@
-//! Discovery and the handshake: the `server/discover` probe, the stateful
+//! Discovery and the handshake: the `server/discover` probe, the 2025-11-25
 //! `initialize`, and how their answers (and a late probe answer) settle the
 //! era. The judgement itself is in [`discovery`].
 
@@ -147,7 +147,7 @@ impl ConnectionState {
                 self.handshake_failed(format!("era pinned to modern, but {why}"))
             }
             DiscoverVerdict::Stateful(why) => {
-                info!(server = %self.name(), reason = %why, "legacy era");
+                info!(server = %self.name(), reason = %why, "2025-11-25 era");
                 self.initialize(myself)
             }
         }
@@ -155,9 +155,9 @@ impl ConnectionState {
 
     /// The answer to a probe that timed out. Servers answer in order, so a
     /// DiscoverResult that arrives while `initialize` is still unanswered
-    /// means a stateless server that was merely slow to start (a cold `npx` or
-    /// Python start): it settles the era as stateless and the `initialize`
-    /// answer is then ignored. Once the stateful era is established, or if
+    /// means a 2026-07-28 server that was merely slow to start (a cold `npx` or
+    /// Python start): it settles the era as 2026-07-28 and the `initialize`
+    /// answer is then ignored. Once the 2025-11-25 era is established, or if
     /// the late answer is an error, it is ignored.
     pub(super) fn late_probe_answered(&mut self, outcome: Outcome) {
         if !matches!(self.phase, LinkPhase::Initializing) {
@@ -167,7 +167,7 @@ impl ConnectionState {
         if let DiscoverVerdict::Stateless(mut session) =
             discovery::judge(&outcome, STATELESS_VERSION)
         {
-            info!(server = %self.name(), "late server/discover answer before initialize's: modern era");
+            info!(server = %self.name(), "late server/discover answer before initialize's: 2026-07-28 era");
             session.pid = self.shared.link().and_then(|l| l.pid());
             self.shared.pending().forget_initialize();
             self.ready(session);
@@ -229,7 +229,7 @@ impl ConnectionState {
             if self.shared.config().era == EraPreference::Stateless {
                 return self.handshake_failed(format!("server/discover got no answer: {problem}"));
             }
-            info!(server = %self.name(), reason = %problem, "server/discover got no answer: legacy era");
+            info!(server = %self.name(), reason = %problem, "server/discover got no answer: 2025-11-25 era");
             return self.initialize(myself);
         }
         if matches!(self.phase, LinkPhase::Initializing)
@@ -239,11 +239,11 @@ impl ConnectionState {
         }
     }
 
-    /// No answer to `server/discover` within the probe timeout: stateful.
+    /// No answer to `server/discover` within the probe timeout: 2025-11-25.
     pub(super) fn probe_timed_out(&mut self, myself: &ActorRef<ConnectionMsg>) {
         if let LinkPhase::Probing { id, .. } = &self.phase {
             let id = id.clone();
-            info!(server = %self.name(), timeout = ?self.shared.config().probe_timeout, "no answer to server/discover: legacy era");
+            info!(server = %self.name(), timeout = ?self.shared.config().probe_timeout, "no answer to server/discover: 2025-11-25 era");
             // Kept pending: a stateless server slow to start answers it
             // before `initialize` (see `late_probe_answered`).
             self.shared.pending().insert(id.clone(), Waiter::LateProbe);

@@ -23,10 +23,6 @@ use crate::jsonrpc::{codes, encode, ErrorObject, Message, Notification, Request,
 use crate::line_io::WriteQueue;
 use crate::protocol::{methods, Era};
 
-/// The code of the answer to a server request past the bound (JSON-RPC's
-/// range for implementation-defined errors).
-pub(crate) const BUSY: i64 = -32000;
-
 impl ConnectionState {
     pub(super) fn inbound(&mut self, myself: &ActorRef<ConnectionMsg>, msg: Message) {
         match msg {
@@ -95,7 +91,7 @@ impl ConnectionState {
 
     /// The user's handler for `req`, or `None` once `req` has been answered
     /// here: `ping` without a handler, and every request without a handler
-    /// or in the stateless era (where the server asks nothing of the client
+    /// or in the 2026-07-28 era (where the server asks nothing of the client
     /// outside a call) is method-not-found.
     fn handler_for(&mut self, req: &Request) -> Option<Arc<dyn ClientHandler>> {
         let era = match &self.phase {
@@ -135,7 +131,7 @@ impl ConnectionState {
             ))
         } else if self.inbound.len() >= limit {
             Some(ErrorObject::new(
-                BUSY,
+                codes::SERVER_ERROR,
                 format!("the client is busy: {limit} requests from the server are already being handled (the limit)"),
             ))
         } else {

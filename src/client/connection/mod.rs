@@ -78,7 +78,7 @@ enum LinkPhase {
 }
 
 /// Re-probes allowed per server process after `initialize` was refused by a
-/// stateless server (bounds a loop with a server that keeps timing out).
+/// 2026-07-28 server (bounds a loop with a server that keeps timing out).
 const MAX_REPROBES: u32 = 2;
 
 mod handshake;
@@ -135,9 +135,9 @@ pub(crate) struct ConnectionState {
     /// request that reused the id.
     inbound: HashMap<RequestId, (u64, tokio::task::AbortHandle)>,
     inbound_serial: u64,
-    /// `_meta` of stateless requests for the ready session.
+    /// `_meta` of 2026-07-28 requests for the ready session.
     meta_cache: Option<Arc<super::direct::MetaCache>>,
-    /// Probes re-sent after a stateless refusal of `initialize`, this link.
+    /// Probes re-sent after a 2026-07-28 refusal of `initialize`, this link.
     reprobes: u32,
     /// The pending probe or initialize timeout; aborted once answered, so
     /// no timer task outlives its purpose (they hold an actor reference).

@@ -100,7 +100,7 @@ impl HostShared {
             None => return Err(HostError::UnknownServer(name.to_owned())),
         };
         // Its name was checked when it was added.
-        let ticket = cat.reserve(name, config.request_timeout);
+        let ticket = cat.reserve(name, &config);
         Ok(Reserved::Now(ticket, Box::new(config)))
     }
 

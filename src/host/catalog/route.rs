@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Catalog, HostShared};
+use super::{Catalog, Entry, HostShared};
 use crate::client::{Client, Status};
 use crate::deadline::After;
 use crate::host::{HostError, ItemKind, WhenUnavailable};
@@ -43,10 +43,12 @@ impl Route {
 
 /// Why an item could not be routed now.
 enum Miss {
-    /// Its server (found by the name's prefix) has not listed yet.
+    /// Its server (found by the name's prefix) has not listed yet; when
+    /// it is starting again after it was down, why it was.
     NotYet {
         server: String,
         timeout: Duration,
+        revived_from: Option<String>,
     },
     /// No server has it.
     Unknown,
@@ -97,12 +99,7 @@ impl HostShared {
             .ok_or_else(|| Miss::Error(HostError::UnknownServer(server.clone())))?;
         match entry.status() {
             Status::Ready(_) => {}
-            s if s.is_final() => {
-                return Err(Miss::Error(HostError::Removed {
-                    server,
-                    reason: describe(&s),
-                }))
-            }
+            s if s.is_final() => return Err(Miss::Error(down(server, entry))),
             s if self.when_unavailable == WhenUnavailable::FailFast => {
                 return Err(Miss::Error(HostError::Unavailable {
                     server,
@@ -131,16 +128,36 @@ impl HostShared {
                 .find(|(server, _)| name.starts_with(&self.naming.prefix(server))),
         };
         match owner {
-            Some((server, e)) if e.status().is_final() => Miss::Error(HostError::Removed {
-                server: server.clone(),
-                reason: describe(&e.status()),
-            }),
+            Some((server, e)) if e.status().is_final() => Miss::Error(down(server.clone(), e)),
             Some((server, e)) if !e.listed => Miss::NotYet {
                 server: server.clone(),
-                timeout: e.request_timeout,
+                timeout: e.request_timeout(),
+                revived_from: e.revived_from.clone(),
             },
             _ => Miss::Unknown,
         }
+    }
+
+    /// The error a call of the namespaced `name` of `kind` gets now,
+    /// without waiting; `None` if it would be routed.
+    pub(crate) fn route_error(&self, kind: ItemKind, name: &str) -> Option<HostError> {
+        self.route_now(kind, name)
+            .err()
+            .map(|m| m.into_error(kind, name))
+    }
+}
+
+/// The error of a call to `server`, which gave up (or stopped): down until
+/// its revive, or removed for good.
+fn down(server: String, entry: &Entry) -> HostError {
+    let reason = describe(&entry.status());
+    match entry.next_try_in() {
+        Some(next_try_in) => HostError::Down {
+            server,
+            reason,
+            next_try_in,
+        },
+        None => HostError::Removed { server, reason },
     }
 }
 
@@ -148,9 +165,16 @@ impl Miss {
     fn into_error(self, kind: ItemKind, name: &str) -> HostError {
         match self {
             Miss::Error(e) => e,
-            Miss::NotYet { server, .. } => HostError::Unavailable {
+            Miss::NotYet {
                 server,
-                state: "starting: its list is not known yet".into(),
+                revived_from,
+                ..
+            } => HostError::Unavailable {
+                server,
+                state: match revived_from {
+                    Some(reason) => format!("starting again after it was down ({reason})"),
+                    None => "starting: its list is not known yet".into(),
+                },
             },
             Miss::Unknown => match kind {
                 ItemKind::Tool => HostError::UnknownTool(name.to_owned()),

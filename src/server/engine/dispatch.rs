@@ -28,7 +28,7 @@ pub(crate) struct Dispatch {
     pub(crate) client_capabilities: Option<Arc<Value>>,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<String>,
-    /// Stateless multi-round requests: the `name` (or `uri`) they are for,
+    /// 2026-07-28 multi-round requests: the `name` (or `uri`) they are for,
     /// which a held call's retry must match.
     pub(crate) target: Option<String>,
     /// The head of the HTTP request that carried it; set by the HTTP
@@ -60,7 +60,7 @@ fn required<'a>(
     }
 }
 
-/// Validates the stateless `_meta`; returns the client capabilities.
+/// Validates the 2026-07-28 `_meta`; returns the client capabilities.
 fn check_stateless_meta(m: &Map<String, Value>) -> Result<&Value, ErrorObject> {
     let version = required(m, meta::PROTOCOL_VERSION, "a string", Value::is_string)?
         .as_str()
@@ -146,7 +146,7 @@ pub(crate) fn route(shared: &SessionShared, req: &Request) -> Route {
     }
 }
 
-/// Records what a stateless request reveals; returns its capabilities, shared.
+/// Records what a 2026-07-28 request reveals; returns its capabilities, shared.
 fn record_stateless(shared: &SessionShared, caps: &Value, m: &Map<String, Value>) -> Arc<Value> {
     shared
         .session()

@@ -1,5 +1,5 @@
 //! The one request lifecycle of every way this crate serves MCP: stdio,
-//! Streamable HTTP sessions and stateless HTTP requests are transports on
+//! Streamable HTTP sessions and 2026-07-28 HTTP requests are transports on
 //! it, each telling the engine where a request's messages and answer go
 //! (a [`Reply`]).
 //!
@@ -16,7 +16,7 @@
 //!   result that cannot be serialised answered -32603, the hints added to a
 //!   2026-07-28 result, cancellation without an answer.
 //! - [`scope`]: the requests of one client (a stdio session, an HTTP
-//!   session, or the stateless requests of one principal): ids unique
+//!   session, or the 2026-07-28 requests of one principal): ids unique
 //!   while in flight (where the revision has sessions), at most
 //!   `max_in_flight` running, the others waiting in arrival order, their
 //!   bytes held against `max_inbound_bytes` ([`budget`]).

@@ -61,7 +61,7 @@ pub(crate) trait Reply: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unanswered {
     /// The client cancelled it, or its transport dropped it (a closed
-    /// stateless stream, an ended session): nobody waits for an answer.
+    /// 2026-07-28 stream, an ended session): nobody waits for an answer.
     Withdrawn,
     /// The server is stopping and its drain is over.
     Stopping,
@@ -73,6 +73,16 @@ struct Running {
     shared: Arc<RequestShared>,
     /// Its answer is not wanted any more.
     withdrawn: Arc<AtomicBool>,
+}
+
+/// Releases a request's charge on the inbound byte budget when its task
+/// ends, however it ends (the contexts a handler keeps may live on).
+struct InputHeld(Arc<RequestShared>);
+
+impl Drop for InputHeld {
+    fn drop(&mut self) {
+        self.0.release_input();
+    }
 }
 
 /// See the [module documentation](self).
@@ -268,17 +278,18 @@ impl<H: Handler> Engine<H> {
             reply: Some(reply),
         };
         let handler = self.handler.clone();
-        let recorded = rs.clone();
+        rs.hold_input(charge);
+        let input = InputHeld(rs.clone());
         let task = async move {
             let mut guard = guard;
-            let _charge = charge;
+            let input = input;
             let id = req.id.clone();
             // Pinned in the task itself: no allocation per request.
             let work = handler.handle_request(req, ctx);
             tokio::pin!(work);
             let out = Watched { inner: work }.await;
             let line = match out {
-                Ok(result) => answer_line(&id, hints, result, recorded.recorded()),
+                Ok(result) => answer_line(&id, hints, result, input.0.recorded()),
                 Err(()) => {
                     tracing::warn!(%id, "request handler panicked: answering -32603");
                     encode::error(

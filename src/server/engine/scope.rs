@@ -1,9 +1,9 @@
 //! The requests of one client: a stdio session, an HTTP session, or the
-//! stateless requests of one principal.
+//! 2026-07-28 requests of one principal.
 //!
 //! - **Ids.** Where the revision has sessions (stdio, 2025-11-25 HTTP), an
 //!   id in flight or waiting is unique: a second request with it is refused
-//!   ([`Duplicate`]; `5` and `"5"` are different ids). Stateless requests
+//!   ([`Duplicate`]; `5` and `"5"` are different ids). 2026-07-28 requests
 //!   stand alone, so their ids may repeat.
 //! - **`max_in_flight`.** At most that many requests of the scope run at
 //!   once; the others wait in arrival order. A `subscriptions/listen`

@@ -25,8 +25,9 @@ use super::Rejection;
 /// for all bodies being read at once.
 ///
 /// The share is the request's [`Principal`](super::Principal)'s, else its
-/// peer address's (`ConnectInfo<SocketAddr>`): each chunk takes room as it
-/// arrives, waiting while there is none (within the deadline), so a
+/// peer address group's (`ConnectInfo<SocketAddr>`; all of loopback is
+/// one, an IPv6 /64 is one): each chunk takes room as it arrives, waiting
+/// while there is none (within the deadline), so a
 /// client that announces a large body and stalls holds only what it sent,
 /// only until the deadline, and only of its share. A layer that must see a
 /// body before the endpoint does (a check of what a call names) reads it

@@ -23,7 +23,8 @@ pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 64 * 1024 * 1024;
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Default [`HttpConfig::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
-/// Default [`HttpConfig::max_connections_per_peer`]: half of
+/// Default [`HttpConfig::max_connections_per_peer`] (per owner: all of
+/// loopback, an IPv4 address, an IPv6 /64): half of
 /// [`DEFAULT_MAX_CONNECTIONS`].
 pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = DEFAULT_MAX_CONNECTIONS / 2;
 /// Default [`HttpConfig::max_sessions_per_principal`]: a quarter of
@@ -73,7 +74,8 @@ pub struct HttpConfig {
     /// Identity, capabilities and the limits shared with stdio. Its
     /// `max_message_bytes` (default 8 MiB) bounds a request body; its
     /// `max_inbound_bytes` (default 64 MiB) bounds the bodies being read
-    /// and the parsed messages held, across all requests; its
+    /// and the parsed messages held, across all requests, each principal
+    /// holding a share of it (see that field); its
     /// [`max_in_flight`](ServerConfig::max_in_flight) bounds one client's
     /// running requests as on stdio; its `stop_drain` is the grace given to
     /// in-flight requests on [`stop`](crate::server::ServerHandle::stop).
@@ -88,18 +90,24 @@ pub struct HttpConfig {
     /// origin is refused with 403; a request without one (not from a
     /// browser) is accepted. Default [`Allow::Loopback`].
     pub allowed_origins: Allow,
-    /// 2025-11-25 era: the most sessions at once. When the table is full,
-    /// an `initialize` ends the oldest idle session (no request running,
-    /// no stream open) of the principal that holds the most sessions; when
-    /// no session is idle, it is refused with 503 and `Retry-After`.
-    /// Default [`DEFAULT_MAX_SESSIONS`].
+    /// 2025-11-25 era: the most sessions at once. Principals that hold a
+    /// session fill at most 7/8 of it: the last eighth is for principals
+    /// that hold none, one session each. An `initialize` with no room
+    /// takes the place of an expired session (idle for
+    /// [`session_idle_timeout`](Self::session_idle_timeout)) if there is
+    /// one, else it is refused with 503 and `Retry-After`. A session ends
+    /// only by DELETE, its idle expiry or the server's stop, never to make
+    /// room. Default [`DEFAULT_MAX_SESSIONS`].
     pub max_sessions: usize,
     /// 2025-11-25 era: the most sessions of one principal (the
     /// [`Principal`](super::Principal) an authentication layer set on the
-    /// request, else the peer's IP address). Its `initialize` beyond it
-    /// ends its own oldest idle session, or is refused with 503 when none
-    /// is idle. So one client opening sessions it never closes cannot fill
-    /// the table for the others. Capped at `max_sessions`. Default
+    /// request, else the peer's address group: all of loopback, one IPv4
+    /// address, or one IPv6 /64). Its `initialize` beyond it takes the
+    /// place of its own expired session, or is refused with 503 when none
+    /// has expired. So one client opening sessions it never closes cannot
+    /// fill the table for the others; without an authentication layer,
+    /// all clients of one address group share this quota. Capped at 7/8
+    /// of `max_sessions`. Default
     /// [`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`].
     pub max_sessions_per_principal: usize,
     /// 2025-11-25 era: bytes of messages one session may have queued and
@@ -119,20 +127,29 @@ pub struct HttpConfig {
     /// are trimmed. Default [`DEFAULT_MAX_BUFFERED_BYTES`] (64 MiB).
     pub max_buffered_bytes: usize,
     /// 2025-11-25 era: a session with no request and no open stream for
-    /// this long ends (its id then gets 404). Default
+    /// this long ends (its id then gets 404): it has expired, and is the
+    /// only kind of session a new one may take the place of. Default
     /// [`DEFAULT_SESSION_IDLE_TIMEOUT`] (10 minutes).
     pub session_idle_timeout: Duration,
     /// [`HttpServer`](super::HttpServer) only: the most TCP connections at
     /// once. A new connection beyond it takes the place of the oldest idle
-    /// connection (one waiting for its next request) of the peer address
-    /// that holds the most; when none is idle, it waits in the kernel's
-    /// accept queue. Default [`DEFAULT_MAX_CONNECTIONS`].
+    /// connection of the owner that holds the most (idle: waiting for its
+    /// next request, its previous answer written whole); when none is
+    /// idle, it is answered 503 with `Retry-After` and closed, and counted
+    /// ([`ServerHandle::refused_connections`](crate::server::ServerHandle::refused_connections)).
+    /// The last eighth of it is kept for owners that hold fewer than 4
+    /// connections, so owners holding theirs busy never lock a newcomer
+    /// out. Default [`DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: usize,
     /// [`HttpServer`](super::HttpServer) only: the most TCP connections of
-    /// one peer address. A new one beyond it takes the place of that
-    /// peer's oldest idle connection, or is closed at once when all of
-    /// them are busy. Capped at `max_connections`; behind a reverse proxy
-    /// (every client one address) set it to `max_connections`. Default
+    /// one owner, busy or idle: the peer's address group, which is all of
+    /// loopback (every local process), one IPv4 address, or one IPv6 /64.
+    /// A new one beyond it takes the place of that owner's oldest idle
+    /// connection, or is answered 503 with `Retry-After` when all of them
+    /// are busy (running a request, holding a stream open, or still
+    /// writing an answer). Capped at `max_connections`; behind a reverse
+    /// proxy (every client one address) set it to `max_connections`, which
+    /// also gives up the room kept for newcomers. Default
     /// [`DEFAULT_MAX_CONNECTIONS_PER_PEER`].
     pub max_connections_per_peer: usize,
     /// [`HttpServer`](super::HttpServer) only: how long a connection may

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 
 use crate::jsonrpc::{Notification, Request};
 use crate::server::context::RequestContext;
-use crate::server::engine::budget::InboundBudget;
+use crate::server::engine::budget::{InboundBudget, Share};
 use crate::server::engine::{Engine, Scope};
 use crate::server::error::{HandlerError, SendError};
 use crate::server::handle::{MessageTarget, ServerHandle, SessionShared, Sessions};
@@ -131,12 +131,14 @@ pub(crate) struct Core {
     /// The 2025-11-25 era sessions.
     sessions: Arc<dyn SessionStore>,
     engine: Arc<Engine<Erased>>,
-    /// The stateless requests of each principal: a scope each.
+    /// The 2026-07-28 requests of each principal: a scope each.
     stateless: Mutex<HashMap<Owner, Arc<Scope<StreamReply>>>>,
     /// Bytes queued in all streams.
     global: Arc<Counter>,
     /// Parsed input held (`max_inbound_bytes`), shared by all sessions.
     inbound: Arc<InboundBudget>,
+    /// What each principal holds of `inbound`.
+    inbound_shares: Mutex<HashMap<Owner, Arc<Share>>>,
     /// Bytes of request bodies being read (`max_inbound_bytes`).
     bodies: BodyReader,
     stopping: AtomicBool,
@@ -187,6 +189,7 @@ impl Tasks {
 #[derive(Default)]
 pub(crate) struct Warned {
     sessions_full: Throttle,
+    inbound_refused: Throttle,
 }
 
 impl Core {
@@ -250,6 +253,20 @@ impl Core {
         self.warned.sessions_full.admit()
     }
 
+    /// Whether to log now that a request was refused for
+    /// `max_inbound_bytes`; the refusals skipped since the last log.
+    pub(crate) fn warn_inbound_refused(&self) -> Option<u64> {
+        self.warned.inbound_refused.admit()
+    }
+
+    /// What `owner` holds of the budget for parsed input.
+    pub(crate) fn inbound_share(&self, owner: &Owner) -> Arc<Share> {
+        crate::sync::lock(&self.inbound_shares)
+            .entry(owner.clone())
+            .or_default()
+            .clone()
+    }
+
     /// A receiver that wakes when the background tasks are done.
     pub(crate) fn watch_done(&self) -> watch::Receiver<bool> {
         self.done.subscribe()
@@ -286,6 +303,7 @@ impl Core {
             engine,
             stateless: Mutex::new(HashMap::new()),
             inbound,
+            inbound_shares: Mutex::new(HashMap::new()),
             bodies,
             stopping: AtomicBool::new(false),
             timer: CoarseTimer::new(),
@@ -371,7 +389,7 @@ impl Core {
         s
     }
 
-    /// The scope of `owner`'s stateless requests.
+    /// The scope of `owner`'s 2026-07-28 requests.
     pub(crate) fn stateless_scope(&self, owner: &Owner) -> Arc<Scope<StreamReply>> {
         crate::sync::lock(&self.stateless)
             .entry(owner.clone())
@@ -439,8 +457,8 @@ impl Core {
     }
 
     /// Ends sessions idle for `session_idle_timeout` (and forgets the
-    /// stateless scopes of principals with nothing in flight), until the
-    /// server is gone or stopping.
+    /// 2026-07-28 scopes and inbound shares of principals with nothing in
+    /// flight), until the server is gone or stopping.
     pub(crate) async fn sweep(core: Weak<Core>) {
         let Some(timeout) = core.upgrade().map(|c| c.config.session_idle_timeout) else {
             return;
@@ -454,6 +472,7 @@ impl Core {
             }
             crate::sync::lock(&core.stateless)
                 .retain(|_, scope| Arc::strong_count(scope) > 1 || !scope.is_empty());
+            crate::sync::lock(&core.inbound_shares).retain(|_, share| Arc::strong_count(share) > 1);
             let Some(before) = tokio::time::Instant::now().checked_sub(timeout) else {
                 continue;
             };

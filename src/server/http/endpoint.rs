@@ -2,10 +2,10 @@
 //! the 2025-11-25 era's sessions, both eras told apart per request.
 //!
 //! A request's era: the `MCP-Protocol-Version` header names it; without the
-//! header, a body carrying the 2026-07-28 `_meta` is stateless and anything
+//! header, a body carrying the 2026-07-28 `_meta` is 2026-07-28 and anything
 //! else (an `initialize`, a session's traffic from a client older than
-//! 2025-06-18) stateful. A stateful request with a `MCP-Session-Id` header and
-//! an unknown version is stateful (and refused with 400 for that version).
+//! 2025-06-18) 2025-11-25. A 2025-11-25 request with a `MCP-Session-Id` header and
+//! an unknown version is 2025-11-25 (and refused with 400 for that version).
 
 // A refusal is the HTTP response itself: returned as is, once per request.
 #![allow(clippy::result_large_err)]
@@ -21,8 +21,9 @@ use serde_json::Value;
 
 use crate::http::headers;
 use crate::jsonrpc::{encode, Message, RequestId};
-use crate::memory_estimate;
+use crate::memory_estimate::{self, Estimate};
 use crate::protocol::{meta, methods, Era, STATEFUL_VERSIONS, STATELESS_VERSIONS};
+use crate::server::engine::budget::{Charge, Refused};
 use crate::server::engine::dispatch::{route, Route};
 use crate::server::engine::{Duplicate, Scope};
 use crate::server::handle::ServerHandle;
@@ -192,10 +193,10 @@ async fn post(
     let (msg, charge) = match parsed {
         Some(p) => {
             let (msg, estimate) = p.into_parts();
-            let Some(charge) = core.inbound().try_take(estimate) else {
-                return Rejection::Busy.into_response();
-            };
-            (msg, charge)
+            match charge(&core, &owner, estimate) {
+                Ok(charge) => (msg, charge),
+                Err(r) => return r.into_response(),
+            }
         }
         None => {
             let bytes = match core.bodies().read_as(h, owner.clone(), body).await {
@@ -204,8 +205,9 @@ async fn post(
             };
             // Charged before parsing, as on stdio: what the parsed message
             // will hold.
-            let Some(charge) = core.inbound().try_take(memory_estimate::estimate(&bytes)) else {
-                return Rejection::Busy.into_response();
+            let charge = match charge(&core, &owner, memory_estimate::estimate(&bytes)) {
+                Ok(c) => c,
+                Err(r) => return r.into_response(),
             };
             match Message::parse(&bytes) {
                 Ok(m) => (m, charge),
@@ -217,6 +219,24 @@ async fn post(
         Era::Stateless => post_stateless(core, &parts, owner, msg, charge, accepts).await,
         Era::Stateful => post_stateful(core, &parts, owner, msg, charge, accepts).await,
     }
+}
+
+/// Charges a message's estimate to its owner's share of the inbound
+/// budget, without waiting: the refusal (413 for a message larger than a
+/// share, else 503) when it does not fit.
+fn charge(core: &Core, owner: &Owner, e: Estimate) -> Result<Charge, Rejection> {
+    let share = core.inbound_share(owner);
+    core.inbound().try_take_shared(&share, e).map_err(|refused| {
+        let r = match refused {
+            Refused::TooLarge { bytes, share } => Rejection::InboundTooLarge { bytes, share },
+            Refused::ShareInUse { share } => Rejection::InboundShareInUse { share },
+            Refused::Full => Rejection::Busy,
+        };
+        if let Some(skipped) = core.warn_inbound_refused() {
+            tracing::warn!(server = %core.name(), %owner, held = share.held(), skipped, "request refused: {r}");
+        }
+        r
+    })
 }
 
 fn request_id(m: &Message) -> Option<RequestId> {
@@ -232,7 +252,7 @@ async fn post_stateless(
     parts: &Arc<Parts>,
     owner: Owner,
     msg: Message,
-    charge: crate::server::engine::budget::Charge,
+    charge: Charge,
     accepts: Accepts,
 ) -> Response<Body> {
     let h = &parts.headers;
@@ -318,7 +338,7 @@ fn session_of(core: &Core, h: &HeaderMap, owner: &Owner) -> Result<Arc<Session>,
     }
 }
 
-/// A stateful request's version header, when present, must be a stateful
+/// A 2025-11-25 request's version header, when present, must be a 2025-11-25
 /// version.
 fn stateful_version_ok(h: &HeaderMap) -> Result<(), Rejection> {
     match h.get(PROTOCOL_VERSION) {
@@ -335,7 +355,7 @@ async fn post_stateful(
     parts: &Arc<Parts>,
     owner: Owner,
     msg: Message,
-    charge: crate::server::engine::budget::Charge,
+    charge: Charge,
     accepts: Accepts,
 ) -> Response<Body> {
     let h = &parts.headers;
@@ -441,9 +461,9 @@ fn initialize(core: &Arc<Core>, req: &crate::jsonrpc::Request, owner: Owner) -> 
         Route::Answer(Ok(v)) => {
             match core.sessions().insert(session.clone()) {
                 Ok(None) => {}
-                Ok(Some(evicted)) => {
-                    tracing::info!(server = %core.name(), session = %evicted.id(), owner = %evicted.owner(), "idle session ended to make room for a new one");
-                    core.end_session(&evicted);
+                Ok(Some(expired)) => {
+                    tracing::info!(server = %core.name(), session = %expired.id(), owner = %expired.owner(), "expired session ended to make room for a new one");
+                    core.end_session(&expired);
                 }
                 Err(full) => {
                     session.end();
@@ -486,7 +506,7 @@ enum Kind {
     },
 }
 
-/// Cancels a stateless request if its response goes away first.
+/// Cancels a 2026-07-28 request if its response goes away first.
 struct CancelOnDrop {
     core: std::sync::Weak<Core>,
     request: Option<(Arc<Scope<StreamReply>>, u64)>,
@@ -621,7 +641,7 @@ fn watch_open(body: SseBody, session: &Arc<Session>, stream: Arc<Stream>) -> Sse
     }))
 }
 
-/// The HTTP status of a stateless answer: by its error code, if an error.
+/// The HTTP status of a 2026-07-28 answer: by its error code, if an error.
 ///
 /// The answer is our encoder's line: `{"jsonrpc":"2.0","id":ID,` then
 /// `"result":` or `"error":`, compact. A quote inside a string is escaped,

@@ -12,9 +12,8 @@ use crate::jsonrpc::{codes, encode, ErrorObject, ParseError, RequestId};
 use crate::protocol::{STATEFUL_VERSIONS, STATELESS_VERSIONS};
 
 /// The JSON-RPC code of a refusal that is no JSON-RPC error of its own
-/// (admission, sessions, the server's state): the implementation-defined
-/// server error.
-const SERVER_ERROR: i64 = -32000;
+/// (admission, sessions, the server's state).
+const SERVER_ERROR: i64 = codes::SERVER_ERROR;
 /// The code of an unknown or ended session (2025-11-25 era).
 const SESSION_NOT_FOUND: i64 = -32001;
 
@@ -100,10 +99,27 @@ pub enum Rejection {
         /// What failed.
         reason: String,
     },
-    /// The parsed input the server holds is at `max_inbound_bytes`: 503,
-    /// -32000, with `Retry-After: 1`.
+    /// The parsed input the clients hold is at what they may hold of
+    /// `max_inbound_bytes` (7/8 of it; the rest is for a newcomer's first
+    /// small message): 503, -32000, with `Retry-After: 1`.
     #[error("server busy: max_inbound_bytes in use")]
     Busy,
+    /// The message would hold more, once parsed, than one client may hold
+    /// of `max_inbound_bytes` (a quarter of it): 413, -32600.
+    #[error("the message would hold {bytes} bytes once parsed, more than one client's share of max_inbound_bytes ({share} bytes)")]
+    InboundTooLarge {
+        /// The message's estimate, in bytes.
+        bytes: usize,
+        /// One client's share, in bytes.
+        share: usize,
+    },
+    /// The caller's requests hold its share of `max_inbound_bytes`: 503,
+    /// -32000, with `Retry-After: 1`.
+    #[error("this client's requests hold its share of max_inbound_bytes ({share} bytes): retry when one has ended")]
+    InboundShareInUse {
+        /// One client's share, in bytes.
+        share: usize,
+    },
     /// The body is not JSON: 400, -32700.
     #[error("Parse error: the body is not JSON")]
     NotJson,
@@ -192,8 +208,8 @@ pub enum Rejection {
         /// The version asked for.
         requested: String,
     },
-    /// `initialize` found the session table full, none of its sessions
-    /// idle: 503, -32000, with `Retry-After: 1`.
+    /// `initialize` found the caller's quota or the session table full,
+    /// none of its sessions expired: 503, -32000, with `Retry-After: 1`.
     #[error("{}", sessions_full(*per_principal, *max))]
     SessionsFull {
         /// The `initialize` request's id.
@@ -257,13 +273,16 @@ pub enum Rejection {
     },
 }
 
-fn sessions_full(per_principal: bool, max: usize) -> String {
+/// The wording of [`Rejection::SessionsFull`].
+pub(crate) fn sessions_full(per_principal: bool, max: usize) -> String {
     if per_principal {
         format!(
-            "too many sessions of this client (max_sessions_per_principal = {max}), none of them idle"
+            "too many sessions of this client (max_sessions_per_principal = {max}), none of them expired (session_idle_timeout)"
         )
     } else {
-        format!("too many sessions (max_sessions = {max}), none of them idle")
+        format!(
+            "too many sessions (max_sessions = {max}, the last eighth kept for clients holding none), none of them expired (session_idle_timeout)"
+        )
     }
 }
 
@@ -305,13 +324,16 @@ impl Rejection {
             HostNotAllowed | OriginNotAllowed | OutsideGrant { .. } => StatusCode::FORBIDDEN,
             MetricsNeedOperator | MetricsLoopbackOnly => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            Stopping | HostStopped | Busy | SessionsFull { .. } | ServerUnavailable { .. } => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Stopping
+            | HostStopped
+            | Busy
+            | InboundShareInUse { .. }
+            | SessionsFull { .. }
+            | ServerUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
             UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyTooLarge { .. } | InboundTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             BodyUnreadable { .. }
             | NotJson
@@ -351,6 +373,7 @@ impl Rejection {
             | Stopping
             | HostStopped
             | Busy
+            | InboundShareInUse { .. }
             | SessionRequired { .. }
             | SessionVersion { .. }
             | SessionsFull { .. }
@@ -362,6 +385,7 @@ impl Rejection {
             | NotAcceptable { .. }
             | UnsupportedMediaType { .. }
             | BodyTooLarge { .. }
+            | InboundTooLarge { .. }
             | BodyTimeout { .. }
             | Batch
             | InvalidMessage { .. }
@@ -466,7 +490,9 @@ impl IntoResponse for Rejection {
             Rejection::MethodNotAllowed { allow } => {
                 h.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
-            Rejection::Busy | Rejection::SessionsFull { .. } => {
+            Rejection::Busy
+            | Rejection::InboundShareInUse { .. }
+            | Rejection::SessionsFull { .. } => {
                 h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}

@@ -244,7 +244,7 @@ async fn serve_on<H: Handler>(
     let app = endpoint::router(core.clone());
     tracing::info!(server = %core.name(), %addr, path = %core.config().path, "http server listening");
     root.mark_ready();
-    serve_app(listener, app, limits, done, flush)
+    serve_app(listener, app, limits, root.connections(), done, flush)
         .await
         .map_err(ServerError::Read)?;
     tracing::info!(server = %core.name(), "http server stopped");

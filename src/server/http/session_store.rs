@@ -7,9 +7,16 @@
 //! records elsewhere (so that a request may reach any of several
 //! machines) implements the same five operations; a session's streams and
 //! running requests stay with the process that serves them.
+//!
+//! A session ends by DELETE, by its idle expiry or by the server's stop,
+//! never to make room for another: an `initialize` past a quota takes the
+//! place of a session only when that one has expired (idle for
+//! `session_idle_timeout`, which the next sweep would end anyway), and is
+//! refused otherwise.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -24,9 +31,9 @@ use super::session::Session;
 /// Every method is quick and never waits on I/O: the endpoint calls them
 /// while serving a request.
 pub(crate) trait SessionStore: Send + Sync + 'static {
-    /// Adds a session; the session it took the place of, if any (ended by
-    /// the caller). Refused when the owner's quota or the table is full and
-    /// no session can give way.
+    /// Adds a session; the expired session it took the place of, if any
+    /// (ended by the caller). Refused when the owner's quota or the table
+    /// is full and no session there has expired.
     fn insert(&self, session: Arc<Session>) -> Result<Option<Arc<Session>>, TableFull>;
 
     /// The session with this id, if it is live.
@@ -56,11 +63,9 @@ impl<S: SessionStore> Sessions for S {
 /// Why an `initialize` got no session.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum TableFull {
-    #[error(
-        "too many sessions of this client (max_sessions_per_principal = {0}), none of them idle"
-    )]
+    #[error("{}", super::rejection::sessions_full(true, *.0))]
     Principal(usize),
-    #[error("too many sessions (max_sessions = {0}), none of them idle")]
+    #[error("{}", super::rejection::sessions_full(false, *.0))]
     Server(usize),
 }
 
@@ -97,12 +102,14 @@ impl Table {
         Some(s)
     }
 
-    /// The id of the idle session seen last longest ago, of `owner` (any
-    /// owner: `None`) and among those, of the owner holding the most.
-    fn oldest_idle(&self, owner: Option<&Owner>) -> Option<String> {
+    /// The id of the session that expired longest ago (idle since
+    /// `before`), of `owner` (any owner: `None`, and among them, of the
+    /// owner holding the most).
+    fn oldest_expired(&self, owner: Option<&Owner>, before: Option<Instant>) -> Option<String> {
+        let before = before?;
         self.map
             .values()
-            .filter(|s| owner.is_none_or(|o| o == s.owner()) && s.idle())
+            .filter(|s| owner.is_none_or(|o| o == s.owner()) && s.idle_since(before))
             .max_by_key(|s| {
                 (
                     self.per_owner.get(s.owner()).copied().unwrap_or(0),
@@ -116,45 +123,58 @@ impl Table {
 /// The sessions kept in this process, with a quota per owner
 /// (`max_sessions`, `max_sessions_per_principal`).
 ///
-/// A new session of an owner at its quota takes the place of that owner's
-/// oldest idle session; in a full table, of the oldest idle session of
-/// the owner that holds the most. Without one to take, it is refused.
+/// The owners together hold at most 7/8 of `max_sessions`: the last
+/// eighth is for owners that hold no session, one each. A new session past
+/// its owner's quota, or past what the table has for it, takes the place
+/// of an expired session (its owner's own, or in a full table the one of
+/// the owner holding the most); without one, it is refused.
 pub(crate) struct MemorySessions {
     table: Mutex<Table>,
     max: usize,
+    /// What owners that already hold a session may fill together.
+    open: usize,
     per_owner: usize,
+    /// A session idle this long has expired.
+    idle_timeout: Duration,
 }
 
 impl MemorySessions {
     pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
+        let max = config.max_sessions.max(1);
+        let open = max - max / 8;
         Arc::new(MemorySessions {
             table: Mutex::new(Table::default()),
-            max: config.max_sessions.max(1),
-            per_owner: config
-                .max_sessions_per_principal
-                .clamp(1, config.max_sessions.max(1)),
+            max,
+            open,
+            per_owner: config.max_sessions_per_principal.clamp(1, open),
+            idle_timeout: config.session_idle_timeout,
         })
     }
 }
 
 impl SessionStore for MemorySessions {
     fn insert(&self, session: Arc<Session>) -> Result<Option<Arc<Session>>, TableFull> {
+        let expired_before = Instant::now().checked_sub(self.idle_timeout);
         let mut t = crate::sync::lock(&self.table);
         let held = t.per_owner.get(session.owner()).copied().unwrap_or(0);
+        let room = if held == 0 { self.max } else { self.open };
         let make_room = if held >= self.per_owner {
             Some(
-                t.oldest_idle(Some(session.owner()))
+                t.oldest_expired(Some(session.owner()), expired_before)
                     .ok_or(TableFull::Principal(self.per_owner))?,
             )
-        } else if t.map.len() >= self.max {
-            Some(t.oldest_idle(None).ok_or(TableFull::Server(self.max))?)
+        } else if t.map.len() >= room {
+            Some(
+                t.oldest_expired(None, expired_before)
+                    .ok_or(TableFull::Server(self.max))?,
+            )
         } else {
             None
         };
-        let evicted = make_room.and_then(|id| t.remove(&id));
+        let expired = make_room.and_then(|id| t.remove(&id));
         *t.per_owner.entry(session.owner().clone()).or_insert(0) += 1;
         t.map.insert(session.id().to_owned(), session);
-        Ok(evicted)
+        Ok(expired)
     }
 
     fn get(&self, id: &str) -> Option<Arc<Session>> {
@@ -186,5 +206,82 @@ impl SessionStore for MemorySessions {
             .map(|(k, _)| k.clone())
             .collect();
         idle.iter().filter_map(|k| t.remove(k)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::super::principal::PeerGroup;
+    use super::super::stream::Counter;
+    use super::*;
+    use crate::protocol::Implementation;
+    use crate::server::engine::budget::InboundBudget;
+    use crate::server::ServerConfig;
+
+    fn config(max: usize, per_owner: usize) -> HttpConfig {
+        HttpConfig::new(ServerConfig::new(Implementation::new("t", "0")))
+            .max_sessions(max)
+            .max_sessions_per_principal(per_owner)
+            .session_idle_timeout(Duration::from_secs(60))
+    }
+
+    fn session(config: &HttpConfig, id: &str, peer: u8) -> Arc<Session> {
+        let owner = Owner::Peer(PeerGroup::of(IpAddr::V4(Ipv4Addr::new(10, 0, 0, peer))));
+        Session::new(
+            id.to_owned(),
+            owner,
+            config,
+            &Counter::new(1 << 20),
+            &InboundBudget::new(1 << 20),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_session_idle_for_the_idle_timeout_gives_way_to_a_new_one() {
+        let c = config(16, 2);
+        let store = MemorySessions::new(&c);
+        for id in ["a", "b"] {
+            assert!(store.insert(session(&c, id, 1)).unwrap().is_none());
+        }
+        // Both idle (nothing running, no stream), neither expired.
+        assert!(matches!(
+            store.insert(session(&c, "c", 1)),
+            Err(TableFull::Principal(2))
+        ));
+        tokio::time::advance(Duration::from_secs(30)).await;
+        store.get("b").expect("b").touch();
+        tokio::time::advance(Duration::from_secs(31)).await;
+        // `a` was idle 61 s, `b` 31 s.
+        let expired = store.insert(session(&c, "c", 1)).unwrap();
+        assert_eq!(expired.as_deref().map(Session::id), Some("a"));
+        assert!(matches!(
+            store.insert(session(&c, "d", 1)),
+            Err(TableFull::Principal(2))
+        ));
+        assert!(store.get("b").is_some() && store.get("c").is_some());
+    }
+
+    #[tokio::test]
+    async fn owners_together_leave_an_eighth_of_the_table_to_owners_holding_none() {
+        // 16 sessions: owners that hold one fill 14 at most.
+        let c = config(16, 8);
+        let store = MemorySessions::new(&c);
+        for i in 0..14 {
+            let owner = if i < 8 { 1 } else { 2 };
+            store.insert(session(&c, &format!("s{i}"), owner)).unwrap();
+        }
+        assert!(matches!(
+            store.insert(session(&c, "more", 2)),
+            Err(TableFull::Server(16))
+        ));
+        store.insert(session(&c, "new-3", 3)).expect("a newcomer");
+        store.insert(session(&c, "new-4", 4)).expect("a newcomer");
+        assert!(matches!(
+            store.insert(session(&c, "new-5", 5)),
+            Err(TableFull::Server(16))
+        ));
+        assert_eq!(store.len(), 16);
     }
 }

@@ -13,7 +13,7 @@ use crate::protocol::{meta, methods, STATEFUL_VERSIONS, STATELESS_VERSIONS};
 
 use super::Rejection;
 
-/// Methods of the 2025-11-25 era that the 2026-07-28 era removed: a stateless
+/// Methods of the 2025-11-25 era that the 2026-07-28 era removed: a 2026-07-28
 /// request for one is an unknown method (404, -32601).
 const REMOVED: &[&str] = &[
     methods::INITIALIZE,

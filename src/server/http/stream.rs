@@ -118,7 +118,7 @@ pub(crate) struct Stream {
     /// replay. The 2026-07-28 era has neither.
     resumable: bool,
     replay_limit: usize,
-    /// The queue bound it shares (its session's; a stateless request's own).
+    /// The queue bound it shares (its session's; a 2026-07-28 request's own).
     queue: Arc<Counter>,
     /// The whole server's bound.
     global: Arc<Counter>,
@@ -578,8 +578,8 @@ enum Next {
 
 /// What a request's stream does for its context once the stream has ended
 /// (a context kept by the handler after its answer), or when the client
-/// reads only the answer (JSON only): a stateful request's messages go to
-/// its session's GET stream; a stateless request has nowhere else to send
+/// reads only the answer (JSON only): a 2025-11-25 request's messages go to
+/// its session's GET stream; a 2026-07-28 request has nowhere else to send
 /// them.
 pub(crate) struct RequestTarget {
     stream: Arc<Stream>,
@@ -628,7 +628,7 @@ pub(crate) struct SseBody {
     prelude: Option<Bytes>,
     keep_alive: Duration,
     idle: Pin<Box<tokio::time::Sleep>>,
-    /// Run if dropped before the end (a stateless request: cancel it).
+    /// Run if dropped before the end (a 2026-07-28 request: cancel it).
     on_drop: Option<OnDrop>,
     /// Run when the body ends or is dropped (a session's open-stream count).
     on_close: Option<OnDrop>,

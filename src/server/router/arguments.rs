@@ -12,6 +12,8 @@
 
 use serde_json::Value;
 
+use crate::memory_estimate;
+
 /// Violations listed in one error (the rest are counted).
 const MAX_PROBLEMS: usize = 8;
 /// Longest description of one violation, in bytes: a description quotes
@@ -76,6 +78,43 @@ impl ArgumentCheck {
     }
 }
 
+/// The members of a JSON object that decoding it into a Rust type keeps:
+/// those the type's generated schema names, when it names every member it
+/// takes (an object schema without `additionalProperties`: serde drops
+/// the others); otherwise all (a map, `serde_json::Value`, an enum).
+pub(super) struct Kept(Option<Vec<String>>);
+
+impl Kept {
+    /// The members kept by the type whose generated schema is `schema`.
+    pub(super) fn of(schema: &Value) -> Self {
+        let named = schema.get("type").and_then(Value::as_str) == Some("object")
+            && schema
+                .get("additionalProperties")
+                .is_none_or(|a| *a == Value::Bool(false));
+        Kept(named.then(|| {
+            schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default()
+        }))
+    }
+
+    /// Bytes the kept members of `args` hold parsed: what the decoded
+    /// arguments are charged (a Rust type seldom holds more than the JSON
+    /// value it was decoded from).
+    pub(super) fn estimate(&self, args: &Value) -> usize {
+        match (&self.0, args) {
+            (Some(names), Value::Object(m)) => names
+                .iter()
+                .filter_map(|n| m.get(n))
+                .map(memory_estimate::value)
+                .sum(),
+            _ => memory_estimate::value(args),
+        }
+    }
+}
+
 /// `s` cut to [`MAX_PROBLEM_BYTES`] (at a character boundary), marked.
 fn bounded(mut s: String) -> String {
     if s.len() > MAX_PROBLEM_BYTES {
@@ -126,6 +165,29 @@ mod tests {
             e.starts_with("arguments: ") && e.contains("(rule: required)"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_members_kept_are_those_a_struct_names_or_all_for_a_map_or_a_value() {
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Sleep {
+            ms: u64,
+        }
+        let pad = json!(vec![0u8; 1000]);
+        let args = json!({ "ms": 5, "pad": pad });
+        let only_ms = memory_estimate::value(&json!(5));
+        let sleep = Kept::of(&crate::server::schema_of::<Sleep>());
+        assert_eq!(sleep.estimate(&args), only_ms);
+        let whole = memory_estimate::value(&args);
+        for all in [
+            Kept::of(&crate::server::schema_of::<Value>()),
+            Kept::of(&crate::server::schema_of::<
+                std::collections::HashMap<String, u8>,
+            >()),
+        ] {
+            assert_eq!(all.estimate(&args), whole);
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! `Mcp-Method` and `Mcp-Name` go on every POST in both eras: the
 //! 2026-07-28 transport requires them, and a 2025 server ignores headers
-//! it does not know. `Mcp-Param-*` only on stateless `tools/call`, where the
+//! it does not know. `Mcp-Param-*` only on 2026-07-28 `tools/call`, where the
 //! tool's `x-mcp-header` annotations (learned from `tools/list`) ask.
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -18,7 +18,7 @@ use crate::protocol::meta;
 /// `Accept` of a POST: either answer form.
 const ACCEPT_POST: &str = "application/json, text/event-stream";
 
-/// The version a stateless request names in its `_meta`.
+/// The version a 2026-07-28 request names in its `_meta`.
 pub(super) fn meta_version(params: Option<&Value>) -> Option<&str> {
     params?.get("_meta")?.get(meta::PROTOCOL_VERSION)?.as_str()
 }

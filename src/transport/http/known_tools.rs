@@ -46,7 +46,7 @@ pub(super) fn from_result(core: &Core, result: &mut Value) -> bool {
     !dropped.is_empty()
 }
 
-/// Whether a stateless `tools/call` with `params` names a tool the link has
+/// Whether a 2026-07-28 `tools/call` with `params` names a tool the link has
 /// no annotations for, before any listing of its own.
 pub(super) fn unknown_tool(core: &Core, params: Option<&Value>) -> bool {
     if core.tools_learned.initialized() {

@@ -172,7 +172,7 @@ struct State {
     session_id: Option<String>,
     /// The version `initialize` negotiated.
     stateful_version: Option<String>,
-    /// The version of the last stateless request's `_meta`.
+    /// The version of the last 2026-07-28 request's `_meta`.
     modern_version: Option<String>,
     /// The session's GET stream was started.
     get_started: bool,
