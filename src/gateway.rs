@@ -23,6 +23,7 @@ mod listen;
 mod metrics;
 mod namespace;
 mod passthrough;
+mod refusal;
 mod server_requests;
 mod state;
 mod subscribe;
@@ -33,6 +34,7 @@ pub use auth::{Auth, ClientGrant, MIN_TOKEN_LEN};
 pub use config::{
     HttpGatewayConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_HELD_CALLS,
 };
+pub use refusal::Refusal;
 
 /// Moved to [`host::Reload`](crate::host::Reload).
 #[deprecated(note = "use `conduit_mcp::host::Reload`")]

@@ -224,7 +224,7 @@ impl GatewayState {
         key: Endpoint,
         service: HttpService,
         sessions: Router,
-    ) -> Result<EndpointService, Rejection> {
+    ) -> Result<EndpointService, super::Refusal> {
         let made = EndpointService::new(service, sessions);
         let mut services = crate::sync::lock(&self.services);
         if let Some(m) = services.get(&key) {
@@ -234,7 +234,7 @@ impl GatewayState {
         }
         if self.is_stopping() {
             made.service.handle().stop();
-            return Err(Rejection::Stopping);
+            return Err(Rejection::Stopping.into());
         }
         services.insert(key, made.clone());
         Ok(made)

@@ -13,7 +13,7 @@ mod endpoint;
 mod listener;
 mod principal;
 mod rejection;
-mod response;
+pub(crate) mod response;
 mod room;
 mod server;
 mod session;
