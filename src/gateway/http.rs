@@ -30,7 +30,7 @@ use crate::server::http::{response, Allow, BodyReader, HostOriginLayer, ParsedBo
 use super::auth::{MetricsAccess, Principal};
 use super::config::HttpGatewayConfig;
 use super::refusal::Refusal;
-use super::state::{Endpoint, GatewayState};
+use super::state::{Endpoint, GatewayState, Phase};
 
 /// The routes of a gateway.
 pub(crate) fn router(gateway: Arc<GatewayState>) -> axum::Router {
@@ -344,12 +344,12 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
     for name in gateway.host().lazy_servers() {
         servers.insert(name, json!({ "status": "lazy" }));
     }
-    let status = match () {
-        _ if gateway.is_stopping() => "stopping",
-        _ if gateway.host_gone() => "host_stopped",
-        _ if !gateway.has_started() => "starting",
-        _ if all => "ok",
-        _ => "degraded",
+    let status = match gateway.phase() {
+        Phase::Closing | Phase::Stopped => "stopping",
+        _ if gateway.host().is_stopped() => "host_stopped",
+        Phase::Starting => "starting",
+        Phase::Serving if all => "ok",
+        Phase::Serving => "degraded",
     };
     let code = match status {
         "ok" => StatusCode::OK,
