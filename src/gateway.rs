@@ -22,7 +22,9 @@ mod http;
 mod listen;
 mod metrics;
 mod namespace;
+mod notes;
 mod passthrough;
+mod refusal;
 mod server_requests;
 mod state;
 mod subscribe;
@@ -33,6 +35,7 @@ pub use auth::{Auth, ClientGrant, MIN_TOKEN_LEN};
 pub use config::{
     HttpGatewayConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_HELD_CALLS,
 };
+pub use refusal::Refusal;
 
 /// Moved to [`host::Reload`](crate::host::Reload).
 #[deprecated(note = "use `conduit_mcp::host::Reload`")]
@@ -50,7 +53,7 @@ pub type FrontConfig = HttpGatewayConfig;
 pub type FrontError = HttpGatewayError;
 
 use self::server_requests::ServerRequests;
-use self::state::GatewayState;
+use self::state::{GatewayState, Phase};
 
 /// Why a gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -218,18 +221,22 @@ impl HttpGateway {
         opts.handler = None;
         opts = opts.handler_per_server(move |name| factory.handler_for(name));
         let (host, starting) = Host::launch(host, opts).await?;
-        let state = GatewayState::new(host, config, relay, call_log);
+        let state = GatewayState::new(host, starting, config, relay, call_log);
         let app = http::router(state.clone());
         // The start's end is the gateway's: the task holds no handle of it,
         // so a gateway dropped meanwhile stops its host at once.
         let over = StartOver(Arc::downgrade(&state));
-        let mut starting = starting;
+        let starts = state.starts().clone();
         tokio::spawn(async move {
-            starting.returned().await;
-            if let Some(state) = over.0.upgrade() {
-                state.mark_spawned();
+            let mut held = starts.lock().await;
+            if let Some(s) = held.as_mut() {
+                s.returned().await;
             }
-            starting.settled().await;
+            let starting = held.take();
+            drop(held);
+            if let Some(s) = starting {
+                s.settled().await;
+            }
             drop(over);
         });
         Ok(HttpGateway { state, app })
@@ -305,7 +312,13 @@ impl HttpGateway {
         if let Ok(addr) = listener.local_addr() {
             tracing::info!(%addr, "gateway: listening");
         }
-        let done = self.state.watch_closing();
+        // The listener's signal: the gateway is closing, or gone.
+        let (closing, done) = tokio::sync::watch::channel(false);
+        let mut phase = self.state.watch_phase();
+        tokio::spawn(async move {
+            let _ = phase.wait_for(|p| *p >= Phase::Closing).await;
+            closing.send_replace(true);
+        });
         crate::server::http::serve(
             listener,
             self.app.clone(),
@@ -333,7 +346,7 @@ impl HttpGateway {
     /// ```
     pub async fn shutdown(&self) -> Vec<ServerShutdown> {
         let state = &self.state;
-        state.mark_stopping();
+        state.enter(Phase::Closing);
         let made = state.made();
         tracing::info!(endpoints = made.len(), grace = ?state.config().grace, "gateway: stopping");
         for (_, m) in &made {
@@ -345,14 +358,16 @@ impl HttpGateway {
         // A start still under way would end with the host's actor, its
         // process going without this stop waiting for it: the starts
         // return first (at once: a start returns once its process runs).
-        let mut spawned = state.watch_spawned();
-        if tokio::time::timeout(SPAWN_WAIT, spawned.wait_for(|s| *s))
-            .await
-            .is_err()
-        {
+        let returned = async {
+            if let Some(s) = state.starts().lock().await.as_mut() {
+                s.returned().await;
+            }
+        };
+        if tokio::time::timeout(SPAWN_WAIT, returned).await.is_err() {
             tracing::warn!(wait = ?SPAWN_WAIT, "gateway: a server's start did not return; stopping without it");
         }
         let reports = state.host().stop().wait().await;
+        state.enter(Phase::Stopped);
         tracing::info!(
             servers = reports.len(),
             "gateway: stopped; every server process is gone"
@@ -474,7 +489,7 @@ impl Drop for StartOver {
             return;
         };
         state.watch_all();
-        state.mark_started();
+        state.enter(Phase::Serving);
         tracing::info!(
             servers = state.host().servers().len(),
             lazy = state.host().lazy_servers().len(),

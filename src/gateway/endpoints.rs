@@ -5,11 +5,12 @@
 use std::sync::Arc;
 
 use crate::protocol::Implementation;
-use crate::server::http::{Allow, HttpConfig, HttpService, Rejection};
+use crate::server::http::{Allow, HttpConfig, HttpService};
 use crate::server::{HandlerError, Router, ServerConfig};
 
 use super::namespace::Namespace;
 use super::passthrough::Passthrough;
+use super::refusal::Refusal;
 use super::state::{Endpoint, EndpointService, GatewayState};
 use super::target::{failure, READY_WAIT};
 
@@ -19,8 +20,8 @@ impl GatewayState {
     pub(crate) async fn endpoint(
         self: &Arc<Self>,
         endpoint: &Endpoint,
-    ) -> Result<EndpointService, Rejection> {
-        let unavailable = |e: HandlerError| Rejection::ServerUnavailable {
+    ) -> Result<EndpointService, Refusal> {
+        let unavailable = |e: HandlerError| Refusal::ServerUnavailable {
             error: e.to_error_object(),
         };
         let key = endpoint.clone();

@@ -29,6 +29,7 @@ use super::target::{backend_era, failure, Target};
 
 /// One client's request on its way to a server: who asks, where it goes,
 /// and the request it came in as.
+#[derive(Clone, Copy)]
 pub(crate) struct Call<'a> {
     pub(crate) gateway: &'a Arc<GatewayState>,
     pub(crate) caller: &'a Arc<Principal>,
@@ -39,50 +40,26 @@ pub(crate) struct Call<'a> {
     pub(crate) ctx: &'a RequestContext,
 }
 
-impl<'a> Call<'a> {
-    /// Its parts, for a function that uses most of them.
-    pub(crate) fn parts(
-        &self,
-    ) -> (
-        &'a Arc<GatewayState>,
-        &'a Arc<Principal>,
-        &'a Target,
-        &'a str,
-        &'a RequestContext,
-    ) {
-        (
-            self.gateway,
-            self.caller,
-            self.target,
-            self.method,
-            self.ctx,
-        )
-    }
-}
-
 /// Sends `call`'s method with `params` (already in the server's own
-/// names) to its target, and returns the server's answer.
-pub(crate) async fn forward(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
-    forward_answer(call, params, false).await
-}
-
-/// [`forward`], for an answer the client gets as it is: when the server's
-/// answer needs no change for the client's era, it is handed to the client as
-/// the server wrote it ([`RequestContext::answer_raw`], not parsed and
-/// written again) and `Value::Null` is returned in its place.
-pub(crate) async fn forward_as_is(
-    call: &Call<'_>,
-    params: Option<Value>,
-) -> Result<Value, HandlerError> {
-    forward_answer(call, params, true).await
-}
-
-async fn forward_answer(
-    call: &Call<'_>,
+/// names) to its target, observed in the metrics and the call log, and
+/// returns the server's answer as the client's era wants it.
+///
+/// With `as_is`, when the server's answer needs no change for the client's
+/// era, it is handed to the client as the server wrote it
+/// ([`RequestContext::answer_raw`], not parsed and written again) and
+/// `Value::Null` is returned in its place.
+pub(crate) async fn forward(
+    call: Call<'_>,
     params: Option<Value>,
     as_is: bool,
 ) -> Result<Value, HandlerError> {
-    let (gateway, principal, target, method, ctx) = call.parts();
+    let Call {
+        gateway,
+        caller: principal,
+        target,
+        method,
+        ctx,
+    } = call;
     // Only the call log reads these: no copies without one.
     let log = gateway.call_log();
     let tool = match method {
@@ -108,10 +85,10 @@ async fn forward_answer(
                     return Ok(Value::Null);
                 }
                 // Not one JSON line: parsed, it is refused or written anew.
-                Err(refused) => parsed(refused.into_raw(), target.server()),
+                Err(refused) => parsed(target.server(), Ok(refused.into_raw())),
             }
         }
-        Ok(Answer::Raw(raw)) => parsed(raw, target.server()),
+        Ok(Answer::Raw(raw)) => parsed(target.server(), Ok(raw)),
         Ok(Answer::Value(v)) => Ok(v),
         Err(e) => Err(e),
     };
@@ -119,8 +96,10 @@ async fn forward_answer(
     result.map(|v| for_client(v, method, ctx.era()))
 }
 
-/// A server's result text as a `Value`.
-fn parsed(raw: RawJson, server: &str) -> Result<Value, HandlerError> {
+/// A server's answer as the client's: its result text as a `Value`, its
+/// failure as a JSON-RPC error.
+fn parsed(server: &str, result: Result<RawJson, Error>) -> Result<Value, HandlerError> {
+    let raw = result.map_err(|e| failure(server, &e))?;
     raw.parse::<Value>().map_err(|e| {
         HandlerError::Internal(format!(
             "server `{server}` sent a result that is not JSON: {e}"
@@ -235,8 +214,17 @@ pub(crate) fn for_client(mut v: Value, method: &str, client_era: Era) -> Value {
     v
 }
 
-async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, HandlerError> {
-    let (gateway, principal, target, method, ctx) = call.parts();
+/// Sends the call on: held across the client's rounds for a 2026-07-28
+/// client of a stateful server, else one request, its progress passed
+/// back and the server's requests routed to this call.
+async fn route(call: Call<'_>, params: Option<Value>) -> Result<Answer, HandlerError> {
+    let Call {
+        gateway,
+        caller: principal,
+        target,
+        method,
+        ctx,
+    } = call;
     let backend = backend_era(target).await?;
     if ctx.era() == Era::Stateless
         && backend == Era::Stateful
@@ -264,7 +252,7 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, Handler
         target.client().request_raw(method, params, opts),
     );
     let result = pass_progress(call, progress, |p| send_progress(ctx, p)).await;
-    gateway.flush_notes(target.server()).await;
+    gateway.notes().flush(target.server()).await;
     drop(registered);
     result
         .map(Answer::Raw)
@@ -277,13 +265,12 @@ async fn route(call: &Call<'_>, params: Option<Value>) -> Result<Answer, Handler
 /// the held call's ask: the client's round ends `input_required`, and the
 /// retry's answer goes to the server's waiting request. A retry arrives
 /// here too, and resumes the call.
-async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
-    let (gateway, principal, target, method, ctx) = call.parts();
-    let (gateway, principal) = (gateway.clone(), principal.clone());
+async fn held(call: Call<'_>, params: Option<Value>) -> Result<Value, HandlerError> {
+    let (gateway, principal, ctx) = (call.gateway.clone(), call.caller.clone(), call.ctx);
     let (server, client, method) = (
-        target.server().clone(),
-        target.client().clone(),
-        method.to_owned(),
+        call.target.server().clone(),
+        call.target.client().clone(),
+        call.method.to_owned(),
     );
     ctx.run_held(move |held| async move {
         let (fail, failed) = tokio::sync::oneshot::channel();
@@ -302,15 +289,15 @@ async fn held(call: &Call<'_>, params: Option<Value>) -> Result<Value, HandlerEr
             r = request => r,
             Ok(e) = failed => return Err(HandlerError::from(e)),
         };
-        gateway.flush_notes(&server).await;
+        gateway.notes().flush(&server).await;
         drop(registered);
-        answer(&server, result)
+        parsed(&server, result)
     })
     .await
 }
 
 /// Asks for progress when the client's request did.
-pub(crate) fn with_progress(
+fn with_progress(
     opts: RequestOptions,
     ctx: &RequestContext,
 ) -> (RequestOptions, Option<mpsc::UnboundedReceiver<Progress>>) {
@@ -348,7 +335,7 @@ where
 }
 
 /// One progress notification of the server's call, as the client's.
-pub(crate) fn send_progress(ctx: &RequestContext, p: &Progress) {
+fn send_progress(ctx: &RequestContext, p: &Progress) {
     let _ = ctx.progress(p.progress, p.total, p.message.as_deref());
 }
 
@@ -358,11 +345,7 @@ pub(crate) fn send_progress(ctx: &RequestContext, p: &Progress) {
 /// identity and log level, so that the server asks only for what this
 /// client can give; for a stateful server, no `io.modelcontextprotocol/`
 /// keys and no retry fields.
-pub(crate) fn server_params(
-    params: Option<Value>,
-    ctx: &RequestContext,
-    backend: Era,
-) -> Option<Value> {
+fn server_params(params: Option<Value>, ctx: &RequestContext, backend: Era) -> Option<Value> {
     let mut p = match params {
         Some(Value::Object(m)) => m,
         None => Map::new(),
@@ -404,18 +387,6 @@ pub(crate) fn server_params(
         p.insert("_meta".into(), Value::Object(m));
     }
     Some(Value::Object(p))
-}
-
-/// The server's answer as the client's.
-pub(crate) fn answer(server: &str, result: Result<RawJson, Error>) -> Result<Value, HandlerError> {
-    match result {
-        Ok(raw) => raw.parse::<Value>().map_err(|e| {
-            HandlerError::Internal(format!(
-                "server `{server}` sent a result that is not JSON: {e}"
-            ))
-        }),
-        Err(e) => Err(failure(server, &e)),
-    }
 }
 
 #[cfg(test)]

@@ -18,18 +18,19 @@ use std::net::SocketAddr;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, Request, State};
-use axum::http::{header, HeaderValue, Response, StatusCode, Uri};
+use axum::http::{header, Response, StatusCode, Uri};
 use axum::response::IntoResponse;
 use serde_json::{json, Map, Value};
 
 use crate::client::Status;
 use crate::host::ItemKind;
 use crate::jsonrpc::{Message, RequestId};
-use crate::server::http::{Allow, BodyReader, HostOriginLayer, ParsedBody, Rejection};
+use crate::server::http::{response, Allow, BodyReader, HostOriginLayer, ParsedBody, Rejection};
 
 use super::auth::{MetricsAccess, Principal};
 use super::config::HttpGatewayConfig;
-use super::state::{Endpoint, GatewayState};
+use super::refusal::Refusal;
+use super::state::{Endpoint, GatewayState, Phase};
 
 /// The routes of a gateway.
 pub(crate) fn router(gateway: Arc<GatewayState>) -> axum::Router {
@@ -74,7 +75,7 @@ fn host_origin(config: &HttpGatewayConfig) -> HostOriginLayer {
     layer.named("gateway")
 }
 
-async fn namespace_route(State(r): State<Routes>, req: Request) -> Response<Body> {
+async fn namespace_route(State(r): State<Routes>, req: Request) -> Result<Response<Body>, Refusal> {
     dispatch(&r, Endpoint::Namespace, req).await
 }
 
@@ -82,41 +83,40 @@ async fn passthrough_route(
     State(r): State<Routes>,
     Path(name): Path<String>,
     req: Request,
-) -> Response<Body> {
+) -> Result<Response<Body>, Refusal> {
     dispatch(&r, Endpoint::Server(name.into()), req).await
 }
 
-async fn dispatch(r: &Routes, endpoint: Endpoint, req: Request) -> Response<Body> {
-    match admitted(r, endpoint, req).await {
-        Ok(r) => r,
-        Err(refused) => refused.into_response(),
-    }
-}
-
-async fn admitted(
-    r: &Routes,
-    endpoint: Endpoint,
-    req: Request,
-) -> Result<Response<Body>, Rejection> {
+/// Admits a request to `endpoint` and serves it there: the gateway's
+/// state, the caller's token, the start held for, the server and the
+/// caller's grant, then the endpoint's service.
+async fn dispatch(r: &Routes, endpoint: Endpoint, req: Request) -> Result<Response<Body>, Refusal> {
     let gateway = &r.gateway;
     if gateway.is_stopping() {
-        return Err(Rejection::Stopping);
+        return Err(Rejection::Stopping.into());
     }
     // Let in by the bearer layer (or no token is configured).
     let principal = gateway
         .gate()
         .caller(req.extensions())
         .ok_or(Rejection::Unauthorized)?;
-    held_for_start(gateway).await?;
+    // Requests wait for the start to be over, or the gateway's stop.
+    gateway.start_over().await;
+    if gateway.is_stopping() {
+        return Err(Rejection::Stopping.into());
+    }
+    if gateway.host_gone() {
+        return Err(Refusal::HostStopped);
+    }
     if let Endpoint::Server(name) = &endpoint {
         if !gateway.knows(name) {
-            return Err(Rejection::UnknownServer {
+            return Err(Refusal::UnknownServer {
                 name: name.to_string(),
             });
         }
         if !principal.server_allowed(name) {
             tracing::info!(client = %principal.name(), server = %name, "gateway: request refused: server outside the client's grant");
-            return Err(Rejection::OutsideGrant {
+            return Err(Refusal::OutsideGrant {
                 id: None,
                 what: format!("server `{name}`"),
             });
@@ -138,23 +138,8 @@ async fn admitted(
     let (mut parts, body) = req.into_parts();
     parts.uri = endpoint_uri(&parts.uri);
     let mut router = made.into_router();
-    match tower_service::Service::call(&mut router, Request::from_parts(parts, body)).await {
-        Ok(resp) => Ok(resp),
-        Err(never) => match never {},
-    }
-}
-
-/// Waits for the gateway's start to be over; the refusal (503) when the
-/// gateway stopped meanwhile or its host is gone.
-async fn held_for_start(gateway: &GatewayState) -> Result<(), Rejection> {
-    gateway.start_over().await;
-    if gateway.is_stopping() {
-        return Err(Rejection::Stopping);
-    }
-    if gateway.host_gone() {
-        return Err(Rejection::HostStopped);
-    }
-    Ok(())
+    let served = tower_service::Service::call(&mut router, Request::from_parts(parts, body));
+    Ok(served.await.unwrap_or_else(|never| match never {}))
 }
 
 /// The endpoint's own path (`/mcp`), with the request's query.
@@ -208,7 +193,7 @@ async fn peek(
     principal: &Principal,
     endpoint: &Endpoint,
     req: Request,
-) -> Result<Request, Rejection> {
+) -> Result<Request, Refusal> {
     let gateway = &r.gateway;
     let (mut parts, body) = req.into_parts();
     let bytes = r.bodies.read(&parts, body).await?;
@@ -218,7 +203,7 @@ async fn peek(
         Ok(p) => p,
         Err(refused) => {
             tracing::info!(client = %principal.name(), message = %refused, "gateway: request refused: the grant check cannot read its body");
-            return Err(refused);
+            return Err(refused.into());
         }
     };
     drop(bytes);
@@ -232,7 +217,7 @@ async fn peek(
         tracing::info!(client = %principal.name(), %what, "gateway: call refused: outside the client's grant");
         // In the call log and the metrics as any other outcome.
         gateway.refused(principal, &r.server, m.method.as_deref(), r.own.as_deref());
-        return Err(Rejection::OutsideGrant {
+        return Err(Refusal::OutsideGrant {
             id: m.id.clone(),
             what: what.clone(),
         });
@@ -249,7 +234,7 @@ async fn start_named_lazy(
     gateway: &Arc<GatewayState>,
     principal: &Principal,
     m: &Peek,
-) -> Option<Refusal> {
+) -> Option<Outside> {
     let kind = match m.method.as_deref()? {
         "tools/call" => ItemKind::Tool,
         "prompts/get" => ItemKind::Prompt,
@@ -261,7 +246,7 @@ async fn start_named_lazy(
     }
     let server = gateway.host().lazy_owner(name)?;
     if !principal.server_allowed(&server) {
-        return Some(Refusal {
+        return Some(Outside {
             what: format!("server `{server}`"),
             own: None,
             server,
@@ -275,7 +260,7 @@ async fn start_named_lazy(
 }
 
 /// A call the caller's grant leaves out.
-struct Refusal {
+struct Outside {
     /// What the 403 names (`server `x`` or `tool `x__y``).
     what: String,
     /// The server the call was for.
@@ -290,7 +275,7 @@ fn outside_grant(
     principal: &Principal,
     endpoint: &Endpoint,
     m: &Peek,
-) -> Option<Refusal> {
+) -> Option<Outside> {
     let method = m.method.as_deref()?;
     let (kind, name) = match method {
         "tools/call" => (ItemKind::Tool, m.name.as_deref()?),
@@ -306,14 +291,14 @@ fn outside_grant(
         }
     };
     if !principal.server_allowed(&server) {
-        return Some(Refusal {
+        return Some(Outside {
             what: format!("server `{server}`"),
             server,
             own: Some(own),
         });
     }
     if kind == ItemKind::Tool && !principal.tool_allowed(&server, &own) {
-        return Some(Refusal {
+        return Some(Outside {
             what: format!("tool `{name}`"),
             server,
             own: Some(own),
@@ -359,36 +344,21 @@ async fn health(State(r): State<Routes>) -> Response<Body> {
     for name in gateway.host().lazy_servers() {
         servers.insert(name, json!({ "status": "lazy" }));
     }
-    let stopping = gateway.is_stopping();
-    let gone = gateway.host_gone();
-    let starting = !gateway.has_started();
-    let ok = all && !stopping && !gone && !starting;
-    let body = json!({
-        "status": if stopping {
-            "stopping"
-        } else if gone {
-            "host_stopped"
-        } else if starting {
-            "starting"
-        } else if ok {
-            "ok"
-        } else {
-            "degraded"
-        },
-        "servers": servers,
-    });
-    let status = if ok {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
+    let status = match gateway.phase() {
+        Phase::Closing | Phase::Stopped => "stopping",
+        _ if gateway.host().is_stopped() => "host_stopped",
+        Phase::Starting => "starting",
+        Phase::Serving if all => "ok",
+        Phase::Serving => "degraded",
     };
-    let mut resp = Response::new(Body::from(body.to_string()));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp
+    let code = match status {
+        "ok" => StatusCode::OK,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    response::json(
+        code,
+        json!({ "status": status, "servers": servers }).to_string(),
+    )
 }
 
 /// `GET /metrics`: Prometheus text, for operators: the metrics token or an
@@ -405,11 +375,11 @@ async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
         MetricsAccess::NoToken => return Rejection::Unauthorized.into_response(),
         MetricsAccess::NotOperator => {
             tracing::info!("gateway: /metrics refused: the token is no operator's");
-            return Rejection::MetricsNeedOperator.into_response();
+            return Refusal::MetricsNeedOperator.into_response();
         }
         MetricsAccess::LoopbackOnly => {
             if peer.is_some_and(|ip| !ip.is_loopback()) {
-                return Rejection::MetricsLoopbackOnly.into_response();
+                return Refusal::MetricsLoopbackOnly.into_response();
             }
         }
     }
@@ -420,10 +390,6 @@ async fn metrics(State(r): State<Routes>, req: Request) -> Response<Body> {
         .map(|s| (s.name.clone(), s.is_ready()))
         .collect();
     let text = gateway.metrics().render(&ready, gateway.held_calls());
-    let mut resp = Response::new(Body::from(text));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
-    resp
+    let text_type = "text/plain; version=0.0.4; charset=utf-8";
+    ([(header::CONTENT_TYPE, text_type)], text).into_response()
 }

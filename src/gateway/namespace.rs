@@ -20,7 +20,7 @@ use super::forward::{for_client, forward, Call};
 use super::listen;
 use super::state::GatewayState;
 use super::subscribe::subscription;
-use super::target::{Target, READY_WAIT};
+use super::target::READY_WAIT;
 use super::watches::watch;
 
 /// The handler of `/mcp`, for every caller: each request's caller is in
@@ -186,12 +186,7 @@ impl Namespace {
         ))
     }
 
-    /// The server of `owner`.
-    fn target(gateway: &GatewayState, owner: &Owner) -> Result<Target, HandlerError> {
-        gateway.target(&owner.server)
-    }
-
-    /// Sends `req` to the server of `owner`, with `params`.
+    /// Sends `method` to the server of `owner`, with `params`.
     async fn send(
         caller: &Arc<Principal>,
         gateway: &Arc<GatewayState>,
@@ -200,7 +195,7 @@ impl Namespace {
         params: Option<Value>,
         ctx: &RequestContext,
     ) -> Result<Value, HandlerError> {
-        let target = Self::target(gateway, owner)?;
+        let target = gateway.target(&owner.server)?;
         let call = Call {
             gateway,
             caller,
@@ -208,7 +203,7 @@ impl Namespace {
             method,
             ctx,
         };
-        forward(&call, params).await
+        forward(call, params, false).await
     }
 
     /// `params` with `key` set to `value`.
@@ -320,7 +315,7 @@ impl Handler for Namespace {
             {
                 let uri = Self::string(&params, "uri")?;
                 let owner = Self::resolve(caller, &gateway, ItemKind::Resource, &uri).await?;
-                let target = Self::target(&gateway, &owner)?;
+                let target = gateway.target(&owner.server)?;
                 subscription(&gateway, caller, &self.sessions, &target, req, &ctx).await
             }
             methods::SUBSCRIPTIONS_LISTEN if era == Era::Stateless => {
@@ -346,7 +341,7 @@ impl Handler for Namespace {
                         watch(
                             gateway.watches(),
                             holder.holder(),
-                            &Self::target(&gateway, &owner)?,
+                            &gateway.target(&owner.server)?,
                             &uri,
                         )
                         .await?;

@@ -14,7 +14,7 @@ use crate::protocol::{methods, Era, ListenParams};
 use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
 
 use super::auth::{caller, Principal};
-use super::forward::{forward, forward_as_is, Call};
+use super::forward::{forward, Call};
 use super::listen;
 use super::state::GatewayState;
 use super::subscribe::subscription;
@@ -76,7 +76,7 @@ impl Handler for Passthrough {
             method: &method,
             ctx: &ctx,
         };
-        let pass = |params| forward(&call, params);
+        let pass = |params| forward(call, params, false);
         match req.method.as_str() {
             methods::LOGGING_SET_LEVEL if era == Era::Stateful => {
                 // Kept for this session (its calls carry it to a 2026-07-28
@@ -134,7 +134,7 @@ impl Handler for Passthrough {
                 if !self.tool_visible(&caller, &gateway, name) {
                     return Err(HandlerError::InvalidParams(format!("Unknown tool: {name}")));
                 }
-                forward_as_is(&call, req.params).await
+                forward(call, req.params, true).await
             }
             methods::TOOLS_LIST if self.filtered(&caller, &gateway) => {
                 let mut v = pass(req.params).await?;
@@ -147,7 +147,7 @@ impl Handler for Passthrough {
                 }
                 Ok(v)
             }
-            _ => forward_as_is(&call, req.params).await,
+            _ => forward(call, req.params, true).await,
         }
     }
 

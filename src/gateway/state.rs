@@ -10,52 +10,24 @@
 //! starting it first if it is lazy.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 
-use crate::client::{Client, Delivered, LifecycleEvent, Status};
-use crate::host::{Host, HostError, HostEvent, ItemKind};
-use crate::protocol::{Era, SubscriptionFilter};
+use crate::host::{Host, HostError, Starting};
 use crate::server::http::{HttpService, Rejection};
-use crate::server::{HandlerError, ListKind, Router};
+use crate::server::{HandlerError, Router};
 
 use super::auth::{Gate, Principal};
 use super::calllog::{now_rfc3339, CallLog, Line};
 use super::config::{HttpGatewayConfig, ToolFilter};
 use super::metrics::{method_label, Metrics};
+use super::notes::Notes;
 use super::server_requests::ServerRequests;
 use super::target::Target;
 use super::watches::ResourceWatches;
-
-/// How long a call's answer waits for its server's notifications to be
-/// passed on before it goes anyway.
-const NOTE_FLUSH_WAIT: Duration = Duration::from_secs(1);
-
-/// One server's notification watcher, as calls see it.
-#[derive(Clone)]
-struct NoteFlush {
-    /// The client followed (its supervisor actor's id): a server started
-    /// again after it gave up has a new one.
-    client: ractor::ActorId,
-    /// Asks the watcher to pass on what it has queued, then to answer.
-    ask: mpsc::UnboundedSender<oneshot::Sender<()>>,
-    /// Notifications the server's client handed to the watcher.
-    sent: Delivered,
-    /// Notifications the watcher has passed on (counted after each is).
-    passed: Arc<AtomicU64>,
-}
-
-impl NoteFlush {
-    /// Whether the watcher has passed on every notification handed to it
-    /// so far.
-    fn idle(&self) -> bool {
-        self.sent.get() == self.passed.load(Ordering::Acquire)
-    }
-}
 
 /// One of the gateway's endpoints.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -86,24 +58,31 @@ pub(crate) struct GatewayState {
     call_log: Option<CallLog>,
     /// The servers' resources watched for the gateway's sessions and streams.
     watches: Arc<ResourceWatches>,
-    /// Per server: its notification watcher's progress, and the way to ask
-    /// it to pass on what it has queued (see
-    /// [`flush_notes`](Self::flush_notes)).
-    note_flush: Mutex<HashMap<Arc<str>, NoteFlush>>,
+    /// The servers' notification watchers, and the namespace's lists.
+    notes: Notes,
     services: Mutex<HashMap<Endpoint, EndpointService>>,
     /// Per server: which of its tools are served (changed by a reload).
     tools: std::sync::RwLock<BTreeMap<String, ToolFilter>>,
-    /// A fingerprint of the namespace's tools, prompts and resources, to
-    /// tell `/mcp`'s sessions only of the lists that changed.
-    fingerprints: Mutex<[u64; 3]>,
-    stopping: AtomicBool,
-    /// True once the gateway stops accepting (its listener's signal).
-    closing: watch::Sender<bool>,
-    /// True once the gateway's start is over (its servers ready, given up,
-    /// or the ready wait passed).
-    started: watch::Sender<bool>,
-    /// True once every start of the gateway's host returned.
-    spawned: watch::Sender<bool>,
+    /// Where the gateway is in its life.
+    phase: watch::Sender<Phase>,
+    /// The starts of the host's servers, until they returned: the start's
+    /// task waits for them, and so does a stop that comes first.
+    starts: Arc<tokio::sync::Mutex<Option<Starting>>>,
+}
+
+/// Where a gateway is in its life. It only moves forward, in
+/// [`GatewayState::enter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Phase {
+    /// Its servers start: requests wait, and `/health` says `"starting"`.
+    Starting,
+    /// Its start is over: every server ready, given up, or the ready wait
+    /// passed.
+    Serving,
+    /// It stops: new requests are refused and its listener closes.
+    Closing,
+    /// Every server of its host has stopped.
+    Stopped,
 }
 
 impl EndpointService {
@@ -172,42 +151,45 @@ impl GatewayState {
         &self.watches
     }
 
-    /// Whether the gateway is stopping.
+    /// What follows the servers' notifications.
+    #[inline]
+    pub(crate) fn notes(&self) -> &Notes {
+        &self.notes
+    }
+
+    /// The starts of the host's servers, until they returned.
+    #[inline]
+    pub(crate) fn starts(&self) -> &Arc<tokio::sync::Mutex<Option<Starting>>> {
+        &self.starts
+    }
+
+    /// Where the gateway is in its life.
+    #[inline]
+    pub(crate) fn phase(&self) -> Phase {
+        *self.phase.borrow()
+    }
+
+    /// A receiver that wakes at each change of phase.
+    pub(crate) fn watch_phase(&self) -> watch::Receiver<Phase> {
+        self.phase.subscribe()
+    }
+
+    /// The one place the phase changes: it moves to `next` when that is
+    /// later, and stays otherwise (a start that ends during the stop leaves
+    /// the gateway closing).
+    pub(crate) fn enter(&self, next: Phase) {
+        self.phase.send_if_modified(|p| {
+            next > *p && {
+                *p = next;
+                true
+            }
+        });
+    }
+
+    /// Whether the gateway is stopping or stopped.
     #[inline]
     pub(crate) fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
-    }
-
-    /// The gateway stops: new requests are refused and the listener closes.
-    pub(crate) fn mark_stopping(&self) {
-        self.stopping.store(true, Ordering::Release);
-        self.closing.send_replace(true);
-    }
-
-    /// A receiver that wakes when the listener is to close.
-    pub(crate) fn watch_closing(&self) -> watch::Receiver<bool> {
-        self.closing.subscribe()
-    }
-
-    /// The start is over.
-    pub(crate) fn mark_started(&self) {
-        self.started.send_replace(true);
-    }
-
-    /// Whether the start is over.
-    #[inline]
-    pub(crate) fn has_started(&self) -> bool {
-        *self.started.borrow()
-    }
-
-    /// The starts of the servers returned.
-    pub(crate) fn mark_spawned(&self) {
-        self.spawned.send_replace(true);
-    }
-
-    /// A receiver that wakes when the starts of the servers returned.
-    pub(crate) fn watch_spawned(&self) -> watch::Receiver<bool> {
-        self.spawned.subscribe()
+        self.phase() >= Phase::Closing
     }
 
     /// The service of `key`, if made.
@@ -224,7 +206,7 @@ impl GatewayState {
         key: Endpoint,
         service: HttpService,
         sessions: Router,
-    ) -> Result<EndpointService, Rejection> {
+    ) -> Result<EndpointService, super::Refusal> {
         let made = EndpointService::new(service, sessions);
         let mut services = crate::sync::lock(&self.services);
         if let Some(m) = services.get(&key) {
@@ -234,7 +216,7 @@ impl GatewayState {
         }
         if self.is_stopping() {
             made.service.handle().stop();
-            return Err(Rejection::Stopping);
+            return Err(Rejection::Stopping.into());
         }
         services.insert(key, made.clone());
         Ok(made)
@@ -242,6 +224,7 @@ impl GatewayState {
 
     pub(crate) fn new(
         host: Host,
+        starts: Starting,
         config: HttpGatewayConfig,
         relay: Arc<ServerRequests>,
         call_log: Option<CallLog>,
@@ -259,35 +242,24 @@ impl GatewayState {
             relay,
             metrics,
             call_log,
-            note_flush: Mutex::new(HashMap::new()),
+            notes: Notes::default(),
             services: Mutex::new(HashMap::new()),
             tools: std::sync::RwLock::new(config.tools.clone()),
-            fingerprints: Mutex::new([0; 3]),
-            stopping: AtomicBool::new(false),
-            closing: watch::Sender::new(false),
-            started: watch::Sender::new(false),
-            spawned: watch::Sender::new(false),
+            phase: watch::Sender::new(Phase::Starting),
+            starts: Arc::new(tokio::sync::Mutex::new(Some(starts))),
             config,
         })
     }
 
     /// Waits until the gateway's start is over, or it stops.
     pub(crate) async fn start_over(&self) {
-        if *self.started.borrow() {
-            return;
-        }
-        let mut started = self.started.subscribe();
-        let mut closing = self.closing.subscribe();
-        tokio::select! {
-            _ = started.wait_for(|s| *s) => {}
-            _ = closing.wait_for(|c| *c) => {}
-        }
+        let _ = self.watch_phase().wait_for(|p| *p != Phase::Starting).await;
     }
 
     /// Whether the host is gone (stopped, or its actor ended in the
     /// user's tree) while the gateway was not stopped.
     pub(crate) fn host_gone(&self) -> bool {
-        !self.stopping.load(Ordering::Acquire) && self.host.is_stopped()
+        !self.is_stopping() && self.host.is_stopped()
     }
 
     /// Whether `server`'s filter serves its tool `tool`.
@@ -364,9 +336,7 @@ impl GatewayState {
     /// changed: its sessions end, clients start new ones).
     pub(crate) fn drop_endpoints(&self, name: &str) {
         self.watches.forget(name);
-        // Its watcher ends with its client; the next server of this name
-        // gets its own.
-        crate::sync::lock(&self.note_flush).remove(name);
+        self.notes.forget(name);
         let mut services = crate::sync::lock(&self.services);
         services.retain(|e, m| {
             let theirs = matches!(e, Endpoint::Server(n) if &**n == name);
@@ -377,117 +347,14 @@ impl GatewayState {
         });
     }
 
-    /// Tells the sessions of the endpoints `which` selects that a list
-    /// changed.
-    pub(crate) fn list_changed(&self, which: impl Fn(&Endpoint) -> bool, kind: ListKind) {
+    /// Tells the sessions of the endpoints `which` selects what `tell`
+    /// says: a list changed, a resource was updated.
+    pub(crate) fn tell_sessions(&self, which: impl Fn(&Endpoint) -> bool, tell: impl Fn(&Router)) {
         for (e, m) in self.made() {
             if which(&e) {
-                m.sessions.changed(kind);
+                tell(&m.sessions);
             }
         }
-    }
-
-    /// The kinds of the namespace whose lists changed since last asked.
-    fn changed_kinds(&self) -> Vec<ListKind> {
-        use std::hash::{Hash, Hasher};
-        let kinds = [
-            (ItemKind::Tool, ListKind::Tools),
-            (ItemKind::Prompt, ListKind::Prompts),
-            (ItemKind::Resource, ListKind::Resources),
-        ];
-        let mut last = crate::sync::lock(&self.fingerprints);
-        let mut changed = Vec::new();
-        for (i, (item, list)) in kinds.into_iter().enumerate() {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            for (name, holder) in self.host.listed(item) {
-                name.hash(&mut h);
-                holder.server().hash(&mut h);
-                holder.json().hash(&mut h);
-            }
-            let f = h.finish();
-            if last[i] != f {
-                last[i] = f;
-                changed.push(list);
-            }
-        }
-        changed
-    }
-
-    /// Follows server `name`'s notifications: log messages go to the calls
-    /// in flight on it, resource updates and list changes to the sessions
-    /// of its endpoints.
-    /// Once per client: concurrent first uses of a lazy one follow it
-    /// once; a server started again after it gave up (a new client) is
-    /// followed anew, its resource watches opened again on it.
-    pub(crate) fn watch_server(self: &Arc<Self>, name: &str) {
-        let Some(client) = self.host.client(name) else {
-            return;
-        };
-        let id = client.supervisor().get_id();
-        let mut flushes = crate::sync::lock(&self.note_flush);
-        let revived = match flushes.get(name) {
-            Some(f) if f.client == id => return,
-            Some(_) => true,
-            None => false,
-        };
-        let weak = Arc::downgrade(self);
-        let server: Arc<str> = name.into();
-        let notes = client.notifications();
-        let (ask, flush) = mpsc::unbounded_channel();
-        let passed = Arc::new(AtomicU64::new(0));
-        let entry = NoteFlush {
-            client: id,
-            ask,
-            sent: notes.delivered(),
-            passed: passed.clone(),
-        };
-        flushes.insert(server.clone(), entry);
-        drop(flushes);
-        let watcher = Watcher {
-            gateway: weak,
-            server,
-            passed,
-        };
-        tokio::spawn(watch_notes(watcher, client, notes, flush, revived));
-    }
-
-    /// Waits until server `server`'s watcher has passed on every
-    /// notification queued so far. A call's answer comes after the log
-    /// messages the server sent before it, on another path: without this
-    /// the last of them reached the gateway after the answer, when the call
-    /// was gone (1 in 5 calls lost its last log line).
-    ///
-    /// Without a round trip when the watcher has already passed on every
-    /// notification the server sent (the usual case): the answer was read
-    /// after them, so they are counted in `sent`, and `passed` is counted
-    /// after each was passed on.
-    pub(crate) async fn flush_notes(&self, server: &str) {
-        let ask = {
-            let flushes = crate::sync::lock(&self.note_flush);
-            match flushes.get(server) {
-                Some(f) if !f.idle() => f.ask.clone(),
-                _ => return,
-            }
-        };
-        let (ack, done) = oneshot::channel();
-        if ask.send(ack).is_ok() {
-            // Bounded: a watcher busy opening its listen stream is not
-            // worth holding an answer for.
-            let _ = tokio::time::timeout(NOTE_FLUSH_WAIT, done).await;
-        }
-    }
-
-    /// Starts following every server and the host's events.
-    pub(crate) fn watch_all(self: &Arc<Self>) {
-        // The lists as they are now are the ones sessions start with.
-        let _ = self.changed_kinds();
-        for s in self.host.servers() {
-            // One added while the gateway started is followed already.
-            self.watch_server(&s.name);
-        }
-        let weak = Arc::downgrade(self);
-        let events = self.host.events();
-        tokio::spawn(watch_host(weak, events));
     }
 
     /// Starts observing one call (metrics, call log); finish it with its
@@ -613,198 +480,4 @@ fn approximate_bytes(v: &Value) -> u64 {
         }
     }
     walk(v)
-}
-
-/// Follows one server's notifications until its client ends. A
-/// 2026-07-28 server sends list changes only on a `subscriptions/listen`
-/// stream: one is kept open while it is ready (so that the host lists it
-/// again, and the gateway's sessions are told), its notifications read here
-/// through `notes` like a 2025-11-25 server's. With `revived` (a new client
-/// of a server that gave up), its first ready process is a restart too.
-async fn watch_notes(
-    watcher: Watcher,
-    client: Client,
-    mut notes: crate::client::Notifications,
-    mut flush: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
-    mut revived: bool,
-) {
-    let server = &watcher.server;
-    let mut status = client.watch_status();
-    let mut stream: Option<crate::client::Subscription> = None;
-    // One refusal per session is enough: a server without the method is
-    // not asked again until it restarts.
-    let mut refused = false;
-    // The process last seen ready (its session is one per process).
-    let mut last: Option<Arc<crate::client::ServerSession>> = None;
-    loop {
-        let ready = match &*status.borrow_and_update() {
-            Status::Ready(s) => Some(s.clone()),
-            _ => None,
-        };
-        let stateless_ready = ready.as_ref().is_some_and(|s| s.era == Era::Stateless);
-        let restarted = match (&last, &ready) {
-            (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
-            (None, Some(_)) => std::mem::take(&mut revived),
-            _ => false,
-        };
-        if ready.is_some() {
-            last = ready;
-        }
-        if restarted {
-            // A new process: the resource watches of the old one are gone.
-            let gateway = watcher.gateway.clone();
-            let server = server.clone();
-            tokio::spawn(async move {
-                if let Some(gateway) = gateway.upgrade() {
-                    super::watches::rewatch(&gateway.watches, &server).await;
-                }
-            });
-        }
-        if stateless_ready && stream.is_none() && !refused {
-            match client.listen(SubscriptionFilter::all_list_changes()).await {
-                Ok(s) => stream = Some(s),
-                Err(e) => {
-                    tracing::debug!(server = %server, error = %e, "gateway: no subscriptions/listen stream for list changes");
-                    refused = true;
-                }
-            }
-        }
-        tokio::select! {
-            Some(ack) = flush.recv() => {
-                // Everything queued before the answer that asked for this.
-                while let Some(n) = notes.try_recv() {
-                    if !watcher.pass(n) {
-                        return;
-                    }
-                }
-                let _ = ack.send(());
-            }
-            n = notes.recv() => match n {
-                Some(n) => {
-                    if !watcher.pass(n) {
-                        return;
-                    }
-                }
-                None => return,
-            },
-            changed = status.changed() => {
-                // A restart ends the stream: a new one for the new server.
-                stream = None;
-                refused = false;
-                if changed.is_err() || status.borrow().is_final() {
-                    return;
-                }
-            }
-            more = next_on(&mut stream) => {
-                // Read through `notes` above; the stream's own copy is
-                // dropped, and an ended stream is opened again.
-                if more.is_none() {
-                    stream = None;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    }
-}
-
-/// What one server's notification watcher passes on, and counts.
-struct Watcher {
-    gateway: Weak<GatewayState>,
-    server: Arc<str>,
-    /// Notifications passed on (see [`NoteFlush`]).
-    passed: Arc<AtomicU64>,
-}
-
-impl Watcher {
-    /// Passes `n` on; false once the gateway is gone.
-    fn pass(&self, n: crate::jsonrpc::Notification) -> bool {
-        let Some(gateway) = self.gateway.upgrade() else {
-            return false;
-        };
-        on_note(&gateway, &self.server, n);
-        // After it was passed on: a call that sees the count sees its log
-        // message already on the gateway's stream.
-        self.passed.fetch_add(1, Ordering::AcqRel);
-        true
-    }
-}
-
-/// The stream's next notification; never without a stream.
-async fn next_on(
-    stream: &mut Option<crate::client::Subscription>,
-) -> Option<crate::jsonrpc::Notification> {
-    match stream {
-        Some(s) => s.next_raw().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// One notification of server `server`.
-fn on_note(gateway: &GatewayState, server: &Arc<str>, n: crate::jsonrpc::Notification) {
-    let params = n.params.unwrap_or(Value::Null);
-    match n.method.as_str() {
-        "notifications/message" => {
-            let level = params
-                .get("level")
-                .and_then(Value::as_str)
-                .unwrap_or("info")
-                .to_owned();
-            let data = params.get("data").cloned().unwrap_or(Value::Null);
-            for call in gateway.relay.calls_on(server) {
-                let _ = call.ctx().log(&level, data.clone());
-            }
-        }
-        "notifications/resources/updated" => {
-            let uri = params.get("uri").and_then(Value::as_str);
-            if let Some(uri) = uri.filter(|u| gateway.watches.delivers(server, u, &params)) {
-                for (e, m) in gateway.made() {
-                    let ours = match &e {
-                        Endpoint::Namespace => true,
-                        Endpoint::Server(s) => s == server,
-                    };
-                    if ours {
-                        m.sessions.resource_updated(uri);
-                    }
-                }
-            }
-        }
-        method => {
-            let kind = match method {
-                "notifications/tools/list_changed" => ListKind::Tools,
-                "notifications/prompts/list_changed" => ListKind::Prompts,
-                "notifications/resources/list_changed" => ListKind::Resources,
-                _ => return,
-            };
-            gateway.list_changed(|e| matches!(e, Endpoint::Server(s) if s == server), kind);
-        }
-    }
-}
-
-/// Follows the host's events: `/mcp`'s lists changed (after the host
-/// listed again), restarts counted.
-async fn watch_host(gateway: Weak<GatewayState>, mut events: crate::host::HostEvents) {
-    while let Some(event) = events.recv().await {
-        let Some(gateway) = gateway.upgrade() else {
-            return;
-        };
-        match event {
-            HostEvent::Listed { server, .. } => {
-                // A server started again after it gave up has a new client.
-                gateway.watch_server(&server);
-                for kind in gateway.changed_kinds() {
-                    gateway.list_changed(|e| *e == Endpoint::Namespace, kind);
-                }
-            }
-            HostEvent::Removed { .. } | HostEvent::Down { .. } => {
-                for kind in gateway.changed_kinds() {
-                    gateway.list_changed(|e| *e == Endpoint::Namespace, kind);
-                }
-            }
-            HostEvent::Lifecycle {
-                server,
-                event: LifecycleEvent::Restarting { .. },
-            } => gateway.metrics.restarted(&server),
-            _ => {}
-        }
-    }
 }

@@ -131,6 +131,31 @@ impl SessionState {
     pub(crate) fn set_log_level(&mut self, level: LoggingLevel) {
         self.log_level = Some(level);
     }
+
+    /// Writes what a session record keeps of this state into `r`.
+    #[cfg(feature = "http")]
+    pub(crate) fn save(&self, r: &mut crate::server::http::SessionRecord) {
+        r.protocol_version = self.stateful_version.clone();
+        r.client_capabilities = self.stateful_capabilities.as_deref().cloned();
+        r.client_info = self.client_info.clone();
+        (r.era, r.initialized) = (self.era, self.initialized);
+        r.log_level = self.log_level.clone();
+        r.subscriptions = self.subscriptions.uris().cloned().collect();
+    }
+
+    /// This state as record `r` keeps it (a session materialised).
+    #[cfg(feature = "http")]
+    pub(crate) fn restore(&mut self, r: &crate::server::http::SessionRecord) {
+        self.stateful_version = r.protocol_version.clone();
+        self.stateful_capabilities = r.client_capabilities.clone().map(Arc::new);
+        self.latest_capabilities = self.stateful_capabilities.clone();
+        self.client_info = r.client_info.clone();
+        (self.era, self.initialized) = (r.era, r.initialized);
+        self.log_level = r.log_level.clone();
+        for uri in &r.subscriptions {
+            let _ = self.subscriptions.subscribe(uri.clone(), usize::MAX);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

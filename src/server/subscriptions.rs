@@ -81,6 +81,12 @@ impl Subscriptions {
         }
     }
 
+    /// The URIs subscribed.
+    #[cfg(feature = "http")]
+    pub(crate) fn uris(&self) -> impl Iterator<Item = &String> {
+        self.uris.iter()
+    }
+
     pub(crate) fn contains(&self, uri: &str) -> bool {
         self.uris.contains(uri)
     }

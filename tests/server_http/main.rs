@@ -12,6 +12,7 @@ mod owners;
 mod safety;
 mod service;
 mod session;
+mod session_record;
 mod shares;
 mod sse_reader;
 mod stateless;

@@ -32,7 +32,8 @@ use super::coarse::CoarseTimer;
 use super::config::HttpConfig;
 use super::principal::Owner;
 use super::session::{Session, StreamReply};
-use super::session_store::{MemorySessions, SessionStore};
+use super::session_record::SessionStore;
+use super::session_store::{LiveSessions, MemorySessions};
 use super::stream::{Counter, Stream};
 
 type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -107,7 +108,7 @@ impl Handler for Erased {
 
 /// Sends a message to every session's GET stream (the server-wide
 /// handle's `notify`).
-struct Broadcast(Weak<dyn SessionStore>);
+struct Broadcast(Weak<dyn LiveSessions>);
 
 impl MessageTarget for Broadcast {
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
@@ -129,7 +130,7 @@ pub(crate) struct Core {
     /// and the state 2026-07-28 era requests are routed against.
     root: Arc<SessionShared>,
     /// The 2025-11-25 era sessions.
-    sessions: Arc<dyn SessionStore>,
+    sessions: Arc<dyn LiveSessions>,
     engine: Arc<Engine<Erased>>,
     /// The 2026-07-28 requests of each principal: a scope each.
     stateless: Mutex<HashMap<Owner, Arc<Scope<StreamReply>>>>,
@@ -207,7 +208,7 @@ impl Core {
 
     /// The sessions of the 2025-11-25 revision.
     #[inline]
-    pub(crate) fn sessions(&self) -> &Arc<dyn SessionStore> {
+    pub(crate) fn sessions(&self) -> &Arc<dyn LiveSessions> {
         &self.sessions
     }
 
@@ -273,7 +274,8 @@ impl Core {
     }
 
     /// The core around `root`, the server-wide state made before serving
-    /// (its handles exist already).
+    /// (its handles exist already), keeping its sessions' records in
+    /// `records`.
     ///
     /// Spawns nothing: the background tasks start with
     /// [`start`](Self::start). `closes_root`: the end of the stop sequence
@@ -283,12 +285,13 @@ impl Core {
         handler: H,
         root: Arc<SessionShared>,
         closes_root: bool,
+        records: Arc<dyn SessionStore>,
     ) -> Arc<Self> {
         let inbound = root.inbound().clone();
-        let memory = MemorySessions::new(&config);
+        let memory = MemorySessions::new(&config, records);
         let weak: Weak<dyn Sessions> = Arc::downgrade(&(memory.clone() as Arc<dyn Sessions>));
         root.set_sessions(weak);
-        let sessions: Arc<dyn SessionStore> = memory;
+        let sessions: Arc<dyn LiveSessions> = memory.clone();
         root.set_target(Arc::new(Broadcast(Arc::downgrade(&sessions))));
         let mut capabilities = config.server.capabilities.clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
@@ -312,6 +315,12 @@ impl Core {
             done: watch::channel(false).0,
             closes_root,
         });
+        let weak = Arc::downgrade(&core);
+        memory.set_materialise(Box::new(move |r| {
+            let s = weak.upgrade()?.new_session(r.id.clone(), r.owner.clone());
+            s.shared().session().restore(r);
+            Some(s)
+        }));
         let weak = Arc::downgrade(&core);
         core.root.set_on_stop(Box::new(move || {
             if let Some(core) = weak.upgrade() {

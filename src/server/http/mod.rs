@@ -13,10 +13,11 @@ mod endpoint;
 mod listener;
 mod principal;
 mod rejection;
-mod response;
+pub(crate) mod response;
 mod room;
 mod server;
 mod session;
+mod session_record;
 mod session_store;
 mod stateless;
 mod stream;
@@ -37,6 +38,7 @@ pub use listener::{serve, serve_counted, ConnectionStats};
 pub use principal::{Owner, PeerGroup, Principal};
 pub use rejection::Rejection;
 pub use server::{HttpServer, HttpService};
+pub use session_record::{MemoryStore, RecordError, Seal, SealError, SessionRecord, SessionStore};
 
 /// The axum this crate builds on (its [`HttpService::axum_router`] is an
 /// `axum::Router` of this version).

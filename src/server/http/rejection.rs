@@ -1,5 +1,5 @@
-//! Every refusal of the HTTP server and of the gateway, and the one place
-//! each becomes a response: its status, its JSON-RPC code, its wording and
+//! Every refusal of the HTTP server, and the one place each becomes a
+//! response: its status, its JSON-RPC code, its wording and
 //! its extra headers (`WWW-Authenticate`, `Allow`, `Retry-After`).
 
 use std::time::Duration;
@@ -17,8 +17,10 @@ const SERVER_ERROR: i64 = codes::SERVER_ERROR;
 /// The code of an unknown or ended session (2025-11-25 era).
 const SESSION_NOT_FOUND: i64 = -32001;
 
-/// Why the HTTP server (or the gateway in front of servers) refused a
-/// request before any handler saw it.
+/// Why the HTTP server refused a request before any handler saw it.
+///
+/// A gateway wraps it in its own refusal, `gateway::Refusal`, with the
+/// conditions only a gateway has.
 ///
 /// Each variant is one condition with one HTTP status, one JSON-RPC error
 /// code and one wording ([`status`](Self::status), [`code`](Self::code),
@@ -52,13 +54,9 @@ pub enum Rejection {
     /// `WWW-Authenticate: Bearer`.
     #[error("Unauthorized")]
     Unauthorized,
-    /// The server (or gateway) is stopping: 503, -32000.
+    /// The server is stopping: 503, -32000.
     #[error("the server is stopping")]
     Stopping,
-    /// The gateway's host has stopped: no server behind it can be
-    /// reached. 503, -32000.
-    #[error("the gateway's host has stopped: no server can be reached")]
-    HostStopped,
     /// The HTTP method is not served here (or not in this protocol
     /// revision): 405, -32600, with `Allow`.
     #[error("Method Not Allowed")]
@@ -240,37 +238,6 @@ pub enum Rejection {
         /// What failed.
         reason: String,
     },
-    /// Gateway: no server of this name behind it: 404, -32000.
-    #[error("no server named `{name}` in the gateway")]
-    UnknownServer {
-        /// The name in the path.
-        name: String,
-    },
-    /// Gateway: the caller's grant leaves out the server, or the tool, it
-    /// asks for: 403, -32000.
-    #[error("Forbidden: {what} is outside this client's grant")]
-    OutsideGrant {
-        /// The request's id.
-        id: Option<RequestId>,
-        /// What was refused (``server `x` `` or ``tool `x__y` ``).
-        what: String,
-    },
-    /// Gateway: `/metrics` with a valid token that is no operator's: 403,
-    /// -32000.
-    #[error("Forbidden: /metrics needs an operator's token (--metrics-token-env, or \"operator\": true in the tokens file)")]
-    MetricsNeedOperator,
-    /// Gateway: `/metrics` without any token configured, from a peer that
-    /// is not loopback: 403, -32000.
-    #[error("Forbidden: without a token, /metrics answers loopback peers only")]
-    MetricsLoopbackOnly,
-    /// Gateway: the server behind an endpoint could not be reached (it
-    /// could not start, or is not ready): 503, with the failure's own code
-    /// and message.
-    #[error("{}", error.message)]
-    ServerUnavailable {
-        /// The failure, as a JSON-RPC error.
-        error: ErrorObject,
-    },
 }
 
 /// The wording of [`Rejection::SessionsFull`].
@@ -300,8 +267,7 @@ macro_rules! with_optional_id {
             | Rejection::SessionRequired { id: $id }
             | Rejection::SessionNotFound { id: $id }
             | Rejection::SessionsFull { id: $id, .. }
-            | Rejection::Internal { id: $id, .. }
-            | Rejection::OutsideGrant { id: $id, .. } => $then,
+            | Rejection::Internal { id: $id, .. } => $then,
             _ => $else,
         }
     };
@@ -321,15 +287,11 @@ impl Rejection {
     pub fn status(&self) -> StatusCode {
         use Rejection::*;
         match self {
-            HostNotAllowed | OriginNotAllowed | OutsideGrant { .. } => StatusCode::FORBIDDEN,
-            MetricsNeedOperator | MetricsLoopbackOnly => StatusCode::FORBIDDEN,
+            HostNotAllowed | OriginNotAllowed => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            Stopping
-            | HostStopped
-            | Busy
-            | InboundShareInUse { .. }
-            | SessionsFull { .. }
-            | ServerUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Stopping | Busy | InboundShareInUse { .. } | SessionsFull { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
             UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -347,9 +309,7 @@ impl Rejection {
             | SessionVersion { .. }
             | MalformedLastEventId
             | DuplicateId { .. } => StatusCode::BAD_REQUEST,
-            MethodRemoved { .. } | SessionNotFound { .. } | UnknownServer { .. } => {
-                StatusCode::NOT_FOUND
-            }
+            MethodRemoved { .. } | SessionNotFound { .. } => StatusCode::NOT_FOUND,
             Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -371,16 +331,11 @@ impl Rejection {
             | OriginNotAllowed
             | Unauthorized
             | Stopping
-            | HostStopped
             | Busy
             | InboundShareInUse { .. }
             | SessionRequired { .. }
             | SessionVersion { .. }
-            | SessionsFull { .. }
-            | UnknownServer { .. }
-            | OutsideGrant { .. }
-            | MetricsNeedOperator
-            | MetricsLoopbackOnly => SERVER_ERROR,
+            | SessionsFull { .. } => SERVER_ERROR,
             MethodNotAllowed { .. }
             | NotAcceptable { .. }
             | UnsupportedMediaType { .. }
@@ -399,7 +354,6 @@ impl Rejection {
             MethodRemoved { .. } => codes::METHOD_NOT_FOUND,
             SessionNotFound { .. } => SESSION_NOT_FOUND,
             Internal { .. } => codes::INTERNAL_ERROR,
-            ServerUnavailable { error } => error.code,
         }
     }
 
@@ -453,7 +407,6 @@ impl Rejection {
     /// ```
     pub fn to_error_object(&self) -> ErrorObject {
         match self {
-            Rejection::ServerUnavailable { error } => error.clone(),
             Rejection::UnsupportedVersion { requested, .. } => {
                 let supported: Vec<&str> = STATELESS_VERSIONS
                     .iter()

@@ -238,7 +238,8 @@ async fn serve_on<H: Handler>(
     let flush = config.server.flush_timeout;
     let limits = ConnLimits::of(&config);
     let addr = listener.local_addr().map_err(ServerError::Read)?;
-    let core = Core::new(config, handler, root.clone(), false);
+    let records = Arc::new(super::MemoryStore::default());
+    let core = Core::new(config, handler, root.clone(), false, records);
     let done = core.watch_done();
     core.start();
     let app = endpoint::router(core.clone());
@@ -341,9 +342,22 @@ impl HttpService {
     /// # Ok(()) }
     /// ```
     pub fn new<H: Handler>(config: HttpConfig, handler: H) -> Result<Self, ServerError> {
+        Self::with_session_store(config, handler, Arc::new(super::MemoryStore::default()))
+    }
+
+    /// [`new`](Self::new), keeping the sessions' records in `store`: a
+    /// request naming a session this service does not hold live is served
+    /// from the record `store` loads, whichever service minted it.
+    ///
+    /// The default store is a [`MemoryStore`](super::MemoryStore) of its own.
+    pub fn with_session_store<H: Handler>(
+        config: HttpConfig,
+        handler: H,
+        store: Arc<dyn super::SessionStore>,
+    ) -> Result<Self, ServerError> {
         config.validate()?;
         let root = new_root(&config);
-        let core = Core::new(config, handler, root, true);
+        let core = Core::new(config, handler, root, true, store);
         core.root().mark_ready();
         let router = endpoint::router(core.clone());
         Ok(HttpService { core, router })

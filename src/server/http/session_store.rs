@@ -1,12 +1,11 @@
 //! Where an HTTP server keeps its 2025-11-25 era sessions, and the policy
 //! for a full table.
 //!
-//! [`SessionStore`] is the seam: the endpoint, the idle expiry and the stop
-//! sequence reach sessions only through it. [`MemorySessions`], the one
-//! store today, keeps them in this process. A store that keeps session
-//! records elsewhere (so that a request may reach any of several
-//! machines) implements the same five operations; a session's streams and
-//! running requests stay with the process that serves them.
+//! [`LiveSessions`] is the seam: the endpoint, the idle expiry and the stop
+//! sequence reach sessions only through it. [`MemorySessions`] keeps them
+//! in this process, and their records in the server's
+//! [`SessionStore`]: a session it does not hold live is materialised
+//! from the record the store loads, whoever minted it.
 //!
 //! A session ends by DELETE, by its idle expiry or by the server's stop,
 //! never to make room for another: an `initialize` past a quota takes the
@@ -15,8 +14,8 @@
 //! refused otherwise.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
@@ -25,12 +24,16 @@ use crate::server::handle::{SessionShared, Sessions};
 use super::config::HttpConfig;
 use super::principal::Owner;
 use super::session::Session;
+use super::session_record::{SessionRecord, SessionStore};
+
+/// Makes a live session of a record (the server's, set once it exists).
+pub(crate) type Materialise = Box<dyn Fn(&SessionRecord) -> Option<Arc<Session>> + Send + Sync>;
 
 /// The live sessions of one HTTP server, by id.
 ///
 /// Every method is quick and never waits on I/O: the endpoint calls them
 /// while serving a request.
-pub(crate) trait SessionStore: Send + Sync + 'static {
+pub(crate) trait LiveSessions: Send + Sync + 'static {
     /// Adds a session; the expired session it took the place of, if any
     /// (ended by the caller). Refused when the owner's quota or the table
     /// is full and no session there has expired.
@@ -54,7 +57,7 @@ pub(crate) trait SessionStore: Send + Sync + 'static {
     }
 }
 
-impl<S: SessionStore> Sessions for S {
+impl<S: LiveSessions> Sessions for S {
     fn find(&self, id: &str) -> Option<Arc<SessionShared>> {
         self.get(id).map(|s| s.shared().clone())
     }
@@ -136,10 +139,13 @@ pub(crate) struct MemorySessions {
     per_owner: usize,
     /// A session idle this long has expired.
     idle_timeout: Duration,
+    /// The sessions' records.
+    records: Arc<dyn SessionStore>,
+    materialise: OnceLock<Materialise>,
 }
 
 impl MemorySessions {
-    pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
+    pub(crate) fn new(config: &HttpConfig, records: Arc<dyn SessionStore>) -> Arc<Self> {
         let max = config.max_sessions.max(1);
         let open = max - max / 8;
         Arc::new(MemorySessions {
@@ -148,11 +154,40 @@ impl MemorySessions {
             open,
             per_owner: config.max_sessions_per_principal.clamp(1, open),
             idle_timeout: config.session_idle_timeout,
+            records,
+            materialise: OnceLock::new(),
         })
+    }
+
+    /// Sets how a live session is made of a record (the first call wins).
+    pub(crate) fn set_materialise(&self, materialise: Materialise) {
+        let _ = self.materialise.set(materialise);
+    }
+
+    /// A live session of the record of `id`, if the store has one that has
+    /// not expired, and the table has room for it.
+    fn materialised(&self, id: &str) -> Option<Arc<Session>> {
+        let record = self.records.load(id)?;
+        if record.version != SessionRecord::VERSION || record.expires < SystemTime::now() {
+            return None;
+        }
+        let session = (self.materialise.get()?)(&record)?;
+        match self.insert(session.clone()) {
+            Ok(_) => Some(session),
+            Err(_) => None,
+        }
+    }
+
+    /// The record of a live session, expiring an idle timeout from now.
+    fn record(&self, s: &Session) -> SessionRecord {
+        let mut r = SessionRecord::new(s.id(), s.owner().clone());
+        s.shared().session().save(&mut r);
+        r.expires = SystemTime::now() + self.idle_timeout;
+        r
     }
 }
 
-impl SessionStore for MemorySessions {
+impl LiveSessions for MemorySessions {
     fn insert(&self, session: Arc<Session>) -> Result<Option<Arc<Session>>, TableFull> {
         let expired_before = Instant::now().checked_sub(self.idle_timeout);
         let mut t = crate::sync::lock(&self.table);
@@ -173,15 +208,22 @@ impl SessionStore for MemorySessions {
         };
         let expired = make_room.and_then(|id| t.remove(&id));
         *t.per_owner.entry(session.owner().clone()).or_insert(0) += 1;
-        t.map.insert(session.id().to_owned(), session);
+        t.map.insert(session.id().to_owned(), session.clone());
+        drop(t);
+        if let Some(e) = &expired {
+            self.records.remove(e.id());
+        }
+        self.records.save(self.record(&session));
         Ok(expired)
     }
 
     fn get(&self, id: &str) -> Option<Arc<Session>> {
-        crate::sync::lock(&self.table).map.get(id).cloned()
+        let live = crate::sync::lock(&self.table).map.get(id).cloned();
+        live.or_else(|| self.materialised(id))
     }
 
     fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        self.records.remove(id);
         crate::sync::lock(&self.table).remove(id)
     }
 
@@ -205,6 +247,7 @@ impl SessionStore for MemorySessions {
             .filter(|(_, s)| s.idle_since(before))
             .map(|(k, _)| k.clone())
             .collect();
+        idle.iter().for_each(|k| self.records.remove(k));
         idle.iter().filter_map(|k| t.remove(k)).collect()
     }
 }
@@ -214,6 +257,7 @@ mod tests {
     use std::net::{IpAddr, Ipv4Addr};
 
     use super::super::principal::PeerGroup;
+    use super::super::session_record::MemoryStore;
     use super::super::stream::Counter;
     use super::*;
     use crate::protocol::Implementation;
@@ -241,7 +285,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn only_a_session_idle_for_the_idle_timeout_gives_way_to_a_new_one() {
         let c = config(16, 2);
-        let store = MemorySessions::new(&c);
+        let store = MemorySessions::new(&c, Arc::new(MemoryStore::default()));
         for id in ["a", "b"] {
             assert!(store.insert(session(&c, id, 1)).unwrap().is_none());
         }
@@ -267,7 +311,7 @@ mod tests {
     async fn owners_together_leave_an_eighth_of_the_table_to_owners_holding_none() {
         // 16 sessions: owners that hold one fill 14 at most.
         let c = config(16, 8);
-        let store = MemorySessions::new(&c);
+        let store = MemorySessions::new(&c, Arc::new(MemoryStore::default()));
         for i in 0..14 {
             let owner = if i < 8 { 1 } else { 2 };
             store.insert(session(&c, &format!("s{i}"), owner)).unwrap();
