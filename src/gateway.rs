@@ -34,21 +34,6 @@ pub use config::{
     HttpGatewayConfig, ToolFilter, DEFAULT_GRACE, DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_HELD_CALLS,
 };
 
-/// Moved to [`host::Reload`](crate::host::Reload).
-#[deprecated(note = "use `conduit_mcp::host::Reload`")]
-#[doc(hidden)]
-pub type Reload = crate::host::Reload;
-
-/// Renamed to [`HttpGateway`].
-#[deprecated(note = "renamed to `HttpGateway`")]
-pub type HttpFront = HttpGateway;
-/// Renamed to [`HttpGatewayConfig`].
-#[deprecated(note = "renamed to `HttpGatewayConfig`")]
-pub type FrontConfig = HttpGatewayConfig;
-/// Renamed to [`HttpGatewayError`].
-#[deprecated(note = "renamed to `HttpGatewayError`")]
-pub type FrontError = HttpGatewayError;
-
 use self::server_requests::ServerRequests;
 use self::state::GatewayState;
 
@@ -274,12 +259,6 @@ impl HttpGateway {
     /// ```
     pub fn axum_router(&self) -> axum::Router {
         self.app.clone()
-    }
-
-    /// Renamed to [`axum_router`](Self::axum_router).
-    #[deprecated(note = "renamed to `axum_router`")]
-    pub fn router(&self) -> axum::Router {
-        self.axum_router()
     }
 
     /// Serves on `listener` (at most `http.max_connections` connections)

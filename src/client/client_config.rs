@@ -41,16 +41,6 @@ pub enum EraPreference {
     Stateful,
 }
 
-#[allow(non_upper_case_globals)]
-impl EraPreference {
-    /// Renamed to [`EraPreference::Stateless`].
-    #[deprecated(note = "renamed to `EraPreference::Stateless`")]
-    pub const Modern: EraPreference = EraPreference::Stateless;
-    /// Renamed to [`EraPreference::Stateful`].
-    #[deprecated(note = "renamed to `EraPreference::Stateful`")]
-    pub const Legacy: EraPreference = EraPreference::Stateful;
-}
-
 /// Restart policy: exponential backoff between attempts, and a limit.
 /// Built with [`new`](Self::new) and its setters (the fields stay public).
 ///
@@ -666,22 +656,6 @@ impl ClientConfig {
     /// Sets the protocol era (default [`EraPreference::Auto`]).
     pub fn era(mut self, era: EraPreference) -> Self {
         self.era = era;
-        self
-    }
-
-    /// Sets both shutdown grace periods.
-    #[deprecated(note = "two positional durations: use `stdin_grace(..)` and `term_grace(..)`")]
-    pub fn graces(mut self, stdin_grace: Duration, term_grace: Duration) -> Self {
-        self.stdin_grace = stdin_grace;
-        self.term_grace = term_grace;
-        self
-    }
-
-    /// Sets the restart policy.
-    #[deprecated(note = "a positional pair: use `backoff(..)` and `max_reconnects(..)`")]
-    pub fn restarts(mut self, backoff: Backoff, max_reconnects: u32) -> Self {
-        self.backoff = backoff;
-        self.max_reconnects = max_reconnects;
         self
     }
 

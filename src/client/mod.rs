@@ -55,17 +55,6 @@ mod supervisor;
 mod typed;
 mod waiters;
 
-/// Moved to [`protocol::Tool`](crate::protocol::Tool) (also at the crate root).
-#[deprecated(note = "use `conduit_mcp::protocol::Tool` (or `conduit_mcp::Tool`)")]
-#[doc(hidden)]
-pub type Tool = crate::protocol::Tool;
-/// Moved to [`protocol::CallToolResult`](crate::protocol::CallToolResult)
-/// (also at the crate root).
-#[deprecated(
-    note = "use `conduit_mcp::protocol::CallToolResult` (or `conduit_mcp::CallToolResult`)"
-)]
-#[doc(hidden)]
-pub type CallToolResult = crate::protocol::CallToolResult;
 pub use crate::transport::http_options::HttpOptions;
 pub use client_config::{Backoff, ClientConfig, EraPreference, DEFAULT_MAX_WRITE_QUEUE_BYTES};
 pub use client_spec::ClientSpec;

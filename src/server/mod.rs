@@ -185,15 +185,6 @@ pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
 pub use held::HeldCall;
 pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
-
-/// Moved to [`protocol::CacheScope`](crate::protocol::CacheScope).
-#[deprecated(note = "use `conduit_mcp::protocol::CacheScope`")]
-#[doc(hidden)]
-pub type CacheScope = crate::protocol::CacheScope;
-/// Moved to [`protocol::InputRequest`](crate::protocol::InputRequest).
-#[deprecated(note = "use `conduit_mcp::protocol::InputRequest`")]
-#[doc(hidden)]
-pub type InputRequest = crate::protocol::InputRequest;
 pub use server_config::{
     ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES,
     DEFAULT_MAX_SUBSCRIPTION_BYTES, MIN_INBOUND_BYTES,

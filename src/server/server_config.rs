@@ -283,13 +283,6 @@ impl ServerConfig {
         self
     }
 
-    /// Sets [`cache_ttl_ms`](Self::cache_ttl_ms) and
-    /// [`cache_scope`](Self::cache_scope).
-    #[deprecated(note = "use `cache_ttl_ms(..)` and `cache_scope(..)`")]
-    pub fn cache_hint(self, ttl_ms: u64, scope: CacheScope) -> Self {
-        self.cache_ttl_ms(ttl_ms).cache_scope(scope)
-    }
-
     /// Sets [`stdout_guard`](Self::stdout_guard) (default off).
     pub fn stdout_guard(mut self, on: bool) -> Self {
         self.stdout_guard = on;

@@ -211,18 +211,6 @@ pub async fn serve_counted(
     serve_app(listener, router, ConnLimits::of(config), stats, stop, grace).await
 }
 
-/// Renamed to [`serve`].
-#[deprecated(note = "renamed to `conduit_mcp::server::http::serve`")]
-pub async fn serve_router(
-    listener: TcpListener,
-    router: axum::Router,
-    config: &HttpConfig,
-    stop: watch::Receiver<bool>,
-    grace: Duration,
-) -> io::Result<()> {
-    serve(listener, router, config, stop, grace).await
-}
-
 /// [`serve`] with its bounds given.
 pub(crate) async fn serve_app(
     listener: TcpListener,

@@ -31,8 +31,6 @@ pub use config::{
     DEFAULT_PATH, DEFAULT_REPLAY_BYTES, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSION_QUEUE_BYTES,
     DEFAULT_SSE_RETRY,
 };
-#[allow(deprecated)]
-pub use listener::serve_router;
 pub use listener::{serve, serve_counted, ConnectionStats};
 pub use principal::{Owner, PeerGroup, Principal};
 pub use rejection::Rejection;

@@ -179,12 +179,6 @@ impl HttpServer {
         ServerHandle::new(&self.root)
     }
 
-    /// The transport's diagnostic name: `"http"`.
-    #[deprecated(note = "always \"http\": it tells nothing about the server")]
-    pub fn name(&self) -> &'static str {
-        "http"
-    }
-
     /// Serves `handler` until [`ServerHandle::stop`]: then new requests get
     /// 503, in-flight ones their answers within
     /// [`ServerConfig::stop_drain`](crate::server::ServerConfig::stop_drain)
@@ -433,13 +427,6 @@ impl HttpService {
     /// ```
     pub fn axum_router(&self) -> axum::Router {
         self.router.clone()
-    }
-
-    /// Renamed to [`axum_router`](Self::axum_router) (this crate's
-    /// [`Router`](crate::server::Router) is another thing: the MCP router).
-    #[deprecated(note = "renamed to `axum_router`")]
-    pub fn router(&self) -> axum::Router {
-        self.axum_router()
     }
 }
 
