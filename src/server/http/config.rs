@@ -2,11 +2,8 @@
 //! it, and every bound, in bytes where memory is concerned), around the
 //! [`ServerConfig`] it shares with stdio.
 
-use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::secret::Secret;
 use crate::server::{ServerConfig, ServerError};
 
 /// Default [`HttpConfig::path`].
@@ -53,11 +50,6 @@ pub enum Allow {
     Any,
 }
 
-/// A check of each request before it reaches MCP (a bearer token, a
-/// signature): returns whether to let the request in; `false` answers
-/// 401 Unauthorized.
-pub type Authorize = Arc<dyn Fn(&axum::http::request::Parts) -> bool + Send + Sync>;
-
 /// How an [`HttpServer`](super::HttpServer) (or [`HttpService`](super::HttpService))
 /// behaves: the [`ServerConfig`] it shares with stdio, and the HTTP side.
 ///
@@ -68,7 +60,7 @@ pub type Authorize = Arc<dyn Fn(&axum::http::request::Parts) -> bool + Send + Sy
 /// sessions and never closes them, holds at most
 /// [`max_buffered_bytes`](Self::max_buffered_bytes) of queued messages
 /// and [`max_sessions`](Self::max_sessions) sessions.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
     /// Identity, capabilities and the limits shared with stdio. Its
@@ -171,51 +163,9 @@ pub struct HttpConfig {
     /// then is refused with 408 (what it had sent is released). Default
     /// [`DEFAULT_BODY_TIMEOUT`] (30 s).
     pub body_timeout: Duration,
-    bearer: Option<Secret>,
-    authorize: Option<Authorize>,
-}
-
-impl fmt::Debug for HttpConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpConfig")
-            .field("server", &self.server)
-            .field("path", &self.path)
-            .field("allowed_hosts", &self.allowed_hosts)
-            .field("allowed_origins", &self.allowed_origins)
-            .field("max_sessions", &self.max_sessions)
-            .field(
-                "max_sessions_per_principal",
-                &self.max_sessions_per_principal,
-            )
-            .field("session_queue_bytes", &self.session_queue_bytes)
-            .field("replay_bytes", &self.replay_bytes)
-            .field("max_buffered_bytes", &self.max_buffered_bytes)
-            .field("session_idle_timeout", &self.session_idle_timeout)
-            .field("max_connections", &self.max_connections)
-            .field("max_connections_per_peer", &self.max_connections_per_peer)
-            .field("header_read_timeout", &self.header_read_timeout)
-            .field("keep_alive", &self.keep_alive)
-            .field("sse_retry", &self.sse_retry)
-            .field("body_timeout", &self.body_timeout)
-            .field("bearer", &self.bearer)
-            .field("authorize", &self.authorize.is_some())
-            .finish()
-    }
 }
 
 impl HttpConfig {
-    /// The bearer token every request must carry, if any.
-    #[inline]
-    pub(crate) fn bearer(&self) -> Option<&Secret> {
-        self.bearer.as_ref()
-    }
-
-    /// The authorization hook, if any.
-    #[inline]
-    pub(crate) fn authorizer(&self) -> Option<&Authorize> {
-        self.authorize.as_ref()
-    }
-
     /// The defaults around `server`.
     ///
     /// # Examples
@@ -247,8 +197,6 @@ impl HttpConfig {
             keep_alive: DEFAULT_KEEP_ALIVE,
             sse_retry: DEFAULT_SSE_RETRY,
             body_timeout: DEFAULT_BODY_TIMEOUT,
-            bearer: None,
-            authorize: None,
         }
     }
 
@@ -339,66 +287,6 @@ impl HttpConfig {
     /// Sets [`body_timeout`](Self::body_timeout) (default [`DEFAULT_BODY_TIMEOUT`], 30 s).
     pub fn body_timeout(mut self, d: Duration) -> Self {
         self.body_timeout = d;
-        self
-    }
-
-    /// Requires `Authorization: Bearer <token>` on every request (compared
-    /// in constant time); others get 401 with `WWW-Authenticate: Bearer`.
-    /// The token is never logged.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use conduit_mcp::protocol::Implementation;
-    /// use conduit_mcp::server::http::{HttpConfig, HttpService};
-    /// use conduit_mcp::server::{Router, ServerConfig};
-    /// use conduit_mcp::Secret;
-    /// use tower::ServiceExt;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")))
-    ///     .bearer_token(Secret::new("s3cret-token"));
-    /// let mcp = HttpService::new(config, Router::new())?;
-    /// let anonymous = axum::http::Request::post("/mcp")
-    ///     .header("host", "localhost")
-    ///     .body(axum::body::Body::empty())?;
-    /// assert_eq!(mcp.oneshot(anonymous).await?.status(), 401);
-    /// # Ok(()) }
-    /// ```
-    pub fn bearer_token(mut self, token: Secret) -> Self {
-        self.bearer = Some(token);
-        self
-    }
-
-    /// Runs `check` on every request's head before anything else but the
-    /// `Host`/`Origin` checks; `false` answers 401. (Any tower layer on the
-    /// [`axum_router`](super::HttpService::axum_router) works too.)
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use conduit_mcp::protocol::Implementation;
-    /// use conduit_mcp::server::http::{HttpConfig, HttpService};
-    /// use conduit_mcp::server::{Router, ServerConfig};
-    /// use tower::ServiceExt;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")))
-    ///     .authorize(|head| head.headers.contains_key("x-api-key"));
-    /// let mcp = HttpService::new(config, Router::new())?;
-    /// let without_key = axum::http::Request::post("/mcp")
-    ///     .header("host", "localhost")
-    ///     .body(axum::body::Body::empty())?;
-    /// assert_eq!(mcp.oneshot(without_key).await?.status(), 401);
-    /// # Ok(()) }
-    /// ```
-    pub fn authorize(
-        mut self,
-        check: impl Fn(&axum::http::request::Parts) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.authorize = Some(Arc::new(check));
         self
     }
 
