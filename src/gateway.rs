@@ -75,7 +75,7 @@ impl std::fmt::Debug for HttpGateway {
 impl HttpGateway {
     /// Starts the host of `host` (every server but the lazy ones of
     /// `config`) and the gateway before it. Returns once the servers are
-    /// ready or `host.ready_timeout` has passed (see [`Host::start`]); use
+    /// ready or its [`ready_timeout`](HostConfig::ready_timeout) has passed (see [`Host::start`]); use
     /// [`launch`](Self::launch) to serve while they start.
     ///
     /// # Examples
@@ -132,7 +132,7 @@ impl HttpGateway {
     /// The gateway of [`start`](Self::start), returned as soon as its host
     /// runs, its servers still starting: its routes answer at once.
     /// Until the start is over (every server ready, or given up, or
-    /// `host.ready_timeout` passed: what [`start`](Self::start) waits
+    /// its ready timeout passed: what [`start`](Self::start) waits
     /// for), `GET /health` answers 503 with `"status": "starting"` and the
     /// other requests wait for it, then are answered as after the start.
     /// [`started`](Self::started) waits for it too. Fails as `start` does
@@ -261,7 +261,7 @@ impl HttpGateway {
         self.app.clone()
     }
 
-    /// Serves on `listener` (at most `http.max_connections` connections)
+    /// Serves on `listener` (at most its [`max_connections`](crate::server::http::HttpConfig::max_connections))
     /// until [`shutdown`](Self::shutdown): then no connection is accepted,
     /// and those still open are cut once the grace (and 2 s more) has
     /// passed. Returns when every connection is closed.

@@ -159,6 +159,8 @@ macro_rules! local_messages {
     };
 }
 
+#[macro_use]
+mod config_fields;
 mod child;
 #[cfg(feature = "cli")]
 pub mod cli;

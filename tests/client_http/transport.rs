@@ -485,7 +485,7 @@ async fn a_probe_refused_with_400_falls_back_to_initialize_after_reading_the_bod
     // At once, not after the probe timeout (a minute, past the wait for
     // readiness).
     let mut cfg = client_config(&fake.url, EraPreference::Auto);
-    cfg.probe_timeout = Duration::from_secs(60);
+    cfg = cfg.probe_timeout(Duration::from_secs(60));
     let client = Client::start(cfg).await.unwrap();
     let session = ready(&client).await;
     assert_eq!(session.era, Era::Stateful);

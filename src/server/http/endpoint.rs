@@ -52,7 +52,7 @@ pub(crate) fn router(
     core: Arc<Core>,
     layers: impl FnOnce(axum::Router) -> axum::Router,
 ) -> axum::Router {
-    let path = core.config().path.clone();
+    let path = core.config().get_path().to_owned();
     let admission = HostOriginLayer::of(core.config());
     let methods = axum::routing::post(on_post)
         .get(on_get)
@@ -547,7 +547,7 @@ async fn respond(
     };
     let first = if accepts.json() {
         let patience = if accepts.sse() {
-            core.config().keep_alive
+            core.config().get_keep_alive()
         } else {
             std::time::Duration::MAX
         };
@@ -589,12 +589,12 @@ async fn respond(
         }
         First::Events => {
             let attached = stream.attach(0);
-            let prelude = stream.priming(attached.after(), core.config().sse_retry);
+            let prelude = stream.priming(attached.after(), core.config().get_sse_retry());
             let mut body = SseBody::new(
                 stream.clone(),
                 attached.generation(),
                 prelude,
-                core.config().keep_alive,
+                core.config().get_keep_alive(),
             );
             if let Some((scope, key)) = guard.disarm() {
                 let weak = Arc::downgrade(core);
@@ -714,7 +714,7 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
     tracing::debug!(session = %session.id(), stream = stream.number(), after, "SSE stream attached");
     let attached = stream.attach(after);
     let mut prelude = stream
-        .priming(attached.after(), core.config().sse_retry)
+        .priming(attached.after(), core.config().get_sse_retry())
         .map(Vec::from)
         .unwrap_or_default();
     if attached.lost() > 0 {
@@ -730,7 +730,7 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
         stream.clone(),
         attached.generation(),
         prelude,
-        core.config().keep_alive,
+        core.config().get_keep_alive(),
     );
     sse_response(Body::new(watch_open(body, &session, stream)))
 }

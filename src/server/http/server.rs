@@ -196,7 +196,11 @@ impl HttpServer {
     /// # Ok(()) }
     /// ```
     pub fn url(&self) -> io::Result<String> {
-        Ok(format!("http://{}{}", self.local_addr()?, self.config.path))
+        Ok(format!(
+            "http://{}{}",
+            self.local_addr()?,
+            self.config.get_path()
+        ))
     }
 
     /// A cloneable handle: [`stop`](ServerHandle::stop), the lifetime token,
@@ -278,14 +282,14 @@ async fn serve_on<H: Handler>(
         tracing::info!("server stopped before it started");
         return Ok(ServeEnd::Stopped);
     }
-    let flush = config.server.flush_timeout;
+    let flush = config.server.get_flush_timeout();
     let limits = ConnLimits::of(&config);
     let addr = listener.local_addr().map_err(ServerError::Read)?;
     let core = Core::new(config, handler, root.clone(), false);
     let done = core.watch_done();
     core.start();
     let app = endpoint::router(core.clone(), layers);
-    tracing::info!(server = %core.name(), %addr, path = %core.config().path, "http server listening");
+    tracing::info!(server = %core.name(), %addr, path = %core.config().get_path(), "http server listening");
     root.mark_ready();
     serve_app(listener, app, limits, root.connections(), done, flush)
         .await
@@ -295,7 +299,7 @@ async fn serve_on<H: Handler>(
 }
 
 /// The MCP endpoint as a [`tower::Service`] (and an axum
-/// [`Router`](axum::Router), [`router`](Self::router)), to mount in an
+/// [`Router`](axum::Router), [`axum_router`](Self::axum_router)), to mount in an
 /// application that serves other routes and owns its listener.
 ///
 /// ```no_run
