@@ -386,7 +386,7 @@ async fn run_conduit(exe: &Path, plan: &Plan, peer: &str, r: &mut Results) -> Re
         // PR_SET_PDEATHSIG setup in the child).
         let stamp = peers::stamp_path("conduit-nodeath");
         let mut cfg = peers::conduit_config(exe, peers::floor_args(&stamp), era);
-        cfg.die_with_parent = false;
+        cfg = cfg.die_with_parent(false);
         let t = Instant::now();
         let c = Conduit::start_cfg(cfg, Some(stamp)).await?;
         r.add(peer, "spawn_ready_nodeath", us(t.elapsed()));

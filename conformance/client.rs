@@ -75,7 +75,8 @@ async fn main() {
         .era(era)
         .request_timeout(PATIENCE)
         .max_reconnects(1);
-    config.capabilities = json!({ "roots": {}, "sampling": {}, "elicitation": {} });
+    let capabilities = json!({ "roots": {}, "sampling": {}, "elicitation": {} });
+    config = config.capabilities(serde_json::from_value(capabilities).expect("capabilities"));
     let opts = StartOptions::new().handler(answer);
     let client = match Client::start_with(config, opts).await {
         Ok(c) => c,

@@ -293,22 +293,20 @@ pub(crate) fn host_failure(e: HostError) -> Fail {
 /// was given wins; a server is never restarted (one shot).
 pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
     overlay_options(options, config);
-    if let Some(t) = options.timeout() {
-        config.probe_timeout = config.probe_timeout.min(t);
-    }
+    let probe = config.get_probe_timeout();
+    let probe = options.timeout().map_or(probe, |t| probe.min(t));
     // One shot: a server that fails to start is reported, not restarted.
-    config.max_reconnects = 0;
+    *config = config.clone().probe_timeout(probe).max_reconnects(0);
 }
 
 /// The command-line options given (timeout, era, env, cwd, stderr) over
 /// a server's configuration, its restart policy untouched.
 pub(crate) fn overlay_options(options: &Options, config: &mut ClientConfig) {
     if let Some(t) = options.timeout() {
-        config.request_timeout = t;
-        config.init_timeout = t;
+        *config = config.clone().request_timeout(t).init_timeout(t);
     }
     if let Some(era) = options.era() {
-        config.era = era;
+        *config = config.clone().era(era);
     }
     // The child's options; an HTTP server has none.
     let Some(child) = config.transport.as_stdio_mut() else {

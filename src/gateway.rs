@@ -37,21 +37,6 @@ pub use config::{
 };
 pub use refusal::Refusal;
 
-/// Moved to [`host::Reload`](crate::host::Reload).
-#[deprecated(note = "use `conduit_mcp::host::Reload`")]
-#[doc(hidden)]
-pub type Reload = crate::host::Reload;
-
-/// Renamed to [`HttpGateway`].
-#[deprecated(note = "renamed to `HttpGateway`")]
-pub type HttpFront = HttpGateway;
-/// Renamed to [`HttpGatewayConfig`].
-#[deprecated(note = "renamed to `HttpGatewayConfig`")]
-pub type FrontConfig = HttpGatewayConfig;
-/// Renamed to [`HttpGatewayError`].
-#[deprecated(note = "renamed to `HttpGatewayError`")]
-pub type FrontError = HttpGatewayError;
-
 use self::server_requests::ServerRequests;
 use self::state::{GatewayState, Phase};
 
@@ -93,7 +78,7 @@ impl std::fmt::Debug for HttpGateway {
 impl HttpGateway {
     /// Starts the host of `host` (every server but the lazy ones of
     /// `config`) and the gateway before it. Returns once the servers are
-    /// ready or `host.ready_timeout` has passed (see [`Host::start`]); use
+    /// ready or its [`ready_timeout`](HostConfig::ready_timeout) has passed (see [`Host::start`]); use
     /// [`launch`](Self::launch) to serve while they start.
     ///
     /// # Examples
@@ -150,7 +135,7 @@ impl HttpGateway {
     /// The gateway of [`start`](Self::start), returned as soon as its host
     /// runs, its servers still starting: its routes answer at once.
     /// Until the start is over (every server ready, or given up, or
-    /// `host.ready_timeout` passed: what [`start`](Self::start) waits
+    /// its ready timeout passed: what [`start`](Self::start) waits
     /// for), `GET /health` answers 503 with `"status": "starting"` and the
     /// other requests wait for it, then are answered as after the start.
     /// [`started`](Self::started) waits for it too. Fails as `start` does
@@ -283,13 +268,7 @@ impl HttpGateway {
         self.app.clone()
     }
 
-    /// Renamed to [`axum_router`](Self::axum_router).
-    #[deprecated(note = "renamed to `axum_router`")]
-    pub fn router(&self) -> axum::Router {
-        self.axum_router()
-    }
-
-    /// Serves on `listener` (at most `http.max_connections` connections)
+    /// Serves on `listener` (at most its [`max_connections`](crate::server::http::HttpConfig::max_connections))
     /// until [`shutdown`](Self::shutdown): then no connection is accepted,
     /// and those still open are cut once the grace (and 2 s more) has
     /// passed. Returns when every connection is closed.

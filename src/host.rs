@@ -244,7 +244,7 @@ impl std::fmt::Debug for Host {
 
 impl Host {
     /// Starts every server of `config` at once and returns when each is
-    /// ready and listed, or has failed, or `config.ready_timeout` has
+    /// ready and listed, or has failed, or its [`ready_timeout`](HostConfig::ready_timeout) has
     /// passed (the late ones go on starting). A server that cannot start
     /// is kept with its reason ([`servers`](Self::servers)) and does not
     /// fail the others; only an invalid host option, or an actor that
@@ -333,6 +333,7 @@ impl Host {
         // The starts are the host's, not this future's: dropped, it drops
         // the last handle, the host stops, and each start stops its client
         // when it returns.
+        let ready_timeout = config.get_ready_timeout();
         let mut starts = Vec::with_capacity(config.servers.len());
         for (name, client) in config.servers {
             if config.lazy.contains(&name) {
@@ -347,7 +348,7 @@ impl Host {
         let starting = Starting {
             starts,
             shared: host.shared.clone(),
-            ready_timeout: config.ready_timeout,
+            ready_timeout,
         };
         Ok((host, starting))
     }

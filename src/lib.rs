@@ -74,7 +74,7 @@
 //!
 //! | module | what lives there |
 //! |---|---|
-//! | `child` (private) | spawning and ending processes: all `unsafe`, every signal, the end of a shutdown sequence as a [`ShutdownReport`]; imports nothing from the rest of the crate |
+//! | `child` (private) | spawning and ending processes: all `unsafe`, every signal, the end of a shutdown sequence as a [`ShutdownReport`]; from the rest of the crate it imports only the leaf modules `error`, `secret`, `deadline` and `sync` |
 //! | `line_io` (private) | the byte-bounded write queue, the writer and the line reader shared by both halves |
 //! | `transport` (private) | the Connection's seam: one child turned into a link (PortOwner, reader and writer tasks), or (feature `http`) one HTTP session: a POST per message, SSE streams and their resumption, the session's headers; where an HTTP server is ([`HttpOptions`]) and its authorization (`oauth`, public as `conduit_mcp::oauth`) |
 //! | [`client`] | the actor tree (ClientSupervisor, Connection) and the user's [`Client`] handle |
@@ -159,6 +159,8 @@ macro_rules! local_messages {
     };
 }
 
+#[macro_use]
+mod config_fields;
 mod child;
 #[cfg(feature = "cli")]
 pub mod cli;

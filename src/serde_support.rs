@@ -92,7 +92,7 @@ mod tests {
                 factor: 3.0,
             })
             .max_reconnects(7);
-        config.name = Some("srv".into());
+        config = config.name("srv");
         let v = serde_json::to_value(&config).unwrap();
         assert_eq!(v["request_timeout_ms"], 1500);
         assert_eq!(v["env"], json!({ "PLAIN": "1" }));
@@ -105,7 +105,7 @@ mod tests {
         let back: ClientConfig = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(serde_json::to_value(&back).unwrap(), v);
         assert_eq!(back.transport, config.transport);
-        assert_eq!(back.max_reconnects, 7);
+        assert_eq!(back.get_max_reconnects(), 7);
     }
 
     #[test]

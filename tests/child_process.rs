@@ -329,8 +329,8 @@ fn the_server_inherits_only_stdin_stdout_and_stderr() {
 /// shutdown waits for the grandchild until the stdin grace ends).
 fn leader_with_grandchild(pids: &std::path::Path) -> ClientConfig {
     let mut cfg = common::config(&["--grandchild", "--pid-file", pids.to_str().unwrap()]);
-    cfg.stdin_grace = Duration::from_secs(2);
-    cfg.backoff = no_restart_during_test();
+    cfg = cfg.stdin_grace(Duration::from_secs(2));
+    cfg = cfg.backoff(no_restart_during_test());
     cfg
 }
 
@@ -720,8 +720,8 @@ fn watchdog_role() {
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let mut cfg = ClientConfig::new(exe.to_str().unwrap()).stderr(StderrMode::Discard);
-    cfg.group_watchdog = true;
-    assert!(cfg.die_with_parent && cfg.kill_process_group);
+    cfg = cfg.group_watchdog(true);
+    assert!(cfg.get_die_with_parent() && cfg.get_kill_process_group());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -996,7 +996,7 @@ fn tree_role(dir: &std::path::Path) {
         "--daemon",
         daemon.to_str().unwrap(),
     ]);
-    assert!(!cfg.group_watchdog);
+    assert!(!cfg.get_group_watchdog());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -1016,7 +1016,7 @@ fn tree_role(dir: &std::path::Path) {
 fn a_reaper_killed_from_outside_takes_the_server_and_the_stop_completes() {
     run(async {
         let mut cfg = common::config(&[]);
-        cfg.backoff = no_restart_during_test();
+        cfg = cfg.backoff(no_restart_during_test());
         let (client, mut events) = common::start_recording(cfg).await;
         let leader = common::ready_pid(&client).await;
         let (_, reaper, _) = common::proc_stat(leader).expect("the server runs");

@@ -25,7 +25,7 @@ async fn server_dies_with_a_sigkilled_client_process() {
             "--pid-file",
             &pidfile,
         ]);
-        cfg.group_watchdog = true;
+        cfg = cfg.group_watchdog(true);
         let client = Client::start(cfg).await.unwrap();
         client.ready(Duration::from_secs(10)).await.unwrap();
         println!("READY");

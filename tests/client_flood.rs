@@ -92,8 +92,8 @@ async fn a_notification_flood_is_bounded_in_memory_and_does_not_delay_stop() {
     // 2. A subscriber that does not read for 3 s: its queue is bounded in
     // bytes, the rest is dropped and counted.
     let mut cfg = common::config(&flood);
-    cfg.max_queued_notification_bytes = 8 * MIB as usize;
-    let limit_mib = (cfg.max_queued_notification_bytes as u64 / MIB) as f64;
+    cfg = cfg.max_queued_notification_bytes(8 * MIB as usize);
+    let limit_mib = (cfg.get_max_queued_notification_bytes() as u64 / MIB) as f64;
     let client = Client::start(cfg).await.unwrap();
     let mut sub = client.notifications();
     client.ready(Duration::from_secs(10)).await.unwrap();

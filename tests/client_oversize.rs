@@ -26,7 +26,7 @@ async fn a_200_mib_line_without_newline_keeps_rss_near_the_limit() {
     let before = vm_kib("VmHWM:");
 
     let mut cfg = common::config(&["--big-line-mib", "200", "--no-newline"]);
-    cfg.max_reconnects = 0;
+    cfg = cfg.max_reconnects(0);
     let client = Client::start(cfg).await.unwrap();
     let status = common::final_status(&client, Duration::from_secs(30)).await;
     match &status {

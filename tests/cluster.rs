@@ -1202,32 +1202,29 @@ async fn the_calls_of_a_node_that_goes_away_are_cancelled_on_the_serving_node() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_exposed_with_the_deprecated_server_call_grants_nothing() {
-    const TEST: &str = "a_server_exposed_with_the_deprecated_server_call_grants_nothing";
+async fn a_server_exposed_with_no_grants_is_refused_every_call() {
+    const TEST: &str = "a_server_exposed_with_no_grants_is_refused_every_call";
     let _serial = role_or_serial!();
     let cl = Cluster::two_nodes(TEST).await;
-    let deprecated = cl.find("fixture-deprecated").await;
+    let ungranted = cl.find("fixture-ungranted").await;
     for (method, r) in [
         (
             "echo",
-            deprecated
+            ungranted
                 .request("echo", None, RemoteOptions::new())
                 .await
                 .map(|_| ()),
         ),
         (
             "tools/list",
-            deprecated
+            ungranted
                 .list_tools(Duration::from_secs(10))
                 .await
                 .map(|_| ()),
         ),
         (
             "session",
-            deprecated
-                .session(Duration::from_secs(10))
-                .await
-                .map(|_| ()),
+            ungranted.session(Duration::from_secs(10)).await.map(|_| ()),
         ),
     ] {
         assert!(

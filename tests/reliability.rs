@@ -63,11 +63,11 @@ async fn stderr_flood_of_64_mib_while_answering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_of_8_mib_minus_one_exact_and_plus_one() {
-    let limit = conduit_mcp::ClientConfig::new("x").max_message_bytes;
+    let limit = conduit_mcp::ClientConfig::new("x").get_max_message_bytes();
     for (delta, ok) in [(-1i64, true), (0, true), (1, false)] {
         let n = (limit as i64 + delta) as usize;
         let mut cfg = common::config(&["--line-bytes", &n.to_string()]);
-        cfg.max_reconnects = 0;
+        cfg = cfg.max_reconnects(0);
         let client = Client::start(cfg).await.unwrap();
         if ok {
             let r = client
@@ -102,8 +102,8 @@ async fn lines_of_8_mib_minus_one_exact_and_plus_one() {
 async fn server_that_stops_reading_while_10000_requests_are_sent() {
     const TIMEOUT: Duration = Duration::from_secs(30);
     let mut cfg = common::config(&["--stop-reading-after", "2"]);
-    cfg.era = EraPreference::Stateful;
-    cfg.write_stall_timeout = Duration::from_secs(1);
+    cfg = cfg.era(EraPreference::Stateful);
+    cfg = cfg.write_stall_timeout(Duration::from_secs(1));
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let client = Client::start_with(cfg, StartOptions::new().events(tx))
         .await
@@ -260,7 +260,7 @@ async fn crash_with_1000_requests_in_flight() {
 async fn restart_loop_and_vanished_executable_respect_backoff_with_low_cpu() {
     // A server that exits at once on every start.
     let cfg = common::config(&["--exit-immediately", "1"]);
-    let (backoff, max) = (cfg.backoff, cfg.max_reconnects);
+    let (backoff, max) = (cfg.get_backoff(), cfg.get_max_reconnects());
     let cpu0 = cpu_time();
     let t = Instant::now();
     let client = Client::start(cfg).await.unwrap();

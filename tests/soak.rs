@@ -96,13 +96,14 @@ async fn start_stop_and_crash_restart_cycles_leak_nothing() {
     let mid = snapshot();
 
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let mut cfg = common::config(&[]);
-    cfg.backoff = Backoff::new()
-        .initial(Duration::from_millis(1))
-        .max(Duration::from_millis(5));
+    let mut cfg = common::config(&[]).backoff(
+        Backoff::new()
+            .initial(Duration::from_millis(1))
+            .max(Duration::from_millis(5)),
+    );
     // Hundreds of crashes within restart_period: a crash loop the client
     // would give up on; this test restarts it for ever.
-    cfg.max_reconnects = u32::MAX;
+    cfg = cfg.max_reconnects(u32::MAX);
     let client = Client::start_with(cfg, StartOptions::new().events(tx))
         .await
         .unwrap();

@@ -257,13 +257,13 @@ pub fn conduit_config(exe: &Path, args: Vec<String>, era: EraPreference) -> Clie
         .args(args)
         .stderr(StderrMode::Inherit);
     // An 8 MiB text plus its envelope is just over the default limit.
-    cfg.max_message_bytes = 16 * 1024 * 1024;
-    cfg.era = era;
+    cfg = cfg.max_message_bytes(16 * 1024 * 1024);
+    cfg = cfg.era(era);
     if std::env::var_os("BENCH_DIAG_NO_PDEATHSIG").is_some() {
-        cfg.die_with_parent = false;
+        cfg = cfg.die_with_parent(false);
     }
     if std::env::var_os("BENCH_DIAG_NO_PGROUP").is_some() {
-        cfg.kill_process_group = false;
+        cfg = cfg.kill_process_group(false);
     }
     cfg
 }
@@ -298,7 +298,7 @@ impl Conduit {
     /// Starts a client with `cfg` (its exit stamp at `stamp`) and waits for
     /// ready. A client pinned to an era checks that it got it.
     pub async fn start_cfg(cfg: ClientConfig, stamp: Option<PathBuf>) -> Result<Conduit, String> {
-        let want = match cfg.era {
+        let want = match cfg.get_era() {
             EraPreference::Stateful => Some(Era::Stateful),
             EraPreference::Stateless => Some(Era::Stateless),
             EraPreference::Auto => None,

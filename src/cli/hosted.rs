@@ -26,7 +26,7 @@ pub(super) async fn run(
         apply_options(options, config);
     }
     if let Some(t) = options.timeout() {
-        host.ready_timeout = t;
+        host = host.ready_timeout(t);
     }
     match command {
         Command::Servers => servers(options, &file, host).await,
@@ -303,7 +303,7 @@ fn keep_owners(
     if config.servers.is_empty() {
         return Err(Fail::Usage(format!(
             "no {kind} named `{name}`: a namespaced name starts with a server's name and `{}` (servers: {}); or use --server NAME with the server's own {kind} name",
-            config.separator,
+            config.get_separator(),
             server_names(file)
         )));
     }

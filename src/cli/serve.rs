@@ -61,7 +61,7 @@ pub(super) async fn run(options: &Options, path: &Path, args: ServeArgs) -> Resu
         }
     }
     if let Some(t) = options.timeout() {
-        host.ready_timeout = t;
+        host = host.ready_timeout(t);
     }
     let mut gateway = HttpGatewayConfig::from_file(&file).auth(auth);
     gateway.metrics_token = metrics_token(&args)?;

@@ -33,7 +33,7 @@ fn describe(config: &ClientConfig) -> String {
         // Nothing runs here: say where requests go (no credentials or
         // query; header values never).
         ClientTransport::Http(http) => {
-            let name = config.name.as_deref().unwrap_or("the server");
+            let name = config.get_name().unwrap_or("the server");
             return format!("{name}: Streamable HTTP at {}", http.display_url());
         }
     };
@@ -48,7 +48,7 @@ fn describe(config: &ClientConfig) -> String {
             .unwrap_or_else(|_| "the current directory".into()),
     };
     let line = line.join(" ");
-    match &config.name {
+    match &config.get_name() {
         Some(name) => format!("server {name}: {line} (in {dir})"),
         None => format!("running {line} (in {dir})"),
     }
@@ -85,7 +85,7 @@ mod tests {
             describe(&c),
             r#"running /bin/srv --flag=1 "two words" "" *** (in /work)"#
         );
-        c.name = Some("gh".into());
+        c = c.name("gh");
         assert!(describe(&c).starts_with("server gh: /bin/srv "));
     }
 }

@@ -41,16 +41,6 @@ pub enum EraPreference {
     Stateful,
 }
 
-#[allow(non_upper_case_globals)]
-impl EraPreference {
-    /// Renamed to [`EraPreference::Stateless`].
-    #[deprecated(note = "renamed to `EraPreference::Stateless`")]
-    pub const Modern: EraPreference = EraPreference::Stateless;
-    /// Renamed to [`EraPreference::Stateful`].
-    #[deprecated(note = "renamed to `EraPreference::Stateful`")]
-    pub const Legacy: EraPreference = EraPreference::Stateful;
-}
-
 /// Restart policy: exponential backoff between attempts, and a limit.
 /// Built with [`new`](Self::new) and its setters (the fields stay public).
 ///
@@ -176,7 +166,7 @@ impl Backoff {
 /// let config: ClientConfig = serde_json::from_str(
 ///     r#"{"command": "uvx", "args": ["mcp-server-time"], "request_timeout_ms": 5000}"#,
 /// )?;
-/// assert_eq!(config.request_timeout, std::time::Duration::from_secs(5));
+/// assert_eq!(config.get_request_timeout(), std::time::Duration::from_secs(5));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -185,32 +175,25 @@ impl Backoff {
 pub struct ClientConfig {
     /// Name used in logs and events (defaults to the command's file name).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    name: Option<String>,
     /// The server: a child process (the default, with the command given
     /// to [`new`](Self::new)) or a Streamable HTTP server
     /// ([`http`](Self::http)). Serialised as its keys (see
     /// [`ClientTransport`]).
     #[serde(flatten)]
     pub transport: ClientTransport,
-    /// Largest line the server may write, in bytes (default 8 MiB).
-    pub max_message_bytes: usize,
-    /// Consecutive non-JSON-RPC lines tolerated (default 10).
-    pub max_junk_lines: usize,
+    max_message_bytes: usize,
+    max_junk_lines: usize,
     /// Time the server gets to exit after stdin is closed (default 2 s).
     #[serde(rename = "stdin_grace_ms", with = "crate::serde_support::millis")]
-    pub stdin_grace: Duration,
+    stdin_grace: Duration,
     /// Time the server gets after SIGTERM before SIGKILL (default 2 s).
     #[serde(rename = "term_grace_ms", with = "crate::serde_support::millis")]
-    pub term_grace: Duration,
+    term_grace: Duration,
     /// How long the `server/discover` probe waits (default 3 s).
     #[serde(rename = "probe_timeout_ms", with = "crate::serde_support::millis")]
-    pub probe_timeout: Duration,
-    /// Bytes of requests queued for the server and not yet written
-    /// (default 16 MiB, at most 4 GiB - 1). A caller whose request finds
-    /// no room waits (within its timeout) until the server reads; a single
-    /// request longer than this fails alone with
-    /// [`Error::RequestTooLarge`](crate::error::Error::RequestTooLarge).
-    pub max_write_queue_bytes: usize,
+    probe_timeout: Duration,
+    max_write_queue_bytes: usize,
     /// A server that accepts no byte of its stdin for this long while
     /// callers wait for room in the write queue is closed as not reading
     /// ([`CloseReason::WriteStalled`](crate::error::CloseReason::WriteStalled));
@@ -220,27 +203,11 @@ pub struct ClientConfig {
         rename = "write_stall_timeout_ms",
         with = "crate::serde_support::millis"
     )]
-    pub write_stall_timeout: Duration,
-    /// Server-to-client requests handled at once (default 16). Past it, the
-    /// server's request is answered at once with error -32000; a request
-    /// reusing the id of one still being handled gets -32600.
-    pub max_inbound_requests: usize,
-    /// Bytes of notifications (as held in memory once parsed) that one
-    /// [`Notifications`](crate::client::Notifications) subscriber may leave unread
-    /// (default 16 MiB). Past it, notifications for that subscriber are
-    /// dropped and counted ([`Notifications::dropped`](crate::client::Notifications::dropped)).
-    pub max_queued_notification_bytes: usize,
-    /// Restart backoff. The delay grows with the restart's number (see
-    /// [`restart_period`](Self::restart_period)), so it keeps growing while
-    /// the server keeps dying, and starts from `initial` again once a
-    /// server has stayed up.
-    pub backoff: Backoff,
-    /// Restarts allowed within [`restart_period`](Self::restart_period)
-    /// (default 5): when the server dies once more, the client gives up.
-    /// Counted whatever phase the server died in (spawn, handshake, or after
-    /// it was ready), as OTP's supervisors count restart intensity. 0: the
-    /// first death is final.
-    pub max_reconnects: u32,
+    write_stall_timeout: Duration,
+    max_inbound_requests: usize,
+    max_queued_notification_bytes: usize,
+    backoff: Backoff,
+    max_reconnects: u32,
     /// The period of [`max_reconnects`](Self::max_reconnects) (default
     /// 60 s), measured in time a server was ready, not on the wall clock:
     /// backoff waits and slow starts do not count, so a server that never
@@ -249,69 +216,25 @@ pub struct ClientConfig {
     /// after it; once none counts any more (a server stayed up this long),
     /// restarts are numbered from 1 again and the backoff starts over.
     #[serde(rename = "restart_period_ms", with = "crate::serde_support::millis")]
-    pub restart_period: Duration,
-    /// Put the child in its own process group and signal the whole group
-    /// (default on), so a launcher's children (npx, uvx) are ended too. On
-    /// Linux (x86_64, aarch64) the server then also runs under a small
-    /// reaper process that adopts every descendant leaving the group (a
-    /// daemon that calls `setsid` and double-forks), and the shutdown ends
-    /// those too.
-    pub kill_process_group: bool,
-    /// Linux: the child is SIGKILLed when this process dies, even by
-    /// SIGKILL (default on; `PR_SET_PDEATHSIG`, set from a spawning thread
-    /// that lives as long as the process). See the crate docs' caveats.
-    pub die_with_parent: bool,
-    /// Linux, with `die_with_parent` and `kill_process_group`: also end the
-    /// server's whole process group (a launcher's children) if this process
-    /// is SIGKILLed (default off). A small watchdog process is forked per
-    /// server; it is a copy-on-write image of this process, so pages this
-    /// process writes afterwards are duplicated while the server runs: cheap
-    /// for a small client, costly for a large one. See the crate docs.
-    pub group_watchdog: bool,
-    /// Protocol era.
-    pub era: EraPreference,
+    restart_period: Duration,
+    kill_process_group: bool,
+    die_with_parent: bool,
+    group_watchdog: bool,
+    era: EraPreference,
     /// Default timeout of a request (default 60 s).
     #[serde(rename = "request_timeout_ms", with = "crate::serde_support::millis")]
-    pub request_timeout: Duration,
+    request_timeout: Duration,
     /// Timeout of the 2025-11-25 `initialize` request (default 60 s), long
     /// enough for slow cold starts such as `npx -y`.
     #[serde(rename = "init_timeout_ms", with = "crate::serde_support::millis")]
-    pub init_timeout: Duration,
-    /// This client's name and version, sent to the server.
-    pub client_info: Implementation,
-    /// Capabilities declared to the server (a JSON object). A
-    /// [`ClientHandler`](crate::client::ClientHandler)'s own capabilities are added
-    /// when the client starts.
-    pub capabilities: serde_json::Value,
-    /// 2026-07-28 era: the least severe log level the server should send,
-    /// carried in every request's `_meta`
-    /// (`io.modelcontextprotocol/logLevel`); `None` (the default): no log
-    /// messages. 2025-11-25 servers are sent `logging/setLevel` by
-    /// [`Client::set_log_level`](crate::client::Client::set_log_level) instead.
-    pub log_level: Option<LoggingLevel>,
-    /// Fetch the tool list kept by [`Client::tools`](crate::client::Client::tools)
-    /// again whenever the server says it changed
-    /// (`notifications/tools/list_changed`; 2026-07-28 servers send it on a
-    /// `subscriptions/listen` stream the client opens for it). Default off.
-    pub refresh_tools_on_list_changed: bool,
-    /// Pages one paginated list (`tools/list`, `resources/list`, ...) may
-    /// have (default 1,000): a server that sends another `nextCursor` past
-    /// it makes the list fail with
-    /// [`Error::ListTooLong`](crate::error::Error::ListTooLong). Real servers send
-    /// one to a few dozen pages.
-    pub max_list_pages: usize,
-    /// Items (tools, resources, ...) one paginated list may hold, all pages
-    /// together (default 100,000; the largest real lists hold thousands).
-    pub max_list_items: usize,
-    /// Bytes the pages of one paginated list may hold in memory once parsed
-    /// (default 256 MiB; estimated as every memory bound of the crate is,
-    /// from the parsed JSON, on the high side). Parsed JSON holds many times
-    /// its text (about 16 times for a list of small tools): the default
-    /// admits any single page up to the default `max_message_bytes` (8 MiB
-    /// of text, about 128 MiB parsed), so a list that one legal answer can
-    /// carry is never refused; the item cap usually ends an endless list
-    /// first.
-    pub max_list_bytes: usize,
+    init_timeout: Duration,
+    client_info: Implementation,
+    capabilities: serde_json::Value,
+    log_level: Option<LoggingLevel>,
+    refresh_tools_on_list_changed: bool,
+    max_list_pages: usize,
+    max_list_items: usize,
+    max_list_bytes: usize,
     /// Time one paginated list may take, all its pages together (default
     /// 5 minutes): each page's request gets at most the time left, and a
     /// list still unfinished when it runs out fails with
@@ -320,7 +243,7 @@ pub struct ClientConfig {
     /// [`request_timeout`](Self::request_timeout) could hold one list for
     /// `max_list_pages` times that timeout.
     #[serde(rename = "list_timeout_ms", with = "crate::serde_support::millis")]
-    pub list_timeout: Duration,
+    list_timeout: Duration,
     /// The key of a setter used against the other transport (a header
     /// on a command's config, an argument on an HTTP server's), reported
     /// by `validate`.
@@ -333,6 +256,114 @@ pub struct ClientConfig {
     other_keys: NoOtherKeys,
 }
 
+/// What the setters set: a getter for each field another module or a
+/// user reads.
+impl ClientConfig {
+    /// What [`name`](Self::name) set.
+    pub fn get_name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    /// What [`log_level`](Self::log_level) set.
+    pub fn get_log_level(&self) -> Option<&LoggingLevel> {
+        self.log_level.as_ref()
+    }
+    config_fields! {
+        /// Sets the default request timeout (default 60 s).
+        set request_timeout: Duration, get_request_timeout -> Duration, copy;
+        /// Protocol era.
+        set era: EraPreference, get_era -> EraPreference, copy;
+        /// Largest line the server may write, in bytes (default 8 MiB).
+        set max_message_bytes: usize, get_max_message_bytes -> usize, copy;
+        /// Consecutive non-JSON-RPC lines tolerated (default 10).
+        set max_junk_lines: usize;
+        /// Sets [`stdin_grace`](Self::stdin_grace) (default 2 s).
+        set stdin_grace: Duration, get_stdin_grace -> Duration, copy;
+        /// Sets [`term_grace`](Self::term_grace) (default 2 s).
+        set term_grace: Duration, get_term_grace -> Duration, copy;
+        /// Sets [`probe_timeout`](Self::probe_timeout) (default 3 s).
+        set probe_timeout: Duration, get_probe_timeout -> Duration, copy;
+        /// Bytes of requests queued for the server and not yet written
+        /// (default 16 MiB, at most 4 GiB - 1). A caller whose request finds
+        /// no room waits (within its timeout) until the server reads; a single
+        /// request longer than this fails alone with
+        /// [`Error::RequestTooLarge`](crate::error::Error::RequestTooLarge).
+        set max_write_queue_bytes: usize, get_max_write_queue_bytes -> usize, copy;
+        /// Sets [`write_stall_timeout`](Self::write_stall_timeout) (default
+        /// 10 s).
+        set write_stall_timeout: Duration;
+        /// Server-to-client requests handled at once (default 16). Past it, the
+        /// server's request is answered at once with error -32000; a request
+        /// reusing the id of one still being handled gets -32600.
+        set max_inbound_requests: usize, get_max_inbound_requests -> usize, copy;
+        /// Bytes of notifications (as held in memory once parsed) that one
+        /// [`Notifications`](crate::client::Notifications) subscriber may leave unread
+        /// (default 16 MiB). Past it, notifications for that subscriber are
+        /// dropped and counted ([`Notifications::dropped`](crate::client::Notifications::dropped)).
+        set max_queued_notification_bytes: usize, get_max_queued_notification_bytes -> usize, copy;
+        /// Restart backoff. The delay grows with the restart's number (see
+        /// [`restart_period`](Self::restart_period)), so it keeps growing while
+        /// the server keeps dying, and starts from `initial` again once a
+        /// server has stayed up.
+        set backoff: Backoff, get_backoff -> Backoff, copy;
+        /// Restarts allowed within [`restart_period`](Self::restart_period)
+        /// (default 5): when the server dies once more, the client gives up.
+        /// Counted whatever phase the server died in (spawn, handshake, or after
+        /// it was ready), as OTP's supervisors count restart intensity. 0: the
+        /// first death is final.
+        set max_reconnects: u32, get_max_reconnects -> u32, copy;
+        /// Sets [`restart_period`](Self::restart_period) (default 60 s).
+        set restart_period: Duration, get_restart_period -> Duration, copy;
+        /// Put the child in its own process group and signal the whole group
+        /// (default on), so a launcher's children (npx, uvx) are ended too. On
+        /// Linux (x86_64, aarch64) the server then also runs under a small
+        /// reaper process that adopts every descendant leaving the group (a
+        /// daemon that calls `setsid` and double-forks), and the shutdown ends
+        /// those too.
+        set kill_process_group: bool, get_kill_process_group -> bool, copy;
+        /// Linux: the child is SIGKILLed when this process dies, even by
+        /// SIGKILL (default on; `PR_SET_PDEATHSIG`, set from a spawning thread
+        /// that lives as long as the process). See the crate docs' caveats.
+        set die_with_parent: bool, get_die_with_parent -> bool, copy;
+        /// Linux, with `die_with_parent` and `kill_process_group`: also end the
+        /// server's whole process group (a launcher's children) if this process
+        /// is SIGKILLed (default off). A small watchdog process is forked per
+        /// server; it is a copy-on-write image of this process, so pages this
+        /// process writes afterwards are duplicated while the server runs: cheap
+        /// for a small client, costly for a large one. See the crate docs.
+        set group_watchdog: bool, get_group_watchdog -> bool, copy;
+        /// Sets [`init_timeout`](Self::init_timeout) (default 60 s).
+        set init_timeout: Duration, get_init_timeout -> Duration, copy;
+        /// This client's name and version, sent to the server.
+        set client_info: Implementation, get_client_info -> &Implementation, ref;
+        /// Fetch the tool list kept by [`Client::tools`](crate::client::Client::tools)
+        /// again whenever the server says it changed
+        /// (`notifications/tools/list_changed`; 2026-07-28 servers send it on a
+        /// `subscriptions/listen` stream the client opens for it). Default off.
+        set refresh_tools_on_list_changed: bool, get_refresh_tools_on_list_changed -> bool, copy;
+        /// Pages one paginated list (`tools/list`, `resources/list`, ...) may
+        /// have (default 1,000): a server that sends another `nextCursor` past
+        /// it makes the list fail with
+        /// [`Error::ListTooLong`](crate::error::Error::ListTooLong). Real servers send
+        /// one to a few dozen pages.
+        set max_list_pages: usize, get_max_list_pages -> usize, copy;
+        /// Items (tools, resources, ...) one paginated list may hold, all pages
+        /// together (default 100,000; the largest real lists hold thousands).
+        set max_list_items: usize, get_max_list_items -> usize, copy;
+        /// Bytes the pages of one paginated list may hold in memory once parsed
+        /// (default 256 MiB; estimated as every memory bound of the crate is,
+        /// from the parsed JSON, on the high side). Parsed JSON holds many times
+        /// its text (about 16 times for a list of small tools): the default
+        /// admits any single page up to the default `max_message_bytes` (8 MiB
+        /// of text, about 128 MiB parsed), so a list that one legal answer can
+        /// carry is never refused; the item cap usually ends an endless list
+        /// first.
+        set max_list_bytes: usize, get_max_list_bytes -> usize, copy;
+        /// Sets [`list_timeout`](Self::list_timeout) (default 5 minutes).
+        set list_timeout: Duration, get_list_timeout -> Duration, copy;
+        get capabilities, get_capabilities -> &serde_json::Value, ref;
+    }
+}
+
 impl ClientConfig {
     /// A configuration running `command` with default options.
     ///
@@ -343,7 +374,7 @@ impl ClientConfig {
     /// use conduit_mcp::ClientConfig;
     ///
     /// let config = ClientConfig::new("uvx").arg("mcp-server-time");
-    /// assert_eq!(config.request_timeout, Duration::from_secs(60));
+    /// assert_eq!(config.get_request_timeout(), Duration::from_secs(60));
     /// assert_eq!(config.display_name(), "uvx");
     /// assert!(config.validate().is_ok());
     /// ```
@@ -657,34 +688,6 @@ impl ClientConfig {
         self
     }
 
-    /// Sets the default request timeout (default 60 s).
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// Sets the protocol era (default [`EraPreference::Auto`]).
-    pub fn era(mut self, era: EraPreference) -> Self {
-        self.era = era;
-        self
-    }
-
-    /// Sets both shutdown grace periods.
-    #[deprecated(note = "two positional durations: use `stdin_grace(..)` and `term_grace(..)`")]
-    pub fn graces(mut self, stdin_grace: Duration, term_grace: Duration) -> Self {
-        self.stdin_grace = stdin_grace;
-        self.term_grace = term_grace;
-        self
-    }
-
-    /// Sets the restart policy.
-    #[deprecated(note = "a positional pair: use `backoff(..)` and `max_reconnects(..)`")]
-    pub fn restarts(mut self, backoff: Backoff, max_reconnects: u32) -> Self {
-        self.backoff = backoff;
-        self.max_reconnects = max_reconnects;
-        self
-    }
-
     /// Sets [`StdioCommand::allow_batch_files`] (default off).
     pub fn allow_batch_files(mut self, allow: bool) -> Self {
         if let Some(child) = self.stdio_mut("allow_batch_files") {
@@ -693,116 +696,9 @@ impl ClientConfig {
         self
     }
 
-    /// Sets [`max_message_bytes`](Self::max_message_bytes) (default 8 MiB).
-    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        self.max_message_bytes = bytes;
-        self
-    }
-
-    /// Sets [`max_junk_lines`](Self::max_junk_lines) (default 10).
-    pub fn max_junk_lines(mut self, lines: usize) -> Self {
-        self.max_junk_lines = lines;
-        self
-    }
-
-    /// Sets [`stdin_grace`](Self::stdin_grace) (default 2 s).
-    pub fn stdin_grace(mut self, grace: Duration) -> Self {
-        self.stdin_grace = grace;
-        self
-    }
-
-    /// Sets [`term_grace`](Self::term_grace) (default 2 s).
-    pub fn term_grace(mut self, grace: Duration) -> Self {
-        self.term_grace = grace;
-        self
-    }
-
-    /// Sets [`probe_timeout`](Self::probe_timeout) (default 3 s).
-    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
-        self.probe_timeout = timeout;
-        self
-    }
-
-    /// Sets [`max_write_queue_bytes`](Self::max_write_queue_bytes)
-    /// (default 16 MiB).
-    pub fn max_write_queue_bytes(mut self, bytes: usize) -> Self {
-        self.max_write_queue_bytes = bytes;
-        self
-    }
-
-    /// Sets [`write_stall_timeout`](Self::write_stall_timeout) (default
-    /// 10 s).
-    pub fn write_stall_timeout(mut self, timeout: Duration) -> Self {
-        self.write_stall_timeout = timeout;
-        self
-    }
-
-    /// Sets [`max_inbound_requests`](Self::max_inbound_requests) (default
-    /// 16).
-    pub fn max_inbound_requests(mut self, n: usize) -> Self {
-        self.max_inbound_requests = n;
-        self
-    }
-
-    /// Sets [`max_queued_notification_bytes`](Self::max_queued_notification_bytes)
-    /// (default 16 MiB).
-    pub fn max_queued_notification_bytes(mut self, bytes: usize) -> Self {
-        self.max_queued_notification_bytes = bytes;
-        self
-    }
-
-    /// Sets [`backoff`](Self::backoff) (default 100 ms, doubling, at most
-    /// 30 s).
-    pub fn backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
-        self
-    }
-
-    /// Sets [`max_reconnects`](Self::max_reconnects) (default 5).
-    pub fn max_reconnects(mut self, n: u32) -> Self {
-        self.max_reconnects = n;
-        self
-    }
-
-    /// Sets [`restart_period`](Self::restart_period) (default 60 s).
-    pub fn restart_period(mut self, period: Duration) -> Self {
-        self.restart_period = period;
-        self
-    }
-
-    /// Sets [`kill_process_group`](Self::kill_process_group) (default on).
-    pub fn kill_process_group(mut self, on: bool) -> Self {
-        self.kill_process_group = on;
-        self
-    }
-
-    /// Sets [`die_with_parent`](Self::die_with_parent) (default on).
-    pub fn die_with_parent(mut self, on: bool) -> Self {
-        self.die_with_parent = on;
-        self
-    }
-
-    /// Sets [`group_watchdog`](Self::group_watchdog) (default off).
-    pub fn group_watchdog(mut self, on: bool) -> Self {
-        self.group_watchdog = on;
-        self
-    }
-
-    /// Sets [`init_timeout`](Self::init_timeout) (default 60 s).
-    pub fn init_timeout(mut self, timeout: Duration) -> Self {
-        self.init_timeout = timeout;
-        self
-    }
-
-    /// Sets [`client_info`](Self::client_info) (default name
-    /// `conduit-mcp`, this crate's version).
-    pub fn client_info(mut self, info: Implementation) -> Self {
-        self.client_info = info;
-        self
-    }
-
-    /// Sets [`capabilities`](Self::capabilities) (default `{}`: none
-    /// beyond a handler's), written as their JSON object.
+    /// Capabilities declared to the server (a JSON object). A
+    /// [`ClientHandler`](crate::client::ClientHandler)'s own capabilities are added
+    /// when the client starts.
     ///
     /// # Examples
     ///
@@ -814,7 +710,7 @@ impl ClientConfig {
     ///     roots: Some(Default::default()),
     ///     ..Default::default()
     /// });
-    /// assert_eq!(config.capabilities, serde_json::json!({ "roots": {} }));
+    /// assert_eq!(config.get_capabilities(), &serde_json::json!({ "roots": {} }));
     /// ```
     pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.capabilities =
@@ -822,41 +718,13 @@ impl ClientConfig {
         self
     }
 
-    /// Sets [`log_level`](Self::log_level) (default none: no log messages
-    /// from a 2026-07-28 server).
+    /// 2026-07-28 era: the least severe log level the server should send,
+    /// carried in every request's `_meta`
+    /// (`io.modelcontextprotocol/logLevel`); `None` (the default): no log
+    /// messages. 2025-11-25 servers are sent `logging/setLevel` by
+    /// [`Client::set_log_level`](crate::client::Client::set_log_level) instead.
     pub fn log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
-        self
-    }
-
-    /// Sets [`refresh_tools_on_list_changed`](Self::refresh_tools_on_list_changed)
-    /// (default off).
-    pub fn refresh_tools_on_list_changed(mut self, on: bool) -> Self {
-        self.refresh_tools_on_list_changed = on;
-        self
-    }
-
-    /// Sets [`max_list_pages`](Self::max_list_pages) (default 1,000).
-    pub fn max_list_pages(mut self, pages: usize) -> Self {
-        self.max_list_pages = pages;
-        self
-    }
-
-    /// Sets [`max_list_items`](Self::max_list_items) (default 100,000).
-    pub fn max_list_items(mut self, items: usize) -> Self {
-        self.max_list_items = items;
-        self
-    }
-
-    /// Sets [`max_list_bytes`](Self::max_list_bytes) (default 256 MiB).
-    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
-        self.max_list_bytes = bytes;
-        self
-    }
-
-    /// Sets [`list_timeout`](Self::list_timeout) (default 5 minutes).
-    pub fn list_timeout(mut self, timeout: Duration) -> Self {
-        self.list_timeout = timeout;
         self
     }
 

@@ -55,17 +55,6 @@ mod supervisor;
 mod typed;
 mod waiters;
 
-/// Moved to [`protocol::Tool`](crate::protocol::Tool) (also at the crate root).
-#[deprecated(note = "use `conduit_mcp::protocol::Tool` (or `conduit_mcp::Tool`)")]
-#[doc(hidden)]
-pub type Tool = crate::protocol::Tool;
-/// Moved to [`protocol::CallToolResult`](crate::protocol::CallToolResult)
-/// (also at the crate root).
-#[deprecated(
-    note = "use `conduit_mcp::protocol::CallToolResult` (or `conduit_mcp::CallToolResult`)"
-)]
-#[doc(hidden)]
-pub type CallToolResult = crate::protocol::CallToolResult;
 pub use crate::transport::http_options::HttpOptions;
 pub use client_config::{Backoff, ClientConfig, EraPreference, DEFAULT_MAX_WRITE_QUEUE_BYTES};
 pub use client_spec::ClientSpec;
@@ -119,8 +108,8 @@ fn transport_for(config: &ClientConfig) -> Result<Arc<dyn Transport>, ConfigErro
         ClientTransport::Http(http) => Ok(Arc::new(crate::transport::http::HttpTransport::new(
             config.display_name(),
             http,
-            config.max_message_bytes,
-            config.max_write_queue_bytes,
+            config.get_max_message_bytes(),
+            config.get_max_write_queue_bytes(),
         )?)),
         #[cfg(not(feature = "http"))]
         ClientTransport::Http(_) => Err(ConfigError::new(
@@ -295,8 +284,8 @@ impl Client {
         if let Some(handler) = &opts.handler {
             config.declare(&handler.capabilities());
         }
-        let typed = Arc::new(TypedState::new(config.log_level.clone()));
-        let refresh_tools = config.refresh_tools_on_list_changed;
+        let typed = Arc::new(TypedState::new(config.get_log_level().cloned()));
+        let refresh_tools = config.get_refresh_tools_on_list_changed();
         let config = Arc::new(config);
         let transport = transport_for(&config)?;
         let shared = Arc::new(ClientShared::new(config, opts.handler));
@@ -684,7 +673,7 @@ impl Client {
     ) -> Result<(RawJson, crate::protocol::Era), Error> {
         let clock = Deadlines {
             start,
-            timeout: opts.timeout_or(self.shared.config().request_timeout),
+            timeout: opts.timeout_or(self.shared.config().get_request_timeout()),
             hard: opts.max_total().map(|m| start.after(m)),
         };
         let deadline = clock.from(start);
@@ -871,7 +860,7 @@ impl Client {
     /// ```
     #[inline]
     pub fn max_inbound_requests(&self) -> usize {
-        self.shared.config().max_inbound_requests
+        self.shared.config().get_max_inbound_requests()
     }
 }
 

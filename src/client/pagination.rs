@@ -40,11 +40,11 @@ impl<'a> Pager<'a> {
     pub(crate) fn new(method: &'a str, config: &ClientConfig) -> Self {
         Self {
             method,
-            max_pages: config.max_list_pages,
-            max_items: config.max_list_items,
-            max_bytes: config.max_list_bytes,
-            timeout: config.list_timeout,
-            deadline: Instant::now() + config.list_timeout,
+            max_pages: config.get_max_list_pages(),
+            max_items: config.get_max_list_items(),
+            max_bytes: config.get_max_list_bytes(),
+            timeout: config.get_list_timeout(),
+            deadline: Instant::now() + config.get_list_timeout(),
             pages: 0,
             items: 0,
             bytes: 0,

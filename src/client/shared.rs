@@ -99,10 +99,11 @@ impl Drop for SpawnTicket {
 impl ClientShared {
     pub(crate) fn new(config: Arc<ClientConfig>, handler: Option<Arc<dyn ClientHandler>>) -> Self {
         let name = config.display_name();
-        let restarts = RestartIntensity::new(config.max_reconnects, config.restart_period);
+        let restarts =
+            RestartIntensity::new(config.get_max_reconnects(), config.get_restart_period());
         Self {
             restarts: Mutex::new(restarts),
-            notifications: Fanout::new(config.max_queued_notification_bytes, name.clone()),
+            notifications: Fanout::new(config.get_max_queued_notification_bytes(), name.clone()),
             name,
             config,
             handler,

@@ -162,7 +162,7 @@ impl Actor for ClientSupervisor {
                 return end(&myself, &st.shared, None);
             }
         };
-        let delay = st.shared.config().backoff.delay(attempt);
+        let delay = st.shared.config().get_backoff().delay(attempt);
         warn!(server = %st.shared.name(), reason = ?why, attempt, delay_ms = delay.as_millis() as u64, "connection actor died; respawning");
         st.shared.set_status(Status::Restarting {
             attempt,

@@ -180,7 +180,9 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
-        let session = self.ready(self.shared.config().request_timeout).await?;
+        let session = self
+            .ready(self.shared.config().get_request_timeout())
+            .await?;
         let cached = crate::sync::lock(&self.typed.tools).clone();
         match cached {
             Some((s, tools)) if Arc::ptr_eq(&s, &session) => Ok(tools),
@@ -200,7 +202,9 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
-        let session = self.ready(self.shared.config().request_timeout).await?;
+        let session = self
+            .ready(self.shared.config().get_request_timeout())
+            .await?;
         let tools = Arc::new(self.list_tools().await?);
         *crate::sync::lock(&self.typed.tools) = Some((session, tools.clone()));
         Ok(tools)
@@ -525,7 +529,7 @@ impl Client {
         let mut pager = Pager::new(method, self.shared.config());
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
-        let own = opts.timeout_or(self.shared.config().request_timeout);
+        let own = opts.timeout_or(self.shared.config().get_request_timeout());
         loop {
             let params = cursor.take().map(|c| json!({ "cursor": c }));
             // The page gets at most what is left of the list's time.
@@ -570,7 +574,10 @@ impl Client {
 
     /// The era, once a server is ready (within the request timeout).
     pub(crate) async fn era_when_ready(&self) -> Result<Era, Error> {
-        Ok(self.ready(self.shared.config().request_timeout).await?.era)
+        Ok(self
+            .ready(self.shared.config().get_request_timeout())
+            .await?
+            .era)
     }
 
     /// `params` with the 2026-07-28 log level in its `_meta`, when one is set

@@ -156,16 +156,6 @@ impl GatewayConfig {
         self
     }
 
-    /// Exposes `client` under `name`, granting nothing: every call is
-    /// refused.
-    #[deprecated(
-        since = "0.1.0",
-        note = "grants nothing (it granted everything before): name the grants with `expose(name, client, Grants::…)`"
-    )]
-    pub fn server(self, name: impl Into<String>, client: Client) -> Self {
-        self.expose(name, client, Grants::none())
-    }
-
     /// Exposes `client` under `name`; other nodes may call only `methods`
     /// (`tools/list` also covers the list of tools); no notifications, no
     /// session: [`Grants::methods`].

@@ -26,8 +26,6 @@ pub use node::{
     MIN_SILENCE_LIMIT,
 };
 pub use notifications::RemoteNotifications;
-#[allow(deprecated)]
-pub use remote::RemoteServersBuilder;
 pub use remote::{
     FindError, RemoteOptions, RemoteServer, RemoteServers, RemoteServersConfig, RemoteStartError,
     DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES,

@@ -208,10 +208,6 @@ pub struct RemoteServersConfig {
     max_queued_notification_bytes: Option<usize>,
 }
 
-/// Renamed to [`RemoteServersConfig`].
-#[deprecated(note = "renamed to `RemoteServersConfig` (start it with `RemoteServers::start_with`)")]
-pub type RemoteServersBuilder = RemoteServersConfig;
-
 impl RemoteServersConfig {
     /// No node server, no trust list, the default notification bound: a
     /// local gateway, else a single remote claimant, is called.
@@ -261,12 +257,6 @@ impl RemoteServersConfig {
     pub fn max_queued_notification_bytes(mut self, bytes: usize) -> Self {
         self.max_queued_notification_bytes = Some(bytes);
         self
-    }
-
-    /// Starts the sink with this config.
-    #[deprecated(note = "use `RemoteServers::start_with(config)`")]
-    pub async fn start(self) -> Result<RemoteServers, RemoteStartError> {
-        RemoteServers::start_with(self).await
     }
 }
 
@@ -398,12 +388,6 @@ impl RemoteServers {
     /// ```
     pub async fn start() -> Result<RemoteServers, RemoteStartError> {
         Self::start_with(RemoteServersConfig::new()).await
-    }
-
-    /// A [`RemoteServersConfig`] to start with.
-    #[deprecated(note = "use `RemoteServersConfig::new()` and `RemoteServers::start_with`")]
-    pub fn builder() -> RemoteServersConfig {
-        RemoteServersConfig::new()
     }
 
     /// The server exposed under `name`, if exactly one gateway may serve

@@ -175,7 +175,7 @@ pub(super) fn read(
     };
     let command = command_path(ctx, &field("command"), command)?;
     let (mut config, serve) = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
-    config.name = Some(name.to_owned());
+    config = config.name(name);
     let (cwd, from_env) = match entry.get("cwd") {
         Some(cwd) => ctx.path(&field("cwd"), cwd)?,
         None => (ctx.dir.to_owned(), false),
@@ -239,7 +239,7 @@ fn remote_server(
         }
     }
     let (mut config, serve) = options(ctx, &field(OPTIONS_KEY), entry.get(OPTIONS_KEY))?;
-    config.name = Some(name.to_owned());
+    config = config.name(name);
     config.transport = ClientTransport::Http(http);
     Ok(Outcome::Server(Box::new(config), serve))
 }

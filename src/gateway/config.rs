@@ -385,14 +385,6 @@ impl HttpGatewayConfig {
         self
     }
 
-    /// Sets [`call_log`](Self::call_log) and [`log_arguments`](Self::log_arguments).
-    #[deprecated(note = "a positional flag: use `log_calls(path)` and `log_arguments(true)`")]
-    pub fn call_log(mut self, path: impl Into<PathBuf>, arguments: bool) -> Self {
-        self.call_log = Some(path.into());
-        self.log_arguments = arguments;
-        self
-    }
-
     /// Logs every call to the file at `path` (sets
     /// [`call_log`](Self::call_log); none by default), as `mcp serve
     /// --log-calls FILE` does.

@@ -50,32 +50,36 @@ impl GatewayState {
     /// An endpoint's HTTP configuration: the gateway's limits, hosts and
     /// (already checked) origins.
     fn http_config(&self, server: ServerConfig) -> HttpConfig {
-        let mut c = self.config().http.clone();
-        c.server = server;
-        c.server.stop_drain = self.config().grace;
-        c.server.max_held_calls = self.config().max_held_calls;
-        c.server.held_input_timeout = self.config().input_timeout;
-        c.path = crate::server::http::DEFAULT_PATH.to_owned();
-        c.allowed_hosts = self.config().allowed_hosts.clone();
-        c.allowed_origins = Allow::Any;
+        let config = self.config();
+        let mut c = (config.http.clone())
+            .path(crate::server::http::DEFAULT_PATH)
+            .allowed_hosts(config.allowed_hosts.clone())
+            .allowed_origins(Allow::Any);
+        c.server = (server.stop_drain(config.grace))
+            .max_held_calls(config.max_held_calls)
+            .held_input_timeout(config.input_timeout);
         c
     }
 
     fn namespace_config(&self) -> HttpConfig {
-        let mut server = self.config().http.server.clone();
-        server.capabilities = serde_json::json!({
-            "tools": { "listChanged": true },
-            "prompts": { "listChanged": true },
-            "resources": { "listChanged": true, "subscribe": true },
-            "logging": {},
-            "completions": {},
-        });
-        if server.instructions.is_none() {
-            server.instructions = Some(
-                "Every server of this gateway in one namespace: tools and prompts are named server__name.".into(),
-            );
+        let server = self
+            .config()
+            .http
+            .server
+            .clone()
+            .capabilities(serde_json::json!({
+                "tools": { "listChanged": true },
+                "prompts": { "listChanged": true },
+                "resources": { "listChanged": true, "subscribe": true },
+                "logging": {},
+                "completions": {},
+            }));
+        if server.get_instructions().is_some() {
+            return self.http_config(server);
         }
-        self.http_config(server)
+        self.http_config(server.instructions(
+            "Every server of this gateway in one namespace: tools and prompts are named server__name.",
+        ))
     }
 
     /// `/servers/NAME/mcp` is the server as it is: its identity,
@@ -94,12 +98,15 @@ impl GatewayState {
             .server_info
             .clone()
             .unwrap_or_else(|| Implementation::new(name, "unknown"));
-        let mut server = ServerConfig::new(info).capabilities(session.capabilities.clone());
-        server.instructions = session.instructions.clone();
-        server.max_message_bytes = self.config().http.server.max_message_bytes;
-        server.max_in_flight = self.config().http.server.max_in_flight;
-        server.max_inbound_bytes = self.config().http.server.max_inbound_bytes;
-        server.max_outbound_bytes = self.config().http.server.max_outbound_bytes;
-        Ok(self.http_config(server))
+        let limits = &self.config().http.server;
+        let server = (ServerConfig::new(info).capabilities(session.capabilities.clone()))
+            .max_message_bytes(limits.get_max_message_bytes())
+            .max_in_flight(limits.get_max_in_flight())
+            .max_inbound_bytes(limits.get_max_inbound_bytes())
+            .max_outbound_bytes(limits.get_max_outbound_bytes());
+        Ok(self.http_config(match session.instructions.clone() {
+            Some(instructions) => server.instructions(instructions),
+            None => server,
+        }))
     }
 }

@@ -93,7 +93,7 @@ pub(crate) struct Entry {
 impl Entry {
     /// The timeout of its calls (for waiting on its first listing).
     fn request_timeout(&self) -> Duration {
-        self.config.request_timeout
+        self.config.get_request_timeout()
     }
 
     /// How long until its revive, once it gave up with a pause.
@@ -319,17 +319,17 @@ impl HostShared {
     ) -> Self {
         HostShared {
             naming: config.naming(),
-            when_unavailable: config.when_unavailable,
-            ready_timeout: config.ready_timeout,
+            when_unavailable: config.get_when_unavailable(),
+            ready_timeout: config.get_ready_timeout(),
             handler,
             handler_for,
             catalog: Mutex::new(Catalog {
-                revive_after: config.revive_after,
-                server_revive_after: config.server_revive_after.clone(),
+                revive_after: config.get_revive_after(),
+                server_revive_after: config.get_server_revive_after().clone(),
                 ..Catalog::default()
             }),
             changed: watch::Sender::new(0),
-            events: EventFanout::new(config.max_queued_event_bytes, "host events", early),
+            events: EventFanout::new(config.get_max_queued_event_bytes(), "host events", early),
         }
     }
 

@@ -63,23 +63,17 @@ pub struct HostConfig {
     /// use instead of with the host (see
     /// [`Host::add_lazy`](super::Host::add_lazy)).
     pub lazy: BTreeSet<String>,
-    /// Between a server's name and a tool's: `server__tool` by default.
-    pub separator: String,
+    separator: String,
     /// The longest namespaced name (default 64). A longer one is cut and
     /// ends with a hash of the whole name, so it stays unique.
     pub max_name_len: usize,
-    /// What a call does while its server is restarting.
-    pub when_unavailable: WhenUnavailable,
+    when_unavailable: WhenUnavailable,
     /// How long [`Host::start`](super::Host::start) waits for every server
     /// to be ready and listed (default 60 s). Servers not ready by then go
     /// on starting in the background.
     #[serde(rename = "ready_timeout_ms", with = "crate::serde_support::millis")]
-    pub ready_timeout: Duration,
-    /// The most bytes of events one [`HostEvents`] subscriber may leave
-    /// unread (default 4 MiB; each event counts its strings and its own
-    /// size). Past it, that subscriber's events are dropped and counted
-    /// ([`HostEvents::dropped`]).
-    pub max_queued_event_bytes: usize,
+    ready_timeout: Duration,
+    max_queued_event_bytes: usize,
     /// How long a server that gave up (its client spent its restarts) or
     /// could not start waits before the host starts it again, as a new
     /// client with its restart budget whole (default 60 s; zero: never,
@@ -87,11 +81,11 @@ pub struct HostConfig {
     /// [`server_revive_after`](Self::server_revive_after) overrides it per
     /// server.
     #[serde(rename = "revive_after_ms", with = "crate::serde_support::millis")]
-    pub revive_after: Duration,
+    revive_after: Duration,
     /// Per server: its own [`revive_after`](Self::revive_after). A config
     /// file sets it with the server's `conduit.revive_after_ms`.
     #[serde(skip)]
-    pub server_revive_after: BTreeMap<String, Duration>,
+    server_revive_after: BTreeMap<String, Duration>,
 }
 
 impl Default for HostConfig {
@@ -110,6 +104,45 @@ impl Default for HostConfig {
     }
 }
 
+/// What the setters set: a getter for each field another module or a
+/// user reads.
+impl HostConfig {
+    config_fields! {
+        /// Sets what calls do while their server is restarting (default
+        /// [`WhenUnavailable::FailFast`]).
+        set when_unavailable: WhenUnavailable, get_when_unavailable -> WhenUnavailable, copy;
+        /// Sets how long [`Host::start`](super::Host::start) waits for the
+        /// servers (default 60 s).
+        set ready_timeout: Duration, get_ready_timeout -> Duration, copy;
+        /// The most bytes of events one [`HostEvents`] subscriber may leave
+        /// unread (default 4 MiB; each event counts its strings and its own
+        /// size). Past it, that subscriber's events are dropped and counted
+        /// ([`HostEvents::dropped`]).
+        set max_queued_event_bytes: usize, get_max_queued_event_bytes -> usize, copy;
+        /// Sets [`revive_after`](Self::revive_after) for every server (default
+        /// 60 s; zero: a server that gave up is never started again).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use conduit_mcp::host::HostConfig;
+        /// use conduit_mcp::ClientConfig;
+        ///
+        /// let config = HostConfig::new()
+        ///     .server("time", ClientConfig::new("uvx").arg("mcp-server-time"))
+        ///     .server("fetch", ClientConfig::new("uvx").arg("mcp-server-fetch"))
+        ///     .revive_after(Duration::from_secs(300))
+        ///     .server_revive_after("fetch", Duration::ZERO); // fetch: never again
+        /// assert_eq!(config.revive_after_of("time"), Duration::from_secs(300));
+        /// assert_eq!(config.revive_after_of("fetch"), Duration::ZERO);
+        /// ```
+        set revive_after: Duration, get_revive_after -> Duration, copy;
+        get separator, get_separator -> &str, ref;
+        get server_revive_after, get_server_revive_after -> &BTreeMap<String, Duration>, ref;
+    }
+}
+
 impl HostConfig {
     /// No servers, default options.
     ///
@@ -121,8 +154,8 @@ impl HostConfig {
     ///
     /// let config = HostConfig::new();
     /// assert!(config.servers.is_empty());
-    /// assert_eq!(config.separator, "__");
-    /// assert_eq!(config.ready_timeout, Duration::from_secs(60));
+    /// assert_eq!(config.get_separator(), "__");
+    /// assert_eq!(config.get_ready_timeout(), Duration::from_secs(60));
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -169,53 +202,9 @@ impl HostConfig {
         self
     }
 
-    /// Sets the separator between server and tool names (default `__`).
+    /// Between a server's name and a tool's: `server__tool` by default.
     pub fn separator(mut self, separator: impl Into<String>) -> Self {
         self.separator = separator.into();
-        self
-    }
-
-    /// Sets what calls do while their server is restarting (default
-    /// [`WhenUnavailable::FailFast`]).
-    pub fn when_unavailable(mut self, policy: WhenUnavailable) -> Self {
-        self.when_unavailable = policy;
-        self
-    }
-
-    /// Sets how long [`Host::start`](super::Host::start) waits for the
-    /// servers (default 60 s).
-    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
-        self.ready_timeout = timeout;
-        self
-    }
-
-    /// Sets [`max_queued_event_bytes`](Self::max_queued_event_bytes)
-    /// (default 4 MiB).
-    pub fn max_queued_event_bytes(mut self, bytes: usize) -> Self {
-        self.max_queued_event_bytes = bytes;
-        self
-    }
-
-    /// Sets [`revive_after`](Self::revive_after) for every server (default
-    /// 60 s; zero: a server that gave up is never started again).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use conduit_mcp::host::HostConfig;
-    /// use conduit_mcp::ClientConfig;
-    ///
-    /// let config = HostConfig::new()
-    ///     .server("time", ClientConfig::new("uvx").arg("mcp-server-time"))
-    ///     .server("fetch", ClientConfig::new("uvx").arg("mcp-server-fetch"))
-    ///     .revive_after(Duration::from_secs(300))
-    ///     .server_revive_after("fetch", Duration::ZERO); // fetch: never again
-    /// assert_eq!(config.revive_after_of("time"), Duration::from_secs(300));
-    /// assert_eq!(config.revive_after_of("fetch"), Duration::ZERO);
-    /// ```
-    pub fn revive_after(mut self, pause: Duration) -> Self {
-        self.revive_after = pause;
         self
     }
 

@@ -30,11 +30,13 @@ impl HostConfig {
                 problem: e.to_string(),
             })?;
         host.servers = file.servers.clone();
-        host.server_revive_after = file
+        for (name, pause) in file
             .serve
             .iter()
-            .filter_map(|(name, o)| Some((name.clone(), o.revive_after?)))
-            .collect();
+            .filter_map(|(n, o)| Some((n, o.revive_after?)))
+        {
+            host = host.server_revive_after(name.clone(), pause);
+        }
         Ok(host)
     }
 }

@@ -43,7 +43,9 @@ pub(super) fn spawn(
 ) -> JoinHandle<Result<(), HostError>> {
     let shared = shared.clone();
     tokio::spawn(async move {
-        config.name.get_or_insert_with(|| ticket.name().to_owned());
+        if config.get_name().is_none() {
+            config = config.name(ticket.name());
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let opts = StartOptions {
             handler: shared.handler_of(ticket.name()),

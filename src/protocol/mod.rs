@@ -81,19 +81,6 @@ pub const LATEST_STATEFUL_VERSION: &str = "2025-11-25";
 /// newest first.
 pub const STATEFUL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// Renamed to [`STATELESS_VERSION`].
-#[deprecated(note = "renamed to `STATELESS_VERSION`")]
-pub const MODERN_VERSION: &str = STATELESS_VERSION;
-/// Renamed to [`STATELESS_VERSIONS`].
-#[deprecated(note = "renamed to `STATELESS_VERSIONS`")]
-pub const MODERN_VERSIONS: &[&str] = STATELESS_VERSIONS;
-/// Renamed to [`LATEST_STATEFUL_VERSION`].
-#[deprecated(note = "renamed to `LATEST_STATEFUL_VERSION`")]
-pub const LATEST_LEGACY_VERSION: &str = LATEST_STATEFUL_VERSION;
-/// Renamed to [`STATEFUL_VERSIONS`].
-#[deprecated(note = "renamed to `STATEFUL_VERSIONS`")]
-pub const LEGACY_VERSIONS: &[&str] = STATEFUL_VERSIONS;
-
 /// The methods whose results may be `input_required` in the 2026-07-28 era:
 /// the only ones that may ask the client for input.
 pub(crate) const MULTI_ROUND_METHODS: &[&str] = &[
@@ -235,18 +222,6 @@ pub enum Era {
     #[doc(alias = "2026-07-28", alias = "modern")]
     #[serde(rename = "modern", alias = "stateless", alias = "2026-07-28")]
     Stateless,
-}
-
-#[allow(non_upper_case_globals)]
-impl Era {
-    /// Renamed to [`Era::Stateful`]. (A `match` that names both old
-    /// variants needs the new names: constants do not count towards an
-    /// exhaustive match.)
-    #[deprecated(note = "renamed to `Era::Stateful`")]
-    pub const Legacy: Era = Era::Stateful;
-    /// Renamed to [`Era::Stateless`] (see [`Era::Legacy`]).
-    #[deprecated(note = "renamed to `Era::Stateless`")]
-    pub const Modern: Era = Era::Stateless;
 }
 
 impl Era {

@@ -227,7 +227,7 @@ pub(crate) struct SessionShared {
 
 impl SessionShared {
     pub(crate) fn new(config: ServerConfig, out: WriteQueue) -> Self {
-        let inbound = InboundBudget::new(config.max_inbound_bytes);
+        let inbound = InboundBudget::new(config.get_max_inbound_bytes());
         Self {
             config,
             out,
@@ -356,7 +356,9 @@ impl SessionShared {
     }
 
     pub(crate) fn capabilities(&self) -> &Value {
-        self.declared.get().unwrap_or(&self.config.capabilities)
+        self.declared
+            .get()
+            .unwrap_or(self.config.get_capabilities())
     }
 
     pub(crate) fn session(&self) -> MutexGuard<'_, SessionState> {
@@ -997,7 +999,7 @@ impl ServerHandle {
     /// }
     /// ```
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, SendError> {
-        let timeout = self.shared()?.config.client_request_timeout;
+        let timeout = self.shared()?.config.get_client_request_timeout();
         self.request_with_timeout(method, params, timeout).await
     }
 

@@ -100,7 +100,7 @@ impl HeldTable {
         who: Asker<'_>,
         driver: Box<D>,
     ) -> Result<String, (Box<D>, AskError)> {
-        let max = config.max_held_calls.max(1);
+        let max = config.get_max_held_calls().max(1);
         let quota = (max / 4).max(1);
         let scope = who.scope.clone();
         let Some(state) = mint() else {
@@ -113,7 +113,7 @@ impl HeldTable {
         }
         let weak: Weak<HeldTable> = Arc::downgrade(self);
         let key = state.clone();
-        let timeout = config.held_input_timeout;
+        let timeout = config.get_held_input_timeout();
         let timer = AbortOnDrop(tokio::spawn(async move {
             tokio::time::sleep(timeout).await;
             if let Some(table) = weak.upgrade() {

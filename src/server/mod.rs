@@ -185,15 +185,6 @@ pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
 pub use held::HeldCall;
 pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
-
-/// Moved to [`protocol::CacheScope`](crate::protocol::CacheScope).
-#[deprecated(note = "use `conduit_mcp::protocol::CacheScope`")]
-#[doc(hidden)]
-pub type CacheScope = crate::protocol::CacheScope;
-/// Moved to [`protocol::InputRequest`](crate::protocol::InputRequest).
-#[deprecated(note = "use `conduit_mcp::protocol::InputRequest`")]
-#[doc(hidden)]
-pub type InputRequest = crate::protocol::InputRequest;
 pub use server_config::{
     ServerConfig, DEFAULT_MAX_INBOUND_BYTES, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTBOUND_BYTES,
     DEFAULT_MAX_SUBSCRIPTION_BYTES, MIN_INBOUND_BYTES,
@@ -302,7 +293,7 @@ impl StdioServer {
     }
 
     fn with_io(config: ServerConfig, io: Io) -> Self {
-        let (out, rx) = WriteQueue::new(config.max_outbound_bytes);
+        let (out, rx) = WriteQueue::new(config.get_max_outbound_bytes());
         Self {
             shared: Arc::new(SessionShared::new(config, out)),
             io,
@@ -365,7 +356,7 @@ impl StdioServer {
     /// ```
     pub async fn serve<H: Handler>(self, handler: H) -> Result<ServeEnd, ServerError> {
         let StdioServer { shared, io, out } = self;
-        let mut capabilities = shared.config().capabilities.clone();
+        let mut capabilities = shared.config().get_capabilities().clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
         shared.declare_capabilities(capabilities);
         handler.serving(ServerHandle::new(&shared));
@@ -410,7 +401,7 @@ async fn serve_inner<H: Handler>(
     );
     match io {
         Io::Streams { reader, writer } => {
-            if shared.config().stdout_guard {
+            if shared.config().get_stdout_guard() {
                 return Err(ServerError::InvalidConfig {
                     key: "stdout_guard",
                     reason: "applies only to process stdio (StdioServer::new)".into(),
@@ -424,7 +415,7 @@ async fn serve_inner<H: Handler>(
                 Option<guard::StdoutGuard>,
                 Box<dyn std::io::Write + Send>,
                 std::os::fd::RawFd,
-            ) = if shared.config().stdout_guard {
+            ) = if shared.config().get_stdout_guard() {
                 let (g, file) = guard::StdoutGuard::install()?;
                 let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
                 (Some(g), Box::new(file), fd)

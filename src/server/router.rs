@@ -847,7 +847,7 @@ impl Router {
     ) -> Result<Value, HandlerError> {
         let p: ResourceParams = parse_params(params)?;
         let shared = session_of(ctx)?;
-        let limit = shared.config().max_subscription_bytes;
+        let limit = shared.config().get_max_subscription_bytes();
         let mut st = shared.session();
         if subscribe {
             if let Err(full) = st.subscribe(p.uri, limit) {

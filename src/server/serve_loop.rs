@@ -107,8 +107,8 @@ pub(crate) async fn run<H: Handler>(
     };
     shared.mark_ready();
     tracing::info!(
-        max_in_flight = shared.config().max_in_flight,
-        max_inbound_bytes = shared.config().max_inbound_bytes,
+        max_in_flight = shared.config().get_max_in_flight(),
+        max_inbound_bytes = shared.config().get_max_inbound_bytes(),
         "server ready: reading input"
     );
     let end = s.serve(&mut tasks).await;
@@ -153,7 +153,7 @@ impl Tasks {
         let (in_tx, inbound) = mpsc::channel(INBOUND_CAPACITY);
         let reader = AbortOnDrop(tokio::spawn(read_loop(
             input,
-            shared.config().max_message_bytes,
+            shared.config().get_max_message_bytes(),
             shared.inbound().clone(),
             in_tx,
             burst,
@@ -245,7 +245,7 @@ impl<H: Handler> Session<H> {
                             queued,
                             "end of input: finishing in-flight requests"
                         );
-                        eof_deadline = Some(Instant::now().after(shared.config().eof_drain));
+                        eof_deadline = Some(Instant::now().after(shared.config().get_eof_drain()));
                     }
                 },
                 _ = shared.out().drained(), if out_full => {}
@@ -273,7 +273,7 @@ impl<H: Handler> Session<H> {
         drop(t.inbound);
         let aborted = if matches!(end, Ok(ServeEnd::Stopped)) {
             self.engine
-                .stop(self.shared.config().stop_drain, [&self.scope])
+                .stop(self.shared.config().get_stop_drain(), [&self.scope])
                 .await
         } else {
             // Waiting requests are dropped, their bytes released.
@@ -290,7 +290,7 @@ impl<H: Handler> Session<H> {
         shared.close();
         if !t.writer_done {
             shared.out().close();
-            match tokio::time::timeout(shared.config().flush_timeout, &mut t.writer.0).await {
+            match tokio::time::timeout(shared.config().get_flush_timeout(), &mut t.writer.0).await {
                 Ok(Ok(Ok(()))) => {}
                 Ok(Ok(Err(e))) => tracing::warn!(error = %e, "final flush of output failed"),
                 Ok(Err(_)) => {}

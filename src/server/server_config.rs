@@ -39,110 +39,146 @@ use crate::protocol::CacheScope;
 pub struct ServerConfig {
     /// Name and version reported in `initialize` / `server/discover`.
     pub server_info: Implementation,
-    /// The server's capabilities object (`{"tools": {}, ...}`), sent as is.
-    pub capabilities: Value,
-    /// Optional instructions for the client's model.
-    pub instructions: Option<String>,
-    /// Largest inbound line in bytes (excluding the newline). Longer lines
-    /// are refused with -32600 and discarded without being buffered whole.
-    pub max_message_bytes: usize,
-    /// Largest number of one client's request handlers running at once
-    /// (default [`DEFAULT_MAX_IN_FLIGHT`]), on every transport alike. One
-    /// client is a stdio session, a Streamable HTTP session (2025-11-25),
-    /// or the session-less 2026-07-28 requests of one
-    /// `server::http::Principal` (feature `http`; the peer's address group
-    /// when no layer names one: all of loopback is one).
-    /// `subscriptions/listen` streams count in a pool of their own of the
-    /// same size, so open streams never hold back calls.
-    ///
-    /// Further requests wait, in arrival order, without a count limit:
-    /// what bounds them is [`max_inbound_bytes`](Self::max_inbound_bytes),
-    /// which their bytes are held against while they wait. When that is
-    /// full, a stdio server stops reading (back-pressure on the client's
-    /// writes) while cancellations, pings and responses still get in; an
-    /// HTTP request is refused with 503 and `Retry-After`.
-    pub max_in_flight: usize,
-    /// Bound on the memory held for parsed input, in bytes (default
-    /// [`DEFAULT_MAX_INBOUND_BYTES`], at least [`MIN_INBOUND_BYTES`]).
-    ///
-    /// Every inbound line is charged an estimate of what it costs once
-    /// parsed (a `serde_json::Value` costs 32 bytes per node: the 8 MiB line
-    /// `[0,0,...]` is about 128 MiB), computed before it is parsed, from the
-    /// moment it is read until the server is done with it: its request's
-    /// handler task ends (or is cancelled), or it is refused, answered by the
-    /// transport, routed (responses) or handled (notifications). A message
-    /// is admitted when the total stays within this bound, or when nothing
-    /// else is held (so one message larger than the bound is still served,
-    /// alone); responses, `notifications/cancelled` and `ping` have a
-    /// reserve of their own, 1/8 of this bound, so they are read even when
-    /// the budget is full. A request that does not fit waits, unparsed, for
-    /// enough to be released, while control messages behind it are still
-    /// read; the first other line stops reading until the request is in
-    /// (back-pressure on the client's writes). The total therefore stays
-    /// within 9/8 of this bound, or one message's estimate plus 1/8 of the
-    /// bound when that is larger. What a handler allocates itself is not
-    /// counted. A [`Router`](super::Router) tool or prompt whose request is
-    /// charged more than 64 KiB is charged, once it has decoded its
-    /// arguments, for the members its argument type keeps (all of them for
-    /// a map or a `serde_json::Value`) and the `_meta` its context keeps.
-    ///
-    /// Over HTTP (feature `http`), many clients share it and nothing
-    /// waits or passes it: a principal (`server::http::Principal`, else
-    /// the peer's address) holds at most a quarter of it, and a message
-    /// estimated larger is refused with 413; a principal at its quarter is
-    /// refused with 503 and `Retry-After`. Principals together hold at
-    /// most 7/8 of it: the last eighth is for a principal holding nothing,
-    /// one message of at most 16 KiB each (an `initialize`, a first call).
-    pub max_inbound_bytes: usize,
-    /// Bound on serialised-but-unwritten outbound bytes. Past it the server
-    /// stops reading requests (their answers could not be written) and
-    /// [`ServerHandle::notify`](super::ServerHandle::notify) fails with
-    /// [`SendError::QueueFull`](super::SendError::QueueFull).
-    pub max_outbound_bytes: usize,
-    /// Bound on the 2025-11-25 `resources/subscribe` URIs one session holds
-    /// (served by [`Router`](super::Router)), in bytes: each URI's length
-    /// plus 64 for its entry (default [`DEFAULT_MAX_SUBSCRIPTION_BYTES`],
-    /// about 900 subscriptions of 1 KiB URIs). A subscription past it is
-    /// refused with -32602 naming this bound; unsubscribing frees room. The
-    /// subscriptions go when the session ends.
-    pub max_subscription_bytes: usize,
-    /// After [`stop`](super::ServerHandle::stop): how long in-flight handlers
-    /// may run to completion (their contexts see cancellation at once).
-    /// Zero, the default, aborts them immediately.
-    pub stop_drain: Duration,
-    /// After end of input: how long in-flight and queued requests may run to
-    /// completion so their answers are written. Default 5 s.
-    pub eof_drain: Duration,
-    /// When serving ends: how long queued output may take to be written
-    /// before it is abandoned (a client that stopped reading). Default 1 s.
-    pub flush_timeout: Duration,
-    /// Default timeout of a server-to-client request. Default 30 s.
-    pub client_request_timeout: Duration,
-    /// 2026-07-28 era: the `ttlMs` cache hint added to `server/discover` and to
-    /// the results of cacheable methods (`tools/list`, `prompts/list`,
-    /// `resources/list`, `resources/templates/list`, `resources/read`) when
-    /// the handler's result has none (the 2026-07-28 schema requires it).
-    /// Default 0: immediately stale.
-    pub cache_ttl_ms: u64,
-    /// 2026-07-28 era: the `cacheScope` hint added alongside
-    /// [`cache_ttl_ms`](Self::cache_ttl_ms). Default [`CacheScope::Private`].
-    pub cache_scope: CacheScope,
-    /// Unix, process stdio only: while serving, point fd 1 at stderr and
-    /// write the protocol to a private duplicate of the original stdout, so
-    /// a stray `println!` cannot corrupt the stream. Default off.
-    pub stdout_guard: bool,
-    /// 2026-07-28 era: the most calls of
-    /// [`RequestContext::run_held`](super::RequestContext::run_held) kept
-    /// waiting for their clients' next round at once, over all clients of
-    /// the server (one client may hold a quarter of them). Past it, the
-    /// call's [`HeldCall::ask`](super::HeldCall::ask) fails with
-    /// [`AskError::TooManyHeld`](super::AskError::TooManyHeld). Default 256.
-    pub max_held_calls: usize,
-    /// 2026-07-28 era: how long a held call waits for its client's next round;
-    /// then its work is aborted (an ask waiting elsewhere fails with
-    /// [`AskError::NotAnswered`](super::AskError::NotAnswered)) and the
-    /// retry is refused. Default 5 minutes.
-    pub held_input_timeout: Duration,
+    capabilities: Value,
+    instructions: Option<String>,
+    max_message_bytes: usize,
+    max_in_flight: usize,
+    max_inbound_bytes: usize,
+    max_outbound_bytes: usize,
+    max_subscription_bytes: usize,
+    stop_drain: Duration,
+    eof_drain: Duration,
+    flush_timeout: Duration,
+    client_request_timeout: Duration,
+    cache_ttl_ms: u64,
+    cache_scope: CacheScope,
+    stdout_guard: bool,
+    max_held_calls: usize,
+    held_input_timeout: Duration,
+}
+
+/// What the setters set: a getter for each field another module or a
+/// user reads.
+impl ServerConfig {
+    /// What [`instructions`](Self::instructions) set.
+    pub fn get_instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+    config_fields! {
+        /// 2026-07-28 era: the most calls of
+        /// [`RequestContext::run_held`](super::RequestContext::run_held) kept
+        /// waiting for their clients' next round at once, over all clients of
+        /// the server (one client may hold a quarter of them). Past it, the
+        /// call's [`HeldCall::ask`](super::HeldCall::ask) fails with
+        /// [`AskError::TooManyHeld`](super::AskError::TooManyHeld). Default 256.
+        set max_held_calls: usize, get_max_held_calls -> usize, copy;
+        /// 2026-07-28 era: how long a held call waits for its client's next round;
+        /// then its work is aborted (an ask waiting elsewhere fails with
+        /// [`AskError::NotAnswered`](super::AskError::NotAnswered)) and the
+        /// retry is refused. Default 5 minutes.
+        set held_input_timeout: Duration, get_held_input_timeout -> Duration, copy;
+        /// The server's capabilities object (`{"tools": {}, ...}`), sent as is.
+        set capabilities: Value, get_capabilities -> &Value, ref;
+        /// Largest inbound line in bytes (excluding the newline). Longer lines
+        /// are refused with -32600 and discarded without being buffered whole.
+        set max_message_bytes: usize, get_max_message_bytes -> usize, copy;
+        /// Largest number of one client's request handlers running at once
+        /// (default [`DEFAULT_MAX_IN_FLIGHT`]), on every transport alike. One
+        /// client is a stdio session, a Streamable HTTP session (2025-11-25),
+        /// or the session-less 2026-07-28 requests of one
+        /// `server::http::Principal` (feature `http`; the peer's address group
+        /// when no layer names one: all of loopback is one).
+        /// `subscriptions/listen` streams count in a pool of their own of the
+        /// same size, so open streams never hold back calls.
+        ///
+        /// Further requests wait, in arrival order, without a count limit:
+        /// what bounds them is [`max_inbound_bytes`](Self::max_inbound_bytes),
+        /// which their bytes are held against while they wait. When that is
+        /// full, a stdio server stops reading (back-pressure on the client's
+        /// writes) while cancellations, pings and responses still get in; an
+        /// HTTP request is refused with 503 and `Retry-After`.
+        set max_in_flight: usize, get_max_in_flight -> usize, copy;
+        /// Bound on serialised-but-unwritten outbound bytes. Past it the server
+        /// stops reading requests (their answers could not be written) and
+        /// [`ServerHandle::notify`](super::ServerHandle::notify) fails with
+        /// [`SendError::QueueFull`](super::SendError::QueueFull).
+        set max_outbound_bytes: usize, get_max_outbound_bytes -> usize, copy;
+        /// Bound on the 2025-11-25 `resources/subscribe` URIs one session holds
+        /// (served by [`Router`](super::Router)), in bytes: each URI's length
+        /// plus 64 for its entry (default [`DEFAULT_MAX_SUBSCRIPTION_BYTES`],
+        /// about 900 subscriptions of 1 KiB URIs). A subscription past it is
+        /// refused with -32602 naming this bound; unsubscribing frees room. The
+        /// subscriptions go when the session ends.
+        set max_subscription_bytes: usize, get_max_subscription_bytes -> usize, copy;
+        /// Bound on the memory held for parsed input, in bytes (default
+        /// [`DEFAULT_MAX_INBOUND_BYTES`], at least [`MIN_INBOUND_BYTES`]).
+        ///
+        /// Every inbound line is charged an estimate of what it costs once
+        /// parsed (a `serde_json::Value` costs 32 bytes per node: the 8 MiB line
+        /// `[0,0,...]` is about 128 MiB), computed before it is parsed, from the
+        /// moment it is read until the server is done with it: its request's
+        /// handler task ends (or is cancelled), or it is refused, answered by the
+        /// transport, routed (responses) or handled (notifications). A message
+        /// is admitted when the total stays within this bound, or when nothing
+        /// else is held (so one message larger than the bound is still served,
+        /// alone); responses, `notifications/cancelled` and `ping` have a
+        /// reserve of their own, 1/8 of this bound, so they are read even when
+        /// the budget is full. A request that does not fit waits, unparsed, for
+        /// enough to be released, while control messages behind it are still
+        /// read; the first other line stops reading until the request is in
+        /// (back-pressure on the client's writes). The total therefore stays
+        /// within 9/8 of this bound, or one message's estimate plus 1/8 of the
+        /// bound when that is larger. What a handler allocates itself is not
+        /// counted. A [`Router`](super::Router) tool or prompt whose request is
+        /// charged more than 64 KiB is charged, once it has decoded its
+        /// arguments, for the members its argument type keeps (all of them for
+        /// a map or a `serde_json::Value`) and the `_meta` its context keeps.
+        ///
+        /// Over HTTP (feature `http`), many clients share it and nothing
+        /// waits or passes it: a principal (`server::http::Principal`, else
+        /// the peer's address) holds at most a quarter of it, and a message
+        /// estimated larger is refused with 413; a principal at its quarter is
+        /// refused with 503 and `Retry-After`. Principals together hold at
+        /// most 7/8 of it: the last eighth is for a principal holding nothing,
+        /// one message of at most 16 KiB each (an `initialize`, a first call).
+        set max_inbound_bytes: usize, get_max_inbound_bytes -> usize, copy;
+        /// After [`stop`](super::ServerHandle::stop): how long in-flight handlers
+        /// may run to completion (their contexts see cancellation at once).
+        /// Zero, the default, aborts them immediately.
+        set stop_drain: Duration, get_stop_drain -> Duration, copy;
+        /// After end of input: how long in-flight and queued requests may run to
+        /// completion so their answers are written. Default 5 s.
+        set eof_drain: Duration, get_eof_drain -> Duration, copy;
+        /// When serving ends: how long queued output may take to be written
+        /// before it is abandoned (a client that stopped reading). Default 1 s.
+        set flush_timeout: Duration, get_flush_timeout -> Duration, copy;
+        /// Default timeout of a server-to-client request. Default 30 s.
+        set client_request_timeout: Duration, get_client_request_timeout -> Duration, copy;
+        /// 2026-07-28 era: the `ttlMs` cache hint added to `server/discover` and to
+        /// the results of cacheable methods (`tools/list`, `prompts/list`,
+        /// `resources/list`, `resources/templates/list`, `resources/read`) when
+        /// the handler's result has none (the 2026-07-28 schema requires it).
+        /// Default 0: immediately stale.
+        ///
+        /// ```
+        /// use conduit_mcp::protocol::Implementation;
+        /// use conduit_mcp::protocol::CacheScope;
+        /// use conduit_mcp::server::ServerConfig;
+        ///
+        /// let config = ServerConfig::new(Implementation::new("docs", "1.0"))
+        ///     .cache_ttl_ms(60_000)
+        ///     .cache_scope(CacheScope::Public);
+        /// assert_eq!(config.get_cache_ttl_ms(), 60_000);
+        /// ```
+        set cache_ttl_ms: u64, get_cache_ttl_ms -> u64, copy;
+        /// 2026-07-28 era: the `cacheScope` hint added alongside
+        /// [`cache_ttl_ms`](Self::cache_ttl_ms). Default [`CacheScope::Private`].
+        set cache_scope: CacheScope, get_cache_scope -> CacheScope, copy;
+        /// Unix, process stdio only: while serving, point fd 1 at stderr and
+        /// write the protocol to a private duplicate of the original stdout, so
+        /// a stray `println!` cannot corrupt the stream. Default off.
+        set stdout_guard: bool, get_stdout_guard -> bool, copy;
+    }
 }
 
 impl ServerConfig {
@@ -156,7 +192,7 @@ impl ServerConfig {
     /// use conduit_mcp::server::{ServerConfig, DEFAULT_MAX_IN_FLIGHT};
     ///
     /// let config = ServerConfig::new(Implementation::new("weather", "1.0.0"));
-    /// assert_eq!(config.max_in_flight, DEFAULT_MAX_IN_FLIGHT);
+    /// assert_eq!(config.get_max_in_flight(), DEFAULT_MAX_IN_FLIGHT);
     /// assert!(config.validate().is_ok());
     /// ```
     pub fn new(server_info: Implementation) -> Self {
@@ -181,118 +217,9 @@ impl ServerConfig {
         }
     }
 
-    /// Sets [`max_held_calls`](Self::max_held_calls) (default 256).
-    pub fn max_held_calls(mut self, max: usize) -> Self {
-        self.max_held_calls = max;
-        self
-    }
-
-    /// Sets [`held_input_timeout`](Self::held_input_timeout) (default 5 minutes).
-    pub fn held_input_timeout(mut self, timeout: Duration) -> Self {
-        self.held_input_timeout = timeout;
-        self
-    }
-
-    /// Sets [`capabilities`](Self::capabilities) (default `{}`: only what the handler declares).
-    pub fn capabilities(mut self, capabilities: Value) -> Self {
-        self.capabilities = capabilities;
-        self
-    }
-
-    /// Sets [`instructions`](Self::instructions) (default none).
+    /// Optional instructions for the client's model.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
-        self
-    }
-
-    /// Sets [`max_message_bytes`](Self::max_message_bytes) (default 8 MiB).
-    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        self.max_message_bytes = bytes;
-        self
-    }
-
-    /// Sets [`max_in_flight`](Self::max_in_flight) (default [`DEFAULT_MAX_IN_FLIGHT`], 64).
-    pub fn max_in_flight(mut self, n: usize) -> Self {
-        self.max_in_flight = n;
-        self
-    }
-
-    /// Sets [`max_outbound_bytes`](Self::max_outbound_bytes) (default [`DEFAULT_MAX_OUTBOUND_BYTES`], 16 MiB).
-    pub fn max_outbound_bytes(mut self, bytes: usize) -> Self {
-        self.max_outbound_bytes = bytes;
-        self
-    }
-
-    /// Sets [`max_subscription_bytes`](Self::max_subscription_bytes) (default [`DEFAULT_MAX_SUBSCRIPTION_BYTES`], 1 MiB).
-    pub fn max_subscription_bytes(mut self, bytes: usize) -> Self {
-        self.max_subscription_bytes = bytes;
-        self
-    }
-
-    /// Sets [`max_inbound_bytes`](Self::max_inbound_bytes) (default [`DEFAULT_MAX_INBOUND_BYTES`], 64 MiB).
-    pub fn max_inbound_bytes(mut self, bytes: usize) -> Self {
-        self.max_inbound_bytes = bytes;
-        self
-    }
-
-    /// Sets [`stop_drain`](Self::stop_drain) (default zero).
-    pub fn stop_drain(mut self, d: Duration) -> Self {
-        self.stop_drain = d;
-        self
-    }
-
-    /// Sets [`eof_drain`](Self::eof_drain) (default 5 s).
-    pub fn eof_drain(mut self, d: Duration) -> Self {
-        self.eof_drain = d;
-        self
-    }
-
-    /// Sets [`flush_timeout`](Self::flush_timeout) (default 1 s).
-    pub fn flush_timeout(mut self, d: Duration) -> Self {
-        self.flush_timeout = d;
-        self
-    }
-
-    /// Sets [`client_request_timeout`](Self::client_request_timeout) (default 30 s).
-    pub fn client_request_timeout(mut self, d: Duration) -> Self {
-        self.client_request_timeout = d;
-        self
-    }
-
-    /// Sets [`cache_ttl_ms`](Self::cache_ttl_ms) (default 0).
-    ///
-    /// ```
-    /// use conduit_mcp::protocol::Implementation;
-    /// use conduit_mcp::protocol::CacheScope;
-    /// use conduit_mcp::server::ServerConfig;
-    ///
-    /// let config = ServerConfig::new(Implementation::new("docs", "1.0"))
-    ///     .cache_ttl_ms(60_000)
-    ///     .cache_scope(CacheScope::Public);
-    /// assert_eq!(config.cache_ttl_ms, 60_000);
-    /// ```
-    pub fn cache_ttl_ms(mut self, ttl_ms: u64) -> Self {
-        self.cache_ttl_ms = ttl_ms;
-        self
-    }
-
-    /// Sets [`cache_scope`](Self::cache_scope) (default
-    /// [`CacheScope::Private`]).
-    pub fn cache_scope(mut self, scope: CacheScope) -> Self {
-        self.cache_scope = scope;
-        self
-    }
-
-    /// Sets [`cache_ttl_ms`](Self::cache_ttl_ms) and
-    /// [`cache_scope`](Self::cache_scope).
-    #[deprecated(note = "use `cache_ttl_ms(..)` and `cache_scope(..)`")]
-    pub fn cache_hint(self, ttl_ms: u64, scope: CacheScope) -> Self {
-        self.cache_ttl_ms(ttl_ms).cache_scope(scope)
-    }
-
-    /// Sets [`stdout_guard`](Self::stdout_guard) (default off).
-    pub fn stdout_guard(mut self, on: bool) -> Self {
-        self.stdout_guard = on;
         self
     }
 

@@ -83,7 +83,7 @@ fn claude_desktop_config() {
         fs.transport.as_stdio().unwrap().args[2],
         "/Users/me/Desktop"
     );
-    assert_eq!(fs.name.as_deref(), Some("filesystem"));
+    assert_eq!(fs.get_name(), Some("filesystem"));
     // The default working directory is the file's.
     assert_eq!(
         fs.transport.as_stdio().unwrap().cd.as_ref().unwrap(),
@@ -195,13 +195,13 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
         local.transport.as_stdio().unwrap().cd.as_ref().unwrap(),
         project.join("work").to_str().unwrap()
     );
-    assert_eq!(local.request_timeout.as_millis(), 5000);
-    assert_eq!(local.stdin_grace.as_millis(), 250);
-    assert_eq!(local.term_grace.as_millis(), 750);
-    assert_eq!(local.era, EraPreference::Stateful);
-    assert_eq!(local.max_reconnects, 2);
-    assert_eq!(local.backoff.initial.as_millis(), 10);
-    assert_eq!(local.backoff.factor, 2.0, "unset: the default");
+    assert_eq!(local.get_request_timeout().as_millis(), 5000);
+    assert_eq!(local.get_stdin_grace().as_millis(), 250);
+    assert_eq!(local.get_term_grace().as_millis(), 750);
+    assert_eq!(local.get_era(), EraPreference::Stateful);
+    assert_eq!(local.get_max_reconnects(), 2);
+    assert_eq!(local.get_backoff().initial.as_millis(), 10);
+    assert_eq!(local.get_backoff().factor, 2.0, "unset: the default");
     assert_eq!(
         local.transport.as_stdio().unwrap().stderr,
         StderrMode::File(project.join("logs/local.log"))
@@ -216,12 +216,12 @@ fn claude_code_mcp_json_with_defaults_relative_paths_and_our_options() {
         project.join("bin/tools").to_str().unwrap()
     );
     // Options not given keep their defaults.
-    assert_eq!(file.server("tools").unwrap().max_reconnects, 5);
+    assert_eq!(file.server("tools").unwrap().get_max_reconnects(), 5);
     assert_eq!(file.disabled, ["off"]);
     assert!(file.server("off").is_none());
     let host = HostConfig::from_file(&file).unwrap();
-    assert_eq!(host.separator, "--");
-    assert_eq!(host.when_unavailable, WhenUnavailable::Wait);
+    assert_eq!(host.get_separator(), "--");
+    assert_eq!(host.get_when_unavailable(), WhenUnavailable::Wait);
     // A server's own pause before a revive, over the host's.
     assert_eq!(host.revive_after_of("local"), std::time::Duration::ZERO);
     assert_eq!(

@@ -18,7 +18,7 @@ async fn late_discover_result_is_ignored_and_legacy_stands() {
         "--log-file",
         log.to_str().unwrap(),
     ]);
-    cfg.probe_timeout = Duration::from_millis(100);
+    cfg = cfg.probe_timeout(Duration::from_millis(100));
     let client = Client::start(cfg).await.unwrap();
     let s = client.ready(Duration::from_secs(10)).await.unwrap();
     assert_eq!(s.era, Era::Stateful);
@@ -41,7 +41,7 @@ async fn late_discover_result_is_ignored_and_legacy_stands() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_cold_start_does_not_become_a_restart_loop() {
     let mut cfg = common::config(&["--start-delay-ms", "700"]);
-    cfg.probe_timeout = Duration::from_millis(100);
+    cfg = cfg.probe_timeout(Duration::from_millis(100));
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let t = Instant::now();
     let client = Client::start_with(cfg, conduit_mcp::StartOptions::new().events(tx))
@@ -69,7 +69,7 @@ async fn pinned_eras_and_a_legacy_only_server() {
     // Legacy-only server, auto: falls back on its -32601 at once, not
     // after the probe timeout (a minute, past the wait for readiness).
     let mut cfg = common::config(&["--era", "legacy"]);
-    cfg.probe_timeout = Duration::from_secs(60);
+    cfg = cfg.probe_timeout(Duration::from_secs(60));
     let client = Client::start(cfg).await.unwrap();
     let s = client
         .ready(Duration::from_secs(10))
@@ -79,7 +79,7 @@ async fn pinned_eras_and_a_legacy_only_server() {
     crate::common::shutdown(client.stop().wait()).await;
     // A server that never answers discover: legacy after probe_timeout.
     let mut cfg = common::config(&["--discover-silent"]);
-    cfg.probe_timeout = Duration::from_millis(150);
+    cfg = cfg.probe_timeout(Duration::from_millis(150));
     let client = Client::start(cfg).await.unwrap();
     assert_eq!(
         client.ready(Duration::from_secs(10)).await.unwrap().era,
@@ -176,7 +176,7 @@ async fn slow_modern_only_server_is_found_modern_after_the_probe_timeout() {
     // The probe times out while the server starts; the server then answers
     // the queued server/discover (before refusing initialize): modern wins.
     let mut cfg = common::config(&["--era", "modern", "--start-delay-ms", "500"]);
-    cfg.probe_timeout = Duration::from_millis(100);
+    cfg = cfg.probe_timeout(Duration::from_millis(100));
     let client = Client::start(cfg).await.unwrap();
     let s = client.ready(Duration::from_secs(10)).await.unwrap();
     assert_eq!(s.era, Era::Stateless);

@@ -332,8 +332,8 @@ async fn the_give_up_counts_every_attempt() {
                 .max(Duration::from_millis(100)),
         )
         .max_reconnects(3);
-    cfg.probe_timeout = Duration::from_millis(300);
-    cfg.init_timeout = Duration::from_millis(500);
+    cfg = cfg.probe_timeout(Duration::from_millis(300));
+    cfg = cfg.init_timeout(Duration::from_millis(500));
     let (client, mut events) = common::start_recording(cfg).await;
     let status = common::final_status(&client, Duration::from_secs(60)).await;
     let err = client.request("ping", None).await.unwrap_err();

@@ -61,7 +61,7 @@ async fn one_request_over_the_write_queue_limit_fails_alone() {
     let dir = common::tempdir("too-large");
     let log = dir.join("in.log");
     let cfg = common::config(&["--log-file", log.to_str().unwrap()]);
-    let limit = cfg.max_write_queue_bytes;
+    let limit = cfg.get_max_write_queue_bytes();
     assert_eq!(limit, 16 * MIB, "the default limit");
     let (client, mut events) = common::start_recording_with(cfg, None).await;
     let pid = common::ready_pid(&client).await;
@@ -217,7 +217,7 @@ async fn server_requests_past_max_inbound_requests_are_refused_at_once() {
     let dir = common::tempdir("inbound-limit");
     let log = dir.join("in.log");
     let cfg = common::config(&["--log-file", log.to_str().unwrap()]).era(EraPreference::Stateful);
-    let limit = cfg.max_inbound_requests;
+    let limit = cfg.get_max_inbound_requests();
     assert_eq!(limit, 16, "the default limit");
     let calls = Arc::new(AtomicUsize::new(0));
     let (gate, gate_rx) = watch::channel(false);

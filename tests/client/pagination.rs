@@ -180,9 +180,9 @@ fn list_timeout_must_be_positive_and_is_read_in_milliseconds() {
     assert_eq!(e.key, "list_timeout");
     let c: ClientConfig =
         serde_json::from_str(r#"{"command": "x", "list_timeout_ms": 1500}"#).unwrap();
-    assert_eq!(c.list_timeout, Duration::from_millis(1500));
+    assert_eq!(c.get_list_timeout(), Duration::from_millis(1500));
     assert_eq!(
-        ClientConfig::new("x").list_timeout,
+        ClientConfig::new("x").get_list_timeout(),
         Duration::from_secs(300)
     );
 }

@@ -246,7 +246,7 @@ async fn a_huge_timeout_means_no_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_results_arrive_intact_alongside_small_ones() {
     let mut cfg = common::config(&[]);
-    cfg.max_message_bytes = 16 * 1024 * 1024;
+    cfg = cfg.max_message_bytes(16 * 1024 * 1024);
     let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
     let small = {

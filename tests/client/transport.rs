@@ -51,7 +51,7 @@ async fn junk_over_the_limit_closes_and_restarts() {
     // batch, partial JSON) before a BOM-prefixed valid line, so a limit of
     // 3 is crossed on every start.
     let mut cfg = common::config(&["--junk-before", "40"]);
-    cfg.max_junk_lines = 3;
+    cfg = cfg.max_junk_lines(3);
     let client = Client::start(cfg).await.unwrap();
     let s = wait_status(&client, Duration::from_secs(10), |s| {
         matches!(s, Status::Restarting { .. } | Status::GaveUp(_))
@@ -69,7 +69,7 @@ async fn junk_over_the_limit_closes_and_restarts() {
 async fn line_at_the_limit_passes_and_one_over_closes() {
     let limit = 64 * 1024;
     let mut cfg = common::config(&["--line-bytes", &limit.to_string()]);
-    cfg.max_message_bytes = limit;
+    cfg = cfg.max_message_bytes(limit);
     let client = Client::start(cfg).await.unwrap();
     assert_eq!(
         client
@@ -81,8 +81,8 @@ async fn line_at_the_limit_passes_and_one_over_closes() {
     crate::common::shutdown(client.stop().wait()).await;
 
     let mut cfg = common::config(&["--line-bytes", &(limit + 1).to_string()]);
-    cfg.max_message_bytes = limit;
-    cfg.max_reconnects = 0;
+    cfg = cfg.max_message_bytes(limit);
+    cfg = cfg.max_reconnects(0);
     let client = Client::start(cfg).await.unwrap();
     let s = wait_status(&client, Duration::from_secs(10), |s| s.is_final()).await;
     assert!(
@@ -97,9 +97,9 @@ async fn server_that_never_reads_is_closed_once_callers_wait_for_room() {
     common::trace();
     // Reads the handshake (initialize, initialized), then never again.
     let mut cfg = common::config(&["--stop-reading-after", "2", "--ignore-term"]);
-    cfg.max_write_queue_bytes = 1024 * 1024;
-    cfg.write_stall_timeout = Duration::from_millis(500);
-    cfg.era = conduit_mcp::EraPreference::Stateful;
+    cfg = cfg.max_write_queue_bytes(1024 * 1024);
+    cfg = cfg.write_stall_timeout(Duration::from_millis(500));
+    cfg = cfg.era(conduit_mcp::EraPreference::Stateful);
     let client = Client::start(cfg).await.unwrap();
     client.ready(Duration::from_secs(10)).await.unwrap();
     let mut events = client.events();
@@ -217,8 +217,8 @@ async fn server_exit_fails_in_flight_calls_at_once_then_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_loop_respects_backoff_and_gives_up() {
     let cfg = common::config(&["--exit-immediately", "3"]);
-    let backoff = cfg.backoff;
-    let max = cfg.max_reconnects;
+    let backoff = cfg.get_backoff();
+    let max = cfg.get_max_reconnects();
     let t = Instant::now();
     let client = Client::start(cfg).await.unwrap();
     let s = wait_status(&client, Duration::from_secs(20), |s| s.is_final()).await;

@@ -11,10 +11,9 @@ use crate::server_http_support as support;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use conduit_mcp::Secret;
 use http_support::{Fake, Recorder};
 use serde_json::Value;
-use support::{config, start, PATIENCE};
+use support::{config, start, start_with, with_token, PATIENCE};
 
 struct Out {
     code: i32,
@@ -111,7 +110,7 @@ async fn every_subcommand_works_over_a_url_with_the_exit_codes_of_stdio() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headers_reach_the_server_and_never_show_and_failures_exit_3() {
-    let server = start(config().bearer_token(Secret::new("s3cret-t0ken"))).await;
+    let server = start_with(config(), |s| with_token(s, "s3cret-t0ken")).await;
     let url = server.url.as_str();
     let out = mcp(&[
         "tools",
@@ -369,8 +368,8 @@ async fn header_values_are_never_echoed_and_keep_their_equals_signs_and_spaces()
         assert!(!out.stderr.contains("s3cret"), "{bad}: {}", out.stderr);
     }
     // A value keeps everything after the first `=`.
-    let (config, seen) = Recorder::install(config());
-    let server = start(config).await;
+    let seen = Recorder::new();
+    let server = start_with(config(), |s| seen.install(s)).await;
     let out = mcp(&[
         "tools",
         "--url",

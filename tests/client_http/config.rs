@@ -43,7 +43,7 @@ fn url_entries_become_http_clients_with_secret_headers_and_sse_stays_unsupported
         .unwrap();
     assert_eq!(auth.1.expose(), "Bearer t0k");
     assert!(file.servers["remote"].validate().is_ok());
-    assert_eq!(file.servers["streamable"].max_reconnects, 2);
+    assert_eq!(file.servers["streamable"].get_max_reconnects(), 2);
     assert!(file.servers["local"].transport.as_http().is_none());
     // No header value shows anywhere.
     assert!(!format!("{file:?}").contains("t0k"));

@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use conduit_mcp::protocol::Root;
 use conduit_mcp::{
     Backoff, CancelToken, Client, ClientConfig, ClientResponder, CloseReason, Era, EraPreference,
-    Error, RequestOptions, Secret, StartOptions, Status,
+    Error, RequestOptions, StartOptions, Status,
 };
 use http_support::{result, Fake, Proxy, Recorder};
 use serde_json::json;
-use support::{config, start, PATIENCE};
+use support::{checked, config, start, start_with, with_token, PATIENCE};
 
 fn client_config(url: &str, era: EraPreference) -> ClientConfig {
     ClientConfig::http(url)
@@ -46,8 +46,8 @@ fn text_of(r: &conduit_mcp::CallToolResult) -> String {
 
 #[tokio::test]
 async fn a_legacy_session_keeps_its_id_calls_tools_and_ends_with_delete() {
-    let (cfg, rec) = Recorder::install(config());
-    let server = start(cfg).await;
+    let rec = Recorder::new();
+    let server = start_with(config(), |s| rec.install(s)).await;
     let (client, session) = connect(&server.url, EraPreference::Stateful).await;
     assert_eq!(session.era, Era::Stateful);
     assert_eq!(session.protocol_version, "2025-11-25");
@@ -84,8 +84,8 @@ async fn a_legacy_session_keeps_its_id_calls_tools_and_ends_with_delete() {
 
 #[tokio::test]
 async fn discovery_picks_the_modern_era_and_tool_arguments_are_mirrored_into_headers() {
-    let (cfg, rec) = Recorder::install(config());
-    let server = start(cfg).await;
+    let rec = Recorder::new();
+    let server = start_with(config(), |s| rec.install(s)).await;
     let (client, session) = connect(&server.url, EraPreference::Auto).await;
     assert_eq!(session.era, Era::Stateless);
     client.list_tools().await.unwrap();
@@ -165,8 +165,11 @@ async fn progress_arrives_on_the_answer_s_stream_in_both_eras() {
 
 #[tokio::test]
 async fn a_response_stream_the_server_closes_is_resumed_with_last_event_id() {
-    let (cfg, rec) = Recorder::install(config().sse_retry(Duration::from_millis(100)));
-    let server = start(cfg).await;
+    let rec = Recorder::new();
+    let server = start_with(config().sse_retry(Duration::from_millis(100)), |s| {
+        rec.install(s)
+    })
+    .await;
     let (client, _) = connect(&server.url, EraPreference::Stateful).await;
     let r = client
         .call_tool("poll", json!({}), RequestOptions::default())
@@ -184,8 +187,8 @@ async fn a_response_stream_the_server_closes_is_resumed_with_last_event_id() {
 
 #[tokio::test]
 async fn list_changes_arrive_on_the_session_s_get_stream() {
-    let (cfg, rec) = Recorder::install(config());
-    let server = start(cfg).await;
+    let rec = Recorder::new();
+    let server = start_with(config(), |s| rec.install(s)).await;
     let (client, _) = connect(&server.url, EraPreference::Stateful).await;
     let mut notes = client.notifications();
     // The GET stream is open before the change is made.
@@ -289,7 +292,7 @@ async fn an_answer_over_max_message_bytes_fails_that_call_alone() {
 
 #[tokio::test]
 async fn configured_headers_reach_the_server_and_never_show() {
-    let server = start(config().bearer_token(Secret::new("t0ken"))).await;
+    let server = start_with(config(), |s| with_token(s, "t0ken")).await;
     let cfg =
         client_config(&server.url, EraPreference::Auto).header("Authorization", "Bearer t0ken");
     assert!(!format!("{cfg:?}").contains("t0ken"));
@@ -482,7 +485,7 @@ async fn a_probe_refused_with_400_falls_back_to_initialize_after_reading_the_bod
     // At once, not after the probe timeout (a minute, past the wait for
     // readiness).
     let mut cfg = client_config(&fake.url, EraPreference::Auto);
-    cfg.probe_timeout = Duration::from_secs(60);
+    cfg = cfg.probe_timeout(Duration::from_secs(60));
     let client = Client::start(cfg).await.unwrap();
     let session = ready(&client).await;
     assert_eq!(session.era, Era::Stateful);
@@ -711,8 +714,8 @@ async fn calls_that_timed_out_give_their_room_in_the_write_queue_back() {
 
 #[tokio::test]
 async fn a_tool_called_before_any_listing_still_gets_its_mcp_param_headers() {
-    let (cfg, rec) = Recorder::install(config());
-    let server = start(cfg).await;
+    let rec = Recorder::new();
+    let server = start_with(config(), |s| rec.install(s)).await;
     let (client, session) = connect(&server.url, EraPreference::Stateless).await;
     assert_eq!(session.era, Era::Stateless);
     // No list_tools first: the server still requires Mcp-Param-Region.
@@ -741,20 +744,23 @@ async fn the_get_stream_is_open_before_the_session_s_first_request() {
     // accept the GET.
     let order = Arc::new(std::sync::Mutex::new(Vec::<&'static str>::new()));
     let o = order.clone();
-    let cfg = config().authorize(move |parts| {
-        if parts.method == "GET" {
-            std::thread::sleep(Duration::from_millis(300));
-            o.lock().unwrap().push("GET accepted");
-        } else if parts
-            .headers
-            .get("mcp-method")
-            .is_some_and(|m| m == "tools/list")
-        {
-            o.lock().unwrap().push("tools/list");
-        }
-        true
-    });
-    let server = start(cfg).await;
+    let cfg = config();
+    let server = start_with(cfg, |s| {
+        checked(s, move |parts| {
+            if parts.method() == "GET" {
+                std::thread::sleep(Duration::from_millis(300));
+                o.lock().unwrap().push("GET accepted");
+            } else if parts
+                .headers()
+                .get("mcp-method")
+                .is_some_and(|m| m == "tools/list")
+            {
+                o.lock().unwrap().push("tools/list");
+            }
+            true
+        })
+    })
+    .await;
     let (client, _) = connect(&server.url, EraPreference::Stateful).await;
     client.list_tools().await.unwrap();
     assert_eq!(*order.lock().unwrap(), ["GET accepted", "tools/list"]);

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use conduit_mcp::server::http::axum;
-use conduit_mcp::server::http::HttpConfig;
+use conduit_mcp::server::http::HttpServer;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -35,19 +35,24 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// `config` recording into a new recorder (through the authorize hook).
-    pub fn install(config: HttpConfig) -> (HttpConfig, Arc<Recorder>) {
-        let rec = Arc::new(Recorder::default());
-        let r = rec.clone();
-        let config = config.authorize(move |parts| {
-            r.seen.lock().unwrap().push(Seen {
-                method: parts.method.to_string(),
-                headers: parts.headers.clone(),
-            });
-            r.arrived.notify_waiters();
-            true
-        });
-        (config, rec)
+    /// A recorder with nothing seen yet.
+    pub fn new() -> Arc<Recorder> {
+        Arc::new(Recorder::default())
+    }
+
+    /// `server` recording every request that reaches its endpoint here.
+    pub fn install(self: &Arc<Self>, server: HttpServer) -> HttpServer {
+        let r = self.clone();
+        server.layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                r.seen.lock().unwrap().push(Seen {
+                    method: req.method().to_string(),
+                    headers: req.headers().clone(),
+                });
+                r.arrived.notify_waiters();
+                next.run(req)
+            },
+        ))
     }
 
     pub fn all(&self) -> Vec<Seen> {

@@ -58,9 +58,8 @@ async fn serve(profile: &str, name: &str, port: u16, log: &str) {
             let cold = Client::start(crate::common::config(&["--start-delay-ms", "600000"]))
                 .await
                 .expect("cold fixture");
-            #[allow(deprecated)]
             let config = GatewayConfig::new()
-                .server("fixture-deprecated", fixture.clone())
+                .expose("fixture-ungranted", fixture.clone(), Grants::none())
                 .expose("fixture", fixture.clone(), Grants::all())
                 .server_allowing(
                     "fixture-limited",

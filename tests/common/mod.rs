@@ -25,7 +25,7 @@ pub fn config(args: &[&str]) -> ClientConfig {
         )
         .max_reconnects(3)
         .request_timeout(Duration::from_secs(20));
-    c.probe_timeout = Duration::from_secs(3);
+    c = c.probe_timeout(Duration::from_secs(3));
     c
 }
 

@@ -25,7 +25,7 @@ fn conformance(era: EraPreference) -> ClientConfig {
     let mut c = ClientConfig::new(exe.display().to_string())
         .arg("--stdio")
         .stderr(StderrMode::Discard);
-    c.era = era;
+    c = c.era(era);
     c
 }
 
@@ -920,7 +920,7 @@ async fn a_session_unsubscribes_only_what_it_subscribed() {
 /// idle expiry): the next client's subscription opens and gets updates.
 async fn watches_go_with_their_session(era: EraPreference) {
     let mut config = HttpGatewayConfig::new().auth(alice_and_bob());
-    config.http.session_idle_timeout = Duration::from_secs(1);
+    config.http = config.http.session_idle_timeout(Duration::from_secs(1));
     let (f, at) = conf(era, config).await;
     let alice = at.session(SINGLE, &ALICE, json!({})).await;
     // Her GET stream keeps her session from expiring.
@@ -1433,7 +1433,7 @@ async fn answers(at: &At, path: &str, sid: &str, who: &[(&str, &str)]) -> bool {
 #[tokio::test]
 async fn the_session_table_bounds_every_client_together_not_each_token_alone() {
     let mut config = HttpGatewayConfig::new().auth(alice_and_bob());
-    config.http.max_sessions = 2;
+    config.http = config.http.max_sessions(2);
     let (f, at) = conf(EraPreference::Stateless, config).await;
     for path in [SINGLE, "/mcp"] {
         let a1 = at.session(path, &ALICE, json!({})).await;

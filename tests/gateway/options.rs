@@ -438,7 +438,10 @@ fn the_gateways_options_are_read_from_each_servers_conduit_key_and_errors_name_t
     assert_eq!(a.tools_allow, vec!["get_*".to_owned()]);
     assert_eq!(a.tools_deny, vec!["get_secret".to_owned()]);
     assert!(a.lazy);
-    assert_eq!(file.servers["a"].request_timeout, Duration::from_secs(5));
+    assert_eq!(
+        file.servers["a"].get_request_timeout(),
+        Duration::from_secs(5)
+    );
     assert_eq!(file.serve["b"], Default::default());
     for (bad, key) in [
         (

@@ -257,7 +257,7 @@ async fn long_names_are_kept_within_64_characters_and_still_routed() {
     // The limit and the separator are configurable.
     let mut config = HostConfig::new().server("short", common::config(&[]));
     config.max_name_len = 20;
-    config.separator = ".".into();
+    config = config.separator(".");
     let host = Host::start(config).await.unwrap();
     let names: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
     assert!(names.iter().all(|n| n.len() <= 20), "{names:?}");

@@ -101,7 +101,7 @@ async fn everything_is_legacy_only_and_auto_falls_back() {
     // proves that the -32601 answer to server/discover, not the probe's
     // timeout, led to legacy.
     let mut config = everything(&js);
-    config.probe_timeout = Duration::from_secs(120);
+    config = config.probe_timeout(Duration::from_secs(120));
     let (client, took) = start(config).await;
     let s = client.session().unwrap();
     eprintln!(
@@ -525,7 +525,7 @@ async fn python_mcpserver_in_both_eras() {
 async fn slow_dual_era_start_beats_the_probe_timeout() {
     let py = need!(venv_python(), "the Python mcp package at target/peers/venv");
     let mut config = py_server(&py).env("CONDUIT_PY_START_DELAY_MS", "1500");
-    config.probe_timeout = Duration::from_millis(300);
+    config = config.probe_timeout(Duration::from_millis(300));
     let client = Client::start(config).await.unwrap();
     let session = client.ready(Duration::from_secs(30)).await;
     let era = session.as_ref().map(|s| s.era);

@@ -108,7 +108,7 @@ impl Suite {
             .env("RUST_LOG", "warn")
             .stderr(StderrMode::Discard)
             .request_timeout(PATIENCE);
-        config.capabilities = capabilities;
+        config = config.capabilities(serde_json::from_value(capabilities).unwrap());
         if let Some(level) = log {
             config = config.log_level(level);
         }

@@ -28,7 +28,7 @@ async fn start(era: EraPreference) -> Client {
         .era(era)
         .env("RUST_LOG", "warn")
         .stderr(StderrMode::Discard);
-    config.capabilities = json!({ "roots": {} });
+    config = config.capabilities(serde_json::from_value(json!({ "roots": {} })).unwrap());
     let handler = |req: InboundRequest| async move {
         match req.method.as_str() {
             "roots/list" => {

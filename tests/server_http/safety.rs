@@ -72,7 +72,7 @@ async fn listed_hosts_replace_the_loopback_default() {
 
 #[tokio::test]
 async fn a_bearer_token_is_required_when_configured() {
-    let s = start(config().bearer_token(Secret::new("s3cret"))).await;
+    let s = start_with(config(), |s| with_token(s, "s3cret")).await;
     let r = post(s.addr, &[], init()).await;
     assert_eq!(r.status, 401);
     assert_eq!(r.header("www-authenticate").as_deref(), Some("Bearer"));
@@ -90,7 +90,10 @@ async fn a_bearer_token_is_required_when_configured() {
     );
     s.handle.stop();
     // A closure hook sees the request's head.
-    let s = start(config().authorize(|parts| parts.headers.contains_key("x-api-key"))).await;
+    let s = start_with(config(), |s| {
+        checked(s, |parts| parts.headers().contains_key("x-api-key"))
+    })
+    .await;
     assert_eq!(post(s.addr, &[], init()).await.status, 401);
     assert_eq!(
         post(s.addr, &[("x-api-key", "k")], init()).await.status,

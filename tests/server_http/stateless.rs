@@ -373,18 +373,19 @@ async fn requests_beyond_max_in_flight_wait_for_a_slot() {
     // Requests as they reach the server, before they go to the engine.
     let calls = Arc::new(AtomicUsize::new(0));
     let seen = calls.clone();
-    let mut c = config().authorize(move |parts| {
+    let mut c = config();
+    c.server = c.server.max_in_flight(2);
+    let check = move |parts: &axum::extract::Request| {
         if parts
-            .headers
+            .headers()
             .get("mcp-method")
             .is_some_and(|m| m == "tools/call")
         {
             seen.fetch_add(1, Ordering::SeqCst);
         }
         true
-    });
-    c.server = c.server.max_in_flight(2);
-    let s = start(c).await;
+    };
+    let s = start_with(c, |s| checked(s, check)).await;
     let a = modern_sleeping(s.addr, 1, 60_000).await;
     let _b = modern_sleeping(s.addr, 2, 60_000).await;
     let addr = s.addr;

@@ -11,12 +11,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::Request;
+use axum::response::IntoResponse;
 use bytes::Bytes;
 use conduit_mcp::protocol::{
     CallToolResult, GetPromptResult, Implementation, InputRequest, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, Role, Tool,
 };
-use conduit_mcp::server::http::{close_sse_stream, HttpConfig, HttpServer};
+use conduit_mcp::secret::Secret;
+use conduit_mcp::server::http::{
+    close_sse_stream, BearerLayer, BearerTokens, HttpConfig, HttpServer, Rejection,
+};
 use conduit_mcp::server::{
     HandlerError, RequestContext, Router, ServeEnd, ServerConfig, ServerError, ServerHandle,
 };
@@ -219,8 +224,16 @@ pub struct Running {
 }
 
 pub async fn start(config: HttpConfig) -> Running {
+    start_with(config, |server| server).await
+}
+
+/// A server on 127.0.0.1:0, with what `layers` puts on it.
+pub async fn start_with(
+    config: HttpConfig,
+    layers: impl FnOnce(HttpServer) -> HttpServer,
+) -> Running {
     let counts = Arc::new(Counts::default());
-    let server = HttpServer::bind("127.0.0.1:0", config).await.expect("bind");
+    let server = layers(HttpServer::bind("127.0.0.1:0", config).await.expect("bind"));
     let addr = server.local_addr().unwrap();
     let url = server.url().unwrap();
     let handle = server.handle();
@@ -233,6 +246,33 @@ pub async fn start(config: HttpConfig) -> Running {
         task,
         counts,
     }
+}
+
+/// `server` letting in only the requests that carry `token` as their
+/// bearer token.
+pub fn with_token(server: HttpServer, token: &str) -> HttpServer {
+    let tokens = BearerTokens::new().token(Secret::new(token), ());
+    server.layer(BearerLayer::new(tokens))
+}
+
+/// `server` letting in only the requests `check` passes: the others are
+/// refused with 401, as by an authorization layer.
+pub fn checked(
+    server: HttpServer,
+    check: impl Fn(&Request) -> bool + Clone + Send + Sync + 'static,
+) -> HttpServer {
+    server.layer(axum::middleware::from_fn(
+        move |req: Request, next: axum::middleware::Next| {
+            let pass = check(&req);
+            async move {
+                if pass {
+                    next.run(req).await
+                } else {
+                    Rejection::Unauthorized.into_response()
+                }
+            }
+        },
+    ))
 }
 
 /// An HTTP response; the body not yet read.

@@ -33,17 +33,17 @@ impl ConnectionState {
         };
         debug!(server = %self.name(), version = %version, "probing with server/discover");
         self.send_control(line);
-        if self.shared.config().era == EraPreference::Auto {
+        if self.shared.config().get_era() == EraPreference::Auto {
             let gen = self.gen;
             self.handshake_timer = Some(
-                myself.send_after(self.shared.config().probe_timeout, move || {
+                myself.send_after(self.shared.config().get_probe_timeout(), move || {
                     ConnectionMsg::ProbeTimeout { gen }
                 }),
             );
         } else {
             let gen = self.gen;
             self.handshake_timer = Some(
-                myself.send_after(self.shared.config().init_timeout, move || {
+                myself.send_after(self.shared.config().get_init_timeout(), move || {
                     ConnectionMsg::InitTimeout { gen }
                 }),
             );
@@ -55,15 +55,15 @@ impl ConnectionState {
         let cfg = self.shared.config();
         let params = json!({
             "protocolVersion": LATEST_STATEFUL_VERSION,
-            "capabilities": cfg.capabilities,
-            "clientInfo": cfg.client_info,
+            "capabilities": cfg.get_capabilities(),
+            "clientInfo": cfg.get_client_info(),
         });
         let Ok(line) = encode::request(&id, methods::INITIALIZE, Some(&params)) else {
             return;
         };
         self.shared.pending().insert(id.clone(), Waiter::Initialize);
         self.phase = LinkPhase::Initializing;
-        let init_timeout = cfg.init_timeout;
+        let init_timeout = cfg.get_init_timeout();
         self.send_control(line);
         let gen = self.gen;
         self.handshake_timer =
@@ -74,8 +74,8 @@ impl ConnectionState {
         let cfg = self.shared.config();
         json!({
             meta::PROTOCOL_VERSION: version,
-            meta::CLIENT_CAPABILITIES: cfg.capabilities,
-            meta::CLIENT_INFO: cfg.client_info,
+            meta::CLIENT_CAPABILITIES: cfg.get_capabilities(),
+            meta::CLIENT_INFO: cfg.get_client_info(),
         })
     }
 
@@ -125,7 +125,7 @@ impl ConnectionState {
         };
         let requested = version.clone();
         let pid = self.shared.link().and_then(|l| l.pid());
-        let pinned = self.shared.config().era == EraPreference::Stateless;
+        let pinned = self.shared.config().get_era() == EraPreference::Stateless;
         match discovery::judge(&outcome, &requested) {
             DiscoverVerdict::Stateless(mut session) => {
                 session.pid = pid;
@@ -226,7 +226,7 @@ impl ConnectionState {
     ) {
         let probing = matches!(&self.phase, LinkPhase::Probing { id: p, .. } if p == id);
         if probing && self.shared.pending().remove(id).is_some() {
-            if self.shared.config().era == EraPreference::Stateless {
+            if self.shared.config().get_era() == EraPreference::Stateless {
                 return self.handshake_failed(format!("server/discover got no answer: {problem}"));
             }
             info!(server = %self.name(), reason = %problem, "server/discover got no answer: 2025-11-25 era");
@@ -243,7 +243,7 @@ impl ConnectionState {
     pub(super) fn probe_timed_out(&mut self, myself: &ActorRef<ConnectionMsg>) {
         if let LinkPhase::Probing { id, .. } = &self.phase {
             let id = id.clone();
-            info!(server = %self.name(), timeout = ?self.shared.config().probe_timeout, "no answer to server/discover: 2025-11-25 era");
+            info!(server = %self.name(), timeout = ?self.shared.config().get_probe_timeout(), "no answer to server/discover: 2025-11-25 era");
             // Kept pending: a stateless server slow to start answers it
             // before `initialize` (see `late_probe_answered`).
             self.shared.pending().insert(id.clone(), Waiter::LateProbe);

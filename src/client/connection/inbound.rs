@@ -120,7 +120,7 @@ impl ConnectionState {
     /// Why `req` is not handled: its id is still being handled, or
     /// `max_inbound_requests` are.
     fn refusal(&self, req: &Request) -> Option<ErrorObject> {
-        let limit = self.shared.config().max_inbound_requests;
+        let limit = self.shared.config().get_max_inbound_requests();
         if self.inbound.contains_key(&req.id) {
             Some(ErrorObject::new(
                 codes::INVALID_REQUEST,

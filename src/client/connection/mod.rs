@@ -343,7 +343,7 @@ impl Actor for Connection {
                 if let LinkPhase::Initializing = st.phase {
                     let reason = CloseReason::Handshake(format!(
                         "no answer to initialize within {:?}",
-                        st.shared.config().init_timeout
+                        st.shared.config().get_init_timeout()
                     ));
                     if let Some(link) = st.shared.link() {
                         link.close(reason);
@@ -430,7 +430,7 @@ impl ConnectionState {
             return;
         }
         self.shared.set_status(Status::Starting);
-        match self.shared.config().era {
+        match self.shared.config().get_era() {
             EraPreference::Stateful => self.initialize(myself),
             EraPreference::Auto | EraPreference::Stateless => {
                 self.probe(myself, STATELESS_VERSION.to_owned())
@@ -490,7 +490,7 @@ impl ConnectionState {
             self.give_up(myself, attempt, reason.to_string());
             return;
         }
-        let delay = self.shared.config().backoff.delay(attempt);
+        let delay = self.shared.config().get_backoff().delay(attempt);
         info!(server = %self.name(), reason = %reason, attempt, delay_ms = delay.as_millis() as u64, "restarting server");
         // The status says so already (set above, before the close).
         self.restarting(myself, attempt, delay, None);
@@ -505,7 +505,7 @@ impl ConnectionState {
             match self.shared.count_death() {
                 Verdict::GiveUp { attempts } => self.give_up(myself, attempts, e.to_string()),
                 Verdict::Restart { attempt } => {
-                    let delay = self.shared.config().backoff.delay(attempt);
+                    let delay = self.shared.config().get_backoff().delay(attempt);
                     self.restarting(myself, attempt, delay, Some(e.to_string()));
                 }
             }

@@ -185,7 +185,7 @@ fn initialize(shared: &SessionShared, req: &Request) -> Result<Value, ErrorObjec
         "capabilities": shared.capabilities(),
         "serverInfo": c.server_info,
     });
-    if let Some(i) = &c.instructions {
+    if let Some(i) = &c.get_instructions() {
         result["instructions"] = json!(i);
     }
     Ok(result)
@@ -199,10 +199,10 @@ fn discover(shared: &SessionShared) -> Value {
         "supportedVersions": STATELESS_VERSIONS,
         "capabilities": shared.capabilities(),
         "_meta": { meta::SERVER_INFO: c.server_info },
-        "ttlMs": c.cache_ttl_ms,
-        "cacheScope": c.cache_scope.as_str(),
+        "ttlMs": c.get_cache_ttl_ms(),
+        "cacheScope": c.get_cache_scope().as_str(),
     });
-    if let Some(i) = &c.instructions {
+    if let Some(i) = &c.get_instructions() {
         result["instructions"] = json!(i);
     }
     result

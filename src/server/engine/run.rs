@@ -119,8 +119,8 @@ impl ResultHints {
         ResultHints {
             era,
             cacheable: CACHEABLE.contains(&method),
-            ttl_ms: config.cache_ttl_ms,
-            scope: config.cache_scope.as_str(),
+            ttl_ms: config.get_cache_ttl_ms(),
+            scope: config.get_cache_scope().as_str(),
         }
     }
 }

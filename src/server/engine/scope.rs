@@ -186,7 +186,7 @@ impl<R> Scope<R> {
     /// A scope whose requests run against `shared`; `unique_ids` where the
     /// revision has sessions.
     pub(crate) fn new(shared: Arc<SessionShared>, unique_ids: bool) -> Arc<Self> {
-        let max_in_flight = shared.config().max_in_flight.max(1);
+        let max_in_flight = shared.config().get_max_in_flight().max(1);
         Arc::new(Scope {
             shared,
             unique_ids,

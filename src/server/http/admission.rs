@@ -118,8 +118,11 @@ impl HostOriginLayer {
     /// # Ok(()) }
     /// ```
     pub fn of(config: &HttpConfig) -> Self {
-        HostOriginLayer::new(config.allowed_hosts.clone(), config.allowed_origins.clone())
-            .named(config.server.server_info.name.as_str())
+        HostOriginLayer::new(
+            config.get_allowed_hosts().clone(),
+            config.get_allowed_origins().clone(),
+        )
+        .named(config.server.server_info.name.as_str())
     }
 
     /// Lets loopback origins (`http://localhost:5173`, any port) in as

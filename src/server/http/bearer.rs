@@ -169,8 +169,8 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 /// it with `Extension<T>`); refuses any other with 401
 /// ([`Rejection::Unauthorized`], `WWW-Authenticate: Bearer`).
 ///
-/// [`HttpConfig::bearer_token`](super::HttpConfig::bearer_token) is this
-/// layer on the endpoint; the gateway's client tokens are too.
+/// [`HttpServer::layer`](super::HttpServer::layer) puts it on a server;
+/// the gateway's client tokens are this layer too.
 ///
 /// ```
 /// use conduit_mcp::secret::Secret;

@@ -85,11 +85,11 @@ impl BodyReader {
     /// ```
     pub fn of(config: &HttpConfig) -> Self {
         BodyReader {
-            limit: config.server.max_message_bytes,
-            timeout: config.body_timeout,
+            limit: config.server.get_max_message_bytes(),
+            timeout: config.get_body_timeout(),
             room: BodyRoom::new(
-                config.server.max_inbound_bytes,
-                config.server.max_message_bytes,
+                config.server.get_max_inbound_bytes(),
+                config.server.get_max_message_bytes(),
             ),
         }
     }

@@ -2,11 +2,8 @@
 //! it, and every bound, in bytes where memory is concerned), around the
 //! [`ServerConfig`] it shares with stdio.
 
-use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::secret::Secret;
 use crate::server::{ServerConfig, ServerError};
 
 /// Default [`HttpConfig::path`].
@@ -53,11 +50,6 @@ pub enum Allow {
     Any,
 }
 
-/// A check of each request before it reaches MCP (a bearer token, a
-/// signature): returns whether to let the request in; `false` answers
-/// 401 Unauthorized.
-pub type Authorize = Arc<dyn Fn(&axum::http::request::Parts) -> bool + Send + Sync>;
-
 /// How an [`HttpServer`](super::HttpServer) (or [`HttpService`](super::HttpService))
 /// behaves: the [`ServerConfig`] it shares with stdio, and the HTTP side.
 ///
@@ -68,7 +60,7 @@ pub type Authorize = Arc<dyn Fn(&axum::http::request::Parts) -> bool + Send + Sy
 /// sessions and never closes them, holds at most
 /// [`max_buffered_bytes`](Self::max_buffered_bytes) of queued messages
 /// and [`max_sessions`](Self::max_sessions) sessions.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
     /// Identity, capabilities and the limits shared with stdio. Its
@@ -80,142 +72,121 @@ pub struct HttpConfig {
     /// running requests as on stdio; its `stop_drain` is the grace given to
     /// in-flight requests on [`stop`](crate::server::ServerHandle::stop).
     pub server: ServerConfig,
-    /// The MCP endpoint's path. Default [`DEFAULT_PATH`] (`/mcp`).
-    pub path: String,
-    /// Accepted `Host` headers (against DNS rebinding): a request with
-    /// another host is refused with 403. Default [`Allow::Loopback`]; a
-    /// server reachable under other names must list them.
-    pub allowed_hosts: Allow,
-    /// Accepted `Origin` headers (sent by browsers): a request with another
-    /// origin is refused with 403; a request without one (not from a
-    /// browser) is accepted. Default [`Allow::Loopback`].
-    pub allowed_origins: Allow,
-    /// 2025-11-25 era: the most sessions at once. Principals that hold a
-    /// session fill at most 7/8 of it: the last eighth is for principals
-    /// that hold none, one session each. An `initialize` with no room
-    /// takes the place of an expired session (idle for
-    /// [`session_idle_timeout`](Self::session_idle_timeout)) if there is
-    /// one, else it is refused with 503 and `Retry-After`. A session ends
-    /// only by DELETE, its idle expiry or the server's stop, never to make
-    /// room. Default [`DEFAULT_MAX_SESSIONS`].
-    pub max_sessions: usize,
-    /// 2025-11-25 era: the most sessions of one principal (the
-    /// [`Principal`](super::Principal) an authentication layer set on the
-    /// request, else the peer's address group: all of loopback, one IPv4
-    /// address, or one IPv6 /64). Its `initialize` beyond it takes the
-    /// place of its own expired session, or is refused with 503 when none
-    /// has expired. So one client opening sessions it never closes cannot
-    /// fill the table for the others; without an authentication layer,
-    /// all clients of one address group share this quota. Capped at 7/8
-    /// of `max_sessions`. Default
-    /// [`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`].
-    pub max_sessions_per_principal: usize,
-    /// 2025-11-25 era: bytes of messages one session may have queued and
-    /// not yet delivered, over all its streams (the GET stream and each
-    /// request's). Past it, notifications are refused
-    /// ([`SendError::QueueFull`](crate::server::SendError::QueueFull));
-    /// a request's final answer is always queued. In the 2026-07-28 era
-    /// the same bound applies to each request's stream. Default
-    /// [`DEFAULT_SESSION_QUEUE_BYTES`] (4 MiB).
-    pub session_queue_bytes: usize,
-    /// 2025-11-25 era: bytes of already delivered events each SSE stream
-    /// keeps for resumption (`Last-Event-ID`); older ones are dropped.
-    /// Default [`DEFAULT_REPLAY_BYTES`] (256 KiB).
-    pub replay_bytes: usize,
-    /// Bytes of queued and replayable events over all streams of all
-    /// sessions. Past it, notifications are refused and replay buffers
-    /// are trimmed. Default [`DEFAULT_MAX_BUFFERED_BYTES`] (64 MiB).
-    pub max_buffered_bytes: usize,
-    /// 2025-11-25 era: a session with no request and no open stream for
-    /// this long ends (its id then gets 404): it has expired, and is the
-    /// only kind of session a new one may take the place of. Default
-    /// [`DEFAULT_SESSION_IDLE_TIMEOUT`] (10 minutes).
-    pub session_idle_timeout: Duration,
-    /// [`HttpServer`](super::HttpServer) only: the most TCP connections at
-    /// once. A new connection beyond it takes the place of the oldest idle
-    /// connection of the owner that holds the most (idle: waiting for its
-    /// next request, its previous answer written whole); when none is
-    /// idle, it is answered 503 with `Retry-After` and closed, and counted
-    /// ([`ServerHandle::refused_connections`](crate::server::ServerHandle::refused_connections)).
-    /// The last eighth of it is kept for owners that hold fewer than 4
-    /// connections, so owners holding theirs busy never lock a newcomer
-    /// out. Default [`DEFAULT_MAX_CONNECTIONS`].
-    pub max_connections: usize,
-    /// [`HttpServer`](super::HttpServer) only: the most TCP connections of
-    /// one owner, busy or idle: the peer's address group, which is all of
-    /// loopback (every local process), one IPv4 address, or one IPv6 /64.
-    /// A new one beyond it takes the place of that owner's oldest idle
-    /// connection, or is answered 503 with `Retry-After` when all of them
-    /// are busy (running a request, holding a stream open, or still
-    /// writing an answer). Capped at `max_connections`; behind a reverse
-    /// proxy (every client one address) set it to `max_connections`, which
-    /// also gives up the room kept for newcomers. Default
-    /// [`DEFAULT_MAX_CONNECTIONS_PER_PEER`].
-    pub max_connections_per_peer: usize,
-    /// [`HttpServer`](super::HttpServer) only: how long a connection may
-    /// take to send a request's head (its request line and headers),
-    /// counted from its start or from the end of its previous response;
-    /// past it, the connection is closed. So it is also how long an idle
-    /// keep-alive connection stays open. Default
-    /// [`DEFAULT_HEADER_READ_TIMEOUT`] (10 s).
-    pub header_read_timeout: Duration,
-    /// An SSE comment is sent on a stream idle for this long, so proxies
-    /// and clients keep it open; a request whose answer takes longer than
-    /// this is answered as an SSE stream. Default [`DEFAULT_KEEP_ALIVE`].
-    pub keep_alive: Duration,
-    /// 2025-11-25 era: the `retry` sent at the start of each SSE stream
-    /// (how long a client waits before reconnecting). Default
-    /// [`DEFAULT_SSE_RETRY`].
-    pub sse_retry: Duration,
-    /// How long a request body may take to arrive: a body still incomplete
-    /// then is refused with 408 (what it had sent is released). Default
-    /// [`DEFAULT_BODY_TIMEOUT`] (30 s).
-    pub body_timeout: Duration,
-    bearer: Option<Secret>,
-    authorize: Option<Authorize>,
+    path: String,
+    allowed_hosts: Allow,
+    allowed_origins: Allow,
+    max_sessions: usize,
+    max_sessions_per_principal: usize,
+    session_queue_bytes: usize,
+    replay_bytes: usize,
+    max_buffered_bytes: usize,
+    session_idle_timeout: Duration,
+    max_connections: usize,
+    max_connections_per_peer: usize,
+    header_read_timeout: Duration,
+    keep_alive: Duration,
+    sse_retry: Duration,
+    body_timeout: Duration,
 }
 
-impl fmt::Debug for HttpConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpConfig")
-            .field("server", &self.server)
-            .field("path", &self.path)
-            .field("allowed_hosts", &self.allowed_hosts)
-            .field("allowed_origins", &self.allowed_origins)
-            .field("max_sessions", &self.max_sessions)
-            .field(
-                "max_sessions_per_principal",
-                &self.max_sessions_per_principal,
-            )
-            .field("session_queue_bytes", &self.session_queue_bytes)
-            .field("replay_bytes", &self.replay_bytes)
-            .field("max_buffered_bytes", &self.max_buffered_bytes)
-            .field("session_idle_timeout", &self.session_idle_timeout)
-            .field("max_connections", &self.max_connections)
-            .field("max_connections_per_peer", &self.max_connections_per_peer)
-            .field("header_read_timeout", &self.header_read_timeout)
-            .field("keep_alive", &self.keep_alive)
-            .field("sse_retry", &self.sse_retry)
-            .field("body_timeout", &self.body_timeout)
-            .field("bearer", &self.bearer)
-            .field("authorize", &self.authorize.is_some())
-            .finish()
+/// What the setters set: a getter for each field another module or a
+/// user reads.
+impl HttpConfig {
+    config_fields! {
+        /// Accepted `Host` headers (against DNS rebinding): a request with
+        /// another host is refused with 403. Default [`Allow::Loopback`]; a
+        /// server reachable under other names must list them.
+        set allowed_hosts: Allow, get_allowed_hosts -> &Allow, ref;
+        /// Accepted `Origin` headers (sent by browsers): a request with another
+        /// origin is refused with 403; a request without one (not from a
+        /// browser) is accepted. Default [`Allow::Loopback`].
+        set allowed_origins: Allow, get_allowed_origins -> &Allow, ref;
+        /// 2025-11-25 era: the most sessions at once. Principals that hold a
+        /// session fill at most 7/8 of it: the last eighth is for principals
+        /// that hold none, one session each. An `initialize` with no room
+        /// takes the place of an expired session (idle for
+        /// [`session_idle_timeout`](Self::session_idle_timeout)) if there is
+        /// one, else it is refused with 503 and `Retry-After`. A session ends
+        /// only by DELETE, its idle expiry or the server's stop, never to make
+        /// room. Default [`DEFAULT_MAX_SESSIONS`].
+        set max_sessions: usize, get_max_sessions -> usize, copy;
+        /// 2025-11-25 era: the most sessions of one principal (the
+        /// [`Principal`](super::Principal) an authentication layer set on the
+        /// request, else the peer's address group: all of loopback, one IPv4
+        /// address, or one IPv6 /64). Its `initialize` beyond it takes the
+        /// place of its own expired session, or is refused with 503 when none
+        /// has expired. So one client opening sessions it never closes cannot
+        /// fill the table for the others; without an authentication layer,
+        /// all clients of one address group share this quota. Capped at 7/8
+        /// of `max_sessions`. Default
+        /// [`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`].
+        set max_sessions_per_principal: usize, get_max_sessions_per_principal -> usize, copy;
+        /// 2025-11-25 era: bytes of messages one session may have queued and
+        /// not yet delivered, over all its streams (the GET stream and each
+        /// request's). Past it, notifications are refused
+        /// ([`SendError::QueueFull`](crate::server::SendError::QueueFull));
+        /// a request's final answer is always queued. In the 2026-07-28 era
+        /// the same bound applies to each request's stream. Default
+        /// [`DEFAULT_SESSION_QUEUE_BYTES`] (4 MiB).
+        set session_queue_bytes: usize, get_session_queue_bytes -> usize, copy;
+        /// 2025-11-25 era: bytes of already delivered events each SSE stream
+        /// keeps for resumption (`Last-Event-ID`); older ones are dropped.
+        /// Default [`DEFAULT_REPLAY_BYTES`] (256 KiB).
+        set replay_bytes: usize, get_replay_bytes -> usize, copy;
+        /// Bytes of queued and replayable events over all streams of all
+        /// sessions. Past it, notifications are refused and replay buffers
+        /// are trimmed. Default [`DEFAULT_MAX_BUFFERED_BYTES`] (64 MiB).
+        set max_buffered_bytes: usize, get_max_buffered_bytes -> usize, copy;
+        /// 2025-11-25 era: a session with no request and no open stream for
+        /// this long ends (its id then gets 404): it has expired, and is the
+        /// only kind of session a new one may take the place of. Default
+        /// [`DEFAULT_SESSION_IDLE_TIMEOUT`] (10 minutes).
+        set session_idle_timeout: Duration, get_session_idle_timeout -> Duration, copy;
+        /// [`HttpServer`](super::HttpServer) only: the most TCP connections at
+        /// once. A new connection beyond it takes the place of the oldest idle
+        /// connection of the owner that holds the most (idle: waiting for its
+        /// next request, its previous answer written whole); when none is
+        /// idle, it is answered 503 with `Retry-After` and closed, and counted
+        /// ([`ServerHandle::refused_connections`](crate::server::ServerHandle::refused_connections)).
+        /// The last eighth of it is kept for owners that hold fewer than 4
+        /// connections, so owners holding theirs busy never lock a newcomer
+        /// out. Default [`DEFAULT_MAX_CONNECTIONS`].
+        set max_connections: usize, get_max_connections -> usize, copy;
+        /// [`HttpServer`](super::HttpServer) only: the most TCP connections of
+        /// one owner, busy or idle: the peer's address group, which is all of
+        /// loopback (every local process), one IPv4 address, or one IPv6 /64.
+        /// A new one beyond it takes the place of that owner's oldest idle
+        /// connection, or is answered 503 with `Retry-After` when all of them
+        /// are busy (running a request, holding a stream open, or still
+        /// writing an answer). Capped at `max_connections`; behind a reverse
+        /// proxy (every client one address) set it to `max_connections`, which
+        /// also gives up the room kept for newcomers. Default
+        /// [`DEFAULT_MAX_CONNECTIONS_PER_PEER`].
+        set max_connections_per_peer: usize, get_max_connections_per_peer -> usize, copy;
+        /// [`HttpServer`](super::HttpServer) only: how long a connection may
+        /// take to send a request's head (its request line and headers),
+        /// counted from its start or from the end of its previous response;
+        /// past it, the connection is closed. So it is also how long an idle
+        /// keep-alive connection stays open. Default
+        /// [`DEFAULT_HEADER_READ_TIMEOUT`] (10 s).
+        set header_read_timeout: Duration, get_header_read_timeout -> Duration, copy;
+        /// An SSE comment is sent on a stream idle for this long, so proxies
+        /// and clients keep it open; a request whose answer takes longer than
+        /// this is answered as an SSE stream. Default [`DEFAULT_KEEP_ALIVE`].
+        set keep_alive: Duration, get_keep_alive -> Duration, copy;
+        /// 2025-11-25 era: the `retry` sent at the start of each SSE stream
+        /// (how long a client waits before reconnecting). Default
+        /// [`DEFAULT_SSE_RETRY`].
+        set sse_retry: Duration, get_sse_retry -> Duration, copy;
+        /// How long a request body may take to arrive: a body still incomplete
+        /// then is refused with 408 (what it had sent is released). Default
+        /// [`DEFAULT_BODY_TIMEOUT`] (30 s).
+        set body_timeout: Duration, get_body_timeout -> Duration, copy;
+        get path, get_path -> &str, ref;
     }
 }
 
 impl HttpConfig {
-    /// The bearer token every request must carry, if any.
-    #[inline]
-    pub(crate) fn bearer(&self) -> Option<&Secret> {
-        self.bearer.as_ref()
-    }
-
-    /// The authorization hook, if any.
-    #[inline]
-    pub(crate) fn authorizer(&self) -> Option<&Authorize> {
-        self.authorize.as_ref()
-    }
-
     /// The defaults around `server`.
     ///
     /// # Examples
@@ -226,8 +197,8 @@ impl HttpConfig {
     /// use conduit_mcp::server::ServerConfig;
     ///
     /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
-    /// assert_eq!(config.path, "/mcp");
-    /// assert_eq!(config.allowed_hosts, Allow::Loopback);
+    /// assert_eq!(config.get_path(), "/mcp");
+    /// assert_eq!(config.get_allowed_hosts(), &Allow::Loopback);
     /// ```
     pub fn new(server: ServerConfig) -> Self {
         HttpConfig {
@@ -247,158 +218,12 @@ impl HttpConfig {
             keep_alive: DEFAULT_KEEP_ALIVE,
             sse_retry: DEFAULT_SSE_RETRY,
             body_timeout: DEFAULT_BODY_TIMEOUT,
-            bearer: None,
-            authorize: None,
         }
     }
 
-    /// Sets [`path`](Self::path) (default [`DEFAULT_PATH`], `/mcp`).
+    /// The MCP endpoint's path. Default [`DEFAULT_PATH`] (`/mcp`).
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
-        self
-    }
-
-    /// Sets [`allowed_hosts`](Self::allowed_hosts) (default [`Allow::Loopback`]).
-    pub fn allowed_hosts(mut self, allow: Allow) -> Self {
-        self.allowed_hosts = allow;
-        self
-    }
-
-    /// Sets [`allowed_origins`](Self::allowed_origins) (default [`Allow::Loopback`]).
-    pub fn allowed_origins(mut self, allow: Allow) -> Self {
-        self.allowed_origins = allow;
-        self
-    }
-
-    /// Sets [`max_sessions`](Self::max_sessions) (default [`DEFAULT_MAX_SESSIONS`], 1024).
-    pub fn max_sessions(mut self, n: usize) -> Self {
-        self.max_sessions = n;
-        self
-    }
-
-    /// Sets [`max_sessions_per_principal`](Self::max_sessions_per_principal) (default [`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`], 256).
-    pub fn max_sessions_per_principal(mut self, n: usize) -> Self {
-        self.max_sessions_per_principal = n;
-        self
-    }
-
-    /// Sets [`session_queue_bytes`](Self::session_queue_bytes) (default [`DEFAULT_SESSION_QUEUE_BYTES`], 4 MiB).
-    pub fn session_queue_bytes(mut self, bytes: usize) -> Self {
-        self.session_queue_bytes = bytes;
-        self
-    }
-
-    /// Sets [`replay_bytes`](Self::replay_bytes) (default [`DEFAULT_REPLAY_BYTES`], 256 KiB).
-    pub fn replay_bytes(mut self, bytes: usize) -> Self {
-        self.replay_bytes = bytes;
-        self
-    }
-
-    /// Sets [`max_buffered_bytes`](Self::max_buffered_bytes) (default [`DEFAULT_MAX_BUFFERED_BYTES`], 64 MiB).
-    pub fn max_buffered_bytes(mut self, bytes: usize) -> Self {
-        self.max_buffered_bytes = bytes;
-        self
-    }
-
-    /// Sets [`session_idle_timeout`](Self::session_idle_timeout) (default [`DEFAULT_SESSION_IDLE_TIMEOUT`], 10 minutes).
-    pub fn session_idle_timeout(mut self, d: Duration) -> Self {
-        self.session_idle_timeout = d;
-        self
-    }
-
-    /// Sets [`max_connections`](Self::max_connections) (default [`DEFAULT_MAX_CONNECTIONS`], 512).
-    pub fn max_connections(mut self, n: usize) -> Self {
-        self.max_connections = n;
-        self
-    }
-
-    /// Sets [`max_connections_per_peer`](Self::max_connections_per_peer) (default [`DEFAULT_MAX_CONNECTIONS_PER_PEER`], 256).
-    pub fn max_connections_per_peer(mut self, n: usize) -> Self {
-        self.max_connections_per_peer = n;
-        self
-    }
-
-    /// Sets [`header_read_timeout`](Self::header_read_timeout) (default [`DEFAULT_HEADER_READ_TIMEOUT`], 10 s).
-    pub fn header_read_timeout(mut self, d: Duration) -> Self {
-        self.header_read_timeout = d;
-        self
-    }
-
-    /// Sets [`keep_alive`](Self::keep_alive) (default [`DEFAULT_KEEP_ALIVE`], 15 s).
-    pub fn keep_alive(mut self, d: Duration) -> Self {
-        self.keep_alive = d;
-        self
-    }
-
-    /// Sets [`sse_retry`](Self::sse_retry) (default [`DEFAULT_SSE_RETRY`], 1 s).
-    pub fn sse_retry(mut self, d: Duration) -> Self {
-        self.sse_retry = d;
-        self
-    }
-
-    /// Sets [`body_timeout`](Self::body_timeout) (default [`DEFAULT_BODY_TIMEOUT`], 30 s).
-    pub fn body_timeout(mut self, d: Duration) -> Self {
-        self.body_timeout = d;
-        self
-    }
-
-    /// Requires `Authorization: Bearer <token>` on every request (compared
-    /// in constant time); others get 401 with `WWW-Authenticate: Bearer`.
-    /// The token is never logged.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use conduit_mcp::protocol::Implementation;
-    /// use conduit_mcp::server::http::{HttpConfig, HttpService};
-    /// use conduit_mcp::server::{Router, ServerConfig};
-    /// use conduit_mcp::Secret;
-    /// use tower::ServiceExt;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")))
-    ///     .bearer_token(Secret::new("s3cret-token"));
-    /// let mcp = HttpService::new(config, Router::new())?;
-    /// let anonymous = axum::http::Request::post("/mcp")
-    ///     .header("host", "localhost")
-    ///     .body(axum::body::Body::empty())?;
-    /// assert_eq!(mcp.oneshot(anonymous).await?.status(), 401);
-    /// # Ok(()) }
-    /// ```
-    pub fn bearer_token(mut self, token: Secret) -> Self {
-        self.bearer = Some(token);
-        self
-    }
-
-    /// Runs `check` on every request's head before anything else but the
-    /// `Host`/`Origin` checks; `false` answers 401. (Any tower layer on the
-    /// [`axum_router`](super::HttpService::axum_router) works too.)
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use conduit_mcp::protocol::Implementation;
-    /// use conduit_mcp::server::http::{HttpConfig, HttpService};
-    /// use conduit_mcp::server::{Router, ServerConfig};
-    /// use tower::ServiceExt;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")))
-    ///     .authorize(|head| head.headers.contains_key("x-api-key"));
-    /// let mcp = HttpService::new(config, Router::new())?;
-    /// let without_key = axum::http::Request::post("/mcp")
-    ///     .header("host", "localhost")
-    ///     .body(axum::body::Body::empty())?;
-    /// assert_eq!(mcp.oneshot(without_key).await?.status(), 401);
-    /// # Ok(()) }
-    /// ```
-    pub fn authorize(
-        mut self,
-        check: impl Fn(&axum::http::request::Parts) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.authorize = Some(Arc::new(check));
         self
     }
 

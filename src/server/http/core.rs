@@ -293,13 +293,13 @@ impl Core {
         root.set_sessions(weak);
         let sessions: Arc<dyn LiveSessions> = memory.clone();
         root.set_target(Arc::new(Broadcast(Arc::downgrade(&sessions))));
-        let mut capabilities = config.server.capabilities.clone();
+        let mut capabilities = config.server.get_capabilities().clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
         root.declare_capabilities(capabilities);
         let bodies = BodyReader::of(&config);
         let engine = Engine::new(Arc::new(Erased(Box::new(handler))));
         let core = Arc::new(Core {
-            global: Counter::new(config.max_buffered_bytes),
+            global: Counter::new(config.get_max_buffered_bytes()),
             config,
             root,
             sessions,
@@ -412,7 +412,7 @@ impl Core {
             0,
             false,
             0,
-            Counter::new(self.config.session_queue_bytes),
+            Counter::new(self.config.get_session_queue_bytes()),
             self.global.clone(),
         )
     }
@@ -457,7 +457,7 @@ impl Core {
             .collect();
         let scopes = sessions.iter().map(|s| s.scope()).chain(&stateless);
         self.engine
-            .stop(self.config.server.stop_drain, scopes)
+            .stop(self.config.server.get_stop_drain(), scopes)
             .await;
         for s in sessions {
             self.sessions.remove(s.id());
@@ -469,7 +469,7 @@ impl Core {
     /// 2026-07-28 scopes and inbound shares of principals with nothing in
     /// flight), until the server is gone or stopping.
     pub(crate) async fn sweep(core: Weak<Core>) {
-        let Some(timeout) = core.upgrade().map(|c| c.config.session_idle_timeout) else {
+        let Some(timeout) = core.upgrade().map(|c| c.config.get_session_idle_timeout()) else {
             return;
         };
         let every = (timeout / 2).clamp(Duration::from_millis(10), Duration::from_secs(30));

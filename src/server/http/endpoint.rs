@@ -30,7 +30,6 @@ use crate::server::handle::ServerHandle;
 use crate::server::Handler;
 
 use super::admission::HostOriginLayer;
-use super::bearer::{BearerLayer, BearerTokens};
 use super::body::ParsedBody;
 use super::core::Core;
 use super::principal::Owner;
@@ -47,9 +46,13 @@ const SESSION_ID: HeaderName = HeaderName::from_static(headers::SESSION_ID);
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(headers::PROTOCOL_VERSION);
 
 /// The router of one endpoint: POST, GET and DELETE at its path (any
-/// other method 405), behind the `Host` and `Origin` check.
-pub(crate) fn router(core: Arc<Core>) -> axum::Router {
-    let path = core.config().path.clone();
+/// other method 405), behind `layers` and, before them, the `Host` and
+/// `Origin` check.
+pub(crate) fn router(
+    core: Arc<Core>,
+    layers: impl FnOnce(axum::Router) -> axum::Router,
+) -> axum::Router {
+    let path = core.config().get_path().to_owned();
     let admission = HostOriginLayer::of(core.config());
     let methods = axum::routing::post(on_post)
         .get(on_get)
@@ -57,16 +60,7 @@ pub(crate) fn router(core: Arc<Core>) -> axum::Router {
         // axum answers HEAD with the GET handler unless HEAD has its own.
         .head(on_other)
         .fallback(on_other);
-    let methods = match core.config().bearer() {
-        Some(token) => methods.layer(BearerLayer::new(
-            BearerTokens::new().token(token.clone(), ()),
-        )),
-        None => methods,
-    };
-    axum::Router::new()
-        .route(&path, methods)
-        .with_state(core)
-        .layer(admission)
+    layers(axum::Router::new().route(&path, methods).with_state(core)).layer(admission)
 }
 
 /// The era a request speaks, from its version header, its session header
@@ -99,13 +93,10 @@ fn has_stateless_meta(m: &Message) -> bool {
         })
 }
 
-/// What a request passes after its `Host`, `Origin` and bearer token:
-/// the authorization hook, then the stop.
+/// What a request passes after its `Host`, `Origin` and the server's
+/// layers: the stop.
 fn admitted(core: &Arc<Core>, parts: &Parts) -> Result<Owner, Rejection> {
     core.start();
-    if !authorized(core.config(), parts) {
-        return Err(Rejection::Unauthorized);
-    }
     if core.is_stopping() {
         return Err(Rejection::Stopping);
     }
@@ -556,7 +547,7 @@ async fn respond(
     };
     let first = if accepts.json() {
         let patience = if accepts.sse() {
-            core.config().keep_alive
+            core.config().get_keep_alive()
         } else {
             std::time::Duration::MAX
         };
@@ -598,12 +589,12 @@ async fn respond(
         }
         First::Events => {
             let attached = stream.attach(0);
-            let prelude = stream.priming(attached.after(), core.config().sse_retry);
+            let prelude = stream.priming(attached.after(), core.config().get_sse_retry());
             let mut body = SseBody::new(
                 stream.clone(),
                 attached.generation(),
                 prelude,
-                core.config().keep_alive,
+                core.config().get_keep_alive(),
             );
             if let Some((scope, key)) = guard.disarm() {
                 let weak = Arc::downgrade(core);
@@ -723,7 +714,7 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
     tracing::debug!(session = %session.id(), stream = stream.number(), after, "SSE stream attached");
     let attached = stream.attach(after);
     let mut prelude = stream
-        .priming(attached.after(), core.config().sse_retry)
+        .priming(attached.after(), core.config().get_sse_retry())
         .map(Vec::from)
         .unwrap_or_default();
     if attached.lost() > 0 {
@@ -739,7 +730,7 @@ fn get(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
         stream.clone(),
         attached.generation(),
         prelude,
-        core.config().keep_alive,
+        core.config().get_keep_alive(),
     );
     sse_response(Body::new(watch_open(body, &session, stream)))
 }
@@ -754,12 +745,6 @@ fn delete(core: Arc<Core>, h: &HeaderMap, owner: &Owner) -> Response<Body> {
     core.end_session(&session);
     tracing::info!(server = %core.name(), session = %session.id(), "session ended by the client (DELETE)");
     response::empty(StatusCode::OK)
-}
-
-/// Whether the request passes [`HttpConfig::authorize`] (the bearer
-/// token is a [`BearerLayer`](super::BearerLayer) in front).
-fn authorized(config: &super::HttpConfig, parts: &axum::http::request::Parts) -> bool {
-    config.authorizer().is_none_or(|f| f(parts))
 }
 
 #[cfg(test)]

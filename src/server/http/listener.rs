@@ -64,13 +64,13 @@ pub(crate) struct ConnLimits {
 
 impl ConnLimits {
     pub(crate) fn of(config: &HttpConfig) -> Self {
-        let max = config.max_connections.max(1);
-        let per_owner = config.max_connections_per_peer.clamp(1, max);
+        let max = config.get_max_connections().max(1);
+        let per_owner = config.get_max_connections_per_peer().clamp(1, max);
         ConnLimits {
             max,
             per_owner,
             newcomer_room: (max / 8).min(max - per_owner),
-            header_read_timeout: config.header_read_timeout,
+            header_read_timeout: config.get_header_read_timeout(),
         }
     }
 }
@@ -209,18 +209,6 @@ pub async fn serve_counted(
     stats: &ConnectionStats,
 ) -> io::Result<()> {
     serve_app(listener, router, ConnLimits::of(config), stats, stop, grace).await
-}
-
-/// Renamed to [`serve`].
-#[deprecated(note = "renamed to `conduit_mcp::server::http::serve`")]
-pub async fn serve_router(
-    listener: TcpListener,
-    router: axum::Router,
-    config: &HttpConfig,
-    stop: watch::Receiver<bool>,
-    grace: Duration,
-) -> io::Result<()> {
-    serve(listener, router, config, stop, grace).await
 }
 
 /// [`serve`] with its bounds given.
@@ -815,8 +803,8 @@ mod tests {
         let mut config = HttpConfig::new(crate::server::ServerConfig::new(
             crate::protocol::Implementation::new("t", "0"),
         ));
-        config.max_connections = max;
-        config.max_connections_per_peer = per_owner;
+        config = config.max_connections(max);
+        config = config.max_connections_per_peer(per_owner);
         Arc::new(Table::new(ConnLimits::of(&config), ConnectionStats::new()))
     }
 

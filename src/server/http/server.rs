@@ -11,6 +11,7 @@ use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::http::{Request, Response};
+use axum::response::IntoResponse;
 use tokio::net::{TcpListener, ToSocketAddrs};
 
 use crate::line_io::WriteQueue;
@@ -54,7 +55,11 @@ pub struct HttpServer {
     listener: TcpListener,
     config: HttpConfig,
     root: Arc<SessionShared>,
+    layers: Layers,
 }
+
+/// The layers given to [`HttpServer::layer`], applied in order.
+type Layers = Box<dyn FnOnce(axum::Router) -> axum::Router + Send + Sync>;
 
 impl std::fmt::Debug for HttpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -69,8 +74,8 @@ impl HttpServer {
     /// Binds `addr`. Bind loopback (`127.0.0.1:PORT`, the safe default)
     /// unless the server is meant to be reached from elsewhere; then list
     /// the names it is reached by in
-    /// [`HttpConfig::allowed_hosts`](HttpConfig::allowed_hosts), and set an
-    /// authorization.
+    /// [`HttpConfig::allowed_hosts`](HttpConfig::allowed_hosts), and add an
+    /// authorization [`layer`](Self::layer).
     ///
     /// # Examples
     ///
@@ -112,6 +117,48 @@ impl HttpServer {
             listener,
             config,
             root,
+            layers: Box::new(|r| r),
+        }
+    }
+
+    /// Puts `layer` around the endpoint: it sees every request to
+    /// [`HttpConfig::path`] that passed the `Host` and `Origin` check, and
+    /// may answer it instead of the server. This is how a server is
+    /// authorized: a [`BearerLayer`](super::BearerLayer), or any tower
+    /// layer that `axum::Router::route_layer` takes. The layer added last
+    /// runs first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::Implementation;
+    /// use conduit_mcp::server::http::{BearerLayer, BearerTokens, HttpConfig, HttpServer};
+    /// use conduit_mcp::server::{Router, ServerConfig};
+    /// use conduit_mcp::Secret;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HttpConfig::new(ServerConfig::new(Implementation::new("tools", "1.0.0")));
+    /// let tokens = BearerTokens::new().token(Secret::new("s3cret-token"), ());
+    /// let server = HttpServer::bind("127.0.0.1:0", config)
+    ///     .await?
+    ///     .layer(BearerLayer::new(tokens));
+    /// server.handle().stop();
+    /// server.serve(Router::new()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn layer<L>(self, layer: L) -> Self
+    where
+        L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+        L::Service: tower::Service<Request<Body>> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<Request<Body>>>::Response: IntoResponse + 'static,
+        <L::Service as tower::Service<Request<Body>>>::Error: Into<Infallible> + 'static,
+        <L::Service as tower::Service<Request<Body>>>::Future: Send + 'static,
+    {
+        let inner = self.layers;
+        HttpServer {
+            layers: Box::new(move |r| inner(r).route_layer(layer)),
+            ..self
         }
     }
 
@@ -149,7 +196,11 @@ impl HttpServer {
     /// # Ok(()) }
     /// ```
     pub fn url(&self) -> io::Result<String> {
-        Ok(format!("http://{}{}", self.local_addr()?, self.config.path))
+        Ok(format!(
+            "http://{}{}",
+            self.local_addr()?,
+            self.config.get_path()
+        ))
     }
 
     /// A cloneable handle: [`stop`](ServerHandle::stop), the lifetime token,
@@ -177,12 +228,6 @@ impl HttpServer {
     /// ```
     pub fn handle(&self) -> ServerHandle {
         ServerHandle::new(&self.root)
-    }
-
-    /// The transport's diagnostic name: `"http"`.
-    #[deprecated(note = "always \"http\": it tells nothing about the server")]
-    pub fn name(&self) -> &'static str {
-        "http"
     }
 
     /// Serves `handler` until [`ServerHandle::stop`]: then new requests get
@@ -217,8 +262,9 @@ impl HttpServer {
             listener,
             config,
             root,
+            layers,
         } = self;
-        let result = serve_on(listener, config, handler, root.clone()).await;
+        let result = serve_on(listener, config, handler, root.clone(), layers).await;
         root.close();
         result
     }
@@ -229,21 +275,22 @@ async fn serve_on<H: Handler>(
     config: HttpConfig,
     handler: H,
     root: Arc<SessionShared>,
+    layers: Layers,
 ) -> Result<ServeEnd, ServerError> {
     config.validate()?;
     if root.stop_requested() {
         tracing::info!("server stopped before it started");
         return Ok(ServeEnd::Stopped);
     }
-    let flush = config.server.flush_timeout;
+    let flush = config.server.get_flush_timeout();
     let limits = ConnLimits::of(&config);
     let addr = listener.local_addr().map_err(ServerError::Read)?;
     let records = Arc::new(super::MemoryStore::default());
     let core = Core::new(config, handler, root.clone(), false, records);
     let done = core.watch_done();
     core.start();
-    let app = endpoint::router(core.clone());
-    tracing::info!(server = %core.name(), %addr, path = %core.config().path, "http server listening");
+    let app = endpoint::router(core.clone(), layers);
+    tracing::info!(server = %core.name(), %addr, path = %core.config().get_path(), "http server listening");
     root.mark_ready();
     serve_app(listener, app, limits, root.connections(), done, flush)
         .await
@@ -253,7 +300,7 @@ async fn serve_on<H: Handler>(
 }
 
 /// The MCP endpoint as a [`tower::Service`] (and an axum
-/// [`Router`](axum::Router), [`router`](Self::router)), to mount in an
+/// [`Router`](axum::Router), [`axum_router`](Self::axum_router)), to mount in an
 /// application that serves other routes and owns its listener.
 ///
 /// ```no_run
@@ -359,7 +406,7 @@ impl HttpService {
         let root = new_root(&config);
         let core = Core::new(config, handler, root, true, store);
         core.root().mark_ready();
-        let router = endpoint::router(core.clone());
+        let router = endpoint::router(core.clone(), |r| r);
         Ok(HttpService { core, router })
     }
 
@@ -447,13 +494,6 @@ impl HttpService {
     /// ```
     pub fn axum_router(&self) -> axum::Router {
         self.router.clone()
-    }
-
-    /// Renamed to [`axum_router`](Self::axum_router) (this crate's
-    /// [`Router`](crate::server::Router) is another thing: the MCP router).
-    #[deprecated(note = "renamed to `axum_router`")]
-    pub fn router(&self) -> axum::Router {
-        self.axum_router()
     }
 }
 

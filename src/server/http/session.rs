@@ -110,8 +110,14 @@ impl Session {
         let shared = SessionShared::new(config.server.clone(), out)
             .over_http()
             .with_inbound(inbound.clone());
-        let queue = Counter::new(config.session_queue_bytes);
-        let standalone = Stream::new(0, true, config.replay_bytes, queue.clone(), global.clone());
+        let queue = Counter::new(config.get_session_queue_bytes());
+        let standalone = Stream::new(
+            0,
+            true,
+            config.get_replay_bytes(),
+            queue.clone(),
+            global.clone(),
+        );
         let shared = Arc::new(shared);
         shared.set_target(standalone.clone());
 
@@ -169,7 +175,7 @@ impl Session {
         let stream = Stream::new(
             number,
             true,
-            config.replay_bytes,
+            config.get_replay_bytes(),
             self.queue.clone(),
             global.clone(),
         );

@@ -146,14 +146,14 @@ pub(crate) struct MemorySessions {
 
 impl MemorySessions {
     pub(crate) fn new(config: &HttpConfig, records: Arc<dyn SessionStore>) -> Arc<Self> {
-        let max = config.max_sessions.max(1);
+        let max = config.get_max_sessions().max(1);
         let open = max - max / 8;
         Arc::new(MemorySessions {
             table: Mutex::new(Table::default()),
             max,
             open,
-            per_owner: config.max_sessions_per_principal.clamp(1, open),
-            idle_timeout: config.session_idle_timeout,
+            per_owner: config.get_max_sessions_per_principal().clamp(1, open),
+            idle_timeout: config.get_session_idle_timeout(),
             records,
             materialise: OnceLock::new(),
         })
