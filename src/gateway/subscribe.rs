@@ -51,10 +51,10 @@ async fn subscribe_session(
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !subscribe {
-        unwatch(gateway.watches(), holder, target, uri).await;
+        unwatch(gateway.watches(), &holder, target, uri).await;
         return Ok(json!({}));
     }
-    if let Err(e) = watch(gateway.watches(), holder, target, uri).await {
+    if let Err(e) = watch(gateway.watches(), &holder, target, uri).await {
         // The session does not hold what could not be opened.
         let undo = Request {
             method: methods::RESOURCES_UNSUBSCRIBE.into(),

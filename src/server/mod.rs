@@ -181,7 +181,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub use actor::{ServeActor, ServeArgs, ServeEnded, ServeState};
 pub use context::RequestContext;
 pub use error::{AskError, HandlerError, RawAnswerError, SendError, ServerError};
-pub use handle::{LifetimeToken, ListKind, ServerHandle, STDIO_SESSION};
+pub use handle::{LifetimeToken, ListKind, ServerHandle, SessionId, STDIO_SESSION};
 pub use held::HeldCall;
 pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
@@ -304,7 +304,7 @@ impl StdioServer {
     fn with_io(config: ServerConfig, io: Io) -> Self {
         let (out, rx) = WriteQueue::new(config.max_outbound_bytes);
         Self {
-            shared: Arc::new(SessionShared::new(config, out)),
+            shared: Arc::new(SessionShared::new(SessionId::local("stdio"), config, out)),
             io,
             out: rx,
         }

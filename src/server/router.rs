@@ -663,9 +663,10 @@ impl Router {
     ) {
         for (_, l) in lock(&self.inner.listeners).iter() {
             if wants(&l.filter) {
-                let _ = l
-                    .handle
-                    .notify(method, Some(with_stream(params.clone(), &l.id)));
+                let _ = l.handle.notify(
+                    method,
+                    Some(crate::protocol::on_stream(params.clone(), &l.id)),
+                );
             }
         }
     }
@@ -803,7 +804,7 @@ impl Router {
         let ack = json!({ "notifications": agreed });
         ctx.notify(
             methods::SUBSCRIPTIONS_ACKNOWLEDGED,
-            Some(with_stream(Some(ack), &req.id)),
+            Some(crate::protocol::on_stream(Some(ack), &req.id)),
         )
         .map_err(|e| HandlerError::Internal(e.to_string()))?;
         let key = self
@@ -902,21 +903,6 @@ impl Drop for Unlisten<'_> {
     fn drop(&mut self) {
         lock(&self.inner.listeners).retain(|(k, _)| *k != self.key);
     }
-}
-
-/// `params` with `_meta.subscriptionId` set to the stream `id`.
-fn with_stream(params: Option<Value>, id: &RequestId) -> Value {
-    let mut params = match params {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(m) = meta {
-        m.insert(meta::SUBSCRIPTION_ID.into(), json!(id));
-    }
-    Value::Object(params)
 }
 
 fn parse_params<P: DeserializeOwned>(params: Value) -> Result<P, HandlerError> {
