@@ -21,7 +21,7 @@ use crate::client::{Client, Delivered, LifecycleEvent, Status};
 use crate::host::{Host, HostError, HostEvent, ItemKind};
 use crate::protocol::{Era, SubscriptionFilter};
 use crate::server::http::{HttpService, Rejection};
-use crate::server::{HandlerError, ListKind, Router};
+use crate::server::{HandlerError, ListKind, Sessions};
 
 use super::auth::{Gate, Principal};
 use super::calllog::{now_rfc3339, CallLog, Line};
@@ -72,7 +72,7 @@ pub(crate) enum Endpoint {
 #[derive(Clone)]
 pub(crate) struct EndpointService {
     service: HttpService,
-    sessions: Router,
+    sessions: Sessions,
     /// The service's routes, built once.
     router: axum::Router,
 }
@@ -107,7 +107,7 @@ pub(crate) struct GatewayState {
 }
 
 impl EndpointService {
-    fn new(service: HttpService, sessions: Router) -> Self {
+    fn new(service: HttpService, sessions: Sessions) -> Self {
         let router = service.axum_router();
         EndpointService {
             service,
@@ -223,7 +223,7 @@ impl GatewayState {
         &self,
         key: Endpoint,
         service: HttpService,
-        sessions: Router,
+        sessions: Sessions,
     ) -> Result<EndpointService, Rejection> {
         let made = EndpointService::new(service, sessions);
         let mut services = crate::sync::lock(&self.services);
@@ -382,7 +382,7 @@ impl GatewayState {
     pub(crate) fn list_changed(&self, which: impl Fn(&Endpoint) -> bool, kind: ListKind) {
         for (e, m) in self.made() {
             if which(&e) {
-                m.sessions.changed(kind);
+                m.sessions.notify_list_changed(kind);
             }
         }
     }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::jsonrpc::Request;
 use crate::protocol::methods;
-use crate::server::{Handler, HandlerError, RequestContext, Router};
+use crate::server::{Handler, HandlerError, RequestContext, Sessions};
 
 use super::auth::Principal;
 use super::state::GatewayState;
@@ -21,7 +21,7 @@ use super::watches::{unwatch, watch};
 pub(crate) async fn subscription(
     gateway: &Arc<GatewayState>,
     principal: &Principal,
-    sessions: &Router,
+    sessions: &Sessions,
     target: &Target,
     req: Request,
     ctx: &RequestContext,
@@ -35,7 +35,7 @@ pub(crate) async fn subscription(
 
 async fn subscribe_session(
     gateway: &Arc<GatewayState>,
-    sessions: &Router,
+    sessions: &Sessions,
     target: &Target,
     req: Request,
     ctx: &RequestContext,

@@ -172,6 +172,7 @@ mod request_handler;
 mod router;
 mod serve_loop;
 mod server_config;
+mod sessions;
 mod subscriptions;
 
 use std::sync::Arc;
@@ -185,6 +186,7 @@ pub use handle::{LifetimeToken, ListKind, ServerHandle, SessionId, STDIO_SESSION
 pub use held::HeldCall;
 pub use request_handler::Handler;
 pub use router::{schema_of, RouteFuture, Router};
+pub use sessions::Sessions;
 
 /// Moved to [`protocol::CacheScope`](crate::protocol::CacheScope).
 #[deprecated(note = "use `conduit_mcp::protocol::CacheScope`")]
