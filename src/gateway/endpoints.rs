@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::protocol::Implementation;
 use crate::server::http::{Allow, HttpConfig, HttpService};
-use crate::server::{HandlerError, Router, ServerConfig};
+use crate::server::{HandlerError, ServerConfig, Sessions};
 
 use super::namespace::Namespace;
 use super::passthrough::Passthrough;
@@ -30,7 +30,7 @@ impl GatewayState {
         }
         // Keeps what is per session (log levels, subscriptions) for the
         // handler, and tells the sessions of list changes.
-        let sessions = Router::new();
+        let sessions = Sessions::new();
         let config = match endpoint {
             Endpoint::Namespace => self.namespace_config(),
             Endpoint::Server(name) => self.passthrough_config(name).await.map_err(unavailable)?,

@@ -63,7 +63,7 @@ pub(crate) async fn pass(
         tokio::select! {
             n = sub.next_raw() => match n {
                 Some(n) => {
-                    let params = retag(n.params, &id);
+                    let params = crate::protocol::on_stream(n.params, &id);
                     let _ = ctx.notify(&n.method, Some(params));
                 }
                 None => break,
@@ -75,19 +75,4 @@ pub(crate) async fn pass(
     let mut m = Map::new();
     m.insert(meta::SUBSCRIPTION_ID.into(), id);
     Ok(json!({ "resultType": "complete", "_meta": m }))
-}
-
-/// A notification's params with the client's stream id in `_meta`.
-fn retag(params: Option<Value>, id: &Value) -> Value {
-    let mut p = match params {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    let m = p
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(m) = m {
-        m.insert(meta::SUBSCRIPTION_ID.into(), id.clone());
-    }
-    Value::Object(p)
 }

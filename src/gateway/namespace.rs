@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use crate::host::{HostError, ItemKind};
 use crate::jsonrpc::{codes, ErrorObject, Request};
 use crate::protocol::{methods, Era, SubscriptionFilter};
-use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
+use crate::server::{Handler, HandlerError, RequestContext, ServerHandle, Sessions};
 
 use super::auth::{caller, Principal};
 use super::forward::{for_client, forward, Call};
@@ -27,7 +27,7 @@ use super::watches::watch;
 /// its HTTP request's extensions.
 pub(crate) struct Namespace {
     gateway: Weak<GatewayState>,
-    sessions: Router,
+    sessions: Sessions,
 }
 
 /// Where a namespaced name goes.
@@ -37,7 +37,7 @@ struct Owner {
 }
 
 impl Namespace {
-    pub(crate) fn new(gateway: Weak<GatewayState>, sessions: Router) -> Self {
+    pub(crate) fn new(gateway: Weak<GatewayState>, sessions: Sessions) -> Self {
         Namespace { gateway, sessions }
     }
 

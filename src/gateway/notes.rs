@@ -315,7 +315,7 @@ fn on_note(gateway: &GatewayState, server: &Arc<str>, n: crate::jsonrpc::Notific
                 _ => return,
             };
             let ours = |e: &Endpoint| matches!(e, Endpoint::Server(s) if s == server);
-            gateway.tell_sessions(ours, |s| s.changed(kind));
+            gateway.tell_sessions(ours, |s| s.notify_list_changed(kind));
         }
     }
 }
@@ -334,7 +334,10 @@ async fn watch_host(gateway: Weak<GatewayState>, mut events: crate::host::HostEv
         match event {
             HostEvent::Listed { .. } | HostEvent::Removed { .. } | HostEvent::Down { .. } => {
                 for kind in gateway.notes().changed_kinds(gateway.host()) {
-                    gateway.tell_sessions(|e| *e == Endpoint::Namespace, |s| s.changed(kind));
+                    gateway.tell_sessions(
+                        |e| *e == Endpoint::Namespace,
+                        |s| s.notify_list_changed(kind),
+                    );
                 }
             }
             HostEvent::Lifecycle {

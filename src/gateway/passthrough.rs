@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::jsonrpc::Request;
 use crate::protocol::{methods, Era, ListenParams};
-use crate::server::{Handler, HandlerError, RequestContext, Router, ServerHandle};
+use crate::server::{Handler, HandlerError, RequestContext, ServerHandle, Sessions};
 
 use super::auth::{caller, Principal};
 use super::forward::{forward, Call};
@@ -26,11 +26,11 @@ use super::watches::watch;
 pub(crate) struct Passthrough {
     gateway: Weak<GatewayState>,
     server: Arc<str>,
-    sessions: Router,
+    sessions: Sessions,
 }
 
 impl Passthrough {
-    pub(crate) fn new(gateway: Weak<GatewayState>, server: Arc<str>, sessions: Router) -> Self {
+    pub(crate) fn new(gateway: Weak<GatewayState>, server: Arc<str>, sessions: Sessions) -> Self {
         Passthrough {
             gateway,
             server,

@@ -44,7 +44,7 @@ use crate::protocol::{
     SamplingCapability,
 };
 use crate::server::http::Owner;
-use crate::server::{AskError, HeldCall, RequestContext, SendError};
+use crate::server::{AskError, HeldCall, RequestContext, SendError, SessionId};
 use crate::CancelToken;
 
 use super::auth::Principal;
@@ -61,8 +61,9 @@ pub(crate) struct Call {
     server: Arc<str>,
     principal: Arc<Principal>,
     gateway: FrontCall,
-    /// The client's session (2025-11-25), or the call itself (2026-07-28).
-    session: usize,
+    /// The client's session (2025-11-25); `None` for a call that stands
+    /// alone (2026-07-28).
+    session: Option<SessionId>,
     /// Whose share of the server's request slots its requests take.
     owner: Owner,
     /// The server's request slots (its client's `max_inbound_requests`).
@@ -220,7 +221,7 @@ impl ServerRequests {
         ctx: RequestContext,
     ) -> Registered {
         let session = match ctx.era() {
-            crate::protocol::Era::Stateful => session_key(&ctx),
+            crate::protocol::Era::Stateful => ctx.handle().id(),
             crate::protocol::Era::Stateless => None,
         };
         let call = FrontCall::Request(ctx);
@@ -248,7 +249,7 @@ impl ServerRequests {
         slots: usize,
         principal: Arc<Principal>,
         gateway: FrontCall,
-        session: Option<usize>,
+        session: Option<SessionId>,
         fail: Option<oneshot::Sender<AskError>>,
     ) -> Registered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -261,7 +262,7 @@ impl ServerRequests {
             server: server.into(),
             principal,
             gateway,
-            session: session.unwrap_or(usize::MAX - id as usize),
+            session,
             owner,
             slots,
             ended: CancelToken::new(),
@@ -343,7 +344,10 @@ impl ServerRequests {
         let Some(first) = calls.first() else {
             return Ok(None);
         };
-        if calls.iter().any(|c| c.session != first.session) {
+        if calls
+            .iter()
+            .any(|c| c.id != first.id && (c.session.is_none() || c.session != first.session))
+        {
             tracing::warn!(server, method, calls = calls.len(), "gateway: a server's request refused: calls of several clients in flight, and the server does not say which it is for");
             let e = ErrorObject::new(
                 codes::INTERNAL_ERROR,
@@ -438,15 +442,6 @@ pub(crate) fn ask_error(e: AskError) -> ErrorObject {
         AskError::Send(SendError::Client(e)) => e,
         e => ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()),
     }
-}
-
-/// The session a 2025-11-25 client's request came in (its shared state's
-/// address: the same for every request of the session).
-fn session_key(ctx: &RequestContext) -> Option<usize> {
-    ctx.handle()
-        .shared()
-        .ok()
-        .map(|s| Arc::as_ptr(&s) as *const () as usize)
 }
 
 /// One server's [`ClientHandler`]: its requests go to the call they belong to.

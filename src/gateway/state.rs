@@ -18,7 +18,7 @@ use tokio::sync::watch;
 
 use crate::host::{Host, HostError, Starting};
 use crate::server::http::{HttpService, Rejection};
-use crate::server::{HandlerError, Router};
+use crate::server::{HandlerError, Sessions};
 
 use super::auth::{Gate, Principal};
 use super::calllog::{now_rfc3339, CallLog, Line};
@@ -44,7 +44,7 @@ pub(crate) enum Endpoint {
 #[derive(Clone)]
 pub(crate) struct EndpointService {
     service: HttpService,
-    sessions: Router,
+    sessions: Sessions,
     /// The service's routes, built once.
     router: axum::Router,
 }
@@ -86,7 +86,7 @@ pub(crate) enum Phase {
 }
 
 impl EndpointService {
-    fn new(service: HttpService, sessions: Router) -> Self {
+    fn new(service: HttpService, sessions: Sessions) -> Self {
         let router = service.axum_router();
         EndpointService {
             service,
@@ -205,7 +205,7 @@ impl GatewayState {
         &self,
         key: Endpoint,
         service: HttpService,
-        sessions: Router,
+        sessions: Sessions,
     ) -> Result<EndpointService, super::Refusal> {
         let made = EndpointService::new(service, sessions);
         let mut services = crate::sync::lock(&self.services);
@@ -349,7 +349,11 @@ impl GatewayState {
 
     /// Tells the sessions of the endpoints `which` selects what `tell`
     /// says: a list changed, a resource was updated.
-    pub(crate) fn tell_sessions(&self, which: impl Fn(&Endpoint) -> bool, tell: impl Fn(&Router)) {
+    pub(crate) fn tell_sessions(
+        &self,
+        which: impl Fn(&Endpoint) -> bool,
+        tell: impl Fn(&Sessions),
+    ) {
         for (e, m) in self.made() {
             if which(&e) {
                 tell(&m.sessions);

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::jsonrpc::Request;
 use crate::protocol::methods;
-use crate::server::{Handler, HandlerError, RequestContext, Router};
+use crate::server::{Handler, HandlerError, RequestContext, Sessions};
 
 use super::auth::Principal;
 use super::state::GatewayState;
@@ -21,7 +21,7 @@ use super::watches::{unwatch, watch};
 pub(crate) async fn subscription(
     gateway: &Arc<GatewayState>,
     principal: &Principal,
-    sessions: &Router,
+    sessions: &Sessions,
     target: &Target,
     req: Request,
     ctx: &RequestContext,
@@ -35,7 +35,7 @@ pub(crate) async fn subscription(
 
 async fn subscribe_session(
     gateway: &Arc<GatewayState>,
-    sessions: &Router,
+    sessions: &Sessions,
     target: &Target,
     req: Request,
     ctx: &RequestContext,
@@ -51,10 +51,10 @@ async fn subscribe_session(
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !subscribe {
-        unwatch(gateway.watches(), holder, target, uri).await;
+        unwatch(gateway.watches(), &holder, target, uri).await;
         return Ok(json!({}));
     }
-    if let Err(e) = watch(gateway.watches(), holder, target, uri).await {
+    if let Err(e) = watch(gateway.watches(), &holder, target, uri).await {
         // The session does not hold what could not be opened.
         let undo = Request {
             method: methods::RESOURCES_UNSUBSCRIBE.into(),

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use crate::client::{ListenEnd, RequestOptions, Subscription};
 use crate::jsonrpc::{codes, ErrorObject};
 use crate::protocol::{meta, methods, Era, SubscriptionFilter};
-use crate::server::{HandlerError, LifetimeToken, RequestContext};
+use crate::server::{HandlerError, RequestContext, SessionId};
 use crate::sync::{lock, AbortOnDrop};
 
 use super::target::{backend_era, failure, Target};
@@ -47,11 +47,10 @@ pub(crate) const MAX_BYTES_PER_SERVER: usize = 1 << 20;
 const ACK_WAIT: Duration = Duration::from_secs(5);
 
 /// Who holds a watch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Listed {
-    /// A 2025-11-25 session, by the address of its state (kept allocated
-    /// by the registry's token while the holder is known).
-    Session(usize),
+    /// A 2025-11-25 session, by its id.
+    Session(SessionId),
     /// A `subscriptions/listen` stream served by the gateway.
     Stream(u64),
 }
@@ -75,9 +74,9 @@ enum Adding {
 }
 
 impl Holdings {
-    fn adding(&self, holder: Listed, uri: &str) -> Adding {
+    fn adding(&self, holder: &Listed, uri: &str) -> Adding {
         match self.uris.get(uri) {
-            Some(h) if h.contains(&holder) => Adding::Held,
+            Some(h) if h.contains(holder) => Adding::Held,
             Some(_) => Adding::Shared,
             None => Adding::New,
         }
@@ -106,19 +105,22 @@ impl Holdings {
         Ok(())
     }
 
-    fn add(&mut self, holder: Listed, uri: &str) {
+    fn add(&mut self, holder: &Listed, uri: &str) {
         if !self.uris.contains_key(uri) {
             self.bytes = self.bytes.saturating_add(uri.len());
         }
-        self.uris.entry(uri.to_owned()).or_default().insert(holder);
+        self.uris
+            .entry(uri.to_owned())
+            .or_default()
+            .insert(holder.clone());
     }
 
     /// Removes `holder`'s `uri`; whether nobody watches it any more.
-    fn remove(&mut self, holder: Listed, uri: &str) -> bool {
+    fn remove(&mut self, holder: &Listed, uri: &str) -> bool {
         let Some(h) = self.uris.get_mut(uri) else {
             return false;
         };
-        if !h.remove(&holder) || !h.is_empty() {
+        if !h.remove(holder) || !h.is_empty() {
             return false;
         }
         self.uris.remove(uri);
@@ -127,11 +129,11 @@ impl Holdings {
     }
 
     /// Removes everything `holder` holds; the URIs nobody watches any more.
-    fn remove_all(&mut self, holder: Listed) -> Vec<String> {
+    fn remove_all(&mut self, holder: &Listed) -> Vec<String> {
         let mine: Vec<String> = self
             .uris
             .iter()
-            .filter(|(_, h)| h.contains(&holder))
+            .filter(|(_, h)| h.contains(holder))
             .map(|(u, _)| u.clone())
             .collect();
         mine.into_iter()
@@ -170,9 +172,6 @@ struct ServerWatch {
 
 /// A known holder.
 struct Live {
-    /// A session's token: keeps its state allocated, so that its address
-    /// names no other session while this entry exists.
-    _token: Option<LifetimeToken>,
     /// Its release has begun: it takes nothing more.
     ending: bool,
 }
@@ -211,31 +210,24 @@ impl ResourceWatches {
         self: &Arc<Self>,
         ctx: &RequestContext,
     ) -> Result<Listed, HandlerError> {
-        let token = ctx.lifetime_token();
-        let Some(shared) = token.0.upgrade().filter(|_| token.is_alive()) else {
+        let handle = ctx.handle().clone();
+        let Some(id) = handle.id().filter(|_| handle.lifetime_token().is_alive()) else {
             return Err(HandlerError::Internal("the session has ended".into()));
         };
-        let holder = Listed::Session(token.0.as_ptr() as usize);
+        let holder = Listed::Session(id);
         let mut live = lock(&self.live);
         if live.contains_key(&holder) {
             return Ok(holder);
         }
-        let mut closed = shared.watch_input_closed();
-        drop(shared);
-        live.insert(
-            holder,
-            Live {
-                _token: Some(token),
-                ending: false,
-            },
-        );
+        live.insert(holder.clone(), Live { ending: false });
         drop(live);
         let watches = Arc::downgrade(self);
+        let held = holder.clone();
         tokio::spawn(async move {
             // Closed, or the session's state gone: it ended either way.
-            let _ = closed.wait_for(|c| *c).await;
+            handle.closed().await;
             if let Some(watches) = watches.upgrade() {
-                release(&watches, holder).await;
+                release(&watches, &held).await;
             }
         });
         Ok(holder)
@@ -244,13 +236,7 @@ impl ResourceWatches {
     /// A new stream holder, released when the returned guard drops.
     pub(crate) fn stream_holder(self: &Arc<Self>) -> StreamHolder {
         let holder = Listed::Stream(self.next_stream.fetch_add(1, Ordering::Relaxed));
-        lock(&self.live).insert(
-            holder,
-            Live {
-                _token: None,
-                ending: false,
-            },
-        );
+        lock(&self.live).insert(holder.clone(), Live { ending: false });
         StreamHolder {
             watches: Arc::downgrade(self),
             holder,
@@ -259,9 +245,9 @@ impl ResourceWatches {
 
     /// Records that `holder` holds `uri` of `w`, unless its release has
     /// begun (then false).
-    fn record(&self, w: &ServerWatch, holder: Listed, uri: &str) -> bool {
+    fn record(&self, w: &ServerWatch, holder: &Listed, uri: &str) -> bool {
         let live = lock(&self.live);
-        if live.get(&holder).is_none_or(|l| l.ending) {
+        if live.get(holder).is_none_or(|l| l.ending) {
             return false;
         }
         lock(&w.state).holdings.add(holder, uri);
@@ -309,8 +295,8 @@ pub(crate) struct StreamHolder {
 impl StreamHolder {
     /// Who holds the stream's watches.
     #[inline]
-    pub(crate) fn holder(&self) -> Listed {
-        self.holder
+    pub(crate) fn holder(&self) -> &Listed {
+        &self.holder
     }
 }
 
@@ -322,8 +308,8 @@ impl Drop for StreamHolder {
         ) else {
             return;
         };
-        let holder = self.holder;
-        rt.spawn(async move { release(&watches, holder).await });
+        let holder = self.holder.clone();
+        rt.spawn(async move { release(&watches, &holder).await });
     }
 }
 
@@ -332,7 +318,7 @@ impl Drop for StreamHolder {
 /// nothing held) if it cannot be opened.
 pub(crate) async fn watch(
     watches: &ResourceWatches,
-    holder: Listed,
+    holder: &Listed,
     target: &Target,
     uri: &str,
 ) -> Result<(), HandlerError> {
@@ -385,7 +371,12 @@ pub(crate) async fn watch(
 
 /// `holder` no longer watches `uri` of `target` (nothing if it did not);
 /// the server's watch goes with its last holder.
-pub(crate) async fn unwatch(watches: &ResourceWatches, holder: Listed, target: &Target, uri: &str) {
+pub(crate) async fn unwatch(
+    watches: &ResourceWatches,
+    holder: &Listed,
+    target: &Target,
+    uri: &str,
+) {
     let Some(w) = lock(&watches.servers).get(target.server()).cloned() else {
         return;
     };
@@ -396,8 +387,8 @@ pub(crate) async fn unwatch(watches: &ResourceWatches, holder: Listed, target: &
 }
 
 /// Releases everything `holder` holds, on every server.
-pub(crate) async fn release(watches: &ResourceWatches, holder: Listed) {
-    match lock(&watches.live).get_mut(&holder) {
+pub(crate) async fn release(watches: &ResourceWatches, holder: &Listed) {
+    match lock(&watches.live).get_mut(holder) {
         Some(l) if !l.ending => l.ending = true,
         _ => return,
     }
@@ -417,7 +408,7 @@ pub(crate) async fn release(watches: &ResourceWatches, holder: Listed) {
             settle(&w, &target, freed).await;
         }
     }
-    lock(&watches.live).remove(&holder);
+    lock(&watches.live).remove(holder);
     if released > 0 {
         tracing::debug!(
             ?holder,
@@ -638,7 +629,7 @@ mod tests {
 
     #[test]
     fn a_holder_holds_a_uri_once_and_releases_only_its_own() {
-        let (a, b) = (Listed::Session(1), Listed::Stream(2));
+        let (a, b) = (&Listed::Session("a".to_owned().into()), &Listed::Stream(2));
         let mut h = Holdings::default();
         assert_eq!(h.adding(a, "u"), Adding::New);
         h.add(a, "u");
@@ -659,7 +650,10 @@ mod tests {
 
     #[test]
     fn a_holders_end_frees_only_what_nobody_else_holds() {
-        let (a, b) = (Listed::Session(1), Listed::Session(2));
+        let (a, b) = (
+            &Listed::Session("a".to_owned().into()),
+            &Listed::Session("b".to_owned().into()),
+        );
         let mut h = Holdings::default();
         for u in ["x", "y", "z"] {
             h.add(a, u);
@@ -675,12 +669,12 @@ mod tests {
     fn the_bounds_refuse_a_uri_past_them_naming_the_bound() {
         let mut h = Holdings::default();
         for i in 0..MAX_PER_SERVER {
-            h.add(Listed::Stream(0), &format!("u{i}"));
+            h.add(&Listed::Stream(0), &format!("u{i}"));
         }
         let e = h.room("s", "one more").unwrap_err().to_error_object();
         assert!(e.message.contains("256 resources"), "{}", e.message);
         let mut h = Holdings::default();
-        h.add(Listed::Stream(0), &"x".repeat(MAX_BYTES_PER_SERVER));
+        h.add(&Listed::Stream(0), &"x".repeat(MAX_BYTES_PER_SERVER));
         let e = h.room("s", "y").unwrap_err().to_error_object();
         assert!(e.message.contains("bytes"), "{}", e.message);
     }

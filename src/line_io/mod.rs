@@ -12,7 +12,7 @@
 //!
 //! The client uses them on a server's stdin and stdout
 //! (`transport::stdio`); the server on its own stdin and stdout
-//! (`server::serve_loop`).
+//! (`server::stdio::serve_loop`).
 
 pub(crate) mod queue;
 pub(crate) mod reader;

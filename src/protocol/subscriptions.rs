@@ -6,6 +6,22 @@ use serde_json::Value;
 
 use super::common::{Extra, Meta, ResultType};
 
+/// A notification's `params` with the stream `id` in
+/// `_meta.io.modelcontextprotocol/subscriptionId`.
+pub(crate) fn on_stream(params: Option<Value>, id: &impl Serialize) -> Value {
+    let mut params = match params {
+        Some(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    if let Value::Object(m) = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Default::default()))
+    {
+        m.insert(super::meta::SUBSCRIPTION_ID.into(), serde_json::json!(id));
+    }
+    Value::Object(params)
+}
+
 /// The notifications a client opts in to on a `subscriptions/listen`
 /// stream (the server sends no other kind on it), or, in the
 /// acknowledgement, those the server agreed to send.

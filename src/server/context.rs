@@ -13,8 +13,7 @@ use crate::protocol::{Era, MULTI_ROUND_METHODS};
 
 use super::engine::budget::Charge;
 use super::error::{AskError, RawAnswerError, SendError};
-use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle};
-use super::held_table::ScopeKey;
+use super::handle::{capability_for, has_capability, LifetimeToken, ServerHandle, SessionId};
 
 /// Input requests and state recorded by a 2026-07-28-era handler.
 #[derive(Debug, Default)]
@@ -124,7 +123,7 @@ pub struct RequestContext {
     handle: ServerHandle,
     shared: Arc<RequestShared>,
     /// The client it came from, as the engine tells them apart.
-    scope: ScopeKey,
+    scope: SessionId,
     /// 2026-07-28 multi-round requests: the `name` (or `uri`) they are for.
     target: Option<String>,
     #[cfg(feature = "http")]
@@ -138,7 +137,7 @@ impl RequestContext {
         d: super::engine::dispatch::Dispatch,
         handle: ServerHandle,
         shared: Arc<RequestShared>,
-        scope: ScopeKey,
+        scope: SessionId,
     ) -> Self {
         RequestContext {
             id: req.id.clone(),
@@ -391,12 +390,7 @@ impl RequestContext {
     /// }
     /// ```
     pub async fn input_closed(&self) {
-        let Ok(shared) = self.handle.shared() else {
-            return;
-        };
-        let mut rx = shared.watch_input_closed();
-        drop(shared);
-        let _ = rx.wait_for(|c| *c).await;
+        self.handle.closed().await
     }
 
     /// Answers the request with `result`, JSON text the handler already
@@ -540,7 +534,7 @@ impl RequestContext {
 
     /// The scope the request runs in.
     #[inline]
-    pub(crate) fn scope(&self) -> &ScopeKey {
+    pub(crate) fn scope(&self) -> &SessionId {
         &self.scope
     }
 

@@ -20,9 +20,51 @@ use super::server_config::ServerConfig;
 use super::subscriptions::{Subscriptions, SubscriptionsFull};
 use crate::line_io::{QueueError, WriteQueue};
 
-/// The id of the one session of a stdio server (for the per-session
-/// variants of the handle's methods).
+/// A name the per-session variants of the handle's methods accept for the
+/// one session of a stdio server, beside its [`SessionId`].
 pub const STDIO_SESSION: &str = "stdio";
+
+/// The id of a session: an HTTP client's `MCP-Session-Id`, or the id a
+/// stdio server gives its one session. Cloning it is cheap.
+///
+/// # Examples
+///
+/// ```
+/// use conduit_mcp::protocol::Implementation;
+/// use conduit_mcp::server::{ServerConfig, StdioServer};
+///
+/// # let config = ServerConfig::new(Implementation::new("tools", "1.0.0"));
+/// let server = StdioServer::over(tokio::io::empty(), tokio::io::sink(), config);
+/// let id = server.handle().id().expect("the server exists");
+/// assert!(id.as_str().starts_with("stdio-"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(Arc<str>);
+
+impl SessionId {
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A fresh id, unique in this process, of the form `{kind}-{n}`.
+    pub(crate) fn local(kind: &str) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        SessionId(format!("{kind}-{}", NEXT.fetch_add(1, Ordering::Relaxed)).into())
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(id: String) -> Self {
+        SessionId(id.into())
+    }
+}
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// What the client told us about itself.
 #[derive(Debug, Default, Clone)]
@@ -192,6 +234,7 @@ pub(crate) trait Sessions: Send + Sync {
 
 /// State shared between the session and every handle and context.
 pub(crate) struct SessionShared {
+    id: SessionId,
     config: ServerConfig,
     out: WriteQueue,
     stop: watch::Sender<bool>,
@@ -223,12 +266,16 @@ pub(crate) struct SessionShared {
     /// What the HTTP server's listener refused.
     #[cfg(feature = "http")]
     connections: crate::server::http::ConnectionStats,
+    /// The principal that opened the session, where one was named.
+    #[cfg(feature = "http")]
+    principal: Option<crate::server::http::Principal>,
 }
 
 impl SessionShared {
-    pub(crate) fn new(config: ServerConfig, out: WriteQueue) -> Self {
+    pub(crate) fn new(id: SessionId, config: ServerConfig, out: WriteQueue) -> Self {
         let inbound = InboundBudget::new(config.get_max_inbound_bytes());
         Self {
+            id,
             config,
             out,
             stop: watch::channel(false).0,
@@ -246,14 +293,24 @@ impl SessionShared {
             held: Arc::default(),
             #[cfg(feature = "http")]
             connections: crate::server::http::ConnectionStats::new(),
+            #[cfg(feature = "http")]
+            principal: None,
         }
     }
 
+    /// The session's id.
+    #[inline]
+    pub(crate) fn id(&self) -> &SessionId {
+        &self.id
+    }
+
     /// The capabilities declared to clients.
-    /// A state for the HTTP transport (`"http"` in diagnostics).
+    /// A state for the HTTP transport (`"http"` in diagnostics), of a
+    /// session `principal` opened.
     #[cfg(feature = "http")]
-    pub(crate) fn over_http(mut self) -> Self {
+    pub(crate) fn over_http(mut self, principal: Option<crate::server::http::Principal>) -> Self {
         self.transport = "http";
+        self.principal = principal;
         self
     }
 
@@ -561,7 +618,8 @@ impl ServerHandle {
                 .find(session)
                 .map(|s| ServerHandle::new(&s))
                 .ok_or_else(|| SendError::UnknownSession(session.to_owned())),
-            None => check_session(session).map(|()| self.clone()),
+            None if session == STDIO_SESSION || session == shared.id.as_str() => Ok(self.clone()),
+            None => Err(SendError::UnknownSession(session.to_owned())),
         }
     }
 
@@ -581,6 +639,72 @@ impl ServerHandle {
     /// The lifetime token of the transport.
     pub fn lifetime_token(&self) -> LifetimeToken {
         self.token.clone()
+    }
+
+    /// The id of the session this handle speaks to; `None` once the
+    /// transport is gone.
+    ///
+    /// On the handle of an [`HttpServer`](crate::server::http::HttpServer)
+    /// it is the server's own id, which names no session; a request's
+    /// [`RequestContext::handle`](super::RequestContext::handle) has its
+    /// session's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::{RequestContext, SessionId};
+    ///
+    /// fn session_of(ctx: &RequestContext) -> Option<SessionId> {
+    ///     ctx.handle().id()
+    /// }
+    /// ```
+    pub fn id(&self) -> Option<SessionId> {
+        self.token.0.upgrade().map(|s| s.id.clone())
+    }
+
+    /// The principal that opened the session, as an authentication layer
+    /// named it; `None` for a session without one, on stdio, and once the
+    /// transport is gone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::RequestContext;
+    ///
+    /// fn who(ctx: &RequestContext) -> String {
+    ///     ctx.handle().principal().map_or("anyone".into(), |p| p.name().to_owned())
+    /// }
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn principal(&self) -> Option<crate::server::http::Principal> {
+        self.token.0.upgrade().and_then(|s| s.principal.clone())
+    }
+
+    /// Waits until the session ends: its client closed its input, the
+    /// session was deleted or expired, or serving is ending. Returns at
+    /// once when the transport is gone.
+    ///
+    /// Cancel safety: cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::ServerHandle;
+    ///
+    /// fn on_end(handle: ServerHandle) {
+    ///     tokio::spawn(async move {
+    ///         handle.closed().await;
+    ///         tracing::info!("the session ended");
+    ///     });
+    /// }
+    /// ```
+    pub async fn closed(&self) {
+        let Ok(shared) = self.shared() else {
+            return;
+        };
+        let mut rx = shared.watch_input_closed();
+        drop(shared);
+        let _ = rx.wait_for(|c| *c).await;
     }
 
     /// Stops serving at once, even while the loop is blocked reading an idle
@@ -673,9 +797,12 @@ impl ServerHandle {
     /// }
     /// ```
     pub fn client_capabilities(&self) -> Option<Value> {
-        self.shared()
-            .ok()
-            .and_then(|s| s.session().latest_capabilities.as_deref().cloned())
+        self.read(|st| st.latest_capabilities.as_deref().cloned())
+    }
+
+    /// Reads the session's state; `None` once the transport is gone.
+    fn read<T>(&self, f: impl FnOnce(&SessionState) -> Option<T>) -> Option<T> {
+        self.shared().ok().and_then(|s| f(&s.session()))
     }
 
     /// [`client_capabilities`](Self::client_capabilities) of one session
@@ -755,9 +882,7 @@ impl ServerHandle {
     /// }
     /// ```
     pub fn client_info(&self) -> Option<Value> {
-        self.shared()
-            .ok()
-            .and_then(|s| s.session().client_info.clone())
+        self.read(|st| st.client_info.clone())
     }
 
     /// The era of the latest request that declared one (`initialize` or a
@@ -774,7 +899,7 @@ impl ServerHandle {
     /// }
     /// ```
     pub fn era(&self) -> Option<Era> {
-        self.shared().ok().and_then(|s| s.session().era)
+        self.read(|st| st.era)
     }
 
     /// The level the client asked for with `logging/setLevel` in this
@@ -793,9 +918,7 @@ impl ServerHandle {
     /// }
     /// ```
     pub fn log_level(&self) -> Option<LoggingLevel> {
-        self.shared()
-            .ok()
-            .and_then(|s| s.session().log_level.clone())
+        self.read(|st| st.log_level.clone())
     }
 
     /// Sends a notification. Never waits: the line is queued for the writer.
@@ -1129,14 +1252,6 @@ impl Drop for Pending {
         if let Err(e) = sent {
             tracing::debug!(%id, error = %e, "cancellation of a withdrawn request not sent");
         }
-    }
-}
-
-fn check_session(session: &str) -> Result<(), SendError> {
-    if session == STDIO_SESSION {
-        Ok(())
-    } else {
-        Err(SendError::UnknownSession(session.to_owned()))
     }
 }
 

@@ -6,6 +6,8 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
+use super::handle::SessionId;
+
 use crate::jsonrpc::{codes, ErrorObject};
 use crate::sync::AbortOnDrop;
 
@@ -15,37 +17,20 @@ use super::server_config::ServerConfig;
 /// The prefix of the request states of held calls.
 pub(crate) const STATE_PREFIX: &str = "conduit-held.";
 
-/// The client a request came from, as the engine's scopes tell clients
-/// apart (a stdio session, an HTTP session, the 2026-07-28 requests of one
-/// principal): a held call is resumed only by its own client. Keeps its
-/// scope alive while a call waits in it.
-#[derive(Clone)]
-pub(crate) struct ScopeKey(pub(crate) Arc<dyn Any + Send + Sync>);
-
-impl ScopeKey {
-    fn id(&self) -> usize {
-        Arc::as_ptr(&self.0) as *const () as usize
-    }
-}
-
-impl std::fmt::Debug for ScopeKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ScopeKey({:#x})", self.id())
-    }
-}
-
-/// The request that parks or resumes a held call: its client's scope,
-/// its method and its tool's or prompt's name.
+/// The request that parks or resumes a held call: its client's scope (the
+/// id of a stdio or HTTP session, or of the 2026-07-28 requests of one
+/// principal: a held call is resumed only by its own client), its method
+/// and its tool's or prompt's name.
 #[derive(Clone, Copy)]
 pub(super) struct Asker<'a> {
-    pub(super) scope: &'a ScopeKey,
+    pub(super) scope: &'a SessionId,
     pub(super) method: &'a str,
     pub(super) target: Option<&'a str>,
 }
 
 /// A call parked until its client's retry.
 pub(super) struct Parked {
-    scope: ScopeKey,
+    scope: SessionId,
     method: String,
     target: Option<String>,
     /// The held work's driver, of the type its `run_held` knows.
@@ -56,17 +41,16 @@ pub(super) struct Parked {
 #[derive(Default)]
 struct Parking {
     calls: HashMap<String, Parked>,
-    per_scope: HashMap<usize, usize>,
+    per_scope: HashMap<SessionId, usize>,
 }
 
 impl Parking {
     fn remove(&mut self, state: &str) -> Option<Parked> {
         let p = self.calls.remove(state)?;
-        let id = p.scope.id();
-        if let Some(n) = self.per_scope.get_mut(&id) {
+        if let Some(n) = self.per_scope.get_mut(&p.scope) {
             *n -= 1;
             if *n == 0 {
-                self.per_scope.remove(&id);
+                self.per_scope.remove(&p.scope);
             }
         }
         Some(p)
@@ -107,7 +91,7 @@ impl HeldTable {
             return Err((driver, AskError::TooManyHeld { max }));
         };
         let mut parking = crate::sync::lock(&self.parking);
-        let held = parking.per_scope.get(&scope.id()).copied().unwrap_or(0);
+        let held = parking.per_scope.get(&scope).copied().unwrap_or(0);
         if parking.calls.len() >= max || held >= quota {
             return Err((driver, AskError::TooManyHeld { max }));
         }
@@ -125,7 +109,7 @@ impl HeldTable {
                 drop(expired);
             }
         }));
-        *parking.per_scope.entry(scope.id()).or_insert(0) += 1;
+        *parking.per_scope.entry(scope.clone()).or_insert(0) += 1;
         parking.calls.insert(
             state.clone(),
             Parked {
@@ -146,7 +130,7 @@ impl HeldTable {
         let mine = parking
             .calls
             .get(state)
-            .is_some_and(|p| p.scope.id() == who.scope.id());
+            .is_some_and(|p| p.scope == *who.scope);
         if !mine {
             return Err(invalid_state("unknown, expired or already used"));
         }

@@ -39,10 +39,9 @@
 //! # Ok(()) }
 //! ```
 
-use crate::sync::lock;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -53,14 +52,14 @@ use super::context::RequestContext;
 use super::error::HandlerError;
 use super::handle::{ListKind, ServerHandle};
 use super::request_handler::Handler;
-use crate::jsonrpc::{codes, ErrorObject, Request, RequestId};
+use super::sessions::Sessions;
+use crate::jsonrpc::{codes, ErrorObject, Request};
 use crate::protocol::{
-    meta, methods, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Era,
-    GetPromptParams, GetPromptResult, ListChangedCapability, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ListenParams, ListenResult,
-    LoggingLevel, Prompt, PromptArgument, ReadResourceParams, ReadResourceResult, Resource,
-    ResourceParams, ResourceTemplate, ResourcesCapability, ResultType, ServerCapabilities,
-    SetLevelParams, SubscriptionFilter, Tool,
+    methods, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Era, GetPromptParams,
+    GetPromptResult, ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, ListenParams, LoggingLevel, Prompt, PromptArgument,
+    ReadResourceParams, ReadResourceResult, Resource, ResourceTemplate, ResourcesCapability,
+    ServerCapabilities, SubscriptionFilter, Tool,
 };
 
 mod arguments;
@@ -154,23 +153,9 @@ struct Routes {
     fallback: Option<Arc<FallbackFn>>,
 }
 
-/// A 2026-07-28 `subscriptions/listen` stream being served.
-struct Listener {
-    id: RequestId,
-    filter: SubscriptionFilter,
-    handle: ServerHandle,
-}
-
 #[derive(Default)]
 struct Inner {
     routes: RwLock<Routes>,
-    /// The handles of the servers serving this router.
-    handles: Mutex<Vec<ServerHandle>>,
-    listeners: Mutex<Vec<(u64, Listener)>>,
-    next_listener: std::sync::atomic::AtomicU64,
-    /// The level of the latest 2025-11-25 `logging/setLevel` of any session
-    /// (for [`Router::log_level`]; each session keeps its own).
-    log_level: Mutex<Option<LoggingLevel>>,
 }
 
 /// A [`Handler`] built from registered tools, resources, templates and
@@ -181,9 +166,12 @@ struct Inner {
 ///
 /// Cloning shares the routes: register or remove at run time on any clone
 /// (or on the one served, through an `Arc`), and the clients are told.
+/// The router keeps no session: it is served with a [`Sessions`] registry,
+/// its own unless given one with [`with_sessions`](Self::with_sessions).
 #[derive(Clone, Default)]
 pub struct Router {
     inner: Arc<Inner>,
+    sessions: Sessions,
 }
 
 impl std::fmt::Debug for Router {
@@ -214,6 +202,37 @@ impl Router {
     /// ```
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Serves the router with `sessions`, a registry shared with other
+    /// handlers or servers; clones made before keep the registry they had.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::{Router, Sessions};
+    ///
+    /// let sessions = Sessions::new();
+    /// let router = Router::new().with_sessions(sessions.clone());
+    /// assert_eq!(router.sessions().log_level(), sessions.log_level());
+    /// ```
+    pub fn with_sessions(mut self, sessions: Sessions) -> Self {
+        self.sessions = sessions;
+        self
+    }
+
+    /// The session registry the router is served with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use conduit_mcp::server::{ListKind, Router};
+    ///
+    /// let router = Router::new();
+    /// router.sessions().notify_list_changed(ListKind::Tools);
+    /// ```
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
     }
 
     fn routes(&self) -> std::sync::RwLockReadGuard<'_, Routes> {
@@ -309,7 +328,7 @@ impl Router {
             r.tools.retain(|(t, ..)| t.name != tool.name);
             r.tools.push((tool, call, check));
         }
-        self.changed(ListKind::Tools);
+        self.sessions.notify_list_changed(ListKind::Tools);
     }
 
     /// Removes a tool; returns whether there was one. Clients are told.
@@ -334,7 +353,7 @@ impl Router {
             r.tools.len() != before
         };
         if removed {
-            self.changed(ListKind::Tools);
+            self.sessions.notify_list_changed(ListKind::Tools);
         }
         removed
     }
@@ -396,7 +415,7 @@ impl Router {
             r.resources.retain(|(x, _)| x.uri != resource.uri);
             r.resources.push((resource, read));
         }
-        self.changed(ListKind::Resources);
+        self.sessions.notify_list_changed(ListKind::Resources);
     }
 
     /// Removes a resource; returns whether there was one. Clients are told.
@@ -421,7 +440,7 @@ impl Router {
             r.resources.len() != before
         };
         if removed {
-            self.changed(ListKind::Resources);
+            self.sessions.notify_list_changed(ListKind::Resources);
         }
         removed
     }
@@ -464,7 +483,7 @@ impl Router {
                 .retain(|(t, ..)| t.uri_template != template.uri_template);
             r.templates.push((template, parsed, read));
         }
-        self.changed(ListKind::Resources);
+        self.sessions.notify_list_changed(ListKind::Resources);
         self
     }
 
@@ -485,18 +504,7 @@ impl Router {
     /// # file_changed(&Router::new());
     /// ```
     pub fn resource_updated(&self, uri: &str) {
-        let params = serde_json::to_value(ResourceParams::new(uri)).ok();
-        for h in self.live_handles() {
-            let subscribed = h.shared().is_ok_and(|s| s.session().is_subscribed(uri));
-            if subscribed {
-                let _ = h.notify(methods::RESOURCES_UPDATED, params.clone());
-            }
-        }
-        self.notify_listeners(methods::RESOURCES_UPDATED, params, |f| {
-            f.resource_subscriptions
-                .as_ref()
-                .is_some_and(|u| u.iter().any(|x| x == uri))
-        });
+        self.sessions.resource_updated(uri);
     }
 
     // ----------------------------------------------------------- prompts
@@ -549,7 +557,7 @@ impl Router {
             r.prompts.retain(|(p, _)| p.name != name);
             r.prompts.push((prompt, get));
         }
-        self.changed(ListKind::Prompts);
+        self.sessions.notify_list_changed(ListKind::Prompts);
         self
     }
 
@@ -610,7 +618,7 @@ impl Router {
     }
 
     /// The level of the latest 2025-11-25 `logging/setLevel` of any session
-    /// this router serves, if any. Each session keeps its own level, which
+    /// this router serves, if any: [`Sessions::log_level`] of its registry. Each session keeps its own level, which
     /// is the one to use: [`ServerHandle::log_level`] (through
     /// [`RequestContext::handle`]), honoured by [`RequestContext::log`].
     ///
@@ -623,52 +631,10 @@ impl Router {
     /// assert_eq!(router.log_level(), None); // no client has sent `logging/setLevel`
     /// ```
     pub fn log_level(&self) -> Option<LoggingLevel> {
-        lock(&self.inner.log_level).clone()
+        self.sessions.log_level()
     }
 
     // ----------------------------------------------------------- serving
-
-    fn live_handles(&self) -> Vec<ServerHandle> {
-        let mut handles = lock(&self.inner.handles);
-        handles.retain(|h| h.lifetime_token().is_alive());
-        handles.clone()
-    }
-
-    /// Tells every client that the list of `kind` changed.
-    pub(crate) fn changed(&self, kind: ListKind) {
-        for h in self.live_handles() {
-            // Stateful clients get the notification; stateless ones only on a
-            // stream that asked for it.
-            if h.era() == Some(Era::Stateful) {
-                let _ = h.notify_list_changed(kind);
-            }
-        }
-        self.notify_listeners(kind.method(), None, |f| {
-            match kind {
-                ListKind::Tools => f.tools_list_changed,
-                ListKind::Resources => f.resources_list_changed,
-                ListKind::Prompts => f.prompts_list_changed,
-            }
-            .unwrap_or(false)
-        });
-    }
-
-    /// Sends `method` on every 2026-07-28 stream whose filter `wants` it, with
-    /// the stream's id in `_meta`.
-    fn notify_listeners(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        wants: impl Fn(&SubscriptionFilter) -> bool,
-    ) {
-        for (_, l) in lock(&self.inner.listeners).iter() {
-            if wants(&l.filter) {
-                let _ = l
-                    .handle
-                    .notify(method, Some(with_stream(params.clone(), &l.id)));
-            }
-        }
-    }
 
     async fn call_tool(&self, params: Value, ctx: RequestContext) -> Result<Value, HandlerError> {
         // The name and the arguments; the rest of the params (the context
@@ -789,97 +755,8 @@ impl Router {
                 ..Default::default()
             }
         };
-        self.serve_listen(req, ctx, agreed).await
+        self.sessions.serve_listen(req, ctx, agreed).await
     }
-
-    /// Serves one `subscriptions/listen` stream for the notifications in
-    /// `agreed` (for a handler that decides what it can send itself).
-    pub(crate) async fn serve_listen(
-        &self,
-        req: &Request,
-        ctx: RequestContext,
-        agreed: SubscriptionFilter,
-    ) -> Result<Value, HandlerError> {
-        let ack = json!({ "notifications": agreed });
-        ctx.notify(
-            methods::SUBSCRIPTIONS_ACKNOWLEDGED,
-            Some(with_stream(Some(ack), &req.id)),
-        )
-        .map_err(|e| HandlerError::Internal(e.to_string()))?;
-        let key = self
-            .inner
-            .next_listener
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1;
-        lock(&self.inner.listeners).push((
-            key,
-            Listener {
-                id: req.id.clone(),
-                filter: agreed,
-                handle: ctx.handle().clone(),
-            },
-        ));
-        // However this ends (answer, cancel, abort), the stream goes.
-        let _registered = Unlisten {
-            inner: &self.inner,
-            key,
-        };
-        tokio::select! {
-            _ = ctx.cancelled() => {}
-            _ = ctx.input_closed() => {}
-        }
-        let mut meta = Map::new();
-        meta.insert(meta::SUBSCRIPTION_ID.into(), json!(req.id));
-        to_value(ListenResult {
-            result_type: Some(ResultType::Complete),
-            meta: Some(meta),
-            ..Default::default()
-        })
-    }
-
-    /// 2025-11-25 `resources/subscribe` / `unsubscribe`: recorded in the
-    /// requesting session, within its `max_subscription_bytes`.
-    fn subscription(
-        &self,
-        params: Value,
-        subscribe: bool,
-        ctx: &RequestContext,
-    ) -> Result<Value, HandlerError> {
-        let p: ResourceParams = parse_params(params)?;
-        let shared = session_of(ctx)?;
-        let limit = shared.config().get_max_subscription_bytes();
-        let mut st = shared.session();
-        if subscribe {
-            if let Err(full) = st.subscribe(p.uri, limit) {
-                tracing::debug!(
-                    server = %shared.config().server_info.name,
-                    limit,
-                    "resources/subscribe refused: max_subscription_bytes reached"
-                );
-                return Err(HandlerError::Rpc(full.to_error_object()));
-            }
-        } else {
-            st.unsubscribe(&p.uri);
-        }
-        Ok(json!({}))
-    }
-
-    /// 2025-11-25 `logging/setLevel`: recorded in the requesting session.
-    fn set_level(&self, params: Value, ctx: &RequestContext) -> Result<Value, HandlerError> {
-        let p: SetLevelParams = parse_params(params)?;
-        session_of(ctx)?.session().set_log_level(p.level.clone());
-        *lock(&self.inner.log_level) = Some(p.level);
-        Ok(json!({}))
-    }
-}
-
-/// The state of the session `ctx`'s request came in.
-fn session_of(
-    ctx: &RequestContext,
-) -> Result<std::sync::Arc<super::handle::SessionShared>, HandlerError> {
-    ctx.handle()
-        .shared()
-        .map_err(|e| HandlerError::Internal(e.to_string()))
 }
 
 /// The JSON-RPC code for an unknown resource: -32002 up to 2025-11-25;
@@ -892,34 +769,7 @@ fn resource_not_found(era: Era) -> i64 {
     }
 }
 
-/// Removes a listener from the router when its request ends.
-struct Unlisten<'a> {
-    inner: &'a Inner,
-    key: u64,
-}
-
-impl Drop for Unlisten<'_> {
-    fn drop(&mut self) {
-        lock(&self.inner.listeners).retain(|(k, _)| *k != self.key);
-    }
-}
-
-/// `params` with `_meta.subscriptionId` set to the stream `id`.
-fn with_stream(params: Option<Value>, id: &RequestId) -> Value {
-    let mut params = match params {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(m) = meta {
-        m.insert(meta::SUBSCRIPTION_ID.into(), json!(id));
-    }
-    Value::Object(params)
-}
-
-fn parse_params<P: DeserializeOwned>(params: Value) -> Result<P, HandlerError> {
+pub(super) fn parse_params<P: DeserializeOwned>(params: Value) -> Result<P, HandlerError> {
     let params = if params.is_null() { json!({}) } else { params };
     decode(params).map_err(HandlerError::InvalidParams)
 }
@@ -1017,11 +867,12 @@ impl Handler for Router {
             methods::RESOURCES_READ => self.read_resource(params(), ctx).await,
             // Stateful only: 2026-07-28 has `subscriptions/listen` and the
             // `_meta` log level instead.
-            methods::RESOURCES_SUBSCRIBE if ctx.era() == Era::Stateful => {
-                self.subscription(params(), true, &ctx)
-            }
-            methods::RESOURCES_UNSUBSCRIBE if ctx.era() == Era::Stateful => {
-                self.subscription(params(), false, &ctx)
+            methods::RESOURCES_SUBSCRIBE
+            | methods::RESOURCES_UNSUBSCRIBE
+            | methods::LOGGING_SET_LEVEL
+                if ctx.era() == Era::Stateful =>
+            {
+                self.sessions.handle_request(req, ctx).await
             }
             methods::PROMPTS_LIST => to_value(ListPromptsResult {
                 prompts: self
@@ -1033,9 +884,6 @@ impl Handler for Router {
                 ..Default::default()
             }),
             methods::PROMPTS_GET => self.get_prompt(params(), ctx).await,
-            methods::LOGGING_SET_LEVEL if ctx.era() == Era::Stateful => {
-                self.set_level(params(), &ctx)
-            }
             methods::SUBSCRIPTIONS_LISTEN if ctx.era() == Era::Stateless => {
                 self.listen(&req, ctx).await
             }
@@ -1073,11 +921,7 @@ impl Handler for Router {
     }
 
     fn serving(&self, handle: ServerHandle) {
-        // Sessions that ended go here too, not only when a list changes: a
-        // router serving session after session would keep every handle.
-        let mut handles = lock(&self.inner.handles);
-        handles.retain(|h| h.lifetime_token().is_alive());
-        handles.push(handle);
+        self.sessions.serving(handle);
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {

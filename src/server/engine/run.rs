@@ -31,7 +31,6 @@ use crate::protocol::{methods, Era};
 use crate::server::context::{Recorded, RequestContext, RequestShared};
 use crate::server::error::HandlerError;
 use crate::server::handle::{MessageTarget, ServerHandle};
-use crate::server::held_table::ScopeKey;
 use crate::server::request_handler::Handler;
 use crate::server::server_config::ServerConfig;
 
@@ -266,8 +265,7 @@ impl<H: Handler> Engine<H> {
         };
         let hints = ResultHints::of(&req.method, d.era, scope.shared().config());
         tracing::debug!(id = %req.id, method = %req.method, era = %hints.era, "request started");
-        let owner = ScopeKey(scope.clone());
-        let ctx = RequestContext::new(&req, d, handle, rs.clone(), owner);
+        let ctx = RequestContext::new(&req, d, handle, rs.clone(), scope.id().clone());
         let withdrawn = Arc::new(AtomicBool::new(false));
         let guard = RunGuard {
             engine: Arc::downgrade(self),
@@ -527,7 +525,7 @@ mod tests {
     use crate::memory_estimate::Estimate;
     use crate::protocol::{Era, Implementation};
     use crate::server::engine::budget::InboundBudget;
-    use crate::server::handle::SessionShared;
+    use crate::server::handle::{SessionId, SessionShared};
 
     /// Holds each gated request (by id) until its gate opens, answers
     /// `boom` by panicking, anything else at once. `all` gates every method.
@@ -654,7 +652,10 @@ mod tests {
     fn scope(max_in_flight: usize, unique: bool) -> Arc<Scope<Seen>> {
         let config = ServerConfig::new(Implementation::new("t", "0")).max_in_flight(max_in_flight);
         let (out, _rx) = WriteQueue::new(1024);
-        Scope::new(Arc::new(SessionShared::new(config, out)), unique)
+        Scope::new(
+            Arc::new(SessionShared::new(SessionId::local("test"), config, out)),
+            unique,
+        )
     }
 
     #[tokio::test]

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use crate::jsonrpc::{codes, ErrorObject, Request, RequestId};
-use crate::server::handle::SessionShared;
+use crate::server::handle::{SessionId, SessionShared};
 
 use super::budget::Charge;
 use super::dispatch::Dispatch;
@@ -162,6 +162,8 @@ impl<R> ScopeState<R> {
 pub(crate) struct Scope<R> {
     /// The session state its requests' contexts and handles share.
     shared: Arc<SessionShared>,
+    /// The session's id, or one of its own for a scope without sessions.
+    id: SessionId,
     unique_ids: bool,
     max_in_flight: usize,
     state: Mutex<ScopeState<R>>,
@@ -183,12 +185,23 @@ impl<R> Scope<R> {
         self.changed.notify_waiters();
     }
 
+    /// The id its held calls are kept under.
+    #[inline]
+    pub(crate) fn id(&self) -> &SessionId {
+        &self.id
+    }
+
     /// A scope whose requests run against `shared`; `unique_ids` where the
-    /// revision has sessions.
+    /// revision has sessions (the scope is then the session's).
     pub(crate) fn new(shared: Arc<SessionShared>, unique_ids: bool) -> Arc<Self> {
         let max_in_flight = shared.config().get_max_in_flight().max(1);
+        let id = match unique_ids {
+            true => shared.id().clone(),
+            false => SessionId::local("requests"),
+        };
         Arc::new(Scope {
             shared,
+            id,
             unique_ids,
             max_in_flight,
             state: Mutex::new(ScopeState {

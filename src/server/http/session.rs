@@ -37,7 +37,6 @@ struct Streams {
 
 /// One 2025-11-25 era session.
 pub(crate) struct Session {
-    id: String,
     /// Whose share of the table it is.
     owner: Owner,
     shared: Arc<SessionShared>,
@@ -58,7 +57,7 @@ impl Session {
     /// The session's id (`Mcp-Session-Id`).
     #[inline]
     pub(crate) fn id(&self) -> &str {
-        &self.id
+        self.shared.id().as_str()
     }
 
     /// Who opened the session.
@@ -107,8 +106,12 @@ impl Session {
         // The session's own queue is unused (the target below takes its
         // messages); it exists because SessionShared owns one.
         let (out, _rx) = WriteQueue::new(1024);
-        let shared = SessionShared::new(config.server.clone(), out)
-            .over_http()
+        let principal = match &owner {
+            Owner::Principal(p) => Some(p.clone()),
+            _ => None,
+        };
+        let shared = SessionShared::new(id.into(), config.server.clone(), out)
+            .over_http(principal)
             .with_inbound(inbound.clone());
         let queue = Counter::new(config.get_session_queue_bytes());
         let standalone = Stream::new(
@@ -122,7 +125,6 @@ impl Session {
         shared.set_target(standalone.clone());
 
         Arc::new(Session {
-            id,
             owner,
             scope: Scope::new(shared.clone(), true),
             shared,

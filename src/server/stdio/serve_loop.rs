@@ -9,7 +9,7 @@
 //! ```
 //!
 //! The loop never awaits a handler or a write: it only routes. Requests go
-//! to the [engine](super::engine), which runs them in the session's scope
+//! to the [engine](crate::server::engine), which runs them in the session's scope
 //! (beyond `max_in_flight` they wait there); when the outbound queue
 //! is over its byte limit, the loop stops taking inbound messages, so the
 //! reader task stops reading (back-pressure reaches the client's writes).
@@ -18,7 +18,7 @@
 //! parsed size to the inbound budget before parsing it. The [`Charge`]
 //! travels with the message (waiting request, request task, notification queue)
 //! and is released when the message is done with; see
-//! [`budget`](super::engine::budget). A request line the budget cannot afford is
+//! [`budget`](crate::server::engine::budget). A request line the budget cannot afford is
 //! held (one at most) by a task that waits for room, while the reader reads
 //! on as long as what follows are control messages (cancellations,
 //! responses, pings): they do not wait behind the work they cancel or
@@ -42,17 +42,17 @@ use crate::line_io::reader::{read_lines, Flow, LineHandler, ReadEnd};
 use crate::line_io::BurstHint;
 use crate::protocol::methods;
 
-use super::engine::budget::{Charge, InboundBudget};
-use super::engine::dispatch::{route, Route};
-use super::engine::{duplicate_error, Duplicate, Engine, Reply, Scope};
-use super::error::{HandlerError, ServerError};
-use super::handle::{ServerHandle, SessionShared};
+use crate::server::engine::budget::{Charge, InboundBudget};
+use crate::server::engine::dispatch::{route, Route};
+use crate::server::engine::{duplicate_error, Duplicate, Engine, Reply, Scope};
+use crate::server::error::{HandlerError, ServerError};
+use crate::server::handle::{ServerHandle, SessionShared};
 
 use super::output::Sink;
-use super::request_handler::Handler;
-use super::ServeEnd;
 use crate::line_io::{self, QueueReceiver};
 use crate::memory_estimate::{self, Estimate};
+use crate::server::request_handler::Handler;
+use crate::server::ServeEnd;
 
 /// Parsed input, from the reader task to the loop.
 enum Inbound {
