@@ -261,18 +261,14 @@ impl MetaParams {
     }
 }
 
-/// The parameters of a paginated list request.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct PaginatedParams {
-    /// Where to continue (a previous result's `nextCursor`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<Cursor>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of a paginated list request.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    pub struct PaginatedParams {
+        /// Where to continue (a previous result's `nextCursor`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cursor: Option<Cursor>,
+    }
 }
 
 /// One item or several: where the schema accepts both (sampling content).

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::common::{Extra, Meta, ResultType};
+use super::common::{Extra, ResultType};
 
 /// A reference to a prompt (`ref/prompt`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -101,23 +101,19 @@ pub struct CompleteContext {
     pub extra: Extra,
 }
 
-/// The parameters of `completion/complete`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompleteParams {
-    /// What the argument belongs to.
-    #[serde(rename = "ref")]
-    pub reference: Reference,
-    /// The argument.
-    pub argument: CompleteArgument,
-    /// Arguments already chosen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<CompleteContext>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `completion/complete`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct CompleteParams {
+        /// What the argument belongs to.
+        #[serde(rename = "ref")]
+        pub reference: Reference,
+        /// The argument.
+        pub argument: CompleteArgument,
+        /// Arguments already chosen.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub context: Option<CompleteContext>,
+    }
 }
 
 impl CompleteParams {
@@ -171,19 +167,15 @@ pub struct Completion {
     pub extra: Extra,
 }
 
-/// The result of `completion/complete`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CompleteResult {
-    /// The completions.
-    pub completion: Completion,
-    /// 2026-07-28 era: `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of `completion/complete`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CompleteResult {
+        /// The completions.
+        pub completion: Completion,
+        /// 2026-07-28 era: `"complete"`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub result_type: Option<ResultType>,
+    }
 }

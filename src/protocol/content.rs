@@ -4,23 +4,19 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::common::{Annotations, Extra, Meta};
+use super::common::Annotations;
 use super::resources::Resource;
 
-/// Text.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct TextContent {
-    /// The text.
-    pub text: String,
-    /// Usage hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// Text.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    pub struct TextContent {
+        /// The text.
+        pub text: String,
+        /// Usage hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub annotations: Option<Annotations>,
+    }
 }
 
 impl TextContent {
@@ -44,23 +40,19 @@ impl TextContent {
     }
 }
 
-/// Base64-encoded media: an image or audio clip.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MediaContent {
-    /// The base64-encoded data.
-    pub data: String,
-    /// Its MIME type (`image/png`, `audio/wav`, ...).
-    pub mime_type: String,
-    /// Usage hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// Base64-encoded media: an image or audio clip.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct MediaContent {
+        /// The base64-encoded data.
+        pub data: String,
+        /// Its MIME type (`image/png`, `audio/wav`, ...).
+        pub mime_type: String,
+        /// Usage hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub annotations: Option<Annotations>,
+    }
 }
 
 impl MediaContent {
@@ -85,20 +77,16 @@ impl MediaContent {
     }
 }
 
-/// A resource's contents inside a message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EmbeddedResource {
-    /// The contents.
-    pub resource: ResourceContents,
-    /// Usage hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A resource's contents inside a message.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct EmbeddedResource {
+        /// The contents.
+        pub resource: ResourceContents,
+        /// Usage hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub annotations: Option<Annotations>,
+    }
 }
 
 tagged_enum! {
@@ -167,44 +155,36 @@ impl ContentBlock {
     }
 }
 
-/// A tool call the model asks for (sampling with tools).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolUseContent {
-    /// The call's id (its result names it).
-    pub id: String,
-    /// The tool.
-    pub name: String,
-    /// The arguments.
-    pub input: Value,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A tool call the model asks for (sampling with tools).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ToolUseContent {
+        /// The call's id (its result names it).
+        pub id: String,
+        /// The tool.
+        pub name: String,
+        /// The arguments.
+        pub input: Value,
+    }
 }
 
-/// The result of a tool call, given back to the model (sampling with
-/// tools).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolResultContent {
-    /// The [`ToolUseContent::id`] answered.
-    pub tool_use_id: String,
-    /// The result's content.
-    pub content: Vec<ContentBlock>,
-    /// Structured output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// Whether the call failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of a tool call, given back to the model (sampling with
+    /// tools).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ToolResultContent {
+        /// The [`ToolUseContent::id`] answered.
+        pub tool_use_id: String,
+        /// The result's content.
+        pub content: Vec<ContentBlock>,
+        /// Structured output.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub structured_content: Option<Value>,
+        /// Whether the call failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub is_error: Option<bool>,
+    }
 }
 
 tagged_enum! {
@@ -223,42 +203,34 @@ tagged_enum! {
     }
 }
 
-/// A text resource's contents.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TextResourceContents {
-    /// The resource's URI.
-    pub uri: String,
-    /// The text.
-    pub text: String,
-    /// Its MIME type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A text resource's contents.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct TextResourceContents {
+        /// The resource's URI.
+        pub uri: String,
+        /// The text.
+        pub text: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mime_type: Option<String>,
+    }
 }
 
-/// A binary resource's contents.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BlobResourceContents {
-    /// The resource's URI.
-    pub uri: String,
-    /// The base64-encoded bytes.
-    pub blob: String,
-    /// Its MIME type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A binary resource's contents.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct BlobResourceContents {
+        /// The resource's URI.
+        pub uri: String,
+        /// The base64-encoded bytes.
+        pub blob: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mime_type: Option<String>,
+    }
 }
 
 /// A resource's contents: text, binary, or a shape this library does not

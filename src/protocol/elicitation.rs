@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::common::{Extra, Meta};
+use super::common::Extra;
 use super::tasks::TaskMetadata;
 
 /// One field of an elicitation form: a primitive JSON Schema (string,
@@ -74,34 +74,30 @@ impl ElicitationSchema {
     }
 }
 
-/// The parameters of `elicitation/create`: a form (`mode` absent or
-/// `"form"`, with `requestedSchema`) or a URL to open (`mode: "url"`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ElicitParams {
-    /// What to tell the user.
-    pub message: String,
-    /// `"form"` (the default when absent) or `"url"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
-    /// Form mode: what to ask for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requested_schema: Option<ElicitationSchema>,
-    /// URL mode: where to send the user.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// URL mode (2025-11-25): the id its completion notification names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elicitation_id: Option<String>,
-    /// 2025-11-25: run it as a task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<TaskMetadata>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `elicitation/create`: a form (`mode` absent or
+    /// `"form"`, with `requestedSchema`) or a URL to open (`mode: "url"`).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ElicitParams {
+        /// What to tell the user.
+        pub message: String,
+        /// `"form"` (the default when absent) or `"url"`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mode: Option<String>,
+        /// Form mode: what to ask for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub requested_schema: Option<ElicitationSchema>,
+        /// URL mode: where to send the user.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub url: Option<String>,
+        /// URL mode (2025-11-25): the id its completion notification names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub elicitation_id: Option<String>,
+        /// 2025-11-25: run it as a task.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub task: Option<TaskMetadata>,
+    }
 }
 
 string_enum! {
@@ -116,20 +112,16 @@ string_enum! {
     }
 }
 
-/// The result of `elicitation/create` (the client's answer).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ElicitResult {
-    /// What the user did.
-    pub action: ElicitAction,
-    /// Form mode, accepted: the values entered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<Map<String, Value>>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of `elicitation/create` (the client's answer).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ElicitResult {
+        /// What the user did.
+        pub action: ElicitAction,
+        /// Form mode, accepted: the values entered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub content: Option<Map<String, Value>>,
+    }
 }
 
 impl ElicitResult {
@@ -185,17 +177,13 @@ impl ElicitResult {
     }
 }
 
-/// The parameters of `notifications/elicitation/complete` (2025-11-25):
-/// a URL-mode elicitation finished.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ElicitationCompleteParams {
-    /// The elicitation's id.
-    pub elicitation_id: String,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `notifications/elicitation/complete` (2025-11-25):
+    /// a URL-mode elicitation finished.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ElicitationCompleteParams {
+        /// The elicitation's id.
+        pub elicitation_id: String,
+    }
 }

@@ -4,76 +4,55 @@
 use serde::{Deserialize, Serialize};
 
 use super::capabilities::{ClientCapabilities, ServerCapabilities};
-use super::common::{CacheScope, Extra, Implementation, Meta, ResultType};
+use super::common::Implementation;
 
-/// The parameters of the 2025-11-25 `initialize`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InitializeParams {
-    /// The newest version the client speaks.
-    pub protocol_version: String,
-    /// What the client supports.
-    pub capabilities: ClientCapabilities,
-    /// Who the client is.
-    pub client_info: Implementation,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of the 2025-11-25 `initialize`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct InitializeParams {
+        /// The newest version the client speaks.
+        pub protocol_version: String,
+        /// What the client supports.
+        pub capabilities: ClientCapabilities,
+        /// Who the client is.
+        pub client_info: Implementation,
+    }
 }
 
-/// The result of the 2025-11-25 `initialize`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InitializeResult {
-    /// The version the server chose.
-    pub protocol_version: String,
-    /// What the server supports.
-    pub capabilities: ServerCapabilities,
-    /// Who the server is.
-    pub server_info: Implementation,
-    /// Guidance for the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instructions: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of the 2025-11-25 `initialize`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct InitializeResult {
+        /// The version the server chose.
+        pub protocol_version: String,
+        /// What the server supports.
+        pub capabilities: ServerCapabilities,
+        /// Who the server is.
+        pub server_info: Implementation,
+        /// Guidance for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub instructions: Option<String>,
+    }
 }
 
-/// The result of the 2026-07-28 `server/discover`. The server's
-/// [`Implementation`] is in `_meta` under
-/// [`SERVER_INFO`](super::meta::SERVER_INFO) (see
-/// [`server_info`](Self::server_info)).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DiscoverResult {
-    /// The versions the server speaks.
-    pub supported_versions: Vec<String>,
-    /// What the server supports.
-    pub capabilities: ServerCapabilities,
-    /// Guidance for the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instructions: Option<String>,
-    /// `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// How long the client may cache this (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Who may reuse the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! { cached
+    /// The result of the 2026-07-28 `server/discover`. The server's
+    /// [`Implementation`] is in `_meta` under
+    /// [`SERVER_INFO`](super::meta::SERVER_INFO) (see
+    /// [`server_info`](Self::server_info)).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct DiscoverResult {
+        /// The versions the server speaks.
+        pub supported_versions: Vec<String>,
+        /// What the server supports.
+        pub capabilities: ServerCapabilities,
+        /// Guidance for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub instructions: Option<String>,
+    }
 }
 
 impl DiscoverResult {

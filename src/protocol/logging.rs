@@ -3,8 +3,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::common::{Extra, Meta};
-
 string_enum! {
     /// The severity of a log message (RFC 5424). Ordered by
     /// [`severity`](Self::severity), not by the derive.
@@ -53,33 +51,25 @@ impl LoggingLevel {
     }
 }
 
-/// The parameters of the 2025-11-25 `logging/setLevel`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SetLevelParams {
-    /// The least severe level the client wants.
-    pub level: LoggingLevel,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of the 2025-11-25 `logging/setLevel`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct SetLevelParams {
+        /// The least severe level the client wants.
+        pub level: LoggingLevel,
+    }
 }
 
-/// The parameters of `notifications/message`: one log entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoggingMessageParams {
-    /// Its severity.
-    pub level: LoggingLevel,
-    /// What is logged (any JSON).
-    pub data: Value,
-    /// The logger's name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub logger: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `notifications/message`: one log entry.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct LoggingMessageParams {
+        /// Its severity.
+        pub level: LoggingLevel,
+        /// What is logged (any JSON).
+        pub data: Value,
+        /// The logger's name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub logger: Option<String>,
+    }
 }

@@ -178,3 +178,50 @@ pub(crate) fn untagged<T: serde::de::DeserializeOwned>(
         other => serde_json::from_value(other),
     }
 }
+
+/// A struct of the schema whose last two fields are its `_meta` and the
+/// members this library does not model, kept as sent. With `cached` before
+/// the struct, the 2026-07-28 era's `resultType`, `ttlMs` and `cacheScope`
+/// come before those two.
+macro_rules! schema_object {
+    (
+        cached
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),* $(,)?
+        }
+    ) => {
+        schema_object! {
+            $(#[$meta])*
+            $vis struct $name {
+                $( $(#[$fmeta])* $fvis $field: $ty, )*
+                /// 2026-07-28 era: `"complete"`.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub result_type: Option<$crate::protocol::ResultType>,
+                /// 2026-07-28 era: how long the client may cache this, in milliseconds.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub ttl_ms: Option<u64>,
+                /// 2026-07-28 era: who may reuse the cached result.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub cache_scope: Option<$crate::protocol::CacheScope>,
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $( $(#[$fmeta])* $fvis $field: $ty, )*
+            /// `_meta`.
+            #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+            pub meta: Option<$crate::protocol::Meta>,
+            /// Members not modelled here, kept as sent.
+            #[serde(flatten)]
+            pub extra: $crate::protocol::Extra,
+        }
+    };
+}

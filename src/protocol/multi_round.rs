@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::common::{Extra, Meta, MetaParams, ResultType};
+use super::common::{MetaParams, ResultType};
 use super::elicitation::{ElicitParams, ElicitResult};
 use super::methods;
 use super::roots::ListRootsResult;
@@ -237,25 +237,21 @@ pub enum InputResponse {
 /// The answers of a retry, by the keys of the input requests.
 pub type InputResponses = BTreeMap<String, InputResponse>;
 
-/// A 2026-07-28 result saying the server needs input before it can answer:
-/// the client fulfils `inputRequests` and retries the request with
-/// `inputResponses`, echoing `requestState`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InputRequiredResult {
-    /// `"input_required"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// What the server needs, by key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_requests: Option<InputRequests>,
-    /// Opaque state to echo on the retry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_state: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A 2026-07-28 result saying the server needs input before it can answer:
+    /// the client fulfils `inputRequests` and retries the request with
+    /// `inputResponses`, echoing `requestState`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct InputRequiredResult {
+        /// `"input_required"`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub result_type: Option<ResultType>,
+        /// What the server needs, by key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub input_requests: Option<InputRequests>,
+        /// Opaque state to echo on the retry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub request_state: Option<String>,
+    }
 }

@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::common::{Extra, Meta, MetaParams, ProgressToken};
+use super::common::{MetaParams, ProgressToken};
 use super::elicitation::ElicitationCompleteParams;
 use super::logging::LoggingMessageParams;
 use super::methods;
@@ -14,22 +14,18 @@ use super::subscriptions::SubscriptionsAcknowledgedParams;
 use super::tasks::TaskState;
 use crate::jsonrpc::{Notification, RequestId};
 
-/// The parameters of `notifications/cancelled`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CancelledParams {
-    /// The request cancelled (absent only for task cancellations).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<RequestId>,
-    /// Why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `notifications/cancelled`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CancelledParams {
+        /// The request cancelled (absent only for task cancellations).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub request_id: Option<RequestId>,
+        /// Why.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+    }
 }
 
 /// The request a `notifications/cancelled` cancels, read without decoding
@@ -39,31 +35,27 @@ pub(crate) fn cancelled_request_id(n: &Notification) -> Option<RequestId> {
     RequestId::deserialize(id).ok()
 }
 
-/// The parameters of `notifications/progress`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProgressParams {
-    /// The token the request carried in `_meta.progressToken`.
-    pub progress_token: ProgressToken,
-    /// Progress so far (increases).
-    #[serde(serialize_with = "crate::protocol::common::number::serialize")]
-    pub progress: f64,
-    /// The total, if known.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::protocol::common::number::option"
-    )]
-    pub total: Option<f64>,
-    /// A message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `notifications/progress`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ProgressParams {
+        /// The token the request carried in `_meta.progressToken`.
+        pub progress_token: ProgressToken,
+        /// Progress so far (increases).
+        #[serde(serialize_with = "crate::protocol::common::number::serialize")]
+        pub progress: f64,
+        /// The total, if known.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::protocol::common::number::option"
+        )]
+        pub total: Option<f64>,
+        /// A message.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub message: Option<String>,
+    }
 }
 
 /// `params` decoded as `T`; `Err` gives the notification back untouched.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::common::{CacheScope, Cursor, Extra, Icon, Meta, ResultType, Role};
+use super::common::{Cursor, Extra, Icon, ResultType, Role};
 use super::content::ContentBlock;
 use super::multi_round::InputResponses;
 
@@ -27,79 +27,58 @@ pub struct PromptArgument {
     pub extra: Extra,
 }
 
-/// A prompt (template) the server offers.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Prompt {
-    /// Its name.
-    pub name: String,
-    /// Display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// What it is for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// The arguments it takes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Vec<PromptArgument>>,
-    /// Icons to show.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A prompt (template) the server offers.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Prompt {
+        /// Its name.
+        pub name: String,
+        /// Display name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// What it is for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub description: Option<String>,
+        /// The arguments it takes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub arguments: Option<Vec<PromptArgument>>,
+        /// Icons to show.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub icons: Option<Vec<Icon>>,
+    }
 }
 
-/// The result of `prompts/list` (one page).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
-    /// The prompts.
-    pub prompts: Vec<Prompt>,
-    /// The next page's cursor, if there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<Cursor>,
-    /// 2026-07-28 era: `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28 era: how long the client may cache this (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28 era: who may reuse the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! { cached
+    /// The result of `prompts/list` (one page).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListPromptsResult {
+        /// The prompts.
+        pub prompts: Vec<Prompt>,
+        /// The next page's cursor, if there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<Cursor>,
+    }
 }
 
-/// The parameters of `prompts/get`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GetPromptParams {
-    /// The prompt.
-    pub name: String,
-    /// Its arguments (the schema says string values).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Map<String, Value>>,
-    /// 2026-07-28 era: the answers to a previous round's input requests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_responses: Option<InputResponses>,
-    /// 2026-07-28 era: the previous round's `requestState`, echoed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_state: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `prompts/get`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct GetPromptParams {
+        /// The prompt.
+        pub name: String,
+        /// Its arguments (the schema says string values).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub arguments: Option<Map<String, Value>>,
+        /// 2026-07-28 era: the answers to a previous round's input requests.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub input_responses: Option<InputResponses>,
+        /// 2026-07-28 era: the previous round's `requestState`, echoed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub request_state: Option<String>,
+    }
 }
 
 /// One message of a prompt.
@@ -138,22 +117,18 @@ impl PromptMessage {
     }
 }
 
-/// The result of `prompts/get`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GetPromptResult {
-    /// The messages.
-    pub messages: Vec<PromptMessage>,
-    /// What the prompt is for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// 2026-07-28 era: `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of `prompts/get`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct GetPromptResult {
+        /// The messages.
+        pub messages: Vec<PromptMessage>,
+        /// What the prompt is for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub description: Option<String>,
+        /// 2026-07-28 era: `"complete"`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub result_type: Option<ResultType>,
+    }
 }

@@ -4,43 +4,39 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Annotations, CacheScope, Cursor, Extra, Icon, Meta, ResultType};
+use super::common::{Annotations, Cursor, Extra, Icon, Meta};
 use super::content::ResourceContents;
 use super::multi_round::InputResponses;
 
-/// A resource the server offers (also the body of a `resource_link`
-/// content block).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Resource {
-    /// Its URI.
-    pub uri: String,
-    /// Programmatic name.
-    pub name: String,
-    /// Display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// What it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Its MIME type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Its size in bytes, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// Usage hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// Icons to show.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A resource the server offers (also the body of a `resource_link`
+    /// content block).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Resource {
+        /// Its URI.
+        pub uri: String,
+        /// Programmatic name.
+        pub name: String,
+        /// Display name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// What it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub description: Option<String>,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mime_type: Option<String>,
+        /// Its size in bytes, if known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub size: Option<u64>,
+        /// Usage hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub annotations: Option<Annotations>,
+        /// Icons to show.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub icons: Option<Vec<Icon>>,
+    }
 }
 
 impl Resource {
@@ -65,130 +61,83 @@ impl Resource {
     }
 }
 
-/// A family of resources named by an RFC 6570 URI template.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceTemplate {
-    /// The URI template (`file:///{path}`).
-    pub uri_template: String,
-    /// Programmatic name.
-    pub name: String,
-    /// Display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// What its resources are.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// The MIME type of every resource it names, if they share one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Usage hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// Icons to show.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A family of resources named by an RFC 6570 URI template.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ResourceTemplate {
+        /// The URI template (`file:///{path}`).
+        pub uri_template: String,
+        /// Programmatic name.
+        pub name: String,
+        /// Display name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// What its resources are.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub description: Option<String>,
+        /// The MIME type of every resource it names, if they share one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mime_type: Option<String>,
+        /// Usage hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub annotations: Option<Annotations>,
+        /// Icons to show.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub icons: Option<Vec<Icon>>,
+    }
 }
 
-/// The result of `resources/list` (one page).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
-    /// The resources.
-    pub resources: Vec<Resource>,
-    /// The next page's cursor, if there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<Cursor>,
-    /// 2026-07-28 era: `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28 era: how long the client may cache this (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28 era: who may reuse the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! { cached
+    /// The result of `resources/list` (one page).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListResourcesResult {
+        /// The resources.
+        pub resources: Vec<Resource>,
+        /// The next page's cursor, if there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<Cursor>,
+    }
 }
 
-/// The result of `resources/templates/list` (one page).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
-    /// The templates.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// The next page's cursor, if there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<Cursor>,
-    /// 2026-07-28 era: `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28 era: how long the client may cache this (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28 era: who may reuse the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! { cached
+    /// The result of `resources/templates/list` (one page).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListResourceTemplatesResult {
+        /// The templates.
+        pub resource_templates: Vec<ResourceTemplate>,
+        /// The next page's cursor, if there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<Cursor>,
+    }
 }
 
-/// The parameters of `resources/read`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReadResourceParams {
-    /// The resource's URI.
-    pub uri: String,
-    /// 2026-07-28 era: the answers to a previous round's input requests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_responses: Option<InputResponses>,
-    /// 2026-07-28 era: the previous round's `requestState`, echoed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_state: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `resources/read`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ReadResourceParams {
+        /// The resource's URI.
+        pub uri: String,
+        /// 2026-07-28 era: the answers to a previous round's input requests.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub input_responses: Option<InputResponses>,
+        /// 2026-07-28 era: the previous round's `requestState`, echoed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub request_state: Option<String>,
+    }
 }
 
-/// The result of `resources/read`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReadResourceResult {
-    /// The contents (several for a resource with parts).
-    pub contents: Vec<ResourceContents>,
-    /// 2026-07-28 era: `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28 era: how long the client may cache this (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28 era: who may reuse the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! { cached
+    /// The result of `resources/read`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ReadResourceResult {
+        /// The contents (several for a resource with parts).
+        pub contents: Vec<ResourceContents>,
+    }
 }
 
 /// The parameters of a request about one resource (the 2025-11-25

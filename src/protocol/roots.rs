@@ -3,22 +3,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Extra, Meta};
-
-/// A root: a `file://` URI the server may work in.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Root {
-    /// Its URI (`file://` in this revision).
-    pub uri: String,
-    /// Display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A root: a `file://` URI the server may work in.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    pub struct Root {
+        /// Its URI (`file://` in this revision).
+        pub uri: String,
+        /// Display name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub name: Option<String>,
+    }
 }
 
 impl Root {
@@ -43,15 +37,11 @@ impl Root {
     }
 }
 
-/// The result of `roots/list` (the client's answer).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ListRootsResult {
-    /// The roots.
-    pub roots: Vec<Root>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of `roots/list` (the client's answer).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    pub struct ListRootsResult {
+        /// The roots.
+        pub roots: Vec<Root>,
+    }
 }

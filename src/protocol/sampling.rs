@@ -3,24 +3,20 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::common::{Extra, Meta, OneOrMany, Role};
+use super::common::{Extra, OneOrMany, Role};
 use super::content::SamplingContent;
 use super::tasks::TaskMetadata;
 use super::tools::Tool;
 
-/// One message of a sampling conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SamplingMessage {
-    /// Who says it.
-    pub role: Role,
-    /// One block or several.
-    pub content: OneOrMany<SamplingContent>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// One message of a sampling conversation.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct SamplingMessage {
+        /// Who says it.
+        pub role: Role,
+        /// One block or several.
+        pub content: OneOrMany<SamplingContent>,
+    }
 }
 
 /// A model name hint.
@@ -78,71 +74,63 @@ pub struct ToolChoice {
     pub extra: Extra,
 }
 
-/// The parameters of `sampling/createMessage`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateMessageParams {
-    /// The conversation.
-    pub messages: Vec<SamplingMessage>,
-    /// The most tokens to generate.
-    pub max_tokens: u64,
-    /// A system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
-    /// Model preferences.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model_preferences: Option<ModelPreferences>,
-    /// `"none"`, `"thisServer"` or `"allServers"` (deprecated).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub include_context: Option<String>,
-    /// Sampling temperature.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::protocol::common::number::option"
-    )]
-    pub temperature: Option<f64>,
-    /// Sequences that end generation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_sequences: Option<Vec<String>>,
-    /// Provider-specific metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
-    /// Tools the model may call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<Tool>>,
-    /// How it may call them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_choice: Option<ToolChoice>,
-    /// 2025-11-25: run it as a task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<TaskMetadata>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `sampling/createMessage`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CreateMessageParams {
+        /// The conversation.
+        pub messages: Vec<SamplingMessage>,
+        /// The most tokens to generate.
+        pub max_tokens: u64,
+        /// A system prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub system_prompt: Option<String>,
+        /// Model preferences.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub model_preferences: Option<ModelPreferences>,
+        /// `"none"`, `"thisServer"` or `"allServers"` (deprecated).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub include_context: Option<String>,
+        /// Sampling temperature.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::protocol::common::number::option"
+        )]
+        pub temperature: Option<f64>,
+        /// Sequences that end generation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub stop_sequences: Option<Vec<String>>,
+        /// Provider-specific metadata.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub metadata: Option<Value>,
+        /// Tools the model may call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tools: Option<Vec<Tool>>,
+        /// How it may call them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tool_choice: Option<ToolChoice>,
+        /// 2025-11-25: run it as a task.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub task: Option<TaskMetadata>,
+    }
 }
 
-/// The result of `sampling/createMessage` (the client's answer).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateMessageResult {
-    /// Who said it (the model: `assistant`).
-    pub role: Role,
-    /// One block or several.
-    pub content: OneOrMany<SamplingContent>,
-    /// The model that answered.
-    pub model: String,
-    /// Why generation stopped (`endTurn`, `stopSequence`, `maxTokens`,
-    /// `toolUse`, or another).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of `sampling/createMessage` (the client's answer).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CreateMessageResult {
+        /// Who said it (the model: `assistant`).
+        pub role: Role,
+        /// One block or several.
+        pub content: OneOrMany<SamplingContent>,
+        /// The model that answered.
+        pub model: String,
+        /// Why generation stopped (`endTurn`, `stopSequence`, `maxTokens`,
+        /// `toolUse`, or another).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub stop_reason: Option<String>,
+    }
 }

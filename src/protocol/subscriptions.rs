@@ -87,17 +87,13 @@ impl SubscriptionFilter {
     }
 }
 
-/// The parameters of `subscriptions/listen`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ListenParams {
-    /// What to receive.
-    pub notifications: SubscriptionFilter,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `subscriptions/listen`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    pub struct ListenParams {
+        /// What to receive.
+        pub notifications: SubscriptionFilter,
+    }
 }
 
 /// The parameters of `notifications/subscriptions/acknowledged`: the

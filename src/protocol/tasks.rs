@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Cursor, Extra, Meta};
+use super::common::{Cursor, Extra};
 
 /// Asks for a request to run as a task.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -55,61 +55,45 @@ pub struct Task {
     pub poll_interval: Option<u64>,
 }
 
-/// A task and the members around it: the result of `tasks/get` and
-/// `tasks/cancel`, and the parameters of `notifications/tasks/status`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskState {
-    /// The task.
-    #[serde(flatten)]
-    pub task: Task,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// A task and the members around it: the result of `tasks/get` and
+    /// `tasks/cancel`, and the parameters of `notifications/tasks/status`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct TaskState {
+        /// The task.
+        #[serde(flatten)]
+        pub task: Task,
+    }
 }
 
-/// The result of a request run as a task: the task it became.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CreateTaskResult {
-    /// The task.
-    pub task: Task,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of a request run as a task: the task it became.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct CreateTaskResult {
+        /// The task.
+        pub task: Task,
+    }
 }
 
-/// The parameters of `tasks/get`, `tasks/result` and `tasks/cancel`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskParams {
-    /// The task.
-    pub task_id: String,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `tasks/get`, `tasks/result` and `tasks/cancel`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct TaskParams {
+        /// The task.
+        pub task_id: String,
+    }
 }
 
-/// The result of `tasks/list` (one page).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListTasksResult {
-    /// The tasks.
-    pub tasks: Vec<Task>,
-    /// The next page's cursor, if there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<Cursor>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of `tasks/list` (one page).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListTasksResult {
+        /// The tasks.
+        pub tasks: Vec<Task>,
+        /// The next page's cursor, if there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<Cursor>,
+    }
 }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::common::{CacheScope, Cursor, Extra, Icon, Meta, ResultType};
+use super::common::{Cursor, Extra, Icon, ResultType};
 use super::content::ContentBlock;
 use super::multi_round::InputResponses;
 use super::tasks::TaskMetadata;
@@ -45,39 +45,35 @@ pub struct ToolExecution {
     pub extra: Extra,
 }
 
-/// One tool, as listed by `tools/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Tool {
-    /// The tool's name.
-    pub name: String,
-    /// Display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// What it does (a hint to the model).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// JSON Schema of its arguments (an object schema).
-    #[serde(default)]
-    pub input_schema: Value,
-    /// JSON Schema of its `structuredContent`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    /// Behaviour hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<ToolAnnotations>,
-    /// Icons to show.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// 2025-11-25: task support.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub execution: Option<ToolExecution>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// One tool, as listed by `tools/list`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Tool {
+        /// The tool's name.
+        pub name: String,
+        /// Display name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// What it does (a hint to the model).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub description: Option<String>,
+        /// JSON Schema of its arguments (an object schema).
+        #[serde(default)]
+        pub input_schema: Value,
+        /// JSON Schema of its `structuredContent`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub output_schema: Option<Value>,
+        /// Behaviour hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub annotations: Option<ToolAnnotations>,
+        /// Icons to show.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub icons: Option<Vec<Icon>>,
+        /// 2025-11-25: task support.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub execution: Option<ToolExecution>,
+    }
 }
 
 impl Tool {
@@ -101,95 +97,74 @@ impl Tool {
     }
 }
 
-/// The result of `tools/list` (one page).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    /// The tools.
-    pub tools: Vec<Tool>,
-    /// The next page's cursor, if there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<Cursor>,
-    /// 2026-07-28 era: `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// 2026-07-28 era: how long the client may cache this (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28 era: who may reuse the cached result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! { cached
+    /// The result of `tools/list` (one page).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListToolsResult {
+        /// The tools.
+        pub tools: Vec<Tool>,
+        /// The next page's cursor, if there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<Cursor>,
+    }
 }
 
-/// The parameters of `tools/call`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallToolParams {
-    /// The tool.
-    pub name: String,
-    /// Its arguments (a JSON object).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Map<String, Value>>,
-    /// 2025-11-25: run it as a task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<TaskMetadata>,
-    /// 2026-07-28 era: the answers to a previous round's input requests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_responses: Option<InputResponses>,
-    /// 2026-07-28 era: the previous round's `requestState`, echoed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_state: Option<String>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The parameters of `tools/call`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CallToolParams {
+        /// The tool.
+        pub name: String,
+        /// Its arguments (a JSON object).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub arguments: Option<Map<String, Value>>,
+        /// 2025-11-25: run it as a task.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub task: Option<TaskMetadata>,
+        /// 2026-07-28 era: the answers to a previous round's input requests.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub input_responses: Option<InputResponses>,
+        /// 2026-07-28 era: the previous round's `requestState`, echoed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub request_state: Option<String>,
+    }
 }
 
-/// The result of `tools/call`. A tool that failed says so with
-/// `isError: true` in a result (the model sees it); a JSON-RPC error is a
-/// protocol failure.
-///
-/// ```
-/// use conduit_mcp::protocol::CallToolResult;
-/// use serde_json::json;
-///
-/// let ok = CallToolResult::text("42");
-/// let failed = CallToolResult::error("the city is unknown");
-/// let structured = CallToolResult::structured(json!({ "sum": 42 }));
-/// assert!(failed.is_error() && !ok.is_error());
-/// assert_eq!(structured.joined_text(), r#"{"sum":42}"#);
-/// ```
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallToolResult {
-    /// Content blocks (text, image, audio, resource links and resources).
-    #[serde(default)]
-    pub content: Vec<ContentBlock>,
-    /// Structured output (matching the tool's `outputSchema`, if it has
-    /// one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// Whether the tool reported an error (absent means no); see
-    /// [`is_error`](Self::is_error).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
-    /// 2026-07-28 era: `"complete"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members not modelled here, kept as sent.
-    #[serde(flatten)]
-    pub extra: Extra,
+schema_object! {
+    /// The result of `tools/call`. A tool that failed says so with
+    /// `isError: true` in a result (the model sees it); a JSON-RPC error is a
+    /// protocol failure.
+    ///
+    /// ```
+    /// use conduit_mcp::protocol::CallToolResult;
+    /// use serde_json::json;
+    ///
+    /// let ok = CallToolResult::text("42");
+    /// let failed = CallToolResult::error("the city is unknown");
+    /// let structured = CallToolResult::structured(json!({ "sum": 42 }));
+    /// assert!(failed.is_error() && !ok.is_error());
+    /// assert_eq!(structured.joined_text(), r#"{"sum":42}"#);
+    /// ```
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CallToolResult {
+        /// Content blocks (text, image, audio, resource links and resources).
+        #[serde(default)]
+        pub content: Vec<ContentBlock>,
+        /// Structured output (matching the tool's `outputSchema`, if it has
+        /// one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub structured_content: Option<Value>,
+        /// Whether the tool reported an error (absent means no); see
+        /// [`is_error`](Self::is_error).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub is_error: Option<bool>,
+        /// 2026-07-28 era: `"complete"`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub result_type: Option<ResultType>,
+    }
 }
 
 impl CallToolResult {
