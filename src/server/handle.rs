@@ -209,27 +209,33 @@ pub(crate) enum ServePhase {
 
 type Reply = Result<crate::jsonrpc::RawJson, ErrorObject>;
 
-/// Where a request's messages go when its transport gives each request a
-/// stream of its own (HTTP): notifications and server-to-client requests
-/// sent through that request's context take this path instead of the
-/// session's queue.
-pub(crate) trait MessageTarget: Send + Sync {
-    /// Queues one serialised message (a line) on the request's stream.
+/// The transport of a session whose messages do not go to one byte
+/// stream (HTTP), given when the session is made. A request with a stream
+/// of its own has one too. stdio has none: its session writes to its queue,
+/// with no dynamic call per message.
+pub(crate) trait SessionTransport: Send + Sync {
+    /// Queues one serialised message (a line).
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError>;
 
-    /// Closes the request's stream for the client to reconnect and resume
-    /// it; false where streams are not resumable.
+    /// Closes the stream for the client to reconnect and resume it; false
+    /// where streams are not resumable.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     fn close_for_polling(&self) -> bool {
         false
     }
-}
 
-/// Transports with many sessions (HTTP) find one by its id, for the
-/// per-session variants of [`ServerHandle`]'s methods.
-pub(crate) trait Sessions: Send + Sync {
-    /// The session with this id, if it is live.
-    fn find(&self, id: &str) -> Option<Arc<SessionShared>>;
+    /// The live session with this id, for the per-session variants of
+    /// [`ServerHandle`]'s methods.
+    fn find(&self, _id: &str) -> Option<Arc<SessionShared>> {
+        None
+    }
+
+    /// Runs after [`ServerHandle::stop`] signalled the stop.
+    fn on_stop(&self) {}
+
+    /// Binds the transport to the HTTP server that serves its session.
+    #[cfg(feature = "http")]
+    fn serve(&self, _core: Weak<crate::server::http::core::Core>) {}
 }
 
 /// State shared between the session and every handle and context.
@@ -249,18 +255,8 @@ pub(crate) struct SessionShared {
     inbound: Arc<InboundBudget>,
     session: Mutex<SessionState>,
     pending: PendingTable<oneshot::Sender<Reply>>,
-    /// The transport's diagnostic name (`"stdio"`, `"http"`).
-    transport: &'static str,
-    /// Set by transports with many sessions: where the per-session
-    /// variants of the handle's methods look sessions up.
-    sessions: std::sync::OnceLock<Weak<dyn Sessions>>,
-    /// Set by transports whose session output is not one byte stream
-    /// (HTTP): where [`send_line`](Self::send_line) queues instead of `out`.
-    target: std::sync::OnceLock<Arc<dyn MessageTarget>>,
-    /// Set by transports that start their stop sequence lazily (HTTP):
-    /// run by [`ServerHandle::stop`] after the stop is signalled, so a
-    /// server whose tasks never started stops all the same.
-    on_stop: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// The transport, where it is not the queue `out` (HTTP).
+    transport: Option<Arc<dyn SessionTransport>>,
     /// Calls waiting for their clients' next input round.
     held: Arc<HeldTable>,
     /// What the HTTP server's listener refused.
@@ -286,16 +282,19 @@ impl SessionShared {
             inbound,
             session: Mutex::new(SessionState::default()),
             pending: PendingTable::default(),
-            transport: "stdio",
-            sessions: std::sync::OnceLock::new(),
-            target: std::sync::OnceLock::new(),
-            on_stop: std::sync::OnceLock::new(),
+            transport: None,
             held: Arc::default(),
             #[cfg(feature = "http")]
             connections: crate::server::http::ConnectionStats::new(),
             #[cfg(feature = "http")]
             principal: None,
         }
+    }
+
+    /// The transport, where it is not the queue of output lines.
+    #[cfg(feature = "http")]
+    pub(crate) fn transport(&self) -> Option<&Arc<dyn SessionTransport>> {
+        self.transport.as_ref()
     }
 
     /// The session's id.
@@ -308,8 +307,12 @@ impl SessionShared {
     /// A state for the HTTP transport (`"http"` in diagnostics), of a
     /// session `principal` opened.
     #[cfg(feature = "http")]
-    pub(crate) fn over_http(mut self, principal: Option<crate::server::http::Principal>) -> Self {
-        self.transport = "http";
+    pub(crate) fn over_http(
+        mut self,
+        transport: Arc<dyn SessionTransport>,
+        principal: Option<crate::server::http::Principal>,
+    ) -> Self {
+        self.transport = Some(transport);
         self.principal = principal;
         self
     }
@@ -385,33 +388,6 @@ impl SessionShared {
         let _ = self.declared.set(capabilities);
     }
 
-    /// Sets where the per-session variants of the handle's methods look
-    /// sessions up (the first call wins).
-    #[cfg(feature = "http")]
-    pub(crate) fn set_sessions(&self, sessions: Weak<dyn Sessions>) {
-        let _ = self.sessions.set(sessions);
-    }
-
-    /// Where sessions are looked up, if a transport with many sessions set it.
-    #[cfg(feature = "http")]
-    pub(crate) fn sessions(&self) -> Option<&Weak<dyn Sessions>> {
-        self.sessions.get()
-    }
-
-    /// Sets where [`send_line`](Self::send_line) queues instead of `out`
-    /// (the first call wins).
-    #[cfg(feature = "http")]
-    pub(crate) fn set_target(&self, target: Arc<dyn MessageTarget>) {
-        let _ = self.target.set(target);
-    }
-
-    /// Sets what [`ServerHandle::stop`] runs after the stop is signalled
-    /// (the first call wins).
-    #[cfg(feature = "http")]
-    pub(crate) fn set_on_stop(&self, on_stop: Box<dyn Fn() + Send + Sync>) {
-        let _ = self.on_stop.set(on_stop);
-    }
-
     pub(crate) fn capabilities(&self) -> &Value {
         self.declared
             .get()
@@ -427,8 +403,8 @@ impl SessionShared {
         if self.closed.load(Ordering::Acquire) {
             return Err(SendError::TransportGone);
         }
-        if let Some(o) = self.target.get() {
-            return o.send_line(line);
+        if let Some(t) = &self.transport {
+            return t.send_line(line);
         }
         self.out.try_send(line).map_err(|e| match e {
             QueueError::Full { limit, .. } | QueueError::TooLarge { limit, .. } => {
@@ -560,7 +536,7 @@ pub struct ServerHandle {
     token: LifetimeToken,
     /// The stream of the request whose context holds this handle, on
     /// transports that give each request one (HTTP); `None` otherwise.
-    target: Option<Arc<dyn MessageTarget>>,
+    target: Option<Arc<dyn SessionTransport>>,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -584,19 +560,17 @@ impl ServerHandle {
     }
 
     pub(crate) fn new(shared: &Arc<SessionShared>) -> Self {
-        Self {
-            token: LifetimeToken(Arc::downgrade(shared)),
-            target: None,
-        }
+        Self::with_target(shared, None)
     }
 
-    /// A handle whose messages go to one request's stream.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) fn with_target(shared: &Arc<SessionShared>, target: Arc<dyn MessageTarget>) -> Self {
-        Self {
-            token: LifetimeToken(Arc::downgrade(shared)),
-            target: Some(target),
-        }
+    /// A handle whose messages go to `target`, one request's stream, if
+    /// there is one.
+    pub(crate) fn with_target(
+        shared: &Arc<SessionShared>,
+        target: Option<Arc<dyn SessionTransport>>,
+    ) -> Self {
+        let token = LifetimeToken(Arc::downgrade(shared));
+        Self { token, target }
     }
 
     /// Queues a line on this handle's path: the request's stream if it has
@@ -613,8 +587,8 @@ impl ServerHandle {
     /// transport finds by `session`.
     fn for_session(&self, session: &str) -> Result<ServerHandle, SendError> {
         let shared = self.shared()?;
-        match shared.sessions.get().and_then(Weak::upgrade) {
-            Some(sessions) => sessions
+        match &shared.transport {
+            Some(t) => t
                 .find(session)
                 .map(|s| ServerHandle::new(&s))
                 .ok_or_else(|| SendError::UnknownSession(session.to_owned())),
@@ -633,7 +607,10 @@ impl ServerHandle {
     /// The transport's diagnostic name: `"stdio"` or `"http"` (`"stdio"`
     /// once the transport is gone).
     pub fn name(&self) -> &'static str {
-        self.token.0.upgrade().map_or("stdio", |s| s.transport)
+        match self.token.0.upgrade() {
+            Some(s) if s.transport.is_some() => "http",
+            _ => "stdio",
+        }
     }
 
     /// The lifetime token of the transport.
@@ -737,8 +714,8 @@ impl ServerHandle {
         if let Some(s) = self.token.0.upgrade() {
             tracing::info!("server stop requested");
             s.stop.send_replace(true);
-            if let Some(on_stop) = s.on_stop.get() {
-                on_stop();
+            if let Some(t) = &s.transport {
+                t.on_stop();
             }
         }
     }
@@ -1194,8 +1171,7 @@ impl ServerHandle {
             // From here on, however this future ends (answer, timeout, drop,
             // abort of the handler awaiting it), the entry goes.
             let guard = Pending {
-                shared: Arc::downgrade(&shared),
-                target: self.target.clone(),
+                handle: self.clone(),
                 id,
                 reason: "abandoned by the server",
             };
@@ -1222,9 +1198,8 @@ impl ServerHandle {
 /// `notifications/cancelled`. Without it, a dropped future or an aborted
 /// handler left its entry behind for good.
 struct Pending {
-    shared: Weak<SessionShared>,
-    /// The path the request took, for its cancellation.
-    target: Option<Arc<dyn MessageTarget>>,
+    /// The handle the request went through, for its cancellation.
+    handle: ServerHandle,
     id: RequestId,
     /// The `reason` sent with the cancellation.
     reason: &'static str,
@@ -1232,7 +1207,7 @@ struct Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let Some(shared) = self.shared.upgrade() else {
+        let Some(shared) = self.handle.token.0.upgrade() else {
             return; // the transport, and its table, are gone
         };
         if shared.pending.remove(&self.id).is_none() {
@@ -1245,10 +1220,7 @@ impl Drop for Pending {
             Some(&json!({ "requestId": id, "reason": self.reason })),
         )
         .map_err(|e| SendError::Serialize(e.to_string()))
-        .and_then(|line| match &self.target {
-            Some(o) => o.send_line(line),
-            None => shared.send_line(line),
-        });
+        .and_then(|line| self.handle.send_line(&shared, line));
         if let Err(e) = sent {
             tracing::debug!(%id, error = %e, "cancellation of a withdrawn request not sent");
         }

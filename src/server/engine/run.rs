@@ -30,7 +30,7 @@ use crate::jsonrpc::{codes, encode, ErrorObject, Request, RequestId};
 use crate::protocol::{methods, Era};
 use crate::server::context::{Recorded, RequestContext, RequestShared};
 use crate::server::error::HandlerError;
-use crate::server::handle::{MessageTarget, ServerHandle};
+use crate::server::handle::{ServerHandle, SessionTransport};
 use crate::server::request_handler::Handler;
 use crate::server::server_config::ServerConfig;
 
@@ -43,7 +43,7 @@ use super::scope::{Duplicate, KeyHasher, Pool, Queued, Scope, ScopeState};
 pub(crate) trait Reply: Send + Sync + 'static {
     /// Where notifications and server-to-client requests sent through the
     /// request's context go; `None`: the session's own output.
-    fn target(&self) -> Option<Arc<dyn MessageTarget>> {
+    fn target(&self) -> Option<Arc<dyn SessionTransport>> {
         None
     }
 
@@ -259,10 +259,7 @@ impl<H: Handler> Engine<H> {
             pool,
         } = q;
         let rs = Arc::new(RequestShared::default());
-        let handle = match reply.target() {
-            Some(target) => ServerHandle::with_target(scope.shared(), target),
-            None => ServerHandle::new(scope.shared()),
-        };
+        let handle = ServerHandle::with_target(scope.shared(), reply.target());
         let hints = ResultHints::of(&req.method, d.era, scope.shared().config());
         tracing::debug!(id = %req.id, method = %req.method, era = %hints.era, "request started");
         let ctx = RequestContext::new(&req, d, handle, rs.clone(), scope.id().clone());

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -23,7 +23,7 @@ use crate::server::context::RequestContext;
 use crate::server::engine::budget::{InboundBudget, Share};
 use crate::server::engine::{Engine, Scope};
 use crate::server::error::{HandlerError, SendError};
-use crate::server::handle::{MessageTarget, ServerHandle, SessionShared, Sessions};
+use crate::server::handle::{ServerHandle, SessionShared, SessionTransport};
 use crate::server::request_handler::Handler;
 use crate::throttle::Throttle;
 
@@ -106,21 +106,55 @@ impl Handler for Erased {
     }
 }
 
-/// Sends a message to every session's GET stream (the server-wide
-/// handle's `notify`).
-struct Broadcast(Weak<dyn LiveSessions>);
+/// The HTTP transport of a session, whose messages go to its GET stream,
+/// or of the server-wide state, whose messages go to every session's.
+#[derive(Default)]
+pub(crate) struct Link {
+    /// The server, once it serves.
+    core: OnceLock<Weak<Core>>,
+    /// The session's GET stream; `None` for the server-wide state.
+    stream: Option<Arc<Stream>>,
+}
 
-impl MessageTarget for Broadcast {
+impl Link {
+    /// The transport of a session of `core` with the GET stream `stream`.
+    pub(crate) fn session(core: Weak<Core>, stream: Arc<Stream>) -> Arc<Self> {
+        Arc::new(Link {
+            core: OnceLock::from(core),
+            stream: Some(stream),
+        })
+    }
+
+    fn core(&self) -> Option<Arc<Core>> {
+        self.core.get()?.upgrade()
+    }
+}
+
+impl SessionTransport for Link {
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
-        let Some(table) = self.0.upgrade() else {
-            return Err(SendError::TransportGone);
-        };
-        for s in table.all() {
+        if let Some(stream) = &self.stream {
+            return stream.send_line(line);
+        }
+        let core = self.core().ok_or(SendError::TransportGone)?;
+        for s in core.sessions.all() {
             if let Err(e) = s.standalone().push(line.clone(), false) {
                 tracing::debug!(session = %s.id(), error = %e, "broadcast not queued for a session");
             }
         }
         Ok(())
+    }
+
+    fn find(&self, id: &str) -> Option<Arc<SessionShared>> {
+        Some(self.core()?.sessions.get(id)?.shared().clone())
+    }
+
+    fn on_stop(&self) {
+        // A session's server has started: this does nothing for it.
+        self.core().inspect(|core| core.stop_unstarted());
+    }
+
+    fn serve(&self, core: Weak<Core>) {
+        let _ = self.core.set(core);
     }
 }
 
@@ -288,21 +322,16 @@ impl Core {
         records: Arc<dyn SessionStore>,
     ) -> Arc<Self> {
         let inbound = root.inbound().clone();
-        let memory = MemorySessions::new(&config, records);
-        let weak: Weak<dyn Sessions> = Arc::downgrade(&(memory.clone() as Arc<dyn Sessions>));
-        root.set_sessions(weak);
-        let sessions: Arc<dyn LiveSessions> = memory.clone();
-        root.set_target(Arc::new(Broadcast(Arc::downgrade(&sessions))));
         let mut capabilities = config.server.get_capabilities().clone();
         crate::protocol::add_missing(&mut capabilities, &handler.capabilities());
         root.declare_capabilities(capabilities);
         let bodies = BodyReader::of(&config);
         let engine = Engine::new(Arc::new(Erased(Box::new(handler))));
-        let core = Arc::new(Core {
+        let core = Arc::new_cyclic(|me| Core {
+            sessions: MemorySessions::new(&config, records, me.clone()),
             global: Counter::new(config.get_max_buffered_bytes()),
             config,
             root,
-            sessions,
             engine,
             stateless: Mutex::new(HashMap::new()),
             inbound,
@@ -315,18 +344,9 @@ impl Core {
             done: watch::channel(false).0,
             closes_root,
         });
-        let weak = Arc::downgrade(&core);
-        memory.set_materialise(Box::new(move |r| {
-            let s = weak.upgrade()?.new_session(r.id.clone(), r.owner.clone());
-            s.shared().session().restore(r);
-            Some(s)
-        }));
-        let weak = Arc::downgrade(&core);
-        core.root.set_on_stop(Box::new(move || {
-            if let Some(core) = weak.upgrade() {
-                core.stop_unstarted();
-            }
-        }));
+        if let Some(t) = core.root.transport() {
+            t.serve(Arc::downgrade(&core));
+        }
         Handler::serving(core.handler(), ServerHandle::new(&core.root));
         core
     }
@@ -383,16 +403,11 @@ impl Core {
     }
 
     /// A new session's state (its capabilities are the server's).
-    pub(crate) fn new_session(&self, id: String, owner: Owner) -> Arc<Session> {
-        let s = Session::new(id, owner, &self.config, &self.global, &self.inbound);
+    pub(crate) fn new_session(self: &Arc<Self>, id: String, owner: Owner) -> Arc<Session> {
+        let (config, core) = (&self.config, Arc::downgrade(self));
+        let s = Session::new(id, owner, config, &self.global, &self.inbound, core);
         s.shared()
             .declare_capabilities(self.root.capabilities().clone());
-        s.shared().set_sessions(
-            self.root
-                .sessions()
-                .cloned()
-                .unwrap_or_else(|| Weak::<MemorySessions>::new() as Weak<dyn Sessions>),
-        );
         s.shared().mark_ready();
         Handler::serving(self.handler(), ServerHandle::new(s.shared()));
         s

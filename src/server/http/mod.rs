@@ -8,7 +8,7 @@ mod bearer;
 mod body;
 mod coarse;
 mod config;
-mod core;
+pub(crate) mod core;
 mod endpoint;
 mod listener;
 mod principal;

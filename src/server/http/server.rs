@@ -28,7 +28,8 @@ use super::listener::{serve_app, ConnLimits};
 fn new_root(config: &HttpConfig) -> Arc<SessionShared> {
     let (out, _rx) = WriteQueue::new(1024);
     Arc::new(
-        SessionShared::new(SessionId::local("http"), config.server.clone(), out).over_http(None),
+        SessionShared::new(SessionId::local("http"), config.server.clone(), out)
+            .over_http(Arc::<super::core::Link>::default(), None),
     )
 }
 

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::jsonrpc::{codes, encode, ErrorObject, RequestId};
 use crate::line_io::WriteQueue;
-use crate::server::handle::{MessageTarget, SessionShared};
+use crate::server::handle::{SessionShared, SessionTransport};
 
 use crate::server::engine::{Reply, Scope, Unanswered};
 
@@ -102,17 +102,15 @@ impl Session {
         config: &HttpConfig,
         global: &Arc<Counter>,
         inbound: &Arc<crate::server::engine::budget::InboundBudget>,
+        core: Weak<super::core::Core>,
     ) -> Arc<Self> {
-        // The session's own queue is unused (the target below takes its
+        // The session's own queue is unused (its transport takes its
         // messages); it exists because SessionShared owns one.
         let (out, _rx) = WriteQueue::new(1024);
         let principal = match &owner {
             Owner::Principal(p) => Some(p.clone()),
             _ => None,
         };
-        let shared = SessionShared::new(id.into(), config.server.clone(), out)
-            .over_http(principal)
-            .with_inbound(inbound.clone());
         let queue = Counter::new(config.get_session_queue_bytes());
         let standalone = Stream::new(
             0,
@@ -121,8 +119,11 @@ impl Session {
             queue.clone(),
             global.clone(),
         );
+        let link = super::core::Link::session(core, standalone.clone());
+        let shared = SessionShared::new(id.into(), config.server.clone(), out)
+            .over_http(link, principal)
+            .with_inbound(inbound.clone());
         let shared = Arc::new(shared);
-        shared.set_target(standalone.clone());
 
         Arc::new(Session {
             owner,
@@ -272,7 +273,7 @@ impl StreamReply {
 }
 
 impl Reply for StreamReply {
-    fn target(&self) -> Option<Arc<dyn MessageTarget>> {
+    fn target(&self) -> Option<Arc<dyn SessionTransport>> {
         let fallback = self
             .session
             .as_ref()

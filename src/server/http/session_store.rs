@@ -14,20 +14,15 @@
 //! refused otherwise.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
-
-use crate::server::handle::{SessionShared, Sessions};
 
 use super::config::HttpConfig;
 use super::principal::Owner;
 use super::session::Session;
 use super::session_record::{SessionRecord, SessionStore};
-
-/// Makes a live session of a record (the server's, set once it exists).
-pub(crate) type Materialise = Box<dyn Fn(&SessionRecord) -> Option<Arc<Session>> + Send + Sync>;
 
 /// The live sessions of one HTTP server, by id.
 ///
@@ -54,12 +49,6 @@ pub(crate) trait LiveSessions: Send + Sync + 'static {
     /// How many sessions are live.
     fn len(&self) -> usize {
         self.all().len()
-    }
-}
-
-impl<S: LiveSessions> Sessions for S {
-    fn find(&self, id: &str) -> Option<Arc<SessionShared>> {
-        self.get(id).map(|s| s.shared().clone())
     }
 }
 
@@ -141,11 +130,16 @@ pub(crate) struct MemorySessions {
     idle_timeout: Duration,
     /// The sessions' records.
     records: Arc<dyn SessionStore>,
-    materialise: OnceLock<Materialise>,
+    /// The server, which materialises a live session from a record.
+    core: Weak<super::core::Core>,
 }
 
 impl MemorySessions {
-    pub(crate) fn new(config: &HttpConfig, records: Arc<dyn SessionStore>) -> Arc<Self> {
+    pub(crate) fn new(
+        config: &HttpConfig,
+        records: Arc<dyn SessionStore>,
+        core: Weak<super::core::Core>,
+    ) -> Arc<Self> {
         let max = config.get_max_sessions().max(1);
         let open = max - max / 8;
         Arc::new(MemorySessions {
@@ -155,13 +149,8 @@ impl MemorySessions {
             per_owner: config.get_max_sessions_per_principal().clamp(1, open),
             idle_timeout: config.get_session_idle_timeout(),
             records,
-            materialise: OnceLock::new(),
+            core,
         })
-    }
-
-    /// Sets how a live session is made of a record (the first call wins).
-    pub(crate) fn set_materialise(&self, materialise: Materialise) {
-        let _ = self.materialise.set(materialise);
     }
 
     /// A live session of the record of `id`, if the store has one that has
@@ -171,7 +160,11 @@ impl MemorySessions {
         if record.version != SessionRecord::VERSION || record.expires < SystemTime::now() {
             return None;
         }
-        let session = (self.materialise.get()?)(&record)?;
+        let session = self
+            .core
+            .upgrade()?
+            .new_session(record.id.clone(), record.owner.clone());
+        session.shared().session().restore(&record);
         match self.insert(session.clone()) {
             Ok(_) => Some(session),
             Err(_) => None,
@@ -279,13 +272,14 @@ mod tests {
             config,
             &Counter::new(1 << 20),
             &InboundBudget::new(1 << 20),
+            Weak::new(),
         )
     }
 
     #[tokio::test(start_paused = true)]
     async fn only_a_session_idle_for_the_idle_timeout_gives_way_to_a_new_one() {
         let c = config(16, 2);
-        let store = MemorySessions::new(&c, Arc::new(MemoryStore::default()));
+        let store = MemorySessions::new(&c, Arc::new(MemoryStore::default()), Weak::new());
         for id in ["a", "b"] {
             assert!(store.insert(session(&c, id, 1)).unwrap().is_none());
         }
@@ -311,7 +305,7 @@ mod tests {
     async fn owners_together_leave_an_eighth_of_the_table_to_owners_holding_none() {
         // 16 sessions: owners that hold one fill 14 at most.
         let c = config(16, 8);
-        let store = MemorySessions::new(&c, Arc::new(MemoryStore::default()));
+        let store = MemorySessions::new(&c, Arc::new(MemoryStore::default()), Weak::new());
         for i in 0..14 {
             let owner = if i < 8 { 1 } else { 2 };
             store.insert(session(&c, &format!("s{i}"), owner)).unwrap();

@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 use super::coarse::CoarseTimer;
 use crate::http::sse;
 use crate::server::error::SendError;
-use crate::server::handle::{MessageTarget, SessionShared};
+use crate::server::handle::{SessionShared, SessionTransport};
 
 /// Bytes held, against a limit; shared by the streams it bounds.
 #[derive(Debug)]
@@ -497,7 +497,7 @@ impl Drop for Stream {
     }
 }
 
-impl MessageTarget for Stream {
+impl SessionTransport for Stream {
     fn send_line(&self, line: Vec<u8>) -> Result<(), SendError> {
         self.push(line, false)
     }
@@ -593,7 +593,7 @@ impl RequestTarget {
     }
 }
 
-impl MessageTarget for RequestTarget {
+impl SessionTransport for RequestTarget {
     fn close_for_polling(&self) -> bool {
         self.stream.kick()
     }
