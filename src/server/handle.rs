@@ -621,7 +621,7 @@ impl ServerHandle {
     /// The id of the session this handle speaks to; `None` once the
     /// transport is gone.
     ///
-    /// On the handle of an [`HttpServer`](crate::server::http::HttpServer)
+    /// On the handle of an HTTP server as a whole
     /// it is the server's own id, which names no session; a request's
     /// [`RequestContext::handle`](super::RequestContext::handle) has its
     /// session's.
