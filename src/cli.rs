@@ -1,5 +1,5 @@
-//! The `mcp` command (feature `cli`): talk to MCP servers from the command
-//! line, or serve them over HTTP (`mcp serve`).
+//! The `mcp` command, with feature `cli`: talk to MCP servers from the
+//! command line, or serve them over HTTP with `mcp serve`.
 //!
 #![doc = include_str!("../docs/cli.md")]
 //!
@@ -51,7 +51,7 @@ pub fn main() -> ExitCode {
     run(std::env::args_os())
 }
 
-/// The `mcp` program with `args` (the first is the program's name): parses
+/// The `mcp` program with `args`, the first being the program's name: parses
 /// them, runs the command, prints its output, and returns the exit code.
 ///
 /// # Examples
@@ -134,8 +134,8 @@ where
     ExitCode::from(finish(outcome))
 }
 
-/// The runtime's worker threads: `TOKIO_WORKER_THREADS` when set (and not
-/// empty), else one per CPU, as tokio's default; an invalid value is an
+/// The runtime's worker threads: `TOKIO_WORKER_THREADS` when set and not
+/// empty, else one per CPU, as tokio's default; an invalid value is an
 /// error here rather than tokio's panic.
 fn worker_threads(env: Option<&str>) -> Result<usize, String> {
     match env.filter(|v| !v.trim().is_empty()) {
@@ -167,7 +167,7 @@ pub(crate) enum Fail {
 pub(crate) enum Output {
     /// One JSON document.
     Json(Value),
-    /// Lines of text, and whether every server was ready (exit 0 or 3).
+    /// Lines of text, and whether every server was ready, for exit 0 or 3.
     Lines { lines: Vec<String>, all_ready: bool },
 }
 
@@ -290,7 +290,7 @@ pub(crate) fn host_failure(e: HostError) -> Fail {
 }
 
 /// The command-line options applied over a server's configuration: what
-/// was given wins; a server is never restarted (one shot).
+/// was given wins; a server is never restarted, since this is one shot.
 pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
     overlay_options(options, config);
     let probe = config.get_probe_timeout();
@@ -299,8 +299,8 @@ pub(crate) fn apply_options(options: &Options, config: &mut ClientConfig) {
     *config = config.clone().probe_timeout(probe).max_reconnects(0);
 }
 
-/// The command-line options given (timeout, era, env, cwd, stderr) over
-/// a server's configuration, its restart policy untouched.
+/// The command-line options given over a server's configuration: timeout,
+/// era, env, cwd, stderr. Its restart policy is untouched.
 pub(crate) fn overlay_options(options: &Options, config: &mut ClientConfig) {
     if let Some(t) = options.timeout() {
         *config = config.clone().request_timeout(t).init_timeout(t);
@@ -337,7 +337,7 @@ pub(crate) async fn send(
 }
 
 /// Runs `call` with request options holding the options' timeout, showing
-/// progress when asked (a list's pages share them).
+/// progress when asked. A list's pages share them.
 pub(crate) async fn with_options<F, Fut, T>(options: &Options, call: F) -> T
 where
     F: FnOnce(RequestOptions) -> Fut,

@@ -23,11 +23,11 @@ use self::interpolate::Variables;
 /// The key that holds this library's options, per server and for the host.
 pub const OPTIONS_KEY: &str = "conduit";
 
-/// The largest config file read, in bytes (4 MiB): a longer one is refused
+/// The largest config file read, in bytes: 4 MiB. A longer one is refused
 /// with [`ConfigFileError::TooLarge`].
 pub const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The largest `envFile` read, in bytes (1 MiB): a longer one is refused
+/// The largest `envFile` read, in bytes: 1 MiB. A longer one is refused
 /// with [`ConfigFileError::TooLarge`].
 pub const MAX_ENV_FILE_BYTES: u64 = 1024 * 1024;
 
@@ -48,32 +48,32 @@ const SECTIONS: &[&[&str]] = &[&["mcpServers"], &["servers"], &["mcp", "servers"
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServersFile {
-    /// The file (absolute).
+    /// The file, as an absolute path.
     pub path: PathBuf,
     /// The servers to start: every enabled stdio or Streamable HTTP entry,
     /// by name.
     pub servers: BTreeMap<String, ClientConfig>,
-    /// The host's options as written under the top-level `conduit` key
-    /// (an object without `servers`; empty if the key is absent).
+    /// The host's options as written under the top-level `conduit` key: an
+    /// object without `servers`, empty if the key is absent.
     pub host_options: Map<String, Value>,
-    /// The gateway's options of each server in [`servers`](Self::servers)
-    /// (`conduit.tools`, `conduit.lazy`), by name; default for a server
-    /// that sets none.
+    /// The gateway's options of each server in [`servers`](Self::servers),
+    /// by name: `conduit.tools` and `conduit.lazy`. A server that sets none
+    /// has the default.
     pub serve: BTreeMap<String, ServeOptions>,
-    /// A fingerprint of each server's entry as written in the file (before
-    /// expansion), by name: a server whose entry changed is restarted by
+    /// A fingerprint of each server's entry as written in the file, before
+    /// expansion, by name: a server whose entry changed is restarted by
     /// `mcp serve --watch`. Not the entry itself: it may hold a literal
     /// secret, and this type's `Debug` must not show one.
     entries: BTreeMap<String, u64>,
     /// Entries with `"disabled": true`.
     pub disabled: Vec<String>,
-    /// Entries this library cannot run (the deprecated HTTP+SSE transport,
-    /// unknown types), with the reason.
+    /// Entries this library cannot run, such as the deprecated HTTP+SSE
+    /// transport or unknown types, with the reason.
     pub unsupported: Vec<Unsupported>,
 }
 
-/// What a host (and `mcp serve`, `gateway::HttpGateway`, feature
-/// `gateway`) reads from a server's `conduit` options beyond its client's:
+/// What a host, and the gateway of feature `gateway` behind `mcp serve`,
+/// `gateway::HttpGateway`, reads from a server's `conduit` options beyond its client's:
 /// which of its tools are served, whether it starts on first use, the roots
 /// it is given when it asks outside any client's call, and how long it
 /// waits after it gave up before it is started again.
@@ -85,30 +85,32 @@ pub struct ServersFile {
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ServeOptions {
-    /// `tools.allow`: glob patterns (`*` any run of characters, `?` one);
-    /// when not empty, only the tools matching one are listed and callable.
+    /// `tools.allow`: glob patterns, where `*` is any run of characters and
+    /// `?` one. When not empty, only the tools matching one are listed and callable.
     pub tools_allow: Vec<String>,
     /// `tools.deny`: glob patterns; a tool matching one is neither listed
-    /// nor callable (deny wins over allow).
+    /// nor callable: deny wins over allow.
     pub tools_deny: Vec<String>,
     /// `lazy`: the server starts on its first use, not with the others.
     pub lazy: bool,
     /// `roots`: what the gateway answers the server's `roots/list` made
-    /// outside any client's call (at its start, say); each a `uri` and an
-    /// optional `name`. Empty by default.
+    /// outside any client's call, at its start say; each a `uri` and an
+    /// optional `name`.
+    ///
+    /// The default is empty.
     pub roots: Vec<crate::protocol::Root>,
     /// `revive_after_ms`: how long the server waits after it gave up before
     /// it is started again, over the host's
-    /// ([`HostConfig::revive_after`](crate::host::HostConfig::revive_after));
-    /// zero: never. `None` when the entry does not set it.
+    /// [`HostConfig::revive_after`](crate::host::HostConfig::revive_after).
+    /// Zero means never. `None` when the entry does not set it.
     pub revive_after: Option<std::time::Duration>,
 }
 
 /// How a config file is read beyond its text and the environment: the
-/// values of its `${input:ID}` variables (VS Code's `inputs`, which the
-/// editor asks its user for). A server that uses an input without a value
-/// here is left out ([`ServersFile::unsupported`], naming the input); the
-/// others are read.
+/// values of its `${input:ID}` variables. These are VS Code's `inputs`,
+/// which the editor asks its user for. A server that uses an input without
+/// a value here is left out, in [`ServersFile::unsupported`] naming the
+/// input; the others are read.
 ///
 /// ```
 /// use std::path::Path;
@@ -143,8 +145,8 @@ impl ReadOptions {
         Self::default()
     }
 
-    /// Supplies the value of `${input:id}` (held as a [`Secret`], as every
-    /// value it makes).
+    /// Supplies the value of `${input:id}`, held as a [`Secret`], as every
+    /// value it makes.
     pub fn input(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
         self.inputs.insert(id.into(), Secret::new(value));
         self
@@ -171,7 +173,7 @@ impl fmt::Display for Unsupported {
 }
 
 /// Why a config file could not be read. Every variant names the file, and
-/// where it applies the key (`mcpServers.github.env.TOKEN`).
+/// where it applies the key, such as `mcpServers.github.env.TOKEN`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigFileError {
@@ -184,7 +186,7 @@ pub enum ConfigFileError {
         #[source]
         source: std::io::Error,
     },
-    /// The text is not JSON (with comments).
+    /// The text is not JSON with comments.
     #[error("{}: not valid JSON: {problem}", file.display())]
     Syntax {
         /// The config file.
@@ -250,13 +252,13 @@ pub enum ConfigFileError {
         key: String,
         /// The env file.
         env_file: PathBuf,
-        /// The line's number (from 1).
+        /// The line's number, from 1.
         line: usize,
         /// What is wrong with it.
         problem: String,
     },
-    /// The config file, or an `envFile`, is longer than its limit
-    /// ([`MAX_CONFIG_FILE_BYTES`], [`MAX_ENV_FILE_BYTES`]). Nothing past the
+    /// The config file, or an `envFile`, is longer than its limit:
+    /// [`MAX_CONFIG_FILE_BYTES`] or [`MAX_ENV_FILE_BYTES`]. Nothing past the
     /// limit was read.
     #[error("{}{} is {bytes} bytes, over the limit of {limit} bytes", place(.file, .key), path.display())]
     TooLarge {
@@ -264,17 +266,17 @@ pub enum ConfigFileError {
         file: PathBuf,
         /// The `envFile` key, for an env file; `None` for the config file.
         key: Option<String>,
-        /// The file refused (the config file itself, or the env file).
+        /// The file refused: the config file itself, or the env file.
         path: PathBuf,
-        /// Its length (for a file that grew while it was read: at least
-        /// this).
+        /// Its length. For a file that grew while it was read, it is at least
+        /// this.
         bytes: u64,
         /// The limit.
         limit: u64,
     },
     /// The config file, or an `envFile`, is not a regular file: a FIFO, a
-    /// device (`/dev/zero`), a directory or a socket. It was not read (a
-    /// FIFO is opened without waiting for a writer).
+    /// device such as `/dev/zero`, a directory or a socket. It was not read;
+    /// a FIFO is opened without waiting for a writer.
     #[error("{}{} is a {kind}, not a regular file", place(.file, .key), path.display())]
     NotAFile {
         /// The config file.
@@ -287,7 +289,7 @@ pub enum ConfigFileError {
         /// `"socket"`, `"directory"` or `"special file"`.
         kind: &'static str,
     },
-    /// Two entries have the same name (in `mcpServers` and `servers`).
+    /// Two entries have the same name, in `mcpServers` and `servers`.
     #[error("{}: server `{name}` is defined twice", file.display())]
     Duplicate {
         /// The config file.
@@ -298,7 +300,7 @@ pub enum ConfigFileError {
 }
 
 /// Where a file error happened: the config file, and the key for a file
-/// it names (`/p/.mcp.json: `mcpServers.s.envFile`: env file `).
+/// it names, as in `/p/.mcp.json: `mcpServers.s.envFile`: env file `.
 fn place(file: &Path, key: &Option<String>) -> String {
     match key {
         Some(key) => format!("{}: `{key}`: env file ", file.display()),
@@ -307,8 +309,8 @@ fn place(file: &Path, key: &Option<String>) -> String {
 }
 
 impl ConfigFileError {
-    /// The error of a file that could not be read: the config file itself
-    /// (`key` is `None`) or the env file at `key`.
+    /// The error of a file that could not be read: the config file itself,
+    /// when `key` is `None`, or the env file at `key`.
     fn unreadable(file: &Path, key: Option<&str>, path: &Path, problem: read::Problem) -> Self {
         let (file, path) = (file.to_owned(), path.to_owned());
         let key = key.map(str::to_owned);
@@ -346,9 +348,9 @@ impl ServersFile {
     /// environment.
     ///
     /// The file, and every `envFile` it names, must be a regular file of at
-    /// most [`MAX_CONFIG_FILE_BYTES`] (env files: [`MAX_ENV_FILE_BYTES`]);
-    /// anything else is refused without being read
-    /// ([`ConfigFileError::NotAFile`], [`ConfigFileError::TooLarge`]). Files
+    /// most [`MAX_CONFIG_FILE_BYTES`], or [`MAX_ENV_FILE_BYTES`] for env
+    /// files. Anything else is refused without being read, with
+    /// [`ConfigFileError::NotAFile`] or [`ConfigFileError::TooLarge`]. Files
     /// are opened non-blocking, so a FIFO or a device never makes this wait:
     /// it only reads regular files, and is safe to call from async code.
     ///
@@ -374,7 +376,7 @@ impl ServersFile {
     }
 
     /// [`load`](Self::load), with the values of the file's `${input:ID}`s
-    /// (see [`ReadOptions`]).
+    /// given by [`ReadOptions`].
     ///
     /// ```no_run
     /// use conduit_mcp::config_file::{ReadOptions, ServersFile};
@@ -392,15 +394,15 @@ impl ServersFile {
         Self::parse_with(&text, path, &|name| std::env::var(name).ok(), options)
     }
 
-    /// The text [`load`](Self::load) reads, with its checks (a regular
-    /// file of at most [`MAX_CONFIG_FILE_BYTES`], opened without waiting).
+    /// The text [`load`](Self::load) reads, with its checks: a regular
+    /// file of at most [`MAX_CONFIG_FILE_BYTES`], opened without waiting.
     pub(crate) fn read_text(path: &Path) -> Result<String, ConfigFileError> {
         read::read_text(path, MAX_CONFIG_FILE_BYTES)
             .map_err(|p| ConfigFileError::unreadable(path, None, path, p))
     }
 
-    /// Reads `text` as the file at `path` (relative paths in it are taken
-    /// from `path`'s directory), expanding variables with `env`.
+    /// Reads `text` as the file at `path`, expanding variables with `env`.
+    /// Relative paths in it are taken from `path`'s directory.
     ///
     /// # Examples
     ///
@@ -431,7 +433,7 @@ impl ServersFile {
     }
 
     /// [`parse`](Self::parse), with the values of the file's `${input:ID}`s
-    /// (see [`ReadOptions`]).
+    /// given by [`ReadOptions`].
     pub fn parse_with(
         text: &str,
         path: &Path,
@@ -568,8 +570,8 @@ impl ServersFile {
         self.entries.get(name).copied()
     }
 
-    /// Keeps only the servers whose names `keep` accepts (their options and
-    /// fingerprints with them).
+    /// Keeps only the servers whose names `keep` accepts, with their
+    /// options and fingerprints.
     ///
     /// # Examples
     ///
@@ -591,10 +593,10 @@ impl ServersFile {
     }
 }
 
-/// The JSON (with comments) of the regular file at `path`, read within
-/// the bounds of a config file (a regular file of at most
-/// [`MAX_CONFIG_FILE_BYTES`], opened without blocking on a FIFO): for other
-/// files a program reads beside its config file (a tokens file, say).
+/// The JSON with comments of the regular file at `path`, read within the
+/// bounds of a config file: a regular file of at most
+/// [`MAX_CONFIG_FILE_BYTES`], opened without blocking on a FIFO. It is for
+/// other files a program reads beside its config file, a tokens file say.
 ///
 /// # Examples
 ///
@@ -617,7 +619,7 @@ pub fn read_jsonc(path: &Path) -> Result<Value, ConfigFileError> {
     })
 }
 
-/// JSON with comments and trailing commas (VS Code's JSONC), nothing looser.
+/// JSON with comments and trailing commas, VS Code's JSONC, nothing looser.
 fn parse_jsonc(text: &str) -> Result<Value, String> {
     let opts = jsonc_parser::ParseOptions {
         allow_comments: true,
@@ -640,8 +642,8 @@ fn lookup<'a>(top: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> {
         .try_fold(top.get(*first)?, |v, k| v.as_object()?.get(*k))
 }
 
-/// The top-level options key: an object without servers (its fields are
-/// the host's to read).
+/// The top-level options key: an object without servers, whose fields are
+/// the host's to read.
 fn host_options(
     ctx: &entry::Context<'_>,
     top: &Map<String, Value>,

@@ -1,7 +1,7 @@
 //! Error and close-reason types.
 //!
-//! Local failures (timeouts, a closed transport, a dead actor) are never
-//! reported as if the peer had sent them: only [`Error::Server`] carries an
+//! Local failures, such as timeouts, a closed transport or a dead actor, are
+//! never reported as if the peer had sent them: only [`Error::Server`] carries an
 //! error object that came from the server.
 
 use std::fmt;
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::jsonrpc::ErrorObject;
 
-/// How a child process ended (named apart from `std::process::ExitStatus`,
-/// which [`from_std`](Self::from_std) converts).
+/// How a child process ended. It is named apart from
+/// `std::process::ExitStatus`, which [`from_std`](Self::from_std) converts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChildExit {
     /// Exited with this code.
@@ -73,7 +73,7 @@ impl fmt::Display for ChildExit {
     }
 }
 
-/// Why a transport (one server process) closed.
+/// Why a transport, one server process, closed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CloseReason {
@@ -111,13 +111,13 @@ pub enum CloseReason {
         /// Bytes queued and not yet written.
         queued: usize,
     },
-    /// Writing to the server's stdin failed (for example a broken pipe).
+    /// Writing to the server's stdin failed, for example on a broken pipe.
     #[error("writing to the server failed: {0}")]
     WriteFailed(String),
     /// Reading the server's stdout failed.
     #[error("reading from the server failed: {0}")]
     ReadFailed(String),
-    /// The client closed the transport (stop or restart).
+    /// The client closed the transport to stop or restart.
     #[error("closed by the client")]
     ClientClosed,
     /// The protocol handshake failed.
@@ -130,8 +130,8 @@ pub enum CloseReason {
     /// where no resumption was possible.
     #[error("HTTP connection to the server failed: {0}")]
     ConnectionFailed(String),
-    /// HTTP, 2025-11-25 era: the server answered 404 to the session's id
-    /// (it ended or forgot the session); the client starts a new one.
+    /// HTTP, 2025-11-25 era: the server answered 404 to the session's id,
+    /// since it ended or forgot the session. The client starts a new one.
     #[error("the server ended the HTTP session (404 for its MCP-Session-Id)")]
     SessionExpired,
 }
@@ -178,7 +178,7 @@ impl ConfigError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpawnError {
-    /// The command was not found in PATH (or the absolute path does not exist).
+    /// The command was not found in PATH, or the absolute path does not exist.
     #[error("executable `{command}` not found{}", if *.searched_path { " in PATH" } else { "" })]
     NotFound {
         /// The configured command.
@@ -211,7 +211,7 @@ pub enum SpawnError {
         #[source]
         source: std::io::Error,
     },
-    /// The configuration was refused at spawn (for example a batch file).
+    /// The configuration was refused at spawn, for example a batch file.
     #[error(transparent)]
     Config(#[from] ConfigError),
 }
@@ -231,8 +231,8 @@ pub enum Error {
         /// The timeout that elapsed.
         after: Duration,
     },
-    /// The request's line is longer than the whole write queue
-    /// (`max_write_queue_bytes`): it failed alone, the server was not
+    /// The request's line is longer than the whole write queue of
+    /// `max_write_queue_bytes`: it failed alone, the server was not
     /// disturbed.
     #[error("`{method}`: the request is {bytes} bytes, over the {limit}-byte write queue")]
     RequestTooLarge {
@@ -243,8 +243,8 @@ pub enum Error {
         /// `max_write_queue_bytes`.
         limit: usize,
     },
-    /// A notification found no room in the write queue (the server is not
-    /// keeping up); it was not sent.
+    /// A notification found no room in the write queue, since the server is
+    /// not keeping up; it was not sent.
     #[error("write queue full: {queued} bytes unwritten, limit {limit}")]
     WriteQueueFull {
         /// Bytes queued and not yet written.
@@ -261,12 +261,12 @@ pub enum Error {
     /// The server's transport closed while the call was in flight. Not retried.
     #[error("connection to the server closed: {0}")]
     Closed(CloseReason),
-    /// The Connection actor went down (stopped, killed or crashed).
+    /// The Connection actor went down: stopped, killed or crashed.
     #[error("connection went down: {0}")]
     ConnectionDown(String),
     /// The transport says this request will get no answer, while the
-    /// connection stays up (HTTP: the response ended without one and could
-    /// not be resumed, or the answer was over `max_message_bytes`). The
+    /// connection stays up. Over HTTP, the response ended without one and
+    /// could not be resumed, or the answer was over `max_message_bytes`. The
     /// server may or may not have acted on it. Not retried.
     #[error("no answer: {problem}")]
     Unanswered {
@@ -279,7 +279,8 @@ pub enum Error {
         /// Deaths of the server counted within
         /// [`restart_period`](crate::client::ClientConfig::restart_period), the
         /// last one included: `max_reconnects` + 1, or fewer when the
-        /// handshake failed for good (restarting would meet the same server).
+        /// handshake failed for good, since restarting would meet the same
+        /// server.
         attempts: u32,
         /// The last failure.
         last: String,
@@ -298,17 +299,18 @@ pub enum Error {
         /// What failed.
         problem: String,
     },
-    /// The protocol handshake failed (unsupported version, bad discovery answer).
+    /// The protocol handshake failed: unsupported version, bad discovery answer.
     #[error("handshake failed: {0}")]
     Handshake(String),
-    /// A client-side failure that fits no other variant (an actor could not be spawned).
+    /// A client-side failure that fits no other variant, such as an actor that
+    /// could not be spawned.
     #[error("{0}")]
     Internal(String),
-    /// A paginated list (`tools/list`, `resources/list`, ...) went past one
-    /// of its caps ([`max_list_pages`](crate::client::ClientConfig::max_list_pages),
-    /// [`max_list_items`](crate::client::ClientConfig::max_list_items),
-    /// [`max_list_bytes`](crate::client::ClientConfig::max_list_bytes)): the server
-    /// kept sending a `nextCursor`. What was fetched is dropped.
+    /// A paginated list such as `tools/list` went past one of its caps:
+    /// [`max_list_pages`](crate::client::ClientConfig::max_list_pages),
+    /// [`max_list_items`](crate::client::ClientConfig::max_list_items) or
+    /// [`max_list_bytes`](crate::client::ClientConfig::max_list_bytes). The
+    /// server kept sending a `nextCursor`. What was fetched is dropped.
     #[error(
         "`{method}`: the list went past its cap of {limit} {cap} \
          ({pages} pages, {items} items, {bytes} bytes held when it stopped)"
@@ -324,7 +326,7 @@ pub enum Error {
         pages: usize,
         /// Items in them.
         items: usize,
-        /// Bytes they hold in memory once parsed (an estimate).
+        /// Bytes they hold in memory once parsed, as an estimate.
         bytes: usize,
     },
     /// A paginated list took longer than
@@ -348,9 +350,9 @@ pub enum Error {
         /// Pages fetched, the one with the repeated cursor included.
         pages: usize,
     },
-    /// The method does not exist in the server's protocol era (for example
-    /// `resources/subscribe` with a 2026-07-28 server, `subscriptions/listen`
-    /// with a 2025-11-25 one). Nothing was sent.
+    /// The method does not exist in the server's protocol era, for example
+    /// `resources/subscribe` with a 2026-07-28 server, or
+    /// `subscriptions/listen` with a 2025-11-25 one. Nothing was sent.
     #[error("`{method}` does not exist in the {era} era")]
     Unsupported {
         /// The method.
@@ -360,7 +362,7 @@ pub enum Error {
     },
 }
 
-/// The cap of a paginated list that was reached (see [`Error::ListTooLong`]).
+/// The cap of a paginated list that was reached, in [`Error::ListTooLong`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ListCap {

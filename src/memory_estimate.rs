@@ -2,9 +2,9 @@
 //! bound on what a peer can make this process keep.
 //!
 //! A line's length is not that measure: `[0,0,0,...]` is 2 bytes per
-//! element on the wire and a 32-byte `serde_json::Value` (plus the vector's
-//! slack) once parsed, and a small object costs a whole B-tree node (about
-//! 600 bytes) however few members it has. [`value`] walks the tree and adds
+//! element on the wire and a 32-byte `serde_json::Value`, plus the vector's
+//! slack, once parsed. A small object costs a whole B-tree node of about
+//! 600 bytes however few members it has. [`value`] walks the tree and adds
 //! what each node holds, with the allocator's per-allocation overhead: an
 //! estimate, calibrated to stay above what the process really holds.
 
@@ -26,7 +26,7 @@ pub(crate) fn value(v: &Value) -> usize {
 /// What the allocator spends on one allocation beyond its size.
 const ALLOCATION: usize = 16;
 
-/// Entries of one B-tree node (serde_json's map is a `BTreeMap`).
+/// Entries of one B-tree node, since serde_json's map is a `BTreeMap`.
 const NODE_ENTRIES: usize = 11;
 
 /// Bytes held by a string of `capacity` bytes on the heap.
@@ -38,7 +38,7 @@ fn string(capacity: usize) -> usize {
     }
 }
 
-/// Bytes `v` holds on the heap (not counting its own node).
+/// Bytes `v` holds on the heap, not counting its own node.
 fn heap(v: &Value) -> usize {
     match v {
         Value::Null | Value::Bool(_) | Value::Number(_) => 0,
@@ -62,7 +62,7 @@ fn heap(v: &Value) -> usize {
 }
 
 impl Message {
-    /// Bytes this message holds in memory (an estimate, see the module).
+    /// Bytes this message holds in memory: an estimate, as the module says.
     pub(crate) fn estimated_bytes(&self) -> usize {
         let params = |p: &Option<Value>| p.as_ref().map_or(0, value);
         size_of::<Message>()

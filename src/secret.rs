@@ -1,11 +1,11 @@
 //! [`Secret`]: a value that is revealed only at spawn, and [`MaybeSecret`]:
 //! text that is plain or a secret, the type of everything a server is
-//! started with: the command, each argument ([`Arg`]), each environment
-//! value ([`EnvValue`]) and the working directory.
+//! started with: the command, each argument as an [`Arg`], each environment
+//! value as an [`EnvValue`], and the working directory.
 //!
-//! A config file keeps every value that came from the environment (`${VAR}`)
-//! or from an env file as a [`Secret`], wherever it lands (see
-//! [`config_file`](crate::config_file)); in code, pass a [`Secret`] where
+//! A config file keeps every value that came from the environment, as
+//! `${VAR}`, or from an env file as a [`Secret`], wherever it lands: see
+//! [`config_file`](crate::config_file). In code, pass a [`Secret`] where
 //! a value is one:
 //!
 //! ```
@@ -24,11 +24,11 @@
 //! A serialised [`Secret`] never carries its value: it is written as
 //! `{"redacted": true}`, and reading that back fails with an error that
 //! says the value was redacted. A serialised configuration holding secrets
-//! is therefore a description (safe to log or show), not a copy: supply the
-//! secrets again (for example from an env file, see
-//! [`config_file`](crate::config_file)) to run it. A secret is read from
-//! `{"secret": "value"}` (or, where a `Secret` alone is expected, from a
-//! plain string); a [`MaybeSecret`] read from a plain string is
+//! is therefore a description, safe to log or show, not a copy. Supply the
+//! secrets again to run it, for example from an env file as
+//! [`config_file`](crate::config_file) reads them. A secret is read from
+//! `{"secret": "value"}`, or from a plain string where a `Secret` alone is
+//! expected. A [`MaybeSecret`] read from a plain string is
 //! [`MaybeSecret::Plain`].
 
 use std::fmt;
@@ -115,10 +115,10 @@ pub enum MaybeSecret {
     Secret(Secret),
 }
 
-/// An environment value (a [`MaybeSecret`]).
+/// An environment value: a [`MaybeSecret`].
 pub type EnvValue = MaybeSecret;
 
-/// A command-line argument, or the command itself (a [`MaybeSecret`]).
+/// A command-line argument, or the command itself: a [`MaybeSecret`].
 pub type Arg = MaybeSecret;
 
 impl MaybeSecret {

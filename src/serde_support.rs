@@ -25,7 +25,7 @@ pub(crate) mod millis {
     }
 }
 
-/// An environment (`Vec<(name, value)>`, in order) as a JSON object.
+/// An environment, a `Vec<(name, value)>` in order, as a JSON object.
 pub(crate) mod env_map {
     use std::fmt;
 

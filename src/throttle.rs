@@ -1,5 +1,5 @@
-//! A log line a peer can trigger at will (a refused request) is written a
-//! few times, not each time: [`Throttle`] lets one through per period and
+//! A log line a peer can trigger at will, such as a refused request, is
+//! written a few times, not each time: [`Throttle`] lets one through per period and
 //! counts the others, which the next one reports.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One log line's rate: at most one per [`PERIOD`](Throttle::PERIOD).
-/// One per server (or gateway), so one's refusals do not hide another's.
+/// One per server or gateway, so one's refusals do not hide another's.
 #[derive(Debug, Default)]
 pub(crate) struct Throttle {
     last: Mutex<Option<Instant>>,
@@ -19,7 +19,7 @@ impl Throttle {
     pub(crate) const PERIOD: Duration = Duration::from_secs(10);
 
     /// `Some(n)` when the line may be written now, `n` being how many were
-    /// skipped since the last one; `None` (counted) otherwise.
+    /// skipped since the last one. Otherwise `None`, and it is counted.
     pub(crate) fn admit(&self) -> Option<u64> {
         let now = Instant::now();
         let mut last = crate::sync::lock(&self.last);

@@ -101,7 +101,8 @@ Examples:
   mcp completions bash > ~/.local/share/bash-completion/completions/mcp
 ";
 
-/// `mcp`: talk to MCP servers, local (stdio) or remote (Streamable HTTP).
+/// `mcp`: talk to MCP servers, local ones over stdio or remote ones over
+/// Streamable HTTP.
 #[derive(Debug, Parser)]
 #[command(
     name = "mcp",
@@ -122,14 +123,14 @@ pub(crate) struct Cli {
 }
 
 /// The subcommands that talk to no one server as a client: the options of
-/// [`ClientArgs`] are not theirs (serve would refuse them).
+/// [`ClientArgs`] are not theirs, and serve would refuse them.
 const NOT_A_CLIENT: &[&str] = &["serve", "completions"];
 
 impl Cli {
     /// The command line as `mcp` reads it: the options of [`Options`]
     /// before or after any subcommand, those of [`ClientArgs`] before a
-    /// subcommand or after one that talks to a server as a client (not
-    /// after `serve`, whose help does not list them).
+    /// subcommand or after one that talks to a server as a client. They are
+    /// not read after `serve`, whose help does not list them.
     pub(crate) fn definition() -> clap::Command {
         let client: Vec<clap::Arg> = ClientArgs::augment_args(clap::Command::new("client"))
             .get_arguments()
@@ -147,7 +148,7 @@ impl Cli {
         cmd
     }
 
-    /// Parses `args` (the first is the program's name) with
+    /// Parses `args`, the first being the program's name, with
     /// [`definition`](Self::definition).
     pub(crate) fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
     where
@@ -190,16 +191,16 @@ impl Cli {
     }
 }
 
-/// Options of every subcommand (before or after it).
+/// Options of every subcommand, before or after it.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Options {
     /// Bound each request, and the wait for the server to be ready, to N
     /// milliseconds (default 60000)
     #[arg(long = "timeout-ms", value_name = "N", global = true, value_parser = timeout)]
     timeout: Option<Duration>,
-    /// Protocol era (default auto: probe with server/discover, fall back to
-    /// initialize); 2025-11-25 includes the older revisions (modern and
-    /// legacy are read too)
+    /// Protocol era. The default is auto: probe with server/discover, fall
+    /// back to initialize. 2025-11-25 includes the older revisions; modern
+    /// and legacy are read too
     #[arg(long, value_name = "auto|2026-07-28|2025-11-25", global = true, value_parser = era())]
     era: Option<EraPreference>,
     /// Set a variable in the server's environment (repeatable). Only HOME
@@ -234,8 +235,8 @@ pub(crate) struct Options {
     /// repeatable; every one of the file by default)
     #[arg(long = "server", value_name = "NAME", global = true)]
     servers: Vec<String>,
-    /// The one `--server` of a subcommand that uses one server (set from
-    /// `servers` once it is checked to hold at most one).
+    /// The one `--server` of a subcommand that uses one server, set from
+    /// `servers` once it is checked to hold at most one.
     #[arg(skip)]
     server: Option<String>,
     /// `--url`, before or after the subcommand.
@@ -246,8 +247,8 @@ pub(crate) struct Options {
     header: Vec<SecretPair>,
 }
 
-/// The options of a subcommand that talks to a server as a client (every
-/// one but serve and completions), before or after it.
+/// The options of a subcommand that talks to a server as a client, before
+/// or after it: every subcommand but serve and completions.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct ClientArgs {
     /// Ask for progress; show it on stderr (a bar on a terminal, else each
@@ -264,8 +265,8 @@ pub(crate) struct ClientArgs {
 }
 
 impl ClientArgs {
-    /// These, then `after` (given after the subcommand); a URL given on
-    /// both sides is refused.
+    /// These, then `after`, given after the subcommand. A URL given on both
+    /// sides is refused.
     fn join(&mut self, after: ClientArgs) -> Result<(), &'static str> {
         self.progress |= after.progress;
         match (&self.url, after.url) {
@@ -333,8 +334,8 @@ impl Options {
         &self.servers
     }
 
-    /// The one server a subcommand other than serve uses (see
-    /// [`choose_server`](Self::choose_server)).
+    /// The one server a subcommand other than serve uses, as
+    /// [`choose_server`](Self::choose_server) chose it.
     #[inline]
     pub(crate) fn server(&self) -> Option<&String> {
         self.server.as_ref()
@@ -449,9 +450,9 @@ pub(crate) enum Command {
     #[command(override_usage = "mcp servers [OPTIONS] --config FILE [--server NAME]")]
     Servers,
     /// Serve the servers of --config FILE over Streamable HTTP, supervised:
-    /// POST /mcp (every server in one namespace), /servers/NAME/mcp (one
-    /// server as it is), GET /health, GET /metrics. Stops on SIGTERM or
-    /// SIGINT (exit 0, every server process gone)
+    /// POST /mcp for every server in one namespace, /servers/NAME/mcp for
+    /// one server as it is, GET /health, GET /metrics. Stops on SIGTERM or
+    /// SIGINT with exit 0, every server process gone
     #[command(
         override_usage = "mcp serve --config FILE [--listen ADDR] [--token-env VAR | --tokens FILE] [OPTIONS]"
     )]
@@ -481,15 +482,15 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE", value_parser = absolute)]
     tokens: Option<PathBuf>,
     /// Serve /metrics to `Authorization: Bearer TOKEN` alone, TOKEN read
-    /// from the variable VAR (and to operator clients of --tokens); it
+    /// from the variable VAR, and to operator clients of --tokens; it
     /// reaches no server
     #[arg(long = "metrics-token-env", value_name = "VAR")]
     metrics_token_env: Option<String>,
     /// Allow listening on a non-loopback address without a token
     #[arg(long = "insecure-no-auth")]
     insecure_no_auth: bool,
-    /// Allow browser requests from ORIGIN (repeatable; loopback origins are
-    /// always allowed; `*` allows any); other origins get 403
+    /// Allow browser requests from ORIGIN, repeatable; other origins get
+    /// 403. Loopback origins are always allowed, and `*` allows any
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
     /// Follow the config file: servers whose entry changed restart, added
@@ -601,8 +602,8 @@ fn env_pair(v: &str) -> Result<(String, String), String> {
     }
 }
 
-/// One `--header K=V` or `--input ID=VALUE`: the name and the value (a
-/// secret), or why it is not one. Never refused by clap itself, which
+/// One `--header K=V` or `--input ID=VALUE`: the name and the secret
+/// value, or why it is not one. Never refused by clap itself, which
 /// would print the whole argument, token included; `mcp` says what is
 /// wrong without it.
 #[derive(Debug, Clone)]
@@ -613,7 +614,7 @@ pub(crate) enum SecretPair {
     Bad(&'static str),
 }
 
-/// The characters of a header name (RFC 9110 `token`).
+/// The characters of a header name: RFC 9110's `token`.
 fn is_header_name(k: &str) -> bool {
     !k.is_empty()
         && k.bytes()
@@ -632,7 +633,8 @@ fn header_pair(v: &str) -> Result<SecretPair, String> {
     })
 }
 
-/// `--input ID=VALUE`: the value as given (not trimmed: it is the user's).
+/// `--input ID=VALUE`: the value as given, not trimmed, since it is the
+/// user's.
 fn input_pair(v: &str) -> Result<SecretPair, String> {
     Ok(match v.split_once('=') {
         Some((id, val)) if !id.is_empty() && !id.contains('}') => {

@@ -1,5 +1,5 @@
-//! `--config FILE`: the servers of a config file. One server (`--server`,
-//! or the file's only one) runs as after `--`; `tools`, `call
+//! `--config FILE`: the servers of a config file. One server, by
+//! `--server` or the file's only one, runs as after `--`; `tools`, `call
 //! server__tool`, `prompts`, `prompt server__name`, `resources`, `read URI`
 //! and `servers` run a [`Host`] of several.
 
@@ -69,8 +69,8 @@ pub(super) async fn run(
     }
 }
 
-/// Says on stderr which entries of `file` are not served, and why (the
-/// output on stdout stays one JSON document).
+/// Says on stderr which entries of `file` are not served, and why. The
+/// output on stdout stays one JSON document.
 fn skipped(file: &ServersFile) {
     for name in &file.disabled {
         eprintln!("mcp: skipped {name}: disabled");
@@ -117,7 +117,7 @@ pub(super) fn unknown(file: &ServersFile, name: &str) -> Fail {
     Fail::Usage(format!("server `{name}` {why}"))
 }
 
-/// Starts a host of `config`, runs `work` on it (or stops at Ctrl-C), then
+/// Starts a host of `config`, runs `work` on it or stops at Ctrl-C, then
 /// stops every server and waits until their processes are gone.
 async fn with_host<T>(
     options: &Options,
@@ -228,8 +228,8 @@ async fn all_tools(options: &Options, config: HostConfig) -> Result<Output, Fail
 }
 
 /// `mcp tools|prompts|resources --config FILE`: every server's items of
-/// `kind`, each with its server (and, for tools and prompts, its
-/// namespaced name).
+/// `kind`, each with its server, and, for tools and prompts, its
+/// namespaced name.
 async fn all_items(
     options: &Options,
     config: HostConfig,
@@ -288,7 +288,7 @@ async fn all_items(
     Err(Fail::Transport(errors.join("\nerror: ")))
 }
 
-/// Keeps in `config` only the servers the namespaced `name` (of a `kind`)
+/// Keeps in `config` only the servers the namespaced `name` of a `kind`
 /// can belong to; a usage error when there is none.
 fn keep_owners(
     file: &ServersFile,
@@ -310,7 +310,7 @@ fn keep_owners(
     Ok(())
 }
 
-/// `mcp call server__tool`: starts the server(s) the name can belong to,
+/// `mcp call server__tool`: starts the servers the name can belong to,
 /// and calls through the host's namespace.
 async fn call(
     options: &Options,
@@ -340,7 +340,7 @@ async fn call(
     Ok(result.into())
 }
 
-/// `mcp prompt server__name`: starts the server(s) the name can belong to,
+/// `mcp prompt server__name`: starts the servers the name can belong to,
 /// and gets the prompt through the host's namespace.
 async fn prompt(
     options: &Options,

@@ -1,11 +1,11 @@
-//! `mcp --url` and protected servers: the command logs in with OAuth
-//! (`conduit_mcp::oauth`) before it talks to the server, and keeps the
+//! `mcp --url` and protected servers: the command logs in with OAuth,
+//! `conduit_mcp::oauth`, before it talks to the server, and keeps the
 //! tokens in a file of mode 0600 for the next run.
 //!
-//! The user is sent to the authorization URL (printed on stderr); the
+//! The user is sent to the authorization URL, printed on stderr. The
 //! authorization server brings the browser back to a loopback redirect
-//! URI on which the command listens (`http://127.0.0.1:PORT/callback`),
-//! for at most five minutes. The token file is `$MCP_TOKEN_FILE`, else
+//! URI on which the command listens for at most five minutes:
+//! `http://127.0.0.1:PORT/callback`. The token file is `$MCP_TOKEN_FILE`, else
 //! `$XDG_CONFIG_HOME/conduit-mcp/oauth-tokens.json`, else
 //! `~/.config/conduit-mcp/oauth-tokens.json`.
 
@@ -35,7 +35,8 @@ const WAIT: Duration = Duration::from_secs(300);
 /// Largest request head read from the browser.
 const MAX_HEAD: usize = 16 * 1024;
 
-/// The token file (`None`: no home directory, tokens kept in memory).
+/// The token file; `None` when there is no home directory, and tokens are
+/// kept in memory.
 pub(super) fn token_file() -> Option<PathBuf> {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     if let Some(p) = var("MCP_TOKEN_FILE") {
@@ -48,7 +49,7 @@ pub(super) fn token_file() -> Option<PathBuf> {
 }
 
 /// Set once the user is asked to authorize: from then on the wait is the
-/// user's (bounded by [`WAIT`]), not the server's.
+/// user's, bounded by [`WAIT`], not the server's.
 type Asked = Arc<AtomicBool>;
 
 /// Resolves when `limit` has passed and the user was not asked to
@@ -100,10 +101,10 @@ fn oauth() -> Result<(OAuth, Asked), String> {
     Ok((OAuth::new(config), asked))
 }
 
-/// Logs in to the server of `http` now (or reuses the kept token), so that
+/// Logs in to the server of `http` now, or reuses the kept token, so that
 /// the user's time in the browser does not count against a request's
-/// timeout. The probe is bounded as any request is (`--timeout-ms`,
-/// default 60 s); the wait for the browser is not (it has [`WAIT`]).
+/// timeout. The probe is bounded by `--timeout-ms` as any request is; the
+/// wait for the browser is not, since it has [`WAIT`].
 async fn log_in(
     options: &Options,
     oauth: &OAuth,
@@ -142,8 +143,8 @@ impl From<LoginError> for Fail {
 }
 
 /// `config` with authorization, logged in to first, when it is an HTTP
-/// server (of `--url`, or the one server of a config file); as it is
-/// otherwise.
+/// server: that of `--url`, or the one server of a config file. Otherwise
+/// `config` as it is.
 pub(super) async fn authorized(
     options: &Options,
     config: ClientConfig,
@@ -159,8 +160,8 @@ pub(super) async fn authorized(
     Ok(config.oauth(oauth))
 }
 
-/// Every HTTP server of a host logged in to, one after the other (one
-/// browser at a time, one redirect listener). A server whose login fails
+/// Every HTTP server of a host logged in to, one after the other, with one
+/// browser at a time and one redirect listener. A server whose login fails
 /// for authorization reasons is said on stderr; either way it is left
 /// without authorization, and the host reports it as not ready, as any
 /// server that does not start.
@@ -193,13 +194,13 @@ pub(super) async fn authorize_all(
 
 /// Serves the redirect until the browser comes back: connections are read
 /// at once, each within [`READ_DEADLINE`], and only `GET /callback` with
-/// the `state` of this login ends the wait; any other request is answered
-/// 404 (another path) or 400 (another or no `state`) and the wait goes on,
-/// so another local process can neither stall the login nor end it. At
-/// most [`MAX_CONNECTIONS`] are open at once: a new connection then closes
-/// the oldest one that is still sending its request and has nothing unread
-/// waiting, so connections that send nothing cannot keep the browser's out
-/// (a browser sends its request as soon as it connects).
+/// the `state` of this login ends the wait. Any other request is answered
+/// 404 for another path, or 400 for another or no `state`, and the wait
+/// goes on, so another local process can neither stall the login nor end
+/// it. At most [`MAX_CONNECTIONS`] are open at once: a new connection then
+/// closes the oldest one that is still sending its request and has nothing
+/// unread waiting. A browser sends its request as soon as it connects, so
+/// connections that send nothing cannot keep the browser's out.
 async fn callback(
     listener: &tokio::net::TcpListener,
     state: &str,
@@ -250,7 +251,7 @@ async fn callback(
 struct Open {
     task: tokio::task::AbortHandle,
     /// A second handle on its socket, to see bytes its task has not read
-    /// yet (closed with this value).
+    /// yet. It is closed with this value.
     socket: std::net::TcpStream,
     /// Set once its request is read: it is being answered.
     read: Arc<AtomicBool>,
@@ -266,8 +267,8 @@ impl Open {
         Ok((tokio::net::TcpStream::from_std(conn)?, socket))
     }
 
-    /// Still sending its request, and nothing it sent waits unread (the
-    /// socket is non-blocking: the look does not wait).
+    /// Still sending its request, and nothing it sent waits unread. The
+    /// socket is non-blocking, so the look does not wait.
     fn idle(&self) -> bool {
         !self.read.load(Ordering::Acquire)
             && !matches!(self.socket.peek(&mut [0u8; 1]), Ok(n) if n > 0)
@@ -281,8 +282,8 @@ const READ_DEADLINE: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: usize = 64;
 
 /// One connection to the redirect listener: its request is read within
-/// [`READ_DEADLINE`] (then `read` is set) and answered; the callback of
-/// this login (its `state`) goes to `done`.
+/// [`READ_DEADLINE`], then `read` is set, and answered. The callback of
+/// this login, with its `state`, goes to `done`.
 async fn serve_redirect(
     mut conn: tokio::net::TcpStream,
     state: String,

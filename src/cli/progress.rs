@@ -1,5 +1,5 @@
 //! `--progress`: a progress bar on a terminal, one JSON line per
-//! notification otherwise (on stderr, either way).
+//! notification otherwise, on stderr either way.
 
 use std::io::{IsTerminal, Write};
 
@@ -30,8 +30,8 @@ impl ProgressView {
         (opts.progress(tx), ProgressView { printer })
     }
 
-    /// Waits until everything received is shown (call once the request's
-    /// options are gone: their sender ends the stream).
+    /// Waits until everything received is shown. Call it once the request's
+    /// options are gone, since their sender ends the stream.
     pub(crate) async fn finish(self) {
         let _ = self.printer.await;
     }

@@ -1,10 +1,10 @@
 //! What `mcp serve` says on stderr of its servers without `--verbose`: one
-//! line for each start failure, crash (with the exit status), restart,
-//! give-up, revive and return to service (ready and listed again), naming
-//! the server; and, in the start line, which servers are ready and which
-//! are not. Only names, statuses and the library's own
-//! reasons (which never hold a secret), never a command line or an
-//! environment.
+//! line for each start failure, crash with the exit status, restart,
+//! give-up, revive and return to service, naming the server. A return to
+//! service is ready and listed again. The start line says which servers
+//! are ready and which are not. It says only names, statuses and the
+//! library's own reasons, which never hold a secret; never a command line
+//! or an environment.
 
 use std::collections::BTreeSet;
 
@@ -15,13 +15,13 @@ use crate::host::{HostEvent, HostEvents, ServerSummary};
 /// What was said so far.
 #[derive(Default)]
 pub(super) struct Said {
-    /// The servers whose give-up was said (their removal from the
-    /// namespace is not news).
+    /// The servers whose give-up was said. Their removal from the
+    /// namespace is not news.
     gave_up: BTreeSet<String>,
-    /// The servers whose end (a give-up, a failed start) was said.
+    /// The servers whose end, a give-up or a failed start, was said.
     ended: BTreeSet<String>,
-    /// The servers that went down (a crash, a give-up) and have not served
-    /// since: their next listing is news.
+    /// The servers that went down by a crash or a give-up and have not
+    /// served since: their next listing is news.
     down: BTreeSet<String>,
 }
 
@@ -33,7 +33,7 @@ impl Said {
         }
     }
 
-    /// Whether the end of server `name` (a give-up, a failed start) was
+    /// Whether the end of server `name`, a give-up or a failed start, was
     /// said.
     pub(super) fn told_end(&self, name: &str) -> bool {
         self.ended.contains(name)

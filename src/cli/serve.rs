@@ -1,7 +1,8 @@
 //! `mcp serve --config FILE`: the servers of a config file behind one
-//! Streamable HTTP endpoint, supervised ([`HttpGateway`]); a thin layer that
-//! reads the options, refuses an open listener without a token, and stops
-//! on SIGTERM/SIGINT (exit 0 once every server process is gone).
+//! Streamable HTTP endpoint, supervised by [`HttpGateway`]. It is a thin
+//! layer that reads the options, refuses an open listener without a token,
+//! and stops on SIGTERM/SIGINT with exit 0 once every server process is
+//! gone.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -191,8 +192,8 @@ fn refuse_unused(options: &Options) -> Result<(), Fail> {
     Ok(())
 }
 
-/// The servers `--server` names (repeatable; every one of the file when
-/// none), each checked to be one the file serves.
+/// The servers the repeatable `--server` names, each checked to be one the
+/// file serves; every one of the file when none.
 fn selected(options: &Options, file: &ServersFile) -> Result<Option<BTreeSet<String>>, Fail> {
     if options.servers().is_empty() {
         return Ok(None);
@@ -205,7 +206,7 @@ fn selected(options: &Options, file: &ServersFile) -> Result<Option<BTreeSet<Str
     Ok(Some(options.servers().iter().cloned().collect()))
 }
 
-/// Keeps only the `selected` servers of `file` (all of them with `None`).
+/// Keeps only the `selected` servers of `file`, all of them with `None`.
 fn select(file: &mut ServersFile, selected: &Option<BTreeSet<String>>) {
     let Some(keep) = selected else {
         return;
@@ -213,7 +214,7 @@ fn select(file: &mut ServersFile, selected: &Option<BTreeSet<String>>) {
     file.retain_servers(|n| keep.contains(n));
 }
 
-/// The listen address (a name is resolved; the first address is used).
+/// The listen address. A name is resolved, and the first address is used.
 fn resolve(listen: &str) -> Result<SocketAddr, Fail> {
     use std::net::ToSocketAddrs;
     let mut addrs = listen
@@ -224,9 +225,9 @@ fn resolve(listen: &str) -> Result<SocketAddr, Fail> {
         .ok_or_else(|| Fail::Usage(format!("--listen {listen}: no address")))
 }
 
-/// One `--allow-origin`, as browsers send it: `SCHEME://HOST[:PORT]` (a
-/// trailing `/` dropped), `null` or `*`. A value no `Origin` header can
-/// equal (with a path, or no scheme) is refused rather than never matched.
+/// One `--allow-origin`, as browsers send it: `SCHEME://HOST[:PORT]` with a
+/// trailing `/` dropped, `null` or `*`. A value no `Origin` header can
+/// equal, with a path or no scheme, is refused rather than never matched.
 fn origin(value: &str) -> Result<String, Fail> {
     let v = value.trim();
     if v == "*" || v == "null" {
@@ -307,7 +308,7 @@ fn warn_if_readable_by_others(path: &Path) {
 fn warn_if_readable_by_others(_: &Path) {}
 
 /// Says on stderr which grants of the tokens file name a server the config
-/// file does not have (a typo grants nothing).
+/// file does not have, since a typo grants nothing.
 fn warn_unknown_servers(clients: &[ClientGrant], tokens: &Path, file: &ServersFile) {
     for c in clients {
         for server in c.named_servers() {
@@ -324,13 +325,13 @@ fn warn_unknown_servers(clients: &[ClientGrant], tokens: &Path, file: &ServersFi
 }
 
 /// The command-line options that apply to a served server: what was given
-/// wins; its restart policy stays the file's (supervised, not one shot).
+/// wins; its restart policy stays the file's, supervised, not one shot.
 fn apply(options: &Options, config: &mut ClientConfig) {
     crate::cli::overlay_options(options, config);
 }
 
-/// SIGTERM and SIGINT, caught from the moment this is made (a signal
-/// before [`recv`](Self::recv) is polled is kept, not lost).
+/// SIGTERM and SIGINT, caught from the moment this is made. A signal
+/// before [`recv`](Self::recv) is polled is kept, not lost.
 struct StopSignal {
     #[cfg(unix)]
     term: Option<tokio::signal::unix::Signal>,
@@ -379,14 +380,14 @@ impl StopSignal {
 }
 
 /// What `--watch` knows of the file: its metadata when last looked at, and
-/// a hash of the text last read (`None`: it did not read).
+/// a hash of the text last read, `None` when it did not read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Seen {
     meta: Option<Meta>,
     hash: Option<u64>,
 }
 
-/// What a `stat` of the path says (it never waits, whatever the path is).
+/// What a `stat` of the path says. It never waits, whatever the path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Meta {
     file: bool,
@@ -423,8 +424,8 @@ impl Meta {
         })
     }
 
-    /// Whether the file changed within [`CHANGE_SETTLES`] (or its clock is
-    /// ahead of ours).
+    /// Whether the file changed within [`CHANGE_SETTLES`], or its clock is
+    /// ahead of ours.
     fn recent(&self) -> bool {
         #[cfg(unix)]
         let last = match (u64::try_from(self.changed.0), u32::try_from(self.changed.1)) {
@@ -444,9 +445,9 @@ fn hash(text: &str) -> u64 {
     h.finish()
 }
 
-/// Reads and parses the file at `path` as the loader does (a regular file
-/// within its bound, never waiting on a FIFO), on a blocking thread; what
-/// was seen of it.
+/// Reads and parses the file at `path` as the loader does, on a blocking
+/// thread: a regular file within its bound, never waiting on a FIFO.
+/// Returns what was seen of it too.
 async fn read(path: PathBuf, inputs: ReadOptions) -> Result<(ServersFile, Seen), ConfigFileError> {
     let shown = path.clone();
     let read = tokio::task::spawn_blocking(move || {
@@ -470,9 +471,9 @@ async fn read(path: PathBuf, inputs: ReadOptions) -> Result<(ServersFile, Seen),
 }
 
 /// One look of `--watch` at `path`, on a blocking thread: the file read
-/// and parsed if it changed since `seen` (its metadata first: the text is
-/// read only when they changed or the file changed lately), with what is
-/// seen now.
+/// and parsed if it changed since `seen`, with what is seen now. The
+/// metadata is looked at first: the text is read only when they changed or
+/// the file changed lately.
 async fn look(
     path: PathBuf,
     seen: Seen,
@@ -515,8 +516,8 @@ struct Watched {
 }
 
 /// `--watch`: looks at the file every [`WATCH_EVERY`]; when it changed
-/// from what `applied` was read from (`seen`), applies it. A file that
-/// does not read leaves everything as it was (and is said on stderr).
+/// from `seen`, what `applied` was read from, applies it. A file that does
+/// not read leaves everything as it was, and is said on stderr.
 async fn watch(
     gateway: HttpGateway,
     path: PathBuf,

@@ -1,10 +1,10 @@
 //! `--verbose`: what `mcp` is about to run, said before it runs it.
 //!
-//! A config file runs every command in it (there is no workspace trust:
+//! A config file runs every command in it. There is no workspace trust:
 //! reading `.mcp.json` from a cloned repository runs that repository's
-//! choices), so with `--verbose` the file and each server's command line,
+//! choices. So with `--verbose` the file and each server's command line,
 //! with its directory, are printed on stderr before the server starts.
-//! Secret values (taken from the environment or an env file) show as `***`.
+//! Secret values, taken from the environment or an env file, show as `***`.
 
 use std::path::Path;
 

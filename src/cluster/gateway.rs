@@ -1,15 +1,15 @@
-//! The gateway (node A): exposes local clients to other nodes.
+//! The gateway, on node A: exposes local clients to other nodes.
 //!
 //! One actor per gateway. It joins the process group
 //! `conduit-mcp/server/<name>` for every server it exposes, so other nodes
 //! find it by the server's name. Before a node may call, its sink asks for
-//! a ticket ([`GatewayMsg::Hello`]); the gateway casts one to the sink's
+//! a ticket with [`GatewayMsg::Hello`]. The gateway casts one to the sink's
 //! stand-in on each node that has it, so a ticket is bound to the node it
-//! went to (see [`peers`](super::peers)). A call is admitted in the actor
-//! (ticket, grants, caps, no duplicate id), then runs in a task of its own
-//! with the caller's timeout lowered to the gateway's maximum, and is
-//! answered with the server's result bytes as they came (see
-//! [`wire`]). Progress and notifications go to the sink the
+//! went to, as [`peers`](super::peers) records. A call is admitted in the
+//! actor by its ticket, grants, caps and an id not in flight. It then runs
+//! in a task of its own with the caller's timeout lowered to the gateway's
+//! maximum, and is answered with the server's result bytes as they came,
+//! in the format of [`wire`]. Progress and notifications go to the sink the
 //! ticket names, with its secret, within the node's forwarding window.
 
 use std::collections::{HashMap, HashSet};
@@ -50,9 +50,10 @@ pub const DEFAULT_MAX_CALLS: usize = 1024;
 /// Bytes of progress and notifications sent to one node and not yet
 /// acknowledged by its sinks, by default.
 pub const DEFAULT_MAX_FORWARD_BYTES: u64 = 4 * 1024 * 1024;
-/// Tickets one node may use at a gateway (one per caller's sink).
+/// Tickets one node may use at a gateway: one per caller's sink.
 const MAX_TICKETS_PER_NODE: usize = 64;
-/// Tickets issued and not used yet, from all nodes (oldest dropped first).
+/// Tickets issued and not used yet, from all nodes; the oldest is dropped
+/// first.
 const MAX_UNUSED_TICKETS: usize = 256;
 
 /// One exposed server.
@@ -64,11 +65,11 @@ struct Exposed {
 
 /// What a [`Gateway`] exposes, and how.
 ///
-/// Nothing is granted unless named ([`Grants`]); calls in flight are
+/// Nothing is granted unless named in [`Grants`]; calls in flight are
 /// capped per node and per gateway; a call's timeout is lowered to
-/// [`max_timeout`](Self::max_timeout); progress and notifications sent to a
-/// node and not yet handled there are bounded in bytes
-/// ([`max_forward_bytes`](Self::max_forward_bytes)).
+/// [`max_timeout`](Self::max_timeout). Progress and notifications sent to
+/// a node and not yet handled there are bounded in bytes by
+/// [`max_forward_bytes`](Self::max_forward_bytes).
 ///
 /// ```no_run
 /// # async fn f(files: conduit_mcp::Client) -> Result<(), Box<dyn std::error::Error>> {
@@ -156,9 +157,9 @@ impl GatewayConfig {
         self
     }
 
-    /// Exposes `client` under `name`; other nodes may call only `methods`
-    /// (`tools/list` also covers the list of tools); no notifications, no
-    /// session: [`Grants::methods`].
+    /// Exposes `client` under `name`; other nodes may call only `methods`,
+    /// where `tools/list` also covers the list of tools. No notifications,
+    /// no session: [`Grants::methods`].
     ///
     /// # Examples
     ///
@@ -178,43 +179,49 @@ impl GatewayConfig {
         self.expose(name, client, Grants::methods(methods))
     }
 
-    /// Largest answer sent (default [`DEFAULT_MAX_ANSWER_BYTES`]); larger
-    /// ones are refused with [`RemoteError::TooLarge`] here, on node A,
-    /// instead of breaking the connection between the nodes.
+    /// Largest answer sent. Larger ones are refused with
+    /// [`RemoteError::TooLarge`] here, on node A, instead of breaking the
+    /// connection between the nodes.
+    ///
+    /// The default is [`DEFAULT_MAX_ANSWER_BYTES`].
     pub fn max_answer_bytes(mut self, bytes: u64) -> Self {
         self.max_answer_bytes = bytes;
         self
     }
 
-    /// Longest a call may run here (default [`DEFAULT_MAX_TIMEOUT`]): a
-    /// caller's longer timeout is lowered to it, and the call ends with
-    /// [`RemoteError::Timeout`] naming it.
+    /// Longest a call may run here. A caller's longer timeout is lowered to
+    /// it, and the call ends with [`RemoteError::Timeout`] naming it.
+    ///
+    /// The default is [`DEFAULT_MAX_TIMEOUT`].
     pub fn max_timeout(mut self, timeout: Duration) -> Self {
         self.max_timeout = timeout;
         self
     }
 
-    /// Calls in flight from one node (default
-    /// [`DEFAULT_MAX_CALLS_PER_NODE`]); more are refused at once with
+    /// Calls in flight from one node. More are refused at once with
     /// [`RemoteError::TooManyCalls`].
+    ///
+    /// The default is [`DEFAULT_MAX_CALLS_PER_NODE`].
     pub fn max_calls_per_node(mut self, calls: usize) -> Self {
         self.max_calls_per_node = calls;
         self
     }
 
-    /// Calls in flight through this gateway from all nodes (default
-    /// [`DEFAULT_MAX_CALLS`]); more are refused at once with
-    /// [`RemoteError::TooManyCalls`].
+    /// Calls in flight through this gateway from all nodes. More are
+    /// refused at once with [`RemoteError::TooManyCalls`].
+    ///
+    /// The default is [`DEFAULT_MAX_CALLS`].
     pub fn max_calls(mut self, calls: usize) -> Self {
         self.max_calls = calls;
         self
     }
 
     /// Bytes of progress and notifications sent to one node's sinks and
-    /// not yet handled there (default [`DEFAULT_MAX_FORWARD_BYTES`]). Past
-    /// it, progress and notifications for that node are dropped (and
-    /// logged) until its sinks catch up: a node that stops reading cannot
-    /// make this one queue without end.
+    /// not yet handled there. Past it, progress and notifications for that
+    /// node are dropped and logged until its sinks catch up: a node that
+    /// stops reading cannot make this one queue without end.
+    ///
+    /// The default is [`DEFAULT_MAX_FORWARD_BYTES`].
     pub fn max_forward_bytes(mut self, bytes: u64) -> Self {
         self.max_forward_bytes = bytes;
         self
@@ -268,8 +275,7 @@ impl Gateway {
         self.actor.clone()
     }
 
-    /// Stops the gateway (the exposed clients keep running: they are
-    /// yours).
+    /// Stops the gateway. The exposed clients keep running: they are yours.
     ///
     /// # Examples
     ///
@@ -299,8 +305,8 @@ struct Shared {
 
 struct GatewayState {
     shared: Arc<Shared>,
-    /// Sink groups watched (a member that leaves ends its tickets), with
-    /// the sinks given tickets in each.
+    /// Sink groups watched, with the sinks given tickets in each. A member
+    /// that leaves ends its tickets.
     watched: HashMap<String, HashSet<ActorId>>,
     /// The notification forwarders, one per server that grants them.
     forwarders: Vec<tokio::task::JoinHandle<()>>,
@@ -449,8 +455,8 @@ impl Actor for GatewayActor {
 
 impl GatewayState {
     /// Casts a ticket to the sink that asked: the one member of its group
-    /// with its pid. The hello's sender is not known (ractor_cluster does
-    /// not say), and group members and pids are whatever each node
+    /// with its pid. The hello's sender is not known, since ractor_cluster
+    /// does not say, and group members and pids are whatever each node
     /// declares, so when two other nodes show a member with that pid in
     /// that group, no ticket is sent at all: the nonce would reach both.
     fn hello(&mut self, myself: &ActorRef<GatewayMsg>, hello: Hello) -> Result<(), RemoteError> {
@@ -577,8 +583,8 @@ struct Admitted {
     timeout: Duration,
 }
 
-/// Ends a call's record however its task ends (answered, or aborted with
-/// the runtime).
+/// Ends a call's record however its task ends: answered, or aborted with
+/// the runtime.
 struct EndGuard {
     shared: Arc<Shared>,
     ticket: String,
@@ -668,13 +674,14 @@ impl Admitted {
 }
 
 /// Removes from a remote caller's `params._meta` what names something of
-/// this node's session with the server rather than the caller's call:
-/// `progressToken` (node A's client routes progress by it, to whichever of
-/// its calls has that id) and every member under a prefix the protocol
-/// reserves (second label `modelcontextprotocol` or `mcp`: the session's
-/// version, capabilities and client info, log level, subscription and task
-/// ids). The progress token is then the gateway's own (the call's request
-/// id, when the caller asked for progress). Returns how many were removed.
+/// this node's session with the server rather than the caller's call.
+/// That is `progressToken`, by which node A's client routes progress to
+/// whichever of its calls has that id, and every member under a prefix the
+/// protocol reserves, with the second label `modelcontextprotocol` or
+/// `mcp`: the session's version, capabilities and client info, log level,
+/// subscription and task ids. The progress token is then the gateway's
+/// own: the call's request id, when the caller asked for progress. Returns
+/// how many were removed.
 fn drop_local_meta(params: &mut Value) -> usize {
     let Some(Value::Object(meta)) = params.get_mut("_meta") else {
         return 0;
@@ -685,8 +692,8 @@ fn drop_local_meta(params: &mut Value) -> usize {
 }
 
 /// Whether a `_meta` key's prefix is one the protocol reserves: its second
-/// label is `modelcontextprotocol` or `mcp` (`io.modelcontextprotocol/`,
-/// `dev.mcp/`).
+/// label is `modelcontextprotocol` or `mcp`, as in
+/// `io.modelcontextprotocol/` and `dev.mcp/`.
 fn reserved_meta_key(key: &str) -> bool {
     let Some((prefix, _)) = key.split_once('/') else {
         return false;
@@ -715,7 +722,7 @@ fn remote_error(e: Error, timeout_ms: u64) -> RemoteError {
     }
 }
 
-/// Casts `bytes` (as `msg`) to a route's sink if its node's window has
+/// Casts `bytes` as `msg` to a route's sink if its node's window has
 /// room; else drops them, noting the first drop and every 1000th.
 fn send_within_window(route: &Route, bytes: Vec<u8>, msg: fn(Vec<u8>) -> SinkMsg, what: &str) {
     if route.window().try_take(bytes.len() as u64) {

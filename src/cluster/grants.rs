@@ -1,16 +1,16 @@
 //! What a gateway lets other nodes do with one server: its grants.
 //!
-//! Nothing is granted unless named. Methods are granted by name (a call
-//! for any other method is refused with
-//! [`RemoteError::Refused`](super::RemoteError::Refused)); the server's
-//! notifications and its session (pid, server info, instructions,
-//! capabilities) are granted on their own, because a node that may call a
+//! Nothing is granted unless named. Methods are granted by name, and a
+//! call for any other method is refused with
+//! [`RemoteError::Refused`](super::RemoteError::Refused). The server's
+//! notifications and its session, with its pid, server info, instructions
+//! and capabilities, are granted on their own, because a node that may call a
 //! tool need not read either.
 
 use std::collections::HashSet;
 
-/// What other nodes may do with one exposed server
-/// ([`GatewayConfig::expose`](super::GatewayConfig::expose)).
+/// What other nodes may do with one exposed server, given to
+/// [`GatewayConfig::expose`](super::GatewayConfig::expose).
 ///
 /// ```
 /// use conduit_mcp::cluster::Grants;
@@ -29,7 +29,7 @@ pub struct Grants {
 }
 
 impl Grants {
-    /// Nothing: every call is refused (the server is still found by name).
+    /// Nothing: every call is refused. The server is still found by name.
     ///
     /// # Examples
     ///
@@ -46,8 +46,8 @@ impl Grants {
         }
     }
 
-    /// These methods only (`tools/list` also covers
-    /// [`list_tools`](super::RemoteServer::list_tools)); no notifications,
+    /// These methods only; `tools/list` also covers
+    /// [`list_tools`](super::RemoteServer::list_tools). No notifications,
     /// no session.
     ///
     /// # Examples
@@ -88,8 +88,8 @@ impl Grants {
         }
     }
 
-    /// Also the server's notifications
-    /// ([`RemoteServer::notifications`](super::RemoteServer::notifications)).
+    /// Also the server's notifications, for
+    /// [`RemoteServer::notifications`](super::RemoteServer::notifications).
     ///
     /// # Examples
     ///
@@ -104,8 +104,8 @@ impl Grants {
         self
     }
 
-    /// Also the server's session
-    /// ([`RemoteServer::session`](super::RemoteServer::session)).
+    /// Also the server's session, for
+    /// [`RemoteServer::session`](super::RemoteServer::session).
     ///
     /// # Examples
     ///

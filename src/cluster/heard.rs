@@ -1,11 +1,11 @@
 //! When each node connection's peer last sent something: the guard of
-//! peer names ([`GuardedNodeServer`](super::GuardedNodeServer)) asks it
+//! peer names, [`GuardedNodeServer`](super::GuardedNodeServer), asks it
 //! whether a name's holder is alive.
 //!
 //! Every connection the node server opens is read through a half that
 //! notes the time bytes arrive, and its session is started as one of
-//! ractor_cluster's external streams (labelled with the connection's
-//! addresses). The node server's event subscription hands each session,
+//! ractor_cluster's external streams, labelled with the connection's
+//! addresses. The node server's event subscription hands each session,
 //! as it starts, the time of its connection.
 
 use std::collections::HashMap;
@@ -21,8 +21,8 @@ use ractor_cluster::node::NodeServerSessionInformation;
 use ractor_cluster::{BoxRead, BoxWrite, ClusterBidiStream, NetworkStream, NodeEventSubscription};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// When each session's peer last sent something (shared by the node
-/// server's actor and its event subscription).
+/// When each session's peer last sent something, shared by the node
+/// server's actor and its event subscription.
 #[derive(Clone, Default)]
 pub(super) struct Hearing(Arc<Mutex<Sessions>>);
 
@@ -34,8 +34,8 @@ struct Sessions {
 }
 
 impl Hearing {
-    /// `stream`, its reads timed from now, for the session about to start
-    /// (until [`opened`](Self::opened)).
+    /// `stream`, its reads timed from now, for the session about to start,
+    /// until [`opened`](Self::opened).
     pub(super) fn timed(&self, stream: NetworkStream) -> Box<dyn ClusterBidiStream> {
         self.time(Halves::of(stream))
     }
@@ -69,8 +69,8 @@ impl Hearing {
         Box::new(SessionsHeard(self.clone()))
     }
 
-    /// How long `session`'s peer has sent nothing (`None`: its reads are
-    /// not timed).
+    /// How long `session`'s peer has sent nothing; `None` when its reads
+    /// are not timed.
     pub(super) fn silent_for(&self, session: ActorId) -> Option<Duration> {
         crate::sync::lock(&self.0)
             .by_session
@@ -131,7 +131,7 @@ struct Halves {
 }
 
 impl Halves {
-    /// A TCP or TLS connection (or an external one) split.
+    /// A TCP, TLS or external connection, split.
     fn of(stream: NetworkStream) -> Self {
         match stream {
             NetworkStream::Raw {
@@ -197,8 +197,8 @@ impl Halves {
 }
 
 /// A connection whose reads are timed: the node server starts its session
-/// as it would the connection's own (an external transport of
-/// ractor_cluster's, labelled with the addresses).
+/// as it would the connection's own: an external transport of
+/// ractor_cluster's, labelled with the addresses.
 struct Timed(Halves);
 
 impl ClusterBidiStream for Timed {

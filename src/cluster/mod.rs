@@ -1,4 +1,4 @@
-//! Past one machine (feature `cluster`): MCP servers on one node, called
+//! Past one machine, with feature `cluster`: MCP servers on one node, called
 //! from another, over `ractor_cluster`.
 //!
 #![doc = include_str!("../../docs/cluster.md")]

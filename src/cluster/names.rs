@@ -3,14 +3,14 @@
 //! claimant against.
 //!
 //! A remote actor here is known by ractor_cluster's id of the connection it
-//! came over (`ActorId::Remote { node_id, .. }`); the `NodeServer` maps
-//! each id to the name the peer declared in its handshake
-//! (`name@hostname`). The map is kept current by the `NodeServer`'s events
+//! came over, `ActorId::Remote { node_id, .. }`. The `NodeServer` maps
+//! each id to the name the peer declared in its handshake,
+//! `name@hostname`. The map is kept current by the `NodeServer`'s events
 //! and read again whenever a claimant's id is not in it yet.
 //!
 //! A declared name is only as good as the handshake that carried it: any
-//! node holding the cookie may declare any name (see the
-//! [`Security model`](super#security-model)).
+//! node holding the cookie may declare any name, as the
+//! [`Security model`](super#security-model) says.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -65,7 +65,7 @@ pub(crate) struct NodeNames {
 }
 
 impl NodeNames {
-    /// Follows `server`'s sessions (subscription `id`).
+    /// Follows `server`'s sessions under subscription `id`.
     pub(crate) async fn follow(
         server: ActorRef<NodeServerMessage>,
         id: String,

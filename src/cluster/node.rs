@@ -1,7 +1,7 @@
 //! A node server built with the checks ractor_cluster leaves to you: a
 //! cookie that is not empty, a listener on loopback unless told otherwise,
 //! no transitive connections, and a peer name that stays with the session
-//! that holds it while its peer shows it is alive ([`GuardedNodeServer`]).
+//! that holds it while its peer shows it is alive: [`GuardedNodeServer`].
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -18,7 +18,7 @@ use super::heard::Hearing;
 pub const DEFAULT_SILENCE_LIMIT: Duration = Duration::from_secs(15);
 
 /// The shortest [`NodeConfig::silence_limit`]: twice the longest time
-/// between two of ractor_cluster's pings (5 s), so that a node that is
+/// between two of ractor_cluster's pings, 5 s, so that a node that is
 /// alive is never taken for silent.
 pub const MIN_SILENCE_LIMIT: Duration = Duration::from_secs(10);
 
@@ -41,17 +41,17 @@ pub enum NodeConfigError {
     },
 }
 
-/// How to build this node's server (ractor_cluster's listener and session
-/// manager, as a [`GuardedNodeServer`]).
+/// How to build this node's server: ractor_cluster's listener and session
+/// manager, as a [`GuardedNodeServer`].
 ///
-/// Unlike `NodeServer::new`, it refuses an empty cookie, listens on
-/// loopback unless [`listen_addr`](Self::listen_addr) says otherwise (the
-/// `NodeServer` default is every interface), never connects to the peers
-/// of a peer (`NodeConnectionMode::Isolated`: with `Transitive`, a node
-/// connects to every node its peers know, so one peer decides whom this
-/// node talks to), and never lets a second connection take over a peer
-/// name whose connection is alive ([`GuardedNodeServer`]). The cookie
-/// never appears in `Debug`.
+/// Unlike `NodeServer::new`, it refuses an empty cookie, and listens on
+/// loopback unless [`listen_addr`](Self::listen_addr) says otherwise; the
+/// `NodeServer` default is every interface. It never connects to the peers
+/// of a peer: it uses `NodeConnectionMode::Isolated`, since with
+/// `Transitive` a node connects to every node its peers know, so one peer
+/// decides whom this node talks to. As a [`GuardedNodeServer`], it never
+/// lets a second connection take over a peer name whose connection is
+/// alive. The cookie never appears in `Debug`.
 ///
 /// ```no_run
 /// # async fn f(cookie: String) -> Result<(), Box<dyn std::error::Error>> {
@@ -87,9 +87,9 @@ impl std::fmt::Debug for NodeConfig {
 }
 
 impl NodeConfig {
-    /// A node named `name@hostname` (what it declares to its peers), with
-    /// the cluster's `cookie`. Port 0 (the system picks one), loopback, no
-    /// TLS.
+    /// A node named `name@hostname`, the name it declares to its peers,
+    /// with the cluster's `cookie`. It listens on loopback, on a port the
+    /// system picks, without TLS.
     ///
     /// # Examples
     ///
@@ -116,21 +116,26 @@ impl NodeConfig {
         }
     }
 
-    /// The port to listen on (default 0: the system picks one).
+    /// The port to listen on.
+    ///
+    /// The default is 0: the system picks one.
     pub fn port(mut self, port: u16) -> Self {
         self.port = port;
         self
     }
 
-    /// The address to listen on (default: 127.0.0.1).
+    /// The address to listen on.
+    ///
+    /// The default is 127.0.0.1.
     pub fn listen_addr(mut self, addr: IpAddr) -> Self {
         self.listen = addr;
         self
     }
 
-    /// Accepts connections over TLS ([`tls::acceptor`](super::tls::acceptor),
-    /// or [`tls::mutual_acceptor`](super::tls::mutual_acceptor) to require
-    /// client certificates).
+    /// Accepts connections over TLS, with
+    /// [`tls::acceptor`](super::tls::acceptor), or with
+    /// [`tls::mutual_acceptor`](super::tls::mutual_acceptor) to require
+    /// client certificates.
     ///
     /// # Examples
     ///
@@ -149,19 +154,21 @@ impl NodeConfig {
         self
     }
 
-    /// The largest inbound cluster frame (default: ractor_cluster's
-    /// 16 MiB).
+    /// The largest inbound cluster frame.
+    ///
+    /// The default is ractor_cluster's, 16 MiB.
     pub fn max_inbound_frame_size(mut self, bytes: u64) -> Self {
         self.max_inbound_frame_size = Some(bytes);
         self
     }
 
     /// How long a connected node may send nothing before a new connection
-    /// under its name takes the name over (default 15 s, at least
-    /// [`MIN_SILENCE_LIMIT`]): ractor_cluster's pings and their answers
-    /// arrive every 1 to 5 s from a node that is alive, so a silent one
-    /// hangs or is cut off. A node restarted after a hang or a silent
+    /// under its name takes the name over. ractor_cluster's pings and their
+    /// answers arrive every 1 to 5 s from a node that is alive, so a silent
+    /// one hangs or is cut off. A node restarted after a hang or a silent
     /// network loss gets its name back on its first try after this long.
+    ///
+    /// The default is 15 s; the least is [`MIN_SILENCE_LIMIT`].
     ///
     /// # Examples
     ///
@@ -180,9 +187,9 @@ impl NodeConfig {
         self
     }
 
-    /// The node server, to spawn (`ractor::Actor::spawn(None, server, ())`:
-    /// its actor takes ractor_cluster's `NodeServerMessage`, as a
-    /// `NodeServer`'s does).
+    /// The node server, to spawn with `ractor::Actor::spawn(None, server,
+    /// ())`. Its actor takes ractor_cluster's `NodeServerMessage`, as a
+    /// `NodeServer`'s does.
     ///
     /// # Examples
     ///
@@ -225,38 +232,39 @@ impl NodeConfig {
 }
 
 /// ractor_cluster's `NodeServer`, with a peer name kept by the session
-/// that holds it: while a session under a name is alive and its peer
-/// shows it is (it sent something within the
-/// [silence limit](NodeConfig::silence_limit)), another connection
-/// declaring that name is refused, whatever cookie or certificate it has
-/// (see the [`Security model`](super#security-model)).
+/// that holds it. While a session under a name is alive, and its peer
+/// shows it is by sending something within the
+/// [silence limit](NodeConfig::silence_limit), another connection
+/// declaring that name is refused, whatever cookie or certificate it has.
+/// See the [`Security model`](super#security-model).
 ///
 /// ractor_cluster keeps one session per peer name: when a second
 /// connection under a connected name authenticates, its election keeps
 /// the one with the lower connection id, which the connecting node picks,
-/// so any node holding the cookie could end another node's session (and
-/// every call in flight over it) by declaring its name. This actor runs
+/// so any node holding the cookie could end another node's session, and
+/// every call in flight over it, by declaring its name. This actor runs
 /// the `NodeServer` as it is, but its listener and sessions report to this
-/// actor, which reads their reports of a peer's name (`UpdateSession`),
-/// their checks of a name (`CheckSession`) and their authentication
-/// (`ConnectionAuthenticated`) first. A name has one holder, the first
-/// session authenticated under it, until that session ends; a later
-/// session under the name is told `NotOk` before its challenge, or, when
-/// it cannot be told apart from the holder there (it sent the holder's
-/// connection id), stopped once it authenticates, before ractor_cluster's
+/// actor first. It reads their reports of a peer's name, `UpdateSession`,
+/// their checks of a name, `CheckSession`, and their authentication,
+/// `ConnectionAuthenticated`. A name has one holder, the first session
+/// authenticated under it, until that session ends. A later session under
+/// the name is told `NotOk` before its challenge. When it cannot be told
+/// apart from the holder there, because it sent the holder's connection
+/// id, it is stopped once it authenticates, before ractor_cluster's
 /// election sees it.
 ///
 /// ractor_cluster sends pings but never requires an answer, and a node
 /// that hangs, or whose network goes silent, leaves its connection open
-/// here until TCP gives up (about 15 minutes with no acknowledgement at
-/// all, never while its kernel still acknowledges). So the holder must
+/// here until TCP gives up. That takes about 15 minutes with no
+/// acknowledgement at all, and never happens while its kernel still
+/// acknowledges. So the holder must
 /// show it is alive: every connection's reads are timed, and a holder that
 /// has sent nothing for the silence limit is stopped when another
 /// connection claims its name; the newcomer's check and authentication go
 /// on once the old session has ended.
 ///
-/// Spawn it as you would a `NodeServer` (`ractor::Actor::spawn(None,
-/// server, ())`); its actor takes `NodeServerMessage`, so
+/// Spawn it as you would a `NodeServer`, with `ractor::Actor::spawn(None,
+/// server, ())`. Its actor takes `NodeServerMessage`, so
 /// `client_connect`, `NodeServerMessage::GetSessions` and event
 /// subscriptions work on it unchanged. [`NodeConfig::build`] returns one;
 /// [`new`](Self::new) wraps a `NodeServer` you built yourself.
@@ -265,7 +273,7 @@ impl NodeConfig {
 /// is refused under its name until that connection has been silent for
 /// the silence limit; a node holding the cookie can take the name of a
 /// node that has been silent that long; connections are read through one
-/// more indirection (their reads timed), and ractor_cluster's own logs
+/// more indirection that times their reads, and ractor_cluster's own logs
 /// name them by their address only in `GetSessions`; and two nodes that
 /// dial each other at the same moment keep, on each side, the connection
 /// that authenticated first there, which may not be the same one: connect
@@ -472,12 +480,12 @@ impl Actor for GuardedNodeServer {
     }
 }
 
-/// The most messages held back for one silent holder's end (a check and
-/// an authentication per newcomer); past it, a check is refused.
+/// The most messages held back for one silent holder's end: a check and
+/// an authentication per newcomer. Past it, a check is refused.
 const MAX_HELD_BACK: usize = 8;
 
-/// Whether a session's peer has sent something within `limit` (a session
-/// whose reads are not timed counts as alive).
+/// Whether a session's peer has sent something within `limit`. A session
+/// whose reads are not timed counts as alive.
 fn alive_within(heard: &Hearing, limit: Duration) -> impl Fn(ActorId) -> bool + '_ {
     move |session| heard.silent_for(session).is_none_or(|d| d < limit)
 }
@@ -508,8 +516,8 @@ impl GuardedNodeServerState {
             .find(|holder| self.names.name_of(*holder) == Some(name))
     }
 
-    /// Keeps `msg` until `ending` has ended (a check past
-    /// [`MAX_HELD_BACK`] is refused).
+    /// Keeps `msg` until `ending` has ended. A check past
+    /// [`MAX_HELD_BACK`] is refused.
     fn hold_back(
         &mut self,
         ending: ActorId,
@@ -547,16 +555,16 @@ struct Names {
 }
 
 impl Names {
-    /// Session `actor` declared `name` (or learnt it, for a connection of
-    /// this node's), with `connection_id`.
+    /// Session `actor` declared `name` with `connection_id`, or learnt it,
+    /// for a connection of this node's.
     fn declared(&mut self, actor: ActorId, name: &str, connection_id: u64) {
         self.declared
             .insert(actor, (name.to_owned(), connection_id));
     }
 
     /// The check of `name` by a connection under `connection_id`: free,
-    /// or held by another session (it cannot be the holder's own check),
-    /// which is refused while `alive` says the holder is.
+    /// or held by another session, which is refused while `alive` says the
+    /// holder is. It cannot be the holder's own check.
     fn check(&self, name: &str, connection_id: u64, alive: impl Fn(ActorId) -> bool) -> Check {
         let Some(holder) = self.holders.get(name) else {
             return Check::Free;
@@ -571,8 +579,8 @@ impl Names {
     }
 
     /// Session `actor` authenticated: it holds its name if nobody else
-    /// does, or if the holder is not `alive` (then it is
-    /// [`Check::Silent`]); else it is refused.
+    /// does, or if the holder is not `alive`, which makes it
+    /// [`Check::Silent`]. Else it is refused.
     fn authenticated(&mut self, actor: ActorId, alive: impl Fn(ActorId) -> bool) -> Check {
         let Some((name, _)) = self.declared.get(&actor) else {
             return Check::Free;
@@ -593,7 +601,7 @@ impl Names {
         self.declared.get(&actor).map(|(name, _)| name.as_str())
     }
 
-    /// `holder` no longer holds its name (it is being stopped).
+    /// `holder` no longer holds its name: it is being stopped.
     fn release(&mut self, holder: ActorId) {
         if let Some((name, _)) = self.declared.get(&holder) {
             if self.holders.get(name) == Some(&holder) {

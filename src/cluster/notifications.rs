@@ -1,7 +1,7 @@
 //! A server's notifications on the caller's node, bounded in bytes per
 //! subscriber: what a [`RemoteServer::notifications`](super::RemoteServer::notifications)
-//! subscriber leaves unread is at most its limit (measured as the parsed
-//! notification holds it in memory); past that, notifications for it are
+//! subscriber leaves unread is at most its limit, measured as the parsed
+//! notification holds it in memory. Past that, notifications for it are
 //! dropped and counted, never queued without bound.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -22,11 +22,11 @@ struct Account {
 }
 
 /// Notifications of one server on another node, from the moment the
-/// gateway accepted the subscription
-/// ([`RemoteServer::notifications`](super::RemoteServer::notifications)).
+/// gateway accepted the subscription made with
+/// [`RemoteServer::notifications`](super::RemoteServer::notifications).
 ///
-/// Bounded: while more than the limit
-/// ([`RemoteServersConfig::max_queued_notification_bytes`](super::RemoteServersConfig::max_queued_notification_bytes))
+/// Bounded: while more than the limit of
+/// [`RemoteServersConfig::max_queued_notification_bytes`](super::RemoteServersConfig::max_queued_notification_bytes)
 /// waits unread here, new notifications are dropped and counted in
 /// [`dropped`](Self::dropped). Keep reading. Dropping it ends the
 /// subscription on the gateway.
@@ -37,8 +37,8 @@ pub struct RemoteNotifications {
 }
 
 impl RemoteNotifications {
-    /// The next notification; `None` once the subscription has ended (the
-    /// caller's [`RemoteServers`](super::RemoteServers) stopped).
+    /// The next notification; `None` once the subscription has ended, when
+    /// the caller's [`RemoteServers`](super::RemoteServers) stopped.
     ///
     /// Cancel safety: cancel safe.
     ///

@@ -1,13 +1,13 @@
-//! The gateway's record of who may do what: the tickets it issued (each
-//! bound to the node it was sent to), the calls in flight under each, the
+//! The gateway's record of who may do what: the tickets it issued, each
+//! bound to the node it was sent to, the calls in flight under each, the
 //! subscriptions, and per node the counts and the forwarding window that
 //! bound them.
 //!
-//! A ticket counts against its node's cap once it is used (a call or a
-//! subscription: only the node that received it can use it). Until then it
-//! waits in a pool of bounded size, oldest dropped first: another node can
-//! make the gateway send tickets to a node that never asked (a hello naming
-//! that node's sink), and those must not fill that node's share.
+//! A ticket counts against its node's cap once a call or a subscription
+//! uses it, and only the node that received it can use it. Until then it
+//! waits in a pool of bounded size, oldest dropped first. Another node can
+//! make the gateway send tickets to a node that never asked, with a hello
+//! naming that node's sink, and those must not fill that node's share.
 //!
 //! One value behind one lock, and every step that checks a count and
 //! changes it runs inside one critical section, so no two calls can both
@@ -24,8 +24,8 @@ use super::wire::{CallCap, RemoteError};
 use crate::CancelToken;
 
 /// The node a ticket went to: the only identity a message from another
-/// node can be tied to (ractor_cluster delivers messages without their
-/// sender, but an actor's stand-in here belongs to one node's connection).
+/// node can be tied to. ractor_cluster delivers messages without their
+/// sender, but an actor's stand-in here belongs to one node's connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum NodeKey {
     /// This process.
@@ -52,7 +52,7 @@ impl std::fmt::Display for NodeKey {
     }
 }
 
-/// The caps (see [`GatewayConfig`](super::GatewayConfig)).
+/// The caps of [`GatewayConfig`](super::GatewayConfig).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     calls_per_node: usize,
@@ -82,8 +82,8 @@ impl Limits {
     }
 }
 
-/// Bytes sent to one node's sinks (progress, notifications) and not yet
-/// acknowledged: what may sit in queues between here and there.
+/// Bytes of progress and notifications sent to one node's sinks and not
+/// yet acknowledged: what may sit in queues between here and there.
 #[derive(Debug)]
 pub(crate) struct Window {
     unacked: AtomicU64,
@@ -100,8 +100,8 @@ impl Window {
         }
     }
 
-    /// Takes room for `bytes`; false (and counted as dropped) if there is
-    /// not enough.
+    /// Takes room for `bytes`; false, counted as dropped, if there is not
+    /// enough.
     pub(crate) fn try_take(&self, bytes: u64) -> bool {
         let taken = self
             .unacked
@@ -115,7 +115,7 @@ impl Window {
         taken
     }
 
-    /// Gives room back (an ack).
+    /// Gives room back on an ack.
     fn give_back(&self, bytes: u64) {
         let _ = self
             .unacked
@@ -176,13 +176,13 @@ impl Route {
 struct Listed {
     route: Route,
     subscriptions: HashSet<String>,
-    /// Used once (a call or a subscription): counted in its node's cap.
+    /// Used once by a call or a subscription: counted in its node's cap.
     used: bool,
 }
 
 #[derive(Debug)]
 struct NodeEntry {
-    /// Tickets of the node, used or not (the entry lives while any does).
+    /// Tickets of the node, used or not. The entry lives while any does.
     tickets: usize,
     /// Tickets used, against the cap.
     used: usize,
@@ -190,7 +190,7 @@ struct NodeEntry {
     window: Arc<Window>,
 }
 
-/// The gateway's record (see the module).
+/// The gateway's record, as the module describes it.
 #[derive(Debug)]
 pub(crate) struct Peers {
     limits: Limits,
@@ -224,7 +224,7 @@ impl Peers {
         }
     }
 
-    /// A new ticket for `sink` (bound to `sink`'s node): the ticket, its
+    /// A new ticket for `sink`, bound to `sink`'s node: the ticket, its
     /// secret and the window's size.
     pub(crate) fn issue(&mut self, sink: ActorCell) -> Result<(String, String, u64), RemoteError> {
         let node = NodeKey::of(sink.get_id());
@@ -263,7 +263,7 @@ impl Peers {
         Ok((ticket, secret, limits.window))
     }
 
-    /// Marks `ticket` used (within its node's cap) and returns its holder.
+    /// Marks `ticket` used, within its node's cap, and returns its holder.
     fn use_ticket(&mut self, ticket: &str) -> Result<&mut Listed, RemoteError> {
         let holder = self.tickets.get_mut(ticket).ok_or_else(unknown)?;
         if !holder.used {
@@ -349,8 +349,8 @@ impl Peers {
         }
     }
 
-    /// Cancels call `id` under `ticket`, if it is in flight (its task ends
-    /// it).
+    /// Cancels call `id` under `ticket`, if it is in flight. Its task ends
+    /// it.
     pub(crate) fn cancel(&self, ticket: &str, id: u64) -> bool {
         match self.calls.get(&(ticket.to_owned(), id)) {
             Some(token) => {
@@ -407,8 +407,8 @@ impl Peers {
         }
     }
 
-    /// The sink `sink` is gone (its node's connection ended, or it
-    /// stopped): its tickets end, their calls are cancelled. Returns how
+    /// The sink `sink` is gone, because its node's connection ended or it
+    /// stopped: its tickets end, their calls are cancelled. Returns how
     /// many tickets ended.
     pub(crate) fn forget(&mut self, sink: ActorId) -> usize {
         let gone: Vec<String> = self
@@ -423,7 +423,7 @@ impl Peers {
         gone.len()
     }
 
-    /// Every call in flight is cancelled (the gateway is going).
+    /// Every call in flight is cancelled: the gateway is going.
     pub(crate) fn cancel_all(&mut self) {
         for token in self.calls.values() {
             token.cancel();

@@ -1,8 +1,8 @@
-//! The caller's side (node B): finds servers exposed by gateways on other
-//! nodes and calls them.
+//! The caller's side, on node B: finds servers exposed by gateways on
+//! other nodes and calls them.
 //!
-//! [`RemoteServers`] owns a small local actor, the *sink* (see
-//! [`sink`](super::sink)), in a process group of its own. Before the first
+//! [`RemoteServers`] owns a small local actor, the *sink* of
+//! [`sink`](super::sink), in a process group of its own. Before the first
 //! call to a gateway it asks that gateway for a ticket; calls,
 //! cancellations and subscriptions carry it. A call is a ractor RPC to the
 //! gateway with the timeout inside the message. When the node hosting the
@@ -12,8 +12,8 @@
 //!
 //! Finding a server by name checks who claims it: a gateway on this node
 //! first; else the claimants on other nodes, kept to the nodes trusted for
-//! that name ([`RemoteServersConfig::trust`]); more than one claimant left
-//! is an error that names them ([`FindError::Ambiguous`]), never a pick.
+//! that name by [`RemoteServersConfig::trust`]. More than one claimant left
+//! is an error that names them, [`FindError::Ambiguous`], never a pick.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,10 +40,10 @@ use crate::sync::lock;
 use crate::{CancelToken, Progress};
 
 /// How long a caller waits beyond the call's own timeout for the answer to
-/// cross back (the gateway answers `Timeout` itself at the timeout).
+/// cross back. The gateway answers `Timeout` itself at the timeout.
 const ANSWER_MARGIN: Duration = Duration::from_secs(5);
 
-/// Unread notifications one subscriber may hold, by default (bytes).
+/// Unread notifications one subscriber may hold by default, in bytes.
 pub const DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES: usize = 16 * 1024 * 1024;
 
 /// Options of one remote call.
@@ -81,15 +81,17 @@ impl RemoteOptions {
         Self::default()
     }
 
-    /// The call's timeout, applied on the node that hosts the server (which
-    /// may lower it to its own maximum). Default 60 s.
+    /// The call's timeout, applied on the node that hosts the server, which
+    /// may lower it to its own maximum.
+    ///
+    /// The default is 60 s.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    /// Asks for progress; each notification arrives on `tx` (unbounded:
-    /// yours to read, as with a local request's progress).
+    /// Asks for progress; each notification arrives on `tx`. The channel is
+    /// unbounded and yours to read, as with a local request's progress.
     ///
     /// # Examples
     ///
@@ -113,7 +115,7 @@ impl RemoteOptions {
         self
     }
 
-    /// Cancels the call (on the server too) when `token` is cancelled.
+    /// Cancels the call, on the server too, when `token` is cancelled.
     ///
     /// # Examples
     ///
@@ -166,7 +168,7 @@ pub enum FindError {
         /// The name asked for.
         server: String,
     },
-    /// More than one node (or more than one local gateway) claims the
+    /// More than one node, or more than one local gateway, claims the
     /// name, and nothing says which one to call.
     #[error("more than one gateway claims `{server}`: {}", nodes.join(", "))]
     Ambiguous {
@@ -215,16 +217,18 @@ impl RemoteServersConfig {
         Self::default()
     }
 
-    /// This node's `NodeServer`: names the nodes that claim a server
-    /// (needed by [`trust`](Self::trust); without it, a remote claimant is
-    /// `node #<id>`). None by default.
+    /// This node's `NodeServer`: names the nodes that claim a server, as
+    /// [`trust`](Self::trust) needs. Without it, a remote claimant is
+    /// `node #<id>`.
+    ///
+    /// The default is none.
     pub fn node_server(mut self, server: ActorRef<NodeServerMessage>) -> Self {
         self.node_server = Some(server);
         self
     }
 
-    /// `server` is called only on `nodes` (names as the nodes declare
-    /// them: `name@hostname`), or on a gateway of this node. Without a
+    /// `server` is called only on `nodes`, or on a gateway of this node.
+    /// Node names are as the nodes declare them: `name@hostname`. Without a
     /// trust list for a name, any single claimant is called.
     ///
     /// # Examples
@@ -251,9 +255,10 @@ impl RemoteServersConfig {
         self
     }
 
-    /// Unread notifications one subscriber may hold (default
-    /// [`DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES`]); past it, new ones are
-    /// dropped and counted ([`RemoteNotifications::dropped`]).
+    /// Unread notifications one subscriber may hold. Past it, new ones are
+    /// dropped and counted by [`RemoteNotifications::dropped`].
+    ///
+    /// The default is [`DEFAULT_MAX_QUEUED_NOTIFICATION_BYTES`].
     pub fn max_queued_notification_bytes(mut self, bytes: usize) -> Self {
         self.max_queued_notification_bytes = Some(bytes);
         self
@@ -262,7 +267,7 @@ impl RemoteServersConfig {
 
 impl RemoteServers {
     /// Starts the sink as `config` says. The node must be connected to the
-    /// other nodes (ractor_cluster's `NodeServer` and `client_connect`).
+    /// other nodes with ractor_cluster's `NodeServer` and `client_connect`.
     ///
     /// # Examples
     ///
@@ -346,7 +351,7 @@ struct Inner {
 }
 
 /// Node B's view of the servers exposed by gateways on other nodes.
-/// Cheap to clone; stopping it ([`stop`](Self::stop)) ends its sink.
+/// Cheap to clone; [`stop`](Self::stop) ends its sink.
 #[derive(Clone)]
 pub struct RemoteServers {
     inner: Arc<Inner>,
@@ -371,8 +376,8 @@ struct Claimant {
 
 impl RemoteServers {
     /// Starts the sink with no node server and no trust list: a local
-    /// gateway, else a single remote claimant, is called
-    /// ([`start_with`](Self::start_with) for more).
+    /// gateway, else a single remote claimant, is called. Use
+    /// [`start_with`](Self::start_with) for more.
     ///
     /// # Examples
     ///
@@ -392,8 +397,8 @@ impl RemoteServers {
 
     /// The server exposed under `name`, if exactly one gateway may serve
     /// it now: a gateway on this node if there is one, else the one
-    /// claimant on another node that is trusted for `name` (process groups
-    /// sync shortly after nodes connect: see [`wait_for`](Self::wait_for)).
+    /// claimant on another node that is trusted for `name`. Process groups
+    /// sync shortly after nodes connect: see [`wait_for`](Self::wait_for).
     ///
     /// # Examples
     ///
@@ -466,10 +471,10 @@ impl RemoteServers {
         Claimant { cell, node, name }
     }
 
-    /// Waits (up to `timeout`, which may be [`Duration::MAX`]) for
-    /// [`find`](Self::find) to succeed. An ambiguous name fails at once; a
-    /// name claimed only by untrusted nodes, or by none, is waited for (a
-    /// trusted gateway may still appear).
+    /// Waits up to `timeout`, which may be [`Duration::MAX`], for
+    /// [`find`](Self::find) to succeed. An ambiguous name fails at once. A
+    /// name claimed only by untrusted nodes, or by none, is waited for,
+    /// since a trusted gateway may still appear.
     ///
     /// # Examples
     ///
@@ -581,7 +586,7 @@ impl RemoteServers {
         .cloned()
     }
 
-    /// Forgets the ticket at `gateway` (the gateway does not know it).
+    /// Forgets the ticket at `gateway`, which does not know it.
     fn drop_admission(&self, gateway: &ActorRef<GatewayMsg>) {
         lock(&self.inner.admissions).remove(&gateway.get_id());
     }
@@ -663,9 +668,9 @@ impl RemoteServer {
     /// Sends any request; the result comes back as the server's own bytes.
     ///
     /// Node A drops `progressToken` and the members under prefixes the
-    /// protocol reserves from `params._meta` (they are its session's to
-    /// set; see the [`Security model`](super#security-model)): ask for
-    /// progress with [`RemoteOptions::progress`].
+    /// protocol reserves from `params._meta`, since they are its session's
+    /// to set, as the [`Security model`](super#security-model) says. Ask
+    /// for progress with [`RemoteOptions::progress`].
     ///
     /// Cancel safety: dropping the future cancels the call on node A.
     ///
@@ -717,7 +722,7 @@ impl RemoteServer {
         raw.parse().map_err(|e| RemoteError::Codec(e.to_string()))
     }
 
-    /// Every tool of the server (needs the `tools/list` grant).
+    /// Every tool of the server. It needs the `tools/list` grant.
     ///
     /// # Examples
     ///
@@ -734,9 +739,8 @@ impl RemoteServer {
         serde_json::from_slice(&bytes).map_err(|e| RemoteError::Codec(e.to_string()))
     }
 
-    /// The server's session (era, protocol version, server info,
-    /// capabilities, instructions, pid), as JSON (needs the `session`
-    /// grant).
+    /// The server's session as JSON: era, protocol version, server info,
+    /// capabilities, instructions, pid. It needs the `session` grant.
     ///
     /// # Examples
     ///
@@ -752,9 +756,9 @@ impl RemoteServer {
         serde_json::from_slice(&bytes).map_err(|e| RemoteError::Codec(e.to_string()))
     }
 
-    /// Subscribes to the server's notifications from now on (needs the
-    /// `notifications` grant: else [`RemoteError::Refused`]). Returns once
-    /// the gateway has taken the subscription.
+    /// Subscribes to the server's notifications from now on. It needs the
+    /// `notifications` grant, else it fails with [`RemoteError::Refused`].
+    /// Returns once the gateway has taken the subscription.
     ///
     /// # Examples
     ///
@@ -907,7 +911,8 @@ impl RemoteServer {
 }
 
 /// Unregisters a call's progress route; cancels the call on node A if it
-/// is abandoned before its answer (timeout, cancel, or a dropped future).
+/// is abandoned before its answer by a timeout, a cancel or a dropped
+/// future.
 struct InFlight<'a> {
     gateway: &'a ActorRef<GatewayMsg>,
     routes: &'a Routes,

@@ -1,18 +1,18 @@
-//! The caller's sink (node B): the local actor gateways send tickets,
+//! The caller's sink, on node B: the local actor gateways send tickets,
 //! progress and notifications to.
 //!
-//! Any node can cast to it (ractor_cluster shows every remotable actor to
-//! every connected node), so nothing it receives is taken on trust:
+//! Any node can cast to it, since ractor_cluster shows every remotable actor
+//! to every connected node. So nothing it receives is taken on trust:
 //!
-//! - a ticket is taken only for a hello this node sent, by its nonce (which
-//!   crossed only between this node and the gateway);
+//! - a ticket is taken only for a hello this node sent, by its nonce, which
+//!   crossed only between this node and the gateway;
 //! - progress and notifications are taken only with the secret of the
-//!   ticket of the gateway the call (or the subscription) went to;
-//! - everything else is dropped and counted
-//!   ([`RemoteServers::rejected`](super::RemoteServers::rejected)).
+//!   ticket of the gateway the call or the subscription went to;
+//! - everything else is dropped and counted in
+//!   [`RemoteServers::rejected`](super::RemoteServers::rejected).
 //!
 //! It acknowledges what it handled, so the gateway's window for this node
-//! opens again ([`GatewayMsg::Ack`]).
+//! opens again: [`GatewayMsg::Ack`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,7 +88,7 @@ pub(crate) struct Routes {
     links: Mutex<HashMap<String, Link>>,
     /// Calls that want progress, by id.
     progress: Mutex<HashMap<u64, ProgressRoute>>,
-    /// Subscribers, by (secret of the gateway, server).
+    /// Subscribers, by the secret of the gateway and the server.
     notifications: Mutex<HashMap<(String, String), Vec<Subscriber>>>,
     rejected: AtomicU64,
 }
@@ -111,7 +111,7 @@ impl Routes {
         rx
     }
 
-    /// The hello with `nonce` is over (answered or abandoned).
+    /// The hello with `nonce` is over: answered or abandoned.
     pub(crate) fn forget_nonce(&self, nonce: &str) {
         lock(&self.pending).remove(nonce);
     }

@@ -1,6 +1,6 @@
-//! TLS between nodes, from PEM files: the two halves ractor_cluster takes
-//! (an acceptor for the node server, [`NodeConfig::tls`](super::NodeConfig::tls),
-//! and a connector for `client_connect_enc`).
+//! TLS between nodes, from PEM files: the two halves ractor_cluster takes.
+//! These are an acceptor for the node server, [`NodeConfig::tls`](super::NodeConfig::tls),
+//! and a connector for `client_connect_enc`.
 //!
 //! [`acceptor`] and [`connector`] encrypt and authenticate the listening
 //! node to the connecting one. [`mutual_acceptor`] and [`mutual_connector`]
@@ -8,8 +8,8 @@
 //! the listener trusts: a node without one cannot open a session at all,
 //! whatever cookie it holds. What the certificates do not do is name the
 //! node: the name a node declares in ractor_cluster's handshake is not
-//! checked against its certificate (see the
-//! [`Security model`](super#security-model)).
+//! checked against its certificate, as the
+//! [`Security model`](super#security-model) says.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
@@ -90,7 +90,7 @@ fn acceptor_from(config: rustls::ServerConfig) -> IncomingEncryptionMode {
     IncomingEncryptionMode::Tls(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
-/// The node server's side: its certificate chain and private key (PEM).
+/// The node server's side: its certificate chain and private key, in PEM.
 /// Connecting nodes show no certificate.
 ///
 /// # Examples
@@ -113,8 +113,8 @@ pub fn acceptor(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<IncomingEncrypt
 }
 
 /// The node server's side with mutual TLS: its certificate chain and
-/// private key (PEM), and the authorities (PEM) that must have signed the
-/// certificate of every connecting node. A node that shows none, or one
+/// private key, and the authorities that must have signed the
+/// certificate of every connecting node, all in PEM. A node that shows none, or one
 /// signed by another authority, fails the TLS handshake and never reaches
 /// ractor_cluster's.
 ///
@@ -167,8 +167,8 @@ pub fn connector(ca_pem: &[u8]) -> Result<tokio_rustls::TlsConnector, TlsError> 
 }
 
 /// The connecting side with mutual TLS: trusts the authorities in
-/// `ca_pem`, and shows its own certificate chain and private key (PEM) to
-/// the node it connects to ([`mutual_acceptor`]).
+/// `ca_pem`, and shows its own certificate chain and private key, in PEM,
+/// to the node it connects to, whose side is [`mutual_acceptor`].
 ///
 /// # Examples
 ///

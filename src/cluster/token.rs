@@ -2,12 +2,12 @@
 //! caller's node, the secrets that prove a message came from that gateway,
 //! and the nonces that pair a ticket with the request for it.
 //!
-//! 128 bits from the operating system's generator, as 32 hex digits (they
-//! cross inside JSON).
+//! 128 bits from the operating system's generator, as 32 hex digits, since
+//! they cross inside JSON.
 
 use super::wire::RemoteError;
 
-/// A fresh random token (32 hex digits).
+/// A fresh random token of 32 hex digits.
 pub(crate) fn fresh() -> Result<String, RemoteError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| RemoteError::NotAdmitted {

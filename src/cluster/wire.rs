@@ -4,14 +4,14 @@
 //! The messages derive ractor_cluster's `RactorClusterMessage`: each
 //! variant's arguments are bytes that ractor_cluster frames as they are.
 //! Inside them are JSON envelopes, except a call's answer: one tag byte,
-//! then either the server's result exactly as the server sent it ([`OK`]:
-//! no re-encoding, the caller decodes it), or a JSON [`RemoteError`]
-//! ([`ERR`]).
+//! then either the server's result exactly as the server sent it, or a
+//! JSON [`RemoteError`]. The first is tagged [`OK`]: it is not re-encoded,
+//! and the caller decodes it. The second is tagged [`ERR`].
 //!
 //! No envelope field says who sent it: ractor_cluster delivers a message
 //! without its sender, so a field would be whatever the sender chose. What
-//! a node may do rests on a *ticket* instead (see
-//! [`Security model`](super#security-model)): the gateway sends it, by
+//! a node may do rests on a *ticket* instead, as the
+//! [`Security model`](super#security-model) says. The gateway sends it, by
 //! cast, to the caller's sink on the caller's node only, and every later
 //! call, cancellation and subscription carries it. What the gateway sends
 //! the sink carries the ticket's *secret*, which only that gateway and
@@ -28,50 +28,51 @@ pub(crate) const OK: u8 = 0;
 /// Tag of a failed answer: a JSON [`RemoteError`] follows.
 pub(crate) const ERR: u8 = 1;
 
-/// The messages a gateway (node A) takes from other nodes.
+/// The messages a gateway on node A takes from other nodes.
 ///
 /// Every answer is one tag byte, then the result's bytes or a JSON
 /// [`RemoteError`].
 #[derive(RactorClusterMessage)]
 pub enum GatewayMsg {
-    /// Asks for a ticket (JSON: the sink's process group, the sink's pid,
-    /// a nonce). The gateway casts a ticket, with the nonce and a secret,
-    /// to the member of that group with that pid on each node (over that
-    /// node's own connection: a ticket is bound to the node it went to);
-    /// the answer says how many it sent.
+    /// Asks for a ticket. The JSON holds the sink's process group, the
+    /// sink's pid and a nonce. The gateway casts a ticket, with the nonce
+    /// and a secret, to the member of that group with that pid on each
+    /// node, over that node's own connection, so a ticket is bound to the
+    /// node it went to. The answer says how many it sent.
     #[rpc]
     Hello(Vec<u8>, RpcReplyPort<Vec<u8>>),
-    /// A call (JSON: ticket, id, server, operation, timeout, whether
-    /// progress is wanted).
+    /// A call. The JSON holds the ticket, id, server, operation, timeout,
+    /// and whether progress is wanted.
     #[rpc]
     Call(Vec<u8>, RpcReplyPort<Vec<u8>>),
-    /// Cancels a call (JSON: ticket, id).
+    /// Cancels a call. The JSON holds the ticket and id.
     Cancel(Vec<u8>),
-    /// Subscribes the ticket's sink to a server's notifications (JSON:
-    /// ticket, server), if the server's grants allow it.
+    /// Subscribes the ticket's sink to a server's notifications, if the
+    /// server's grants allow it. The JSON holds the ticket and server.
     #[rpc]
     Subscribe(Vec<u8>, RpcReplyPort<Vec<u8>>),
-    /// Ends a subscription (JSON: ticket, server).
+    /// Ends a subscription. The JSON holds the ticket and server.
     Unsubscribe(Vec<u8>),
-    /// The sink has handled this many bytes of what the gateway sent it
-    /// (JSON: ticket, bytes): room again in the node's forwarding window.
+    /// The sink has handled this many bytes of what the gateway sent it:
+    /// room again in the node's forwarding window. The JSON holds the
+    /// ticket and bytes.
     Ack(Vec<u8>),
-    /// The names of the servers the gateway exposes (a JSON array).
+    /// The names of the servers the gateway exposes, as a JSON array.
     #[rpc]
     Servers(RpcReplyPort<Vec<u8>>),
 }
 
-/// The messages a caller's sink (node B) takes from gateways.
+/// The messages a caller's sink on node B takes from gateways.
 #[derive(RactorClusterMessage)]
 pub enum SinkMsg {
-    /// A ticket, answering a [`GatewayMsg::Hello`] (JSON: nonce, ticket,
-    /// secret, forwarding window).
+    /// A ticket, answering a [`GatewayMsg::Hello`]. The JSON holds the
+    /// nonce, ticket, secret and forwarding window.
     Ticket(Vec<u8>),
-    /// A progress notification for a call (JSON: secret, the call's id and
-    /// the `notifications/progress` params).
+    /// A progress notification for a call. The JSON holds the secret, the
+    /// call's id and the `notifications/progress` params.
     Progress(Vec<u8>),
-    /// A notification of a server (JSON: secret, the server's name, the
-    /// method and the params).
+    /// A notification of a server. The JSON holds the secret, the server's
+    /// name, the method and the params.
     Notification(Vec<u8>),
 }
 
@@ -115,11 +116,11 @@ pub(crate) struct Ticket {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Op {
-    /// Any request (`method`, `params`), its result returned raw.
+    /// Any request, by `method` and `params`, its result returned raw.
     Request,
-    /// Every tool (all pages of `tools/list`).
+    /// Every tool: all pages of `tools/list`.
     ListTools,
-    /// The server's session (era, version, info, capabilities).
+    /// The server's session: era, version, info, capabilities.
     Session,
 }
 
@@ -137,7 +138,7 @@ pub(crate) struct Call {
     /// Kept as text until the call is admitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) params: Option<Box<RawValue>>,
-    /// The caller's timeout, in milliseconds (the gateway may lower it).
+    /// The caller's timeout, in milliseconds. The gateway may lower it.
     pub(crate) timeout_ms: u64,
     /// Whether the caller wants progress at its sink.
     #[serde(default)]
@@ -282,11 +283,11 @@ impl NotificationEnvelope {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum CallCap {
-    /// Calls in flight from one node
-    /// ([`GatewayConfig::max_calls_per_node`](super::GatewayConfig::max_calls_per_node)).
+    /// Calls in flight from one node, capped by
+    /// [`GatewayConfig::max_calls_per_node`](super::GatewayConfig::max_calls_per_node).
     PerNode,
-    /// Calls in flight through the gateway, from all nodes
-    /// ([`GatewayConfig::max_calls`](super::GatewayConfig::max_calls)).
+    /// Calls in flight through the gateway, from all nodes, capped by
+    /// [`GatewayConfig::max_calls`](super::GatewayConfig::max_calls).
     PerGateway,
 }
 
@@ -315,15 +316,15 @@ pub enum RemoteError {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<String>,
     },
-    /// The server's connection closed while the call was in flight (it
-    /// exited, or was stopped), or the client there is down.
+    /// The server's connection closed while the call was in flight, because
+    /// it exited or was stopped, or the client there is down.
     #[error("the server on node A is down: {reason}")]
     Closed {
         /// Why, as node A's client said.
         reason: String,
     },
-    /// No answer within the call's timeout (the caller's, or the
-    /// gateway's maximum if that is lower).
+    /// No answer within the call's timeout: the caller's, or the gateway's
+    /// maximum if that is lower.
     #[error("no answer within {after_ms} ms")]
     Timeout {
         /// The timeout applied.
@@ -332,14 +333,14 @@ pub enum RemoteError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
-    /// No gateway exposes a server of this name (or it was removed).
+    /// No gateway exposes a server of this name, or it was removed.
     #[error("no server named `{server}` is exposed")]
     NotFound {
         /// The name asked for.
         server: String,
     },
-    /// The server's grants do not include this method (or `session`, or
-    /// `notifications`).
+    /// The server's grants do not include this method, or `session`, or
+    /// `notifications`.
     #[error("refused: `{method}` on `{server}` is not granted to other nodes")]
     Refused {
         /// The server.
@@ -362,8 +363,8 @@ pub enum RemoteError {
         id: u64,
     },
     /// The gateway did not admit the caller: no ticket, an unknown or
-    /// expired one (tickets end with the caller's node connection), or no
-    /// ticket could be issued.
+    /// expired one, or no ticket could be issued. Tickets end with the
+    /// caller's node connection.
     #[error("not admitted by the gateway: {reason}")]
     NotAdmitted {
         /// Why.
@@ -377,8 +378,8 @@ pub enum RemoteError {
         /// The limit.
         limit: u64,
     },
-    /// The node hosting the server went away (or the connection to it
-    /// broke) while the call was in flight.
+    /// The node hosting the server went away, or the connection to it
+    /// broke, while the call was in flight.
     #[error("node lost: the node hosting `{server}` went away")]
     NodeLost {
         /// The server called.
@@ -407,8 +408,8 @@ pub(crate) fn answer(outcome: Result<&[u8], &RemoteError>) -> Vec<u8> {
     }
 }
 
-/// Decodes an answer: the result's bytes (`bytes[1..]`, to be decoded by
-/// the caller), or the error.
+/// Decodes an answer: the result's bytes, `bytes[1..]`, to be decoded by
+/// the caller, or the error.
 pub(crate) fn read_answer(mut bytes: Vec<u8>) -> Result<Vec<u8>, RemoteError> {
     match bytes.first() {
         Some(&OK) => {
@@ -421,7 +422,7 @@ pub(crate) fn read_answer(mut bytes: Vec<u8>) -> Result<Vec<u8>, RemoteError> {
     }
 }
 
-/// JSON of an envelope (plain data: it always serialises).
+/// JSON of an envelope. It is plain data, so it always serialises.
 pub(crate) fn encode<T: Serialize>(envelope: &T) -> Vec<u8> {
     serde_json::to_vec(envelope).unwrap_or_default()
 }

@@ -15,8 +15,8 @@ const SET_BY_ENTRY: &[&str] = &["command", "args", "env", "cd", "cwd", "name", "
 
 /// What one entry is.
 pub(super) enum Outcome {
-    /// A server to start (a command, or a Streamable HTTP server),
-    /// and its gateway options.
+    /// A server to start, a command or a Streamable HTTP server, and its
+    /// gateway options.
     Server(Box<ClientConfig>, ServeOptions),
     /// `"disabled": true`.
     Disabled,
@@ -26,7 +26,7 @@ pub(super) enum Outcome {
 
 /// The file being read, and how its strings expand.
 pub(super) struct Context<'a> {
-    /// The config file (absolute).
+    /// The config file, as an absolute path.
     pub(super) file: &'a Path,
     /// Its directory: relative paths start here.
     pub(super) dir: &'a Path,
@@ -98,9 +98,9 @@ impl Context<'_> {
     }
 }
 
-/// The first `${input:ID}` in the entry at `key` (its options left out:
-/// they are not expanded) whose ID has no value, and the key it is at;
-/// `None` for a disabled entry.
+/// The first `${input:ID}` in the entry at `key` whose ID has no value, and
+/// the key it is at; `None` for a disabled entry. The entry's options are
+/// left out, since they are not expanded.
 pub(super) fn unsupplied_input(
     ctx: &Context<'_>,
     key: &str,
@@ -133,7 +133,7 @@ pub(super) fn unsupplied_input(
         .find_map(|(k, v)| walk(ctx, format!("{key}.{k}"), v))
 }
 
-/// Reads the entry `name` (at `key`, such as `mcpServers.github`).
+/// Reads the entry `name` at `key`, such as `mcpServers.github`.
 pub(super) fn read(
     ctx: &Context<'_>,
     key: &str,
@@ -200,12 +200,12 @@ pub(super) fn read(
     Ok(Outcome::Server(Box::new(config), serve))
 }
 
-/// The `type`s of a Streamable HTTP server (`http`: VS Code, Claude Code;
-/// `streamable-http` and `streamableHttp`: other hosts).
+/// The `type`s of a Streamable HTTP server: `http` for VS Code and Claude
+/// Code, `streamable-http` and `streamableHttp` for other hosts.
 const REMOTE_TYPES: &[&str] = &["http", "streamable-http", "streamableHttp"];
 
-/// A Streamable HTTP server: `url` and `headers` (every header value a
-/// [`Secret`]: they hold tokens), variables expanded in both.
+/// A Streamable HTTP server: `url` and `headers`, variables expanded in
+/// both. Every header value is a [`Secret`], since headers hold tokens.
 fn remote_server(
     ctx: &Context<'_>,
     key: &str,
@@ -254,8 +254,8 @@ fn keep(text: String, from_env: bool) -> MaybeSecret {
     }
 }
 
-/// `command`: a bare name stays (looked up in PATH); a relative path is
-/// taken from the file's directory.
+/// `command`: a bare name stays, to be looked up in PATH; a relative path
+/// is taken from the file's directory.
 fn command_path(ctx: &Context<'_>, key: &str, v: &Value) -> Result<Arg, ConfigFileError> {
     let (command, from_env) = ctx.string(key, v)?;
     if Path::new(&command).components().count() > 1 {
@@ -279,8 +279,8 @@ fn args(ctx: &Context<'_>, key: &str, v: Option<&Value>) -> Result<Vec<Arg>, Con
         .collect()
 }
 
-/// `envFile` (every value a secret), then `env` over it (a value that came
-/// from the environment a secret, a literal one plain). Linear in the
+/// `envFile`, every value a secret, then `env` over it. In `env`, a value
+/// that came from the environment is a secret, a literal one plain. Linear in the
 /// number of variables: a repeated name is resolved once, at the end.
 fn environment(
     ctx: &Context<'_>,
@@ -325,8 +325,8 @@ fn environment(
     Ok(env)
 }
 
-/// The options key, read as a [`ClientConfig`] (every missing field at its
-/// default) and the gateway's options (`tools`, `lazy`).
+/// The options key, read as a [`ClientConfig`] with every missing field at
+/// its default, and as the gateway's options `tools` and `lazy`.
 fn options(
     ctx: &Context<'_>,
     key: &str,
@@ -396,8 +396,8 @@ fn roots_option(
     Ok(roots)
 }
 
-/// Takes the host's and the gateway's options (`tools.allow`, `tools.deny`,
-/// `lazy`, `roots`, `revive_after_ms`) out of the options object.
+/// Takes the host's and the gateway's options out of the options object:
+/// `tools.allow`, `tools.deny`, `lazy`, `roots`, `revive_after_ms`.
 fn serve_options(
     ctx: &Context<'_>,
     key: &str,

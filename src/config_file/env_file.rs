@@ -1,13 +1,14 @@
 //! `envFile`: a dotenv file of `KEY=VALUE` lines, as VS Code reads it.
 //!
 //! Blank lines and lines starting with `#` are skipped; `export ` before a
-//! name is allowed. A value is taken as written (trimmed, an ` #` comment
-//! after it removed), or between single quotes (literally) or double quotes
-//! (with `\n`, `\r`, `\t`, `\"` and `\\` escapes). Values are not expanded.
+//! name is allowed. A value is taken as written, trimmed, with an ` #`
+//! comment after it removed. It may also be between single quotes, taken
+//! literally, or double quotes, with `\n`, `\r`, `\t`, `\"` and `\\`
+//! escapes. Values are not expanded.
 
 /// A line that could not be read, with its 1-based number. The problem
-/// says where (the variable's name, a column), never what the value holds:
-/// the values of an env file are secrets.
+/// says where, by the variable's name and a column, never what the value
+/// holds: the values of an env file are secrets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LineError {
     line: usize,
@@ -15,14 +16,14 @@ pub(crate) struct LineError {
 }
 
 impl LineError {
-    /// The line at fault (1-based), and what is wrong with it.
+    /// The 1-based line at fault, and what is wrong with it.
     pub(crate) fn into_parts(self) -> (usize, String) {
         (self.line, self.problem)
     }
 }
 
-/// The variables of a dotenv text, in order (a repeated name: last wins),
-/// in time linear in the length of the text.
+/// The variables of a dotenv text, in order, in time linear in the length
+/// of the text. For a repeated name the last wins.
 pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, LineError> {
     let mut vars: Vec<(String, String)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -56,7 +57,7 @@ pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, LineError> {
 }
 
 /// A value as written, quoted or not; on error, the byte offset in `v` of
-/// the problem and what it is (never the text).
+/// the problem and what it is, never the text.
 fn parse_value(v: &str) -> Result<String, (usize, &'static str)> {
     let mut chars = v.char_indices();
     match chars.next() {
@@ -97,7 +98,7 @@ fn parse_value(v: &str) -> Result<String, (usize, &'static str)> {
     }
 }
 
-/// What may follow a quoted value (from byte `from` of `v`): nothing, or a
+/// What may follow a quoted value, from byte `from` of `v`: nothing, or a
 /// comment.
 fn trailing(v: &str, from: usize) -> Result<(), (usize, &'static str)> {
     let rest = v.get(from..).unwrap_or("");

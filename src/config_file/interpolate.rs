@@ -1,8 +1,8 @@
 //! `${...}` in config-file strings, as the hosts that keep these files
-//! expand them: `${VAR}` and `${VAR:-default}` (Claude Code), `${env:VAR}`
-//! and the predefined `${userHome}`, `${workspaceFolder}`,
-//! `${workspaceFolderBasename}`, `${pathSeparator}` and `${/}` (VS Code,
-//! Cursor), and `${input:ID}` (VS Code) from the values the caller
+//! expand them. Claude Code's are `${VAR}` and `${VAR:-default}`. VS Code
+//! and Cursor have `${env:VAR}` and the predefined `${userHome}`,
+//! `${workspaceFolder}`, `${workspaceFolderBasename}`, `${pathSeparator}`
+//! and `${/}`. VS Code's `${input:ID}` takes the values the caller
 //! supplied. Nothing else of a string is touched: a `$` not followed by `{`
 //! stays as written.
 
@@ -11,8 +11,8 @@ use std::path::Path;
 
 use crate::secret::Secret;
 
-/// Where variables come from: the environment (or a stand-in for it, in
-/// tests) and the file's place.
+/// Where variables come from: the environment, or a stand-in for it in
+/// tests, and the file's place.
 pub(crate) struct Variables<'a> {
     /// Looks an environment variable up.
     env: &'a dyn Fn(&str) -> Option<String>,
@@ -27,8 +27,8 @@ pub(crate) struct Variables<'a> {
 pub(crate) enum Problem {
     /// `${VAR}` or `${env:VAR}` with VAR unset.
     Unset(String),
-    /// A kind of variable these files may hold but we cannot resolve
-    /// (`${input:...}`, `${command:...}`, ...), or a malformed one.
+    /// A kind of variable these files may hold but we cannot resolve, such
+    /// as `${input:...}` or `${command:...}`, or a malformed one.
     Unsupported(String),
 }
 
@@ -37,8 +37,8 @@ pub(crate) enum Problem {
 pub(crate) struct Expanded {
     /// The text.
     text: String,
-    /// Whether part of it came from the environment or an input (such
-    /// values are kept as secrets).
+    /// Whether part of it came from the environment or an input. Such
+    /// values are kept as secrets.
     from_env: bool,
 }
 
@@ -140,7 +140,7 @@ pub(crate) fn inputs(text: &str) -> impl Iterator<Item = &str> {
         .filter_map(|rest| rest.split_once('}').map(|(id, _)| id))
 }
 
-/// `name` if it is a variable name (`[A-Za-z_][A-Za-z0-9_]*`).
+/// `name` if it is a variable name: `[A-Za-z_][A-Za-z0-9_]*`.
 fn valid_name<'a>(name: &'a str, whole: &str) -> Result<&'a str, Problem> {
     let mut chars = name.chars();
     let ok = chars

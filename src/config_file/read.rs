@@ -1,11 +1,11 @@
-//! Reading a file a config names (the config file itself, an `envFile`):
+//! Reading a file a config names, the config file itself or an `envFile`:
 //! bounded in bytes, and never blocking on something that is not a file.
 //!
-//! A path in a config can name a FIFO (opening it for reading waits for a
-//! writer, for ever), a device that never ends (`/dev/zero`) or a huge
-//! file. So the file is opened non-blocking (unix: a FIFO opens at once),
-//! checked on the open descriptor to be a regular file (no race with a
-//! rename between a check and the open), and read up to its limit plus one
+//! A path in a config can name a FIFO, which waits for a writer for ever
+//! when opened for reading, a device that never ends such as `/dev/zero`,
+//! or a huge file. So the file is opened non-blocking, which on unix opens
+//! a FIFO at once. It is checked on the open descriptor to be a regular
+//! file, so no rename can race between a check and the open. It is read up to its limit plus one
 //! byte, so a file that grows while it is read is caught too. A regular
 //! file's read does not wait on anyone, so this is safe to call from async
 //! code such as `Host::load`.
@@ -17,12 +17,13 @@ use std::path::Path;
 /// Why a file was not read.
 #[derive(Debug)]
 pub(super) enum Problem {
-    /// The OS refused (missing, permissions), or the text is not UTF-8.
+    /// The OS refused, for a missing file or permissions, or the text is
+    /// not UTF-8.
     Io(io::Error),
     /// Not a regular file: what it is instead.
     NotAFile(&'static str),
-    /// Longer than the limit: its length (at least this, for a file that
-    /// grew while it was read).
+    /// Longer than the limit: its length. For a file that grew while it was
+    /// read, it is at least this.
     TooLarge(u64),
 }
 

@@ -1,35 +1,35 @@
-//! What one line (a message, or a result's bytes) will cost in memory once
-//! parsed, estimated *before* parsing, so the server's byte budget
-//! ([`ServerConfig::max_inbound_bytes`](crate::server::ServerConfig::max_inbound_bytes))
-//! can decline to build what it cannot afford, and the client's list caps
-//! ([`ClientConfig::max_list_bytes`](crate::client::ClientConfig::max_list_bytes))
+//! What one line, a message or a result's bytes, will cost in memory once
+//! parsed, estimated *before* parsing. So the server's byte budget,
+//! [`ServerConfig::max_inbound_bytes`](crate::server::ServerConfig::max_inbound_bytes),
+//! can decline to build what it cannot afford, and the client's list caps,
+//! such as [`ClientConfig::max_list_bytes`](crate::client::ClientConfig::max_list_bytes),
 //! can count a page without building a tree of it.
 //!
 //! Why not the line's length: a `serde_json::Value` costs 32 bytes per node
 //! plus its heap, so the 8 MiB line `[0,0,0,...]` parses to 128 MiB, and
-//! `[{"":0},{"":0},...]` to about 100 times its length (every one-entry
-//! object is a whole B-tree leaf). The estimate walks the line without
-//! allocating (over its bytes when it is plain, else with serde) and adds up
-//! what the parse would allocate:
+//! `[{"":0},{"":0},...]` to about 100 times its length, since every
+//! one-entry object is a whole B-tree leaf. The estimate walks the line
+//! without allocating, over its bytes when it is plain, else with serde. It
+//! adds up what the parse would allocate:
 //!
-//! - every value: `size_of::<Value>()` where it sits (array slot, map node,
-//!   or the message itself);
+//! - every value: `size_of::<Value>()` where it sits: array slot, map node,
+//!   or the message itself;
 //! - a string: its bytes, in one allocation;
-//! - an array: a `Vec` grown by doubling (what serde_json does), so its
+//! - an array: a `Vec` grown by doubling, as serde_json does, so its
 //!   capacity is the next power of two, at least 4;
 //! - an object: B-tree leaves of 11 entries, assumed only 5 full once the
-//!   map outgrows one leaf, plus internal nodes (an `IndexMap`, under
-//!   serde_json's `preserve_order`, costs about as much per entry);
-//! - every allocation: rounded up like glibc's chunks (16-byte multiples
-//!   including an 8-byte header, 32 bytes at least);
-//! - what the server copies out of a request: `params._meta` (the context's
-//!   copy, and the capabilities and client info taken from it),
+//!   map outgrows one leaf, plus internal nodes. An `IndexMap`, under
+//!   serde_json's `preserve_order`, costs about as much per entry;
+//! - every allocation: rounded up like glibc's chunks, to 16-byte multiples
+//!   including an 8-byte header, 32 bytes at least;
+//! - what the server copies out of a request: `params._meta`, for the
+//!   context's copy and the capabilities and client info taken from it,
 //!   `params.inputResponses` and `params.requestState`;
 //! - a response's `result` is not parsed but copied: its length;
 //! - a fixed overhead per message for the session's bookkeeping.
 //!
 //! It is an estimate, on the generous side; the parse itself can need a
-//! little more for a moment (a `Vec` moved while it doubles). A line that
+//! little more for a moment, while a `Vec` is moved as it doubles. A line that
 //! is not valid JSON is charged [`INVALID_FACTOR`] times its length: the
 //! parse of such a line can still build some members before it fails, and
 //! no structure is known to count.
@@ -49,14 +49,14 @@ pub(crate) struct Estimate {
     /// Estimated bytes held once parsed, until the message is done with.
     bytes: usize,
     /// A response, a `notifications/cancelled` or a `ping` request: it
-    /// unblocks or ends requests, or asks whether the server is alive (and
-    /// is answered at once), so it may use the budget's headroom and go
+    /// unblocks or ends requests, or asks whether the server is alive and
+    /// is answered at once. So it may use the budget's headroom and go
     /// past a request that waits for room.
     control: bool,
 }
 
 impl Estimate {
-    /// An estimate of `bytes`, a control message or not (tests' own).
+    /// An estimate of `bytes`, a control message or not, for tests.
     #[cfg(test)]
     pub(crate) fn new(bytes: usize, control: bool) -> Self {
         Self { bytes, control }
@@ -68,7 +68,7 @@ impl Estimate {
         self.bytes
     }
 
-    /// Whether the line is a control message (see the field).
+    /// Whether the line is a control message, as the field says.
     #[inline]
     pub(crate) fn is_control(self) -> bool {
         self.control
@@ -76,10 +76,11 @@ impl Estimate {
 }
 
 /// Per message: the message and request structs, the request's task, its
-/// context and the session's table entries (not what the handler allocates).
+/// context and the session's table entries, but not what the handler
+/// allocates.
 pub(crate) const MESSAGE_OVERHEAD: usize = 2 * 1024;
 /// Bytes charged per line byte when the line is not valid JSON: above the
-/// worst expansion of valid JSON under this model (about 100).
+/// worst expansion of valid JSON under this model, about 100.
 pub(crate) const INVALID_FACTOR: usize = 128;
 
 const VALUE: usize = size_of::<Value>();
@@ -94,7 +95,7 @@ const LEAF_FILL: usize = 5;
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The estimate for one line (without its newline). Never fails: a line
+/// The estimate for one line, without its newline. Never fails: a line
 /// that cannot be walked gets the conservative [`INVALID_FACTOR`] charge.
 pub(crate) fn estimate(line: &[u8]) -> Estimate {
     let body = line.strip_prefix(UTF8_BOM).unwrap_or(line);
@@ -123,9 +124,9 @@ pub(crate) fn estimate(line: &[u8]) -> Estimate {
 }
 
 /// The estimate's walk over the bytes themselves, for the lines it is sure
-/// of: the same sums as the serde walk ([`Walker`]), or `None` for anything
-/// else (invalid JSON, escapes, numbers serde might reject as out of range,
-/// deep nesting), which the serde walk then decides.
+/// of: the same sums as the serde walk, [`Walker`]. It gives `None` for
+/// anything else, which the serde walk then decides: invalid JSON, escapes,
+/// numbers serde might reject as out of range, deep nesting.
 mod fast {
     use super::{alloc, array_heap, map_heap, string_heap, Role, Walked, VALUE};
     use crate::protocol::methods;
@@ -198,8 +199,8 @@ mod fast {
             })
         }
 
-        /// A string without escapes or control characters: its bytes (its
-        /// decoded length is then its length).
+        /// A string without escapes or control characters: its bytes. Its
+        /// decoded length is then its length.
         fn string(&mut self) -> Option<&'a [u8]> {
             self.eat(b'"')?;
             let rest = self.s.get(self.i..)?;
@@ -360,7 +361,7 @@ fn serde_walk(body: &[u8]) -> Result<Walked, serde_json::Error> {
         .and_then(|w| de.end().map(|()| w))
 }
 
-/// Bytes a heap allocation of `n` bytes occupies (0 for none).
+/// Bytes a heap allocation of `n` bytes occupies; 0 for none.
 fn alloc(n: usize) -> usize {
     if n == 0 {
         0
@@ -411,7 +412,7 @@ enum Role {
 /// The sums of one walked value.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Walked {
-    /// Heap bytes of the value as parsed (its own `Value` slot excluded).
+    /// Heap bytes of the value as parsed, its own `Value` slot excluded.
     heap: usize,
     /// Bytes beyond the parsed value: copies the server makes, raw results.
     extra: usize,
@@ -761,7 +762,7 @@ mod tests {
     }
 
     /// Any JSON the messages carry: `plain` leaves out what the byte walk
-    /// leaves to serde (escapes, control characters, exponents).
+    /// leaves to serde: escapes, control characters, exponents.
     fn arb_json(plain: bool) -> impl proptest::strategy::Strategy<Value = Value> {
         use proptest::prelude::*;
         let (key_chars, string_chars) = if plain {
