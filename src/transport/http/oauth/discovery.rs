@@ -223,26 +223,34 @@ async fn resource_metadata(
         urls.extend(well_known(server, "oauth-protected-resource", path));
     }
     urls.extend(well_known(server, "oauth-protected-resource", ""));
+    let Some((url, v)) = first_json(client, "the protected resource metadata", urls).await? else {
+        return Ok(None);
+    };
+    let prm = serde_json::from_value(v).map_err(|e| AuthError::Discovery {
+        url: shown(url.as_str()),
+        problem: format!("not protected resource metadata: {e}"),
+    })?;
+    debug!(url = %shown(url.as_str()), "protected resource metadata found");
+    Ok(Some(prm))
+}
+
+/// Fetches `what` from each of `urls` in turn and gives the first JSON
+/// answer with its URL. `None` when every URL answers with a status.
+async fn first_json(
+    client: &FlowClient,
+    what: &'static str,
+    urls: Vec<Url>,
+) -> Result<Option<(Url, Value)>, AuthError> {
     for url in urls {
-        match get_json(client, "the protected resource metadata", &url).await {
-            Ok(Fetched::Json(v)) => {
-                let prm: ResourceMetadata =
-                    serde_json::from_value(v).map_err(|e| AuthError::Discovery {
-                        url: shown(url.as_str()),
-                        problem: format!("not protected resource metadata: {e}"),
-                    })?;
-                debug!(url = %shown(url.as_str()), "protected resource metadata found");
-                return Ok(Some(prm));
-            }
+        match get_json(client, what, &url).await {
+            Ok(Fetched::Json(v)) => return Ok(Some((url, v))),
             Ok(Fetched::Status(status, _)) => {
-                debug!(url = %shown(url.as_str()), %status, "no protected resource metadata here");
+                debug!(url = %shown(url.as_str()), %status, "{what}: none here");
             }
             Err(FetchError::Refused(e)) => return Err(e),
             Err(FetchError::Failed(problem)) => {
-                return Err(AuthError::Discovery {
-                    url: shown(url.as_str()),
-                    problem,
-                })
+                let url = shown(url.as_str());
+                return Err(AuthError::Discovery { url, problem });
             }
         }
     }
@@ -292,32 +300,18 @@ pub(crate) async fn authorization_server(
         .admit("the authorization server", &base, false)
         .await?;
     let path = base.path().trim_end_matches('/');
-    let mut urls: Vec<Url> = Vec::new();
-    if path.is_empty() {
-        urls.extend(well_known(&base, "oauth-authorization-server", ""));
-        urls.extend(well_known(&base, "openid-configuration", ""));
-    } else {
-        urls.extend(well_known(&base, "oauth-authorization-server", path));
-        urls.extend(well_known(&base, "openid-configuration", path));
+    let mut urls: Vec<Url> = ["oauth-authorization-server", "openid-configuration"]
+        .into_iter()
+        .filter_map(|name| well_known(&base, name, path))
+        .collect();
+    if !path.is_empty() {
         let origin = base.origin().ascii_serialization();
         urls.extend(Url::parse(&format!("{origin}{path}/.well-known/openid-configuration")).ok());
     }
-    for url in urls {
-        match get_json(client, "the authorization server metadata", &url).await {
-            Ok(Fetched::Json(v)) => return validate(client, &url, issuer, v).await.map(Some),
-            Ok(Fetched::Status(status, _)) => {
-                debug!(url = %shown(url.as_str()), %status, "no authorization server metadata here");
-            }
-            Err(FetchError::Refused(e)) => return Err(e),
-            Err(FetchError::Failed(problem)) => {
-                return Err(AuthError::Discovery {
-                    url: shown(url.as_str()),
-                    problem,
-                })
-            }
-        }
+    match first_json(client, "the authorization server metadata", urls).await? {
+        Some((url, v)) => validate(client, &url, issuer, v).await.map(Some),
+        None => Ok(None),
     }
-    Ok(None)
 }
 
 /// Reads and checks one metadata document: its issuer, its endpoints
