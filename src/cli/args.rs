@@ -158,8 +158,10 @@ impl Cli {
         let mut definition = Self::definition();
         let matches = definition.try_get_matches_from_mut(args)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
-        if let Some((_, sub)) = matches.subcommand() {
-            if sub.try_get_one::<bool>("progress").is_ok() {
+        // By name, not by asking `sub` for `progress`: a release build of
+        // clap answers `Ok(None)` for an argument a subcommand lacks.
+        if let Some((name, sub)) = matches.subcommand() {
+            if !NOT_A_CLIENT.contains(&name) {
                 let after = ClientArgs::from_arg_matches(sub)?;
                 cli.client
                     .join(after)
@@ -734,6 +736,21 @@ mod tests {
         assert_eq!(both.options().header().len(), 2);
         let twice = parse(&["--url", "http://a", "tools", "--url", "http://b"]).unwrap_err();
         assert!(twice.to_string().contains("--url"), "{twice}");
+    }
+
+    /// `parse_args` reads the client options after exactly the subcommands
+    /// outside `NOT_A_CLIENT`: the same set that defines them. A release
+    /// build once asked `serve` for `progress` and refused every `mcp serve`.
+    #[test]
+    fn the_subcommands_with_client_options_are_those_outside_not_a_client() {
+        for sub in Cli::definition().get_subcommands() {
+            let has = sub.get_arguments().any(|a| a.get_id() == "progress");
+            let outside = !NOT_A_CLIENT.contains(&sub.get_name());
+            assert_eq!(has, outside, "subcommand {}", sub.get_name());
+        }
+        let serve = parse(&["serve", "--config", "f.json", "--listen", "127.0.0.1:0"]).unwrap();
+        assert!(!serve.options().progress());
+        parse(&["completions", "bash"]).unwrap();
     }
 
     #[test]
