@@ -70,8 +70,6 @@ pub(crate) enum Unanswered {
 struct Running {
     abort: AbortHandle,
     shared: Arc<RequestShared>,
-    /// Its answer is not wanted any more.
-    withdrawn: Arc<AtomicBool>,
 }
 
 /// Releases a request's charge on the inbound byte budget when its task
@@ -138,8 +136,8 @@ pub(crate) fn answer_line(
     recorded: &Mutex<Recorded>,
 ) -> Vec<u8> {
     let rid = Some(id.clone());
-    let encoded = |v: &Value| {
-        encode::result(&rid, v).unwrap_or_else(|e| {
+    let encoded = |v: &Value, hints: Option<ResultHints>| {
+        encode::result(&rid, &Hinted { value: v, hints }).unwrap_or_else(|e| {
             tracing::warn!(%id, error = %e, "result not serialisable: answering -32603");
             encode::error(
                 &rid,
@@ -160,19 +158,7 @@ pub(crate) fn answer_line(
         (None, _) => result,
     };
     match result {
-        Ok(mut v) => {
-            if hints.era == Era::Stateless {
-                if let Some(obj) = v.as_object_mut() {
-                    obj.entry("resultType").or_insert_with(|| json!("complete"));
-                    if hints.cacheable {
-                        obj.entry("ttlMs").or_insert_with(|| json!(hints.ttl_ms));
-                        obj.entry("cacheScope")
-                            .or_insert_with(|| json!(hints.scope));
-                    }
-                }
-            }
-            encoded(&v)
-        }
+        Ok(v) => encoded(&v, (hints.era == Era::Stateless).then_some(hints)),
         Err(HandlerError::InputRequired) if hints.era == Era::Stateless => {
             let (requests, state) = { crate::sync::lock(recorded).take() };
             if requests.is_empty() && state.is_none() {
@@ -186,9 +172,55 @@ pub(crate) fn answer_line(
             if let Some(s) = state {
                 v["requestState"] = json!(s);
             }
-            encoded(&v)
+            encoded(&v, None)
         }
         Err(e) => encode::error(&rid, &e.to_error_object()),
+    }
+}
+
+/// A result as sent: a 2026-07-28 object gets `resultType` and the cache
+/// hints it lacks, written in key order among its members (where inserting
+/// them would put them), without copying or changing the handler's value.
+struct Hinted<'a> {
+    value: &'a Value,
+    hints: Option<ResultHints>,
+}
+
+/// A member the engine adds.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Hint {
+    Text(&'static str),
+    Number(u64),
+}
+
+impl serde::Serialize for Hinted<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (Some(h), Some(obj)) = (self.hints, self.value.as_object()) else {
+            return self.value.serialize(s);
+        };
+        // By key, as the members of a map are written.
+        let added = [
+            ("cacheScope", Hint::Text(h.scope), h.cacheable),
+            ("resultType", Hint::Text("complete"), true),
+            ("ttlMs", Hint::Number(h.ttl_ms), h.cacheable),
+        ];
+        let mut added = added
+            .iter()
+            .filter(|(k, _, on)| *on && !obj.contains_key(*k))
+            .peekable();
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in obj {
+            while let Some((ak, av, _)) = added.next_if(|(ak, ..)| *ak < k.as_str()) {
+                m.serialize_entry(ak, av)?;
+            }
+            m.serialize_entry(k, v)?;
+        }
+        for (ak, av, _) in added {
+            m.serialize_entry(ak, av)?;
+        }
+        m.end()
     }
 }
 
@@ -263,13 +295,12 @@ impl<H: Handler> Engine<H> {
         let hints = ResultHints::of(&req.method, d.era, scope.shared().config());
         tracing::debug!(id = %req.id, method = %req.method, era = %hints.era, "request started");
         let ctx = RequestContext::new(&req, d, handle, rs.clone(), scope.id().clone());
-        let withdrawn = Arc::new(AtomicBool::new(false));
         let guard = RunGuard {
             engine: Arc::downgrade(self),
             scope: scope.clone(),
             key,
             id: req.id.clone(),
-            withdrawn: withdrawn.clone(),
+            shared: rs.clone(),
             reply: Some(reply),
         };
         let handler = self.handler.clone();
@@ -303,7 +334,6 @@ impl<H: Handler> Engine<H> {
             Running {
                 abort: task.abort_handle(),
                 shared: rs,
-                withdrawn,
             },
         );
         drop(running);
@@ -325,7 +355,7 @@ impl<H: Handler> Engine<H> {
     /// Either way it gets no answer. Returns whether it was found.
     pub(crate) fn cancel<R: Reply>(self: &Arc<Self>, scope: &Arc<Scope<R>>, key: u64) -> bool {
         if let Some(r) = crate::sync::lock(&self.running).get(&key) {
-            r.withdrawn.store(true, Ordering::Release);
+            r.shared.withdraw();
             r.shared.cancel();
             r.abort.abort();
             return true;
@@ -443,7 +473,8 @@ struct RunGuard<H: Handler, R: Reply> {
     scope: Arc<Scope<R>>,
     key: u64,
     id: RequestId,
-    withdrawn: Arc<AtomicBool>,
+    /// The request's state (whether its answer is still wanted).
+    shared: Arc<RequestShared>,
     /// Taken by the answer.
     reply: Option<R>,
 }
@@ -452,7 +483,7 @@ impl<H: Handler, R: Reply> RunGuard<H, R> {
     fn answer(&mut self, line: Vec<u8>) {
         if let Some(reply) = self.reply.take() {
             // A cancelled request is not answered, even if it finished.
-            if self.withdrawn.load(Ordering::Acquire) {
+            if self.shared.is_withdrawn() {
                 reply.unanswered(Unanswered::Withdrawn);
             } else {
                 reply.answer(line);
@@ -476,7 +507,7 @@ impl<H: Handler, R: Reply> Drop for RunGuard<H, R> {
             }
         }
         if let Some(reply) = self.reply.take() {
-            let why = if !self.withdrawn.load(Ordering::Acquire)
+            let why = if !self.shared.is_withdrawn()
                 && engine.as_ref().is_some_and(|e| e.is_stopping())
             {
                 Unanswered::Stopping
@@ -650,7 +681,11 @@ mod tests {
         let config = ServerConfig::new(Implementation::new("t", "0")).max_in_flight(max_in_flight);
         let (out, _rx) = WriteQueue::new(1024);
         Scope::new(
-            Arc::new(SessionShared::new(SessionId::local("test"), config, out)),
+            Arc::new(SessionShared::new(
+                SessionId::local("test"),
+                config,
+                Some(out),
+            )),
             unique,
         )
     }
