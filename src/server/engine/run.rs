@@ -136,8 +136,8 @@ pub(crate) fn answer_line(
     recorded: &Mutex<Recorded>,
 ) -> Vec<u8> {
     let rid = Some(id.clone());
-    let encoded = |v: &Value, hints: Option<ResultHints>| {
-        encode::result(&rid, &Hinted { value: v, hints }).unwrap_or_else(|e| {
+    let encoded = |v: &Value| {
+        encode::result(&rid, v).unwrap_or_else(|e| {
             tracing::warn!(%id, error = %e, "result not serialisable: answering -32603");
             encode::error(
                 &rid,
@@ -158,7 +158,19 @@ pub(crate) fn answer_line(
         (None, _) => result,
     };
     match result {
-        Ok(v) => encoded(&v, (hints.era == Era::Stateless).then_some(hints)),
+        Ok(mut v) => {
+            if hints.era == Era::Stateless {
+                if let Some(obj) = v.as_object_mut() {
+                    obj.entry("resultType").or_insert_with(|| json!("complete"));
+                    if hints.cacheable {
+                        obj.entry("ttlMs").or_insert_with(|| json!(hints.ttl_ms));
+                        obj.entry("cacheScope")
+                            .or_insert_with(|| json!(hints.scope));
+                    }
+                }
+            }
+            encoded(&v)
+        }
         Err(HandlerError::InputRequired) if hints.era == Era::Stateless => {
             let (requests, state) = { crate::sync::lock(recorded).take() };
             if requests.is_empty() && state.is_none() {
@@ -172,55 +184,9 @@ pub(crate) fn answer_line(
             if let Some(s) = state {
                 v["requestState"] = json!(s);
             }
-            encoded(&v, None)
+            encoded(&v)
         }
         Err(e) => encode::error(&rid, &e.to_error_object()),
-    }
-}
-
-/// A result as sent: a 2026-07-28 object gets `resultType` and the cache
-/// hints it lacks, written in key order among its members (where inserting
-/// them would put them), without copying or changing the handler's value.
-struct Hinted<'a> {
-    value: &'a Value,
-    hints: Option<ResultHints>,
-}
-
-/// A member the engine adds.
-#[derive(serde::Serialize)]
-#[serde(untagged)]
-enum Hint {
-    Text(&'static str),
-    Number(u64),
-}
-
-impl serde::Serialize for Hinted<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let (Some(h), Some(obj)) = (self.hints, self.value.as_object()) else {
-            return self.value.serialize(s);
-        };
-        // By key, as the members of a map are written.
-        let added = [
-            ("cacheScope", Hint::Text(h.scope), h.cacheable),
-            ("resultType", Hint::Text("complete"), true),
-            ("ttlMs", Hint::Number(h.ttl_ms), h.cacheable),
-        ];
-        let mut added = added
-            .iter()
-            .filter(|(k, _, on)| *on && !obj.contains_key(*k))
-            .peekable();
-        let mut m = s.serialize_map(None)?;
-        for (k, v) in obj {
-            while let Some((ak, av, _)) = added.next_if(|(ak, ..)| *ak < k.as_str()) {
-                m.serialize_entry(ak, av)?;
-            }
-            m.serialize_entry(k, v)?;
-        }
-        for (ak, av, _) in added {
-            m.serialize_entry(ak, av)?;
-        }
-        m.end()
     }
 }
 
