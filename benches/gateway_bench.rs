@@ -10,6 +10,9 @@
 //! client calling the same stdio server directly (one client shared by the
 //! N callers, as the gateway shares one per server), and this crate's HTTP
 //! server serving the same tool in the bench's process.
+//! A second table gives the CPU time per call of each server process: the
+//! HTTP server, the gateway's own process, the stdio server behind it, and
+//! the stdio server called directly.
 //!
 //! Build and run (release):
 //!
@@ -70,6 +73,9 @@ struct Figures {
     /// for the direct rows). NaN when not measured.
     cpu_us_here: f64,
     cpu_us_tree: f64,
+    /// The measured tree's root process alone (a gateway without its
+    /// servers; the stdio server for the direct rows).
+    cpu_us_root: f64,
 }
 
 impl Figures {
@@ -78,10 +84,11 @@ impl Figures {
     }
 
     /// Sets the CPU figures from the window's totals (µs).
-    fn per_call_cpu(&mut self, (here, tree): (f64, f64)) {
+    fn per_call_cpu(&mut self, (here, tree, root): (f64, f64, f64)) {
         let calls = self.calls.max(1) as f64;
         self.cpu_us_here = here / calls;
         self.cpu_us_tree = tree / calls;
+        self.cpu_us_root = root / calls;
     }
 }
 
@@ -119,6 +126,13 @@ fn free_port() -> u16 {
 /// The RSS of `pid` and all its descendants, in KiB.
 fn tree_rss_kib(root: u32) -> u64 {
     tree_stats(root).0
+}
+
+/// The CPU time (user and system) of process `pid` alone, in µs.
+fn pid_cpu_us(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| stat_cpu_us(&s))
+        .unwrap_or(f64::NAN)
 }
 
 /// The CPU time (user and system) this process has used, in µs.
@@ -193,27 +207,26 @@ fn tree_stats(root: u32) -> (u64, f64) {
         .fold((0, 0.0), |(k, c), (_, (kib, cpu))| (k + kib, c + cpu))
 }
 
-/// Samples this process's CPU time and `root`'s tree's at `from` and at
-/// `to` (the measured window); their differences.
-fn cpu_window(
-    root: Option<u32>,
-    from: Instant,
-    to: Instant,
-) -> tokio::task::JoinHandle<(f64, f64)> {
+/// CPU times sampled at once: this process's, a tree's and its root's.
+type CpuSample = (f64, f64, f64);
+
+/// Not measured.
+const NO_CPU: CpuSample = (f64::NAN, f64::NAN, f64::NAN);
+
+/// Samples this process's CPU time, `root`'s tree's and `root`'s own at
+/// `from` and at `to` (the measured window); their differences.
+fn cpu_window(root: Option<u32>, from: Instant, to: Instant) -> tokio::task::JoinHandle<CpuSample> {
     let sample = move || {
         let tree = root.map_or(f64::NAN, |p| tree_stats(p).1);
-        (own_cpu_us(), tree)
+        let alone = root.map_or(f64::NAN, pid_cpu_us);
+        (own_cpu_us(), tree, alone)
     };
     tokio::spawn(async move {
         tokio::time::sleep_until(from.into()).await;
-        let a = tokio::task::spawn_blocking(sample)
-            .await
-            .unwrap_or((f64::NAN, f64::NAN));
+        let a = tokio::task::spawn_blocking(sample).await.unwrap_or(NO_CPU);
         tokio::time::sleep_until(to.into()).await;
-        let b = tokio::task::spawn_blocking(sample)
-            .await
-            .unwrap_or((f64::NAN, f64::NAN));
-        (b.0 - a.0, b.1 - a.1)
+        let b = tokio::task::spawn_blocking(sample).await.unwrap_or(NO_CPU);
+        (b.0 - a.0, b.1 - a.1, b.2 - a.2)
     })
 }
 
@@ -430,7 +443,7 @@ async fn load(
         errors,
         peak.load(std::sync::atomic::Ordering::Relaxed),
     );
-    f.per_call_cpu(cpu.await.unwrap_or((f64::NAN, f64::NAN)));
+    f.per_call_cpu(cpu.await.unwrap_or(NO_CPU));
     Ok(f)
 }
 
@@ -451,6 +464,7 @@ fn summarize(mut lat: Vec<f64>, window: Duration, errors: usize, peak_kib: u64) 
         errors,
         cpu_us_here: f64::NAN,
         cpu_us_tree: f64::NAN,
+        cpu_us_root: f64::NAN,
     }
 }
 
@@ -501,7 +515,7 @@ async fn direct(plan: Plan) -> Result<Figures, String> {
     }
     let pid = client.pid();
     let mut f = summarize(all, plan.window, errors, 0);
-    f.per_call_cpu(cpu.await.unwrap_or((f64::NAN, f64::NAN)));
+    f.per_call_cpu(cpu.await.unwrap_or(NO_CPU));
     // The server's process only: the client lives in this process.
     f.peak_rss_mib = pid.map_or(0.0, |p| tree_rss_kib(p) as f64 / 1024.0);
     client.stop().wait().await;
@@ -718,12 +732,23 @@ async fn main() {
             Err(e) => eprintln!("direct: {e}"),
         }
         match load(floor().await, "/mcp", false, p, None).await {
-            Ok(f) => rows.push(("HTTP floor (axum, no MCP)".into(), clients, f)),
+            Ok(f) => rows.push((
+                "HTTP floor (axum, no MCP)".into(),
+                clients,
+                Figures {
+                    cpu_us_root: f64::NAN,
+                    ..f
+                },
+            )),
             Err(e) => eprintln!("floor: {e}"),
         }
         match load(http_server().await, "/mcp", false, p, None).await {
             Ok(f) => rows.push(("HTTP server (conduit, in process)".into(), clients, f)),
             Err(e) => eprintln!("HTTP server: {e}"),
+        }
+        match load(http_server().await, "/mcp", true, p, None).await {
+            Ok(f) => rows.push(("HTTP server 2026-07-28".into(), clients, f)),
+            Err(e) => eprintln!("HTTP server 2026-07-28: {e}"),
         }
         let only = arg(&args, "--only");
         for g in gateways(0, &config) {
@@ -793,10 +818,12 @@ async fn main() {
                         "p99_ms": f.p99_ms, "peak_rss_mib": f.peak_rss_mib, "errors": f.errors,
                         "calls": f.calls, "seconds": f.seconds,
                         "cpu_us_per_call_here": finite(f.cpu_us_here),
-                        "cpu_us_per_call_tree": finite(f.cpu_us_tree) })
+                        "cpu_us_per_call_tree": finite(f.cpu_us_tree),
+                        "cpu_us_per_call_root": finite(f.cpu_us_root) })
             );
         }
     }
+    cpu_table(&rows, json_out);
     if let Some(dir) = arg(&args, "--svg") {
         let path = std::path::Path::new(&dir).join("gateway.svg");
         let svg = chart(&rows, plan);
@@ -858,9 +885,73 @@ async fn main() {
             find("direct", 1),
         ) {
             eprintln!(
-                "mcp serve p50 at 1 client, beyond the HTTP server's plus a direct call's: {:+.0} us (target <= +30 us)",
-                (g.p50_ms - h.p50_ms - d.p50_ms) * 1000.0
+                "mcp serve p50 at 1 client, beyond the HTTP server's plus a direct call's: {:+.0} us, {:.2}x their sum (target <= 1.2x)",
+                (g.p50_ms - h.p50_ms - d.p50_ms) * 1000.0,
+                g.p50_ms / (h.p50_ms + d.p50_ms)
             );
+        }
+    }
+}
+
+/// CPU time per call of each server process, a row each: the HTTP server
+/// (this process less the load generator, whose cost is this process's in
+/// the gateway's row of the same era: an estimate, rough at one client),
+/// the gateway's own process, the stdio server behind it, and the stdio
+/// server called directly. The gateway's ratio is to the HTTP server of
+/// its clients' era.
+fn cpu_table(rows: &[(String, usize, Figures)], json_out: bool) {
+    let find = |name: &str, clients: usize| {
+        rows.iter()
+            .find(|(n, c, _)| n == name && *c == clients)
+            .map(|(_, _, f)| f)
+    };
+    let mut counts: Vec<usize> = rows.iter().map(|(_, c, _)| *c).collect();
+    counts.dedup();
+    eprintln!(
+        "\n{:<40} {:>7} {:>12} {:>16}",
+        "CPU per call", "clients", "us/call", "/ HTTP server"
+    );
+    for clients in counts {
+        let eras = [
+            ("HTTP server (conduit, in process)", "mcp serve"),
+            ("HTTP server 2026-07-28", "mcp serve 2026-07-28"),
+        ];
+        let mut out: Vec<(String, f64, f64)> = Vec::new();
+        for (http, gateway) in eras {
+            let g = find(gateway, clients);
+            let load = g.map_or(f64::NAN, |g| g.cpu_us_here);
+            let h = find(http, clients).map_or(f64::NAN, |h| h.cpu_us_here - load);
+            out.push((format!("{http}: server"), h, f64::NAN));
+            if let Some(g) = g {
+                out.push((
+                    format!("{gateway}: gateway process"),
+                    g.cpu_us_root,
+                    g.cpu_us_root / h,
+                ));
+                out.push((
+                    format!("{gateway}: its stdio server"),
+                    g.cpu_us_tree - g.cpu_us_root,
+                    f64::NAN,
+                ));
+            }
+        }
+        if let Some(d) = find("direct (conduit client, stdio)", clients) {
+            out.push(("direct: stdio server".into(), d.cpu_us_tree, f64::NAN));
+        }
+        for (name, us, ratio) in out {
+            let ratio_text = if ratio.is_finite() {
+                format!("{ratio:.2}x")
+            } else {
+                String::new()
+            };
+            eprintln!("{name:<40} {clients:>7} {us:>12.1} {ratio_text:>16}");
+            if json_out {
+                println!(
+                    "{}",
+                    json!({ "cpu_per_call": name, "clients": clients, "us": finite(us),
+                            "ratio_to_http_server": finite(ratio) })
+                );
+            }
         }
     }
 }

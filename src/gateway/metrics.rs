@@ -41,14 +41,14 @@ pub(crate) fn method_label(method: &str) -> &'static str {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Call {
     server: String,
-    method: String,
-    outcome: String,
+    method: &'static str,
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Timing {
     server: String,
-    method: String,
+    method: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -164,8 +164,8 @@ impl Metrics {
     pub(crate) fn finished(
         &self,
         server: &str,
-        method: &str,
-        outcome: &str,
+        method: &'static str,
+        outcome: &'static str,
         seconds: f64,
         bytes: u64,
     ) {
@@ -176,14 +176,14 @@ impl Metrics {
         self.calls
             .get_or_create(&Call {
                 server: server.to_owned(),
-                method: method.to_owned(),
-                outcome: outcome.to_owned(),
+                method,
+                outcome,
             })
             .inc();
         self.duration
             .get_or_create(&Timing {
                 server: server.to_owned(),
-                method: method.to_owned(),
+                method,
             })
             .observe(seconds);
         if bytes > 0 {

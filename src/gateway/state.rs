@@ -432,7 +432,7 @@ impl Record<'_> {
         self.write("ok", None, bytes as u64);
     }
 
-    fn write(&mut self, outcome: &str, code: Option<i64>, bytes: u64) {
+    fn write(&mut self, outcome: &'static str, code: Option<i64>, bytes: u64) {
         self.done = true;
         let elapsed = self.start.elapsed();
         let method = method_label(self.method);
