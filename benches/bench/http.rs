@@ -77,17 +77,21 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// `--child conduit-http`: our `HttpServer` (defaults) serving the `echo`
-/// handler of the stdio rows.
+/// `--child conduit-http`: our `HttpServer` (defaults, but for the session
+/// limits) serving the `echo` handler of the stdio rows.
 pub fn conduit_server() {
     use conduit_mcp::protocol::Implementation;
     use conduit_mcp::server::http::{HttpConfig, HttpServer};
     use conduit_mcp::server::ServerConfig;
     runtime().block_on(async {
+        // The idle-session row opens `--sessions` sessions from loopback, one
+        // owner, past the default share of one owner (a quarter of 1024).
         let config = HttpConfig::new(
             ServerConfig::new(Implementation::new("bench-conduit", "1.0.0"))
                 .capabilities(serde_json::json!({ "tools": {} })),
-        );
+        )
+        .max_sessions(4096)
+        .max_sessions_per_principal(4096);
         let server = HttpServer::bind("127.0.0.1:0", config).await.expect("bind");
         announce(server.local_addr().expect("address").port());
         if let Err(e) = server.serve(super::child::conduit_server::Echo).await {
