@@ -10,7 +10,8 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
 
 use crate::jsonrpc::{codes, ErrorObject};
 use crate::protocol::Era;
@@ -254,4 +255,25 @@ impl From<AskError> for HandlerError {
             }
         }
     }
+}
+
+/// `args` decoded as `A`, or what is wrong with them.
+pub(super) fn decode<A: DeserializeOwned>(args: Value) -> Result<A, String> {
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        // `.` is the whole value: nothing to name.
+        if path == "." {
+            inner.to_string()
+        } else {
+            format!("`{path}`: {inner}")
+        }
+    })
+}
+
+/// A request's `params` decoded as `P`, absent params read as `{}`; what is
+/// wrong with them is an invalid-params error naming the member at fault.
+pub(super) fn parse_params<P: DeserializeOwned>(params: Value) -> Result<P, HandlerError> {
+    let params = if params.is_null() { json!({}) } else { params };
+    decode(params).map_err(HandlerError::InvalidParams)
 }

@@ -49,7 +49,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::context::RequestContext;
-use super::error::HandlerError;
+use super::error::{decode, parse_params, HandlerError};
 use super::handle::{ListKind, ServerHandle};
 use super::request_handler::Handler;
 use super::sessions::Sessions;
@@ -126,20 +126,6 @@ fn decode_input<A: DeserializeOwned>(
         ctx.input_decoded(held);
     }
     Ok(a)
-}
-
-/// `args` decoded as `A`, or what is wrong with them.
-fn decode<A: DeserializeOwned>(args: Value) -> Result<A, String> {
-    serde_path_to_error::deserialize(args).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        // `.` is the whole value: nothing to name.
-        if path == "." {
-            inner.to_string()
-        } else {
-            format!("`{path}`: {inner}")
-        }
-    })
 }
 
 #[derive(Default)]
@@ -767,11 +753,6 @@ fn resource_not_found(era: Era) -> i64 {
         Era::Stateful => -32002,
         Era::Stateless => crate::jsonrpc::codes::INVALID_PARAMS,
     }
-}
-
-pub(super) fn parse_params<P: DeserializeOwned>(params: Value) -> Result<P, HandlerError> {
-    let params = if params.is_null() { json!({}) } else { params };
-    decode(params).map_err(HandlerError::InvalidParams)
 }
 
 fn to_value(v: impl Serialize) -> Result<Value, HandlerError> {

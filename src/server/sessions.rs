@@ -8,10 +8,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use super::context::RequestContext;
-use super::error::HandlerError;
+use super::error::{parse_params, HandlerError};
 use super::handle::{ListKind, ServerHandle};
 use super::request_handler::Handler;
-use super::router::parse_params;
 use crate::jsonrpc::{Request, RequestId};
 use crate::protocol::{
     meta, methods, on_stream, Era, ListenResult, LoggingLevel, ResourceParams, ResultType,
