@@ -242,9 +242,7 @@ pub(crate) trait SessionTransport: Send + Sync {
 pub(crate) struct SessionShared {
     id: SessionId,
     config: ServerConfig,
-    /// The queue of output lines (stdio); `None` where `transport` takes
-    /// them (HTTP).
-    out: Option<WriteQueue>,
+    out: WriteQueue,
     stop: watch::Sender<bool>,
     phase: watch::Sender<ServePhase>,
     /// The client closed its input, or serving is ending.
@@ -270,7 +268,7 @@ pub(crate) struct SessionShared {
 }
 
 impl SessionShared {
-    pub(crate) fn new(id: SessionId, config: ServerConfig, out: Option<WriteQueue>) -> Self {
+    pub(crate) fn new(id: SessionId, config: ServerConfig, out: WriteQueue) -> Self {
         let inbound = InboundBudget::new(config.get_max_inbound_bytes());
         Self {
             id,
@@ -340,6 +338,12 @@ impl SessionShared {
         &self.config
     }
 
+    /// The queue of the session's output lines.
+    #[inline]
+    pub(crate) fn out(&self) -> &WriteQueue {
+        &self.out
+    }
+
     /// The budget for parsed input (`max_inbound_bytes`).
     #[inline]
     pub(crate) fn inbound(&self) -> &Arc<InboundBudget> {
@@ -402,10 +406,7 @@ impl SessionShared {
         if let Some(t) = &self.transport {
             return t.send_line(line);
         }
-        let Some(out) = &self.out else {
-            return Err(SendError::TransportGone);
-        };
-        out.try_send(line).map_err(|e| match e {
+        self.out.try_send(line).map_err(|e| match e {
             QueueError::Full { limit, .. } | QueueError::TooLarge { limit, .. } => {
                 SendError::QueueFull { limit }
             }

@@ -70,6 +70,8 @@ pub(crate) enum Unanswered {
 struct Running {
     abort: AbortHandle,
     shared: Arc<RequestShared>,
+    /// Its answer is not wanted any more.
+    withdrawn: Arc<AtomicBool>,
 }
 
 /// Releases a request's charge on the inbound byte budget when its task
@@ -261,12 +263,13 @@ impl<H: Handler> Engine<H> {
         let hints = ResultHints::of(&req.method, d.era, scope.shared().config());
         tracing::debug!(id = %req.id, method = %req.method, era = %hints.era, "request started");
         let ctx = RequestContext::new(&req, d, handle, rs.clone(), scope.id().clone());
+        let withdrawn = Arc::new(AtomicBool::new(false));
         let guard = RunGuard {
             engine: Arc::downgrade(self),
             scope: scope.clone(),
             key,
             id: req.id.clone(),
-            shared: rs.clone(),
+            withdrawn: withdrawn.clone(),
             reply: Some(reply),
         };
         let handler = self.handler.clone();
@@ -300,6 +303,7 @@ impl<H: Handler> Engine<H> {
             Running {
                 abort: task.abort_handle(),
                 shared: rs,
+                withdrawn,
             },
         );
         drop(running);
@@ -321,7 +325,7 @@ impl<H: Handler> Engine<H> {
     /// Either way it gets no answer. Returns whether it was found.
     pub(crate) fn cancel<R: Reply>(self: &Arc<Self>, scope: &Arc<Scope<R>>, key: u64) -> bool {
         if let Some(r) = crate::sync::lock(&self.running).get(&key) {
-            r.shared.withdraw();
+            r.withdrawn.store(true, Ordering::Release);
             r.shared.cancel();
             r.abort.abort();
             return true;
@@ -439,8 +443,7 @@ struct RunGuard<H: Handler, R: Reply> {
     scope: Arc<Scope<R>>,
     key: u64,
     id: RequestId,
-    /// The request's state (whether its answer is still wanted).
-    shared: Arc<RequestShared>,
+    withdrawn: Arc<AtomicBool>,
     /// Taken by the answer.
     reply: Option<R>,
 }
@@ -449,7 +452,7 @@ impl<H: Handler, R: Reply> RunGuard<H, R> {
     fn answer(&mut self, line: Vec<u8>) {
         if let Some(reply) = self.reply.take() {
             // A cancelled request is not answered, even if it finished.
-            if self.shared.is_withdrawn() {
+            if self.withdrawn.load(Ordering::Acquire) {
                 reply.unanswered(Unanswered::Withdrawn);
             } else {
                 reply.answer(line);
@@ -473,7 +476,7 @@ impl<H: Handler, R: Reply> Drop for RunGuard<H, R> {
             }
         }
         if let Some(reply) = self.reply.take() {
-            let why = if !self.shared.is_withdrawn()
+            let why = if !self.withdrawn.load(Ordering::Acquire)
                 && engine.as_ref().is_some_and(|e| e.is_stopping())
             {
                 Unanswered::Stopping
@@ -647,11 +650,7 @@ mod tests {
         let config = ServerConfig::new(Implementation::new("t", "0")).max_in_flight(max_in_flight);
         let (out, _rx) = WriteQueue::new(1024);
         Scope::new(
-            Arc::new(SessionShared::new(
-                SessionId::local("test"),
-                config,
-                Some(out),
-            )),
+            Arc::new(SessionShared::new(SessionId::local("test"), config, out)),
             unique,
         )
     }

@@ -66,12 +66,6 @@ impl Counter {
     }
 }
 
-/// The bytes an event counts against the bounds: its line without the
-/// newline it is kept with.
-fn held(data: &[u8]) -> usize {
-    data.len() - usize::from(data.last() == Some(&b'\n'))
-}
-
 /// How a stream ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -106,8 +100,7 @@ struct State {
 
 /// What happened first on a request's stream (see [`Stream::first`]).
 pub(crate) enum First {
-    /// The answer, and nothing before it: send it as JSON (the line as it
-    /// was queued, its newline included).
+    /// The answer, and nothing before it: send it as JSON.
     Answer(Bytes),
     /// Events (or a long wait): send an SSE stream.
     Events,
@@ -202,8 +195,8 @@ impl Stream {
         match st.events.front() {
             Some(&(seq, _)) if seq <= st.sent => {
                 if let Some((_, data)) = st.events.pop_front() {
-                    st.bytes -= held(&data);
-                    self.release(held(&data));
+                    st.bytes -= data.len();
+                    self.release(data.len());
                 }
                 true
             }
@@ -217,14 +210,14 @@ impl Stream {
             .events
             .iter()
             .take_while(|(seq, _)| *seq <= st.sent)
-            .map(|(_, d)| held(d))
+            .map(|(_, d)| d.len())
             .sum();
         let mut over = delivered.saturating_sub(self.replay_limit);
         while over > 0 {
             let Some((_, front)) = st.events.front() else {
                 break;
             };
-            let n = held(front);
+            let n = front.len();
             if !self.evict_delivered(st) {
                 break;
             }
@@ -239,9 +232,12 @@ impl Stream {
     /// delivered events kept for replay), and with
     /// [`SendError::TransportGone`] once the stream has ended.
     pub(crate) fn push(&self, line: Vec<u8>, last: bool) -> Result<(), SendError> {
-        // Kept with its newline: a JSON answer is sent as it is.
+        let mut line = line;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
         let data = Bytes::from(line);
-        let n = held(&data);
+        let n = data.len();
         let mut st = self.lock();
         if st.end.is_some() {
             return Err(SendError::TransportGone);
@@ -328,8 +324,8 @@ impl Stream {
                     (1, Some(End::Answered)) if st.consumer == 0 && st.sent == 0 => {
                         if let Some((seq, data)) = st.events.pop_front() {
                             st.sent = seq;
-                            st.bytes -= held(&data);
-                            self.release(held(&data));
+                            st.bytes -= data.len();
+                            self.release(data.len());
                             return First::Answer(data);
                         }
                     }
@@ -360,9 +356,9 @@ impl Stream {
                             return First::Closed;
                         };
                         st.sent = seq;
-                        let mut freed = held(&data);
+                        let mut freed = data.len();
                         while let Some((_, d)) = st.events.pop_front() {
-                            freed += held(&d);
+                            freed += d.len();
                         }
                         st.bytes = 0;
                         self.release(freed);
@@ -473,7 +469,7 @@ impl Stream {
 
     /// The SSE form of event `seq`.
     fn frame(&self, seq: u64, data: &Bytes) -> Bytes {
-        let text = String::from_utf8_lossy(data.strip_suffix(b"\n").unwrap_or(data));
+        let text = String::from_utf8_lossy(data);
         let ev = sse::Event::message(text);
         if self.resumable {
             ev.with_id(event_id(self.number, seq)).to_bytes()

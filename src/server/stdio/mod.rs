@@ -32,9 +32,7 @@ enum Io {
 pub struct StdioServer {
     pub(in crate::server) shared: Arc<SessionShared>,
     io: Io,
-    /// The output queue: its sender (the serve loop's) and its receiver
-    /// (the writer's).
-    out: (WriteQueue, QueueReceiver),
+    out: QueueReceiver,
 }
 
 impl std::fmt::Debug for StdioServer {
@@ -110,13 +108,9 @@ impl StdioServer {
     fn with_io(config: ServerConfig, io: Io) -> Self {
         let (out, rx) = WriteQueue::new(config.get_max_outbound_bytes());
         Self {
-            shared: Arc::new(SessionShared::new(
-                SessionId::local("stdio"),
-                config,
-                Some(out.clone()),
-            )),
+            shared: Arc::new(SessionShared::new(SessionId::local("stdio"), config, out)),
             io,
-            out: (out, rx),
+            out: rx,
         }
     }
 
@@ -206,7 +200,7 @@ async fn serve_inner<H: Handler>(
     shared: Arc<SessionShared>,
     handler: Arc<H>,
     io: Io,
-    out: (WriteQueue, QueueReceiver),
+    out: QueueReceiver,
 ) -> Result<ServeEnd, ServerError> {
     shared.config().validate()?;
     if shared.stop_requested() {

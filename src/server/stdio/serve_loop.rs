@@ -49,7 +49,7 @@ use crate::server::error::{HandlerError, ServerError};
 use crate::server::handle::{ServerHandle, SessionShared};
 
 use super::output::Sink;
-use crate::line_io::{self, QueueReceiver, WriteQueue};
+use crate::line_io::{self, QueueReceiver};
 use crate::memory_estimate::{self, Estimate};
 use crate::server::request_handler::Handler;
 use crate::server::ServeEnd;
@@ -71,18 +71,16 @@ const NOTIFICATION_CAPACITY: usize = 64;
 
 /// A stdio request's answer goes to the session's output queue, as do
 /// its notifications.
-struct StdioReply(WriteQueue);
+struct StdioReply(Arc<SessionShared>);
 
 impl Reply for StdioReply {
     fn answer(&self, line: Vec<u8>) {
-        let _ = self.0.push(line);
+        let _ = self.0.out().push(line);
     }
 }
 
 struct Session<H> {
     shared: Arc<SessionShared>,
-    /// The session's output queue.
-    out: WriteQueue,
     engine: Arc<Engine<H>>,
     scope: Arc<Scope<StdioReply>>,
     notifications: mpsc::Sender<(Notification, Charge)>,
@@ -96,13 +94,12 @@ pub(crate) async fn run<H: Handler>(
     handler: Arc<H>,
     input: Box<dyn AsyncRead + Send + Unpin>,
     sink: Sink,
-    (queue, out): (WriteQueue, QueueReceiver),
+    out: QueueReceiver,
 ) -> Result<ServeEnd, ServerError> {
     let (n_tx, n_rx) = mpsc::channel(NOTIFICATION_CAPACITY);
     let mut tasks = Tasks::spawn(&shared, &handler, input, sink, out, n_rx);
     let mut s = Session {
         shared: shared.clone(),
-        out: queue,
         engine: Engine::new(handler),
         scope: Scope::new(shared.clone(), true),
         notifications: n_tx,
@@ -211,7 +208,7 @@ impl<H: Handler> Session<H> {
             if eof_deadline.is_some() && self.scope.is_empty() {
                 return Ok(ServeEnd::Eof);
             }
-            let out_full = self.out.is_full();
+            let out_full = shared.out().is_full();
             // What waits is bounded by the byte budget (the reader's), not
             // here: stopping at a count kept the cancellations behind it out.
             let can_read = eof_deadline.is_none() && !out_full && self.stalled.is_none();
@@ -237,7 +234,7 @@ impl<H: Handler> Session<H> {
                 item = t.inbound.recv(), if can_read => match item {
                     Some(Inbound::Message(m, charge)) => self.on_message(m, charge),
                     Some(Inbound::Reply(line)) => {
-                        let _ = self.out.push(line);
+                        let _ = shared.out().push(line);
                     }
                     Some(Inbound::Failed(e)) => return Err(ServerError::Read(e)),
                     Some(Inbound::Eof) | None => {
@@ -251,7 +248,7 @@ impl<H: Handler> Session<H> {
                         eof_deadline = Some(Instant::now().after(shared.config().get_eof_drain()));
                     }
                 },
-                _ = self.out.drained(), if out_full => {}
+                _ = shared.out().drained(), if out_full => {}
                 permit = notify_tx.reserve(), if self.stalled.is_some() => {
                     if let (Ok(permit), Some(n)) = (permit, self.stalled.take()) {
                         permit.send(n);
@@ -292,7 +289,7 @@ impl<H: Handler> Session<H> {
         let shared = &self.shared;
         shared.close();
         if !t.writer_done {
-            self.out.close();
+            shared.out().close();
             match tokio::time::timeout(shared.config().get_flush_timeout(), &mut t.writer.0).await {
                 Ok(Ok(Ok(()))) => {}
                 Ok(Ok(Err(e))) => tracing::warn!(error = %e, "final flush of output failed"),
@@ -327,15 +324,15 @@ impl<H: Handler> Session<H> {
                         .unwrap_or_else(|e| encode::error(&id, &internal(e.to_string()))),
                     Err(e) => encode::error(&id, &e),
                 };
-                let _ = self.out.push(line);
+                let _ = self.shared.out().push(line);
             }
             Route::Dispatch(d) => {
                 let id = req.id.clone();
-                let reply = StdioReply(self.out.clone());
+                let reply = StdioReply(self.shared.clone());
                 if let Err(Duplicate(_)) = self.engine.submit(&self.scope, req, d, charge, reply) {
                     tracing::debug!(%id, "duplicate in-flight request id refused");
                     let e = duplicate_error(&id);
-                    let _ = self.out.push(encode::error(&Some(id), &e));
+                    let _ = self.shared.out().push(encode::error(&Some(id), &e));
                 }
             }
         }
