@@ -32,6 +32,9 @@ pub(crate) struct Recorded {
 #[derive(Debug, Default)]
 pub(crate) struct RequestShared {
     cancelled: AtomicBool,
+    /// Its answer is not wanted any more (the client cancelled it, or its
+    /// transport dropped it).
+    withdrawn: AtomicBool,
     /// Woken once, when `cancelled` is set.
     cancel: Notify,
     recorded: Mutex<Recorded>,
@@ -77,6 +80,16 @@ impl RequestShared {
     pub(crate) fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);
         self.cancel.notify_waiters();
+    }
+
+    /// Marks the request's answer as not wanted.
+    pub(crate) fn withdraw(&self) {
+        self.withdrawn.store(true, Ordering::Release);
+    }
+
+    /// Whether the request's answer is not wanted.
+    pub(crate) fn is_withdrawn(&self) -> bool {
+        self.withdrawn.load(Ordering::Acquire)
     }
 
     fn is_cancelled(&self) -> bool {

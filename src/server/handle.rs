@@ -242,7 +242,9 @@ pub(crate) trait SessionTransport: Send + Sync {
 pub(crate) struct SessionShared {
     id: SessionId,
     config: ServerConfig,
-    out: WriteQueue,
+    /// The queue of output lines (stdio); `None` where `transport` takes
+    /// them (HTTP).
+    out: Option<WriteQueue>,
     stop: watch::Sender<bool>,
     phase: watch::Sender<ServePhase>,
     /// The client closed its input, or serving is ending.
@@ -268,7 +270,7 @@ pub(crate) struct SessionShared {
 }
 
 impl SessionShared {
-    pub(crate) fn new(id: SessionId, config: ServerConfig, out: WriteQueue) -> Self {
+    pub(crate) fn new(id: SessionId, config: ServerConfig, out: Option<WriteQueue>) -> Self {
         let inbound = InboundBudget::new(config.get_max_inbound_bytes());
         Self {
             id,
@@ -338,12 +340,6 @@ impl SessionShared {
         &self.config
     }
 
-    /// The queue of the session's output lines.
-    #[inline]
-    pub(crate) fn out(&self) -> &WriteQueue {
-        &self.out
-    }
-
     /// The budget for parsed input (`max_inbound_bytes`).
     #[inline]
     pub(crate) fn inbound(&self) -> &Arc<InboundBudget> {
@@ -406,7 +402,10 @@ impl SessionShared {
         if let Some(t) = &self.transport {
             return t.send_line(line);
         }
-        self.out.try_send(line).map_err(|e| match e {
+        let Some(out) = &self.out else {
+            return Err(SendError::TransportGone);
+        };
+        out.try_send(line).map_err(|e| match e {
             QueueError::Full { limit, .. } | QueueError::TooLarge { limit, .. } => {
                 SendError::QueueFull { limit }
             }

@@ -70,8 +70,6 @@ pub(crate) enum Unanswered {
 struct Running {
     abort: AbortHandle,
     shared: Arc<RequestShared>,
-    /// Its answer is not wanted any more.
-    withdrawn: Arc<AtomicBool>,
 }
 
 /// Releases a request's charge on the inbound byte budget when its task
@@ -263,13 +261,12 @@ impl<H: Handler> Engine<H> {
         let hints = ResultHints::of(&req.method, d.era, scope.shared().config());
         tracing::debug!(id = %req.id, method = %req.method, era = %hints.era, "request started");
         let ctx = RequestContext::new(&req, d, handle, rs.clone(), scope.id().clone());
-        let withdrawn = Arc::new(AtomicBool::new(false));
         let guard = RunGuard {
             engine: Arc::downgrade(self),
             scope: scope.clone(),
             key,
             id: req.id.clone(),
-            withdrawn: withdrawn.clone(),
+            shared: rs.clone(),
             reply: Some(reply),
         };
         let handler = self.handler.clone();
@@ -303,7 +300,6 @@ impl<H: Handler> Engine<H> {
             Running {
                 abort: task.abort_handle(),
                 shared: rs,
-                withdrawn,
             },
         );
         drop(running);
@@ -325,7 +321,7 @@ impl<H: Handler> Engine<H> {
     /// Either way it gets no answer. Returns whether it was found.
     pub(crate) fn cancel<R: Reply>(self: &Arc<Self>, scope: &Arc<Scope<R>>, key: u64) -> bool {
         if let Some(r) = crate::sync::lock(&self.running).get(&key) {
-            r.withdrawn.store(true, Ordering::Release);
+            r.shared.withdraw();
             r.shared.cancel();
             r.abort.abort();
             return true;
@@ -443,7 +439,8 @@ struct RunGuard<H: Handler, R: Reply> {
     scope: Arc<Scope<R>>,
     key: u64,
     id: RequestId,
-    withdrawn: Arc<AtomicBool>,
+    /// The request's state (whether its answer is still wanted).
+    shared: Arc<RequestShared>,
     /// Taken by the answer.
     reply: Option<R>,
 }
@@ -452,7 +449,7 @@ impl<H: Handler, R: Reply> RunGuard<H, R> {
     fn answer(&mut self, line: Vec<u8>) {
         if let Some(reply) = self.reply.take() {
             // A cancelled request is not answered, even if it finished.
-            if self.withdrawn.load(Ordering::Acquire) {
+            if self.shared.is_withdrawn() {
                 reply.unanswered(Unanswered::Withdrawn);
             } else {
                 reply.answer(line);
@@ -476,7 +473,7 @@ impl<H: Handler, R: Reply> Drop for RunGuard<H, R> {
             }
         }
         if let Some(reply) = self.reply.take() {
-            let why = if !self.withdrawn.load(Ordering::Acquire)
+            let why = if !self.shared.is_withdrawn()
                 && engine.as_ref().is_some_and(|e| e.is_stopping())
             {
                 Unanswered::Stopping
@@ -650,7 +647,11 @@ mod tests {
         let config = ServerConfig::new(Implementation::new("t", "0")).max_in_flight(max_in_flight);
         let (out, _rx) = WriteQueue::new(1024);
         Scope::new(
-            Arc::new(SessionShared::new(SessionId::local("test"), config, out)),
+            Arc::new(SessionShared::new(
+                SessionId::local("test"),
+                config,
+                Some(out),
+            )),
             unique,
         )
     }

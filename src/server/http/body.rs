@@ -139,7 +139,9 @@ impl BodyReader {
         }
         let deadline = tokio::time::Instant::now().after(self.timeout);
         let mut body = body;
-        let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(64 * 1024));
+        // A body that comes in one frame is that frame, not a copy of it.
+        let mut first: Option<Bytes> = None;
+        let mut buf = bytes::BytesMut::new();
         let mut room = self.room.hold(owner);
         let timed_out = || Rejection::BodyTimeout {
             timeout: self.timeout,
@@ -147,7 +149,7 @@ impl BodyReader {
         loop {
             let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
                 Err(_) => return Err(timed_out()),
-                Ok(None) => return Ok(buf.freeze()),
+                Ok(None) => return Ok(first.unwrap_or_else(|| buf.freeze())),
                 Ok(Some(Err(e))) => {
                     return Err(Rejection::BodyUnreadable {
                         reason: e.to_string(),
@@ -158,14 +160,23 @@ impl BodyReader {
             let Ok(data) = frame.into_data() else {
                 continue; // trailers
             };
-            if buf.len().saturating_add(data.len()) > limit {
+            let read = first.as_ref().map_or(buf.len(), Bytes::len);
+            if read.saturating_add(data.len()) > limit {
                 return Err(Rejection::BodyTooLarge { limit });
             }
-            let take = room.take(data.len(), buf.len(), declared);
+            let take = room.take(data.len(), read, declared);
             match tokio::time::timeout_at(deadline, take).await {
                 Err(_) => return Err(timed_out()),
                 Ok(Err(Closed)) => return Err(Rejection::Stopping),
                 Ok(Ok(())) => {}
+            }
+            if read == 0 {
+                first = Some(data);
+                continue;
+            }
+            if let Some(f) = first.take() {
+                buf.reserve(declared.unwrap_or(0).min(64 * 1024));
+                buf.extend_from_slice(&f);
             }
             buf.extend_from_slice(&data);
         }

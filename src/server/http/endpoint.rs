@@ -573,12 +573,10 @@ async fn respond(
             } else {
                 StatusCode::OK
             };
-            // Of the exact size: the body keeps this buffer as is (a
-            // larger one costs a reallocation and a shared header more).
-            let mut body = Vec::with_capacity(data.len() + 1);
-            body.extend_from_slice(&data);
-            body.push(b'\n');
-            response::json(status, body)
+            if data.ends_with(b"\n") {
+                return response::json(status, data);
+            }
+            response::json(status, [&data[..], b"\n"].concat())
         }
         First::Closed => {
             guard.disarm();

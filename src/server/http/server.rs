@@ -14,7 +14,6 @@ use axum::http::{Request, Response};
 use axum::response::IntoResponse;
 use tokio::net::{TcpListener, ToSocketAddrs};
 
-use crate::line_io::WriteQueue;
 use crate::server::handle::{ServerHandle, SessionId, SessionShared};
 
 use crate::server::{Handler, ServeEnd, ServerError};
@@ -26,9 +25,8 @@ use super::listener::{serve_app, ConnLimits};
 
 /// The server-wide state a handle can reach before serving starts.
 fn new_root(config: &HttpConfig) -> Arc<SessionShared> {
-    let (out, _rx) = WriteQueue::new(1024);
     Arc::new(
-        SessionShared::new(SessionId::local("http"), config.server.clone(), out)
+        SessionShared::new(SessionId::local("http"), config.server.clone(), None)
             .over_http(Arc::<super::core::Link>::default(), None),
     )
 }

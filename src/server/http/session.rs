@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::time::Instant;
 
 use crate::jsonrpc::{codes, encode, ErrorObject, RequestId};
-use crate::line_io::WriteQueue;
 use crate::server::handle::{SessionShared, SessionTransport};
 
 use crate::server::engine::{Reply, Scope, Unanswered};
@@ -104,9 +103,6 @@ impl Session {
         inbound: &Arc<crate::server::engine::budget::InboundBudget>,
         core: Weak<super::core::Core>,
     ) -> Arc<Self> {
-        // The session's own queue is unused (its transport takes its
-        // messages); it exists because SessionShared owns one.
-        let (out, _rx) = WriteQueue::new(1024);
         let principal = match &owner {
             Owner::Principal(p) => Some(p.clone()),
             _ => None,
@@ -120,7 +116,7 @@ impl Session {
             global.clone(),
         );
         let link = super::core::Link::session(core, standalone.clone());
-        let shared = SessionShared::new(id.into(), config.server.clone(), out)
+        let shared = SessionShared::new(id.into(), config.server.clone(), None)
             .over_http(link, principal)
             .with_inbound(inbound.clone());
         let shared = Arc::new(shared);
@@ -274,6 +270,11 @@ impl StreamReply {
 
 impl Reply for StreamReply {
     fn target(&self) -> Option<Arc<dyn SessionTransport>> {
+        if self.session.is_none() {
+            // A 2026-07-28 request: its stream alone (never JSON-only, no
+            // session to fall back to).
+            return Some(self.stream.clone());
+        }
         let fallback = self
             .session
             .as_ref()

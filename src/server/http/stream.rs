@@ -66,6 +66,12 @@ impl Counter {
     }
 }
 
+/// The bytes an event counts against the bounds: its line without the
+/// newline it is kept with.
+fn held(data: &[u8]) -> usize {
+    data.len() - usize::from(data.last() == Some(&b'\n'))
+}
+
 /// How a stream ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -100,7 +106,8 @@ struct State {
 
 /// What happened first on a request's stream (see [`Stream::first`]).
 pub(crate) enum First {
-    /// The answer, and nothing before it: send it as JSON.
+    /// The answer, and nothing before it: send it as JSON (the line as it
+    /// was queued, its newline included).
     Answer(Bytes),
     /// Events (or a long wait): send an SSE stream.
     Events,
@@ -195,8 +202,8 @@ impl Stream {
         match st.events.front() {
             Some(&(seq, _)) if seq <= st.sent => {
                 if let Some((_, data)) = st.events.pop_front() {
-                    st.bytes -= data.len();
-                    self.release(data.len());
+                    st.bytes -= held(&data);
+                    self.release(held(&data));
                 }
                 true
             }
@@ -210,14 +217,14 @@ impl Stream {
             .events
             .iter()
             .take_while(|(seq, _)| *seq <= st.sent)
-            .map(|(_, d)| d.len())
+            .map(|(_, d)| held(d))
             .sum();
         let mut over = delivered.saturating_sub(self.replay_limit);
         while over > 0 {
             let Some((_, front)) = st.events.front() else {
                 break;
             };
-            let n = front.len();
+            let n = held(front);
             if !self.evict_delivered(st) {
                 break;
             }
@@ -232,12 +239,9 @@ impl Stream {
     /// delivered events kept for replay), and with
     /// [`SendError::TransportGone`] once the stream has ended.
     pub(crate) fn push(&self, line: Vec<u8>, last: bool) -> Result<(), SendError> {
-        let mut line = line;
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
+        // Kept with its newline: a JSON answer is sent as it is.
         let data = Bytes::from(line);
-        let n = data.len();
+        let n = held(&data);
         let mut st = self.lock();
         if st.end.is_some() {
             return Err(SendError::TransportGone);
@@ -324,8 +328,8 @@ impl Stream {
                     (1, Some(End::Answered)) if st.consumer == 0 && st.sent == 0 => {
                         if let Some((seq, data)) = st.events.pop_front() {
                             st.sent = seq;
-                            st.bytes -= data.len();
-                            self.release(data.len());
+                            st.bytes -= held(&data);
+                            self.release(held(&data));
                             return First::Answer(data);
                         }
                     }
@@ -356,9 +360,9 @@ impl Stream {
                             return First::Closed;
                         };
                         st.sent = seq;
-                        let mut freed = data.len();
+                        let mut freed = held(&data);
                         while let Some((_, d)) = st.events.pop_front() {
-                            freed += d.len();
+                            freed += held(&d);
                         }
                         st.bytes = 0;
                         self.release(freed);
@@ -469,7 +473,7 @@ impl Stream {
 
     /// The SSE form of event `seq`.
     fn frame(&self, seq: u64, data: &Bytes) -> Bytes {
-        let text = String::from_utf8_lossy(data);
+        let text = String::from_utf8_lossy(data.strip_suffix(b"\n").unwrap_or(data));
         let ev = sse::Event::message(text);
         if self.resumable {
             ev.with_id(event_id(self.number, seq)).to_bytes()

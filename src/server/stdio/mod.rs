@@ -32,7 +32,9 @@ enum Io {
 pub struct StdioServer {
     pub(in crate::server) shared: Arc<SessionShared>,
     io: Io,
-    out: QueueReceiver,
+    /// The output queue: its sender (the serve loop's) and its receiver
+    /// (the writer's).
+    out: (WriteQueue, QueueReceiver),
 }
 
 impl std::fmt::Debug for StdioServer {
@@ -108,9 +110,13 @@ impl StdioServer {
     fn with_io(config: ServerConfig, io: Io) -> Self {
         let (out, rx) = WriteQueue::new(config.get_max_outbound_bytes());
         Self {
-            shared: Arc::new(SessionShared::new(SessionId::local("stdio"), config, out)),
+            shared: Arc::new(SessionShared::new(
+                SessionId::local("stdio"),
+                config,
+                Some(out.clone()),
+            )),
             io,
-            out: rx,
+            out: (out, rx),
         }
     }
 
@@ -200,7 +206,7 @@ async fn serve_inner<H: Handler>(
     shared: Arc<SessionShared>,
     handler: Arc<H>,
     io: Io,
-    out: QueueReceiver,
+    out: (WriteQueue, QueueReceiver),
 ) -> Result<ServeEnd, ServerError> {
     shared.config().validate()?;
     if shared.stop_requested() {

@@ -49,7 +49,7 @@ use crate::server::error::{HandlerError, ServerError};
 use crate::server::handle::{ServerHandle, SessionShared};
 
 use super::output::Sink;
-use crate::line_io::{self, QueueReceiver};
+use crate::line_io::{self, QueueReceiver, WriteQueue};
 use crate::memory_estimate::{self, Estimate};
 use crate::server::request_handler::Handler;
 use crate::server::ServeEnd;
@@ -71,16 +71,18 @@ const NOTIFICATION_CAPACITY: usize = 64;
 
 /// A stdio request's answer goes to the session's output queue, as do
 /// its notifications.
-struct StdioReply(Arc<SessionShared>);
+struct StdioReply(WriteQueue);
 
 impl Reply for StdioReply {
     fn answer(&self, line: Vec<u8>) {
-        let _ = self.0.out().push(line);
+        let _ = self.0.push(line);
     }
 }
 
 struct Session<H> {
     shared: Arc<SessionShared>,
+    /// The session's output queue.
+    out: WriteQueue,
     engine: Arc<Engine<H>>,
     scope: Arc<Scope<StdioReply>>,
     notifications: mpsc::Sender<(Notification, Charge)>,
@@ -94,12 +96,13 @@ pub(crate) async fn run<H: Handler>(
     handler: Arc<H>,
     input: Box<dyn AsyncRead + Send + Unpin>,
     sink: Sink,
-    out: QueueReceiver,
+    (queue, out): (WriteQueue, QueueReceiver),
 ) -> Result<ServeEnd, ServerError> {
     let (n_tx, n_rx) = mpsc::channel(NOTIFICATION_CAPACITY);
     let mut tasks = Tasks::spawn(&shared, &handler, input, sink, out, n_rx);
     let mut s = Session {
         shared: shared.clone(),
+        out: queue,
         engine: Engine::new(handler),
         scope: Scope::new(shared.clone(), true),
         notifications: n_tx,
@@ -208,7 +211,7 @@ impl<H: Handler> Session<H> {
             if eof_deadline.is_some() && self.scope.is_empty() {
                 return Ok(ServeEnd::Eof);
             }
-            let out_full = shared.out().is_full();
+            let out_full = self.out.is_full();
             // What waits is bounded by the byte budget (the reader's), not
             // here: stopping at a count kept the cancellations behind it out.
             let can_read = eof_deadline.is_none() && !out_full && self.stalled.is_none();
@@ -234,7 +237,7 @@ impl<H: Handler> Session<H> {
                 item = t.inbound.recv(), if can_read => match item {
                     Some(Inbound::Message(m, charge)) => self.on_message(m, charge),
                     Some(Inbound::Reply(line)) => {
-                        let _ = shared.out().push(line);
+                        let _ = self.out.push(line);
                     }
                     Some(Inbound::Failed(e)) => return Err(ServerError::Read(e)),
                     Some(Inbound::Eof) | None => {
@@ -248,7 +251,7 @@ impl<H: Handler> Session<H> {
                         eof_deadline = Some(Instant::now().after(shared.config().get_eof_drain()));
                     }
                 },
-                _ = shared.out().drained(), if out_full => {}
+                _ = self.out.drained(), if out_full => {}
                 permit = notify_tx.reserve(), if self.stalled.is_some() => {
                     if let (Ok(permit), Some(n)) = (permit, self.stalled.take()) {
                         permit.send(n);
@@ -289,7 +292,7 @@ impl<H: Handler> Session<H> {
         let shared = &self.shared;
         shared.close();
         if !t.writer_done {
-            shared.out().close();
+            self.out.close();
             match tokio::time::timeout(shared.config().get_flush_timeout(), &mut t.writer.0).await {
                 Ok(Ok(Ok(()))) => {}
                 Ok(Ok(Err(e))) => tracing::warn!(error = %e, "final flush of output failed"),
@@ -324,15 +327,15 @@ impl<H: Handler> Session<H> {
                         .unwrap_or_else(|e| encode::error(&id, &internal(e.to_string()))),
                     Err(e) => encode::error(&id, &e),
                 };
-                let _ = self.shared.out().push(line);
+                let _ = self.out.push(line);
             }
             Route::Dispatch(d) => {
                 let id = req.id.clone();
-                let reply = StdioReply(self.shared.clone());
+                let reply = StdioReply(self.out.clone());
                 if let Err(Duplicate(_)) = self.engine.submit(&self.scope, req, d, charge, reply) {
                     tracing::debug!(%id, "duplicate in-flight request id refused");
                     let e = duplicate_error(&id);
-                    let _ = self.shared.out().push(encode::error(&Some(id), &e));
+                    let _ = self.out.push(encode::error(&Some(id), &e));
                 }
             }
         }
