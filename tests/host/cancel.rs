@@ -28,16 +28,37 @@ fn server(dir: &Path, name: &str) -> conduit_mcp::ClientConfig {
     common::config(&["--pid-file", file.to_str().unwrap()])
 }
 
-/// Waits (up to 10 s) for the processes of `dir` to be gone; returns the
-/// ones left, alive or zombie.
-async fn left_over(dir: &Path) -> Vec<u32> {
+/// Waits for the round's end, then (up to 10 s) for the processes of
+/// `dir` to be gone; returns the ones left, alive or zombie.
+///
+/// The end is the runtime's tasks back to `baseline`: every start, actor
+/// and shutdown the round began has ended, so no server of it can still
+/// come up and write its pid. A dropped start's servers are spawned after
+/// the drop: a look at `dir` before that end found no pid yet and passed,
+/// or found a pid written between its two reads, of a server whose
+/// shutdown was under way, and failed.
+async fn left_over(dir: &Path, baseline: usize) -> Vec<u32> {
+    let settled = common::eventually(Duration::from_secs(10), || tasks() <= baseline).await;
+    assert!(
+        settled.is_some(),
+        "tasks still alive: {} (baseline {baseline})",
+        tasks()
+    );
     let gone = |p: &u32| !common::alive(*p) && !common::zombie(*p);
     common::eventually(Duration::from_secs(10), || pids_in(dir).iter().all(gone)).await;
     pids_in(dir).into_iter().filter(|p| !gone(p)).collect()
 }
 
+/// The tasks of this test's runtime alive now.
+fn tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_start_dropped_by_a_timeout_leaves_no_process() {
+    let baseline = tasks();
     let rounds = 24;
     let (mut leaked, mut cancelled) = (Vec::new(), 0);
     for round in 0..rounds {
@@ -52,7 +73,7 @@ async fn a_host_start_dropped_by_a_timeout_leaves_no_process() {
             Ok(host) => finish(host.unwrap()).await,
             Err(_) => cancelled += 1,
         }
-        leaked.extend(left_over(&dir).await);
+        leaked.extend(left_over(&dir, baseline).await);
         let _ = std::fs::remove_dir_all(dir);
     }
     eprintln!(
@@ -94,6 +115,7 @@ async fn add_dropped_at(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_add_dropped_by_a_timeout_leaves_no_server() {
     let host = Host::start(HostConfig::new()).await.unwrap();
+    let baseline = tasks();
     let rounds = 24;
     let (mut leaked, mut stuck, mut cancelled) = (Vec::new(), 0, 0);
     for round in 0..rounds {
@@ -118,7 +140,7 @@ async fn an_add_dropped_by_a_timeout_leaves_no_server() {
                 }
             }
         }
-        leaked.extend(left_over(&dir).await);
+        leaked.extend(left_over(&dir, baseline).await);
         let _ = std::fs::remove_dir_all(dir);
     }
     eprintln!(

@@ -99,11 +99,13 @@ async fn a_host_start_or_add_dropped_at_any_point_leaves_no_process_and_no_task(
         }
     }
     finish(host).await;
-    let left = left_over(&log).await;
+    // The tasks first: once they have ended, no server of a dropped start
+    // can still come up and log its pid after the look at the log.
     let settled = common::eventually(Duration::from_secs(10), || {
         metrics.num_alive_tasks() <= baseline
     })
     .await;
+    let left = left_over(&log).await;
     eprintln!(
         "{} starts ({} dropped) and {} adds ({} dropped), each after its k-th pending poll: \
          {} servers started, left {left:?}; tasks {} (baseline {baseline})",
