@@ -7,7 +7,6 @@
 //! every method takes what it needs out and returns.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
@@ -21,49 +20,9 @@ pub(crate) struct PendingTable<W> {
     next_id: AtomicI64,
 }
 
-/// The table's hasher, FxHash's multiply-rotate mix. The keys are the ids
-/// the table hands out, never chosen by the peer, so SipHash's defence
-/// against chosen keys buys nothing here; it cost 3.5 % of a client's time
-/// with 64 calls in flight.
-#[derive(Debug, Default, Clone, Copy)]
-struct IdHasher(u64);
-
-impl IdHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 #[derive(Debug)]
 struct Entries<W> {
-    waiters: HashMap<RequestId, W, BuildHasherDefault<IdHasher>>,
+    waiters: HashMap<RequestId, W>,
     /// The only generation whose inserts [`PendingTable::insert_for`]
     /// takes; `None` between a [`take_all`](PendingTable::take_all) and the
     /// next [`accept`](PendingTable::accept).
@@ -74,7 +33,7 @@ impl<W> Default for PendingTable<W> {
     fn default() -> Self {
         Self {
             entries: Mutex::new(Entries {
-                waiters: HashMap::default(),
+                waiters: HashMap::new(),
                 accepting: None,
             }),
             next_id: AtomicI64::new(1),
