@@ -9,7 +9,7 @@
 //! and every server process it started). The baseline is this crate's own
 //! client calling the same stdio server directly (one client shared by the
 //! N callers, as the gateway shares one per server), and this crate's HTTP
-//! server serving the same tool in the bench's process.
+//! server serving the same tool in a process of its own.
 //! A second table gives the CPU time per call of each server process: the
 //! HTTP server, the gateway's own process, the stdio server behind it, and
 //! the stdio server called directly.
@@ -68,13 +68,13 @@ struct Figures {
     peak_rss_mib: f64,
     errors: usize,
     /// CPU time (user and system) per measured call: this process's (the
-    /// load generator, and the server when it runs in process), and the
-    /// measured process tree's (a gateway and its servers; the stdio server
-    /// for the direct rows). NaN when not measured.
+    /// load generator, and the HTTP floor, which runs in it), and the
+    /// measured process tree's (a gateway and its servers; the HTTP server;
+    /// the stdio server for the direct rows). NaN when not measured.
     cpu_us_here: f64,
     cpu_us_tree: f64,
     /// The measured tree's root process alone (a gateway without its
-    /// servers; the stdio server for the direct rows).
+    /// servers; the HTTP server; the stdio server for the direct rows).
     cpu_us_root: f64,
 }
 
@@ -551,13 +551,17 @@ async fn floor() -> SocketAddr {
     addr
 }
 
-/// This crate's HTTP server in this process, serving an `echo` tool as
-/// `examples/server.rs` does (its arguments checked against their schema):
-/// the server `mcp serve` is measured against, with no stdio leg.
-async fn http_server() -> SocketAddr {
+/// This crate's HTTP server serving an `echo` tool as `examples/server.rs`
+/// does (its arguments checked against their schema): the server
+/// `mcp serve` is measured against, with no stdio leg. It runs in a process
+/// of its own (this binary, `--serve-http`), on the multi-thread runtime a
+/// `#[tokio::main]` program has, so its CPU time is read as the gateway's is.
+/// Prints its port, then serves until its stdin ends.
+async fn serve_http() {
     use conduit_mcp::protocol::{CallToolResult, Implementation};
     use conduit_mcp::server::http::{HttpConfig, HttpServer};
     use conduit_mcp::server::{Router, ServerConfig};
+    use tokio::io::AsyncReadExt;
 
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct Echo {
@@ -572,9 +576,41 @@ async fn http_server() -> SocketAddr {
         .await
         .expect("a port on loopback");
     let addr = server.local_addr().expect("a bound listener");
+    println!("{}", addr.port());
     tokio::spawn(server.serve(router));
-    addr
+    let mut sink = Vec::new();
+    let _ = tokio::io::stdin().read_to_end(&mut sink).await;
 }
+
+/// [`serve_http`] in a child process: its address and the child, which
+/// ends when dropped (its stdin closes, and it is killed).
+async fn http_server() -> Result<(SocketAddr, Child), String> {
+    use tokio::io::AsyncBufReadExt;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = Command::new(exe)
+        .arg("--serve-http")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("the HTTP server's process: {e}"))?;
+    let out = child.stdout.take().ok_or("no stdout")?;
+    let mut line = String::new();
+    tokio::time::timeout(START, tokio::io::BufReader::new(out).read_line(&mut line))
+        .await
+        .map_err(|_| "the HTTP server printed no port".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let port: u16 = line
+        .trim()
+        .parse()
+        .map_err(|_| format!("the HTTP server printed {line:?}, not a port"))?;
+    Ok((SocketAddr::from(([127, 0, 0, 1], port)), child))
+}
+
+/// The HTTP server's rows, driven by either era's clients.
+const HTTP_SERVER: &str = "HTTP server (conduit)";
+const HTTP_SERVER_MODERN: &str = "HTTP server 2026-07-28";
 
 /// A gateway under test: how to start it, and the path of its endpoint.
 struct Gateway {
@@ -693,6 +729,9 @@ fn arg(args: &[String], key: &str) -> Option<String> {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--serve-http") {
+        return serve_http().await;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let json_out = args.iter().any(|a| a == "--json");
     let plan = Plan {
@@ -742,13 +781,19 @@ async fn main() {
             )),
             Err(e) => eprintln!("floor: {e}"),
         }
-        match load(http_server().await, "/mcp", false, p, None).await {
-            Ok(f) => rows.push(("HTTP server (conduit, in process)".into(), clients, f)),
-            Err(e) => eprintln!("HTTP server: {e}"),
-        }
-        match load(http_server().await, "/mcp", true, p, None).await {
-            Ok(f) => rows.push(("HTTP server 2026-07-28".into(), clients, f)),
-            Err(e) => eprintln!("HTTP server 2026-07-28: {e}"),
+        for (name, modern) in [(HTTP_SERVER, false), (HTTP_SERVER_MODERN, true)] {
+            let r = match http_server().await {
+                Ok((addr, child)) => {
+                    let r = load(addr, "/mcp", modern, p, child.id()).await;
+                    stop(child).await;
+                    r
+                }
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(f) => rows.push((name.into(), clients, f)),
+                Err(e) => eprintln!("{name}: {e}"),
+            }
         }
         let only = arg(&args, "--only");
         for g in gateways(0, &config) {
@@ -865,11 +910,10 @@ async fn main() {
                 ours.rps() / h.rps()
             );
             // Where the CPU goes: the load generator is this process in the
-            // gateway's row; the HTTP server is this process less the load
-            // generator in its own row; the stdio server is the direct
-            // row's tree.
+            // gateway's row; the HTTP server is its own process; the stdio
+            // server is the direct row's tree.
             let load = ours.cpu_us_here;
-            let http = h.cpu_us_here - load;
+            let http = h.cpu_us_root;
             let stdio = find("direct", plan.clients).map_or(f64::NAN, |d| d.cpu_us_tree);
             eprintln!(
                 "CPU per call at {} clients: load generator {load:.1} us, HTTP server {http:.1} us; mcp serve's tree {:.1} us (the stdio server {stdio:.1} us, the gateway {:.1} us); at 0.8x the gateway's tree may use {:.1} us",
@@ -893,12 +937,10 @@ async fn main() {
     }
 }
 
-/// CPU time per call of each server process, a row each: the HTTP server
-/// (this process less the load generator, whose cost is this process's in
-/// the gateway's row of the same era: an estimate, rough at one client),
+/// CPU time per call of each server process, a row each: the HTTP server,
 /// the gateway's own process, the stdio server behind it, and the stdio
-/// server called directly. The gateway's ratio is to the HTTP server of
-/// its clients' era.
+/// server called directly, each read from its own process. The gateway's
+/// ratio is to the HTTP server of its clients' era.
 fn cpu_table(rows: &[(String, usize, Figures)], json_out: bool) {
     let find = |name: &str, clients: usize| {
         rows.iter()
@@ -913,14 +955,13 @@ fn cpu_table(rows: &[(String, usize, Figures)], json_out: bool) {
     );
     for clients in counts {
         let eras = [
-            ("HTTP server (conduit, in process)", "mcp serve"),
-            ("HTTP server 2026-07-28", "mcp serve 2026-07-28"),
+            (HTTP_SERVER, "mcp serve"),
+            (HTTP_SERVER_MODERN, "mcp serve 2026-07-28"),
         ];
         let mut out: Vec<(String, f64, f64)> = Vec::new();
         for (http, gateway) in eras {
             let g = find(gateway, clients);
-            let load = g.map_or(f64::NAN, |g| g.cpu_us_here);
-            let h = find(http, clients).map_or(f64::NAN, |h| h.cpu_us_here - load);
+            let h = find(http, clients).map_or(f64::NAN, |h| h.cpu_us_root);
             out.push((format!("{http}: server"), h, f64::NAN));
             if let Some(g) = g {
                 out.push((
