@@ -625,10 +625,7 @@ impl Router {
     async fn call_tool(&self, params: Value, ctx: RequestContext) -> Result<Value, HandlerError> {
         // The name and the arguments; the rest of the params (the context
         // has its own `_meta`) is dropped here, not held while the tool runs.
-        let (name, arguments) = {
-            let p: CallToolParams = parse_params(params)?;
-            (p.name, p.arguments)
-        };
+        let (name, arguments) = name_and_arguments(params)?;
         let call = self
             .routes()
             .tools
@@ -806,6 +803,33 @@ fn prompt_arguments(schema: &Value) -> Vec<PromptArgument> {
         .collect()
 }
 
+/// A `tools/call`'s name and arguments, taken out of its params. Params of
+/// the common shape, those two and `_meta`, give them up as they are; any
+/// other shape is decoded as [`CallToolParams`], which names what is wrong.
+fn name_and_arguments(params: Value) -> Result<(String, Option<Map<String, Value>>), HandlerError> {
+    let params = match params {
+        Value::Object(mut p)
+            if p.iter().all(|(k, v)| match k.as_str() {
+                "name" => v.is_string(),
+                "arguments" | "_meta" => v.is_object() || v.is_null(),
+                _ => false,
+            }) =>
+        {
+            if let Some(Value::String(name)) = p.remove("name") {
+                let arguments = match p.remove("arguments") {
+                    Some(Value::Object(a)) => Some(a),
+                    _ => None,
+                };
+                return Ok((name, arguments));
+            }
+            Value::Object(p)
+        }
+        other => other,
+    };
+    let p: CallToolParams = parse_params(params)?;
+    Ok((p.name, p.arguments))
+}
+
 impl Handler for Router {
     async fn handle_request(
         &self,
@@ -906,15 +930,21 @@ impl Handler for Router {
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
-        self.routes()
-            .tools
-            .iter()
-            .find(|(t, ..)| t.name == name)
-            .map(|(t, ..)| t.input_schema.clone())
+        let mut schema = None;
+        self.with_tool_input_schema(name, &mut |s| schema = Some(s.clone()));
+        schema
     }
 }
 
 impl Router {
+    /// Runs `f` on tool `name`'s `inputSchema` where it is held, if there
+    /// is such a tool: the HTTP transport reads it per call, without a copy.
+    pub(crate) fn with_tool_input_schema(&self, name: &str, f: &mut dyn FnMut(&Value)) {
+        if let Some((t, ..)) = self.routes().tools.iter().find(|(t, ..)| t.name == name) {
+            f(&t.input_schema);
+        }
+    }
+
     async fn fall_back(&self, req: Request, ctx: RequestContext) -> Result<Value, HandlerError> {
         let fallback = self.routes().fallback.clone();
         match fallback {

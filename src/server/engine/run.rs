@@ -122,6 +122,35 @@ impl ResultHints {
     }
 }
 
+/// A 2026-07-28 result object and the members the engine adds to it where
+/// the handler did not set them, written after its own members: no copy
+/// of the result, no member inserted into it.
+struct WithHints {
+    result: serde_json::Map<String, Value>,
+    hints: ResultHints,
+}
+
+impl serde::Serialize for WithHints {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (r, h) = (&self.result, &self.hints);
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in r {
+            m.serialize_entry(k, v)?;
+        }
+        if !r.contains_key("resultType") {
+            m.serialize_entry("resultType", "complete")?;
+        }
+        if h.cacheable && !r.contains_key("ttlMs") {
+            m.serialize_entry("ttlMs", &h.ttl_ms)?;
+        }
+        if h.cacheable && !r.contains_key("cacheScope") {
+            m.serialize_entry("cacheScope", h.scope)?;
+        }
+        m.end()
+    }
+}
+
 fn internal(message: impl Into<String>) -> ErrorObject {
     ErrorObject::new(codes::INTERNAL_ERROR, message)
 }
@@ -136,8 +165,8 @@ pub(crate) fn answer_line(
     recorded: &Mutex<Recorded>,
 ) -> Vec<u8> {
     let rid = Some(id.clone());
-    let encoded = |v: &Value| {
-        encode::result(&rid, v).unwrap_or_else(|e| {
+    let encoded = |line: Result<Vec<u8>, serde_json::Error>| {
+        line.unwrap_or_else(|e| {
             tracing::warn!(%id, error = %e, "result not serialisable: answering -32603");
             encode::error(
                 &rid,
@@ -158,19 +187,10 @@ pub(crate) fn answer_line(
         (None, _) => result,
     };
     match result {
-        Ok(mut v) => {
-            if hints.era == Era::Stateless {
-                if let Some(obj) = v.as_object_mut() {
-                    obj.entry("resultType").or_insert_with(|| json!("complete"));
-                    if hints.cacheable {
-                        obj.entry("ttlMs").or_insert_with(|| json!(hints.ttl_ms));
-                        obj.entry("cacheScope")
-                            .or_insert_with(|| json!(hints.scope));
-                    }
-                }
-            }
-            encoded(&v)
+        Ok(Value::Object(result)) if hints.era == Era::Stateless => {
+            encoded(encode::result(&rid, &WithHints { result, hints }))
         }
+        Ok(v) => encoded(encode::result(&rid, &v)),
         Err(HandlerError::InputRequired) if hints.era == Era::Stateless => {
             let (requests, state) = { crate::sync::lock(recorded).take() };
             if requests.is_empty() && state.is_none() {
@@ -184,7 +204,7 @@ pub(crate) fn answer_line(
             if let Some(s) = state {
                 v["requestState"] = json!(s);
             }
-            encoded(&v)
+            encoded(encode::result(&rid, &v))
         }
         Err(e) => encode::error(&rid, &e.to_error_object()),
     }

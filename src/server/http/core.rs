@@ -25,6 +25,7 @@ use crate::server::engine::{Engine, Scope};
 use crate::server::error::{HandlerError, SendError};
 use crate::server::handle::{ServerHandle, SessionShared, SessionTransport};
 use crate::server::request_handler::Handler;
+use crate::server::Router;
 use crate::throttle::Throttle;
 
 use super::body::BodyReader;
@@ -49,6 +50,9 @@ pub(crate) trait DynHandler: Send + Sync + 'static {
     ) -> BoxFut<'_, Result<(), HandlerError>>;
     fn serving(&self, h: ServerHandle);
     fn tool_input_schema(&self, name: &str) -> Option<Value>;
+    /// Runs `f` on tool `name`'s `inputSchema`: a [`Router`]'s borrowed
+    /// where it is held, any other handler's on the copy it gives.
+    fn with_tool_input_schema(&self, name: &str, f: &mut dyn FnMut(&Value));
 }
 
 impl<H: Handler> DynHandler for H {
@@ -75,10 +79,29 @@ impl<H: Handler> DynHandler for H {
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
         Handler::tool_input_schema(self, name)
     }
+
+    fn with_tool_input_schema(&self, name: &str, f: &mut dyn FnMut(&Value)) {
+        let any: &dyn std::any::Any = self;
+        match any.downcast_ref::<Router>() {
+            Some(router) => router.with_tool_input_schema(name, f),
+            None => {
+                if let Some(schema) = Handler::tool_input_schema(self, name) {
+                    f(&schema);
+                }
+            }
+        }
+    }
 }
 
 /// The type-erased handler, as the engine runs it.
 pub(crate) struct Erased(Box<dyn DynHandler>);
+
+impl Erased {
+    /// See [`DynHandler::with_tool_input_schema`].
+    pub(crate) fn with_tool_input_schema(&self, name: &str, f: &mut dyn FnMut(&Value)) {
+        self.0.with_tool_input_schema(name, f)
+    }
+}
 
 impl Handler for Erased {
     fn handle_request(

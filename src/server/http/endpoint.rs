@@ -259,8 +259,8 @@ async fn post_stateless(
             return Rejection::UnexpectedResponse { id: r.id }.into_response();
         }
     };
-    if let Err(r) = stateless::check(h, &req, |name| {
-        Handler::tool_input_schema(core.handler(), name)
+    if let Err(r) = stateless::check(h, &req, |name, f| {
+        core.handler().with_tool_input_schema(name, f)
     }) {
         return r.with_id(Some(req.id)).into_response();
     }

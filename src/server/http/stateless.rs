@@ -55,11 +55,12 @@ fn unknown_version(version: &[u8]) -> Option<Refusal> {
     })
 }
 
-/// Checks `req`'s headers; `tool_schema` gives a tool's `inputSchema`.
+/// Checks `req`'s headers; `tool_schema` runs its function on a tool's
+/// `inputSchema`, if it knows the tool.
 pub(crate) fn check(
     h: &HeaderMap,
     req: &Request,
-    tool_schema: impl FnOnce(&str) -> Option<Value>,
+    tool_schema: impl FnOnce(&str, &mut dyn FnMut(&Value)),
 ) -> Result<(), Refusal> {
     let Some(version) = header(h, &PROTOCOL_VERSION) else {
         return Err(mismatch(
@@ -126,13 +127,15 @@ pub(crate) fn check(
     if req.method == methods::TOOLS_CALL {
         let params = req.params.as_ref();
         let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-        if let Some(schema) = name.and_then(tool_schema) {
+        if let Some(name) = name {
             let empty = Map::new();
             let args = params
                 .and_then(|p| p.get("arguments"))
                 .and_then(Value::as_object)
                 .unwrap_or(&empty);
-            check_params(h, &schema, args)?;
+            let mut checked = Ok(());
+            tool_schema(name, &mut |schema| checked = check_params(h, schema, args));
+            checked?;
         }
     }
     Ok(())
@@ -145,24 +148,43 @@ struct Mirrored {
     path: Vec<String>,
 }
 
+/// A property's path, as a chain from it up to the root: walked without
+/// allocating, copied only for an annotation.
+struct Up<'a> {
+    key: &'a str,
+    up: Option<&'a Up<'a>>,
+}
+
+impl Up<'_> {
+    fn path(&self) -> Vec<String> {
+        let mut path = Vec::new();
+        let mut at = Some(self);
+        while let Some(u) = at {
+            path.push(u.key.to_owned());
+            at = u.up;
+        }
+        path.reverse();
+        path
+    }
+}
+
 /// The annotations statically reachable from the schema's root (through
 /// `properties` only, as the specification requires).
-fn annotations(schema: &Value, path: &mut Vec<String>, out: &mut Vec<Mirrored>) {
+fn annotations(schema: &Value, up: Option<&Up<'_>>, out: &mut Vec<Mirrored>) {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return;
     };
     for (key, sub) in props {
-        path.push(key.clone());
+        let here = Up { key, up };
         if let Some(name) = sub.get("x-mcp-header").and_then(Value::as_str) {
             if headers::is_token(name) {
                 out.push(Mirrored {
                     name: name.to_owned(),
-                    path: path.clone(),
+                    path: here.path(),
                 });
             }
         }
-        annotations(sub, path, out);
-        path.pop();
+        annotations(sub, Some(&here), out);
     }
 }
 
@@ -190,7 +212,7 @@ fn same(header: &str, body: &Value) -> bool {
 
 fn check_params(h: &HeaderMap, schema: &Value, args: &Map<String, Value>) -> Result<(), Refusal> {
     let mut found = Vec::new();
-    annotations(schema, &mut Vec::new(), &mut found);
+    annotations(schema, None, &mut found);
     for m in found {
         let header_name = format!("{}{}", headers::PARAM_PREFIX, m.name.to_ascii_lowercase());
         let given = match h.get(&header_name).map(|v| v.as_bytes()) {
@@ -285,11 +307,11 @@ mod tests {
             all.extend_from_slice(extra);
             hdrs(&all)
         };
-        let s = || Some(schema.clone());
+        let s = |_: &str, f: &mut dyn FnMut(&Value)| f(&schema);
         let ok = check(
             &with(&[("mcp-param-region", "us-west1"), ("mcp-param-n", "42.0")]),
             &call(json!({ "region": "us-west1", "n": 42, "q": "x" })),
-            |_| s(),
+            s,
         );
         assert_eq!(code(ok), None);
         // Missing, different, unexpected, and base64-encoded values.
@@ -297,7 +319,7 @@ mod tests {
             code(check(
                 &with(&[("mcp-param-n", "42")]),
                 &call(json!({ "region": "a", "n": 42 })),
-                |_| s()
+                s
             )),
             Some((400, -32020))
         );
@@ -305,7 +327,7 @@ mod tests {
             code(check(
                 &with(&[("mcp-param-region", "b")]),
                 &call(json!({ "region": "a" })),
-                |_| s()
+                s
             )),
             Some((400, -32020))
         );
@@ -313,7 +335,7 @@ mod tests {
             code(check(
                 &with(&[("mcp-param-region", "a")]),
                 &call(json!({})),
-                |_| s()
+                s
             )),
             Some((400, -32020))
         );
@@ -321,13 +343,13 @@ mod tests {
             code(check(
                 &with(&[("mcp-param-region", "=?base64?SGVsbG8sIOS4lueVjA==?=")]),
                 &call(json!({ "region": "Hello, 世界" })),
-                |_| s()
+                s
             )),
             None
         );
         // Mcp-Name: missing, mismatched, sentinel.
         assert_eq!(
-            code(check(&hdrs(&BASE), &call(json!({})), |_| None)),
+            code(check(&hdrs(&BASE), &call(json!({})), |_, _| {})),
             Some((400, -32020))
         );
         let named = |n: &str| {
@@ -336,11 +358,15 @@ mod tests {
             hdrs(&v)
         };
         assert_eq!(
-            code(check(&named("other"), &call(json!({})), |_| None)),
+            code(check(&named("other"), &call(json!({})), |_, _| {})),
             Some((400, -32020))
         );
         assert_eq!(
-            code(check(&named("=?base64?c3Fs?="), &call(json!({})), |_| None)),
+            code(check(
+                &named("=?base64?c3Fs?="),
+                &call(json!({})),
+                |_, _| {}
+            )),
             None
         );
         // A body name shaped like the sentinel, sent as is: the header
@@ -350,7 +376,7 @@ mod tests {
             json!({ "name": "=?base64?c3Fs?=", "arguments": {}, "_meta": meta() }),
         );
         assert_eq!(
-            code(check(&named("=?base64?c3Fs?="), &shaped, |_| None)),
+            code(check(&named("=?base64?c3Fs?="), &shaped, |_, _| {})),
             Some((400, -32020))
         );
     }
@@ -360,14 +386,14 @@ mod tests {
         let r = req("server/discover", json!({ "_meta": meta() }));
         let h = |v: &str, m: &str| hdrs(&[("mcp-protocol-version", v), ("mcp-method", m)]);
         assert_eq!(
-            code(check(&h("2026-07-28", "server/discover"), &r, |_| None)),
+            code(check(&h("2026-07-28", "server/discover"), &r, |_, _| {})),
             None
         );
         assert_eq!(
             code(check(
                 &hdrs(&[("mcp-method", "server/discover")]),
                 &r,
-                |_| None
+                |_, _| {}
             )),
             Some((400, -32020))
         );
@@ -375,21 +401,21 @@ mod tests {
             code(check(
                 &h("2026-07-28", "server/discover"),
                 &req("server/discover", json!({})),
-                |_| None
+                |_, _| {}
             )),
             Some((400, -32602))
         );
         assert_eq!(
-            code(check(&h("2025-11-25", "server/discover"), &r, |_| None)),
+            code(check(&h("2025-11-25", "server/discover"), &r, |_, _| {})),
             Some((400, -32020))
         );
         assert_eq!(
-            code(check(&h("2026-07-28", "tools/list"), &r, |_| None)),
+            code(check(&h("2026-07-28", "tools/list"), &r, |_, _| {})),
             Some((400, -32020))
         );
         let ping = req("ping", json!({ "_meta": meta() }));
         assert_eq!(
-            code(check(&h("2026-07-28", "ping"), &ping, |_| None)),
+            code(check(&h("2026-07-28", "ping"), &ping, |_, _| {})),
             Some((404, -32601))
         );
     }
